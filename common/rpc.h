@@ -1,0 +1,168 @@
+/* rpc.h - the one wrapper over gRPC core and protobuf-c.
+ *
+ * No other file includes <grpc/grpc.h>. Messages cross this interface as
+ * protobuf-c messages (the generated structs of proto/sonde/v1); packing,
+ * unpacking, size limits and call state are handled here.
+ *
+ * Server model: one completion-queue loop thread runs every handler, so
+ * handlers of one server never run concurrently and need no locks for
+ * per-call or service state. Handlers must not block.
+ *
+ * Client model: blocking calls on a pluck completion queue. A stream can be
+ * written from several threads (writes are serialised inside) while one
+ * other thread reads.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <protobuf-c/protobuf-c.h>
+
+/* Same numbers as gRPC status codes. */
+enum rpc_status {
+	RPC_OK = 0,
+	RPC_CANCELLED = 1,
+	RPC_UNKNOWN = 2,
+	RPC_INVALID_ARGUMENT = 3,
+	RPC_DEADLINE_EXCEEDED = 4,
+	RPC_NOT_FOUND = 5,
+	RPC_PERMISSION_DENIED = 7,
+	RPC_RESOURCE_EXHAUSTED = 8,
+	RPC_FAILED_PRECONDITION = 9,
+	RPC_UNIMPLEMENTED = 12,
+	RPC_INTERNAL = 13,
+	RPC_UNAVAILABLE = 14,
+};
+
+/* Filled by client calls on failure. */
+struct rpc_error {
+	enum rpc_status status;
+	char message[256];
+};
+
+/* ---- server ---- */
+
+struct rpc_server;
+struct rpc_call;
+
+enum rpc_kind {
+	RPC_UNARY,
+	RPC_BIDI,
+};
+
+struct rpc_method {
+	const char *path; /* "/sonde.v1.Symbols/Status" */
+	enum rpc_kind kind;
+	const ProtobufCMessageDescriptor *request;
+	/* RPC_UNARY: called once with the decoded request (borrowed: freed
+	 * when the handler returns). The handler answers with
+	 * rpc_call_finish(), at once or later from the loop thread (e.g. from
+	 * another call's handler or a timer); the call stays valid until then. */
+	void (*on_call)(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
+	/* RPC_BIDI: on_open when the stream starts; on_message for each
+	 * message (borrowed), and once with msg == NULL when the client
+	 * half-closed; on_close exactly once when the call is over, for
+	 * whatever reason (after it the call pointer is invalid). A message
+	 * that does not decode ends the call with INVALID_ARGUMENT, one over
+	 * the size limit with RESOURCE_EXHAUSTED, before any handler sees it. */
+	void (*on_open)(struct rpc_call *call, void *ctx);
+	void (*on_message)(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx);
+	void (*on_close)(struct rpc_call *call, void *ctx);
+};
+
+struct rpc_server_opts {
+	size_t max_message_bytes; /* 0: 16 MiB */
+	size_t max_queued_bytes;  /* per-call write queue bound; 0: 64 MiB */
+};
+
+/* methods and ctx are borrowed and must outlive the server. Returns NULL
+ * on failure (logged). */
+struct rpc_server *rpc_server_new(const struct rpc_method *methods, size_t n_methods,
+				  void *ctx, const struct rpc_server_opts *opts);
+/* addr: "unix:/abs/path" or "tcp:HOST:PORT" (plaintext for now). Before
+ * rpc_server_start(). For unix: the socket file gets mode 0660 after bind.
+ * Returns 0 or a negative errno. If ret_port is not NULL it receives the
+ * bound TCP port (useful with port 0). */
+int rpc_server_listen(struct rpc_server *s, const char *addr, int *ret_port);
+/* Starts the loop thread. Returns 0 or a negative errno. */
+int rpc_server_start(struct rpc_server *s);
+/* Periodic callback on the loop thread, every interval_ms, until stop.
+ * Before or after start. Returns 0 or a negative errno. */
+int rpc_server_add_timer(struct rpc_server *s, int interval_ms,
+			 void (*fn)(void *ctx), void *ctx);
+/* Graceful stop: no new calls, running calls get grace_ms, then are
+ * cancelled (on_close runs for each). Joins the loop thread. */
+void rpc_server_stop(struct rpc_server *s, int grace_ms);
+/* Accepts NULL and a server that was never started. Stops it first. */
+void rpc_server_free(struct rpc_server *s);
+
+/* Per-call user data, NULL until set. */
+void rpc_call_set_data(struct rpc_call *call, void *data);
+void *rpc_call_data(const struct rpc_call *call);
+/* Peer address as gRPC names it ("unix:..." / "ipv4:..."); borrowed, valid
+ * for the call's life. */
+const char *rpc_call_peer(const struct rpc_call *call);
+
+/* RPC_BIDI: queues msg (packed now; msg stays the caller's). Returns 0,
+ * -ENOBUFS when the call's write queue is over its bound (nothing queued),
+ * or -EPIPE when the call is already over or finishing. */
+int rpc_call_write(struct rpc_call *call, const ProtobufCMessage *msg);
+/* Ends the call: sends reply (unary only; may be NULL for an error) after
+ * any queued writes, then the status. details may be NULL. Further
+ * writes fail with -EPIPE. Calling it twice is a no-op. */
+void rpc_call_finish(struct rpc_call *call, enum rpc_status status, const char *details,
+		     const ProtobufCMessage *reply);
+
+/* ---- client ---- */
+
+struct rpc_channel;
+struct rpc_stream;
+
+struct rpc_channel_opts {
+	size_t max_message_bytes; /* receive limit; 0: 64 MiB */
+	int reconnect_min_ms;     /* 0: 100 */
+	int reconnect_max_ms;     /* 0: 2000 */
+};
+
+/* target: "unix:/abs/path" or "tcp:HOST:PORT". NULL on failure. */
+struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel_opts *opts);
+void rpc_channel_free(struct rpc_channel *ch);
+
+/* Blocking unary call. On success *ret_reply is an owned message (free it
+ * with rpc_message_free) and 0 is returned; otherwise a negative errno
+ * (-ETIMEDOUT, -ECONNREFUSED for UNAVAILABLE, -EIO for other statuses,
+ * -EBADMSG for an undecodable reply) and err is filled. wait_for_ready:
+ * wait up to timeout_ms for the server to appear instead of failing at
+ * once. */
+int rpc_unary(struct rpc_channel *ch, const char *path, const ProtobufCMessage *req,
+	      const ProtobufCMessageDescriptor *reply_desc, int timeout_ms, bool wait_for_ready,
+	      ProtobufCMessage **ret_reply, struct rpc_error *err);
+
+/* Opens a bidirectional stream, waiting up to connect_timeout_ms for the
+ * server. NULL on failure, with err filled. */
+struct rpc_stream *rpc_stream_open(struct rpc_channel *ch, const char *path,
+				   int connect_timeout_ms, struct rpc_error *err);
+/* Blocking write; thread-safe. buffer_hint: let gRPC coalesce this write
+ * with the next one (use for all but the last message of a burst).
+ * Returns 0 or -EPIPE when the stream is broken. */
+int rpc_stream_write(struct rpc_stream *s, const ProtobufCMessage *msg, bool buffer_hint);
+/* Blocking read by one thread. Returns 0 with an owned *ret_msg, -ENODATA
+ * at a clean end of stream, -EPIPE when broken or cancelled, -EBADMSG for
+ * an undecodable message. */
+int rpc_stream_read(struct rpc_stream *s, const ProtobufCMessageDescriptor *desc,
+		    ProtobufCMessage **ret_msg);
+/* Thread-safe: makes pending and later reads/writes fail with -EPIPE. */
+void rpc_stream_cancel(struct rpc_stream *s);
+/* Half-closes (if not cancelled), waits up to timeout_ms for the status,
+ * and frees the stream. No other thread may still use it. Returns 0 if the
+ * server ended with OK, else a negative errno with err filled (err may be
+ * NULL). Accepts NULL. */
+int rpc_stream_close(struct rpc_stream *s, int timeout_ms, struct rpc_error *err);
+
+/* Frees a message returned by this module. Accepts NULL. */
+void rpc_message_free(ProtobufCMessage *msg);
+
+/* Once per process, before threads that use rpc are started; and at the end. */
+void rpc_global_init(void);
+void rpc_global_shutdown(void);
