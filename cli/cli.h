@@ -1,0 +1,37 @@
+/* cli.h - what the sonde subcommands share: the symbolizer address, the
+ * query helpers and the output writers. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rpc.h"
+#include "symbols.pb-c.h"
+
+#define CLI_DEFAULT_SYMBOLIZER "unix:/run/sonde/symbolizer.sock"
+#define CLI_RPC_TIMEOUT_MS 30000
+
+/* --symbolizer, else $SONDE_SYMBOLIZER, else the default. Borrowed. */
+const char *cli_symbolizer_address(const char *flag);
+
+/* Unary call to the Symbols service with a message that names what failed
+ * and how to fix it. Returns 0 with an owned *ret_reply, or a negative
+ * errno (already reported on stderr). */
+int cli_call(const char *address, const char *method, const ProtobufCMessage *req,
+	     const ProtobufCMessageDescriptor *reply_desc, int timeout_ms, bool wait_for_ready,
+	     ProtobufCMessage **ret_reply);
+
+/* Prints the top table (at most limit rows). */
+void cli_print_top(FILE *out, const Sonde__V1__TopResponse *top, unsigned limit);
+/* Writes folded stacks, one "frame;frame;... COUNT" line per stack.
+ * Returns 0 or a negative errno. */
+int cli_write_folded(FILE *out, const Sonde__V1__FoldedResponse *folded);
+/* Writes folded stacks to path (atomically: temp file + rename). */
+int cli_write_folded_file(const char *path, const Sonde__V1__FoldedResponse *folded);
+
+int cmd_record(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+int cmd_folded(int argc, char **argv);
+int cmd_symbolize(int argc, char **argv);
+int cmd_status(int argc, char **argv);

@@ -1,0 +1,51 @@
+/* main.c - the sonde command: dispatches to the subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "log.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{ "record", cmd_record, "profile a command, a process or the whole host" },
+	{ "top", cmd_top, "show the top functions stored by a running symbolizer" },
+	{ "folded", cmd_folded, "write stored stacks in folded format" },
+	{ "symbolize", cmd_symbolize, "turn addresses of a file into function names" },
+	{ "status", cmd_status, "show a running symbolizer's counters" },
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: sonde COMMAND [OPTIONS]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out, "\n'sonde COMMAND --help' describes each command.\n"
+		     "Commands that query a running symbolizer use --symbolizer ADDR, else\n"
+		     "$SONDE_SYMBOLIZER, else " CLI_DEFAULT_SYMBOLIZER ".\n");
+}
+
+int main(int argc, char **argv)
+{
+	log_init("sonde", LOG_LEVEL_WARN);
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("sonde %s\n", SONDE_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "sonde: unknown command '%.64s'\n\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

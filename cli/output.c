@@ -1,0 +1,87 @@
+/* output.c - how profiles look on a terminal and in files. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+void cli_print_top(FILE *out, const Sonde__V1__TopResponse *top, unsigned limit)
+{
+	double total = top->total_samples ? (double)top->total_samples : 1.0;
+
+	fprintf(out, "%llu samples\n", (unsigned long long)top->total_samples);
+	if (!top->n_entries) {
+		fprintf(out, "(no samples: nothing ran on a profiled CPU, or the filter matched nothing)\n");
+		return;
+	}
+	fprintf(out, "%7s %7s %9s  %s\n", "SELF%", "TOTAL%", "SAMPLES", "FUNCTION");
+	for (size_t i = 0; i < top->n_entries && i < limit; i++) {
+		const Sonde__V1__TopEntry *e = top->entries[i];
+		fprintf(out, "%6.2f%% %6.2f%% %9llu  %.200s\n", 100.0 * (double)e->self / total,
+			100.0 * (double)e->total / total, (unsigned long long)e->self, e->function);
+	}
+}
+
+/* A frame name in folded output may not contain ';' (the separator) or a
+ * newline; the symbolizer already replaces them, this is the last guard. */
+static void put_frame(FILE *out, const char *s)
+{
+	for (; *s; s++)
+		fputc(*s == ';' ? ':' : (*s == '\n' || *s == '\r') ? ' ' : *s, out);
+}
+
+int cli_write_folded(FILE *out, const Sonde__V1__FoldedResponse *folded)
+{
+	for (size_t i = 0; i < folded->n_stacks; i++) {
+		const Sonde__V1__FoldedStack *st = folded->stacks[i];
+		if (!st->n_frames)
+			continue;
+		for (size_t f = 0; f < st->n_frames; f++) {
+			if (f)
+				fputc(';', out);
+			put_frame(out, st->frames[f]);
+		}
+		fprintf(out, " %llu\n", (unsigned long long)st->count);
+	}
+	return ferror(out) ? -EIO : 0;
+}
+
+int cli_write_folded_file(const char *path, const Sonde__V1__FoldedResponse *folded)
+{
+	char *tmp = NULL;
+	FILE *f = NULL;
+	int err;
+
+	if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0) {
+		tmp = NULL;
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	f = fopen(tmp, "we");
+	if (!f) {
+		err = -errno;
+		goto cleanup;
+	}
+	err = cli_write_folded(f, folded);
+	if (fclose(f) != 0 && !err)
+		err = -errno;
+	f = NULL;
+	if (err)
+		goto cleanup;
+	if (rename(tmp, path) < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	free(tmp);
+	return 0;
+cleanup:
+	if (f)
+		fclose(f);
+	if (tmp) {
+		unlink(tmp);
+		free(tmp);
+	}
+	return err;
+}

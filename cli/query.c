@@ -1,0 +1,376 @@
+/* query.c - the subcommands that query a running symbolizer: top, folded,
+ * symbolize, status. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "fileid.h"
+#include "parse.h"
+
+const char *cli_symbolizer_address(const char *flag)
+{
+	const char *env = getenv("SONDE_SYMBOLIZER");
+
+	if (flag && *flag)
+		return flag;
+	if (env && *env)
+		return env;
+	return CLI_DEFAULT_SYMBOLIZER;
+}
+
+int cli_call(const char *address, const char *method, const ProtobufCMessage *req,
+	     const ProtobufCMessageDescriptor *reply_desc, int timeout_ms, bool wait_for_ready,
+	     ProtobufCMessage **ret_reply)
+{
+	struct rpc_channel *ch = NULL;
+	struct rpc_error rerr = { 0 };
+	int err;
+
+	ch = rpc_channel_new(address, NULL);
+	if (!ch) {
+		fprintf(stderr, "sonde: bad symbolizer address '%.200s' (use unix:/PATH or tcp:HOST:PORT)\n",
+			address);
+		return -EINVAL;
+	}
+	err = rpc_unary(ch, method, req, reply_desc, timeout_ms, wait_for_ready, ret_reply, &rerr);
+	if (err == -ECONNREFUSED)
+		fprintf(stderr,
+			"sonde: cannot reach the symbolizer at %.200s: %.200s\n"
+			"  start one (sonde-symbolizer --listen %.200s), or point --symbolizer or\n"
+			"  SONDE_SYMBOLIZER at a running one\n",
+			address, rerr.message, address);
+	else if (err)
+		fprintf(stderr, "sonde: %s at %.200s failed: %.200s\n", method, address,
+			rerr.message[0] ? rerr.message : strerror(-err));
+	rpc_channel_free(ch);
+	return err;
+}
+
+struct query_opts {
+	const char *symbolizer;
+	Sonde__V1__ProfileQuery q;
+	unsigned limit;
+	const char *output;
+	bool json;
+};
+
+/* Parses the options shared by top and folded. Returns 0, 1 for --help
+ * (printed), or -EINVAL (reported). */
+static int parse_query_opts(int argc, char **argv, const char *help, struct query_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "symbolizer", required_argument, NULL, 's' },
+		{ "since", required_argument, NULL, 'S' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "limit", required_argument, NULL, 'n' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	uint64_t since = 0;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "s:S:p:n:o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			o->symbolizer = optarg;
+			break;
+		case 'S':
+			if (parse_u64(optarg, 10, &since) < 0) {
+				fprintf(stderr, "sonde: --since wants seconds, not '%.64s'\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'p':
+			if (parse_u32(optarg, 10, &o->q.pid) < 0) {
+				fprintf(stderr, "sonde: --pid wants a process ID, not '%.64s'\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'n':
+			if (parse_u32(optarg, 10, &o->limit) < 0 || !o->limit) {
+				fprintf(stderr, "sonde: --limit wants a positive number\n");
+				return -EINVAL;
+			}
+			break;
+		case 'o':
+			o->output = optarg;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return 1;
+		default:
+			fputs(help, stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "sonde: unexpected argument '%.64s'\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (since)
+		o->q.since_unix_s = (uint64_t)time(NULL) - since;
+	return 0;
+}
+
+int cmd_top(int argc, char **argv)
+{
+	static const char help[] =
+		"usage: sonde top [--since SECONDS] [--pid PID] [--limit N] [--symbolizer ADDR]\n"
+		"Shows the functions with the most samples stored by a running symbolizer\n"
+		"(over the last SECONDS, default everything it keeps).\n";
+	struct query_opts o = { .q = SONDE__V1__PROFILE_QUERY__INIT, .limit = 25 };
+	Sonde__V1__TopResponse *top = NULL;
+	int r;
+
+	r = parse_query_opts(argc, argv, help, &o);
+	if (r)
+		return r > 0 ? 0 : 2;
+	o.q.limit = o.limit;
+	if (cli_call(cli_symbolizer_address(o.symbolizer), "/sonde.v1.Symbols/Top", &o.q.base,
+		     &sonde__v1__top_response__descriptor, CLI_RPC_TIMEOUT_MS, false,
+		     (ProtobufCMessage **)&top) < 0)
+		return 1;
+	cli_print_top(stdout, top, o.limit);
+	rpc_message_free(&top->base);
+	return 0;
+}
+
+int cmd_folded(int argc, char **argv)
+{
+	static const char help[] =
+		"usage: sonde folded [--since SECONDS] [--pid PID] [-o FILE] [--symbolizer ADDR]\n"
+		"Writes the stacks stored by a running symbolizer in folded format\n"
+		"('comm;root;...;leaf COUNT'), to FILE or standard output.\n";
+	struct query_opts o = { .q = SONDE__V1__PROFILE_QUERY__INIT };
+	Sonde__V1__FoldedResponse *folded = NULL;
+	int r, err;
+
+	r = parse_query_opts(argc, argv, help, &o);
+	if (r)
+		return r > 0 ? 0 : 2;
+	if (cli_call(cli_symbolizer_address(o.symbolizer), "/sonde.v1.Symbols/Folded", &o.q.base,
+		     &sonde__v1__folded_response__descriptor, CLI_RPC_TIMEOUT_MS, false,
+		     (ProtobufCMessage **)&folded) < 0)
+		return 1;
+	err = o.output ? cli_write_folded_file(o.output, folded) : cli_write_folded(stdout, folded);
+	if (err)
+		fprintf(stderr, "sonde: writing %s: %s\n", o.output ? o.output : "standard output",
+			strerror(-err));
+	rpc_message_free(&folded->base);
+	return err ? 1 : 0;
+}
+
+static void json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; s && *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			fprintf(out, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(out, "\\u%04x", ch);
+		else
+			fputc(ch, out);
+	}
+	fputc('"', out);
+}
+
+int cmd_symbolize(int argc, char **argv)
+{
+	static const char help[] =
+		"usage: sonde symbolize [--json] [--offsets] (--file-id HEX | --build-id HEX | --path PATH)\n"
+		"                       [--symbolizer ADDR] ADDRESS...\n"
+		"Names the functions at ADDRESSes (hex, ELF virtual addresses as nm prints\n"
+		"them; file offsets with --offsets) of a file the symbolizer has seen.\n";
+	static const struct option longopts[] = {
+		{ "symbolizer", required_argument, NULL, 's' },
+		{ "file-id", required_argument, NULL, 'f' },
+		{ "build-id", required_argument, NULL, 'b' },
+		{ "path", required_argument, NULL, 'P' },
+		{ "offsets", no_argument, NULL, 'O' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	Sonde__V1__SymbolizeQuery q = SONDE__V1__SYMBOLIZE_QUERY__INIT;
+	Sonde__V1__SymbolizeQuery *qs[1] = { &q };
+	Sonde__V1__SymbolizeRequest req = SONDE__V1__SYMBOLIZE_REQUEST__INIT;
+	Sonde__V1__SymbolizeResponse *resp = NULL;
+	const char *symbolizer = NULL;
+	struct fileid id;
+	uint64_t *addrs = NULL;
+	bool json = false;
+	int c, rc = 1;
+
+	while ((c = getopt_long(argc, argv, "s:f:b:P:Ojh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			symbolizer = optarg;
+			break;
+		case 'f':
+			if (fileid_from_hex(optarg, &id) < 0) {
+				fprintf(stderr, "sonde: --file-id wants 32 hex digits\n");
+				return 2;
+			}
+			q.file_id.data = id.bytes;
+			q.file_id.len = FILEID_LEN;
+			break;
+		case 'b':
+			q.build_id = optarg;
+			break;
+		case 'P':
+			q.path = optarg;
+			break;
+		case 'O':
+			q.kind = SONDE__V1__ADDRESS_KIND__ADDRESS_KIND_FILE_OFFSET;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return 0;
+		default:
+			fputs(help, stderr);
+			return 2;
+		}
+	}
+	if (!q.file_id.len && !q.build_id && !q.path) {
+		fprintf(stderr, "sonde: name the file with --file-id, --build-id or --path\n");
+		return 2;
+	}
+	if (optind == argc) {
+		fprintf(stderr, "sonde: give at least one address\n");
+		return 2;
+	}
+	addrs = calloc((size_t)(argc - optind), sizeof(*addrs));
+	if (!addrs)
+		return 1;
+	for (int i = optind; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strncmp(a, "0x", 2) || !strncmp(a, "0X", 2))
+			a += 2;
+		if (parse_u64(a, 16, &addrs[q.n_addresses++]) < 0) {
+			fprintf(stderr, "sonde: '%.64s' is not a hex address\n", argv[i]);
+			rc = 2;
+			goto cleanup;
+		}
+	}
+	q.addresses = addrs;
+	req.n_queries = 1;
+	req.queries = qs;
+	if (cli_call(cli_symbolizer_address(symbolizer), "/sonde.v1.Symbols/Symbolize", &req.base,
+		     &sonde__v1__symbolize_response__descriptor, CLI_RPC_TIMEOUT_MS, false,
+		     (ProtobufCMessage **)&resp) < 0)
+		goto cleanup;
+	if (resp->n_results != 1) {
+		fprintf(stderr, "sonde: the symbolizer answered %zu results for 1 query\n", resp->n_results);
+		goto cleanup;
+	}
+	const Sonde__V1__SymbolizeResult *r = resp->results[0];
+	if (r->error && *r->error && !json) {
+		fprintf(stderr, "sonde: %s\n", r->error);
+		goto cleanup;
+	}
+	if (json) {
+		printf("{\"error\":");
+		json_string(stdout, r->error);
+		printf(",\"symbols\":[");
+	}
+	for (size_t i = 0; i < r->n_symbols; i++) {
+		const Sonde__V1__Symbol *s = r->symbols[i];
+		if (json) {
+			printf("%s{\"address\":\"0x%" PRIx64 "\",\"function\":", i ? "," : "", s->address);
+			json_string(stdout, s->function);
+			printf(",\"offset\":%" PRIu64 ",\"file\":", s->offset);
+			json_string(stdout, s->file_name);
+			printf("}");
+		} else if (s->function && *s->function) {
+			printf("0x%" PRIx64 " %s+0x%" PRIx64 "\n", s->address, s->function, s->offset);
+		} else {
+			printf("0x%" PRIx64 " %s+0x%" PRIx64 "\n", s->address,
+			       s->file_name && *s->file_name ? s->file_name : "[unknown]", s->address);
+		}
+	}
+	if (json)
+		printf("]}\n");
+	rc = 0;
+cleanup:
+	rpc_message_free(resp ? &resp->base : NULL);
+	free(addrs);
+	return rc;
+}
+
+int cmd_status(int argc, char **argv)
+{
+	static const char help[] = "usage: sonde status [--json] [--symbolizer ADDR]\n"
+				   "Shows a running symbolizer's counters.\n";
+	static const struct option longopts[] = {
+		{ "symbolizer", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	Sonde__V1__StatusRequest req = SONDE__V1__STATUS_REQUEST__INIT;
+	Sonde__V1__StatusResponse *st = NULL;
+	const char *symbolizer = NULL;
+	bool json = false;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "s:jh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			symbolizer = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return 0;
+		default:
+			fputs(help, stderr);
+			return 2;
+		}
+	}
+	if (cli_call(cli_symbolizer_address(symbolizer), "/sonde.v1.Symbols/Status", &req.base,
+		     &sonde__v1__status_response__descriptor, CLI_RPC_TIMEOUT_MS, false,
+		     (ProtobufCMessage **)&st) < 0)
+		return 1;
+	/* One table drives both formats, so they cannot drift apart. */
+	const struct {
+		const char *key;
+		uint64_t value;
+	} rows[] = {
+		{ "sensors_connected", st->sensors_connected },
+		{ "stacks_received", st->stacks_received },
+		{ "samples_received", st->samples_received },
+		{ "samples_taken", st->samples_taken },
+		{ "samples_lost", st->samples_lost },
+		{ "samples_dropped", st->samples_dropped },
+		{ "cache_hits", st->cache_hits },
+		{ "cache_misses", st->cache_misses },
+		{ "files_analysed", st->files_analysed },
+		{ "files_failed", st->files_failed },
+		{ "uptime_s", st->uptime_s },
+	};
+	if (json) {
+		printf("{\"version\":");
+		json_string(stdout, st->version);
+		for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+			printf(",\"%s\":%" PRIu64, rows[i].key, rows[i].value);
+		printf("}\n");
+	} else {
+		printf("%-18s %s\n", "version", st->version);
+		for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+			printf("%-18s %" PRIu64 "\n", rows[i].key, rows[i].value);
+	}
+	rpc_message_free(&st->base);
+	return 0;
+}

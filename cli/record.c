@@ -1,0 +1,486 @@
+/* record.c - `sonde record`: runs both services for one job, like perf
+ * record. The symbolizer runs as the unprivileged user on a private
+ * socket, the sensor as root; each is fork+exec'd (never a fork of this
+ * process that keeps running our code) and put in its own process group so
+ * a Ctrl-C at the terminal reaches the profiled command, not the services.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "parse.h"
+
+#define RECORD_DEFAULT_SECONDS 30
+#define RECORD_START_TIMEOUT_MS 20000
+#define RECORD_STOP_TIMEOUT_MS 30000
+
+static struct env {
+	const char *output;
+	const char *cache;
+	const char *user;
+	uint32_t seconds; /* 0: not given */
+	uint32_t frequency;
+	uint32_t pid;
+	unsigned limit;
+	bool all;
+	bool verbose;
+	char **cmd;
+} env = {
+	.frequency = 19,
+	.limit = 20,
+	.user = "sonde",
+};
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	interrupted = sig;
+}
+
+static const char help[] =
+	"usage: sonde record [--all | -p PID | -- CMD ARGS...] [-d SECONDS] [-F HZ] [-o FILE]\n"
+	"Profiles CMD (until it exits), a process or the whole host (-d seconds, default 30),\n"
+	"then prints the top functions. Needs root: it starts sonde-sensor, which loads BPF.\n"
+	"  -o FILE.folded   write the stacks in folded format ('comm;root;...;leaf COUNT')\n"
+	"  -F HZ            samples per second per CPU (default 19)\n"
+	"  -n N             rows of the top table (default 20)\n"
+	"  --cache PATH     symbolizer cache (default $SONDE_CACHE or /var/cache/sonde/cache.db)\n"
+	"  --user NAME      user the symbolizer runs as (default sonde)\n"
+	"  -v, --verbose    show the services' logs\n"
+	"With CMD, sonde record exits with CMD's exit status.\n";
+
+static int parse_args(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "all", no_argument, NULL, 'a' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "frequency", required_argument, NULL, 'F' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "limit", required_argument, NULL, 'n' },
+		{ "cache", required_argument, NULL, 'c' },
+		{ "user", required_argument, NULL, 'u' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int c;
+
+	/* '+': stop at the first non-option, so CMD's own options stay CMD's. */
+	while ((c = getopt_long(argc, argv, "+ap:d:F:o:n:c:u:vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'a':
+			env.all = true;
+			break;
+		case 'p':
+			if (parse_u32(optarg, 10, &env.pid) < 0 || !env.pid) {
+				fprintf(stderr, "sonde record: -p wants a process ID, not '%.64s'\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'd':
+			if (parse_u32(optarg, 10, &env.seconds) < 0 || !env.seconds) {
+				fprintf(stderr, "sonde record: -d wants a positive number of seconds\n");
+				return -EINVAL;
+			}
+			break;
+		case 'F':
+			if (parse_u32(optarg, 10, &env.frequency) < 0 || !env.frequency ||
+			    env.frequency > 10000) {
+				fprintf(stderr, "sonde record: -F wants 1..10000 samples per second\n");
+				return -EINVAL;
+			}
+			break;
+		case 'o':
+			env.output = optarg;
+			break;
+		case 'n':
+			if (parse_u32(optarg, 10, &env.limit) < 0 || !env.limit) {
+				fprintf(stderr, "sonde record: -n wants a positive number\n");
+				return -EINVAL;
+			}
+			break;
+		case 'c':
+			env.cache = optarg;
+			break;
+		case 'u':
+			env.user = optarg;
+			break;
+		case 'v':
+			env.verbose = true;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return 1;
+		default:
+			fputs(help, stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc)
+		env.cmd = argv + optind;
+	if ((env.all ? 1 : 0) + (env.pid ? 1 : 0) + (env.cmd ? 1 : 0) != 1) {
+		fprintf(stderr, "sonde record: say what to profile: --all, -p PID or -- CMD ARGS...\n");
+		return -EINVAL;
+	}
+	if (env.output) {
+		size_t n = strlen(env.output);
+		if (n < 7 || strcmp(env.output + n - 7, ".folded")) {
+			fprintf(stderr, "sonde record: -o supports FILE.folded (folded stacks)\n");
+			return -EINVAL;
+		}
+	}
+	if (!env.cache)
+		env.cache = getenv("SONDE_CACHE");
+	if (!env.cache || !*env.cache)
+		env.cache = "/var/cache/sonde/cache.db";
+	return 0;
+}
+
+/* The services are found next to this binary (installed), or in the build
+ * tree's layout (build/cli/sonde → build/sensor/sonde-sensor). */
+static int find_service(const char *name, const char *subdir, char *buf, size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	if (n < 0)
+		return -errno;
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = '\0';
+	snprintf(buf, len, "%s/%s", self, name);
+	if (access(buf, X_OK) == 0)
+		return 0;
+	snprintf(buf, len, "%s/../%s/%s", self, subdir, name);
+	if (access(buf, X_OK) == 0)
+		return 0;
+	return -ENOENT;
+}
+
+/* fork+exec argv in its own process group. Returns the pid or -errno. */
+static pid_t spawn(char *const argv[], bool quiet)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		setpgid(0, 0);
+		if (quiet) {
+			int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+			if (fd >= 0)
+				dup2(fd, STDOUT_FILENO);
+		}
+		execv(argv[0], argv);
+		fprintf(stderr, "sonde record: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	return pid;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* Whether pid (our child) has exited; reaps it and stores the status. */
+static bool child_exited(pid_t pid, int *status)
+{
+	return pid > 0 && waitpid(pid, status, WNOHANG) == pid;
+}
+
+/* SIGTERM, wait up to timeout_ms, then SIGKILL. Returns the wait status. */
+static int stop_child(pid_t pid, int timeout_ms)
+{
+	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	int status = 0;
+
+	kill(pid, SIGTERM);
+	while (now_ms() < deadline) {
+		if (child_exited(pid, &status))
+			return status;
+		sleep_ms(20);
+	}
+	fprintf(stderr, "sonde record: process %d did not stop in %d ms, killing it\n", (int)pid,
+		timeout_ms);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return status;
+}
+
+static int status_call(const char *address, bool wait, Sonde__V1__StatusResponse **ret)
+{
+	Sonde__V1__StatusRequest req = SONDE__V1__STATUS_REQUEST__INIT;
+	struct rpc_channel *ch = rpc_channel_new(address, NULL);
+	struct rpc_error rerr;
+	int err;
+
+	if (!ch)
+		return -EINVAL;
+	err = rpc_unary(ch, "/sonde.v1.Symbols/Status", &req.base,
+			&sonde__v1__status_response__descriptor, 1000, wait, (ProtobufCMessage **)ret,
+			&rerr);
+	rpc_channel_free(ch);
+	return err;
+}
+
+/* Waits until the symbolizer answers and a sensor is connected to it. */
+static int wait_for_services(const char *address, pid_t symbolizer, pid_t sensor)
+{
+	uint64_t deadline = now_ms() + RECORD_START_TIMEOUT_MS;
+	int status;
+
+	while (now_ms() < deadline && !interrupted) {
+		Sonde__V1__StatusResponse *st = NULL;
+		if (child_exited(symbolizer, &status)) {
+			fprintf(stderr, "sonde record: sonde-symbolizer exited during start-up (status %d)\n",
+				status);
+			return -ECHILD;
+		}
+		if (child_exited(sensor, &status)) {
+			fprintf(stderr, "sonde record: sonde-sensor exited during start-up (status %d);\n"
+					"  it needs root and a kernel with BPF (see the message above)\n",
+				status);
+			return -ECHILD;
+		}
+		if (status_call(address, true, &st) == 0) {
+			bool ready = st->sensors_connected > 0;
+			rpc_message_free(&st->base);
+			if (ready)
+				return 0;
+		}
+		sleep_ms(50);
+	}
+	fprintf(stderr, "sonde record: the services did not start within %d s\n",
+		RECORD_START_TIMEOUT_MS / 1000);
+	return -ETIMEDOUT;
+}
+
+/* Forks CMD stopped before exec: it execs when a byte arrives on the pipe,
+ * so the sensor can be told its pid before it runs. */
+static pid_t fork_command(char **cmd, int *ret_go_fd)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int err = -errno;
+		close(p[0]);
+		close(p[1]);
+		return err;
+	}
+	if (pid == 0) {
+		char go;
+		close(p[1]);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		if (read(p[0], &go, 1) != 1)
+			_exit(127); /* the recorder gave up before start */
+		execvp(cmd[0], cmd);
+		fprintf(stderr, "sonde record: cannot run %s: %s\n", cmd[0], strerror(errno));
+		_exit(127);
+	}
+	close(p[0]);
+	*ret_go_fd = p[1];
+	return pid;
+}
+
+static int report(const char *address)
+{
+	Sonde__V1__ProfileQuery q = SONDE__V1__PROFILE_QUERY__INIT;
+	Sonde__V1__TopResponse *top = NULL;
+	Sonde__V1__FoldedResponse *folded = NULL;
+	int err;
+
+	q.limit = env.limit;
+	err = cli_call(address, "/sonde.v1.Symbols/Top", &q.base, &sonde__v1__top_response__descriptor,
+		       CLI_RPC_TIMEOUT_MS, false, (ProtobufCMessage **)&top);
+	if (err)
+		goto cleanup;
+	cli_print_top(stdout, top, env.limit);
+	fflush(stdout);
+	if (env.output) {
+		q.limit = 0;
+		err = cli_call(address, "/sonde.v1.Symbols/Folded", &q.base,
+			       &sonde__v1__folded_response__descriptor, CLI_RPC_TIMEOUT_MS, false,
+			       (ProtobufCMessage **)&folded);
+		if (err)
+			goto cleanup;
+		err = cli_write_folded_file(env.output, folded);
+		if (err) {
+			fprintf(stderr, "sonde record: writing %s: %s\n", env.output, strerror(-err));
+			goto cleanup;
+		}
+		fprintf(stderr, "sonde record: wrote %zu stacks to %s\n", folded->n_stacks, env.output);
+	}
+cleanup:
+	rpc_message_free(top ? &top->base : NULL);
+	rpc_message_free(folded ? &folded->base : NULL);
+	return err;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	char sensor_bin[PATH_MAX], symbolizer_bin[PATH_MAX], dir[] = "/tmp/sonde-record.XXXXXX";
+	char sock[sizeof(dir) + 32], address[sizeof(sock) + 8], profiles[sizeof(dir) + 32];
+	char freq[16], pidbuf[16];
+	pid_t symbolizer = -1, sensor = -1, child = -1;
+	int go_fd = -1, child_status = 0, rc = 1, r;
+	bool dir_made = false, child_done = false;
+	struct sigaction sa = { .sa_handler = on_signal };
+	uint64_t deadline;
+
+	r = parse_args(argc, argv);
+	if (r)
+		return r > 0 ? 0 : 2;
+	if (geteuid() != 0) {
+		fprintf(stderr, "sonde record: needs root to load BPF programs: run it with sudo\n");
+		return 1;
+	}
+	if (find_service("sonde-sensor", "sensor", sensor_bin, sizeof(sensor_bin)) < 0 ||
+	    find_service("sonde-symbolizer", "symbolizer", symbolizer_bin, sizeof(symbolizer_bin)) < 0) {
+		fprintf(stderr, "sonde record: sonde-sensor and sonde-symbolizer must be installed next to sonde\n");
+		return 1;
+	}
+	if (!mkdtemp(dir)) {
+		fprintf(stderr, "sonde record: cannot create a directory in /tmp: %s\n", strerror(errno));
+		return 1;
+	}
+	dir_made = true;
+	snprintf(sock, sizeof(sock), "%s/symbolizer.sock", dir);
+	snprintf(address, sizeof(address), "unix:%s", sock);
+	snprintf(profiles, sizeof(profiles), "%s/profiles.db", dir);
+	snprintf(freq, sizeof(freq), "%u", env.frequency);
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	{
+		/* The profile store is private to this job; the analysis cache is
+		 * shared, so a file analysed once stays analysed. */
+		char *argv_sym[] = { symbolizer_bin, "--listen", address, "--cache", (char *)env.cache,
+				     "--profiles", profiles, "--user", (char *)env.user,
+				     env.verbose ? "--verbose" : NULL, NULL };
+		symbolizer = spawn(argv_sym, !env.verbose);
+	}
+	if (symbolizer < 0) {
+		fprintf(stderr, "sonde record: cannot start %s: %s\n", symbolizer_bin, strerror(-symbolizer));
+		goto cleanup;
+	}
+	if (env.cmd) {
+		child = fork_command(env.cmd, &go_fd);
+		if (child < 0) {
+			fprintf(stderr, "sonde record: fork: %s\n", strerror(-child));
+			goto cleanup;
+		}
+	}
+	{
+		char *argv_sen[12];
+		int n = 0;
+		argv_sen[n++] = sensor_bin;
+		argv_sen[n++] = "--symbolizer";
+		argv_sen[n++] = address;
+		argv_sen[n++] = "--frequency";
+		argv_sen[n++] = freq;
+		if (env.cmd || env.pid) {
+			snprintf(pidbuf, sizeof(pidbuf), "%d", env.cmd ? (int)child : (int)env.pid);
+			argv_sen[n++] = "--pid";
+			argv_sen[n++] = pidbuf;
+		}
+		if (env.verbose)
+			argv_sen[n++] = "--verbose";
+		argv_sen[n] = NULL;
+		sensor = spawn(argv_sen, !env.verbose);
+	}
+	if (sensor < 0) {
+		fprintf(stderr, "sonde record: cannot start %s: %s\n", sensor_bin, strerror(-sensor));
+		goto cleanup;
+	}
+	if (wait_for_services(address, symbolizer, sensor) < 0)
+		goto cleanup;
+
+	deadline = now_ms() + 1000ULL * (env.seconds ? env.seconds : RECORD_DEFAULT_SECONDS);
+	if (env.cmd) {
+		if (write(go_fd, "g", 1) != 1) {
+			fprintf(stderr, "sonde record: cannot start the command: %s\n", strerror(errno));
+			goto cleanup;
+		}
+		close(go_fd);
+		go_fd = -1;
+		/* CMD runs until it exits; -d, if given, only limits profiling. */
+		while (!(child_done = child_exited(child, &child_status)) &&
+		       (!env.seconds || now_ms() < deadline))
+			sleep_ms(20);
+	} else {
+		if (isatty(STDERR_FILENO))
+			fprintf(stderr, "sonde record: profiling for %u s (Ctrl-C to stop early)\n",
+				env.seconds ? env.seconds : RECORD_DEFAULT_SECONDS);
+		while (!interrupted && now_ms() < deadline)
+			sleep_ms(50);
+	}
+
+	r = stop_child(sensor, RECORD_STOP_TIMEOUT_MS);
+	sensor = -1;
+	if (!WIFEXITED(r) || WEXITSTATUS(r) != 0)
+		fprintf(stderr, "sonde record: sonde-sensor ended badly (status %d); the profile may be incomplete\n",
+			r);
+	rc = report(address) ? 1 : 0;
+
+cleanup:
+	if (go_fd >= 0)
+		close(go_fd); /* a child still waiting for "go" exits */
+	if (sensor > 0)
+		stop_child(sensor, RECORD_STOP_TIMEOUT_MS);
+	if (symbolizer > 0)
+		stop_child(symbolizer, RECORD_STOP_TIMEOUT_MS);
+	if (child > 0 && !child_done) {
+		if (rc != 0 && env.seconds == 0)
+			kill(child, SIGTERM);
+		waitpid(child, &child_status, 0);
+		child_done = true;
+	}
+	if (dir_made) {
+		unlink(sock);
+		unlink(profiles);
+		/* the store's WAL side files */
+		char side[sizeof(profiles) + 8];
+		snprintf(side, sizeof(side), "%s-wal", profiles);
+		unlink(side);
+		snprintf(side, sizeof(side), "%s-shm", profiles);
+		unlink(side);
+		rmdir(dir);
+	}
+	if (env.cmd && child_done && rc == 0) {
+		if (WIFEXITED(child_status))
+			return WEXITSTATUS(child_status);
+		if (WIFSIGNALED(child_status))
+			return 128 + WTERMSIG(child_status);
+	}
+	return rc;
+}

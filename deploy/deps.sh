@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# deps.sh - installs what sonde needs to build, run and test on Debian 12.
+# Sourced by deploy/quickstart and tests/run; safe to run again (installs
+# only what is missing). Needs root.
+#
+#   sonde_install_deps build|test
+sonde_build_packages=(
+  build-essential pkg-config meson ninja-build
+  clang llvm bpftool libbpf-dev            # BPF compile, skeletons, loader
+  libelf-dev libdw-dev zlib1g-dev          # ELF symbols (symbolizer only)
+  libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
+  libsqlite3-dev libssl-dev                # cache + profile store, SHA-256
+  libcmocka-dev                            # unit tests
+)
+sonde_test_packages=(
+  python3-grpcio python3-protobuf python3-pytest
+  protobuf-compiler protobuf-compiler-grpc # Python stubs for the test clients
+  linux-perf binutils                      # perf and nm as reference tools
+)
+
+sonde_install_deps() {
+  local want=("${sonde_build_packages[@]}")
+  [ "${1:-build}" = test ] && want+=("${sonde_test_packages[@]}")
+  local missing=()
+  local p
+  for p in "${want[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "sonde: installing ${missing[*]}" >&2
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >/tmp/sonde-apt.log 2>&1; then
+      echo "sonde: apt-get install failed; see /tmp/sonde-apt.log" >&2
+      tail -20 /tmp/sonde-apt.log >&2
+      return 1
+    fi
+  fi
+  # The symbolizer drops to this user when started as root.
+  if ! getent passwd sonde >/dev/null; then
+    useradd --system --no-create-home --shell /usr/sbin/nologin sonde || return 1
+  fi
+}
+
+# sonde_build DIR: configures (once) and builds into DIR.
+sonde_build() {
+  local dir=$1 src
+  src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  local log
+  log=$(mktemp /tmp/sonde-build.XXXXXX)
+  if [ ! -f "$dir/build.ninja" ]; then
+    meson setup "$dir" "$src" >"$log" 2>&1 || { cat "$log" >&2; rm -f "$log"; return 1; }
+  fi
+  ninja -C "$dir" >"$log" 2>&1 || { tail -40 "$log" >&2; rm -f "$log"; return 1; }
+  rm -f "$log"
+}

@@ -1,0 +1,148 @@
+"""Fixtures for the integration tests: the real services, built by
+tests/run, run as root against the real kernel; clients are Debian's
+python3-grpcio with stubs generated from proto/ at test time."""
+import grpc
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+SRC = pathlib.Path(os.environ.get("SONDE_SOURCE", pathlib.Path(__file__).resolve().parents[2]))
+BUILD = pathlib.Path(os.environ.get("SONDE_BUILD", SRC / "build"))
+SONDE = BUILD / "cli" / "sonde"
+SENSOR = BUILD / "sensor" / "sonde-sensor"
+SYMBOLIZER = BUILD / "symbolizer" / "sonde-symbolizer"
+WORKLOAD = BUILD / "tests" / "workload" / "sonde-workload"
+WORK_LIB = BUILD / "tests" / "workload" / "libsonde_work.so"
+
+
+def _generate_stubs():
+    out = pathlib.Path(tempfile.mkdtemp(prefix="sonde-stubs."))
+    subprocess.run(["protoc", f"-I{SRC / 'proto' / 'sonde' / 'v1'}", f"--python_out={out}",
+                    f"--grpc_out={out}", "--plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin",
+                    "ingest.proto", "symbols.proto"], check=True, cwd=SRC)
+    sys.path.insert(0, str(out))
+
+
+_generate_stubs()
+import ingest_pb2  # noqa: E402
+import ingest_pb2_grpc  # noqa: E402
+import symbols_pb2  # noqa: E402
+import symbols_pb2_grpc  # noqa: E402
+
+
+def wait_for(predicate, timeout, what, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+class Symbolizer:
+    """A sonde-symbolizer on a private Unix socket, dropped to user sonde."""
+
+    def __init__(self, tmp, extra=()):
+        self.dir = pathlib.Path(tmp)
+        self.sock = self.dir / "symbolizer.sock"
+        self.address = f"unix:{self.sock}"
+        self.cache = self.dir / "cache.db"
+        self.log = open(self.dir / "symbolizer.log", "w+")
+        self.proc = subprocess.Popen([str(SYMBOLIZER), "--listen", self.address, "--cache", str(self.cache),
+                                      "--user", "sonde", *extra], stdout=self.log, stderr=subprocess.STDOUT)
+        self.channel = grpc.insecure_channel(self.address)
+        self.symbols = symbols_pb2_grpc.SymbolsStub(self.channel)
+        wait_for(self._answers, 15, "the symbolizer to answer Status")
+
+    def _answers(self):
+        if self.proc.poll() is not None:
+            raise AssertionError(f"sonde-symbolizer exited with {self.proc.returncode}: {self.logtext()}")
+        try:
+            self.symbols.Status(symbols_pb2.StatusRequest(), timeout=1)
+            return True
+        except grpc.RpcError:
+            return False
+
+    def status(self):
+        return self.symbols.Status(symbols_pb2.StatusRequest(), timeout=10)
+
+    def logtext(self):
+        self.log.flush()
+        return (self.dir / "symbolizer.log").read_text()[-4000:]
+
+    def stop(self):
+        self.channel.close()
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+class Sensor:
+    def __init__(self, tmp, address, args=()):
+        self.log_path = pathlib.Path(tmp) / f"sensor.{time.monotonic_ns()}.log"
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen([str(SENSOR), "--symbolizer", address, *args],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+
+    def logtext(self):
+        self.log.flush()
+        return self.log_path.read_text()[-4000:]
+
+    def stop(self, timeout=30):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+
+@pytest.fixture
+def symbolizer(tmp_path):
+    os.chmod(tmp_path, 0o755)
+    s = Symbolizer(tmp_path)
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def start_sensor(tmp_path):
+    sensors = []
+
+    def start(address, *args):
+        s = Sensor(tmp_path, address, args)
+        sensors.append(s)
+        return s
+    yield start
+    for s in sensors:
+        s.stop()
+
+
+def parse_folded(text):
+    """folded text -> list of (frames, count)"""
+    stacks = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        frames, _, count = line.rpartition(" ")
+        stacks.append((frames.split(";"), int(count)))
+    return stacks
+
+
+def contains_chain(frames, chain):
+    n = len(chain)
+    return any(frames[i:i + n] == chain for i in range(len(frames) - n + 1))

@@ -1,0 +1,103 @@
+"""sonde record on the test workload, compared with perf record -g on the
+same workload in the same test."""
+import collections
+import subprocess
+
+import pytest
+
+from conftest import SONDE, WORKLOAD, contains_chain, parse_folded
+
+SECONDS = 8
+HZ = 199
+CHAINS = {
+    "a": ["main", "run_main_thread", "chain_a", "a_middle", "leaf_a_compute"],
+    "b": ["thread_b", "b_middle", "leaf_b_hash"],
+    "c": ["main", "run_main_thread", "chain_c", "work_lib_entry", "work_lib_leaf"],
+}
+LEAVES = {"leaf_a_compute", "leaf_b_hash", "work_lib_leaf"}
+
+
+def perf_stacks(tmp_path):
+    data = tmp_path / "perf.data"
+    subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(HZ), "-g", "-o", str(data),
+                    "--", str(WORKLOAD), str(SECONDS)], check=True, capture_output=True)
+    out = subprocess.run(["perf", "script", "-i", str(data), "-F", "comm,tid,ip,sym"], check=True,
+                         capture_output=True, text=True).stdout
+    stacks = []
+    for block in out.split("\n\n"):
+        lines = [l.split() for l in block.strip().splitlines()]
+        if len(lines) < 2:
+            continue
+        frames = [l[1] if len(l) > 1 else "[unknown]" for l in lines[1:]]
+        stacks.append((lines[0][0], list(reversed(frames)), 1))  # root first, like folded
+    return stacks
+
+
+def shares(stacks):
+    total = sum(c for _, _, c in stacks)
+    got = collections.Counter()
+    for _, frames, count in stacks:
+        for name, chain in CHAINS.items():
+            if contains_chain(frames, chain):
+                got[name] += count
+    return {name: 100.0 * got[name] / total for name in CHAINS}, total
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("record")
+    out = tmp / "workload.folded"
+    proc = subprocess.run([str(SONDE), "record", "-F", str(HZ), "-o", str(out), "--",
+                           str(WORKLOAD), str(SECONDS), "3"], capture_output=True, text=True, timeout=120)
+    return proc, out
+
+
+def test_record_exits_with_command_status(recorded):
+    proc, _ = recorded
+    assert proc.returncode == 3, proc.stderr[-3000:]
+
+
+def test_record_prints_top_functions(recorded):
+    proc, _ = recorded
+    assert "FUNCTION" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+    for leaf in LEAVES:
+        assert leaf in proc.stdout, proc.stdout
+
+
+def test_record_samples_end_in_workload_leaves(recorded):
+    _, out = recorded
+    stacks = parse_folded(out.read_text())
+    total = sum(c for _, c in stacks)
+    # 8 s at 199 Hz on two busy threads is ~3,000 samples; far fewer means
+    # sampling or the pid filter is broken.
+    assert total > 0.5 * SECONDS * HZ * 2, f"only {total} samples"
+    in_leaves = sum(c for frames, c in stacks if frames[-1] in LEAVES)
+    assert in_leaves / total >= 0.90, f"{in_leaves}/{total} samples end in the workload's leaves"
+
+
+def test_record_chains_match_perf(recorded, tmp_path):
+    _, out = recorded
+    ours, n_ours = shares([(f[0], f[1:], c) for f, c in parse_folded(out.read_text())])
+    theirs, n_theirs = shares(perf_stacks(tmp_path))
+    report = ", ".join(f"{k}: sonde {ours[k]:.1f}% perf {theirs[k]:.1f}%" for k in CHAINS)
+    print(f"chain shares ({n_ours} sonde samples, {n_theirs} perf samples): {report}")
+    for name in CHAINS:
+        assert ours[name] > 5, f"chain {name} missing from sonde's profile: {report}"
+        assert abs(ours[name] - theirs[name]) <= 5, report
+
+
+def test_record_folded_format(recorded):
+    _, out = recorded
+    for line in out.read_text().splitlines():
+        frames, sep, count = line.rpartition(" ")
+        assert sep and count.isdigit() and int(count) > 0, line
+        assert frames.split(";")[0] in ("sonde-workload", "workload-b"), line
+
+
+def test_record_help_and_bad_arguments():
+    h = subprocess.run([str(SONDE), "record", "--help"], capture_output=True, text=True)
+    assert h.returncode == 0 and "usage: sonde record" in h.stdout
+    bad = subprocess.run([str(SONDE), "record", "-F", "12abc", "--all"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "-F" in bad.stderr
+    none = subprocess.run([str(SONDE), "record"], capture_output=True, text=True)
+    assert none.returncode == 2 and "--all" in none.stderr

@@ -1,0 +1,190 @@
+"""The services' contracts: privilege drop, socket mode, bad input over
+RPC and in files, peers that vanish, restarts and the cache."""
+import os
+import pathlib
+import pwd
+import signal
+import stat
+import subprocess
+import time
+
+import grpc
+import pytest
+
+from conftest import (SONDE, SYMBOLIZER, WORKLOAD, Sensor, Symbolizer, parse_folded, symbols_pb2,
+                      wait_for)
+from pysensor import PySensor
+
+LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+
+
+def folded(sym):
+    r = sym.symbols.Folded(symbols_pb2.ProfileQuery(), timeout=10)
+    return [(list(s.frames), s.count) for s in r.stacks]
+
+
+def test_symbolizer_drops_to_user_and_socket_mode(symbolizer):
+    uid = pwd.getpwnam("sonde").pw_uid
+    status = pathlib.Path(f"/proc/{symbolizer.proc.pid}/status").read_text()
+    uids = next(l for l in status.splitlines() if l.startswith("Uid:")).split()[1:]
+    assert uids == [str(uid)] * 4, status
+    caps = next(l for l in status.splitlines() if l.startswith("CapEff:")).split()[1]
+    assert int(caps, 16) == 0
+    assert stat.S_IMODE(os.stat(symbolizer.sock).st_mode) == 0o660
+
+
+def test_symbolizer_refuses_root(tmp_path):
+    p = subprocess.run([str(SYMBOLIZER), "--listen", f"unix:{tmp_path}/s.sock", "--cache",
+                        str(tmp_path / "c.db"), "--user", "root"], capture_output=True, text=True, timeout=20)
+    assert p.returncode != 0
+    assert "root" in p.stderr
+
+
+def test_malformed_and_oversized_messages(symbolizer):
+    raw = symbolizer.channel.unary_unary("/sonde.v1.Symbols/Status")
+    with pytest.raises(grpc.RpcError) as e:
+        raw(b"\xff\xff\xff\xff\x0f", timeout=10)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    big = symbols_pb2.SymbolizeRequest(queries=[symbols_pb2.SymbolizeQuery(path="/x", addresses=[2**63] * 2_200_000)])
+    with pytest.raises(grpc.RpcError) as e:
+        symbolizer.symbols.Symbolize(big, timeout=30)
+    assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    many = symbols_pb2.SymbolizeRequest(queries=[symbols_pb2.SymbolizeQuery(path="/x", addresses=[1] * 200_000)])
+    with pytest.raises(grpc.RpcError) as e:
+        symbolizer.symbols.Symbolize(many, timeout=30)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert symbolizer.status().version  # still serving
+
+
+def test_bad_elf_gives_error_and_basename_frames(symbolizer, tmp_path):
+    rnd = os.urandom(70000)
+    files = {
+        "/opt/bad/libgarbage.so": rnd,
+        "/opt/bad/libtrunc.so": open(LIBC, "rb").read()[:3000],
+        "/opt/bad/libhdr.so": b"\x7fELF\x02\x01\x01" + b"\xff" * 5000,
+    }
+    s = PySensor(symbolizer.address, files)
+    s.hello()
+    s.process(4242, "bad", list(files))
+    for i, p in enumerate(files):
+        s.stack(i + 1, 4242, [(p, 0x1234 + i)])
+    s.close()
+    names = {f[-1] for f, _ in folded(symbolizer)}
+    for i, p in enumerate(files):
+        assert f"{os.path.basename(p)}+0x{0x1234 + i:x}" in names, names
+    st = symbolizer.status()
+    assert st.files_failed >= 3, st
+    r = symbolizer.symbols.Symbolize(symbols_pb2.SymbolizeRequest(queries=[
+        symbols_pb2.SymbolizeQuery(path="/opt/bad/libgarbage.so", addresses=[0x10])]), timeout=10)
+    assert r.results[0].error
+
+
+def test_vanishing_sensor_leaves_others_served(symbolizer):
+    libc = open(LIBC, "rb").read()
+    gone = PySensor(symbolizer.address, {LIBC: libc})
+    gone.hello()
+    gone.process(100, "gone", [LIBC])
+    gone.abort()  # mid-stream, no half-close
+    other = PySensor(symbolizer.address, {LIBC: libc})
+    other.hello()
+    other.process(200, "other", [LIBC])
+    other.stack(1, 200, [(LIBC, 0x1000)])
+    other.close()
+    assert any(f[0] == "pytest" for f, _ in folded(symbolizer))
+    assert symbolizer.status().sensors_connected == 0
+
+
+def test_cache_survives_restart(tmp_path):
+    tmp_path.chmod(0o755)
+    libc = open(LIBC, "rb").read()
+    sym = Symbolizer(tmp_path)
+    try:
+        s = PySensor(sym.address, {LIBC: libc})
+        s.hello()
+        s.process(300, "first", [LIBC])
+        s.stack(1, 300, [(LIBC, 0x30000)])
+        s.close()
+        assert s.reads, "the first symbolizer must have read libc"
+        assert sym.status().files_analysed >= 1
+    finally:
+        sym.stop()
+    sym = Symbolizer(tmp_path)
+    try:
+        s = PySensor(sym.address, {LIBC: libc})
+        s.hello()
+        s.process(301, "second", [LIBC])
+        s.stack(1, 301, [(LIBC, 0x30000)])
+        s.close()
+        assert not s.reads, f"libc was analysed again after a restart: {len(s.reads)} reads"
+        st = sym.status()
+        assert st.cache_hits >= 1 and st.files_analysed == 0, st
+    finally:
+        sym.stop()
+
+
+def test_sensor_reconnects_after_symbolizer_restart(tmp_path, start_sensor):
+    tmp_path.chmod(0o755)
+    sym = Symbolizer(tmp_path)
+    work = subprocess.Popen([str(WORKLOAD), "20"])
+    try:
+        sensor = start_sensor(sym.address, "--pid", str(work.pid), "--frequency", "49")
+        wait_for(lambda: sym.status().samples_received > 0, 20, "samples before the restart")
+        sym.proc.send_signal(signal.SIGKILL)
+        sym.proc.wait()
+        sym.stop()
+        time.sleep(1)
+        sym = Symbolizer(tmp_path)
+        t0 = time.monotonic()
+        wait_for(lambda: sym.status().sensors_connected == 1, 10, "the sensor to reconnect")
+        reconnect = time.monotonic() - t0
+        wait_for(lambda: sym.status().samples_received > 0, 10, "samples after the restart")
+        print(f"sensor reconnected {reconnect:.2f} s after the symbolizer came back")
+        assert sensor.proc.poll() is None, sensor.logtext()
+    finally:
+        work.kill()
+        work.wait()
+        sym.stop()
+
+
+def bpf_prog_ids():
+    out = subprocess.run(["bpftool", "prog", "show"], capture_output=True, text=True).stdout
+    return {l.split(":")[0] for l in out.splitlines() if l and l[0].isdigit()}
+
+
+def test_sensor_kill9_leaves_no_bpf_programs(symbolizer, start_sensor):
+    before = bpf_prog_ids()
+    sensor = start_sensor(symbolizer.address, "--frequency", "19")
+    wait_for(lambda: symbolizer.status().sensors_connected == 1, 20, "the sensor to connect")
+    assert len(bpf_prog_ids() - before) >= 1, "the sensor loaded no BPF program"
+    sensor.proc.send_signal(signal.SIGKILL)
+    sensor.proc.wait()
+    wait_for(lambda: not (bpf_prog_ids() - before), 10, "the sensor's BPF programs to go away")
+
+
+def test_status_cli(symbolizer):
+    out = subprocess.run([str(SONDE), "status", "--symbolizer", symbolizer.address], capture_output=True,
+                         text=True, timeout=20)
+    assert out.returncode == 0 and "files_analysed" in out.stdout, out.stderr
+    js = subprocess.run([str(SONDE), "status", "--json", "--symbolizer", symbolizer.address],
+                        capture_output=True, text=True, timeout=20)
+    import json
+    assert "samples_received" in json.loads(js.stdout)
+    down = subprocess.run([str(SONDE), "status", "--symbolizer", "unix:/nonexistent/sock"],
+                          capture_output=True, text=True, timeout=40)
+    assert down.returncode != 0 and "cannot reach the symbolizer" in down.stderr
+
+
+def test_whole_host_top_and_folded_commands(symbolizer, start_sensor, tmp_path):
+    start_sensor(symbolizer.address, "--frequency", "49")
+    work = subprocess.run([str(WORKLOAD), "3"])
+    assert work.returncode == 0
+    wait_for(lambda: symbolizer.status().samples_received > 100, 20, "whole-host samples")
+    top = subprocess.run([str(SONDE), "top", "--symbolizer", symbolizer.address], capture_output=True,
+                         text=True, timeout=30)
+    assert top.returncode == 0 and "FUNCTION" in top.stdout, top.stderr
+    out = tmp_path / "host.folded"
+    f = subprocess.run([str(SONDE), "folded", "--symbolizer", symbolizer.address, "-o", str(out)],
+                       capture_output=True, text=True, timeout=30)
+    assert f.returncode == 0, f.stderr
+    stacks = parse_folded(out.read_text())
+    assert any("leaf_b_hash" in frames for frames, _ in stacks)
