@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "log.h"
+#include "rpc.h"
 
 static const struct {
 	const char *name;
@@ -42,9 +43,16 @@ int main(int argc, char **argv)
 		printf("sonde %s\n", SONDE_VERSION);
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].fn(argc - 1, argv + 1);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (!strcmp(argv[1], commands[i].name)) {
+			int rc;
+
+			rpc_global_init();
+			rc = commands[i].fn(argc - 1, argv + 1);
+			rpc_global_shutdown();
+			return rc;
+		}
+	}
 	fprintf(stderr, "sonde: unknown command '%.64s'\n\n", argv[1]);
 	usage(stderr);
 	return 2;

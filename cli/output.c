@@ -36,13 +36,21 @@ int cli_write_folded(FILE *out, const Sonde__V1__FoldedResponse *folded)
 {
 	for (size_t i = 0; i < folded->n_stacks; i++) {
 		const Sonde__V1__FoldedStack *st = folded->stacks[i];
-		if (!st->n_frames)
-			continue;
+		bool sep = false;
+
+		/* The process name is the root frame, as perf's folded output has it. */
+		if (st->comm && *st->comm) {
+			put_frame(out, st->comm);
+			sep = true;
+		}
 		for (size_t f = 0; f < st->n_frames; f++) {
-			if (f)
+			if (sep)
 				fputc(';', out);
 			put_frame(out, st->frames[f]);
+			sep = true;
 		}
+		if (!sep)
+			continue;
 		fprintf(out, " %llu\n", (unsigned long long)st->count);
 	}
 	return ferror(out) ? -EIO : 0;

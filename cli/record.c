@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,11 +164,9 @@ static int find_service(const char *name, const char *subdir, char *buf, size_t 
 	if (!slash)
 		return -ENOENT;
 	*slash = '\0';
-	snprintf(buf, len, "%s/%s", self, name);
-	if (access(buf, X_OK) == 0)
+	if (snprintf(buf, len, "%s/%s", self, name) < (int)len && access(buf, X_OK) == 0)
 		return 0;
-	snprintf(buf, len, "%s/../%s/%s", self, subdir, name);
-	if (access(buf, X_OK) == 0)
+	if (snprintf(buf, len, "%s/../%s/%s", self, subdir, name) < (int)len && access(buf, X_OK) == 0)
 		return 0;
 	return -ENOENT;
 }
@@ -206,10 +205,16 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
-/* Whether pid (our child) has exited; reaps it and stores the status. */
+/* Whether pid (our child) has exited; reaps it and stores the status. A
+ * child reaped before counts as exited. */
 static bool child_exited(pid_t pid, int *status)
 {
-	return pid > 0 && waitpid(pid, status, WNOHANG) == pid;
+	pid_t r;
+
+	if (pid <= 0)
+		return true;
+	r = waitpid(pid, status, WNOHANG);
+	return r == pid || (r < 0 && errno == ECHILD);
 }
 
 /* SIGTERM, wait up to timeout_ms, then SIGKILL. Returns the wait status. */
@@ -218,6 +223,8 @@ static int stop_child(pid_t pid, int timeout_ms)
 	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
 	int status = 0;
 
+	if (child_exited(pid, &status))
+		return status;
 	kill(pid, SIGTERM);
 	while (now_ms() < deadline) {
 		if (child_exited(pid, &status))
@@ -373,6 +380,21 @@ int cmd_record(int argc, char **argv)
 		return 1;
 	}
 	dir_made = true;
+	/* The symbolizer keeps the job's profile store here after it dropped
+	 * to the user. */
+	{
+		struct passwd *pw = getpwnam(env.user);
+		if (!pw) {
+			fprintf(stderr, "sonde record: no user '%s' for the symbolizer; create it with\n"
+					"  useradd --system --no-create-home --shell /usr/sbin/nologin %s\n",
+				env.user, env.user);
+			goto cleanup;
+		}
+		if (chown(dir, pw->pw_uid, pw->pw_gid) < 0) {
+			fprintf(stderr, "sonde record: cannot chown %s: %s\n", dir, strerror(errno));
+			goto cleanup;
+		}
+	}
 	snprintf(sock, sizeof(sock), "%s/symbolizer.sock", dir);
 	snprintf(address, sizeof(address), "unix:%s", sock);
 	snprintf(profiles, sizeof(profiles), "%s/profiles.db", dir);

@@ -65,7 +65,10 @@ struct rpc_method {
 	 * half-closed; on_close exactly once when the call is over, for
 	 * whatever reason (after it the call pointer is invalid). A message
 	 * that does not decode ends the call with INVALID_ARGUMENT, one over
-	 * the size limit with RESOURCE_EXHAUSTED, before any handler sees it. */
+	 * the size limit with RESOURCE_EXHAUSTED, before any handler sees it.
+	 * on_close is not called for RPC_UNARY: a unary call pointer is
+	 * valid until the handler calls rpc_call_finish() (a no-op if the
+	 * client is gone by then). */
 	void (*on_open)(struct rpc_call *call, void *ctx);
 	void (*on_message)(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx);
 	void (*on_close)(struct rpc_call *call, void *ctx);
@@ -88,11 +91,15 @@ int rpc_server_listen(struct rpc_server *s, const char *addr, int *ret_port);
 /* Starts the loop thread. Returns 0 or a negative errno. */
 int rpc_server_start(struct rpc_server *s);
 /* Periodic callback on the loop thread, every interval_ms, until stop.
- * Before or after start. Returns 0 or a negative errno. */
+ * Before or after start (a timer added after start may first fire up to
+ * 250 ms late: the loop is woken only by its own deadline). Returns 0 or
+ * a negative errno. */
 int rpc_server_add_timer(struct rpc_server *s, int interval_ms,
 			 void (*fn)(void *ctx), void *ctx);
 /* Graceful stop: no new calls, running calls get grace_ms, then are
- * cancelled (on_close runs for each). Joins the loop thread. */
+ * cancelled (on_close runs for each). Joins the loop thread, so it must
+ * not be called from a handler. A unary call that its handler never
+ * finished is freed here. Calling it again is a no-op. */
 void rpc_server_stop(struct rpc_server *s, int grace_ms);
 /* Accepts NULL and a server that was never started. Stops it first. */
 void rpc_server_free(struct rpc_server *s);
@@ -105,12 +112,16 @@ void *rpc_call_data(const struct rpc_call *call);
 const char *rpc_call_peer(const struct rpc_call *call);
 
 /* RPC_BIDI: queues msg (packed now; msg stays the caller's). Returns 0,
- * -ENOBUFS when the call's write queue is over its bound (nothing queued),
- * or -EPIPE when the call is already over or finishing. */
+ * -ENOBUFS when the call's write queue would go over its bound (queued
+ * bytes, counting the message being sent, plus this one > max_queued_bytes;
+ * nothing queued), -EPIPE when the call is already over or finishing,
+ * -EINVAL on a unary call. */
 int rpc_call_write(struct rpc_call *call, const ProtobufCMessage *msg);
 /* Ends the call: sends reply (unary only; may be NULL for an error) after
  * any queued writes, then the status. details may be NULL. Further
- * writes fail with -EPIPE. Calling it twice is a no-op. */
+ * writes fail with -EPIPE. Calling it twice is a no-op. The reply is sent
+ * only with RPC_OK; a unary RPC_OK without a reply makes the client's
+ * rpc_unary() fail with -EBADMSG. */
 void rpc_call_finish(struct rpc_call *call, enum rpc_status status, const char *details,
 		     const ProtobufCMessage *reply);
 
@@ -132,15 +143,18 @@ void rpc_channel_free(struct rpc_channel *ch);
 /* Blocking unary call. On success *ret_reply is an owned message (free it
  * with rpc_message_free) and 0 is returned; otherwise a negative errno
  * (-ETIMEDOUT, -ECONNREFUSED for UNAVAILABLE, -EIO for other statuses,
- * -EBADMSG for an undecodable reply) and err is filled. wait_for_ready:
+ * -EBADMSG for an undecodable or missing reply) and err (may be NULL) is
+ * filled. timeout_ms is the call's deadline (< 0: none). wait_for_ready:
  * wait up to timeout_ms for the server to appear instead of failing at
  * once. */
 int rpc_unary(struct rpc_channel *ch, const char *path, const ProtobufCMessage *req,
 	      const ProtobufCMessageDescriptor *reply_desc, int timeout_ms, bool wait_for_ready,
 	      ProtobufCMessage **ret_reply, struct rpc_error *err);
 
-/* Opens a bidirectional stream, waiting up to connect_timeout_ms for the
- * server. NULL on failure, with err filled. */
+/* Opens a bidirectional stream, waiting up to connect_timeout_ms (< 0:
+ * no limit) for the channel to connect and the call to start. The stream
+ * itself has no deadline. NULL on failure, with err filled (may be NULL;
+ * RPC_DEADLINE_EXCEEDED on a connect timeout). */
 struct rpc_stream *rpc_stream_open(struct rpc_channel *ch, const char *path,
 				   int connect_timeout_ms, struct rpc_error *err);
 /* Blocking write; thread-safe. buffer_hint: let gRPC coalesce this write
@@ -148,16 +162,25 @@ struct rpc_stream *rpc_stream_open(struct rpc_channel *ch, const char *path,
  * Returns 0 or -EPIPE when the stream is broken. */
 int rpc_stream_write(struct rpc_stream *s, const ProtobufCMessage *msg, bool buffer_hint);
 /* Blocking read by one thread. Returns 0 with an owned *ret_msg, -ENODATA
- * at a clean end of stream, -EPIPE when broken or cancelled, -EBADMSG for
- * an undecodable message. */
+ * at a clean end of stream (the server finished with OK), -EPIPE when
+ * broken, cancelled or ended with another status (rpc_stream_close()
+ * reports it), -EBADMSG for an undecodable message (the stream goes on).
+ * After the end every read returns the same value. */
 int rpc_stream_read(struct rpc_stream *s, const ProtobufCMessageDescriptor *desc,
 		    ProtobufCMessage **ret_msg);
+/* Half-closes: tells the server no more messages come, while the stream
+ * stays readable (the server may still send, and the caller's reader
+ * thread keeps reading until -ENODATA/-EPIPE). Thread-safe with writes;
+ * later writes fail. Returns 0 or -EPIPE when the stream is broken. */
+int rpc_stream_close_send(struct rpc_stream *s);
 /* Thread-safe: makes pending and later reads/writes fail with -EPIPE. */
 void rpc_stream_cancel(struct rpc_stream *s);
-/* Half-closes (if not cancelled), waits up to timeout_ms for the status,
- * and frees the stream. No other thread may still use it. Returns 0 if the
- * server ended with OK, else a negative errno with err filled (err may be
- * NULL). Accepts NULL. */
+/* Half-closes (if not cancelled), reads and drops messages nobody read
+ * (they would hold the status back), waits up to timeout_ms in total for
+ * the status (then cancels), and frees the stream. No other thread may
+ * still use it. Returns 0 if the server ended with OK, -ETIMEDOUT on
+ * timeout, else the errno rpc_unary() would give, with err filled (err
+ * may be NULL). Accepts NULL. */
 int rpc_stream_close(struct rpc_stream *s, int timeout_ms, struct rpc_error *err);
 
 /* Frees a message returned by this module. Accepts NULL. */

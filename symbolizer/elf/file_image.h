@@ -26,7 +26,9 @@ void file_image_free(struct file_image *img);
 uint64_t file_image_size(const struct file_image *img);
 /* The whole buffer (file_image_size bytes), borrowed. */
 const uint8_t *file_image_data(const struct file_image *img);
-/* Copies len bytes at off into the image. -ERANGE if outside the file. */
+/* Copies len bytes at off into the image. -ERANGE if outside the file,
+ * -EPERM on an image from file_image_open (read-only, already whole),
+ * -ENOMEM. */
 int file_image_put(struct file_image *img, uint64_t off, const void *data, size_t len);
 /* Whether every byte of [off, off+len) has arrived (false if outside). */
 bool file_image_has(const struct file_image *img, uint64_t off, uint64_t len);

@@ -29,10 +29,14 @@ int symtab_offset_to_vaddr(const struct symtab *t, uint64_t file_offset, uint64_
 int symtab_lookup(const struct symtab *t, uint64_t vaddr, struct symtab_lookup *ret);
 
 /* GNU build ID (raw bytes, len 0 if none) and .gnu_debuglink name ("" if
- * none) with its CRC. Borrowed. */
+ * none) with its CRC (ret_crc may be NULL). Borrowed. */
 const uint8_t *symtab_build_id(const struct symtab *t, size_t *ret_len);
 const char *symtab_debuglink(const struct symtab *t, uint32_t *ret_crc);
 size_t symtab_count(const struct symtab *t);
+/* Every name of the function that starts exactly at start: the primary
+ * name first, then its aliases. Writes up to max borrowed pointers into
+ * names and returns how many names there are (0: no function there). */
+size_t symtab_names(const struct symtab *t, uint64_t start, const char **names, size_t max);
 
 /* Serialisation for the cache. symtab_serialize returns a malloc'd blob
  * (caller frees) or NULL; symtab_deserialize returns NULL on any

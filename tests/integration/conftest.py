@@ -4,6 +4,7 @@ python3-grpcio with stubs generated from proto/ at test time."""
 import grpc
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,7 +53,8 @@ class Symbolizer:
         self.dir = pathlib.Path(tmp)
         self.sock = self.dir / "symbolizer.sock"
         self.address = f"unix:{self.sock}"
-        self.cache = self.dir / "cache.db"
+        # A directory the symbolizer creates, so it hands it to user sonde.
+        self.cache = self.dir / "cache" / "cache.db"
         self.log = open(self.dir / "symbolizer.log", "w+")
         self.proc = subprocess.Popen([str(SYMBOLIZER), "--listen", self.address, "--cache", str(self.cache),
                                       "--user", "sonde", *extra], stdout=self.log, stderr=subprocess.STDOUT)
@@ -111,9 +113,23 @@ class Sensor:
         return self.proc.returncode
 
 
+def make_tmp(prefix="sonde-test."):
+    """A directory user sonde can reach: pytest's own tmp_path sits under a
+    0700 directory of root's, which the dropped symbolizer cannot enter."""
+    d = pathlib.Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    d.chmod(0o755)
+    return d
+
+
+@pytest.fixture
+def tmp_path():
+    d = make_tmp()
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
 @pytest.fixture
 def symbolizer(tmp_path):
-    os.chmod(tmp_path, 0o755)
     s = Symbolizer(tmp_path)
     yield s
     s.stop()

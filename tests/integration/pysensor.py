@@ -4,6 +4,7 @@ peers, counting ReadRange requests)."""
 import hashlib
 import queue
 import threading
+import time
 
 import grpc
 
@@ -22,6 +23,7 @@ class PySensor:
         self.reads = []
         self.welcome = threading.Event()
         self.error = None
+        self._last_activity = time.monotonic()
         self._q = queue.Queue()
         self.channel = grpc.insecure_channel(address)
         self._responses = ingest_pb2_grpc.IngestStub(self.channel).Connect(iter(self._q.get, None))
@@ -29,6 +31,7 @@ class PySensor:
         self._thread.start()
 
     def send(self, **kind):
+        self._last_activity = time.monotonic()
         self._q.put(ingest_pb2.SensorMessage(**kind))
 
     def _serve(self):
@@ -38,6 +41,7 @@ class PySensor:
                     self.welcome.set()
                 elif m.HasField("read_range"):
                     r = m.read_range
+                    self._last_activity = time.monotonic()
                     self.reads.append((r.file_id, r.offset, r.length))
                     data = self.files.get(r.file_id)
                     if data is None:
@@ -67,7 +71,6 @@ class PySensor:
 
     def stack(self, stack_id, pid, frames, count=1, now_ns=0):
         """frames: [(path, file offset)], leaf first."""
-        import time
         now_ns = now_ns or time.time_ns()
         self.send(stacks=ingest_pb2.StackBatch(
             stacks=[ingest_pb2.StackDef(id=stack_id, user=[ingest_pb2.Frame(file_id=self.ids[p], address=a)
@@ -75,8 +78,14 @@ class PySensor:
             samples=[ingest_pb2.SampleCount(stack_id=stack_id, pid=pid, tid=pid, count=count,
                                             first_unix_ns=now_ns, last_unix_ns=now_ns, comm="pytest")]))
 
-    def close(self, timeout=20):
-        """Half-closes and waits for the symbolizer to end the stream."""
+    def close(self, timeout=20, quiet=1.0):
+        """Half-closes and waits for the symbolizer to end the stream.
+        grpcio cannot send after a half-close, so this first waits until
+        the symbolizer has asked for no bytes for `quiet` seconds (the
+        real sensor keeps answering after its half-close)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() - self._last_activity < quiet and time.monotonic() < deadline:
+            time.sleep(0.05)
         self._q.put(None)
         self._thread.join(timeout)
         assert not self._thread.is_alive(), "the symbolizer did not end the stream"

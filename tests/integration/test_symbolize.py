@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import WORK_LIB, WORKLOAD, symbols_pb2, wait_for
+from conftest import WORK_LIB, WORKLOAD, make_tmp, symbols_pb2, wait_for
 
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
 
@@ -47,11 +47,10 @@ def pick_addresses(syms, n, rng):
 
 
 @pytest.fixture(scope="module")
-def seen(tmp_path_factory):
+def seen():
     """A symbolizer that has seen libc and the workload through a real sensor."""
     from conftest import Sensor, Symbolizer
-    tmp = tmp_path_factory.mktemp("symbolize")
-    tmp.chmod(0o755)
+    tmp = make_tmp()
     sym = Symbolizer(tmp)
     work = subprocess.Popen([str(WORKLOAD), "6"])
     sensor = Sensor(tmp, sym.address, ["--pid", str(work.pid), "--frequency", "99"])
@@ -68,7 +67,7 @@ def seen(tmp_path_factory):
 @pytest.mark.parametrize("path,dynamic", [(LIBC, True), (str(WORKLOAD), False), (str(WORK_LIB), False)])
 def test_symbolize_agrees_with_nm(seen, path, dynamic):
     syms = nm_functions(path, dynamic)
-    assert len(syms) > 2, f"nm found no functions in {path}"
+    assert len(syms) >= 2, f"nm found no functions in {path}"
     starts = [s for s, _, _ in syms]
     rng = random.Random(path)
     addrs = pick_addresses(syms, 1000, rng)

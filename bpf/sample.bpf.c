@@ -1,0 +1,371 @@
+/* sample.bpf.c - the sampler: a perf_event program that records pid/tid,
+ * comm, cpu, time, the kernel stack and a user stack walked by our own
+ * unwinder, plus sched tracepoints that tell the sensor about new, exec'ing
+ * and exiting processes and let a --pid filter follow children.
+ *
+ * Everything goes out through one ring buffer (`events`); the first u32 of
+ * each record is its type (bpf/sample.h). Every failure path counts one
+ * enum sonde_bpf_err in the per-CPU `errors` array.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "sample.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by the sensor between open and load. */
+const volatile __u8 filter_enabled = 0; /* any of the filters below */
+const volatile __u8 filter_tgids = 0;   /* only tgids in allowed_tgids */
+const volatile __u64 filter_cgroup_id = 0; /* 0: none; else cgroup v2 id */
+const volatile __u32 filter_cgroup_level = 0; /* its depth below the root */
+const volatile __u8 keep_idle = 0;      /* keep pid 0 samples */
+/* Samples wake the sensor only once this much data waits in the ring
+ * buffer; otherwise it drains on its own timer. A wakeup per sample
+ * (hundreds a second) sends reschedule IPIs to the CPUs being profiled,
+ * which shows up in the profile itself as samples taken on the way back
+ * to user mode. 0: wake on every record. */
+const volatile __u64 wakeup_bytes = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20); /* the sensor sets the real size */
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SONDE_ERR__COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} errors SEC(".maps");
+
+/* tgid -> 1. Filled by the sensor for --pid, extended on fork. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} allowed_tgids SEC(".maps");
+
+/* The user walk is written here, then copied into the record: bpf_loop()
+ * callbacks cannot carry the ring buffer reservation. */
+struct unwind_scratch {
+	__u64 user[SONDE_MAX_USER_FRAMES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct unwind_scratch);
+} scratch SEC(".maps");
+
+static __always_inline void count_err(__u32 err)
+{
+	__u64 *v = bpf_map_lookup_elem(&errors, &err);
+
+	if (v)
+		*v += 1; /* per-CPU slot: no atomics needed */
+}
+
+/* Does the current task pass the configured filters? */
+static __always_inline bool task_allowed(__u32 tgid)
+{
+	if (!filter_enabled)
+		return true;
+	if (filter_tgids && !bpf_map_lookup_elem(&allowed_tgids, &tgid))
+		return false;
+	if (filter_cgroup_id &&
+	    bpf_get_current_ancestor_cgroup_id(filter_cgroup_level) != filter_cgroup_id)
+		return false;
+	return true;
+}
+
+/* ---- user stack walker ----
+ *
+ * Per frame: find how to unwind this pc (unwind_find), then do that unwind
+ * step. Today the answer is always "frame pointer"; the .eh_frame-derived
+ * tables (per-file stack deltas found through a per-PID LPM trie) plug into
+ * unwind_find and add a step kind, without touching the loop.
+ */
+enum unwind_method {
+	UNWIND_FRAME_POINTER = 1,
+	/* UNWIND_TABLE: CFA = sp/fp + delta, RA and FP at CFA offsets. */
+};
+
+struct user_walk {
+	__u64 pc;
+	__u64 sp;
+	__u64 fp;
+	__u32 n;       /* frames written */
+	__u32 tgid;
+	__u8 outcome;  /* set when the walk stops early */
+	__u8 last;     /* write the current pc, then stop */
+	__u8 pad[6];
+};
+
+struct walk_rule {
+	__u32 method; /* enum unwind_method */
+};
+
+static __always_inline int unwind_find(const struct user_walk *st, struct walk_rule *rule)
+{
+	rule->method = UNWIND_FRAME_POINTER;
+	return 0;
+}
+
+/* Returns 1 to stop the walk (outcome set), 0 to go on with the caller. */
+static __always_inline int unwind_step_fp(struct user_walk *st)
+{
+	__u64 frame[2]; /* saved fp, return address */
+
+	if (st->fp == 0) {
+		st->outcome = SONDE_OUTCOME_COMPLETE;
+		return 1;
+	}
+	/* The x86-64 ABI keeps rbp 16-aligned at a call, so a saved-rbp slot
+	 * is 8-aligned at least; and callers' frames are above ours. */
+	if ((st->fp & 7) || st->fp < st->sp) {
+		count_err(SONDE_ERR_USER_BAD_FP);
+		st->outcome = SONDE_OUTCOME_READ_ERROR;
+		return 1;
+	}
+	if (bpf_probe_read_user(frame, sizeof(frame), (const void *)st->fp)) {
+		count_err(SONDE_ERR_USER_READ);
+		st->outcome = SONDE_OUTCOME_READ_ERROR;
+		return 1;
+	}
+	if (frame[1] == 0) {
+		/* _start/clone push a zero return address: the root. */
+		st->outcome = SONDE_OUTCOME_COMPLETE;
+		return 1;
+	}
+	st->pc = frame[1];
+	st->sp = st->fp + 16;
+	if (frame[0] != 0 && frame[0] <= st->fp) {
+		count_err(SONDE_ERR_USER_BAD_FP);
+		/* The return address is good, the chain above it is not:
+		 * keep this frame, stop after it. */
+		st->outcome = SONDE_OUTCOME_READ_ERROR;
+		st->last = 1;
+		return 0;
+	}
+	st->fp = frame[0];
+	return 0;
+}
+
+static long unwind_frame(__u64 index, void *ctx)
+{
+	struct user_walk *st = ctx;
+	struct unwind_scratch *s;
+	struct walk_rule rule;
+	__u32 zero = 0;
+	__u32 n = st->n;
+
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s) {
+		count_err(SONDE_ERR_SCRATCH);
+		st->outcome = SONDE_OUTCOME_READ_ERROR;
+		return 1;
+	}
+	if (n >= SONDE_MAX_USER_FRAMES) {
+		count_err(SONDE_ERR_USER_TRUNCATED);
+		st->outcome = SONDE_OUTCOME_TRUNCATED;
+		return 1;
+	}
+	s->user[n & (SONDE_MAX_USER_FRAMES - 1)] = st->pc;
+	st->n = n + 1;
+	if (st->last)
+		return 1;
+
+	if (unwind_find(st, &rule))
+		return 1;
+	switch (rule.method) {
+	case UNWIND_FRAME_POINTER:
+		return unwind_step_fp(st);
+	default:
+		st->outcome = SONDE_OUTCOME_NO_TABLE;
+		return 1;
+	}
+}
+
+/* Walks the user stack into the per-CPU scratch. Returns the outcome. */
+static __always_inline __u8 walk_user(struct bpf_perf_event_data *ctx, __u32 tgid,
+				      __u32 *flags, __u32 *ret_n)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct user_walk st = {};
+	struct pt_regs *regs;
+	__u64 cs;
+
+	*ret_n = 0;
+	if (!task->mm)
+		return SONDE_OUTCOME_NONE; /* kernel thread */
+
+	/* The perf_event context is the UAPI pt_regs, where cs is a whole
+	 * unsigned long (vmlinux.h's is a u16 in a union), and the verifier
+	 * allows only 8-byte loads of it. Bits 0-1 are the privilege level. */
+	cs = *(__u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
+	if (cs & 3) {
+		/* The sample interrupted user mode. */
+		st.pc = ctx->regs.ip;
+		st.sp = ctx->regs.sp;
+		st.fp = ctx->regs.bp;
+		*flags |= SONDE_SAMPLE_IN_USER;
+	} else {
+		regs = (struct pt_regs *)bpf_task_pt_regs(task);
+		if (!regs) {
+			count_err(SONDE_ERR_NO_USER_REGS);
+			return SONDE_OUTCOME_READ_ERROR;
+		}
+		st.pc = BPF_CORE_READ(regs, ip);
+		st.sp = BPF_CORE_READ(regs, sp);
+		st.fp = BPF_CORE_READ(regs, bp);
+	}
+	if (st.pc == 0) {
+		count_err(SONDE_ERR_NO_USER_REGS);
+		return SONDE_OUTCOME_READ_ERROR;
+	}
+	st.tgid = tgid;
+	st.outcome = SONDE_OUTCOME_TRUNCATED; /* unless the walk says otherwise */
+	*flags |= SONDE_SAMPLE_USER_PC0;
+	/* One extra iteration: it notices "more than the maximum". */
+	if (bpf_loop(SONDE_MAX_USER_FRAMES + 1, unwind_frame, &st, 0) < 0) {
+		count_err(SONDE_ERR_LOOP);
+		return SONDE_OUTCOME_READ_ERROR;
+	}
+	*ret_n = st.n;
+	return st.outcome;
+}
+
+static __always_inline __u64 sample_wakeup_flags(void)
+{
+	if (!wakeup_bytes)
+		return 0;
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+									      : BPF_RB_NO_WAKEUP;
+}
+
+SEC("perf_event")
+int sonde_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct unwind_scratch *s;
+	struct sonde_sample *rec;
+	__u32 zero = 0, flags = 0, n_user = 0;
+	__u8 outcome;
+	long n;
+
+	if (tgid == 0 && !keep_idle)
+		return 0;
+	if (!task_allowed(tgid))
+		return 0;
+
+	outcome = walk_user(ctx, tgid, &flags, &n_user);
+
+	rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+	if (!rec) {
+		count_err(SONDE_ERR_RINGBUF_FULL);
+		return 0;
+	}
+	rec->type = SONDE_REC_SAMPLE;
+	rec->pid = tgid;
+	rec->tid = tid;
+	rec->cpu = bpf_get_smp_processor_id();
+	rec->ktime_ns = bpf_ktime_get_ns();
+	rec->cgroup_id = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
+	rec->flags = flags;
+	rec->outcome = outcome;
+	__builtin_memset(rec->pad, 0, sizeof(rec->pad));
+
+	n = bpf_get_stack(ctx, rec->kernel, sizeof(rec->kernel), 0);
+	if (n < 0) {
+		count_err(SONDE_ERR_KERNEL_STACK);
+		n = 0;
+	}
+	rec->n_kernel = n / sizeof(__u64);
+
+	rec->n_user = 0;
+	if (n_user > 0) {
+		s = bpf_map_lookup_elem(&scratch, &zero);
+		if (s && !bpf_probe_read_kernel(rec->user, sizeof(rec->user), s->user))
+			rec->n_user = n_user;
+		else
+			count_err(SONDE_ERR_SCRATCH);
+	}
+	bpf_ringbuf_submit(rec, sample_wakeup_flags());
+	return 0;
+}
+
+static __always_inline void send_proc_event(__u32 type, __u32 pid, __u32 ppid)
+{
+	struct sonde_proc_event *ev;
+
+	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		count_err(SONDE_ERR_RINGBUF_FULL_EVENT);
+		return;
+	}
+	ev->type = type;
+	ev->pid = pid;
+	ev->ppid = ppid;
+	ev->pad = 0;
+	ev->ktime_ns = bpf_ktime_get_ns();
+	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
+	bpf_ringbuf_submit(ev, 0);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(sonde_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 one = 1;
+
+	if (ptgid == ctgid)
+		return 0; /* a new thread, not a new process */
+	/* Follow children: the child of an allowed tgid is allowed. The
+	 * cgroup filter follows by itself (children inherit the cgroup). */
+	if (filter_enabled && filter_tgids) {
+		if (!bpf_map_lookup_elem(&allowed_tgids, &ptgid))
+			return 0;
+		if (bpf_map_update_elem(&allowed_tgids, &ctgid, &one, BPF_ANY))
+			count_err(SONDE_ERR_TGID_MAP_FULL);
+	}
+	if (!task_allowed(ptgid))
+		return 0;
+	send_proc_event(SONDE_REC_FORK, ctgid, ptgid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(sonde_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (!task_allowed(tgid))
+		return 0;
+	send_proc_event(SONDE_REC_EXEC, tgid, 0);
+	return 0;
+}
+
+/* The group_dead argument exists only since 6.x kernels; the leader test
+ * below works everywhere and is what we mean: the process is going away
+ * when its leader exits (its other threads are reaped with it). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(sonde_exit, struct task_struct *p)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+
+	if ((__u32)id != tgid)
+		return 0; /* not the leader */
+	if (!task_allowed(tgid))
+		return 0;
+	if (filter_enabled && filter_tgids)
+		bpf_map_delete_elem(&allowed_tgids, &tgid);
+	send_proc_event(SONDE_REC_EXIT, tgid, 0);
+	return 0;
+}

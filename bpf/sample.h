@@ -1,0 +1,97 @@
+/* sample.h - the records and counters that bpf/sample.bpf.c and the sensor
+ * agree on. Included by BPF code (after vmlinux.h) and by user space (which gets
+ * <linux/types.h>), so only fixed-width fields, explicit padding and a size check
+ * on every struct that crosses the boundary. No pointers, bool or enums
+ * inside the structs: enums below only name the values.
+ */
+#pragma once
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define SONDE_COMM_LEN 16
+/* bpf_get_stack() wants a multiple of 8 bytes; 64 kernel frames cover
+ * every sane kernel stack (perf's default limit is 127). */
+#define SONDE_MAX_KERNEL_FRAMES 64
+/* Must stay a power of two: the walker masks its index with it. */
+#define SONDE_MAX_USER_FRAMES 128
+
+/* Record types: the first u32 of every ring buffer record. */
+enum sonde_record_type {
+	SONDE_REC_SAMPLE = 1,
+	SONDE_REC_EXEC = 2, /* a process called execve: new mappings */
+	SONDE_REC_EXIT = 3, /* a thread-group leader exited */
+	SONDE_REC_FORK = 4, /* a new process (not a thread) was created */
+};
+
+/* Same numbers as sonde.v1.StackOutcome; 0 = no user stack (kernel thread,
+ * or the sample is idle). */
+enum sonde_stack_outcome {
+	SONDE_OUTCOME_NONE = 0,
+	SONDE_OUTCOME_COMPLETE = 1,  /* reached fp 0 / return address 0 */
+	SONDE_OUTCOME_TRUNCATED = 2, /* SONDE_MAX_USER_FRAMES frames and more */
+	SONDE_OUTCOME_NO_TABLE = 3,  /* reserved for the table unwinder */
+	SONDE_OUTCOME_READ_ERROR = 4,/* a frame could not be read, or a bad chain */
+};
+
+/* sonde_sample.flags */
+/* user[0] is the interrupted pc itself; user[1..] are return addresses, so
+ * whoever symbolizes them must look up (address - 1) for those. Always set
+ * today; a flag so that a future unwinder that starts mid-frame can say so. */
+#define SONDE_SAMPLE_USER_PC0 0x1u
+/* The sample interrupted user mode (else the kernel, user regs from pt_regs). */
+#define SONDE_SAMPLE_IN_USER 0x2u
+
+struct sonde_sample {
+	__u32 type; /* SONDE_REC_SAMPLE */
+	__u32 pid;  /* tgid */
+	__u32 tid;
+	__u32 cpu;
+	__u64 ktime_ns; /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	__u64 cgroup_id;
+	__u8 comm[SONDE_COMM_LEN]; /* thread name */
+	__u32 flags;
+	__u16 n_kernel;
+	__u16 n_user;
+	__u8 outcome; /* enum sonde_stack_outcome */
+	__u8 pad[7];
+	__u64 kernel[SONDE_MAX_KERNEL_FRAMES]; /* leaf first */
+	__u64 user[SONDE_MAX_USER_FRAMES];     /* leaf first, see flags */
+};
+_Static_assert(sizeof(struct sonde_sample) ==
+		       64 + 8 * (SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES),
+	       "sonde_sample layout");
+
+/* SONDE_REC_EXEC, SONDE_REC_EXIT, SONDE_REC_FORK */
+struct sonde_proc_event {
+	__u32 type;
+	__u32 pid;  /* tgid of the process the event is about */
+	__u32 ppid; /* SONDE_REC_FORK: the parent's tgid; else 0 */
+	__u32 pad;
+	__u64 ktime_ns;
+	__u8 comm[SONDE_COMM_LEN];
+};
+_Static_assert(sizeof(struct sonde_proc_event) == 40, "sonde_proc_event layout");
+
+/* Why the BPF side lost something: index of the per-CPU `errors` array. */
+enum sonde_bpf_err {
+	SONDE_ERR_RINGBUF_FULL = 0,    /* sample record could not be reserved: sample lost */
+	SONDE_ERR_RINGBUF_FULL_EVENT,  /* process event could not be reserved */
+	SONDE_ERR_KERNEL_STACK,        /* bpf_get_stack() failed */
+	SONDE_ERR_USER_READ,           /* bpf_probe_read_user() of a frame failed */
+	SONDE_ERR_USER_BAD_FP,         /* frame pointer misaligned or not growing */
+	SONDE_ERR_USER_TRUNCATED,      /* more than SONDE_MAX_USER_FRAMES frames */
+	SONDE_ERR_NO_USER_REGS,        /* no user registers for a user task */
+	SONDE_ERR_SCRATCH,             /* per-CPU scratch lookup failed */
+	SONDE_ERR_LOOP,                /* bpf_loop() refused to run */
+	SONDE_ERR_TGID_MAP_FULL,       /* child of an allowed tgid not added */
+	SONDE_ERR__COUNT,
+};
+
+#define SONDE_ERR_NAMES                                                       \
+	{                                                                     \
+		"ringbuf_full", "ringbuf_full_event", "kernel_stack",         \
+			"user_read", "user_bad_fp", "user_truncated",         \
+			"no_user_regs", "scratch", "loop", "tgid_map_full",   \
+	}

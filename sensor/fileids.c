@@ -1,0 +1,204 @@
+/* fileids.c - a fixed array of registered files, searched linearly (a few
+ * thousand entries at most; registration is rare after startup, lookups by
+ * file ID happen only per ReadRange). */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileids.h"
+#include "log.h"
+
+struct fileid_entry {
+	struct fileid_info info;
+	int fd; /* -1: slot free */
+	uint32_t refs;
+	uint64_t last_use; /* registration tick, for eviction */
+};
+
+struct fileids {
+	pthread_mutex_t lock;
+	struct fileid_entry *entries;
+	size_t max, n_used;
+	uint64_t tick;
+};
+
+struct fileids *fileids_new(size_t max_files)
+{
+	struct fileids *f;
+
+	if (max_files == 0)
+		return NULL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->entries = calloc(max_files, sizeof(*f->entries));
+	if (!f->entries) {
+		free(f);
+		return NULL;
+	}
+	for (size_t i = 0; i < max_files; i++)
+		f->entries[i].fd = -1;
+	f->max = max_files;
+	pthread_mutex_init(&f->lock, NULL);
+	return f;
+}
+
+void fileids_free(struct fileids *f)
+{
+	if (!f)
+		return;
+	for (size_t i = 0; i < f->max; i++)
+		if (f->entries[i].fd >= 0)
+			close(f->entries[i].fd);
+	pthread_mutex_destroy(&f->lock);
+	free(f->entries);
+	free(f);
+}
+
+static bool same_file(const struct fileid_info *a, const struct stat *st)
+{
+	return a->dev == (uint64_t)st->st_dev && a->ino == (uint64_t)st->st_ino &&
+	       a->size == (uint64_t)st->st_size && a->mtime_sec == st->st_mtim.tv_sec &&
+	       a->mtime_nsec == st->st_mtim.tv_nsec;
+}
+
+/* Called with the lock held: a free slot, evicting the least recently
+ * registered unreferenced file if needed. NULL when all are referenced. */
+static struct fileid_entry *free_slot(struct fileids *f)
+{
+	struct fileid_entry *victim = NULL;
+
+	for (size_t i = 0; i < f->max; i++) {
+		struct fileid_entry *e = &f->entries[i];
+
+		if (e->fd < 0)
+			return e;
+		if (e->refs == 0 && (!victim || e->last_use < victim->last_use))
+			victim = e;
+	}
+	if (victim) {
+		close(victim->fd);
+		victim->fd = -1;
+		f->n_used--;
+	}
+	return victim;
+}
+
+int fileids_register(struct fileids *f, const char *path, struct fileid_entry **ret_entry,
+		     struct fileid_info *ret_info)
+{
+	struct fileid_entry *e = NULL;
+	struct fileid_info info = {0};
+	struct stat st;
+	int fd = -1, r;
+
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EBADFD;
+
+	pthread_mutex_lock(&f->lock);
+	for (size_t i = 0; i < f->max; i++)
+		if (f->entries[i].fd >= 0 && same_file(&f->entries[i].info, &st)) {
+			e = &f->entries[i];
+			e->refs++;
+			e->last_use = ++f->tick;
+			*ret_entry = e;
+			*ret_info = e->info;
+			pthread_mutex_unlock(&f->lock);
+			return 0;
+		}
+	pthread_mutex_unlock(&f->lock);
+
+	/* Hash outside the lock: it reads 8 KiB. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = -EBADFD;
+		goto fail;
+	}
+	info.size = st.st_size;
+	info.dev = st.st_dev;
+	info.ino = st.st_ino;
+	info.mtime_sec = st.st_mtim.tv_sec;
+	info.mtime_nsec = st.st_mtim.tv_nsec;
+	r = fileid_from_fd(fd, &info.id);
+	if (r < 0)
+		goto fail;
+
+	pthread_mutex_lock(&f->lock);
+	e = free_slot(f);
+	if (!e) {
+		pthread_mutex_unlock(&f->lock);
+		r = -ENOSPC;
+		goto fail;
+	}
+	e->info = info;
+	e->fd = fd;
+	e->refs = 1;
+	e->last_use = ++f->tick;
+	f->n_used++;
+	pthread_mutex_unlock(&f->lock);
+	*ret_entry = e;
+	*ret_info = info;
+	return 0;
+fail:
+	close(fd);
+	return r;
+}
+
+void fileids_unref(struct fileids *f, struct fileid_entry *e)
+{
+	if (!e)
+		return;
+	pthread_mutex_lock(&f->lock);
+	if (e->refs > 0)
+		e->refs--;
+	pthread_mutex_unlock(&f->lock);
+}
+
+int fileids_open(struct fileids *f, const struct fileid *id, int *ret_fd,
+		 struct fileid_info *ret_info)
+{
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&f->lock);
+	for (size_t i = 0; i < f->max; i++) {
+		struct fileid_entry *e = &f->entries[i];
+		int fd;
+
+		if (e->fd < 0 || memcmp(e->info.id.bytes, id->bytes, FILEID_LEN) != 0)
+			continue;
+		fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 3);
+		if (fd < 0) {
+			r = -errno;
+			break;
+		}
+		*ret_fd = fd;
+		*ret_info = e->info;
+		r = 0;
+		break;
+	}
+	pthread_mutex_unlock(&f->lock);
+	return r;
+}
+
+size_t fileids_count(struct fileids *f)
+{
+	size_t n;
+
+	pthread_mutex_lock(&f->lock);
+	n = f->n_used;
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}

@@ -1,0 +1,50 @@
+/* fileids.h - the registry of files that profiled processes map: file ID
+ * cache keyed by (dev, inode, mtime, size), holding an open fd per file so
+ * that the bytes can still be served after the process exited or the path
+ * was replaced. Only files registered here may be read by fileserve.c.
+ *
+ * Thread-safe: the main thread registers, the uplink reader thread serves.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fileid.h"
+
+struct fileids;
+struct fileid_entry;
+
+/* What a registration says about the file. */
+struct fileid_info {
+	struct fileid id;
+	uint64_t size;
+	uint64_t dev;
+	uint64_t ino;
+	int64_t mtime_sec;
+	int64_t mtime_nsec;
+};
+
+/* max_files: open fds kept (> 0). NULL on ENOMEM. */
+struct fileids *fileids_new(size_t max_files);
+/* Closes every fd. Accepts NULL. */
+void fileids_free(struct fileids *f);
+
+/* Registers the file that path opens to (a /proc/PID/map_files/START-END
+ * or /proc/PID/root/PATH path; borrowed). On success returns 0, fills
+ * *ret_info and gives the caller one reference in *ret_entry (release
+ * with fileids_unref()). -ENOSPC when full of referenced files, else the
+ * errno of stat/open/read. Outputs untouched on failure. */
+int fileids_register(struct fileids *f, const char *path, struct fileid_entry **ret_entry,
+		     struct fileid_info *ret_info);
+/* Drops a reference. Unreferenced files stay cached until room is needed.
+ * Accepts NULL. */
+void fileids_unref(struct fileids *f, struct fileid_entry *e);
+
+/* For serving: a new fd (owned by the caller, O_CLOEXEC) on a registered
+ * file with this ID, and its registration. -ENOENT when no such file was
+ * registered. */
+int fileids_open(struct fileids *f, const struct fileid *id, int *ret_fd,
+		 struct fileid_info *ret_info);
+
+size_t fileids_count(struct fileids *f);

@@ -1,0 +1,259 @@
+/* flush.c - protobuf-c message building. Messages point into the sensor's
+ * own state (borrowed) and are written before that state changes. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flush.h"
+#include "uplink.h"
+
+#define BATCH_MAX_ENTRIES 2000
+
+static int send_process(const struct proc *pr, void *ctx)
+{
+	struct {
+		struct uplink *u;
+		uint64_t gen;
+	} *c = ctx;
+	Sonde__V1__SensorMessage msg = SONDE__V1__SENSOR_MESSAGE__INIT;
+	Sonde__V1__ProcessUpdate up = SONDE__V1__PROCESS_UPDATE__INIT;
+	Sonde__V1__Mapping *maps = NULL, **ptrs = NULL;
+	int r;
+
+	if (pr->n_maps) {
+		maps = calloc(pr->n_maps, sizeof(*maps));
+		ptrs = calloc(pr->n_maps, sizeof(*ptrs));
+		if (!maps || !ptrs) {
+			free(maps);
+			free(ptrs);
+			return -ENOMEM;
+		}
+	}
+	for (size_t i = 0; i < pr->n_maps; i++) {
+		const struct proc_mapping *m = &pr->maps[i];
+
+		sonde__v1__mapping__init(&maps[i]);
+		maps[i].start = m->start;
+		maps[i].end = m->end;
+		maps[i].file_offset = m->offset;
+		maps[i].path = m->path;
+		maps[i].executable = 1;
+		if (m->file) {
+			maps[i].file_id.data = (uint8_t *)m->info.id.bytes;
+			maps[i].file_id.len = FILEID_LEN;
+			maps[i].file_size = m->info.size;
+		}
+		ptrs[i] = &maps[i];
+	}
+	up.pid = pr->pid;
+	up.comm = (char *)pr->comm;
+	up.exe_path = pr->exe ? pr->exe : "";
+	up.start_time_ticks = pr->start_ticks;
+	up.cgroup = pr->cgroup ? pr->cgroup : "";
+	up.n_mappings = pr->n_maps;
+	up.mappings = ptrs;
+	msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_PROCESS;
+	msg.process = &up;
+	r = uplink_send(c->u, c->gen, &msg, true);
+	free(ptrs);
+	free(maps);
+	return r;
+}
+
+int flush_processes(struct uplink *u, uint64_t gen, struct procs *p, bool all)
+{
+	struct {
+		struct uplink *u;
+		uint64_t gen;
+	} c = {u, gen};
+
+	return procs_foreach(p, all, send_process, &c);
+}
+
+static int send_exit(uint32_t pid, void *ctx)
+{
+	struct {
+		struct uplink *u;
+		uint64_t gen;
+	} *c = ctx;
+	Sonde__V1__SensorMessage msg = SONDE__V1__SENSOR_MESSAGE__INIT;
+	Sonde__V1__ProcessExit ex = SONDE__V1__PROCESS_EXIT__INIT;
+
+	ex.pid = pid;
+	msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_EXIT;
+	msg.exit = &ex;
+	return uplink_send(c->u, c->gen, &msg, true);
+}
+
+int flush_exits(struct uplink *u, uint64_t gen, struct procs *p)
+{
+	struct {
+		struct uplink *u;
+		uint64_t gen;
+	} c = {u, gen};
+
+	return procs_foreach_exit(p, send_exit, &c);
+}
+
+/* One StackBatch being filled. */
+struct batch {
+	struct uplink *u;
+	uint64_t gen;
+	size_t max_bytes, bytes;
+	Sonde__V1__StackDef defs[BATCH_MAX_ENTRIES];
+	Sonde__V1__StackDef *def_ptrs[BATCH_MAX_ENTRIES];
+	Sonde__V1__Frame *frames[BATCH_MAX_ENTRIES];       /* per def, owned */
+	Sonde__V1__Frame **frame_ptrs[BATCH_MAX_ENTRIES];  /* per def, owned */
+	size_t n_defs;
+	Sonde__V1__SampleCount counts[BATCH_MAX_ENTRIES];
+	Sonde__V1__SampleCount *count_ptrs[BATCH_MAX_ENTRIES];
+	size_t n_counts;
+};
+
+static void batch_clear(struct batch *b)
+{
+	for (size_t i = 0; i < b->n_defs; i++) {
+		free(b->frames[i]);
+		free(b->frame_ptrs[i]);
+	}
+	b->n_defs = b->n_counts = 0;
+	b->bytes = 16;
+}
+
+static int batch_send(struct batch *b)
+{
+	Sonde__V1__SensorMessage msg = SONDE__V1__SENSOR_MESSAGE__INIT;
+	Sonde__V1__StackBatch sb = SONDE__V1__STACK_BATCH__INIT;
+	int r;
+
+	if (b->n_defs == 0 && b->n_counts == 0)
+		return 0;
+	sb.n_stacks = b->n_defs;
+	sb.stacks = b->def_ptrs;
+	sb.n_samples = b->n_counts;
+	sb.samples = b->count_ptrs;
+	msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_STACKS;
+	msg.stacks = &sb;
+	/* The stats message closes the burst. */
+	r = uplink_send(b->u, b->gen, &msg, true);
+	batch_clear(b);
+	return r;
+}
+
+static int batch_make_room(struct batch *b, size_t est)
+{
+	if (b->n_defs + b->n_counts >= BATCH_MAX_ENTRIES ||
+	    (b->bytes + est > b->max_bytes && b->n_defs + b->n_counts > 0))
+		return batch_send(b);
+	return 0;
+}
+
+static int add_def(const struct stack_def *d, void *ctx)
+{
+	struct batch *b = ctx;
+	size_t est = 16 + 11 * (size_t)d->n_kernel + 34 * (size_t)d->n_user;
+	Sonde__V1__StackDef *sd;
+	size_t i;
+	int r;
+
+	r = batch_make_room(b, est);
+	if (r < 0)
+		return r;
+	i = b->n_defs;
+	sd = &b->defs[i];
+	sonde__v1__stack_def__init(sd);
+	b->frames[i] = NULL;
+	b->frame_ptrs[i] = NULL;
+	if (d->n_user) {
+		b->frames[i] = calloc(d->n_user, sizeof(Sonde__V1__Frame));
+		b->frame_ptrs[i] = calloc(d->n_user, sizeof(Sonde__V1__Frame *));
+		if (!b->frames[i] || !b->frame_ptrs[i]) {
+			free(b->frames[i]);
+			free(b->frame_ptrs[i]);
+			return -ENOMEM;
+		}
+	}
+	for (uint32_t k = 0; k < d->n_user; k++) {
+		Sonde__V1__Frame *f = &b->frames[i][k];
+
+		sonde__v1__frame__init(f);
+		if (d->user[k].has_file_id) {
+			f->file_id.data = (uint8_t *)d->user[k].file_id;
+			f->file_id.len = sizeof(d->user[k].file_id);
+		}
+		f->address = d->user[k].addr;
+		b->frame_ptrs[i][k] = f;
+	}
+	sd->id = d->id;
+	sd->n_kernel = d->n_kernel;
+	sd->kernel = (uint64_t *)d->kernel;
+	sd->n_user = d->n_user;
+	sd->user = b->frame_ptrs[i];
+	sd->outcome = (Sonde__V1__StackOutcome)d->outcome;
+	b->def_ptrs[i] = sd;
+	b->n_defs++;
+	b->bytes += est;
+	return 0;
+}
+
+static int add_count(const struct stack_count *c, void *ctx)
+{
+	struct batch *b = ctx;
+	Sonde__V1__SampleCount *sc;
+	size_t est = 48 + strlen(c->comm);
+	int r;
+
+	r = batch_make_room(b, est);
+	if (r < 0)
+		return r;
+	sc = &b->counts[b->n_counts];
+	sonde__v1__sample_count__init(sc);
+	sc->stack_id = c->stack_id;
+	sc->pid = c->pid;
+	sc->tid = c->tid;
+	sc->count = c->count;
+	sc->first_unix_ns = c->first_unix_ns;
+	sc->last_unix_ns = c->last_unix_ns;
+	sc->comm = (char *)c->comm;
+	b->count_ptrs[b->n_counts++] = sc;
+	b->bytes += est;
+	return 0;
+}
+
+int flush_stacks(struct uplink *u, uint64_t gen, struct stacks *s, size_t max_bytes)
+{
+	struct batch *b = calloc(1, sizeof(*b));
+	int r;
+
+	if (!b)
+		return -ENOMEM;
+	b->u = u;
+	b->gen = gen;
+	b->max_bytes = max_bytes > (1u << 20) ? (1u << 20) : max_bytes;
+	batch_clear(b);
+	r = stacks_foreach_new_def(s, add_def, b);
+	if (r == 0)
+		r = stacks_foreach_count(s, add_count, b);
+	if (r == 0)
+		r = batch_send(b);
+	batch_clear(b);
+	free(b);
+	if (r == 0)
+		stacks_flush_done(s);
+	return r;
+}
+
+int flush_stats(struct uplink *u, uint64_t gen, const struct sensor_counters *c, bool more)
+{
+	Sonde__V1__SensorMessage msg = SONDE__V1__SENSOR_MESSAGE__INIT;
+	Sonde__V1__SensorStats st = SONDE__V1__SENSOR_STATS__INIT;
+
+	st.samples_taken = c->samples_taken;
+	st.samples_lost = c->samples_lost;
+	st.samples_dropped = c->samples_dropped;
+	st.processes = c->processes;
+	st.files = c->files;
+	msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_STATS;
+	msg.stats = &st;
+	return uplink_send(u, gen, &msg, more);
+}

@@ -1,0 +1,30 @@
+/* flush.h - turns the sensor's state into SensorMessages on one
+ * connection: ProcessUpdate, ProcessExit, StackBatch, SensorStats.
+ * Every function returns 0 or the uplink's negative errno. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "procs.h"
+#include "stacks.h"
+
+struct uplink;
+
+struct sensor_counters {
+	uint64_t samples_taken; /* sample records read */
+	uint64_t samples_lost;  /* ring buffer full, from BPF */
+	uint64_t samples_dropped;
+	uint64_t processes;
+	uint64_t files;
+};
+
+/* all: every process (after a (re)connect), else only the dirty ones. */
+int flush_processes(struct uplink *u, uint64_t gen, struct procs *p, bool all);
+int flush_exits(struct uplink *u, uint64_t gen, struct procs *p);
+/* Stack defs (those new on this connection) first, then the counts; at
+ * most ~2,000 entries or max_bytes per StackBatch. On success the counts
+ * are forgotten (stacks_flush_done()); on failure they are kept. */
+int flush_stacks(struct uplink *u, uint64_t gen, struct stacks *s, size_t max_bytes);
+/* more: another message follows in this burst. */
+int flush_stats(struct uplink *u, uint64_t gen, const struct sensor_counters *c, bool more);

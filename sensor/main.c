@@ -1,0 +1,792 @@
+/* main.c - sonde-sensor: loads the sampler, tracks processes, aggregates
+ * stacks and streams them to the symbolizer.
+ *
+ * Threads: this one (signals, ring buffer, process table, flushes) and the
+ * uplink's connection thread (connect, Welcome, ReadRange answers).
+ * SIGINT/SIGTERM are blocked before any thread starts and read through a
+ * signalfd here.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "events.h"
+#include "fileids.h"
+#include "flush.h"
+#include "kallsyms.h"
+#include "log.h"
+#include "maps.h"
+#include "parse.h"
+#include "perf.h"
+#include "procs.h"
+#include "rpc.h"
+#include "sample.h"
+#include "sample.skel.h"
+#include "stacks.h"
+#include "uplink.h"
+
+#define MAX_PIDS 64
+#define MAX_FILES 4096
+#define MAX_PROCS 65536
+#define SHUTDOWN_TIMEOUT_MS 15000
+/* First gap between rescans of a process whose samples hit unknown
+ * addresses; grows while rescans find nothing new (procs.c). */
+#define RESCAN_INTERVAL_NS 10000000ull
+#define EVENTS_DRAIN_MS 100
+
+static struct env {
+	const char *symbolizer;
+	uint32_t frequency;
+	uint32_t pids[MAX_PIDS];
+	int n_pids;
+	const char *cgroup;
+	uint32_t duration_s;
+	uint32_t buffer_stacks;
+	uint32_t flush_ms;
+	uint32_t ringbuf_mb;
+	bool idle;
+	bool verbose;
+} env = {
+	.frequency = 19,
+	.buffer_stacks = 65536,
+	.flush_ms = 1000,
+	.ringbuf_mb = 4,
+};
+
+/* Everything the record handlers touch. */
+static struct sensor {
+	struct procs *procs;
+	struct fileids *fileids;
+	struct stacks *stacks;
+	struct uplink *uplink;
+	int64_t mono_to_real_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at start */
+	uint64_t samples_taken;
+	uint64_t sent_gen;
+	bool kallsyms_pending;
+} S;
+
+static const char usage[] =
+	"Usage: sonde-sensor --symbolizer unix:PATH|tcp:HOST:PORT [OPTIONS]\n"
+	"\n"
+	"  --symbolizer ADDR     where the symbolizer listens (or env SONDE_SYMBOLIZER)\n"
+	"  --frequency HZ        samples per second per CPU (default 19)\n"
+	"  --pid PID             profile only this process and its children (repeatable)\n"
+	"  --cgroup PATH         profile only this cgroup v2 (and below)\n"
+	"  --duration S          stop after S seconds (default 0: until SIGINT/SIGTERM)\n"
+	"  --buffer-stacks N     bound on buffered (stack, pid, tid) entries (default 65536)\n"
+	"  --flush-ms MS         flush interval (default 1000)\n"
+	"  --ringbuf-mb MB       BPF ring buffer size, a power of two (default 4)\n"
+	"  --idle                keep samples of the idle task\n"
+	"  --verbose             debug logging, including libbpf's\n"
+	"  --help\n";
+
+static int parse_args(int argc, char **argv)
+{
+	enum { OPT_SYM = 256, OPT_FREQ, OPT_PID, OPT_CGROUP, OPT_DURATION, OPT_BUFFER,
+	       OPT_FLUSH, OPT_RINGBUF, OPT_IDLE, OPT_VERBOSE, OPT_HELP };
+	static const struct option opts[] = {
+		{"symbolizer", required_argument, NULL, OPT_SYM},
+		{"frequency", required_argument, NULL, OPT_FREQ},
+		{"pid", required_argument, NULL, OPT_PID},
+		{"cgroup", required_argument, NULL, OPT_CGROUP},
+		{"duration", required_argument, NULL, OPT_DURATION},
+		{"buffer-stacks", required_argument, NULL, OPT_BUFFER},
+		{"flush-ms", required_argument, NULL, OPT_FLUSH},
+		{"ringbuf-mb", required_argument, NULL, OPT_RINGBUF},
+		{"idle", no_argument, NULL, OPT_IDLE},
+		{"verbose", no_argument, NULL, OPT_VERBOSE},
+		{"help", no_argument, NULL, OPT_HELP},
+		{},
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		uint32_t v;
+
+		switch (c) {
+		case OPT_SYM:
+			env.symbolizer = optarg;
+			continue;
+		case OPT_CGROUP:
+			env.cgroup = optarg;
+			continue;
+		case OPT_IDLE:
+			env.idle = true;
+			continue;
+		case OPT_VERBOSE:
+			env.verbose = true;
+			continue;
+		case OPT_HELP:
+			fputs(usage, stdout);
+			exit(0);
+		case OPT_FREQ:
+		case OPT_PID:
+		case OPT_DURATION:
+		case OPT_BUFFER:
+		case OPT_FLUSH:
+		case OPT_RINGBUF:
+			break;
+		default:
+			fputs(usage, stderr);
+			return -EINVAL;
+		}
+		if (parse_u32(optarg, 10, &v) < 0) {
+			log_error("bad number \"%.40s\"", optarg);
+			return -EINVAL;
+		}
+		switch (c) {
+		case OPT_FREQ:
+			if (v == 0 || v > 10000) {
+				log_error("--frequency must be 1..10000");
+				return -EINVAL;
+			}
+			env.frequency = v;
+			break;
+		case OPT_PID:
+			if (v == 0 || env.n_pids == MAX_PIDS) {
+				log_error("--pid must be > 0, at most %d times", MAX_PIDS);
+				return -EINVAL;
+			}
+			env.pids[env.n_pids++] = v;
+			break;
+		case OPT_DURATION:
+			env.duration_s = v;
+			break;
+		case OPT_BUFFER:
+			if (v == 0 || v > (1u << 24)) {
+				log_error("--buffer-stacks must be 1..%u", 1u << 24);
+				return -EINVAL;
+			}
+			env.buffer_stacks = v;
+			break;
+		case OPT_FLUSH:
+			if (v < 10 || v > 600000) {
+				log_error("--flush-ms must be 10..600000");
+				return -EINVAL;
+			}
+			env.flush_ms = v;
+			break;
+		case OPT_RINGBUF:
+			if (v == 0 || v > 1024 || (v & (v - 1))) {
+				log_error("--ringbuf-mb must be a power of two up to 1024");
+				return -EINVAL;
+			}
+			env.ringbuf_mb = v;
+			break;
+		}
+	}
+	if (optind < argc) {
+		log_error("unexpected argument \"%.40s\"", argv[optind]);
+		return -EINVAL;
+	}
+	if (!env.symbolizer)
+		env.symbolizer = getenv("SONDE_SYMBOLIZER");
+	if (!env.symbolizer || !*env.symbolizer) {
+		log_error("--symbolizer is required (or SONDE_SYMBOLIZER)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && !env.verbose)
+		return 0;
+	if (level == LIBBPF_INFO && !env.verbose)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* ---- records from BPF ---- */
+
+static void on_sample(const struct sonde_sample *rec, void *ctx)
+{
+	struct stack_frame user[SONDE_MAX_USER_FRAMES];
+	struct stack_input in = {0};
+	char comm[SONDE_COMM_LEN + 1];
+	uint32_t n_user = rec->n_user, n_kernel = rec->n_kernel;
+	bool rescanned = false;
+
+	S.samples_taken++;
+	if (n_user > SONDE_MAX_USER_FRAMES)
+		n_user = SONDE_MAX_USER_FRAMES;
+	if (n_kernel > SONDE_MAX_KERNEL_FRAMES)
+		n_kernel = SONDE_MAX_KERNEL_FRAMES;
+	if (n_user > 0 && rec->pid != 0 && !procs_find(S.procs, rec->pid)) {
+		procs_scan(S.procs, rec->pid);
+		rescanned = true;
+	}
+	for (uint32_t i = 0; i < n_user; i++) {
+		memset(&user[i], 0, sizeof(user[i]));
+		if (procs_resolve(S.procs, rec->pid, rec->user[i], &user[i]) == 0)
+			continue;
+		/* In no known mapping: maybe a new dlopen'ed library. */
+		if (!rescanned) {
+			rescanned = true;
+			if (procs_rescan_limited(S.procs, rec->pid, RESCAN_INTERVAL_NS) == 1 &&
+			    procs_resolve(S.procs, rec->pid, rec->user[i], &user[i]) == 0)
+				continue;
+		}
+		user[i].has_file_id = 0;
+		user[i].addr = rec->user[i];
+	}
+	memcpy(comm, rec->comm, SONDE_COMM_LEN);
+	comm[SONDE_COMM_LEN] = '\0';
+	/* __u64 is unsigned long long, uint64_t unsigned long: same bits. */
+	_Static_assert(sizeof(rec->kernel[0]) == sizeof(uint64_t), "kernel frame size");
+	in.kernel = (const uint64_t *)rec->kernel;
+	in.n_kernel = n_kernel;
+	in.user = user;
+	in.n_user = n_user;
+	in.outcome = rec->outcome;
+	in.pid = rec->pid;
+	in.tid = rec->tid;
+	in.comm = comm;
+	in.unix_ns = rec->ktime_ns + S.mono_to_real_ns;
+	stacks_add(S.stacks, &in); /* failures are counted inside */
+}
+
+static void on_proc(const struct sonde_proc_event *ev, void *ctx)
+{
+	int r;
+
+	switch (ev->type) {
+	case SONDE_REC_FORK:
+	case SONDE_REC_EXEC:
+		r = procs_scan(S.procs, ev->pid);
+		if (r < 0 && r != -ESRCH && r != -ENOEXEC)
+			log_debug("pid %" PRIu32 ": scan failed: %d", ev->pid, r);
+		break;
+	case SONDE_REC_EXIT:
+		procs_exit(S.procs, ev->pid);
+		break;
+	}
+}
+
+/* ---- setup ---- */
+
+/* cgroup v2 id (the directory's inode) and depth below the cgroup2 root. */
+static int cgroup_resolve(const char *path, uint64_t *ret_id, uint32_t *ret_level,
+			  char **ret_rel)
+{
+	char mnt[4096] = "", line[8192], *real = NULL;
+	struct stat st;
+	uint32_t level = 0;
+	FILE *f;
+	int r = 0;
+
+	f = fopen("/proc/self/mounts", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char dev[256], dir[4096], type[64];
+
+		if (sscanf(line, "%255s %4095s %63s", dev, dir, type) == 3 &&
+		    strcmp(type, "cgroup2") == 0) {
+			snprintf(mnt, sizeof(mnt), "%s", dir);
+			break;
+		}
+	}
+	fclose(f);
+	if (!mnt[0])
+		return -ENOENT;
+	real = realpath(path, NULL);
+	if (!real)
+		return -errno;
+	if (strncmp(real, mnt, strlen(mnt)) != 0 ||
+	    (real[strlen(mnt)] != '/' && real[strlen(mnt)] != '\0')) {
+		r = -EXDEV;
+		goto out;
+	}
+	if (stat(real, &st) < 0) {
+		r = -errno;
+		goto out;
+	}
+	for (const char *p = real + strlen(mnt); *p; p++)
+		if (*p == '/' && p[1] != '\0')
+			level++;
+	*ret_rel = strdup(real[strlen(mnt)] ? real + strlen(mnt) : "/");
+	if (!*ret_rel) {
+		r = -ENOMEM;
+		goto out;
+	}
+	*ret_id = st.st_ino;
+	*ret_level = level;
+out:
+	free(real);
+	return r;
+}
+
+static uint64_t bpf_lost(struct sample_bpf *skel, uint64_t *ret_errs)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	uint64_t vals[ncpus > 0 ? ncpus : 1];
+	int fd = bpf_map__fd(skel->maps.errors);
+
+	for (uint32_t k = 0; k < SONDE_ERR__COUNT; k++) {
+		ret_errs[k] = 0;
+		if (ncpus <= 0 || bpf_map_lookup_elem(fd, &k, vals) < 0)
+			continue;
+		for (int c = 0; c < ncpus; c++)
+			ret_errs[k] += vals[c];
+	}
+	return ret_errs[SONDE_ERR_RINGBUF_FULL];
+}
+
+/* Is pid in cgroup v2 path rel (as /proc/PID/cgroup shows it) or below? */
+static bool pid_in_cgroup(uint32_t pid, const char *rel)
+{
+	char path[64], line[4096];
+	size_t n = strlen(rel);
+	bool in = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "0::", 3) != 0)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		in = strcmp(rel, "/") == 0 ||
+		     (strncmp(line + 3, rel, n) == 0 && (line[3 + n] == '/' || line[3 + n] == '\0'));
+		break;
+	}
+	fclose(f);
+	return in;
+}
+
+/* Adds pids and their existing descendants to the BPF allow-list and scans
+ * them. Forks after this point are followed in BPF. */
+static int track_initial(struct sample_bpf *skel, const char *cgroup_rel)
+{
+	int fd = bpf_map__fd(skel->maps.allowed_tgids);
+	uint8_t one = 1;
+	bool changed = true;
+	int n = 0;
+
+	for (int i = 0; i < env.n_pids; i++)
+		if (bpf_map_update_elem(fd, &env.pids[i], &one, BPF_ANY) < 0)
+			return -errno;
+	/* Every process once; for --pid, repeat until no new descendant. */
+	while (changed) {
+		DIR *d = opendir("/proc");
+		struct dirent *de;
+
+		if (!d)
+			return -errno;
+		changed = false;
+		while ((de = readdir(d))) {
+			uint32_t pid;
+			uint8_t v;
+
+			if (parse_u32(de->d_name, 10, &pid) < 0 || procs_find(S.procs, pid))
+				continue;
+			if (env.n_pids) {
+				if (bpf_map_lookup_elem(fd, &pid, &v) < 0) {
+					/* A child of an allowed process? Scan to learn the ppid. */
+					char path[64], buf[1024];
+					FILE *f;
+					uint32_t ppid;
+					uint64_t start;
+					size_t len;
+
+					snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+					f = fopen(path, "re");
+					if (!f)
+						continue;
+					len = fread(buf, 1, sizeof(buf) - 1, f);
+					fclose(f);
+					buf[len] = '\0';
+					if (proc_parse_stat(buf, len, &ppid, &start) < 0 ||
+					    bpf_map_lookup_elem(fd, &ppid, &v) < 0)
+						continue;
+					bpf_map_update_elem(fd, &pid, &one, BPF_ANY);
+					changed = true;
+				}
+			}
+			/* Check the cgroup before scanning, so that no file of a
+			 * process we do not profile gets registered. */
+			if (cgroup_rel && !pid_in_cgroup(pid, cgroup_rel))
+				continue;
+			if (procs_scan(S.procs, pid) < 0)
+				continue;
+			n++;
+		}
+		closedir(d);
+	}
+	return n;
+}
+
+/* ---- flushing ---- */
+
+static void counters(struct sample_bpf *skel, struct sensor_counters *c)
+{
+	uint64_t errs[SONDE_ERR__COUNT];
+	struct stacks_stats ss;
+
+	stacks_get_stats(S.stacks, &ss);
+	c->samples_taken = S.samples_taken;
+	c->samples_lost = bpf_lost(skel, errs);
+	c->samples_dropped = ss.dropped;
+	c->processes = procs_count(S.procs);
+	c->files = fileids_count(S.fileids);
+}
+
+/* Sends what is pending on the current connection. Returns 0, -ENOTCONN
+ * while there is none, or the uplink's error (retried at the next flush). */
+static int sensor_flush(struct sample_bpf *skel, uint64_t *ret_gen)
+{
+	struct sensor_counters c;
+	uint64_t gen = uplink_generation(S.uplink);
+	int r;
+
+	if (!gen)
+		return -ENOTCONN;
+	if (gen != S.sent_gen) {
+		/* Ids and everything the symbolizer knew are void. */
+		stacks_reset_connection(S.stacks);
+		procs_reset_connection(S.procs);
+		S.kallsyms_pending = true;
+		S.sent_gen = gen;
+	}
+	r = flush_processes(S.uplink, gen, S.procs, false);
+	if (r < 0)
+		return r;
+	if (S.kallsyms_pending) {
+		r = kallsyms_send(S.uplink, gen, uplink_max_message_bytes(S.uplink));
+		if (r < 0)
+			return r;
+		log_debug("sent %d kernel symbols", r);
+		S.kallsyms_pending = false;
+	}
+	r = flush_exits(S.uplink, gen, S.procs);
+	if (r < 0)
+		return r;
+	r = flush_stacks(S.uplink, gen, S.stacks, uplink_max_message_bytes(S.uplink));
+	if (r < 0)
+		return r;
+	procs_reap(S.procs); /* their samples are out */
+	counters(skel, &c);
+	r = flush_stats(S.uplink, gen, &c, false);
+	if (r < 0)
+		return r;
+	if (ret_gen)
+		*ret_gen = gen;
+	return 0;
+}
+
+static void drain_and_final_flush(struct sample_bpf *skel, struct events *ev)
+{
+	uint64_t start = clock_ns(CLOCK_MONOTONIC), gen = 0;
+	bool clean;
+	int r;
+
+	events_consume(ev);
+	/* Wait for a connection if there is none, within the same budget. */
+	for (;;) {
+		r = sensor_flush(skel, &gen);
+		if (r == 0)
+			break;
+		if (clock_ns(CLOCK_MONOTONIC) - start > SHUTDOWN_TIMEOUT_MS * 1000000ull) {
+			log_warn("no symbolizer connection at shutdown, buffered samples are lost");
+			return;
+		}
+		usleep(100 * 1000);
+	}
+	clean = uplink_finish(S.uplink, gen,
+			      SHUTDOWN_TIMEOUT_MS -
+				      (int)((clock_ns(CLOCK_MONOTONIC) - start) / 1000000));
+	log_debug("stream ended %s", clean ? "cleanly" : "by us");
+}
+
+static int make_timer(uint32_t ms)
+{
+	struct itimerspec its = {
+		.it_interval = {ms / 1000, (long)(ms % 1000) * 1000000},
+		.it_value = {ms / 1000, (long)(ms % 1000) * 1000000},
+	};
+	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+
+	if (fd < 0)
+		return -errno;
+	if (timerfd_settime(fd, 0, &its, NULL) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			log_warn_errno(-errno, "cannot raise RLIMIT_NOFILE, ignoring");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct events_handlers handlers = {.on_sample = on_sample, .on_proc = on_proc};
+	static const char *const err_names[] = SONDE_ERR_NAMES;
+	uint64_t errs[SONDE_ERR__COUNT], cgroup_id = 0, end_ns = 0;
+	struct perf_sampler *sampler = NULL;
+	struct sample_bpf *skel = NULL;
+	struct events *ev = NULL;
+	struct sensor_counters c;
+	struct stacks_stats ss;
+	uint32_t cgroup_level = 0;
+	char *cgroup_rel = NULL;
+	int sfd = -1, tfd = -1, err = 0, n;
+	bool rpc_inited = false;
+	sigset_t mask;
+
+	log_init("sonde-sensor", LOG_LEVEL_INFO);
+	if (parse_args(argc, argv) < 0)
+		return 2;
+	if (env.verbose)
+		log_init("sonde-sensor", LOG_LEVEL_DEBUG);
+	_Static_assert(sizeof(err_names) / sizeof(err_names[0]) == SONDE_ERR__COUNT,
+		       "SONDE_ERR_NAMES");
+
+	/* Before any thread (gRPC's included) exists. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0) {
+		err = -errno;
+		log_error_errno(err, "sigprocmask");
+		goto cleanup;
+	}
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0) {
+		err = -errno;
+		log_error_errno(err, "signalfd");
+		goto cleanup;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	raise_nofile();
+	libbpf_set_print(libbpf_print);
+	rpc_global_init();
+	rpc_inited = true;
+
+	if (env.cgroup) {
+		err = cgroup_resolve(env.cgroup, &cgroup_id, &cgroup_level, &cgroup_rel);
+		if (err < 0) {
+			log_error_errno(err, "--cgroup %.200s: not a cgroup v2 directory", env.cgroup);
+			goto cleanup;
+		}
+	}
+	for (int i = 0; i < env.n_pids; i++) {
+		char path[32];
+
+		snprintf(path, sizeof(path), "/proc/%u", env.pids[i]);
+		if (access(path, F_OK) < 0) {
+			err = -ESRCH;
+			log_error("--pid %u: no such process", env.pids[i]);
+			goto cleanup;
+		}
+	}
+
+	S.mono_to_real_ns = (int64_t)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC));
+	S.fileids = fileids_new(MAX_FILES);
+	S.procs = S.fileids ? procs_new(S.fileids, MAX_PROCS, "/proc") : NULL;
+	S.stacks = stacks_new(env.buffer_stacks, 4 * (size_t)env.buffer_stacks);
+	if (!S.fileids || !S.procs || !S.stacks) {
+		err = -ENOMEM;
+		log_error("out of memory");
+		goto cleanup;
+	}
+
+	/* open -> configure -> load -> attach */
+	skel = sample_bpf__open();
+	if (!skel) {
+		err = -errno;
+		log_error_errno(err, "cannot open the BPF object");
+		goto cleanup;
+	}
+	skel->rodata->filter_enabled = env.n_pids > 0 || cgroup_id != 0;
+	skel->rodata->filter_tgids = env.n_pids > 0;
+	skel->rodata->filter_cgroup_id = cgroup_id;
+	skel->rodata->filter_cgroup_level = cgroup_level;
+	skel->rodata->keep_idle = env.idle;
+	/* Wake up for a quarter of the ring; the main loop drains it every
+	 * EVENTS_DRAIN_MS anyway (see sample.bpf.c). */
+	skel->rodata->wakeup_bytes = (uint64_t)env.ringbuf_mb << 18;
+	err = bpf_map__set_max_entries(skel->maps.events, env.ringbuf_mb << 20);
+	if (err < 0) {
+		log_error_errno(err, "cannot size the ring buffer");
+		goto cleanup;
+	}
+	err = sample_bpf__load(skel);
+	if (err < 0) {
+		log_error_errno(err, "cannot load the BPF programs (run with --verbose for the "
+				     "verifier log)");
+		goto cleanup;
+	}
+	ev = events_new(bpf_map__fd(skel->maps.events), &handlers);
+	if (!ev) {
+		err = -errno;
+		log_error_errno(err, "cannot set up the ring buffer");
+		goto cleanup;
+	}
+	/* Tracepoints first, so no fork or exec falls between the /proc scan
+	 * and sampling. */
+	err = sample_bpf__attach(skel);
+	if (err < 0) {
+		log_error_errno(err, "cannot attach the sched tracepoints");
+		goto cleanup;
+	}
+	n = track_initial(skel, cgroup_rel);
+	if (n < 0) {
+		err = n;
+		log_error_errno(err, "cannot scan /proc");
+		goto cleanup;
+	}
+
+	S.uplink = uplink_new(env.symbolizer, S.fileids, env.frequency,
+			      clock_ns(CLOCK_REALTIME));
+	if (!S.uplink) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	err = uplink_start(S.uplink);
+	if (err < 0) {
+		log_error_errno(err, "cannot start the uplink thread");
+		goto cleanup;
+	}
+
+	err = perf_sampler_attach(skel->progs.sonde_sample, env.frequency, &sampler);
+	if (err < 0) {
+		log_error_errno(err, "cannot attach perf events");
+		goto cleanup;
+	}
+	tfd = make_timer(env.flush_ms);
+	if (tfd < 0) {
+		err = tfd;
+		log_error_errno(err, "timerfd");
+		goto cleanup;
+	}
+	log_info("sampling %d CPUs at %u Hz; filters: %s%s%s%s; %d processes; symbolizer %.200s",
+		 perf_sampler_cpus(sampler), env.frequency,
+		 env.n_pids ? "pid (and children)" : "",
+		 env.n_pids && env.cgroup ? ", " : "", env.cgroup ? "cgroup " : "",
+		 env.cgroup ? env.cgroup : (env.n_pids ? "" : "none (whole host)"), n,
+		 env.symbolizer);
+	if (env.duration_s)
+		end_ns = clock_ns(CLOCK_MONOTONIC) + env.duration_s * 1000000000ull;
+
+	for (;;) {
+		struct pollfd pfd[3] = {
+			{.fd = events_fd(ev), .events = POLLIN},
+			{.fd = sfd, .events = POLLIN},
+			{.fd = tfd, .events = POLLIN},
+		};
+		int timeout = EVENTS_DRAIN_MS;
+
+		if (end_ns) {
+			uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
+			if (now >= end_ns) {
+				log_info("--duration elapsed, stopping");
+				break;
+			}
+			if ((end_ns - now) / 1000000 < EVENTS_DRAIN_MS)
+				timeout = (int)((end_ns - now) / 1000000) + 1;
+		}
+		if (poll(pfd, 3, timeout) < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			log_error_errno(err, "poll");
+			break;
+		}
+		/* Samples do not wake us (wakeup_bytes): drain on every turn. */
+		n = events_consume(ev);
+		if (n < 0 && n != -EINTR)
+			log_warn_errno(n, "ring buffer, ignoring");
+		if (pfd[1].revents) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				log_info("got signal %u, stopping", si.ssi_signo);
+				break;
+			}
+		}
+		if (pfd[2].revents) {
+			uint64_t ticks;
+
+			if (read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks)) {
+				int r = sensor_flush(skel, NULL);
+
+				if (r < 0 && r != -ENOTCONN)
+					log_debug("flush failed: %d, retrying later", r);
+			}
+		}
+	}
+
+	/* Stop sampling first, then the tracepoints, then drain. */
+	perf_sampler_free(sampler);
+	sampler = NULL;
+	sample_bpf__detach(skel);
+	drain_and_final_flush(skel, ev);
+
+	counters(skel, &c);
+	stacks_get_stats(S.stacks, &ss);
+	bpf_lost(skel, errs);
+	for (int k = 0; k < SONDE_ERR__COUNT; k++)
+		if (errs[k])
+			log_debug("bpf error %s: %" PRIu64, err_names[k], errs[k]);
+	log_info("samples taken %" PRIu64 ", lost %" PRIu64 ", dropped %" PRIu64
+		 "; %zu stacks; %" PRIu64 " processes; %" PRIu64 " files; %" PRIu64
+		 " ranges served; %" PRIu64 " malformed records",
+		 c.samples_taken, c.samples_lost, c.samples_dropped, ss.stacks, c.processes,
+		 c.files, uplink_read_ranges(S.uplink), events_malformed(ev));
+	err = 0;
+
+cleanup:
+	perf_sampler_free(sampler);
+	uplink_free(S.uplink);
+	events_free(ev);
+	sample_bpf__destroy(skel);
+	stacks_free(S.stacks);
+	procs_free(S.procs);
+	fileids_free(S.fileids);
+	free(cgroup_rel);
+	if (tfd >= 0)
+		close(tfd);
+	if (sfd >= 0)
+		close(sfd);
+	if (rpc_inited)
+		rpc_global_shutdown();
+	return err < 0 ? 1 : 0;
+}

@@ -1,0 +1,531 @@
+/* procs.c - reads /proc/PID/{stat,comm,exe,cgroup,maps} for tracked
+ * processes. /proc is kernel output, but names in it are target-chosen:
+ * every read is bounded, lines are parsed strictly (maps.c), and files are
+ * opened through /proc/PID/map_files so the mapped inode is what we hash,
+ * also for deleted files and files inside a container's root. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "maps.h"
+#include "procs.h"
+
+#define PROCS_BUCKETS 4096
+#define PROCS_MAX_MAPS 8192   /* executable file mappings per process */
+
+struct proc_node {
+	struct proc_node *next;
+	struct proc pr;
+};
+
+struct procs {
+	struct fileids *fileids;
+	char proc_root[64];
+	size_t max, n, n_live;
+	struct proc_node *buckets[PROCS_BUCKETS];
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+struct procs *procs_new(struct fileids *fileids, size_t max_procs, const char *proc_root)
+{
+	struct procs *p;
+
+	if (strlen(proc_root) >= sizeof(p->proc_root))
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->fileids = fileids;
+	p->max = max_procs;
+	strcpy(p->proc_root, proc_root);
+	return p;
+}
+
+static void maps_free(struct procs *p, struct proc_mapping *maps, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		fileids_unref(p->fileids, maps[i].file);
+		free(maps[i].path);
+	}
+	free(maps);
+}
+
+static void node_free(struct procs *p, struct proc_node *node)
+{
+	maps_free(p, node->pr.maps, node->pr.n_maps);
+	free(node->pr.exe);
+	free(node->pr.cgroup);
+	free(node);
+}
+
+void procs_free(struct procs *p)
+{
+	if (!p)
+		return;
+	for (size_t b = 0; b < PROCS_BUCKETS; b++) {
+		struct proc_node *n = p->buckets[b], *next;
+
+		for (; n; n = next) {
+			next = n->next;
+			node_free(p, n);
+		}
+	}
+	free(p);
+}
+
+struct proc *procs_find(struct procs *p, uint32_t pid)
+{
+	for (struct proc_node *n = p->buckets[pid % PROCS_BUCKETS]; n; n = n->next)
+		if (n->pr.pid == pid)
+			return &n->pr;
+	return NULL;
+}
+
+/* Reads at most size - 1 bytes of a small /proc file, NUL-terminated.
+ * Returns the length or a negative errno. */
+static ssize_t read_small(const char *path, char *buf, size_t size)
+{
+	ssize_t n, total = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	while ((size_t)total < size - 1) {
+		n = read(fd, buf + total, size - 1 - total);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			total = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		total += n;
+	}
+	close(fd);
+	if (total >= 0)
+		buf[total] = '\0';
+	return total;
+}
+
+/* The cgroup v2 line "0::/path". Returns a malloc'd string ("" if none). */
+static char *read_cgroup(const char *dir)
+{
+	char path[128], buf[4096];
+	const char *line;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/cgroup", dir);
+	n = read_small(path, buf, sizeof(buf));
+	if (n <= 0)
+		return strdup("");
+	for (line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		if (strncmp(line, "0::", 3) == 0) {
+			size_t len = strcspn(line + 3, "\n");
+
+			return strndup(line + 3, len);
+		}
+	}
+	return strdup("");
+}
+
+static void remove_node(struct procs *p, uint32_t pid)
+{
+	struct proc_node **pn = &p->buckets[pid % PROCS_BUCKETS];
+
+	for (; *pn; pn = &(*pn)->next) {
+		struct proc_node *n = *pn;
+
+		if (n->pr.pid != pid)
+			continue;
+		*pn = n->next;
+		p->n--;
+		if (!n->pr.exited)
+			p->n_live--;
+		node_free(p, n);
+		return;
+	}
+}
+
+static int cmp_mapping(const void *a, const void *b)
+{
+	const struct proc_mapping *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Reuses the registration of an identical mapping from the previous scan. */
+static struct proc_mapping *old_mapping(struct proc *old, const struct maps_line *l)
+{
+	if (!old)
+		return NULL;
+	for (size_t i = 0; i < old->n_maps; i++) {
+		struct proc_mapping *m = &old->maps[i];
+
+		if (m->start == l->start && m->end == l->end && m->offset == l->offset && m->file &&
+		    m->info.ino == l->inode && strcmp(m->path, l->path) == 0)
+			return m;
+	}
+	return NULL;
+}
+
+/* Reads the executable file mappings. Returns 0 with an owned array. */
+static int read_maps(struct procs *p, uint32_t pid, const char *dir, struct proc *old,
+		     struct proc_mapping **ret_maps, size_t *ret_n)
+{
+	char path[128], line[MAPS_PATH_MAX + 256];
+	struct proc_mapping *maps = NULL, *m;
+	struct maps_line *l = NULL;
+	size_t n = 0, cap = 0;
+	FILE *f = NULL;
+	int r = 0;
+
+	snprintf(path, sizeof(path), "%s/maps", dir);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	l = malloc(sizeof(*l));
+	if (!l) {
+		r = -ENOMEM;
+		goto out;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		size_t len = strlen(line);
+
+		if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
+			/* Over-long line: skip the rest of it. */
+			int c;
+
+			while ((c = fgetc(f)) != EOF && c != '\n')
+				;
+			continue;
+		}
+		if (maps_parse_line(line, len, l) < 0) {
+			log_debug("pid %" PRIu32 ": unparsable maps line, ignoring", pid);
+			continue;
+		}
+		if (!maps_line_is_exec_file(l))
+			continue;
+		if (n == PROCS_MAX_MAPS)
+			break;
+		if (n == cap) {
+			size_t ncap = cap ? 2 * cap : 32;
+			struct proc_mapping *nm = realloc(maps, ncap * sizeof(*maps));
+
+			if (!nm) {
+				r = -ENOMEM;
+				goto out;
+			}
+			maps = nm;
+			cap = ncap;
+		}
+		m = &maps[n];
+		memset(m, 0, sizeof(*m));
+		m->start = l->start;
+		m->end = l->end;
+		m->offset = l->offset;
+		m->deleted = l->deleted;
+		m->path = strdup(l->path);
+		if (!m->path) {
+			r = -ENOMEM;
+			goto out;
+		}
+		n++;
+
+		struct proc_mapping *o = old_mapping(old, l);
+		if (o) {
+			m->file = o->file;
+			m->info = o->info;
+			o->file = NULL; /* moved */
+			continue;
+		}
+		/* map_files is the mapped inode itself; root/PATH is a fallback
+		 * for kernels or mounts where map_files is refused. */
+		snprintf(path, sizeof(path), "%s/map_files/%" PRIx64 "-%" PRIx64, dir, l->start,
+			 l->end);
+		r = fileids_register(p->fileids, path, &m->file, &m->info);
+		if (r < 0 && !l->deleted) {
+			char *rootpath = NULL;
+
+			if (asprintf(&rootpath, "%s/root%s", dir, l->path) >= 0) {
+				r = fileids_register(p->fileids, rootpath, &m->file, &m->info);
+				free(rootpath);
+			}
+		}
+		if (r < 0)
+			log_debug("pid %" PRIu32 ": no file ID for %.100s, ignoring", pid, l->path);
+		r = 0;
+	}
+	if (ferror(f))
+		r = -EIO;
+out:
+	free(l);
+	fclose(f);
+	if (r < 0) {
+		maps_free(p, maps, n);
+		return r;
+	}
+	if (n > 1)
+		qsort(maps, n, sizeof(*maps), cmp_mapping);
+	*ret_maps = maps;
+	*ret_n = n;
+	return 0;
+}
+
+static bool maps_equal(const struct proc_mapping *a, size_t na, const struct proc_mapping *b,
+		       size_t nb)
+{
+	if (na != nb)
+		return false;
+	for (size_t i = 0; i < na; i++)
+		if (a[i].start != b[i].start || a[i].end != b[i].end ||
+		    a[i].offset != b[i].offset || !a[i].file != !b[i].file ||
+		    (a[i].file && memcmp(&a[i].info.id, &b[i].info.id, sizeof(a[i].info.id))) ||
+		    strcmp(a[i].path, b[i].path))
+			return false;
+	return true;
+}
+
+int procs_scan(struct procs *p, uint32_t pid)
+{
+	char dir[96], path[128], buf[4096], exe[PATH_MAX];
+	struct proc_mapping *maps = NULL;
+	struct proc_node *node = NULL;
+	struct proc *old = procs_find(p, pid);
+	uint64_t start = 0;
+	uint32_t ppid = 0;
+	char *cgroup = NULL, *exe_copy = NULL;
+	size_t n_maps = 0;
+	ssize_t len;
+	int r;
+
+	snprintf(dir, sizeof(dir), "%s/%" PRIu32, p->proc_root, pid);
+	snprintf(path, sizeof(path), "%s/stat", dir);
+	len = read_small(path, buf, sizeof(buf));
+	if (len < 0)
+		return len == -ENOENT ? -ESRCH : (int)len;
+	if (proc_parse_stat(buf, len, &ppid, &start) < 0)
+		return -EINVAL;
+	if (old && (old->exited || old->start_ticks != start)) {
+		/* The pid was reused: the old process is gone, and the new
+		 * one's ProcessUpdate replaces it for the symbolizer. */
+		remove_node(p, pid);
+		old = NULL;
+	}
+
+	len = readlink((snprintf(path, sizeof(path), "%s/exe", dir), path), exe, sizeof(exe) - 1);
+	if (len < 0)
+		return errno == ENOENT ? -ENOEXEC : -errno; /* kernel thread, or gone */
+	exe[len] = '\0';
+
+	if (!old && p->n >= p->max)
+		return -ENOSPC;
+
+	r = read_maps(p, pid, dir, old, &maps, &n_maps);
+	if (r < 0)
+		return r;
+	cgroup = read_cgroup(dir);
+	exe_copy = strdup(exe);
+	if (!old) {
+		node = calloc(1, sizeof(*node));
+		if (!node || !cgroup || !exe_copy) {
+			free(node);
+			r = -ENOMEM;
+			goto fail;
+		}
+		node->pr.pid = pid;
+		node->next = p->buckets[pid % PROCS_BUCKETS];
+		p->buckets[pid % PROCS_BUCKETS] = node;
+		p->n++;
+		p->n_live++;
+		old = &node->pr;
+		old->dirty = true;
+	} else if (!cgroup || !exe_copy) {
+		r = -ENOMEM;
+		goto fail;
+	}
+
+	snprintf(path, sizeof(path), "%s/comm", dir);
+	len = read_small(path, buf, sizeof(old->comm) + 1);
+	if (len > 0) {
+		buf[strcspn(buf, "\n")] = '\0';
+		buf[sizeof(old->comm) - 1] = '\0';
+		if (strcmp(old->comm, buf)) {
+			memcpy(old->comm, buf, sizeof(old->comm));
+			old->dirty = true;
+		}
+	}
+	if (!maps_equal(old->maps, old->n_maps, maps, n_maps)) {
+		old->maps_gen++;
+		old->dirty = true;
+	}
+	if (!old->exe || strcmp(old->exe, exe_copy) || !old->cgroup ||
+	    strcmp(old->cgroup, cgroup))
+		old->dirty = true;
+	free(old->exe);
+	free(old->cgroup);
+	old->exe = exe_copy;
+	old->cgroup = cgroup;
+	maps_free(p, old->maps, old->n_maps);
+	old->maps = maps;
+	old->n_maps = n_maps;
+	old->ppid = ppid;
+	old->start_ticks = start;
+	old->last_scan_ns = now_ns();
+	return 0;
+fail:
+	maps_free(p, maps, n_maps);
+	free(cgroup);
+	free(exe_copy);
+	return r;
+}
+
+int procs_rescan_limited(struct procs *p, uint32_t pid, uint64_t min_interval_ns)
+{
+	struct proc *pr = procs_find(p, pid);
+	uint32_t gen;
+	int r;
+
+	/* A process that is still loading its libraries needs a quick second
+	 * look; one that runs code outside file mappings (a JIT) would make
+	 * every sample rescan. So the gap starts at min_interval_ns, doubles
+	 * after each rescan that found nothing new (up to 64 times), and
+	 * starts again when the mappings changed. */
+	if (pr && pr->rescan_gap_ns < min_interval_ns)
+		pr->rescan_gap_ns = min_interval_ns;
+	if (pr && now_ns() - pr->last_scan_ns < pr->rescan_gap_ns)
+		return 0;
+	gen = pr ? pr->maps_gen : 0;
+	r = procs_scan(p, pid);
+	pr = procs_find(p, pid);
+	if (pr) {
+		if (r < 0) /* rate-limit failures too */
+			pr->last_scan_ns = now_ns();
+		if (r < 0 || pr->maps_gen == gen)
+			pr->rescan_gap_ns = pr->rescan_gap_ns * 2 > min_interval_ns * 64
+						    ? min_interval_ns * 64
+						    : pr->rescan_gap_ns * 2;
+		else
+			pr->rescan_gap_ns = min_interval_ns;
+	}
+	return r < 0 ? r : 1;
+}
+
+void procs_exit(struct procs *p, uint32_t pid)
+{
+	struct proc *pr = procs_find(p, pid);
+
+	if (pr && !pr->exited) {
+		pr->exited = true;
+		pr->exit_sent = false;
+		p->n_live--;
+	}
+}
+
+void procs_reap(struct procs *p)
+{
+	for (size_t b = 0; b < PROCS_BUCKETS; b++) {
+		struct proc_node **pn = &p->buckets[b];
+
+		while (*pn) {
+			struct proc_node *n = *pn;
+
+			if (n->pr.exited && n->pr.exit_sent && !n->pr.dirty) {
+				*pn = n->next;
+				p->n--;
+				node_free(p, n);
+			} else {
+				pn = &n->next;
+			}
+		}
+	}
+}
+
+void procs_reset_connection(struct procs *p)
+{
+	for (size_t b = 0; b < PROCS_BUCKETS; b++)
+		for (struct proc_node *n = p->buckets[b]; n; n = n->next) {
+			n->pr.dirty = true;
+			n->pr.exit_sent = false;
+		}
+}
+
+int procs_resolve(struct procs *p, uint32_t pid, uint64_t addr, struct stack_frame *ret)
+{
+	struct proc *pr = procs_find(p, pid);
+	size_t lo = 0, hi;
+
+	if (!pr)
+		return -ENOENT;
+	hi = pr->n_maps;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct proc_mapping *m = &pr->maps[mid];
+
+		if (addr < m->start) {
+			hi = mid;
+		} else if (addr >= m->end) {
+			lo = mid + 1;
+		} else {
+			if (!m->file)
+				return -ENOENT;
+			memcpy(ret->file_id, m->info.id.bytes, sizeof(ret->file_id));
+			ret->addr = addr - m->start + m->offset;
+			ret->has_file_id = 1;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int procs_foreach(struct procs *p, bool all, int (*fn)(const struct proc *pr, void *ctx),
+		  void *ctx)
+{
+	for (size_t b = 0; b < PROCS_BUCKETS; b++)
+		for (struct proc_node *n = p->buckets[b]; n; n = n->next) {
+			int r;
+
+			if (!all && !n->pr.dirty)
+				continue;
+			r = fn(&n->pr, ctx);
+			if (r)
+				return r;
+			n->pr.dirty = false;
+		}
+	return 0;
+}
+
+int procs_foreach_exit(struct procs *p, int (*fn)(uint32_t pid, void *ctx), void *ctx)
+{
+	for (size_t b = 0; b < PROCS_BUCKETS; b++)
+		for (struct proc_node *n = p->buckets[b]; n; n = n->next) {
+			int r;
+
+			if (!n->pr.exited || n->pr.exit_sent)
+				continue;
+			r = fn(n->pr.pid, ctx);
+			if (r)
+				return r;
+			n->pr.exit_sent = true;
+		}
+	return 0;
+}
+
+size_t procs_count(struct procs *p)
+{
+	return p->n_live;
+}

@@ -1,0 +1,85 @@
+/* procs.h - the process table: what /proc says about each tracked process
+ * (comm, exe, start time, cgroup, executable file mappings with their file
+ * IDs), and address -> (file ID, file offset) resolution for stacks.c.
+ *
+ * Main thread only. Strings read from /proc that a target chose (comm,
+ * paths) are kept bounded and opaque.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fileids.h"
+#include "stacks.h"
+
+struct proc_mapping {
+	uint64_t start, end, offset;
+	struct fileid_entry *file; /* reference; NULL when no file ID */
+	struct fileid_info info;   /* valid when file != NULL */
+	char *path;                /* as /proc/PID/maps shows it */
+	bool deleted;
+};
+
+/* A read-only view for the uplink. */
+struct proc {
+	uint32_t pid;
+	uint32_t ppid;
+	char comm[16];
+	char *exe;    /* may be "" */
+	char *cgroup; /* cgroup v2 path, may be "" */
+	uint64_t start_ticks;
+	struct proc_mapping *maps; /* sorted by start, executable files only */
+	size_t n_maps;
+	uint64_t last_scan_ns; /* CLOCK_MONOTONIC */
+	uint64_t rescan_gap_ns; /* procs_rescan_limited's current interval */
+	uint32_t maps_gen;     /* bumped whenever the mappings change */
+	bool dirty;            /* not sent on this connection since it changed */
+	bool exited;           /* kept until its exit was sent, then reaped */
+	bool exit_sent;
+};
+
+struct procs;
+
+/* fileids: borrowed, must outlive the table. max_procs bounds the table.
+ * proc_root: "/proc" (tests may pass another directory). */
+struct procs *procs_new(struct fileids *fileids, size_t max_procs, const char *proc_root);
+void procs_free(struct procs *p);
+
+/* (Re)reads /proc/PID and marks the process dirty when anything changed.
+ * Returns 0, -ESRCH when it is gone, -ENOSPC when the table is full, or
+ * another negative errno. */
+int procs_scan(struct procs *p, uint32_t pid);
+/* Like procs_scan(), rate-limited per known pid: used when a sample hits
+ * an address in no known mapping. The gap starts at min_interval_ns and
+ * doubles (up to 64x) while rescans find no new mapping. Returns 1 if it
+ * rescanned, 0 if rate-limited, or a negative errno. */
+int procs_rescan_limited(struct procs *p, uint32_t pid, uint64_t min_interval_ns);
+/* The process exited: it is kept (its mappings still resolve late
+ * samples) until its update and exit were sent and procs_reap() runs. */
+void procs_exit(struct procs *p, uint32_t pid);
+/* Frees exited processes whose exit was sent. Call after the samples
+ * that may refer to them were delivered. */
+void procs_reap(struct procs *p);
+/* A new connection: every process is dirty again, every exit unsent. */
+void procs_reset_connection(struct procs *p);
+
+struct proc *procs_find(struct procs *p, uint32_t pid);
+
+/* Resolves a user address of pid into a frame. Returns 0 when it is in a
+ * file mapping with a file ID, -ENOENT otherwise (the frame then carries
+ * the raw address). */
+int procs_resolve(struct procs *p, uint32_t pid, uint64_t addr, struct stack_frame *ret);
+
+/* Calls fn for every process, exited ones included (all = true), or only
+ * for dirty ones,
+ * clearing their dirty mark when fn returns 0. Stops at a non-zero return. */
+int procs_foreach(struct procs *p, bool all, int (*fn)(const struct proc *pr, void *ctx),
+		  void *ctx);
+/* Calls fn for every exit not sent yet, marking it sent when fn returns 0.
+ * Stops at a non-zero return. */
+int procs_foreach_exit(struct procs *p, int (*fn)(uint32_t pid, void *ctx), void *ctx);
+
+/* Live (not exited) processes. */
+size_t procs_count(struct procs *p);

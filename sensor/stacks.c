@@ -1,0 +1,318 @@
+/* stacks.c - a dictionary of distinct stacks (chained hash, one allocation
+ * per stack) and a fixed-size table of counts keyed by (stack, pid, tid),
+ * both sized at creation so memory stays bounded. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stacks.h"
+
+#define STACKS_MAX_FRAMES 1024
+
+struct stack {
+	struct stack *next; /* bucket chain */
+	uint64_t hash;
+	uint32_t id; /* 0: none on this connection */
+	uint32_t n_kernel;
+	uint32_t n_user;
+	uint8_t outcome;
+	uint64_t *kernel;         /* points into the same allocation */
+	struct stack_frame *user; /* likewise */
+};
+
+struct count {
+	struct stack *stack;
+	uint32_t pid, tid;
+	uint32_t count;
+	int32_t next; /* bucket chain, index into counts; -1 ends */
+	uint64_t first_ns, last_ns;
+	char comm[STACKS_COMM_LEN];
+};
+
+struct stacks {
+	size_t max_counts, max_stacks;
+	struct stack **stack_buckets;
+	size_t n_stack_buckets; /* power of two */
+	size_t n_stacks;
+	uint32_t next_id;
+	struct count *counts; /* max_counts entries */
+	size_t n_counts;
+	int32_t *count_buckets;
+	size_t n_count_buckets; /* power of two */
+	uint64_t samples, dropped;
+};
+
+static size_t pow2_at_least(size_t n)
+{
+	size_t p = 16;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v;
+	h *= 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+struct stacks *stacks_new(size_t max_counts, size_t max_stacks)
+{
+	struct stacks *s;
+
+	if (max_counts == 0 || max_counts > (1u << 24) || max_stacks > (1u << 26))
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->max_counts = max_counts;
+	s->max_stacks = max_stacks;
+	s->next_id = 1;
+	/* The dictionary can hold max_stacks plus one interval's new stacks. */
+	s->n_stack_buckets = pow2_at_least(max_stacks + max_counts);
+	s->n_count_buckets = pow2_at_least(2 * max_counts);
+	s->stack_buckets = calloc(s->n_stack_buckets, sizeof(*s->stack_buckets));
+	s->counts = calloc(max_counts, sizeof(*s->counts));
+	s->count_buckets = malloc(s->n_count_buckets * sizeof(*s->count_buckets));
+	if (!s->stack_buckets || !s->counts || !s->count_buckets) {
+		stacks_free(s);
+		return NULL;
+	}
+	memset(s->count_buckets, 0xff, s->n_count_buckets * sizeof(*s->count_buckets));
+	return s;
+}
+
+static void free_all_stacks(struct stacks *s)
+{
+	for (size_t b = 0; b < s->n_stack_buckets; b++) {
+		struct stack *st = s->stack_buckets[b], *next;
+
+		for (; st; st = next) {
+			next = st->next;
+			free(st);
+		}
+		s->stack_buckets[b] = NULL;
+	}
+	s->n_stacks = 0;
+}
+
+void stacks_free(struct stacks *s)
+{
+	if (!s)
+		return;
+	if (s->stack_buckets)
+		free_all_stacks(s);
+	free(s->stack_buckets);
+	free(s->counts);
+	free(s->count_buckets);
+	free(s);
+}
+
+static uint64_t hash_input(const struct stack_input *in)
+{
+	uint64_t h = mix(0x5bd1e995ull, ((uint64_t)in->n_kernel << 32) | in->n_user);
+
+	h = mix(h, in->outcome);
+	for (uint32_t i = 0; i < in->n_kernel; i++)
+		h = mix(h, in->kernel[i]);
+	for (uint32_t i = 0; i < in->n_user; i++) {
+		const struct stack_frame *f = &in->user[i];
+		uint64_t a, b;
+
+		memcpy(&a, f->file_id, 8);
+		memcpy(&b, f->file_id + 8, 8);
+		h = mix(mix(mix(h, a), b), f->addr ^ ((uint64_t)f->has_file_id << 63));
+	}
+	return h;
+}
+
+static bool frames_equal(const struct stack_frame *a, const struct stack_frame *b, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (a[i].addr != b[i].addr || a[i].has_file_id != b[i].has_file_id ||
+		    memcmp(a[i].file_id, b[i].file_id, 16) != 0)
+			return false;
+	return true;
+}
+
+static struct stack *find_stack(struct stacks *s, const struct stack_input *in, uint64_t h)
+{
+	struct stack *st = s->stack_buckets[h & (s->n_stack_buckets - 1)];
+
+	for (; st; st = st->next)
+		if (st->hash == h && st->n_kernel == in->n_kernel && st->n_user == in->n_user &&
+		    st->outcome == in->outcome &&
+		    (in->n_kernel == 0 ||
+		     memcmp(st->kernel, in->kernel, in->n_kernel * sizeof(uint64_t)) == 0) &&
+		    frames_equal(st->user, in->user, in->n_user))
+			return st;
+	return NULL;
+}
+
+static struct stack *new_stack(struct stacks *s, const struct stack_input *in, uint64_t h)
+{
+	size_t size = sizeof(struct stack) + in->n_user * sizeof(struct stack_frame) +
+		      in->n_kernel * sizeof(uint64_t);
+	struct stack *st = malloc(size);
+	size_t b = h & (s->n_stack_buckets - 1);
+
+	if (!st)
+		return NULL;
+	st->hash = h;
+	st->id = 0;
+	st->n_kernel = in->n_kernel;
+	st->n_user = in->n_user;
+	st->outcome = in->outcome;
+	/* User frames first: they need 8-byte alignment, as do the u64s. */
+	st->user = (struct stack_frame *)(st + 1);
+	st->kernel = (uint64_t *)(st->user + in->n_user);
+	if (in->n_user)
+		memcpy(st->user, in->user, in->n_user * sizeof(struct stack_frame));
+	if (in->n_kernel)
+		memcpy(st->kernel, in->kernel, in->n_kernel * sizeof(uint64_t));
+	st->next = s->stack_buckets[b];
+	s->stack_buckets[b] = st;
+	s->n_stacks++;
+	return st;
+}
+
+static size_t count_bucket(const struct stacks *s, const struct stack *st, uint32_t pid,
+			   uint32_t tid)
+{
+	uint64_t h = mix(mix(st->hash, pid), tid);
+
+	return h & (s->n_count_buckets - 1);
+}
+
+int stacks_add(struct stacks *s, const struct stack_input *in)
+{
+	struct stack *st;
+	struct count *c;
+	uint64_t h;
+	size_t b;
+
+	if (in->n_kernel > STACKS_MAX_FRAMES || in->n_user > STACKS_MAX_FRAMES)
+		return -EINVAL;
+	h = hash_input(in);
+	st = find_stack(s, in, h);
+	if (st) {
+		b = count_bucket(s, st, in->pid, in->tid);
+		for (int32_t i = s->count_buckets[b]; i >= 0; i = s->counts[i].next) {
+			c = &s->counts[i];
+			if (c->stack == st && c->pid == in->pid && c->tid == in->tid) {
+				c->count++;
+				if (in->unix_ns < c->first_ns)
+					c->first_ns = in->unix_ns;
+				if (in->unix_ns > c->last_ns)
+					c->last_ns = in->unix_ns;
+				s->samples++;
+				return 0;
+			}
+		}
+	}
+	if (s->n_counts >= s->max_counts) {
+		s->dropped++;
+		return -ENOSPC;
+	}
+	if (!st) {
+		st = new_stack(s, in, h);
+		if (!st) {
+			s->dropped++;
+			return -ENOMEM;
+		}
+	}
+	b = count_bucket(s, st, in->pid, in->tid);
+	c = &s->counts[s->n_counts];
+	c->stack = st;
+	c->pid = in->pid;
+	c->tid = in->tid;
+	c->count = 1;
+	c->first_ns = c->last_ns = in->unix_ns;
+	memset(c->comm, 0, sizeof(c->comm));
+	if (in->comm)
+		strncpy(c->comm, in->comm, sizeof(c->comm) - 1);
+	c->next = s->count_buckets[b];
+	s->count_buckets[b] = (int32_t)s->n_counts;
+	s->n_counts++;
+	s->samples++;
+	return 0;
+}
+
+int stacks_foreach_new_def(struct stacks *s, int (*fn)(const struct stack_def *def, void *ctx),
+			   void *ctx)
+{
+	for (size_t i = 0; i < s->n_counts; i++) {
+		struct stack *st = s->counts[i].stack;
+		struct stack_def d;
+		int r;
+
+		if (st->id != 0)
+			continue;
+		st->id = s->next_id++;
+		if (s->next_id == 0) /* 2^32 definitions on one connection */
+			s->next_id = 1;
+		d = (struct stack_def){
+			.id = st->id,
+			.kernel = st->kernel,
+			.n_kernel = st->n_kernel,
+			.user = st->user,
+			.n_user = st->n_user,
+			.outcome = st->outcome,
+		};
+		r = fn(&d, ctx);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+int stacks_foreach_count(struct stacks *s, int (*fn)(const struct stack_count *c, void *ctx),
+			 void *ctx)
+{
+	for (size_t i = 0; i < s->n_counts; i++) {
+		const struct count *c = &s->counts[i];
+		struct stack_count out = {
+			.stack_id = c->stack->id,
+			.pid = c->pid,
+			.tid = c->tid,
+			.count = c->count,
+			.first_unix_ns = c->first_ns,
+			.last_unix_ns = c->last_ns,
+			.comm = c->comm,
+		};
+		int r = fn(&out, ctx);
+
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+void stacks_flush_done(struct stacks *s)
+{
+	s->n_counts = 0;
+	memset(s->count_buckets, 0xff, s->n_count_buckets * sizeof(*s->count_buckets));
+	/* Nothing refers to a stack now; start afresh rather than track ages.
+	 * Ids go on increasing, so a recurring stack gets a new id. */
+	if (s->n_stacks > s->max_stacks)
+		free_all_stacks(s);
+}
+
+void stacks_reset_connection(struct stacks *s)
+{
+	for (size_t b = 0; b < s->n_stack_buckets; b++)
+		for (struct stack *st = s->stack_buckets[b]; st; st = st->next)
+			st->id = 0;
+	s->next_id = 1;
+}
+
+void stacks_get_stats(const struct stacks *s, struct stacks_stats *ret)
+{
+	ret->samples = s->samples;
+	ret->dropped = s->dropped;
+	ret->counts = s->n_counts;
+	ret->stacks = s->n_stacks;
+}

@@ -1,0 +1,489 @@
+/* uplink.c - connection thread, request dispatch and writes. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fileserve.h"
+#include "log.h"
+#include "rpc.h"
+#include "uplink.h"
+
+#define UPLINK_PATH "/sonde.v1.Ingest/Connect"
+#define UPLINK_PROTOCOL_VERSION 1
+#define UPLINK_CONNECT_TIMEOUT_MS 2000
+#define UPLINK_BACKOFF_MIN_MS 100
+#define UPLINK_BACKOFF_MAX_MS 2000
+#define UPLINK_MAX_MESSAGE (4u << 20)
+
+
+struct uplink {
+	struct rpc_channel *ch;
+	struct fileids *fileids;
+	pthread_t thread;
+	bool started;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct rpc_stream *stream; /* NULL while not connected */
+	uint64_t gen;              /* of stream; 0 when none */
+	uint64_t n_connections;
+	unsigned writers;          /* main-thread writes in flight on stream */
+	bool stop;
+	bool finishing;     /* we half-closed: do not reconnect */
+	bool thread_done;
+	bool ended_cleanly;
+	uint32_t max_message_bytes, max_read_bytes;
+	atomic_uint_fast64_t read_ranges;
+
+	Sonde__V1__Hello hello;
+	char hostname[256];
+	char boot_id[64];
+	char release[65];
+};
+
+static void deadline_in(struct timespec *ts, int ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}
+
+static long ms_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t->tv_sec) * 1000 + (now.tv_nsec - t->tv_nsec) / 1000000;
+}
+
+static void read_boot_id(char *buf, size_t size)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+
+	buf[0] = '\0';
+	if (!f)
+		return;
+	if (fgets(buf, (int)size, f))
+		buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
+struct uplink *uplink_new(const char *target, struct fileids *fileids, uint32_t frequency_hz,
+			  uint64_t start_unix_ns)
+{
+	struct rpc_channel_opts opts = {
+		.max_message_bytes = UPLINK_MAX_MESSAGE + 4096,
+		.reconnect_min_ms = UPLINK_BACKOFF_MIN_MS,
+		.reconnect_max_ms = UPLINK_BACKOFF_MAX_MS,
+	};
+	struct uplink *u = calloc(1, sizeof(*u));
+	pthread_condattr_t ca;
+	struct utsname un;
+
+	if (!u)
+		return NULL;
+	u->ch = rpc_channel_new(target, &opts);
+	if (!u->ch) {
+		log_error("cannot create a channel to %.200s", target);
+		free(u);
+		return NULL;
+	}
+	u->fileids = fileids;
+	pthread_mutex_init(&u->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&u->cond, &ca);
+	pthread_condattr_destroy(&ca);
+
+	if (gethostname(u->hostname, sizeof(u->hostname) - 1) < 0)
+		u->hostname[0] = '\0';
+	read_boot_id(u->boot_id, sizeof(u->boot_id));
+	if (uname(&un) == 0)
+		snprintf(u->release, sizeof(u->release), "%s", un.release);
+	sonde__v1__hello__init(&u->hello);
+	u->hello.protocol_version = UPLINK_PROTOCOL_VERSION;
+	u->hello.sensor_version = (char *)SONDE_VERSION;
+	u->hello.hostname = u->hostname;
+	u->hello.boot_id = u->boot_id;
+	u->hello.kernel_release = u->release;
+	u->hello.frequency_hz = frequency_hz;
+	u->hello.sensor_start_unix_ns = start_unix_ns;
+	return u;
+}
+
+/* ---- requests from the symbolizer ---- */
+
+enum uplink_state {
+	STATE_HANDSHAKE = 1 << 0, /* Hello sent, waiting for Welcome */
+	STATE_READY = 1 << 1,
+};
+
+struct handler {
+	Sonde__V1__SymbolizerMessage__KindCase kind;
+	const char *name;
+	unsigned states; /* where it is allowed */
+	/* 0, or a negative errno that ends the stream. */
+	int (*fn)(struct uplink *u, struct rpc_stream *s, const Sonde__V1__SymbolizerMessage *m);
+};
+
+static int handle_welcome(struct uplink *u, struct rpc_stream *s,
+			  const Sonde__V1__SymbolizerMessage *m)
+{
+	const Sonde__V1__Welcome *w = m->welcome;
+
+	if (!w || w->protocol_version != UPLINK_PROTOCOL_VERSION) {
+		log_warn("symbolizer speaks protocol %u, not %u", w ? w->protocol_version : 0,
+			 UPLINK_PROTOCOL_VERSION);
+		return -EPROTO;
+	}
+	pthread_mutex_lock(&u->lock);
+	u->max_message_bytes = w->max_message_bytes;
+	u->max_read_bytes = w->max_read_bytes;
+	pthread_mutex_unlock(&u->lock);
+	return 0;
+}
+
+static const char *read_error_text(int r)
+{
+	switch (r) {
+	case -ENOENT:
+		return "file ID not registered";
+	case -ESTALE:
+		return "file changed since it was registered";
+	case -ENOMEM:
+		return "out of memory";
+	default:
+		return "read failed";
+	}
+}
+
+/* sensor_serve_read_range() does the state checks; here the shape. */
+static int handle_read_range(struct uplink *u, struct rpc_stream *s,
+			     const Sonde__V1__SymbolizerMessage *m)
+{
+	const Sonde__V1__ReadRange *rr = m->read_range;
+	Sonde__V1__SensorMessage out = SONDE__V1__SENSOR_MESSAGE__INIT;
+	Sonde__V1__FileRange fr = SONDE__V1__FILE_RANGE__INIT;
+	struct fileid id;
+	uint32_t max_read;
+	void *data = NULL;
+	size_t len = 0;
+	int r;
+
+	if (!rr || rr->file_id.len != FILEID_LEN) {
+		log_warn("ReadRange with a %zu-byte file ID", rr ? rr->file_id.len : 0);
+		return -EPROTO;
+	}
+	memcpy(id.bytes, rr->file_id.data, FILEID_LEN);
+	pthread_mutex_lock(&u->lock);
+	max_read = u->max_read_bytes;
+	pthread_mutex_unlock(&u->lock);
+	if (max_read == 0 || max_read > FILESERVE_MAX_READ)
+		max_read = FILESERVE_MAX_READ;
+
+	r = sensor_serve_read_range(u->fileids, &id, rr->offset, rr->length, max_read, &data, &len);
+	if (r == -EPROTO) {
+		log_warn("ReadRange %llu: offset %llu length %u is outside what was announced",
+			 (unsigned long long)rr->request_id, (unsigned long long)rr->offset,
+			 rr->length);
+		return r;
+	}
+	fr.request_id = rr->request_id;
+	fr.file_id = rr->file_id;
+	fr.offset = rr->offset;
+	if (r < 0) {
+		char hex[FILEID_HEX_LEN + 1];
+
+		log_debug("ReadRange %llu for %s: %s", (unsigned long long)rr->request_id,
+			  fileid_to_hex(&id, hex), read_error_text(r));
+		fr.error = (char *)read_error_text(r);
+	} else {
+		fr.data.data = data;
+		fr.data.len = len;
+	}
+	out.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_FILE_RANGE;
+	out.file_range = &fr;
+	r = rpc_stream_write(s, &out.base, false);
+	free(data);
+	atomic_fetch_add(&u->read_ranges, 1);
+	return r < 0 ? r : 0;
+}
+
+static const struct handler handlers[] = {
+	{SONDE__V1__SYMBOLIZER_MESSAGE__KIND_WELCOME, "Welcome", STATE_HANDSHAKE, handle_welcome},
+	{SONDE__V1__SYMBOLIZER_MESSAGE__KIND_READ_RANGE, "ReadRange", STATE_READY,
+	 handle_read_range},
+};
+
+/* Reads and handles one message. Returns 0, -ENODATA at a clean end, or
+ * another negative errno that ends the stream. */
+static int dispatch_one(struct uplink *u, struct rpc_stream *s, enum uplink_state state)
+{
+	Sonde__V1__SymbolizerMessage *m = NULL;
+	const struct handler *h = NULL;
+	int r;
+
+	r = rpc_stream_read(s, &sonde__v1__symbolizer_message__descriptor,
+			    (ProtobufCMessage **)&m);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
+		if (handlers[i].kind == m->kind_case)
+			h = &handlers[i];
+	if (!h) {
+		log_warn("unknown symbolizer message kind %d, ending the stream", (int)m->kind_case);
+		r = -EPROTO;
+	} else if (!(h->states & state)) {
+		log_warn("%s not allowed now, ending the stream", h->name);
+		r = -EPROTO;
+	} else {
+		r = h->fn(u, s, m);
+	}
+	rpc_message_free(&m->base);
+	return r;
+}
+
+/* ---- connection thread ---- */
+
+static int handshake(struct uplink *u, struct rpc_stream *s)
+{
+	Sonde__V1__SensorMessage msg = SONDE__V1__SENSOR_MESSAGE__INIT;
+	int r;
+
+	msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_HELLO;
+	msg.hello = &u->hello;
+	r = rpc_stream_write(s, &msg.base, false);
+	if (r < 0)
+		return r;
+	return dispatch_one(u, s, STATE_HANDSHAKE);
+}
+
+/* Sleeps ms unless stopped. Returns true if stopped. */
+static bool backoff_sleep(struct uplink *u, int ms)
+{
+	struct timespec ts;
+	bool stop;
+
+	deadline_in(&ts, ms);
+	pthread_mutex_lock(&u->lock);
+	while (!u->stop && pthread_cond_timedwait(&u->cond, &u->lock, &ts) != ETIMEDOUT)
+		;
+	stop = u->stop;
+	pthread_mutex_unlock(&u->lock);
+	return stop;
+}
+
+static void *conn_main(void *arg)
+{
+	struct uplink *u = arg;
+	int backoff = UPLINK_BACKOFF_MIN_MS;
+	bool was_connected = false;
+
+	for (;;) {
+		struct rpc_error err = {0};
+		struct rpc_stream *s;
+		bool finishing;
+		int r;
+
+		pthread_mutex_lock(&u->lock);
+		if (u->stop || u->finishing) {
+			pthread_mutex_unlock(&u->lock);
+			break;
+		}
+		pthread_mutex_unlock(&u->lock);
+
+		s = rpc_stream_open(u->ch, UPLINK_PATH, UPLINK_CONNECT_TIMEOUT_MS, &err);
+		if (!s) {
+			log_debug("connect: %.200s", err.message);
+			goto retry;
+		}
+		r = handshake(u, s);
+		if (r < 0) {
+			log_warn_errno(r, "handshake with the symbolizer failed");
+			rpc_stream_cancel(s);
+			rpc_stream_close(s, 1000, NULL);
+			goto retry;
+		}
+		backoff = UPLINK_BACKOFF_MIN_MS;
+		pthread_mutex_lock(&u->lock);
+		u->stream = s;
+		u->gen = ++u->n_connections;
+		pthread_cond_broadcast(&u->cond);
+		pthread_mutex_unlock(&u->lock);
+		log_info("%s the symbolizer", was_connected ? "reconnected to" : "connected to");
+		was_connected = true;
+
+		do
+			r = dispatch_one(u, s, STATE_READY);
+		while (r == 0);
+
+		pthread_mutex_lock(&u->lock);
+		u->gen = 0;
+		finishing = u->finishing;
+		if (r != -ENODATA)
+			rpc_stream_cancel(s); /* wakes writers */
+		while (u->writers > 0)
+			pthread_cond_wait(&u->cond, &u->lock);
+		u->stream = NULL;
+		pthread_mutex_unlock(&u->lock);
+		r = rpc_stream_close(s, 1000, &err) == 0 && r == -ENODATA;
+		if (finishing) {
+			pthread_mutex_lock(&u->lock);
+			u->ended_cleanly = r;
+			pthread_mutex_unlock(&u->lock);
+			break;
+		}
+		log_warn("stream to the symbolizer ended%s, reconnecting",
+			 r ? "" : " abnormally");
+	retry:
+		if (backoff_sleep(u, backoff))
+			break;
+		backoff = backoff * 2 > UPLINK_BACKOFF_MAX_MS ? UPLINK_BACKOFF_MAX_MS : backoff * 2;
+	}
+	pthread_mutex_lock(&u->lock);
+	u->thread_done = true;
+	pthread_cond_broadcast(&u->cond);
+	pthread_mutex_unlock(&u->lock);
+	return NULL;
+}
+
+int uplink_start(struct uplink *u)
+{
+	int r = pthread_create(&u->thread, NULL, conn_main, u);
+
+	if (r)
+		return -r;
+	u->started = true;
+	return 0;
+}
+
+uint64_t uplink_generation(struct uplink *u)
+{
+	uint64_t g;
+
+	pthread_mutex_lock(&u->lock);
+	g = u->finishing ? 0 : u->gen;
+	pthread_mutex_unlock(&u->lock);
+	return g;
+}
+
+size_t uplink_max_message_bytes(struct uplink *u)
+{
+	size_t m;
+
+	pthread_mutex_lock(&u->lock);
+	m = u->max_message_bytes;
+	pthread_mutex_unlock(&u->lock);
+	if (m == 0 || m > UPLINK_MAX_MESSAGE)
+		m = UPLINK_MAX_MESSAGE;
+	return m;
+}
+
+/* Pins the stream of connection gen for a write. NULL if it is gone. */
+static struct rpc_stream *writer_enter(struct uplink *u, uint64_t gen)
+{
+	struct rpc_stream *s = NULL;
+
+	pthread_mutex_lock(&u->lock);
+	if (gen != 0 && u->gen == gen && u->stream) {
+		s = u->stream;
+		u->writers++;
+	}
+	pthread_mutex_unlock(&u->lock);
+	return s;
+}
+
+static void writer_leave(struct uplink *u)
+{
+	pthread_mutex_lock(&u->lock);
+	u->writers--;
+	pthread_cond_broadcast(&u->cond);
+	pthread_mutex_unlock(&u->lock);
+}
+
+int uplink_send(struct uplink *u, uint64_t gen, const Sonde__V1__SensorMessage *msg, bool more)
+{
+	struct rpc_stream *s = writer_enter(u, gen);
+	int r;
+
+	if (!s)
+		return -ENOTCONN;
+	r = rpc_stream_write(s, &msg->base, more);
+	if (r < 0)
+		rpc_stream_cancel(s); /* the reader notices and reconnects */
+	writer_leave(u);
+	return r < 0 ? -EPIPE : 0;
+}
+
+bool uplink_finish(struct uplink *u, uint64_t gen, int timeout_ms)
+{
+	struct rpc_stream *s = writer_enter(u, gen);
+	struct timespec start;
+	bool clean;
+
+	if (!s)
+		return false;
+	pthread_mutex_lock(&u->lock);
+	u->finishing = true;
+	pthread_mutex_unlock(&u->lock);
+	/* The reader keeps answering ReadRange until the symbolizer, done
+	 * with the files it still needed, ends the stream. */
+	rpc_stream_close_send(s);
+	writer_leave(u);
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	pthread_mutex_lock(&u->lock);
+	while (!u->thread_done) {
+		long left = timeout_ms - ms_since(&start);
+		struct timespec step;
+
+		if (left <= 0) {
+			log_warn("symbolizer did not end the stream in %d ms, cancelling",
+				 timeout_ms);
+			if (u->stream)
+				rpc_stream_cancel(u->stream);
+			while (!u->thread_done)
+				pthread_cond_wait(&u->cond, &u->lock);
+			break;
+		}
+		deadline_in(&step, left < 100 ? (int)left : 100);
+		pthread_cond_timedwait(&u->cond, &u->lock, &step);
+	}
+	clean = u->ended_cleanly;
+	pthread_mutex_unlock(&u->lock);
+	return clean;
+}
+
+void uplink_free(struct uplink *u)
+{
+	if (!u)
+		return;
+	if (u->started) {
+		pthread_mutex_lock(&u->lock);
+		u->stop = true;
+		if (u->stream)
+			rpc_stream_cancel(u->stream);
+		pthread_cond_broadcast(&u->cond);
+		pthread_mutex_unlock(&u->lock);
+		pthread_join(u->thread, NULL);
+	}
+	rpc_channel_free(u->ch);
+	pthread_cond_destroy(&u->cond);
+	pthread_mutex_destroy(&u->lock);
+	free(u);
+}
+
+uint64_t uplink_read_ranges(struct uplink *u)
+{
+	return atomic_load(&u->read_ranges);
+}

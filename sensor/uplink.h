@@ -1,0 +1,45 @@
+/* uplink.h - the one stream to the symbolizer (/sonde.v1.Ingest/Connect).
+ *
+ * A connection thread opens the stream, sends Hello, waits for Welcome,
+ * then reads SymbolizerMessages and answers ReadRange from the file
+ * registry; on a broken stream it reconnects with exponential backoff
+ * (100 ms to 2 s). The main thread writes everything else, tagged with the
+ * connection generation it prepared the message for, so nothing meant for
+ * an old connection (stack ids!) reaches a new one.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fileids.h"
+#include "ingest.pb-c.h"
+
+struct uplink;
+
+/* target: borrowed during the call. fileids: borrowed, must outlive the
+ * uplink. NULL on failure (logged). */
+struct uplink *uplink_new(const char *target, struct fileids *fileids, uint32_t frequency_hz,
+			  uint64_t start_unix_ns);
+/* Starts the connection thread. Returns 0 or a negative errno. */
+int uplink_start(struct uplink *u);
+/* The generation of the current connection (counts successful Welcomes),
+ * or 0 while not connected. */
+uint64_t uplink_generation(struct uplink *u);
+/* Largest message the symbolizer accepts (from Welcome; capped at 4 MiB). */
+size_t uplink_max_message_bytes(struct uplink *u);
+/* Writes msg (borrowed) if connection gen is still the current one.
+ * more: more messages of this burst follow (gRPC buffer hint). Returns 0,
+ * -ENOTCONN if that connection is gone, -EPIPE if the write failed (the
+ * stream is then cancelled and the thread reconnects). */
+int uplink_send(struct uplink *u, uint64_t gen, const Sonde__V1__SensorMessage *msg, bool more);
+/* Shutdown, after the last flush on connection gen: half-closes the
+ * stream and keeps answering ReadRange until the symbolizer ends it or
+ * timeout_ms pass. Returns true if the symbolizer ended it cleanly. */
+bool uplink_finish(struct uplink *u, uint64_t gen, int timeout_ms);
+/* Stops the thread (cancelling any stream) and frees. Accepts NULL. */
+void uplink_free(struct uplink *u);
+
+/* Counters for the exit summary. */
+uint64_t uplink_read_ranges(struct uplink *u);

@@ -1,0 +1,552 @@
+/* analysis.c - file analysis jobs: one per file ID at a time, shared by
+ * every session. A job drives the resumable ELF analysis (elf_analysis.h):
+ * step, ask a sensor that mapped the file for the ranges it needs
+ * (ReadRange, at most SERVICE_MAX_READ each), put the answers into the
+ * file image, step again. The symbolizer only ever asks for files a
+ * session registered, and bounds what one file may cost (bytes fetched,
+ * requests, time).
+ *
+ * Results go into the cache: a symtab, or an error that is a property of
+ * the file (not ELF, too large) and is never retried. Failures that are
+ * not the file's fault (sensor gone, read error, timeout) are remembered
+ * in memory only, for SERVICE_RETRY_AFTER_MS.
+ *
+ * Completion is reported through a queue drained by analysis_drain(), so
+ * waking waiters never re-enters the code that ended the job.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "elf_analysis.h"
+#include "service.h"
+
+struct job {
+	struct fileid id;
+	uint64_t size;
+	struct file_image *img;
+	struct session *sess; /* serving session while active */
+	bool active;
+	size_t outstanding;
+	uint64_t bytes_requested;
+	unsigned n_requests, n_rounds;
+	int64_t started_ms;
+	struct job *qnext;
+};
+
+struct range_req {
+	uint64_t id;
+	struct job *job;
+	struct session *sess;
+	uint64_t offset;
+	uint32_t length;
+};
+
+/* Files whose job ended, waiting for analysis_drain. */
+static struct fileid *done_ids;
+static size_t n_done, cap_done;
+static bool draining;
+
+static void job_end(struct service *svc, struct job *j, struct symtab *t, const char *error,
+		    bool permanent);
+static void job_step(struct service *svc, struct job *j);
+
+bool analysis_running(struct service *svc, const struct fileid *id)
+{
+	return hmap_get(svc->jobs, id, sizeof(*id)) != NULL;
+}
+
+static void drop_requests(struct service *svc, const struct job *j)
+{
+	struct hmap_iter it;
+	void *val;
+
+	hmap_iter_init(svc->requests, &it);
+	while (hmap_next(svc->requests, &it, NULL, NULL, &val)) {
+		struct range_req *r = val;
+
+		if (r->job == j) {
+			hmap_remove_u64(svc->requests, r->id);
+			free(r);
+		}
+	}
+}
+
+static void job_activate(struct service *svc, struct job *j)
+{
+	j->active = true;
+	svc->n_active++;
+	j->started_ms = service_now_ms();
+	j->sess = service_session_with_file(svc, &j->id, NULL);
+	if (!j->sess) {
+		job_end(svc, j, NULL, "sensor gone", false);
+		return;
+	}
+	if (!j->size)
+		j->size = session_file_size(j->sess, &j->id);
+	if (j->size > FILE_IMAGE_MAX_SIZE) {
+		job_end(svc, j, NULL, "file larger than 4 GiB, not analysed", true);
+		return;
+	}
+	j->img = file_image_new(j->size);
+	if (!j->img) {
+		job_end(svc, j, NULL, j->size ? "out of memory" : "empty file", j->size == 0);
+		return;
+	}
+	job_step(svc, j);
+}
+
+int analysis_start(struct service *svc, const struct fileid *id)
+{
+	struct session *s;
+	struct job *j;
+
+	if (analysis_running(svc, id))
+		return 0;
+	s = service_session_with_file(svc, id, NULL);
+	if (!s)
+		return -ENOENT;
+	if (svc->n_active >= SERVICE_MAX_ACTIVE_JOBS && svc->n_queued >= SERVICE_MAX_QUEUED_JOBS)
+		return -E2BIG;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	j->id = *id;
+	j->size = session_file_size(s, id);
+	if (hmap_put(svc->jobs, id, sizeof(*id), j, NULL) < 0) {
+		free(j);
+		return -ENOMEM;
+	}
+	if (svc->n_active < SERVICE_MAX_ACTIVE_JOBS) {
+		job_activate(svc, j);
+	} else {
+		if (svc->queue_tail)
+			svc->queue_tail->qnext = j;
+		else
+			svc->queue_head = j;
+		svc->queue_tail = j;
+		svc->n_queued++;
+	}
+	return 0;
+}
+
+static int issue(struct service *svc, struct job *j, uint64_t off, uint32_t len)
+{
+	struct range_req *r;
+	int err;
+
+	if (j->bytes_requested + len > SERVICE_MAX_FETCH)
+		return -EFBIG;
+	if (j->n_requests >= SERVICE_MAX_REQUESTS_PER_JOB)
+		return -ELOOP;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->id = svc->next_request_id++;
+	r->job = j;
+	r->sess = j->sess;
+	r->offset = off;
+	r->length = len;
+	if (hmap_put_u64(svc->requests, r->id, r, NULL) < 0) {
+		free(r);
+		return -ENOMEM;
+	}
+	err = session_send_read_range(j->sess, r->id, &j->id, off, len);
+	if (err < 0) {
+		hmap_remove_u64(svc->requests, r->id);
+		free(r);
+		return err;
+	}
+	j->bytes_requested += len;
+	j->n_requests++;
+	j->outstanding++;
+	return 0;
+}
+
+static int request_ranges(struct service *svc, struct job *j, const struct elf_need *need)
+{
+	size_t issued = 0;
+	int r;
+
+	for (size_t i = 0; i < need->n && i < ELF_ANALYSIS_MAX_RANGES; i++) {
+		uint64_t off = need->ranges[i].offset, end;
+
+		if (off >= j->size)
+			continue;
+		end = need->ranges[i].length > j->size - off ? j->size : off + need->ranges[i].length;
+		while (off < end) {
+			uint32_t len = end - off > SERVICE_MAX_READ ? SERVICE_MAX_READ
+								    : (uint32_t)(end - off);
+
+			if (!file_image_has(j->img, off, len)) {
+				r = issue(svc, j, off, len);
+				if (r < 0)
+					return r;
+				issued++;
+			}
+			off += len;
+		}
+	}
+	return issued ? 0 : -EDEADLK;
+}
+
+/* Moves j to another session that has the file; ends it if none. */
+static void job_reroute(struct service *svc, struct job *j)
+{
+	struct session *other = service_session_with_file(svc, &j->id, j->sess);
+
+	drop_requests(svc, j);
+	j->outstanding = 0;
+	if (!other) {
+		job_end(svc, j, NULL, "sensor gone", false);
+		return;
+	}
+	j->sess = other;
+	job_step(svc, j);
+}
+
+static void job_step(struct service *svc, struct job *j)
+{
+	struct elf_need need = { 0 };
+	struct symtab *t = NULL;
+	const char *reason = NULL;
+	int r;
+
+	r = elf_analysis_step(j->img, &need, &t, &reason);
+	if (r == 0) {
+		job_end(svc, j, t, NULL, true);
+		return;
+	}
+	if (r == -EBADMSG) {
+		job_end(svc, j, NULL, reason ? reason : "not a valid ELF file", true);
+		return;
+	}
+	if (r != -EAGAIN) {
+		job_end(svc, j, NULL, "analysis failed (out of memory)", false);
+		return;
+	}
+	r = request_ranges(svc, j, &need);
+	switch (r) {
+	case 0:
+		return;
+	case -EPIPE:
+		job_reroute(svc, j);
+		return;
+	case -EFBIG:
+		job_end(svc, j, NULL, "analysis needs more than 256 MiB of the file", true);
+		return;
+	case -ELOOP:
+		job_end(svc, j, NULL, "analysis needs too many reads", true);
+		return;
+	case -EDEADLK:
+		job_end(svc, j, NULL, "analysis asked for bytes it already has", true);
+		return;
+	default:
+		/* Requests already sent are dropped with the job. */
+		job_end(svc, j, NULL, "cannot send read requests to the sensor", false);
+		return;
+	}
+}
+
+/* A separate debug file (by build ID or debuglink) in a configured
+ * directory replaces .dynsym-only names with the full .symtab. Local and
+ * whole, so the analysis completes in one go; reading it blocks the loop
+ * briefly, which is accepted for a once-per-file event. */
+static struct symtab *merge_debug_file(struct service *svc, struct symtab *t)
+{
+	const uint8_t *bid;
+	size_t bid_len;
+	uint32_t crc = 0;
+	const char *link;
+	char *path = NULL;
+	struct file_image *img = NULL;
+	struct symtab *dt = NULL, *merged = NULL;
+	struct elf_need need;
+	const char *reason = NULL;
+	int r;
+
+	if (!svc->debug_dirs || !svc->debug_dirs[0])
+		return t;
+	bid = symtab_build_id(t, &bid_len);
+	link = symtab_debuglink(t, &crc);
+	if (!bid_len && (!link || !*link))
+		return t;
+	path = elf_find_debug_file(svc->debug_dirs, bid, bid_len, link && *link ? link : NULL, crc);
+	if (!path)
+		return t;
+	img = file_image_open(path);
+	if (!img) {
+		log_debug("cannot open debug file %s", path);
+		goto cleanup;
+	}
+	r = elf_analysis_step(img, &need, &dt, &reason);
+	if (r < 0) {
+		log_warn("debug file %s: %s, ignoring", path, r == -EBADMSG && reason ? reason : "failed");
+		goto cleanup;
+	}
+	merged = symtab_merge_debug(t, dt);
+	if (merged) {
+		log_debug("merged %zu symbols from %s", symtab_count(dt), path);
+		symtab_free(t);
+		t = merged;
+	}
+cleanup:
+	symtab_free(dt);
+	file_image_free(img);
+	free(path);
+	return t;
+}
+
+static void queue_done(const struct fileid *id)
+{
+	if (n_done == cap_done) {
+		size_t cap = cap_done ? cap_done * 2 : 64;
+		struct fileid *p = realloc(done_ids, cap * sizeof(*p));
+
+		if (!p)
+			return; /* waiters then wake on their timeouts */
+		done_ids = p;
+		cap_done = cap;
+	}
+	done_ids[n_done++] = *id;
+}
+
+static void job_end(struct service *svc, struct job *j, struct symtab *t, const char *error,
+		    bool permanent)
+{
+	char hex[FILEID_HEX_LEN + 1];
+	const char *name = service_file_name(svc, &j->id);
+	int64_t elapsed = service_now_ms() - j->started_ms;
+
+	fileid_to_hex(&j->id, hex);
+	if (!name)
+		name = hex;
+	drop_requests(svc, j);
+	hmap_remove(svc->jobs, &j->id, sizeof(j->id));
+	if (j->active) {
+		svc->n_active--;
+	} else {
+		/* Ended while queued: unlink it. */
+		for (struct job **pp = &svc->queue_head, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->qnext) {
+			if (*pp == j) {
+				*pp = j->qnext;
+				if (svc->queue_tail == j)
+					svc->queue_tail = prev;
+				svc->n_queued--;
+				break;
+			}
+		}
+	}
+	if (t) {
+		t = merge_debug_file(svc, t);
+		log_info("analysed %.100s (%s): %zu symbols, %llu bytes in %u reads, %u round trips, %lld ms",
+			 name, hex, symtab_count(t), (unsigned long long)j->bytes_requested,
+			 j->n_requests, j->n_rounds, (long long)elapsed);
+		if (cache_store(svc->cache, &j->id, t, NULL, (int64_t)time(NULL)) < 0)
+			log_warn("cannot write the analysis of %.100s to the cache, ignoring", name);
+	} else if (permanent) {
+		log_warn("analysis of %.100s (%s) failed: %s", name, hex, error);
+		if (cache_store(svc->cache, &j->id, NULL, error, (int64_t)time(NULL)) < 0)
+			log_warn("cannot write the failure of %.100s to the cache, ignoring", name);
+	} else {
+		int64_t *at = malloc(sizeof(*at)), *old = NULL;
+
+		log_warn("analysis of %.100s (%s) failed: %s; will retry later", name, hex, error);
+		if (at) {
+			*at = service_now_ms() + SERVICE_RETRY_AFTER_MS;
+			if (hmap_put(svc->retry, &j->id, sizeof(j->id), at, (void **)&old) < 0)
+				free(at);
+			free(old);
+		}
+	}
+	queue_done(&j->id);
+	file_image_free(j->img);
+	free(j);
+}
+
+/* Wakes waiters of ended jobs and starts queued ones. Not re-entrant:
+ * a nested call returns at once and the outer loop picks up the work. */
+static void analysis_drain(struct service *svc)
+{
+	if (draining)
+		return;
+	draining = true;
+	for (;;) {
+		while (svc->n_active < SERVICE_MAX_ACTIVE_JOBS && svc->queue_head) {
+			struct job *j = svc->queue_head;
+
+			svc->queue_head = j->qnext;
+			if (!svc->queue_head)
+				svc->queue_tail = NULL;
+			j->qnext = NULL;
+			svc->n_queued--;
+			job_activate(svc, j);
+		}
+		if (n_done == 0)
+			break;
+		struct fileid id = done_ids[--n_done];
+
+		service_file_done(svc, &id);
+	}
+	draining = false;
+}
+
+int analysis_on_file_range(struct service *svc, struct session *s, uint64_t request_id,
+			   const uint8_t *file_id, size_t file_id_len, uint64_t offset,
+			   const uint8_t *data, size_t len, const char *error, const char **reason)
+{
+	struct range_req *r = hmap_get_u64(svc->requests, request_id);
+	struct job *j;
+	uint64_t want_off;
+	uint32_t want_len;
+	int err = 0;
+
+	if (!r) {
+		if (request_id == 0 || request_id >= svc->next_request_id) {
+			*reason = "FileRange for a request_id never sent";
+			return -EBADMSG;
+		}
+		return 0; /* answer to a request whose job ended or moved */
+	}
+	if (r->sess != s) {
+		*reason = "FileRange for a request sent to another sensor";
+		return -EBADMSG;
+	}
+	j = r->job;
+	if (file_id_len != FILEID_LEN || memcmp(file_id, j->id.bytes, FILEID_LEN) != 0) {
+		*reason = "FileRange file_id does not match the request";
+		return -EBADMSG;
+	}
+	if (error && *error) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "sensor could not read the file: %.100s", error);
+		job_end(svc, j, NULL, msg, false);
+		goto out;
+	}
+	if (offset != r->offset) {
+		*reason = "FileRange offset does not match the request";
+		return -EBADMSG;
+	}
+	if (len > r->length) {
+		*reason = "FileRange carries more data than requested";
+		return -EBADMSG;
+	}
+	want_off = r->offset;
+	want_len = r->length;
+	hmap_remove_u64(svc->requests, request_id);
+	free(r);
+	j->outstanding--;
+	if (len == 0) {
+		job_end(svc, j, NULL, "sensor returned no data (short file?)", false);
+		goto out;
+	}
+	if (file_image_put(j->img, want_off, data, len) < 0) {
+		job_end(svc, j, NULL, "range outside the file", true);
+		goto out;
+	}
+	if (len < want_len) {
+		/* Short read: ask for the rest. */
+		err = issue(svc, j, want_off + len, want_len - (uint32_t)len);
+		if (err == -EPIPE) {
+			job_reroute(svc, j);
+			goto out;
+		}
+		if (err < 0) {
+			job_end(svc, j, NULL, "analysis needs too many reads", err != -ENOMEM);
+			goto out;
+		}
+	}
+	if (j->outstanding == 0) {
+		j->n_rounds++;
+		job_step(svc, j);
+	}
+out:
+	analysis_drain(svc);
+	return 0;
+}
+
+void analysis_session_gone(struct service *svc, struct session *s)
+{
+	struct hmap_iter it;
+	void *val;
+
+	hmap_iter_init(svc->jobs, &it);
+	while (hmap_next(svc->jobs, &it, NULL, NULL, &val)) {
+		struct job *j = val;
+
+		if (j->active && j->sess == s)
+			job_reroute(svc, j);
+	}
+	/* Any request still naming s (cannot be, but must not dangle). */
+	hmap_iter_init(svc->requests, &it);
+	while (hmap_next(svc->requests, &it, NULL, NULL, &val)) {
+		struct range_req *r = val;
+
+		if (r->sess == s) {
+			hmap_remove_u64(svc->requests, r->id);
+			free(r);
+		}
+	}
+	analysis_drain(svc);
+}
+
+bool analysis_uses_session(struct service *svc, const struct session *s)
+{
+	struct hmap_iter it;
+	void *val;
+
+	hmap_iter_init(svc->jobs, &it);
+	while (hmap_next(svc->jobs, &it, NULL, NULL, &val)) {
+		const struct job *j = val;
+
+		if (j->active && j->sess == s)
+			return true;
+	}
+	return false;
+}
+
+void analysis_tick(struct service *svc)
+{
+	int64_t now = service_now_ms();
+	struct hmap_iter it;
+	void *val;
+
+	hmap_iter_init(svc->jobs, &it);
+	while (hmap_next(svc->jobs, &it, NULL, NULL, &val)) {
+		struct job *j = val;
+
+		if (j->active && now - j->started_ms > SERVICE_JOB_TIMEOUT_MS)
+			job_end(svc, j, NULL, "analysis timed out", false);
+	}
+	analysis_drain(svc);
+}
+
+void analysis_free_all(struct service *svc)
+{
+	struct hmap_iter it;
+	void *val;
+
+	hmap_iter_init(svc->jobs, &it);
+	while (hmap_next(svc->jobs, &it, NULL, NULL, &val)) {
+		struct job *j = val;
+
+		hmap_remove(svc->jobs, &j->id, sizeof(j->id));
+		file_image_free(j->img);
+		free(j);
+	}
+	svc->queue_head = svc->queue_tail = NULL;
+	svc->n_active = svc->n_queued = 0;
+	free(done_ids);
+	done_ids = NULL;
+	n_done = cap_done = 0;
+}
+
+/* Exposed for handlers that may end jobs outside a FileRange. */
+void analysis_flush_done(struct service *svc)
+{
+	analysis_drain(svc);
+}

@@ -1,0 +1,785 @@
+/* ingest.c - the /sonde.v1.Ingest/Connect stream: one session per sensor.
+ *
+ * A session holds what its sensor told it: processes and their mappings,
+ * the files they map (file ID -> size; only these may be read back), its
+ * kernel symbols, and its stack definitions. Every field from the sensor
+ * is checked against the bounds in service.h before it is used; a
+ * violation ends the stream with INVALID_ARGUMENT (RESOURCE_EXHAUSTED for
+ * bounds on totals).
+ *
+ * A stack is symbolized once, when every file it needs is analysed (or
+ * failed), into folded text; until then it waits with its samples in the
+ * session's pending queue, at most SERVICE_PENDING_TIMEOUT_MS.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "ksyms.h"
+#include "service.h"
+#include "ingest.pb-c.h"
+
+#define COMM_MAX 64
+
+struct mapping {
+	uint64_t start, end, offset;
+	struct fileid id;
+	bool has_file;
+};
+
+struct process {
+	uint32_t pid;
+	char comm[COMM_MAX + 1];
+	char *exe;
+	struct mapping *maps;
+	size_t n_maps;
+};
+
+struct sfile {
+	uint64_t size;
+};
+
+struct uframe {
+	struct fileid id;
+	bool has_file;
+	uint64_t addr;
+};
+
+struct pending_sample {
+	uint64_t unix_s;
+	uint32_t pid;
+	uint32_t count;
+	char comm[COMM_MAX + 1];
+};
+
+struct stackdef {
+	uint32_t id;
+	uint32_t n_kernel, n_user; /* leaf first */
+	uint64_t *kernel;
+	struct uframe *user;
+	char *text; /* folded frames, root first, without comm; NULL: pending */
+	bool queued;
+	int64_t deadline_ms;
+	struct pending_sample *samples;
+	size_t n_samples, cap_samples;
+	struct stackdef *pprev, *pnext;
+};
+
+struct session {
+	struct session *next;
+	struct service *svc;
+	struct rpc_call *call; /* NULL once closed */
+	uint64_t id;
+	bool hello, half_closed, finished;
+	int64_t drain_deadline_ms;
+	char hostname[128];
+	struct hmap *procs;  /* pid -> process */
+	struct hmap *files;  /* fileid -> sfile */
+	struct hmap *stacks; /* stack id -> stackdef */
+	struct ksyms *ksyms;
+	bool ksyms_overflow_logged;
+	struct stackdef *pend_head, *pend_tail;
+	size_t n_pending, n_pending_samples, n_frames_held;
+	struct sensor_counters stats;
+};
+
+struct session *session_next(const struct session *s)
+{
+	return s->next;
+}
+
+static void process_free(void *p)
+{
+	struct process *pr = p;
+
+	if (!pr)
+		return;
+	free(pr->exe);
+	free(pr->maps);
+	free(pr);
+}
+
+static void stackdef_free(void *p)
+{
+	struct stackdef *d = p;
+
+	if (!d)
+		return;
+	free(d->kernel);
+	free(d->user);
+	free(d->text);
+	free(d->samples);
+	free(d);
+}
+
+static void session_fail(struct session *s, enum rpc_status status, const char *msg)
+{
+	if (s->finished)
+		return;
+	log_warn("sensor %.100s (%s): %s; ending its stream", s->hostname,
+		 s->call ? rpc_call_peer(s->call) : "?", msg);
+	s->finished = true;
+	if (s->call)
+		rpc_call_finish(s->call, status, msg, NULL);
+}
+
+uint64_t session_file_size(const struct session *s, const struct fileid *id)
+{
+	const struct sfile *f = hmap_get(s->files, id, sizeof(*id));
+
+	return f ? f->size : 0;
+}
+
+struct session *service_session_with_file(struct service *svc, const struct fileid *id,
+					  const struct session *except)
+{
+	for (struct session *s = svc->sessions; s; s = s->next) {
+		if (s == except || s->finished || !s->call)
+			continue;
+		if (hmap_get(s->files, id, sizeof(*id)))
+			return s;
+	}
+	return NULL;
+}
+
+int session_send_read_range(struct session *s, uint64_t request_id, const struct fileid *id,
+			    uint64_t offset, uint32_t length)
+{
+	Sonde__V1__SymbolizerMessage m = SONDE__V1__SYMBOLIZER_MESSAGE__INIT;
+	Sonde__V1__ReadRange rr = SONDE__V1__READ_RANGE__INIT;
+	int r;
+
+	if (s->finished || !s->call)
+		return -EPIPE;
+	if (!hmap_get(s->files, id, sizeof(*id)))
+		return -EPIPE; /* never ask a sensor for a file it did not register */
+	rr.request_id = request_id;
+	rr.file_id.data = (uint8_t *)id->bytes;
+	rr.file_id.len = FILEID_LEN;
+	rr.offset = offset;
+	rr.length = length;
+	m.kind_case = SONDE__V1__SYMBOLIZER_MESSAGE__KIND_READ_RANGE;
+	m.read_range = &rr;
+	r = rpc_call_write(s->call, &m.base);
+	if (r == -EPIPE)
+		s->finished = true;
+	return r;
+}
+
+/* ---- stack symbolization ---- */
+
+static void pend_remove(struct session *s, struct stackdef *d)
+{
+	if (!d->queued)
+		return;
+	if (d->pprev)
+		d->pprev->pnext = d->pnext;
+	else
+		s->pend_head = d->pnext;
+	if (d->pnext)
+		d->pnext->pprev = d->pprev;
+	else
+		s->pend_tail = d->pprev;
+	d->pprev = d->pnext = NULL;
+	d->queued = false;
+	s->n_pending--;
+}
+
+static void pend_add(struct session *s, struct stackdef *d)
+{
+	d->queued = true;
+	d->deadline_ms = service_now_ms() + SERVICE_PENDING_TIMEOUT_MS;
+	d->pnext = NULL;
+	d->pprev = s->pend_tail;
+	if (s->pend_tail)
+		s->pend_tail->pnext = d;
+	else
+		s->pend_head = d;
+	s->pend_tail = d;
+	s->n_pending++;
+}
+
+/* Whether every file of d is done (analysed or failed). Starts analyses. */
+static bool stack_ready(struct session *s, const struct stackdef *d)
+{
+	if (d->n_kernel && ksyms_staging(s->ksyms))
+		return false;
+	for (uint32_t i = 0; i < d->n_user; i++) {
+		if (!d->user[i].has_file)
+			continue;
+		if (service_file_state(s->svc, &d->user[i].id, true, NULL, NULL) == FILE_PENDING)
+			return false;
+	}
+	return true;
+}
+
+static int push_user_frame(struct session *s, struct folded *f, const struct uframe *u,
+			   bool return_address)
+{
+	const struct symtab *t = NULL;
+	struct symtab_lookup l;
+	const char *name;
+	char buf[PROFILE_MAX_NAME];
+	uint64_t vaddr;
+
+	if (!u->has_file)
+		return folded_push(f, "[unknown]", false);
+	if (service_file_state(s->svc, &u->id, false, &t, NULL) == FILE_READY && t &&
+	    symtab_offset_to_vaddr(t, u->addr, &vaddr) == 0) {
+		/* A return address points after the call; the call itself may
+		 * be the last instruction of its function. */
+		if (return_address && vaddr > 0)
+			vaddr--;
+		if (symtab_lookup(t, vaddr, &l) == 0 && l.name && *l.name)
+			return folded_push(f, l.name, false);
+	}
+	name = service_file_name(s->svc, &u->id);
+	snprintf(buf, sizeof(buf), "%.200s+0x%" PRIx64, name ? name : "[unknown]", u->addr);
+	return folded_push(f, buf, false);
+}
+
+/* Symbolizes d into d->text and stores its waiting samples. */
+static void stack_resolve(struct session *s, struct stackdef *d)
+{
+	struct folded f = { 0 };
+	struct ksyms_lookup kl;
+	int r = 0;
+
+	for (uint32_t i = d->n_user; i-- > 0 && r != -ENOMEM;)
+		r = push_user_frame(s, &f, &d->user[i], i != 0);
+	for (uint32_t i = d->n_kernel; i-- > 0 && r != -ENOMEM;) {
+		if (ksyms_lookup(s->ksyms, d->kernel[i], &kl) == 0)
+			r = folded_push(&f, kl.name, true);
+		else
+			r = folded_push(&f, "[unknown]", true);
+	}
+	d->text = strdup(f.buf ? f.buf : "");
+	folded_done(&f);
+	if (!d->text) {
+		d->text = NULL;
+		log_warn("out of memory symbolizing a stack, dropping its samples");
+	}
+	s->n_frames_held -= d->n_kernel + d->n_user;
+	free(d->kernel);
+	free(d->user);
+	d->kernel = NULL;
+	d->user = NULL;
+	d->n_kernel = d->n_user = 0;
+	for (size_t i = 0; i < d->n_samples && d->text; i++) {
+		const struct pending_sample *p = &d->samples[i];
+
+		if (profile_add(s->svc->profile, p->unix_s, p->pid, p->comm, d->text, p->count) < 0)
+			log_debug("profile_add failed");
+	}
+	s->n_pending_samples -= d->n_samples;
+	free(d->samples);
+	d->samples = NULL;
+	d->n_samples = d->cap_samples = 0;
+	if (!d->text)
+		d->text = strdup("[unknown]");
+}
+
+void session_retry_pending(struct session *s, bool force_expired)
+{
+	int64_t now = service_now_ms();
+
+	for (struct stackdef *d = s->pend_head, *next; d; d = next) {
+		next = d->pnext;
+		if (stack_ready(s, d) || (force_expired && now >= d->deadline_ms)) {
+			pend_remove(s, d);
+			stack_resolve(s, d);
+		}
+	}
+}
+
+static void resolve_oldest(struct session *s)
+{
+	struct stackdef *d = s->pend_head;
+
+	if (!d)
+		return;
+	pend_remove(s, d);
+	stack_resolve(s, d);
+}
+
+static void flush_all_pending(struct session *s)
+{
+	while (s->pend_head)
+		resolve_oldest(s);
+}
+
+void session_try_finish(struct session *s)
+{
+	if (!s->half_closed || s->finished || !s->call)
+		return;
+	if ((s->n_pending > 0 || analysis_uses_session(s->svc, s)) &&
+	    service_now_ms() < s->drain_deadline_ms)
+		return;
+	flush_all_pending(s);
+	profile_flush(s->svc->profile);
+	s->finished = true;
+	log_info("sensor %.100s ended its stream", s->hostname);
+	rpc_call_finish(s->call, RPC_OK, NULL, NULL);
+}
+
+/* ---- message handlers ---- */
+
+static int on_hello(struct session *s, const Sonde__V1__Hello *h)
+{
+	Sonde__V1__SymbolizerMessage m = SONDE__V1__SYMBOLIZER_MESSAGE__INIT;
+	Sonde__V1__Welcome w = SONDE__V1__WELCOME__INIT;
+
+	if (s->hello) {
+		session_fail(s, RPC_INVALID_ARGUMENT, "second Hello");
+		return -EINVAL;
+	}
+	if (h->protocol_version != 1) {
+		session_fail(s, RPC_INVALID_ARGUMENT, "unsupported protocol_version (want 1)");
+		return -EINVAL;
+	}
+	s->hello = true;
+	snprintf(s->hostname, sizeof(s->hostname), "%.100s", h->hostname ? h->hostname : "");
+	for (char *p = s->hostname; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	log_info("sensor %s connected from %s (sensor %.40s, kernel %.60s, %u Hz)", s->hostname,
+		 rpc_call_peer(s->call), h->sensor_version ? h->sensor_version : "?",
+		 h->kernel_release ? h->kernel_release : "?", h->frequency_hz);
+	w.protocol_version = 1;
+	w.max_message_bytes = SERVICE_MAX_MESSAGE;
+	w.max_read_bytes = SERVICE_MAX_READ;
+	m.kind_case = SONDE__V1__SYMBOLIZER_MESSAGE__KIND_WELCOME;
+	m.welcome = &w;
+	if (rpc_call_write(s->call, &m.base) < 0) {
+		session_fail(s, RPC_UNAVAILABLE, "cannot send Welcome");
+		return -EPIPE;
+	}
+	return 0;
+}
+
+static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
+{
+	struct process *p;
+	struct mapping *maps = NULL;
+	size_t n_new_files = 0;
+	int r;
+
+	if (u->pid == 0) {
+		session_fail(s, RPC_INVALID_ARGUMENT, "ProcessUpdate with pid 0");
+		return -EINVAL;
+	}
+	if (u->exe_path && strnlen(u->exe_path, SESSION_MAX_PATH + 1) > SESSION_MAX_PATH) {
+		session_fail(s, RPC_INVALID_ARGUMENT, "exe_path longer than 4096 bytes");
+		return -EINVAL;
+	}
+	if (u->n_mappings > SESSION_MAX_MAPPINGS) {
+		session_fail(s, RPC_INVALID_ARGUMENT, "more than 10000 mappings in one process");
+		return -EINVAL;
+	}
+	/* Validate everything before changing anything. */
+	for (size_t i = 0; i < u->n_mappings; i++) {
+		const Sonde__V1__Mapping *m = u->mappings[i];
+		const struct sfile *f;
+
+		if (m->file_id.len != 0 && m->file_id.len != FILEID_LEN) {
+			session_fail(s, RPC_INVALID_ARGUMENT, "mapping file_id is not 16 bytes");
+			return -EINVAL;
+		}
+		if (m->path && strnlen(m->path, SESSION_MAX_PATH + 1) > SESSION_MAX_PATH) {
+			session_fail(s, RPC_INVALID_ARGUMENT, "mapping path longer than 4096 bytes");
+			return -EINVAL;
+		}
+		if (m->file_id.len == FILEID_LEN && m->file_size) {
+			f = hmap_get(s->files, m->file_id.data, FILEID_LEN);
+			if (f && f->size != m->file_size) {
+				/* The size is part of the file ID's hash. */
+				session_fail(s, RPC_INVALID_ARGUMENT,
+					     "one file_id reported with two sizes");
+				return -EINVAL;
+			}
+			if (!f)
+				n_new_files++;
+		}
+	}
+	if (hmap_count(s->files) + n_new_files > SESSION_MAX_FILES) {
+		session_fail(s, RPC_RESOURCE_EXHAUSTED, "more than 100000 files in one session");
+		return -E2BIG;
+	}
+	p = hmap_get_u64(s->procs, u->pid);
+	if (!p) {
+		if (hmap_count(s->procs) >= SESSION_MAX_PROCESSES) {
+			session_fail(s, RPC_RESOURCE_EXHAUSTED,
+				     "more than 100000 processes in one session");
+			return -E2BIG;
+		}
+		p = calloc(1, sizeof(*p));
+		if (!p || hmap_put_u64(s->procs, u->pid, p, NULL) < 0) {
+			free(p);
+			session_fail(s, RPC_RESOURCE_EXHAUSTED, "out of memory");
+			return -ENOMEM;
+		}
+		p->pid = u->pid;
+	}
+	snprintf(p->comm, sizeof(p->comm), "%s", u->comm ? u->comm : "");
+	free(p->exe);
+	p->exe = u->exe_path && *u->exe_path ? strdup(u->exe_path) : NULL;
+	if (u->n_mappings) {
+		maps = calloc(u->n_mappings, sizeof(*maps));
+		if (!maps) {
+			session_fail(s, RPC_RESOURCE_EXHAUSTED, "out of memory");
+			return -ENOMEM;
+		}
+	}
+	free(p->maps);
+	p->maps = maps;
+	p->n_maps = u->n_mappings;
+	for (size_t i = 0; i < u->n_mappings; i++) {
+		const Sonde__V1__Mapping *m = u->mappings[i];
+		struct fileid id;
+
+		maps[i].start = m->start;
+		maps[i].end = m->end;
+		maps[i].offset = m->file_offset;
+		if (m->file_id.len != FILEID_LEN)
+			continue;
+		memcpy(id.bytes, m->file_id.data, FILEID_LEN);
+		maps[i].id = id;
+		maps[i].has_file = true;
+		if (m->path && *m->path)
+			service_note_path(s->svc, &id, m->path);
+		if (!m->file_size)
+			continue; /* cannot be read back; frames get basename+offset */
+		if (!hmap_get(s->files, &id, sizeof(id))) {
+			struct sfile *f = calloc(1, sizeof(*f));
+
+			if (!f)
+				continue;
+			f->size = m->file_size;
+			r = hmap_put(s->files, &id, sizeof(id), f, NULL);
+			if (r < 0) {
+				free(f);
+				continue;
+			}
+		}
+		/* Analyse executable files now, so their stacks do not wait. */
+		if (m->executable && !cache_contains(s->svc->cache, &id))
+			service_file_state(s->svc, &id, true, NULL, NULL);
+	}
+	return 0;
+}
+
+static int on_kernel_symbols(struct session *s, const Sonde__V1__KernelSymbols *k)
+{
+	if (k->first)
+		ksyms_begin(s->ksyms);
+	if (!ksyms_staging(s->ksyms)) {
+		session_fail(s, RPC_INVALID_ARGUMENT, "KernelSymbols chunk without a first one");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < k->n_symbols; i++) {
+		const Sonde__V1__KernelSymbol *ks = k->symbols[i];
+		int r = ksyms_add(s->ksyms, ks->address, ks->name ? ks->name : "", ks->module);
+
+		if (r == -E2BIG && !s->ksyms_overflow_logged) {
+			log_warn("sensor %.100s: kernel symbols over the bound (%u symbols, %u MiB), ignoring the rest",
+				 s->hostname, KSYMS_MAX_SYMBOLS, KSYMS_MAX_NAME_BYTES >> 20);
+			s->ksyms_overflow_logged = true;
+		}
+		if (r == -E2BIG)
+			break;
+	}
+	if (k->last) {
+		ksyms_commit(s->ksyms);
+		s->ksyms_overflow_logged = false;
+		log_debug("sensor %.100s: %zu kernel symbols", s->hostname, ksyms_count(s->ksyms));
+		session_retry_pending(s, false);
+	}
+	return 0;
+}
+
+static int add_stackdef(struct session *s, const Sonde__V1__StackDef *sd)
+{
+	struct stackdef *d, *old = NULL;
+
+	if (sd->n_kernel > SESSION_MAX_FRAMES || sd->n_user > SESSION_MAX_FRAMES) {
+		session_fail(s, RPC_INVALID_ARGUMENT, "stack with more than 256 frames");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < sd->n_user; i++) {
+		size_t len = sd->user[i]->file_id.len;
+
+		if (len != 0 && len != FILEID_LEN) {
+			session_fail(s, RPC_INVALID_ARGUMENT, "frame file_id is not 16 bytes");
+			return -EINVAL;
+		}
+	}
+	old = hmap_get_u64(s->stacks, sd->id);
+	if (!old && hmap_count(s->stacks) >= SESSION_MAX_STACKS) {
+		session_fail(s, RPC_RESOURCE_EXHAUSTED, "more than 1000000 stacks in one session");
+		return -E2BIG;
+	}
+	if (old && old->queued) {
+		/* A redefinition: settle the old one's samples first. */
+		pend_remove(s, old);
+		stack_resolve(s, old);
+	}
+	if (s->n_frames_held + sd->n_kernel + sd->n_user > SESSION_MAX_STACK_FRAMES)
+		flush_all_pending(s);
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		goto nomem;
+	d->id = sd->id;
+	d->n_kernel = (uint32_t)sd->n_kernel;
+	d->n_user = (uint32_t)sd->n_user;
+	if (d->n_kernel) {
+		d->kernel = malloc(d->n_kernel * sizeof(*d->kernel));
+		if (!d->kernel)
+			goto nomem;
+		memcpy(d->kernel, sd->kernel, d->n_kernel * sizeof(*d->kernel));
+	}
+	if (d->n_user) {
+		d->user = calloc(d->n_user, sizeof(*d->user));
+		if (!d->user)
+			goto nomem;
+		for (uint32_t i = 0; i < d->n_user; i++) {
+			const Sonde__V1__Frame *fr = sd->user[i];
+
+			d->user[i].addr = fr->address;
+			if (fr->file_id.len == FILEID_LEN) {
+				memcpy(d->user[i].id.bytes, fr->file_id.data, FILEID_LEN);
+				d->user[i].has_file = true;
+			}
+		}
+	}
+	s->n_frames_held += d->n_kernel + d->n_user;
+	if (hmap_put_u64(s->stacks, d->id, d, NULL) < 0) {
+		s->n_frames_held -= d->n_kernel + d->n_user;
+		goto nomem;
+	}
+	stackdef_free(old);
+	s->svc->stacks_received++;
+	if (stack_ready(s, d)) {
+		stack_resolve(s, d);
+	} else {
+		if (s->n_pending >= SESSION_MAX_PENDING_STACKS)
+			resolve_oldest(s);
+		pend_add(s, d);
+	}
+	return 0;
+nomem:
+	stackdef_free(d);
+	session_fail(s, RPC_RESOURCE_EXHAUSTED, "out of memory");
+	return -ENOMEM;
+}
+
+static int add_sample(struct session *s, const Sonde__V1__SampleCount *sc)
+{
+	struct stackdef *d = hmap_get_u64(s->stacks, sc->stack_id);
+	const struct process *p;
+	const char *comm = sc->comm;
+	uint64_t now = (uint64_t)time(NULL), unix_s;
+
+	if (!d) {
+		session_fail(s, RPC_INVALID_ARGUMENT, "SampleCount for an unknown stack id");
+		return -EINVAL;
+	}
+	if (sc->count == 0)
+		return 0;
+	s->svc->samples_received += sc->count;
+	unix_s = sc->first_unix_ns ? sc->first_unix_ns / 1000000000ull : now;
+	if (unix_s > now + 300)
+		unix_s = now; /* a sensor clock far ahead would outlive retention */
+	if (!comm || !*comm) {
+		p = hmap_get_u64(s->procs, sc->pid);
+		comm = p && p->comm[0] ? p->comm : "[unknown]";
+	}
+	if (d->text)
+		return profile_add(s->svc->profile, unix_s, sc->pid, comm, d->text, sc->count) < 0
+			       ? 0 /* the store logs at debug level; not the sensor's fault */
+			       : 0;
+	if (d->n_samples == d->cap_samples) {
+		size_t cap = d->cap_samples ? d->cap_samples * 2 : 4;
+		struct pending_sample *ns = realloc(d->samples, cap * sizeof(*ns));
+
+		if (!ns) {
+			session_fail(s, RPC_RESOURCE_EXHAUSTED, "out of memory");
+			return -ENOMEM;
+		}
+		d->samples = ns;
+		d->cap_samples = cap;
+	}
+	d->samples[d->n_samples].unix_s = unix_s;
+	d->samples[d->n_samples].pid = sc->pid;
+	d->samples[d->n_samples].count = sc->count;
+	snprintf(d->samples[d->n_samples].comm, COMM_MAX + 1, "%s", comm);
+	d->n_samples++;
+	s->n_pending_samples++;
+	while (s->n_pending_samples > SESSION_MAX_PENDING_SAMPLES && s->pend_head)
+		resolve_oldest(s);
+	return 0;
+}
+
+static int on_stacks(struct session *s, const Sonde__V1__StackBatch *b)
+{
+	int r;
+
+	for (size_t i = 0; i < b->n_stacks; i++) {
+		r = add_stackdef(s, b->stacks[i]);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < b->n_samples; i++) {
+		r = add_sample(s, b->samples[i]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static void on_file_range(struct session *s, const Sonde__V1__FileRange *fr)
+{
+	const char *reason = NULL;
+
+	if (analysis_on_file_range(s->svc, s, fr->request_id, fr->file_id.data, fr->file_id.len,
+				   fr->offset, fr->data.data, fr->data.len, fr->error,
+				   &reason) < 0)
+		session_fail(s, RPC_INVALID_ARGUMENT, reason ? reason : "bad FileRange");
+}
+
+void ingest_on_open(struct rpc_call *call, void *ctx)
+{
+	struct service *svc = ctx;
+	struct session *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		goto fail;
+	s->svc = svc;
+	s->call = call;
+	s->id = svc->next_session_id++;
+	snprintf(s->hostname, sizeof(s->hostname), "session %" PRIu64, s->id);
+	s->procs = hmap_new();
+	s->files = hmap_new();
+	s->stacks = hmap_new();
+	s->ksyms = ksyms_new();
+	if (!s->procs || !s->files || !s->stacks || !s->ksyms)
+		goto fail;
+	s->next = svc->sessions;
+	svc->sessions = s;
+	svc->sensors_connected++;
+	rpc_call_set_data(call, s);
+	return;
+fail:
+	if (s) {
+		hmap_free(s->procs, NULL);
+		hmap_free(s->files, NULL);
+		hmap_free(s->stacks, NULL);
+		ksyms_free(s->ksyms);
+		free(s);
+	}
+	rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
+}
+
+void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
+{
+	struct session *s = rpc_call_data(call);
+	const Sonde__V1__SensorMessage *m = (const Sonde__V1__SensorMessage *)msg;
+
+	if (!s || s->finished)
+		return;
+	if (!msg) {
+		/* Half-close: finish what is pending, then end with OK. */
+		s->half_closed = true;
+		s->drain_deadline_ms = service_now_ms() + SERVICE_DRAIN_TIMEOUT_MS;
+		session_retry_pending(s, false);
+		session_try_finish(s);
+		return;
+	}
+	if (!s->hello && m->kind_case != SONDE__V1__SENSOR_MESSAGE__KIND_HELLO) {
+		session_fail(s, RPC_INVALID_ARGUMENT, "Hello must come first");
+		return;
+	}
+	switch (m->kind_case) {
+	case SONDE__V1__SENSOR_MESSAGE__KIND_HELLO:
+		on_hello(s, m->hello);
+		break;
+	case SONDE__V1__SENSOR_MESSAGE__KIND_PROCESS:
+		on_process(s, m->process);
+		break;
+	case SONDE__V1__SENSOR_MESSAGE__KIND_EXIT:
+		process_free(hmap_remove_u64(s->procs, m->exit->pid));
+		break;
+	case SONDE__V1__SENSOR_MESSAGE__KIND_KERNEL_SYMBOLS:
+		on_kernel_symbols(s, m->kernel_symbols);
+		break;
+	case SONDE__V1__SENSOR_MESSAGE__KIND_STACKS:
+		on_stacks(s, m->stacks);
+		break;
+	case SONDE__V1__SENSOR_MESSAGE__KIND_FILE_RANGE:
+		on_file_range(s, m->file_range);
+		break;
+	case SONDE__V1__SENSOR_MESSAGE__KIND_STATS:
+		s->stats.samples_taken = m->stats->samples_taken;
+		s->stats.samples_lost = m->stats->samples_lost;
+		s->stats.samples_dropped = m->stats->samples_dropped;
+		break;
+	default:
+		session_fail(s, RPC_INVALID_ARGUMENT, "empty or unknown SensorMessage");
+		break;
+	}
+	analysis_flush_done(s->svc);
+}
+
+void ingest_on_close(struct rpc_call *call, void *ctx)
+{
+	struct service *svc = ctx;
+	struct session *s = rpc_call_data(call);
+
+	if (!s)
+		return;
+	rpc_call_set_data(call, NULL);
+	if (!s->half_closed || !s->finished)
+		log_info("sensor %.100s disconnected", s->hostname);
+	s->finished = true;
+	s->call = NULL;
+	analysis_session_gone(svc, s);
+	/* What waited is stored with what is known now. */
+	flush_all_pending(s);
+	svc->past.samples_taken += s->stats.samples_taken;
+	svc->past.samples_lost += s->stats.samples_lost;
+	svc->past.samples_dropped += s->stats.samples_dropped;
+	for (struct session **pp = &svc->sessions; *pp; pp = &(*pp)->next) {
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	}
+	svc->sensors_connected--;
+	hmap_free(s->procs, process_free);
+	hmap_free(s->files, free);
+	hmap_free(s->stacks, stackdef_free);
+	ksyms_free(s->ksyms);
+	free(s);
+	analysis_flush_done(svc);
+}
+
+void ingest_tick(struct service *svc)
+{
+	for (struct session *s = svc->sessions; s; s = s->next) {
+		session_retry_pending(s, true);
+		session_try_finish(s);
+	}
+}
+
+void ingest_sum_counters(struct service *svc, struct sensor_counters *ret)
+{
+	*ret = svc->past;
+	for (const struct session *s = svc->sessions; s; s = s->next) {
+		ret->samples_taken += s->stats.samples_taken;
+		ret->samples_lost += s->stats.samples_lost;
+		ret->samples_dropped += s->stats.samples_dropped;
+	}
+}

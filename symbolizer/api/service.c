@@ -1,0 +1,215 @@
+/* service.c - the symbolizer's rpc service: method table, timers, the
+ * global path <-> file ID index, and the one place that says where a
+ * file's analysis stands (cache, job, or unknown). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "service.h"
+#include "ingest.pb-c.h"
+#include "symbols.pb-c.h"
+
+int64_t service_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const struct rpc_method methods[] = {
+	{ .path = "/sonde.v1.Ingest/Connect",
+	  .kind = RPC_BIDI,
+	  .request = &sonde__v1__sensor_message__descriptor,
+	  .on_open = ingest_on_open,
+	  .on_message = ingest_on_message,
+	  .on_close = ingest_on_close },
+	{ .path = "/sonde.v1.Symbols/Symbolize",
+	  .kind = RPC_UNARY,
+	  .request = &sonde__v1__symbolize_request__descriptor,
+	  .on_call = symbols_symbolize },
+	{ .path = "/sonde.v1.Symbols/Status",
+	  .kind = RPC_UNARY,
+	  .request = &sonde__v1__status_request__descriptor,
+	  .on_call = symbols_status },
+	{ .path = "/sonde.v1.Symbols/Top",
+	  .kind = RPC_UNARY,
+	  .request = &sonde__v1__profile_query__descriptor,
+	  .on_call = symbols_top },
+	{ .path = "/sonde.v1.Symbols/Folded",
+	  .kind = RPC_UNARY,
+	  .request = &sonde__v1__profile_query__descriptor,
+	  .on_call = symbols_folded },
+};
+
+const struct rpc_method *service_methods(size_t *ret_n)
+{
+	*ret_n = sizeof(methods) / sizeof(methods[0]);
+	return methods;
+}
+
+struct service *service_new(const struct service_opts *opts)
+{
+	struct service *svc = calloc(1, sizeof(*svc));
+
+	if (!svc)
+		return NULL;
+	svc->retention_minutes = opts->retention_minutes;
+	svc->debug_dirs = opts->debug_dirs;
+	svc->start_ms = service_now_ms();
+	svc->last_flush_ms = svc->last_expire_ms = svc->start_ms;
+	svc->next_request_id = 1;
+	svc->next_session_id = 1;
+	svc->jobs = hmap_new();
+	svc->requests = hmap_new();
+	svc->retry = hmap_new();
+	svc->paths = hmap_new();
+	svc->names = hmap_new();
+	if (!svc->jobs || !svc->requests || !svc->retry || !svc->paths ||
+	    !svc->names) {
+		service_free(svc);
+		return NULL;
+	}
+	return svc;
+}
+
+static void tick(void *ctx)
+{
+	struct service *svc = ctx;
+	int64_t now = service_now_ms();
+	int r;
+
+	analysis_tick(svc);
+	ingest_tick(svc);
+	symbols_wake(svc, false);
+	if (now - svc->last_flush_ms >= 1000) {
+		svc->last_flush_ms = now;
+		r = profile_flush(svc->profile);
+		if (r < 0)
+			log_warn_errno(r, "writing samples to the profile store failed, dropped them");
+	}
+	if (now - svc->last_expire_ms >= 60000) {
+		svc->last_expire_ms = now;
+		r = profile_expire(svc->profile, (uint64_t)time(NULL));
+		if (r < 0)
+			log_warn_errno(r, "expiring old profiles failed, ignoring");
+	}
+}
+
+int service_attach(struct service *svc, struct rpc_server *server, struct cache *cache,
+		   struct cache *profile_db)
+{
+	svc->server = server;
+	svc->cache = cache;
+	svc->profile = profile_new(profile_db, svc->retention_minutes);
+	if (!svc->profile)
+		return -ENOMEM;
+	return rpc_server_add_timer(server, 200, tick, svc);
+}
+
+void service_free(struct service *svc)
+{
+	if (!svc)
+		return;
+	/* rpc_server_stop ran on_close for every session already. */
+	symbols_wake(svc, true);
+	analysis_free_all(svc);
+	profile_free(svc->profile);
+	hmap_free(svc->jobs, NULL);
+	hmap_free(svc->requests, free);
+	hmap_free(svc->retry, free);
+	hmap_free(svc->paths, free);
+	hmap_free(svc->names, free);
+	free(svc);
+}
+
+void service_note_path(struct service *svc, const struct fileid *id, const char *path)
+{
+	size_t len = strlen(path);
+	struct fileid *old = NULL, *copy;
+
+	if (len == 0 || path[0] != '/')
+		return; /* "[vdso]", "[heap]" and the like name no file */
+	copy = hmap_get(svc->paths, path, len);
+	if (copy && memcmp(copy, id, sizeof(*id)) == 0)
+		goto name;
+	if (!copy && hmap_count(svc->paths) >= SERVICE_MAX_PATHS)
+		goto name;
+	copy = malloc(sizeof(*copy));
+	if (!copy)
+		return;
+	*copy = *id;
+	/* A path now names a new file (the library was upgraded): newest wins. */
+	if (hmap_put(svc->paths, path, len, copy, (void **)&old) < 0)
+		free(copy);
+	free(old);
+name:
+	if (!hmap_get(svc->names, id, sizeof(*id)) && hmap_count(svc->names) < SERVICE_MAX_PATHS) {
+		char *p = strdup(path);
+
+		if (p && hmap_put(svc->names, id, sizeof(*id), p, NULL) < 0)
+			free(p);
+	}
+}
+
+const char *service_file_name(struct service *svc, const struct fileid *id)
+{
+	const char *p = hmap_get(svc->names, id, sizeof(*id));
+	const char *slash;
+
+	if (!p)
+		return NULL;
+	slash = strrchr(p, '/');
+	return slash ? slash + 1 : p;
+}
+
+enum file_state service_file_state(struct service *svc, const struct fileid *id, bool start,
+				   const struct symtab **ret_symtab, const char **ret_error)
+{
+	int64_t *retry_at;
+
+	if (analysis_running(svc, id))
+		return FILE_PENDING;
+	switch (cache_lookup(svc->cache, id, ret_symtab, ret_error)) {
+	case CACHE_OK:
+		return FILE_READY;
+	case CACHE_ERROR:
+		return FILE_FAILED;
+	case CACHE_MISS:
+		break;
+	}
+	retry_at = hmap_get(svc->retry, id, sizeof(*id));
+	if (retry_at) {
+		if (service_now_ms() < *retry_at) {
+			if (ret_error)
+				*ret_error = "file could not be read from the sensor";
+			return FILE_FAILED;
+		}
+		free(hmap_remove(svc->retry, id, sizeof(*id)));
+	}
+	if (!service_session_with_file(svc, id, NULL))
+		return FILE_UNKNOWN;
+	if (!start)
+		return FILE_PENDING;
+	if (analysis_start(svc, id) < 0) {
+		if (ret_error)
+			*ret_error = "too many files waiting for analysis";
+		return FILE_FAILED;
+	}
+	return FILE_PENDING;
+}
+
+void service_file_done(struct service *svc, const struct fileid *id)
+{
+	for (struct session *s = svc->sessions; s;) {
+		/* session_retry_pending may finish, but never free, a session. */
+		struct session *next = session_next(s);
+
+		session_retry_pending(s, false);
+		session_try_finish(s);
+		s = next;
+	}
+	symbols_wake(svc, false);
+}

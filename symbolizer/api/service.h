@@ -1,0 +1,167 @@
+/* service.h - state shared by the symbolizer's rpc handlers (private to
+ * symbolizer/api/): sensor sessions (ingest.c), file analysis jobs
+ * (analysis.c) and the public Symbols service (symbols.c).
+ *
+ * Everything here runs on the rpc loop thread (see rpc.h), so nothing is
+ * locked. Pointers between the pieces (job -> session, request -> job)
+ * are cleared by whoever frees the target.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rpc.h"
+#include "fileid.h"
+#include "symtab.h"
+#include "cache.h"
+#include "profile.h"
+#include "hmap.h"
+
+#define SERVICE_MAX_MESSAGE (16u << 20)
+#define SERVICE_MAX_READ (4u << 20)           /* largest ReadRange */
+#define SERVICE_MAX_FETCH (256ull << 20)      /* bytes fetched per file */
+#define SERVICE_MAX_REQUESTS_PER_JOB 4096u
+#define SERVICE_MAX_ACTIVE_JOBS 8u
+#define SERVICE_MAX_QUEUED_JOBS 10000u
+#define SERVICE_JOB_TIMEOUT_MS 60000
+#define SERVICE_RETRY_AFTER_MS 60000          /* after a transient failure */
+#define SERVICE_PENDING_TIMEOUT_MS 10000
+#define SERVICE_SYMBOLIZE_TIMEOUT_MS 10000
+#define SERVICE_DRAIN_TIMEOUT_MS 30000
+#define SERVICE_MAX_PATHS 200000u             /* global path <-> file ID index */
+
+#define SESSION_MAX_PROCESSES 100000u
+#define SESSION_MAX_MAPPINGS 10000u           /* per process */
+#define SESSION_MAX_FILES 100000u
+#define SESSION_MAX_PATH 4096u
+#define SESSION_MAX_FRAMES 256u               /* per stack, kernel and user each */
+#define SESSION_MAX_STACKS 1000000u
+#define SESSION_MAX_STACK_FRAMES (16u << 20)  /* unresolved frames held */
+#define SESSION_MAX_PENDING_STACKS 10000u
+#define SESSION_MAX_PENDING_SAMPLES 200000u
+
+struct session;
+struct job;
+
+struct sensor_counters {
+	uint64_t samples_taken, samples_lost, samples_dropped;
+};
+
+struct service {
+	struct rpc_server *server;
+	struct cache *cache;
+	struct profile_store *profile;
+	unsigned retention_minutes;
+	const char *const *debug_dirs; /* borrowed, NULL-terminated */
+	int64_t start_ms;              /* monotonic */
+
+	struct session *sessions; /* list */
+	uint64_t next_session_id;
+	uint64_t sensors_connected;
+	struct sensor_counters past; /* of sessions that ended */
+	uint64_t stacks_received, samples_received;
+
+	struct hmap *jobs;     /* fileid -> struct job */
+	struct hmap *requests; /* request id (u64) -> struct range_req */
+	uint64_t next_request_id;
+	struct job *queue_head, *queue_tail; /* jobs waiting for a slot */
+	size_t n_active, n_queued;
+	struct hmap *retry;    /* fileid -> int64_t *: no new job before then */
+
+	struct hmap *paths;    /* path -> struct fileid */
+	struct hmap *names;    /* fileid -> char *path (first path seen) */
+
+	struct sym_wait *waits; /* deferred Symbolize calls */
+	int64_t last_flush_ms, last_expire_ms;
+};
+
+/* ---- service.c ---- */
+int64_t service_now_ms(void);
+/* Remembers path <-> id for Symbolize by path and for frame names. */
+void service_note_path(struct service *svc, const struct fileid *id, const char *path);
+/* Basename of a path some session mapped id from, or NULL. Borrowed. */
+const char *service_file_name(struct service *svc, const struct fileid *id);
+/* Called when a job for id ended either way: wakes pending stacks and
+ * deferred Symbolize calls. */
+void service_file_done(struct service *svc, const struct fileid *id);
+
+enum file_state {
+	FILE_READY,   /* *ret_symtab (borrowed, see cache_lookup) */
+	FILE_FAILED,  /* *ret_error (borrowed, static or cache-owned) */
+	FILE_PENDING, /* an analysis job is running or queued */
+	FILE_UNKNOWN, /* no session has it and it was never analysed */
+};
+/* Where a file stands; starts an analysis if a session has the file and
+ * start is true. */
+enum file_state service_file_state(struct service *svc, const struct fileid *id, bool start,
+				   const struct symtab **ret_symtab, const char **ret_error);
+
+/* ---- ingest.c ---- */
+void ingest_on_open(struct rpc_call *call, void *ctx);
+void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx);
+void ingest_on_close(struct rpc_call *call, void *ctx);
+struct session *session_next(const struct session *s);
+/* Size of id as registered by s; 0 if s does not have it. */
+uint64_t session_file_size(const struct session *s, const struct fileid *id);
+/* A session (not finishing) that registered id, other than except; NULL. */
+struct session *service_session_with_file(struct service *svc, const struct fileid *id,
+					  const struct session *except);
+/* Sends a ReadRange through s. Returns 0 or a negative errno. */
+int session_send_read_range(struct session *s, uint64_t request_id, const struct fileid *id,
+			    uint64_t offset, uint32_t length);
+/* Re-examines s's pending stacks (after a file was done, or on the timer). */
+void session_retry_pending(struct session *s, bool force_expired);
+/* Ends a draining session once nothing is left for it to wait for. */
+void session_try_finish(struct session *s);
+void ingest_tick(struct service *svc);
+void ingest_sum_counters(struct service *svc, struct sensor_counters *ret);
+
+/* ---- analysis.c ---- */
+/* Starts (or queues) an analysis of id, or does nothing if one runs.
+ * Returns 0, -ENOENT if no session has the file, -E2BIG if the queue is
+ * full. */
+int analysis_start(struct service *svc, const struct fileid *id);
+bool analysis_running(struct service *svc, const struct fileid *id);
+/* A FileRange from s. Returns 0, or -EBADMSG for a protocol violation
+ * (the caller ends the stream; *reason says why). */
+int analysis_on_file_range(struct service *svc, struct session *s, uint64_t request_id,
+			   const uint8_t *file_id, size_t file_id_len, uint64_t offset,
+			   const uint8_t *data, size_t len, const char *error, const char **reason);
+/* s is going away: its jobs move to another session or fail. */
+void analysis_session_gone(struct service *svc, struct session *s);
+/* Whether a job currently fetches through s. */
+bool analysis_uses_session(struct service *svc, const struct session *s);
+void analysis_tick(struct service *svc);
+/* Wakes the waiters of jobs that ended and starts queued jobs; call at
+ * the end of a handler that may have started or ended a job. */
+void analysis_flush_done(struct service *svc);
+void analysis_free_all(struct service *svc);
+
+/* ---- symbols.c ---- */
+void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
+void symbols_status(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
+void symbols_top(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
+void symbols_folded(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
+/* Answers deferred Symbolize calls whose files are done (or all, if
+ * force). */
+void symbols_wake(struct service *svc, bool force);
+
+/* ---- public: main.c ---- */
+struct service_opts {
+	const char *const *debug_dirs;
+	unsigned retention_minutes;
+};
+/* opts->debug_dirs is borrowed. Returns NULL on failure. */
+struct service *service_new(const struct service_opts *opts);
+/* The rpc method table (static). */
+const struct rpc_method *service_methods(size_t *ret_n);
+/* Gives the service its cache and the database of its profile store
+ * (both borrowed, must outlive it; they may be the same), creates the
+ * profile store and installs the timer; before rpc_server_start. Returns
+ * 0 or a negative errno. */
+int service_attach(struct service *svc, struct rpc_server *server, struct cache *cache,
+		   struct cache *profile_db);
+/* After rpc_server_stop: flushes and frees. Accepts NULL. */
+void service_free(struct service *svc);

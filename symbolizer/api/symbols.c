@@ -1,0 +1,412 @@
+/* symbols.c - the public, read-only Symbols service: Symbolize, Status,
+ * Top and Folded. Every reply is built in a per-call arena.
+ *
+ * Symbolize names each file by file ID, GNU build ID (of an analysed
+ * file) or a path a sensor reported. A file a connected sensor has but
+ * that is not analysed yet is analysed first: the call is deferred until
+ * its jobs end, at most SERVICE_SYMBOLIZE_TIMEOUT_MS.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "arena.h"
+#include "service.h"
+#include "symbols.pb-c.h"
+
+#define SYMBOLIZE_MAX_QUERIES 1000u
+#define SYMBOLIZE_MAX_ADDRESSES 100000u
+#define TOP_DEFAULT_LIMIT 50u
+#define FOLDED_DEFAULT_LIMIT 100000u
+#define REPLY_MAX_BYTES (12u << 20) /* under the 16 MiB message limit */
+
+struct sym_query {
+	struct fileid id;
+	bool known;
+	bool file_offset;
+	const char *file_name; /* arena */
+	const uint64_t *addrs; /* arena */
+	size_t n;
+};
+
+struct sym_wait {
+	struct sym_wait *next;
+	struct rpc_call *call;
+	struct arena *arena;
+	struct sym_query *q;
+	size_t n;
+	int64_t deadline_ms;
+};
+
+static int hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static int parse_build_id(const char *hex, uint8_t *out, size_t max, size_t *ret_len)
+{
+	size_t n = strlen(hex);
+
+	if (n == 0 || n % 2 || n / 2 > max)
+		return -EINVAL;
+	for (size_t i = 0; i < n / 2; i++) {
+		int hi = hex_value(hex[2 * i]), lo = hex_value(hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	*ret_len = n / 2;
+	return 0;
+}
+
+static void fill_symbols(struct arena *a, const struct sym_query *q, const struct symtab *t,
+			 Sonde__V1__SymbolizeResult *res)
+{
+	for (size_t i = 0; i < q->n; i++) {
+		Sonde__V1__Symbol *sym = res->symbols[i];
+		struct symtab_lookup l;
+		uint64_t va = q->addrs[i];
+
+		if (!t)
+			continue;
+		if (q->file_offset && symtab_offset_to_vaddr(t, q->addrs[i], &va) < 0)
+			continue;
+		if (symtab_lookup(t, va, &l) == 0 && l.name) {
+			sym->function = arena_strdup(a, l.name);
+			if (!sym->function)
+				sym->function = (char *)"";
+			sym->offset = l.offset;
+		}
+	}
+}
+
+static void answer(struct service *svc, struct sym_wait *w)
+{
+	struct arena *a = w->arena;
+	Sonde__V1__SymbolizeResponse resp = SONDE__V1__SYMBOLIZE_RESPONSE__INIT;
+
+	resp.results = arena_alloc(a, (w->n + 1) * sizeof(*resp.results));
+	if (!resp.results)
+		goto nomem;
+	resp.n_results = w->n;
+	for (size_t i = 0; i < w->n; i++) {
+		const struct sym_query *q = &w->q[i];
+		Sonde__V1__SymbolizeResult *res = arena_alloc(a, sizeof(*res));
+		Sonde__V1__Symbol *syms;
+		const struct symtab *t = NULL;
+		const char *error = NULL;
+
+		if (!res)
+			goto nomem;
+		sonde__v1__symbolize_result__init(res);
+		resp.results[i] = res;
+		res->symbols = arena_alloc(a, (q->n + 1) * sizeof(*res->symbols));
+		syms = arena_alloc(a, (q->n + 1) * sizeof(*syms));
+		if (!res->symbols || !syms)
+			goto nomem;
+		res->n_symbols = q->n;
+		for (size_t j = 0; j < q->n; j++) {
+			sonde__v1__symbol__init(&syms[j]);
+			syms[j].address = q->addrs[j];
+			syms[j].file_name = (char *)(q->file_name ? q->file_name : "");
+			res->symbols[j] = &syms[j];
+		}
+		if (!q->known) {
+			res->error = (char *)"unknown file";
+			continue;
+		}
+		res->file_id.data = (uint8_t *)q->id.bytes;
+		res->file_id.len = FILEID_LEN;
+		switch (service_file_state(svc, &q->id, false, &t, &error)) {
+		case FILE_READY:
+			fill_symbols(a, q, t, res);
+			break;
+		case FILE_FAILED:
+			res->error = arena_strdup(a, error ? error : "analysis failed");
+			break;
+		case FILE_PENDING:
+			res->error = (char *)"analysis not finished in time";
+			break;
+		case FILE_UNKNOWN:
+			res->error = (char *)"unknown file";
+			break;
+		}
+	}
+	rpc_call_finish(w->call, RPC_OK, NULL, &resp.base);
+	return;
+nomem:
+	rpc_call_finish(w->call, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
+}
+
+void symbols_wake(struct service *svc, bool force)
+{
+	int64_t now = service_now_ms();
+
+	for (struct sym_wait **pp = &svc->waits; *pp;) {
+		struct sym_wait *w = *pp;
+		bool ready = force || now >= w->deadline_ms;
+
+		for (size_t i = 0; i < w->n && !ready; i++) {
+			if (w->q[i].known && analysis_running(svc, &w->q[i].id))
+				break;
+			if (i == w->n - 1)
+				ready = true;
+		}
+		if (w->n == 0)
+			ready = true;
+		if (!ready) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		answer(svc, w);
+		arena_free(w->arena);
+		free(w);
+	}
+}
+
+void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
+{
+	struct service *svc = ctx;
+	const Sonde__V1__SymbolizeRequest *req = (const Sonde__V1__SymbolizeRequest *)msg;
+	struct sym_wait *w = NULL;
+	size_t total = 0;
+	const char *bad = NULL;
+
+	if (req->n_queries > SYMBOLIZE_MAX_QUERIES) {
+		rpc_call_finish(call, RPC_INVALID_ARGUMENT, "more than 1000 queries", NULL);
+		return;
+	}
+	for (size_t i = 0; i < req->n_queries; i++)
+		total += req->queries[i]->n_addresses;
+	if (total > SYMBOLIZE_MAX_ADDRESSES) {
+		rpc_call_finish(call, RPC_INVALID_ARGUMENT, "more than 100000 addresses", NULL);
+		return;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w || !(w->arena = arena_new()))
+		goto nomem;
+	w->call = call;
+	w->n = req->n_queries;
+	w->q = arena_alloc(w->arena, (w->n + 1) * sizeof(*w->q));
+	if (!w->q)
+		goto nomem;
+	for (size_t i = 0; i < req->n_queries; i++) {
+		const Sonde__V1__SymbolizeQuery *qq = req->queries[i];
+		struct sym_query *q = &w->q[i];
+		uint64_t *addrs;
+
+		if (qq->file_id.len) {
+			if (qq->file_id.len != FILEID_LEN) {
+				bad = "file_id must be 16 bytes";
+				goto invalid;
+			}
+			memcpy(q->id.bytes, qq->file_id.data, FILEID_LEN);
+			q->known = true;
+		} else if (qq->build_id && *qq->build_id) {
+			uint8_t bid[64];
+			size_t len;
+
+			if (parse_build_id(qq->build_id, bid, sizeof(bid), &len) < 0) {
+				bad = "build_id must be hex";
+				goto invalid;
+			}
+			q->known = cache_find_build_id(svc->cache, bid, len, &q->id) == 0;
+		} else if (qq->path && *qq->path) {
+			const struct fileid *id;
+			const char *slash = strrchr(qq->path, '/');
+
+			if (strnlen(qq->path, SESSION_MAX_PATH + 1) > SESSION_MAX_PATH) {
+				bad = "path longer than 4096 bytes";
+				goto invalid;
+			}
+			id = hmap_get(svc->paths, qq->path, strlen(qq->path));
+			if (id) {
+				q->id = *id;
+				q->known = true;
+			}
+			q->file_name = arena_strdup(w->arena, slash ? slash + 1 : qq->path);
+		} else {
+			bad = "a query must name a file (file_id, build_id or path)";
+			goto invalid;
+		}
+		if (q->known && !q->file_name) {
+			const char *name = service_file_name(svc, &q->id);
+
+			q->file_name = name ? arena_strdup(w->arena, name) : NULL;
+		}
+		q->file_offset = qq->kind == SONDE__V1__ADDRESS_KIND__ADDRESS_KIND_FILE_OFFSET;
+		q->n = qq->n_addresses;
+		addrs = arena_alloc(w->arena, (q->n + 1) * sizeof(*addrs));
+		if (!addrs)
+			goto nomem;
+		if (q->n)
+			memcpy(addrs, qq->addresses, q->n * sizeof(*addrs));
+		q->addrs = addrs;
+		/* Starts the analysis of files a sensor has but nobody asked for yet. */
+		if (q->known &&
+		    service_file_state(svc, &q->id, true, NULL, NULL) == FILE_UNKNOWN)
+			q->known = false;
+	}
+	w->deadline_ms = service_now_ms() + SERVICE_SYMBOLIZE_TIMEOUT_MS;
+	w->next = svc->waits;
+	svc->waits = w;
+	analysis_flush_done(svc);
+	symbols_wake(svc, false);
+	return;
+invalid:
+	rpc_call_finish(call, RPC_INVALID_ARGUMENT, bad, NULL);
+	arena_free(w->arena);
+	free(w);
+	return;
+nomem:
+	rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
+	if (w)
+		arena_free(w->arena);
+	free(w);
+}
+
+void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
+{
+	struct service *svc = ctx;
+	Sonde__V1__StatusResponse r = SONDE__V1__STATUS_RESPONSE__INIT;
+	struct cache_stats cs;
+	struct sensor_counters sc;
+
+	cache_get_stats(svc->cache, &cs);
+	ingest_sum_counters(svc, &sc);
+	r.version = (char *)SONDE_VERSION;
+	r.sensors_connected = svc->sensors_connected;
+	r.stacks_received = svc->stacks_received;
+	r.samples_received = svc->samples_received;
+	r.samples_lost = sc.samples_lost;
+	r.samples_dropped = sc.samples_dropped;
+	r.samples_taken = sc.samples_taken;
+	r.cache_hits = cs.mem_hits + cs.db_hits;
+	r.cache_misses = cs.misses;
+	r.files_analysed = cs.files_ok;
+	r.files_failed = cs.files_failed;
+	r.uptime_s = (uint64_t)(service_now_ms() - svc->start_ms) / 1000;
+	rpc_call_finish(call, RPC_OK, NULL, &r.base);
+}
+
+static void to_query(const Sonde__V1__ProfileQuery *pq, uint32_t def_limit,
+		     struct profile_query *q)
+{
+	q->since_s = pq->since_unix_s;
+	q->until_s = pq->until_unix_s;
+	q->pid = pq->pid;
+	q->limit = pq->limit ? pq->limit : def_limit;
+	if (q->limit > FOLDED_DEFAULT_LIMIT)
+		q->limit = FOLDED_DEFAULT_LIMIT;
+}
+
+void symbols_top(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
+{
+	struct service *svc = ctx;
+	Sonde__V1__TopResponse r = SONDE__V1__TOP_RESPONSE__INIT;
+	struct arena *a = arena_new();
+	struct profile_query q;
+	struct profile_top_entry *e = NULL;
+	Sonde__V1__TopEntry *entries;
+	size_t n = 0;
+	uint64_t total = 0;
+	int err;
+
+	if (!a)
+		goto nomem;
+	to_query((const Sonde__V1__ProfileQuery *)msg, TOP_DEFAULT_LIMIT, &q);
+	err = profile_top(svc->profile, &q, a, &e, &n, &total);
+	if (err < 0) {
+		log_warn_errno(err, "Top query failed");
+		rpc_call_finish(call, RPC_INTERNAL, "profile query failed", NULL);
+		goto cleanup;
+	}
+	r.total_samples = total;
+	r.entries = arena_alloc(a, (n + 1) * sizeof(*r.entries));
+	entries = arena_alloc(a, (n + 1) * sizeof(*entries));
+	if (!r.entries || !entries)
+		goto nomem;
+	r.n_entries = n;
+	for (size_t i = 0; i < n; i++) {
+		sonde__v1__top_entry__init(&entries[i]);
+		entries[i].function = (char *)e[i].function;
+		entries[i].self = e[i].self;
+		entries[i].total = e[i].total;
+		r.entries[i] = &entries[i];
+	}
+	rpc_call_finish(call, RPC_OK, NULL, &r.base);
+	goto cleanup;
+nomem:
+	rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
+cleanup:
+	arena_free(a);
+}
+
+void symbols_folded(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
+{
+	struct service *svc = ctx;
+	Sonde__V1__FoldedResponse r = SONDE__V1__FOLDED_RESPONSE__INIT;
+	struct arena *a = arena_new();
+	struct profile_query q;
+	struct profile_stack *st = NULL;
+	Sonde__V1__FoldedStack *stacks;
+	size_t n = 0, bytes = 0;
+	uint64_t total = 0;
+	int err;
+
+	if (!a)
+		goto nomem;
+	to_query((const Sonde__V1__ProfileQuery *)msg, FOLDED_DEFAULT_LIMIT, &q);
+	err = profile_folded(svc->profile, &q, a, &st, &n, &total);
+	if (err < 0) {
+		log_warn_errno(err, "Folded query failed");
+		rpc_call_finish(call, RPC_INTERNAL, "profile query failed", NULL);
+		goto cleanup;
+	}
+	r.total_samples = total;
+	r.stacks = arena_alloc(a, (n + 1) * sizeof(*r.stacks));
+	stacks = arena_alloc(a, (n + 1) * sizeof(*stacks));
+	if (!r.stacks || !stacks)
+		goto nomem;
+	for (size_t i = 0; i < n; i++) {
+		Sonde__V1__FoldedStack *fs = &stacks[i];
+		char *text = (char *)st[i].text, *save = NULL, *tok;
+		size_t nf = 1, k = 0;
+
+		/* The largest stacks come first; a reply over the limit drops
+		 * the rarest ones rather than failing. */
+		bytes += strlen(text) + 16;
+		if (bytes > REPLY_MAX_BYTES)
+			break;
+		for (const char *p = text; *p; p++)
+			nf += *p == ';';
+		sonde__v1__folded_stack__init(fs);
+		fs->frames = arena_alloc(a, nf * sizeof(*fs->frames));
+		if (!fs->frames)
+			goto nomem;
+		tok = strtok_r(text, ";", &save);
+		fs->comm = tok ? tok : (char *)"";
+		while ((tok = strtok_r(NULL, ";", &save)) && k < nf)
+			fs->frames[k++] = tok;
+		fs->n_frames = k;
+		fs->count = st[i].count;
+		fs->pid = st[i].pid;
+		r.stacks[r.n_stacks++] = fs;
+	}
+	rpc_call_finish(call, RPC_OK, NULL, &r.base);
+	goto cleanup;
+nomem:
+	rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
+cleanup:
+	arena_free(a);
+}

@@ -1,0 +1,556 @@
+/* cache.c - SQLite file-analysis cache with an in-memory LRU above it.
+ *
+ * Schema (user_version 1):
+ *   files(file_id BLOB PK, status INT (0 ok, 1 error), error TEXT,
+ *         analysed_at INT (unix s), build_id BLOB, symtab BLOB)
+ *   stacks(id INTEGER PK, text TEXT UNIQUE)           -- profile.c
+ *   samples(minute, pid, stack_id, count; PK(minute, pid, stack_id))
+ * The database file is outside input too: a blob that does not
+ * deserialise is dropped and its file analysed again.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "hmap.h"
+#include "store_internal.h"
+
+#define MEM_MAX_ENTRIES_DEFAULT 4096
+#define MEM_MAX_BYTES_DEFAULT (256u << 20)
+
+struct mem_entry {
+	struct fileid id;
+	enum cache_status status;
+	struct symtab *symtab;
+	char *error;
+	size_t bytes;
+	struct mem_entry *prev, *next; /* LRU list, most recent first */
+};
+
+struct cache {
+	sqlite3 *db;
+	sqlite3_stmt *st_get, *st_put, *st_del, *st_bid, *st_has, *st_count;
+	struct hmap *mem; /* fileid -> mem_entry */
+	struct mem_entry *head, *tail;
+	size_t mem_bytes;
+	size_t max_entries, max_bytes;
+	struct cache_stats stats;
+};
+
+static const char schema_v1[] =
+	"CREATE TABLE files ("
+	" file_id BLOB PRIMARY KEY NOT NULL CHECK (length(file_id) = 16),"
+	" status INTEGER NOT NULL,"
+	" error TEXT,"
+	" analysed_at INTEGER NOT NULL,"
+	" build_id BLOB,"
+	" symtab BLOB"
+	") WITHOUT ROWID;"
+	"CREATE INDEX files_by_build_id ON files(build_id) WHERE build_id IS NOT NULL;"
+	"CREATE TABLE stacks (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE);"
+	"CREATE TABLE samples ("
+	" minute INTEGER NOT NULL, pid INTEGER NOT NULL, stack_id INTEGER NOT NULL,"
+	" count INTEGER NOT NULL, PRIMARY KEY (minute, pid, stack_id)) WITHOUT ROWID;";
+
+/* Migrations from version i to i + 1 go here as they appear; index 0
+ * creates the schema in an empty database. */
+static const char *const migrations[CACHE_SCHEMA_VERSION] = { schema_v1 };
+
+static int sqlite_to_errno(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+		return 0;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_NOTADB:
+	case SQLITE_CORRUPT:
+		return -EBADMSG;
+	case SQLITE_CANTOPEN:
+	case SQLITE_PERM:
+	case SQLITE_READONLY:
+		return -EACCES;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	default:
+		return -EIO;
+	}
+}
+
+static int exec_int(sqlite3 *db, const char *sql, int64_t *ret)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			if (ret)
+				*ret = sqlite3_column_int64(st, 0);
+			rc = SQLITE_OK;
+		} else if (rc == SQLITE_DONE) {
+			rc = SQLITE_OK;
+		}
+	}
+	sqlite3_finalize(st);
+	return sqlite_to_errno(rc);
+}
+
+/* Opens path and brings it to our schema. -EBADMSG: not a database or
+ * corrupt (the caller moves it aside). */
+static int db_open_once(const char *path, sqlite3 **ret_db)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int64_t version = 0, n_objects = 0;
+	char *errmsg = NULL;
+	int rc, r;
+
+	rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+				 SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		r = sqlite_to_errno(rc);
+		goto cleanup;
+	}
+	sqlite3_extended_result_codes(db, 0);
+	sqlite3_busy_timeout(db, 2000);
+	/* The first statement that reads the file tells a non-database apart. */
+	r = exec_int(db, "PRAGMA journal_mode=WAL", NULL);
+	if (r < 0)
+		goto cleanup;
+	/* quick_check reads every page once: corruption found now is
+	 * handled here instead of as failures at random later. */
+	rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, NULL);
+	if (rc != SQLITE_OK) {
+		r = sqlite_to_errno(rc);
+		goto cleanup;
+	}
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		r = sqlite_to_errno(rc);
+		if (r == 0)
+			r = -EIO;
+		goto cleanup;
+	}
+	if (strcmp((const char *)sqlite3_column_text(st, 0), "ok") != 0) {
+		r = -EBADMSG;
+		goto cleanup;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	r = exec_int(db, "PRAGMA user_version", &version);
+	if (r < 0)
+		goto cleanup;
+	if (version > CACHE_SCHEMA_VERSION) {
+		log_debug("%s has schema version %lld, newer than %d", path, (long long)version,
+			  CACHE_SCHEMA_VERSION);
+		r = -EPROTONOSUPPORT;
+		goto cleanup;
+	}
+	if (version == 0) {
+		r = exec_int(db, "SELECT count(*) FROM sqlite_master", &n_objects);
+		if (r < 0)
+			goto cleanup;
+		if (n_objects > 0) {
+			r = -EEXIST; /* someone else's database: leave it alone */
+			goto cleanup;
+		}
+	}
+	for (int64_t v = version; v < CACHE_SCHEMA_VERSION; v++) {
+		char sql[64];
+
+		rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &errmsg);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(db, migrations[v], NULL, NULL, &errmsg);
+		snprintf(sql, sizeof(sql), "PRAGMA user_version=%lld", (long long)v + 1);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(db, sql, NULL, NULL, &errmsg);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(db, "COMMIT", NULL, NULL, &errmsg);
+		if (rc != SQLITE_OK) {
+			log_debug("schema step %lld failed: %s", (long long)v, errmsg ? errmsg : "?");
+			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+			r = sqlite_to_errno(rc);
+			if (r == 0)
+				r = -EIO;
+			goto cleanup;
+		}
+	}
+	r = exec_int(db, "PRAGMA synchronous=NORMAL", NULL);
+	if (r < 0)
+		goto cleanup;
+	*ret_db = db;
+	db = NULL;
+	r = 0;
+cleanup:
+	sqlite3_free(errmsg);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return r;
+}
+
+static int move_aside(const char *path)
+{
+	char stamp[32], *dst = NULL, side[4096];
+	time_t now = time(NULL);
+	struct tm tm;
+	int r = 0;
+
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+	if (asprintf(&dst, "%s.corrupt-%s", path, stamp) < 0)
+		return -ENOMEM;
+	if (rename(path, dst) < 0) {
+		r = -errno;
+		log_error_errno(r, "cannot move corrupt cache %s aside", path);
+	} else {
+		log_warn("cache %s is not a valid database; moved it to %s and starting a fresh one",
+			 path, dst);
+	}
+	/* A stale WAL would be replayed into the fresh database. */
+	snprintf(side, sizeof(side), "%s-wal", path);
+	unlink(side);
+	snprintf(side, sizeof(side), "%s-shm", path);
+	unlink(side);
+	free(dst);
+	return r;
+}
+
+static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st)
+{
+	return sqlite_to_errno(sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL));
+}
+
+int cache_open(const char *path, const struct cache_opts *opts, struct cache **ret)
+{
+	struct cache *c = NULL;
+	sqlite3 *db = NULL;
+	int r;
+
+	r = db_open_once(path, &db);
+	if (r == -EBADMSG) {
+		r = move_aside(path);
+		if (r < 0)
+			goto cleanup;
+		r = db_open_once(path, &db);
+	}
+	if (r < 0)
+		goto cleanup;
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		r = -ENOMEM;
+		goto cleanup;
+	}
+	c->db = db;
+	db = NULL;
+	c->max_entries = opts && opts->mem_max_entries ? opts->mem_max_entries
+						       : MEM_MAX_ENTRIES_DEFAULT;
+	c->max_bytes = opts && opts->mem_max_bytes ? opts->mem_max_bytes : MEM_MAX_BYTES_DEFAULT;
+	c->mem = hmap_new();
+	if (!c->mem) {
+		r = -ENOMEM;
+		goto cleanup;
+	}
+	if ((r = prepare(c->db, "SELECT status, error, symtab FROM files WHERE file_id = ?1",
+			 &c->st_get)) < 0 ||
+	    (r = prepare(c->db,
+			 "INSERT OR REPLACE INTO files (file_id, status, error, analysed_at,"
+			 " build_id, symtab) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+			 &c->st_put)) < 0 ||
+	    (r = prepare(c->db, "DELETE FROM files WHERE file_id = ?1", &c->st_del)) < 0 ||
+	    (r = prepare(c->db,
+			 "SELECT file_id FROM files WHERE build_id = ?1 AND status = 0 LIMIT 1",
+			 &c->st_bid)) < 0 ||
+	    (r = prepare(c->db, "SELECT 1 FROM files WHERE file_id = ?1", &c->st_has)) < 0 ||
+	    (r = prepare(c->db, "SELECT status, count(*) FROM files GROUP BY status",
+			 &c->st_count)) < 0)
+		goto cleanup;
+	*ret = c;
+	c = NULL;
+	r = 0;
+cleanup:
+	sqlite3_close(db);
+	cache_close(c);
+	return r;
+}
+
+static void mem_entry_free(void *p)
+{
+	struct mem_entry *e = p;
+
+	if (!e)
+		return;
+	symtab_free(e->symtab);
+	free(e->error);
+	free(e);
+}
+
+void cache_close(struct cache *c)
+{
+	if (!c)
+		return;
+	hmap_free(c->mem, mem_entry_free);
+	sqlite3_finalize(c->st_get);
+	sqlite3_finalize(c->st_put);
+	sqlite3_finalize(c->st_del);
+	sqlite3_finalize(c->st_bid);
+	sqlite3_finalize(c->st_has);
+	sqlite3_finalize(c->st_count);
+	if (c->db) {
+		/* Fold the WAL back so the file is self-contained at rest. */
+		sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+		sqlite3_close_v2(c->db);
+	}
+	free(c);
+}
+
+sqlite3 *cache_db(struct cache *c)
+{
+	return c->db;
+}
+
+static void lru_unlink(struct cache *c, struct mem_entry *e)
+{
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		c->head = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		c->tail = e->prev;
+	e->prev = e->next = NULL;
+}
+
+static void lru_push_front(struct cache *c, struct mem_entry *e)
+{
+	e->prev = NULL;
+	e->next = c->head;
+	if (c->head)
+		c->head->prev = e;
+	c->head = e;
+	if (!c->tail)
+		c->tail = e;
+}
+
+static void mem_evict(struct cache *c)
+{
+	/* The newest entry always stays, even if it alone is over the cap:
+	 * the caller is about to use it. */
+	while (c->tail && c->tail != c->head &&
+	       (hmap_count(c->mem) > c->max_entries || c->mem_bytes > c->max_bytes)) {
+		struct mem_entry *e = c->tail;
+
+		lru_unlink(c, e);
+		hmap_remove(c->mem, &e->id, sizeof(e->id));
+		c->mem_bytes -= e->bytes;
+		mem_entry_free(e);
+	}
+}
+
+/* Takes t and a copy of error. Returns the entry or NULL (t freed). */
+static struct mem_entry *mem_insert(struct cache *c, const struct fileid *id,
+				    enum cache_status status, struct symtab *t, const char *error,
+				    size_t bytes)
+{
+	struct mem_entry *e = calloc(1, sizeof(*e)), *old = NULL;
+
+	if (!e || (error && !(e->error = strdup(error)))) {
+		free(e);
+		symtab_free(t);
+		return NULL;
+	}
+	e->id = *id;
+	e->status = status;
+	e->symtab = t;
+	e->bytes = bytes + sizeof(*e) + (error ? strlen(error) : 0);
+	if (hmap_put(c->mem, id, sizeof(*id), e, (void **)&old) < 0) {
+		mem_entry_free(e);
+		return NULL;
+	}
+	if (old) {
+		lru_unlink(c, old);
+		c->mem_bytes -= old->bytes;
+		mem_entry_free(old);
+	}
+	lru_push_front(c, e);
+	c->mem_bytes += e->bytes;
+	mem_evict(c);
+	return e;
+}
+
+static enum cache_status entry_result(const struct mem_entry *e, const struct symtab **ret_symtab,
+				      const char **ret_error)
+{
+	if (e->status == CACHE_OK && ret_symtab)
+		*ret_symtab = e->symtab;
+	if (e->status == CACHE_ERROR && ret_error)
+		*ret_error = e->error ? e->error : "analysis failed";
+	return e->status;
+}
+
+enum cache_status cache_lookup(struct cache *c, const struct fileid *id,
+			       const struct symtab **ret_symtab, const char **ret_error)
+{
+	struct mem_entry *e = hmap_get(c->mem, id, sizeof(*id));
+	struct symtab *t = NULL;
+	enum cache_status status = CACHE_MISS;
+	const void *blob;
+	int size, rc;
+	const char *error = NULL;
+
+	if (e) {
+		c->stats.mem_hits++;
+		if (e != c->head) {
+			lru_unlink(c, e);
+			lru_push_front(c, e);
+		}
+		return entry_result(e, ret_symtab, ret_error);
+	}
+	sqlite3_reset(c->st_get);
+	sqlite3_bind_blob(c->st_get, 1, id, sizeof(*id), SQLITE_STATIC);
+	rc = sqlite3_step(c->st_get);
+	if (rc == SQLITE_ROW) {
+		int st = sqlite3_column_int(c->st_get, 0);
+
+		blob = sqlite3_column_blob(c->st_get, 2);
+		size = sqlite3_column_bytes(c->st_get, 2);
+		if (st == 0 && blob && size > 0) {
+			t = symtab_deserialize(blob, (size_t)size);
+			status = t ? CACHE_OK : CACHE_MISS;
+		} else if (st == 1) {
+			error = (const char *)sqlite3_column_text(c->st_get, 1);
+			status = CACHE_ERROR;
+		}
+		if (status == CACHE_MISS) {
+			char hex[FILEID_HEX_LEN + 1];
+
+			log_warn("cache row for %s does not deserialise; dropping it so the file is analysed again",
+				 fileid_to_hex(id, hex));
+			sqlite3_reset(c->st_get);
+			sqlite3_reset(c->st_del);
+			sqlite3_bind_blob(c->st_del, 1, id, sizeof(*id), SQLITE_STATIC);
+			sqlite3_step(c->st_del);
+			sqlite3_reset(c->st_del);
+		} else {
+			e = mem_insert(c, id, status, t, status == CACHE_ERROR ? error : NULL,
+				       (size_t)size);
+			t = NULL;
+		}
+	} else if (rc != SQLITE_DONE) {
+		log_debug("cache lookup failed: %s", sqlite3_errmsg(c->db));
+	}
+	sqlite3_reset(c->st_get);
+	if (status == CACHE_MISS) {
+		c->stats.misses++;
+		return CACHE_MISS;
+	}
+	c->stats.db_hits++;
+	if (!e)
+		return CACHE_MISS; /* out of memory: as if unknown */
+	return entry_result(e, ret_symtab, ret_error);
+}
+
+int cache_contains(struct cache *c, const struct fileid *id)
+{
+	int rc;
+
+	if (hmap_get(c->mem, id, sizeof(*id)))
+		return 1;
+	sqlite3_reset(c->st_has);
+	sqlite3_bind_blob(c->st_has, 1, id, sizeof(*id), SQLITE_STATIC);
+	rc = sqlite3_step(c->st_has);
+	sqlite3_reset(c->st_has);
+	return rc == SQLITE_ROW;
+}
+
+int cache_store(struct cache *c, const struct fileid *id, struct symtab *t, const char *error,
+		int64_t analysed_at)
+{
+	void *blob = NULL;
+	size_t size = 0, bid_len = 0;
+	const uint8_t *bid = NULL;
+	int rc, r = 0;
+
+	if (t) {
+		blob = symtab_serialize(t, &size);
+		if (!blob) {
+			r = -ENOMEM;
+			goto memory;
+		}
+		bid = symtab_build_id(t, &bid_len);
+	}
+	sqlite3_reset(c->st_put);
+	sqlite3_bind_blob(c->st_put, 1, id, sizeof(*id), SQLITE_STATIC);
+	sqlite3_bind_int(c->st_put, 2, t ? 0 : 1);
+	if (t)
+		sqlite3_bind_null(c->st_put, 3);
+	else
+		sqlite3_bind_text(c->st_put, 3, error ? error : "analysis failed", -1,
+				  SQLITE_STATIC);
+	sqlite3_bind_int64(c->st_put, 4, analysed_at);
+	if (bid && bid_len > 0)
+		sqlite3_bind_blob(c->st_put, 5, bid, (int)bid_len, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(c->st_put, 5);
+	if (blob)
+		sqlite3_bind_blob64(c->st_put, 6, blob, size, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(c->st_put, 6);
+	rc = sqlite3_step(c->st_put);
+	if (rc != SQLITE_DONE) {
+		r = sqlite_to_errno(rc);
+		if (r == 0)
+			r = -EIO;
+		log_debug("cache store failed: %s", sqlite3_errmsg(c->db));
+	}
+	sqlite3_reset(c->st_put);
+	sqlite3_clear_bindings(c->st_put);
+memory:
+	free(blob);
+	mem_insert(c, id, t ? CACHE_OK : CACHE_ERROR, t, t ? NULL : (error ? error : "analysis failed"),
+		   size);
+	return r;
+}
+
+int cache_find_build_id(struct cache *c, const uint8_t *build_id, size_t len,
+			struct fileid *ret_id)
+{
+	int rc, r = -ENOENT;
+
+	if (len == 0 || len > 64)
+		return -ENOENT;
+	sqlite3_reset(c->st_bid);
+	sqlite3_bind_blob(c->st_bid, 1, build_id, (int)len, SQLITE_STATIC);
+	rc = sqlite3_step(c->st_bid);
+	if (rc == SQLITE_ROW && sqlite3_column_bytes(c->st_bid, 0) == FILEID_LEN) {
+		memcpy(ret_id->bytes, sqlite3_column_blob(c->st_bid, 0), FILEID_LEN);
+		r = 0;
+	}
+	sqlite3_reset(c->st_bid);
+	return r;
+}
+
+void cache_get_stats(struct cache *c, struct cache_stats *ret)
+{
+	*ret = c->stats;
+	ret->mem_entries = hmap_count(c->mem);
+	ret->mem_bytes = c->mem_bytes;
+	ret->files_ok = ret->files_failed = 0;
+	sqlite3_reset(c->st_count);
+	while (sqlite3_step(c->st_count) == SQLITE_ROW) {
+		if (sqlite3_column_int(c->st_count, 0) == 0)
+			ret->files_ok = (uint64_t)sqlite3_column_int64(c->st_count, 1);
+		else
+			ret->files_failed += (uint64_t)sqlite3_column_int64(c->st_count, 1);
+	}
+	sqlite3_reset(c->st_count);
+}

@@ -1,0 +1,72 @@
+/* cache.h - the file-analysis cache: one SQLite database (--cache PATH)
+ * holding, per file ID, the result of analysing that file (its symtab, or
+ * the error that made analysis fail), plus a bounded in-memory LRU of
+ * deserialised symtabs above it. The profile store (profile.h) keeps its
+ * tables in the same database.
+ *
+ * The database is in WAL mode and carries its schema version in
+ * PRAGMA user_version. A file that is not a database or fails the quick
+ * check is renamed to PATH.corrupt-YYYYmmddTHHMMSS and replaced by a fresh
+ * one; a database with a newer schema, or an unrelated database, is
+ * refused. Not thread-safe.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fileid.h"
+#include "symtab.h"
+
+#define CACHE_SCHEMA_VERSION 1
+
+struct cache;
+
+struct cache_opts {
+	size_t mem_max_entries; /* 0: 4096 */
+	size_t mem_max_bytes;   /* serialised size of held symtabs; 0: 256 MiB */
+};
+
+enum cache_status {
+	CACHE_MISS = 0,  /* never analysed */
+	CACHE_OK = 1,    /* analysed: symtab */
+	CACHE_ERROR = 2, /* analysis failed: error text */
+};
+
+struct cache_stats {
+	uint64_t mem_hits;
+	uint64_t db_hits;
+	uint64_t misses;
+	uint64_t mem_entries;
+	uint64_t mem_bytes;
+	uint64_t files_ok;     /* rows in the database */
+	uint64_t files_failed; /* rows in the database */
+};
+
+/* Opens or creates the database at path (see above for corrupt files).
+ * opts may be NULL. Returns 0, -EPROTONOSUPPORT for a newer schema,
+ * -EEXIST for a database that is not a sonde cache, -EIO/-ENOMEM/... on
+ * other failures; *ret untouched on failure. Logs what it renamed. */
+int cache_open(const char *path, const struct cache_opts *opts, struct cache **ret);
+/* Accepts NULL. */
+void cache_close(struct cache *c);
+
+/* Looks id up in memory, then in the database. CACHE_OK: *ret_symtab is
+ * borrowed; CACHE_ERROR: *ret_error is borrowed. Either stays valid until
+ * the next cache_lookup or cache_store (which may evict). A row whose
+ * blob does not deserialise is deleted and reported as a miss. Both ret
+ * pointers may be NULL. */
+enum cache_status cache_lookup(struct cache *c, const struct fileid *id,
+			       const struct symtab **ret_symtab, const char **ret_error);
+/* Whether id has a result, without counting a hit or miss or loading. */
+int cache_contains(struct cache *c, const struct fileid *id);
+/* Stores the result for id: t (taken: the cache owns it now, also on
+ * failure) for success, or t == NULL and error (copied) for a failure.
+ * Returns 0 or a negative errno (the memory entry is kept anyway). */
+int cache_store(struct cache *c, const struct fileid *id, struct symtab *t, const char *error,
+		int64_t analysed_at);
+/* The file ID of an analysed file with this GNU build ID. Returns 0 or
+ * -ENOENT. */
+int cache_find_build_id(struct cache *c, const uint8_t *build_id, size_t len,
+			struct fileid *ret_id);
+void cache_get_stats(struct cache *c, struct cache_stats *ret);

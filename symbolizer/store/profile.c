@@ -1,0 +1,506 @@
+/* profile.c - the recent-profile store (see profile.h).
+ *
+ * Stacks are interned in stacks(text) and counted in samples(minute, pid,
+ * stack_id). Top is computed here from the per-stack sums of the window:
+ * SQL cannot split the folded text, and the number of distinct stacks in
+ * a window is small next to the number of samples.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "hmap.h"
+#include "profile.h"
+#include "store_internal.h"
+
+struct batch_key {
+	uint64_t minute;
+	uint32_t pid;
+	uint32_t pad;
+	/* followed by the stack text, not NUL-terminated */
+};
+
+struct profile_store {
+	struct cache *cache;
+	sqlite3 *db;
+	unsigned retention_minutes;
+	struct hmap *batch; /* batch_key + text -> uint64_t *count */
+	sqlite3_stmt *st_stack_get, *st_stack_put, *st_sample, *st_total, *st_folded, *st_sums;
+	sqlite3_stmt *st_expire_samples, *st_expire_stacks;
+	char *keybuf;
+	size_t keycap;
+};
+
+static int grow(struct folded *f, size_t need)
+{
+	size_t cap;
+	char *p;
+
+	if (f->len + need + 1 <= f->cap)
+		return 0;
+	if (f->len + need + 1 > PROFILE_MAX_STACK)
+		return -E2BIG;
+	cap = f->cap ? f->cap : 256;
+	while (cap < f->len + need + 1)
+		cap *= 2;
+	p = realloc(f->buf, cap);
+	if (!p)
+		return -ENOMEM;
+	f->buf = p;
+	f->cap = cap;
+	return 0;
+}
+
+int folded_push(struct folded *f, const char *name, bool kernel)
+{
+	size_t n = name ? strnlen(name, PROFILE_MAX_NAME) : 0;
+	size_t start = f->len;
+	int r;
+
+	if (n == 0) {
+		name = "[unknown]";
+		n = strlen(name);
+	}
+	r = grow(f, n + 1 + (kernel ? 4 : 0));
+	if (r < 0)
+		return r;
+	if (f->len > 0)
+		f->buf[f->len++] = ';';
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)name[i];
+
+		if (ch == ';')
+			ch = ':';
+		else if (ch < 0x20 || ch == 0x7f)
+			continue; /* newlines and other control bytes */
+		f->buf[f->len++] = (char)ch;
+	}
+	if (f->len == start + (start > 0)) {
+		/* Nothing printable: keep the frame visible. */
+		memcpy(f->buf + f->len, "?", 1);
+		f->len++;
+	}
+	if (kernel) {
+		memcpy(f->buf + f->len, "_[k]", 4);
+		f->len += 4;
+	}
+	f->buf[f->len] = '\0';
+	f->n_frames++;
+	return 0;
+}
+
+void folded_done(struct folded *f)
+{
+	free(f->buf);
+	memset(f, 0, sizeof(*f));
+}
+
+static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st)
+{
+	int rc = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
+
+	if (rc != SQLITE_OK) {
+		log_debug("prepare failed: %s", sqlite3_errmsg(db));
+		return -EIO;
+	}
+	return 0;
+}
+
+struct profile_store *profile_new(struct cache *c, unsigned retention_minutes)
+{
+	struct profile_store *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->cache = c;
+	p->db = cache_db(c);
+	p->retention_minutes = retention_minutes ? retention_minutes : 60;
+	p->batch = hmap_new();
+	if (!p->batch)
+		goto fail;
+	if (prep(p->db, "SELECT id FROM stacks WHERE text = ?1", &p->st_stack_get) < 0 ||
+	    prep(p->db, "INSERT INTO stacks (text) VALUES (?1)", &p->st_stack_put) < 0 ||
+	    prep(p->db,
+		 "INSERT INTO samples (minute, pid, stack_id, count) VALUES (?1, ?2, ?3, ?4)"
+		 " ON CONFLICT (minute, pid, stack_id) DO UPDATE SET count = count + excluded.count",
+		 &p->st_sample) < 0 ||
+	    prep(p->db,
+		 "SELECT COALESCE(SUM(count), 0) FROM samples"
+		 " WHERE minute >= ?1 AND minute < ?2 AND (?3 = 0 OR pid = ?3)",
+		 &p->st_total) < 0 ||
+	    prep(p->db,
+		 "SELECT st.text, SUM(s.count) AS n, MIN(s.pid), MAX(s.pid)"
+		 " FROM samples s JOIN stacks st ON st.id = s.stack_id"
+		 " WHERE s.minute >= ?1 AND s.minute < ?2 AND (?3 = 0 OR s.pid = ?3)"
+		 " GROUP BY s.stack_id ORDER BY n DESC, st.text LIMIT ?4",
+		 &p->st_folded) < 0 ||
+	    prep(p->db,
+		 "SELECT st.text, SUM(s.count) FROM samples s JOIN stacks st ON st.id = s.stack_id"
+		 " WHERE s.minute >= ?1 AND s.minute < ?2 AND (?3 = 0 OR s.pid = ?3)"
+		 " GROUP BY s.stack_id",
+		 &p->st_sums) < 0 ||
+	    prep(p->db, "DELETE FROM samples WHERE minute < ?1", &p->st_expire_samples) < 0 ||
+	    prep(p->db,
+		 "DELETE FROM stacks WHERE id NOT IN (SELECT DISTINCT stack_id FROM samples)",
+		 &p->st_expire_stacks) < 0)
+		goto fail;
+	return p;
+fail:
+	profile_free(p);
+	return NULL;
+}
+
+void profile_free(struct profile_store *p)
+{
+	if (!p)
+		return;
+	if (p->batch)
+		profile_flush(p);
+	hmap_free(p->batch, free);
+	sqlite3_finalize(p->st_stack_get);
+	sqlite3_finalize(p->st_stack_put);
+	sqlite3_finalize(p->st_sample);
+	sqlite3_finalize(p->st_total);
+	sqlite3_finalize(p->st_folded);
+	sqlite3_finalize(p->st_sums);
+	sqlite3_finalize(p->st_expire_samples);
+	sqlite3_finalize(p->st_expire_stacks);
+	free(p->keybuf);
+	free(p);
+}
+
+int profile_add(struct profile_store *p, uint64_t unix_s, uint32_t pid, const char *comm,
+		const char *frames, uint64_t count)
+{
+	struct folded f = { 0 };
+	struct batch_key k = { .minute = unix_s / 60, .pid = pid };
+	size_t flen = frames ? strlen(frames) : 0, klen;
+	uint64_t *cnt;
+	int r;
+
+	if (count == 0)
+		return 0;
+	r = folded_push(&f, comm, false);
+	if (r < 0)
+		goto cleanup;
+	klen = sizeof(k) + f.len + (flen ? 1 + flen : 0);
+	if (klen > p->keycap) {
+		char *nb = realloc(p->keybuf, klen);
+
+		if (!nb) {
+			r = -ENOMEM;
+			goto cleanup;
+		}
+		p->keybuf = nb;
+		p->keycap = klen;
+	}
+	memcpy(p->keybuf, &k, sizeof(k));
+	memcpy(p->keybuf + sizeof(k), f.buf, f.len);
+	if (flen) {
+		p->keybuf[sizeof(k) + f.len] = ';';
+		memcpy(p->keybuf + sizeof(k) + f.len + 1, frames, flen);
+	}
+	cnt = hmap_get(p->batch, p->keybuf, klen);
+	if (cnt) {
+		*cnt += count;
+	} else {
+		cnt = malloc(sizeof(*cnt));
+		if (!cnt) {
+			r = -ENOMEM;
+			goto cleanup;
+		}
+		*cnt = count;
+		r = hmap_put(p->batch, p->keybuf, klen, cnt, NULL);
+		if (r < 0) {
+			free(cnt);
+			goto cleanup;
+		}
+	}
+	r = 0;
+	if (hmap_count(p->batch) >= PROFILE_MAX_BATCH)
+		r = profile_flush(p);
+cleanup:
+	folded_done(&f);
+	return r;
+}
+
+static int stack_id(struct profile_store *p, const char *text, size_t len, int64_t *ret)
+{
+	int rc, r = 0;
+
+	sqlite3_bind_text(p->st_stack_get, 1, text, (int)len, SQLITE_STATIC);
+	rc = sqlite3_step(p->st_stack_get);
+	if (rc == SQLITE_ROW) {
+		*ret = sqlite3_column_int64(p->st_stack_get, 0);
+		sqlite3_reset(p->st_stack_get);
+		return 0;
+	}
+	sqlite3_reset(p->st_stack_get);
+	sqlite3_bind_text(p->st_stack_put, 1, text, (int)len, SQLITE_STATIC);
+	rc = sqlite3_step(p->st_stack_put);
+	if (rc == SQLITE_DONE)
+		*ret = sqlite3_last_insert_rowid(p->db);
+	else
+		r = -EIO;
+	sqlite3_reset(p->st_stack_put);
+	return r;
+}
+
+int profile_flush(struct profile_store *p)
+{
+	struct hmap_iter it;
+	const void *key;
+	size_t klen;
+	void *val;
+	int r = 0;
+
+	if (hmap_count(p->batch) == 0)
+		return 0;
+	if (sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+		r = -EIO;
+		goto drop;
+	}
+	hmap_iter_init(p->batch, &it);
+	while (hmap_next(p->batch, &it, &key, &klen, &val)) {
+		struct batch_key k;
+		const char *text = (const char *)key + sizeof(k);
+		int64_t id;
+
+		memcpy(&k, key, sizeof(k));
+		r = stack_id(p, text, klen - sizeof(k), &id);
+		if (r < 0)
+			break;
+		sqlite3_bind_int64(p->st_sample, 1, (int64_t)k.minute);
+		sqlite3_bind_int64(p->st_sample, 2, k.pid);
+		sqlite3_bind_int64(p->st_sample, 3, id);
+		sqlite3_bind_int64(p->st_sample, 4, (int64_t) * (uint64_t *)val);
+		if (sqlite3_step(p->st_sample) != SQLITE_DONE)
+			r = -EIO;
+		sqlite3_reset(p->st_sample);
+		if (r < 0)
+			break;
+	}
+	if (r < 0) {
+		log_debug("profile flush failed: %s", sqlite3_errmsg(p->db));
+		sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
+	} else if (sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		log_debug("profile commit failed: %s", sqlite3_errmsg(p->db));
+		sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
+		r = -EIO;
+	}
+drop:
+	/* Rows that could not be written are dropped: keeping them would
+	 * let a broken database grow the batch without bound. */
+	hmap_free(p->batch, free);
+	p->batch = hmap_new();
+	if (!p->batch)
+		return -ENOMEM;
+	return r;
+}
+
+int profile_expire(struct profile_store *p, uint64_t now_s)
+{
+	uint64_t now_min = now_s / 60;
+	int r = 0;
+
+	if (now_min < p->retention_minutes)
+		return 0;
+	sqlite3_bind_int64(p->st_expire_samples, 1, (int64_t)(now_min - p->retention_minutes));
+	if (sqlite3_step(p->st_expire_samples) != SQLITE_DONE)
+		r = -EIO;
+	sqlite3_reset(p->st_expire_samples);
+	if (r == 0 && sqlite3_changes(p->db) >= 0) {
+		if (sqlite3_step(p->st_expire_stacks) != SQLITE_DONE)
+			r = -EIO;
+		sqlite3_reset(p->st_expire_stacks);
+	}
+	return r;
+}
+
+static void bind_window(sqlite3_stmt *st, const struct profile_query *q)
+{
+	int64_t until = q->until_s ? (int64_t)((q->until_s + 59) / 60) : INT64_MAX;
+
+	if (q->until_s > (uint64_t)INT64_MAX - 59)
+		until = INT64_MAX;
+	sqlite3_bind_int64(st, 1, (int64_t)(q->since_s / 60));
+	sqlite3_bind_int64(st, 2, until);
+	sqlite3_bind_int64(st, 3, q->pid);
+}
+
+static int window_total(struct profile_store *p, const struct profile_query *q, uint64_t *ret)
+{
+	int r = -EIO;
+
+	bind_window(p->st_total, q);
+	if (sqlite3_step(p->st_total) == SQLITE_ROW) {
+		*ret = (uint64_t)sqlite3_column_int64(p->st_total, 0);
+		r = 0;
+	}
+	sqlite3_reset(p->st_total);
+	return r;
+}
+
+struct top_acc {
+	uint64_t self, total;
+	uint64_t last_row; /* row that last counted total, so once per stack */
+	const char *name;  /* the key, borrowed from the map */
+};
+
+static int cmp_top(const void *a, const void *b)
+{
+	const struct profile_top_entry *x = a, *y = b;
+
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return strcmp(x->function, y->function);
+}
+
+int profile_top(struct profile_store *p, const struct profile_query *q, struct arena *a,
+		struct profile_top_entry **ret_entries, size_t *ret_n, uint64_t *ret_total)
+{
+	struct hmap *acc = hmap_new();
+	struct profile_top_entry *out = NULL;
+	uint64_t row = 0, total = 0;
+	size_t n = 0;
+	struct hmap_iter it;
+	void *val;
+	int r, rc;
+
+	if (!acc)
+		return -ENOMEM;
+	profile_flush(p);
+	r = window_total(p, q, &total);
+	if (r < 0)
+		goto cleanup;
+	bind_window(p->st_sums, q);
+	while ((rc = sqlite3_step(p->st_sums)) == SQLITE_ROW) {
+		const char *text = (const char *)sqlite3_column_text(p->st_sums, 0);
+		uint64_t cnt = (uint64_t)sqlite3_column_int64(p->st_sums, 1);
+		const char *s, *semi, *leaf = NULL;
+		size_t leaf_len = 0;
+
+		row++;
+		if (!text)
+			continue;
+		s = strchr(text, ';'); /* skip the comm frame */
+		while (s) {
+			const char *name = s + 1;
+			size_t len;
+			struct top_acc *e;
+
+			semi = strchr(name, ';');
+			len = semi ? (size_t)(semi - name) : strlen(name);
+			e = hmap_get(acc, name, len);
+			if (!e) {
+				e = arena_alloc(a, sizeof(*e));
+				if (!e || hmap_put(acc, name, len, e, NULL) < 0) {
+					r = -ENOMEM;
+					goto cleanup;
+				}
+				e->name = arena_strndup(a, name, len);
+				if (!e->name) {
+					r = -ENOMEM;
+					goto cleanup;
+				}
+			}
+			if (e->last_row != row) {
+				e->total += cnt;
+				e->last_row = row;
+			}
+			leaf = name;
+			leaf_len = len;
+			s = semi;
+		}
+		if (leaf) {
+			struct top_acc *e = hmap_get(acc, leaf, leaf_len);
+
+			if (e)
+				e->self += cnt;
+		}
+	}
+	if (rc != SQLITE_DONE) {
+		r = -EIO;
+		goto cleanup;
+	}
+	out = arena_alloc(a, (hmap_count(acc) + 1) * sizeof(*out));
+	if (!out) {
+		r = -ENOMEM;
+		goto cleanup;
+	}
+	hmap_iter_init(acc, &it);
+	while (hmap_next(acc, &it, NULL, NULL, &val)) {
+		struct top_acc *e = val;
+
+		out[n++] = (struct profile_top_entry){ .function = e->name, .self = e->self,
+						       .total = e->total };
+	}
+	qsort(out, n, sizeof(*out), cmp_top);
+	if (q->limit && n > q->limit)
+		n = q->limit;
+	*ret_entries = out;
+	*ret_n = n;
+	*ret_total = total;
+	r = 0;
+cleanup:
+	sqlite3_reset(p->st_sums);
+	hmap_free(acc, NULL);
+	return r;
+}
+
+int profile_folded(struct profile_store *p, const struct profile_query *q, struct arena *a,
+		   struct profile_stack **ret_stacks, size_t *ret_n, uint64_t *ret_total)
+{
+	struct profile_stack *out = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t total = 0;
+	int r, rc;
+
+	profile_flush(p);
+	r = window_total(p, q, &total);
+	if (r < 0)
+		return r;
+	bind_window(p->st_folded, q);
+	sqlite3_bind_int64(p->st_folded, 4, q->limit ? (int64_t)q->limit : -1);
+	while ((rc = sqlite3_step(p->st_folded)) == SQLITE_ROW) {
+		const char *text = (const char *)sqlite3_column_text(p->st_folded, 0);
+		int64_t minpid = sqlite3_column_int64(p->st_folded, 2);
+		int64_t maxpid = sqlite3_column_int64(p->st_folded, 3);
+
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			struct profile_stack *no = arena_alloc(a, ncap * sizeof(*no));
+
+			if (!no) {
+				r = -ENOMEM;
+				goto cleanup;
+			}
+			if (n)
+				memcpy(no, out, n * sizeof(*no));
+			out = no;
+			cap = ncap;
+		}
+		out[n].text = arena_strdup(a, text ? text : "");
+		if (!out[n].text) {
+			r = -ENOMEM;
+			goto cleanup;
+		}
+		out[n].count = (uint64_t)sqlite3_column_int64(p->st_folded, 1);
+		out[n].pid = minpid == maxpid ? (uint32_t)minpid : 0;
+		n++;
+	}
+	if (rc != SQLITE_DONE) {
+		r = -EIO;
+		goto cleanup;
+	}
+	*ret_stacks = out;
+	*ret_n = n;
+	*ret_total = total;
+	r = 0;
+cleanup:
+	sqlite3_reset(p->st_folded);
+	return r;
+}

@@ -1,0 +1,84 @@
+/* profile.h - recent profiles: symbolized stacks as folded text
+ * ("comm;root;...;leaf", kernel frames suffixed "_[k]"), counted per
+ * minute, process and stack. Lives in the cache database (tables stacks
+ * and samples, see cache.c), so one file holds all symbolizer state.
+ *
+ * Samples are aggregated in memory and written in one transaction per
+ * profile_flush() (the symbolizer calls it every second and before each
+ * query). Rows older than the retention are deleted by profile_expire().
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "cache.h"
+
+#define PROFILE_MAX_NAME 1024       /* a frame name is cut here */
+#define PROFILE_MAX_STACK (256u << 10) /* a folded stack is cut here */
+#define PROFILE_MAX_BATCH 100000    /* pending rows that force a flush */
+
+struct profile_store;
+
+/* Builds a folded stack, frame by frame. */
+struct folded {
+	char *buf; /* NUL-terminated; owned */
+	size_t len, cap;
+	size_t n_frames;
+};
+
+/* Appends a frame (root first): ';' in name becomes ':', newlines and
+ * other control characters are dropped, kernel frames get "_[k]". An
+ * empty name becomes "[unknown]". Returns 0, -E2BIG when the stack is full
+ * (the frame is dropped), -ENOMEM. */
+int folded_push(struct folded *f, const char *name, bool kernel);
+/* Frees the buffer and resets f. */
+void folded_done(struct folded *f);
+
+/* c is borrowed and must outlive the store. NULL on out of memory. */
+struct profile_store *profile_new(struct cache *c, unsigned retention_minutes);
+/* Flushes, then frees. Accepts NULL. */
+void profile_free(struct profile_store *p);
+
+/* Adds count samples of stack frames (folded text without the comm, as
+ * built by folded_push; may be "") for pid at time unix_s. comm is
+ * sanitised here. Returns 0 or -ENOMEM. */
+int profile_add(struct profile_store *p, uint64_t unix_s, uint32_t pid, const char *comm,
+		const char *frames, uint64_t count);
+/* Writes the pending rows in one transaction. Returns 0 or a negative
+ * errno (the rows are then dropped, logged at debug level). */
+int profile_flush(struct profile_store *p);
+/* Deletes rows older than the retention, measured back from now_s, and
+ * stacks no row uses. Returns 0 or a negative errno. */
+int profile_expire(struct profile_store *p, uint64_t now_s);
+
+/* A window in unix seconds: a minute is included when it overlaps
+ * [since_s, until_s). until_s 0: no upper bound. pid 0: all. */
+struct profile_query {
+	uint64_t since_s;
+	uint64_t until_s;
+	uint32_t pid;
+	uint32_t limit; /* 0: no limit */
+};
+
+struct profile_top_entry {
+	const char *function;
+	uint64_t self, total;
+};
+
+struct profile_stack {
+	const char *text; /* "comm;root;...;leaf" */
+	uint64_t count;
+	uint32_t pid;     /* the pid if one process has this stack, else 0 */
+};
+
+/* Functions by self count (then total, then name); the comm frame is not
+ * a function. Results are allocated in a (borrowed). Returns 0 or a
+ * negative errno; outputs untouched on failure. */
+int profile_top(struct profile_store *p, const struct profile_query *q, struct arena *a,
+		struct profile_top_entry **ret_entries, size_t *ret_n, uint64_t *ret_total);
+/* Distinct stacks by count, one per distinct text. */
+int profile_folded(struct profile_store *p, const struct profile_query *q, struct arena *a,
+		   struct profile_stack **ret_stacks, size_t *ret_n, uint64_t *ret_total);

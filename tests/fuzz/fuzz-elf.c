@@ -1,0 +1,136 @@
+/* fuzz-elf.c - fuzzes the resumable ELF analysis (symbolizer/elf) the way
+ * the service drives it: an empty image of the input's size, then step,
+ * satisfy the named ranges from the input, put, step again. A finished
+ * symtab is also looked up, serialised and deserialised.
+ *
+ * Build with libFuzzer:
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -DSONDE_LIBFUZZER \
+ *     -D_GNU_SOURCE -Isymbolizer/elf tests/fuzz/fuzz-elf.c \
+ *     symbolizer/elf/{file_image,elf_analysis,symtab,debug}.c -lelf -lz
+ * Without SONDE_LIBFUZZER, main() replays the files named on the command
+ * line (for a corpus run under meson, or to reproduce a crash).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elf_analysis.h"
+#include "file_image.h"
+#include "symtab.h"
+
+/* Inputs above this are not interesting and only slow the fuzzer. */
+#define FUZZ_MAX_INPUT (1u << 20)
+/* The analysis has 4 layers plus overflow of the range list; far more
+ * steps than this would be a loop. */
+#define FUZZ_MAX_STEPS 64
+
+static void exercise(const struct symtab *t, size_t size)
+{
+	struct symtab_lookup lk;
+	const char *names[4];
+	struct symtab *u;
+	uint32_t crc;
+	uint64_t va;
+	size_t blob_size, len;
+	void *blob;
+
+	for (uint64_t a = 0; a < 4 * (uint64_t)size; a += 61) {
+		if (symtab_lookup(t, a, &lk) == 0) {
+			if (lk.offset != a - lk.start || strlen(lk.name) == 0)
+				abort();
+			symtab_names(t, lk.start, names, 4);
+		}
+		symtab_offset_to_vaddr(t, a, &va);
+	}
+	symtab_build_id(t, &len);
+	if (len > 64 || strlen(symtab_debuglink(t, &crc)) > 255)
+		abort();
+	blob = symtab_serialize(t, &blob_size);
+	if (!blob)
+		return;
+	u = symtab_deserialize(blob, blob_size);
+	if (!u || symtab_count(u) != symtab_count(t))
+		abort(); /* our own blob must always load */
+	symtab_free(u);
+	free(blob);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct file_image *img;
+	struct symtab *t = NULL;
+	struct elf_need need;
+	const char *reason = NULL;
+	int rc = -1, steps;
+
+	if (size == 0 || size > FUZZ_MAX_INPUT)
+		return 0;
+	img = file_image_new(size);
+	if (!img)
+		return 0;
+	for (steps = 0; steps < FUZZ_MAX_STEPS; steps++) {
+		rc = elf_analysis_step(img, &need, &t, &reason);
+		if (rc != -EAGAIN)
+			break;
+		if (need.n == 0 || need.n > ELF_ANALYSIS_MAX_RANGES)
+			abort(); /* no progress possible */
+		for (size_t i = 0; i < need.n; i++) {
+			const struct elf_range *r = &need.ranges[i];
+
+			if (r->length == 0 || r->offset > size || r->length > size - r->offset)
+				abort(); /* asked for bytes outside the file */
+			if (file_image_put(img, r->offset, data + r->offset, r->length) != 0)
+				abort();
+		}
+	}
+	if (steps == FUZZ_MAX_STEPS)
+		abort(); /* did not finish */
+	if (rc == -EBADMSG && !reason)
+		abort();
+	if (rc == 0) {
+		exercise(t, size);
+		symtab_free(t);
+	}
+	file_image_free(img);
+	return 0;
+}
+
+#ifndef SONDE_LIBFUZZER
+int main(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		FILE *f = fopen(argv[i], "rbe");
+		uint8_t *buf = NULL;
+		size_t len = 0, cap = 0, n;
+
+		if (!f) {
+			perror(argv[i]);
+			return 1;
+		}
+		do {
+			if (len == cap) {
+				uint8_t *p;
+
+				cap = cap ? cap * 2 : 65536;
+				p = realloc(buf, cap);
+				if (!p) {
+					free(buf);
+					fclose(f);
+					return 1;
+				}
+				buf = p;
+			}
+			n = fread(buf + len, 1, cap - len, f);
+			len += n;
+		} while (n > 0);
+		fclose(f);
+		LLVMFuzzerTestOneInput(buf, len);
+		free(buf);
+	}
+	return 0;
+}
+#endif

@@ -1,0 +1,262 @@
+#!/usr/bin/python3
+"""fake_symbolizer.py - a throwaway Ingest server for testing sonde-sensor.
+
+Accepts /sonde.v1.Ingest/Connect, answers Hello with Welcome, prints what
+arrives, asks for one ReadRange per registered file (up to --reads) and checks
+the returned bytes against the file itself. Ends the stream when the sensor
+half-closes. Stubs are generated at start into a temporary directory:
+
+  sudo /usr/bin/python3 tests/integration/fake_symbolizer.py --listen unix:/tmp/sonde.sock
+
+Needs Debian's python3-grpcio and python3-protobuf, protoc and
+grpc_python_plugin (protobuf-compiler-grpc).
+"""
+import argparse
+import collections
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent import futures
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def load_stubs():
+    out = tempfile.mkdtemp(prefix="sonde-stubs-")
+    subprocess.run(["protoc", "-I", os.path.join(ROOT, "proto"), "--python_out=" + out,
+                    "--grpc_out=" + out,
+                    "--plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin",
+                    os.path.join(ROOT, "proto/sonde/v1/ingest.proto")], check=True)
+    sys.path.insert(0, out)
+    from sonde.v1 import ingest_pb2, ingest_pb2_grpc  # noqa: E402
+    return ingest_pb2, ingest_pb2_grpc
+
+
+pb, pb_grpc = load_stubs()
+import grpc  # noqa: E402
+
+
+class Stats:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.kinds = collections.Counter()
+        self.samples = 0
+        self.stack_defs = 0
+        self.outcomes = collections.Counter()
+        self.max_user = 0
+        self.kernel_stacks = 0
+        self.pids = set()
+        self.exits = set()
+        self.ksyms = 0
+        self.ranges_ok = 0
+        self.ranges_bad = 0
+        self.connections = 0
+        self.top = collections.Counter()
+
+
+STATS = Stats()
+
+
+class Ingest(pb_grpc.IngestServicer):
+    def __init__(self, args):
+        self.args = args
+
+    def Connect(self, request_iterator, context):
+        out = queue.Queue()
+        files = {}      # file_id -> (path, size, pid, start, end, offset)
+        pending = {}    # request_id -> (file_id, offset, length, path)
+        defs = {}
+        next_req = [1]
+        done = threading.Event()
+        args = self.args
+        with STATS.lock:
+            STATS.connections += 1
+        conn = STATS.connections
+
+        def log(*a):
+            if not args.quiet:
+                print(f"[conn {conn}]", *a, flush=True)
+
+        def ask(fid):
+            path, size = files[fid][0], files[fid][1]
+            rid = next_req[0]
+            next_req[0] += 1
+            length = min(4096, size)
+            off = 0 if size <= 8192 else size // 2
+            pending[rid] = (fid, off, length, path)
+            out.put(pb.SymbolizerMessage(read_range=pb.ReadRange(
+                request_id=rid, file_id=fid, offset=off, length=length)))
+
+        def reader():
+            asked = 0
+            try:
+                for m in request_iterator:
+                    kind = m.WhichOneof("kind")
+                    with STATS.lock:
+                        STATS.kinds[kind] += 1
+                    if kind == "hello":
+                        log("hello:", m.hello.hostname, m.hello.kernel_release,
+                            m.hello.frequency_hz, "Hz, version", m.hello.sensor_version)
+                        out.put(pb.SymbolizerMessage(welcome=pb.Welcome(
+                            protocol_version=1, max_message_bytes=16 << 20,
+                            max_read_bytes=4 << 20)))
+                        if args.bad_request and conn == 1:
+                            # Fail-closed check: the sensor must end the stream.
+                            out.put(pb.SymbolizerMessage(read_range=pb.ReadRange(
+                                request_id=999, file_id=b"abc", offset=0, length=16)))
+                    elif kind == "process":
+                        p = m.process
+                        with STATS.lock:
+                            STATS.pids.add(p.pid)
+                        for mp in p.mappings:
+                            if len(mp.file_id) == 16 and mp.file_id not in files:
+                                # map_files is the mapped inode even if the
+                                # path was replaced since (as the sensor reads).
+                                mf = f"/proc/{p.pid}/map_files/{mp.start:x}-{mp.end:x}"
+                                files[mp.file_id] = (mf, mp.file_size, p.pid)
+                                if asked < args.reads:
+                                    asked += 1
+                                    ask(mp.file_id)
+                        if args.verbose:
+                            log("process", p.pid, p.comm, p.exe_path, len(p.mappings), "maps")
+                    elif kind == "exit":
+                        with STATS.lock:
+                            STATS.exits.add(m.exit.pid)
+                        if args.verbose:
+                            log("exit", m.exit.pid)
+                    elif kind == "kernel_symbols":
+                        with STATS.lock:
+                            STATS.ksyms += len(m.kernel_symbols.symbols)
+                        if m.kernel_symbols.last:
+                            log("kernel symbols:", STATS.ksyms)
+                    elif kind == "stacks":
+                        for d in m.stacks.stacks:
+                            if d.id in defs:
+                                log("ERROR: stack id", d.id, "defined twice")
+                            defs[d.id] = d
+                            if args.verbose:
+                                log("stack", d.id, pb.StackOutcome.Name(d.outcome),
+                                    "kernel", ["%x" % a for a in d.kernel[:6]],
+                                    "user", ["%s+%x" % (f.file_id.hex()[:8] or "raw", f.address)
+                                             for f in d.user[:40]])
+                            with STATS.lock:
+                                STATS.stack_defs += 1
+                                STATS.outcomes[pb.StackOutcome.Name(d.outcome)] += 1
+                                STATS.max_user = max(STATS.max_user, len(d.user))
+                                if d.kernel:
+                                    STATS.kernel_stacks += 1
+                        for s in m.stacks.samples:
+                            if s.stack_id not in defs:
+                                log("ERROR: count for undefined stack", s.stack_id)
+                            with STATS.lock:
+                                STATS.samples += s.count
+                                STATS.top[(s.comm, s.stack_id, conn)] += s.count
+                    elif kind == "file_range":
+                        fr = m.file_range
+                        req = pending.pop(fr.request_id, None)
+                        if req is None:
+                            log("ERROR: FileRange for unknown request", fr.request_id)
+                            continue
+                        fid, off, length, path = req
+                        if fr.error:
+                            log("file range error:", fr.error, path)
+                            with STATS.lock:
+                                STATS.ranges_bad += 1
+                            continue
+                        try:
+                            with open(path, "rb") as f:
+                                f.seek(off)
+                                want = f.read(length)
+                        except OSError as e:
+                            want = None
+                            log("cannot read", path, e)
+                        ok = want == fr.data and fr.file_id == fid and fr.offset == off
+                        with STATS.lock:
+                            if ok:
+                                STATS.ranges_ok += 1
+                            else:
+                                STATS.ranges_bad += 1
+                        log("file range", fr.request_id, path, off, len(fr.data),
+                            "OK" if ok else "MISMATCH")
+                    elif kind == "stats":
+                        st = m.stats
+                        log(f"stats: taken {st.samples_taken} lost {st.samples_lost} "
+                            f"dropped {st.samples_dropped} procs {st.processes} "
+                            f"files {st.files}")
+            except grpc.RpcError as e:
+                code = e.code() if hasattr(e, "code") else "cancelled"
+                log("stream broke:", code)
+            log("sensor half-closed" if context.is_active() else "stream over")
+            done.set()
+
+        threading.Thread(target=reader, daemon=True).start()
+        while True:
+            try:
+                msg = out.get(timeout=0.1)
+                yield msg
+                continue
+            except queue.Empty:
+                pass
+            if done.is_set() and out.empty():
+                # Answer outstanding reads first, then end the stream.
+                if pending and context.is_active():
+                    time.sleep(0.1)
+                    if pending:
+                        continue
+                break
+            if not context.is_active():
+                break
+
+
+def summary():
+    s = STATS
+    print("SUMMARY connections=%d samples=%d stack_defs=%d outcomes=%s max_user_frames=%d "
+          "kernel_stacks=%d processes=%d exits=%d ksyms=%d ranges_ok=%d ranges_bad=%d kinds=%s"
+          % (s.connections, s.samples, s.stack_defs, dict(s.outcomes), s.max_user,
+             s.kernel_stacks, len(s.pids), len(s.exits), s.ksyms, s.ranges_ok,
+             s.ranges_bad, dict(s.kinds)), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--listen", default="unix:/tmp/sonde-fake.sock")
+    ap.add_argument("--duration", type=float, default=0, help="exit after S seconds")
+    ap.add_argument("--reads", type=int, default=3, help="ReadRanges per connection")
+    ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--bad-request", action="store_true",
+                    help="send a malformed ReadRange on the first connection")
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args()
+    if args.listen.startswith("unix:"):
+        try:
+            os.unlink(args.listen[5:])
+        except FileNotFoundError:
+            pass
+        addr = args.listen
+    else:
+        addr = args.listen[4:] if args.listen.startswith("tcp:") else args.listen
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8),
+                         options=[("grpc.max_receive_message_length", 32 << 20)])
+    pb_grpc.add_IngestServicer_to_server(Ingest(args), server)
+    server.add_insecure_port(addr)
+    server.start()
+    print("listening on", args.listen, flush=True)
+    try:
+        if args.duration:
+            time.sleep(args.duration)
+        else:
+            while True:
+                time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        summary()
+        server.stop(0.5)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,343 @@
+/* test-store.c - the SQLite file-analysis cache and the profile store:
+ * round trip, analysed-once across reopen, a corrupt file moved aside, the
+ * schema version check, and profile insert/Top/Folded over windows and a
+ * pid filter. The symtab comes from analysing this test's own binary. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sqlite3.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "cache.h"
+#include "profile.h"
+#include "elf_analysis.h"
+
+static char dir[256];
+static char db_path[300];
+
+static int setup(void **state)
+{
+	snprintf(dir, sizeof(dir), "/tmp/test-store.XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(db_path, sizeof(db_path), "%s/cache.db", dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char p[600];
+
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		unlink(p);
+	}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+	return 0;
+}
+
+static struct symtab *own_symtab(void)
+{
+	struct file_image *img = file_image_open("/proc/self/exe");
+	struct symtab *t = NULL;
+	struct elf_need need;
+	const char *reason;
+
+	assert_non_null(img);
+	assert_int_equal(elf_analysis_step(img, &need, &t, &reason), 0);
+	file_image_free(img);
+	return t;
+}
+
+static void test_cache_round_trip(void **state)
+{
+	struct cache *c = NULL;
+	struct fileid a = { { 1, 2, 3 } }, b = { { 9, 9, 9 } }, none = { { 7 } }, found;
+	struct symtab *t = own_symtab();
+	const struct symtab *got = NULL;
+	const char *err = NULL;
+	struct symtab_lookup l;
+	struct cache_stats st;
+	uint64_t addr = (uint64_t)(uintptr_t)&test_cache_round_trip;
+	const uint8_t *bid;
+	size_t bid_len;
+
+	(void)addr;
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	assert_int_equal(cache_lookup(c, &a, &got, &err), CACHE_MISS);
+	bid = symtab_build_id(t, &bid_len);
+	uint8_t bid_copy[64];
+	size_t bl = bid_len;
+	memcpy(bid_copy, bid, bid_len);
+	size_t n = symtab_count(t);
+	assert_true(n > 0);
+	assert_int_equal(cache_store(c, &a, t, NULL, 1000), 0);
+	assert_int_equal(cache_store(c, &b, NULL, "not an ELF file", 1001), 0);
+	assert_int_equal(cache_lookup(c, &a, &got, &err), CACHE_OK);
+	assert_int_equal(symtab_count(got), n);
+	assert_int_equal(cache_lookup(c, &b, &got, &err), CACHE_ERROR);
+	assert_string_equal(err, "not an ELF file");
+	if (bl) {
+		assert_int_equal(cache_find_build_id(c, bid_copy, bl, &found), 0);
+		assert_memory_equal(found.bytes, a.bytes, FILEID_LEN);
+	}
+	assert_int_equal(cache_find_build_id(c, (const uint8_t *)"zz", 2, &found), -ENOENT);
+	cache_get_stats(c, &st);
+	assert_int_equal(st.mem_hits, 2);
+	assert_int_equal(st.misses, 1);
+	assert_int_equal(st.files_ok, 1);
+	assert_int_equal(st.files_failed, 1);
+	cache_close(c);
+
+	/* Analysed once: after reopening, both results come from disk. */
+	c = NULL;
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	assert_true(cache_contains(c, &a));
+	assert_false(cache_contains(c, &none));
+	assert_int_equal(cache_lookup(c, &a, &got, &err), CACHE_OK);
+	assert_int_equal(symtab_count(got), n);
+	assert_int_equal(symtab_lookup(got, 0, &l) == 0 || 1, 1);
+	assert_int_equal(cache_lookup(c, &b, &got, &err), CACHE_ERROR);
+	assert_string_equal(err, "not an ELF file");
+	cache_get_stats(c, &st);
+	assert_int_equal(st.db_hits, 2);
+	cache_close(c);
+}
+
+static void test_cache_lru_bound(void **state)
+{
+	struct cache *c = NULL;
+	struct cache_opts o = { .mem_max_entries = 2 };
+	struct cache_stats st;
+
+	assert_int_equal(cache_open(db_path, &o, &c), 0);
+	for (uint8_t i = 0; i < 10; i++) {
+		struct fileid id = { { 0xee, i } };
+
+		assert_int_equal(cache_store(c, &id, NULL, "e", 1), 0);
+	}
+	cache_get_stats(c, &st);
+	assert_int_equal(st.mem_entries, 2);
+	for (uint8_t i = 0; i < 10; i++) {
+		struct fileid id = { { 0xee, i } };
+		const char *err;
+
+		assert_int_equal(cache_lookup(c, &id, NULL, &err), CACHE_ERROR);
+	}
+	cache_get_stats(c, &st);
+	assert_int_equal(st.mem_entries, 2);
+	assert_true(st.db_hits >= 8);
+	cache_close(c);
+}
+
+static int count_corrupt_files(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		n += strstr(e->d_name, "cache.db.corrupt-") != NULL;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void test_cache_corrupt_moved_aside(void **state)
+{
+	struct cache *c = NULL;
+	struct fileid a = { { 5 } };
+	FILE *f = fopen(db_path, "w");
+
+	assert_non_null(f);
+	for (int i = 0; i < 2000; i++)
+		fputs("this is not a database\n", f);
+	fclose(f);
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	assert_int_equal(count_corrupt_files(), 1);
+	assert_int_equal(cache_store(c, &a, NULL, "x", 1), 0);
+	cache_close(c);
+	c = NULL;
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	assert_true(cache_contains(c, &a));
+	cache_close(c);
+}
+
+static void test_cache_schema_version(void **state)
+{
+	struct cache *c = NULL;
+	sqlite3 *db;
+
+	/* Newer schema: refused, left alone. */
+	assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "CREATE TABLE t(x); PRAGMA user_version=99", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(cache_open(db_path, NULL, &c), -EPROTONOSUPPORT);
+	assert_null(c);
+	assert_int_equal(count_corrupt_files(), 0);
+	/* Someone else's database (version 0 with tables): refused. */
+	assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=0", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(cache_open(db_path, NULL, &c), -EEXIST);
+	unlink(db_path);
+	/* A fresh one gets our version. */
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	cache_close(c);
+	assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(st, 0), CACHE_SCHEMA_VERSION);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+static void test_folded_push(void **state)
+{
+	struct folded f = { 0 };
+
+	assert_int_equal(folded_push(&f, "a;b", false), 0);
+	assert_int_equal(folded_push(&f, "line\nbreak", false), 0);
+	assert_int_equal(folded_push(&f, "", false), 0);
+	assert_int_equal(folded_push(&f, "schedule", true), 0);
+	assert_string_equal(f.buf, "a:b;linebreak;[unknown];schedule_[k]");
+	folded_done(&f);
+}
+
+static const struct profile_top_entry *find_top(const struct profile_top_entry *e, size_t n,
+						const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(e[i].function, name) == 0)
+			return &e[i];
+	return NULL;
+}
+
+static void test_profile(void **state)
+{
+	struct cache *c = NULL;
+	struct profile_store *p;
+	struct arena *a = arena_new();
+	struct profile_top_entry *top;
+	struct profile_stack *st;
+	size_t n;
+	uint64_t total;
+	const uint64_t t0 = 1700000000; /* a minute boundary + 20 s */
+	struct profile_query all = { 0 };
+
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	p = profile_new(c, 60);
+	assert_non_null(p);
+	/* pid 1: main;f;g x5 (twice in one minute), main;f x2; recursion
+	 * main;f;f x1; pid 2: main;h x4 a few minutes later. */
+	assert_int_equal(profile_add(p, t0, 1, "app;x", "main;f;g", 3), 0);
+	assert_int_equal(profile_add(p, t0 + 1, 1, "app;x", "main;f;g", 2), 0);
+	assert_int_equal(profile_add(p, t0, 1, "app;x", "main;f", 2), 0);
+	assert_int_equal(profile_add(p, t0, 1, "app;x", "main;f;f", 1), 0);
+	assert_int_equal(profile_flush(p), 0);
+	assert_int_equal(profile_add(p, t0 + 300, 2, "other", "main;h", 4), 0);
+
+	assert_int_equal(profile_top(p, &all, a, &top, &n, &total), 0);
+	assert_int_equal(total, 12);
+	assert_int_equal(n, 4); /* main f g h; no comm */
+	assert_null(find_top(top, n, "app:x"));
+	assert_int_equal(find_top(top, n, "g")->self, 5);
+	assert_int_equal(find_top(top, n, "f")->self, 3);
+	assert_int_equal(find_top(top, n, "f")->total, 8); /* once per stack */
+	assert_int_equal(find_top(top, n, "main")->total, 12);
+	assert_int_equal(find_top(top, n, "main")->self, 0);
+	assert_string_equal(top[0].function, "g"); /* ordered by self */
+
+	struct profile_query lim = { .limit = 2 };
+	assert_int_equal(profile_top(p, &lim, a, &top, &n, &total), 0);
+	assert_int_equal(n, 2);
+
+	struct profile_query pid2 = { .pid = 2 };
+	assert_int_equal(profile_folded(p, &pid2, a, &st, &n, &total), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(total, 4);
+	assert_string_equal(st[0].text, "other;main;h");
+	assert_int_equal(st[0].pid, 2);
+
+	/* Windows: [t0, t0+60) has pid 1's minute only; a window ending
+	 * inside the first minute still overlaps it. */
+	struct profile_query w1 = { .since_s = t0, .until_s = t0 + 60 };
+	assert_int_equal(profile_folded(p, &w1, a, &st, &n, &total), 0);
+	assert_int_equal(total, 8);
+	assert_int_equal(n, 3);
+	assert_string_equal(st[0].text, "app:x;main;f;g");
+	assert_int_equal(st[0].count, 5);
+	struct profile_query w2 = { .since_s = t0 + 120 };
+	assert_int_equal(profile_folded(p, &w2, a, &st, &n, &total), 0);
+	assert_int_equal(total, 4);
+	struct profile_query w3 = { .since_s = t0 - 3600, .until_s = t0 - 600 };
+	assert_int_equal(profile_folded(p, &w3, a, &st, &n, &total), 0);
+	assert_int_equal(total, 0);
+	assert_int_equal(n, 0);
+
+	/* Retention: 60 minutes after pid 2's minute only nothing is left. */
+	assert_int_equal(profile_expire(p, t0 + 300 + 60 * 60 - 60), 0);
+	assert_int_equal(profile_folded(p, &all, a, &st, &n, &total), 0);
+	assert_int_equal(total, 4);
+	assert_int_equal(profile_expire(p, t0 + 300 + 61 * 60), 0);
+	assert_int_equal(profile_folded(p, &all, a, &st, &n, &total), 0);
+	assert_int_equal(total, 0);
+	profile_free(p);
+	cache_close(c);
+	arena_free(a);
+}
+
+static void test_profile_survives_reopen(void **state)
+{
+	struct cache *c = NULL;
+	struct profile_store *p;
+	struct arena *a = arena_new();
+	struct profile_stack *st;
+	size_t n;
+	uint64_t total;
+	struct profile_query all = { 0 };
+
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	p = profile_new(c, 60);
+	assert_int_equal(profile_add(p, 1700000000, 9, "c", "x", 1), 0);
+	profile_free(p); /* flushes */
+	cache_close(c);
+	c = NULL;
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	p = profile_new(c, 60);
+	assert_int_equal(profile_folded(p, &all, a, &st, &n, &total), 0);
+	assert_int_equal(total, 1);
+	profile_free(p);
+	cache_close(c);
+	arena_free(a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_cache_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache_lru_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache_corrupt_moved_aside, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache_schema_version, setup, teardown),
+		cmocka_unit_test(test_folded_push),
+		cmocka_unit_test_setup_teardown(test_profile, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_profile_survives_reopen, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
