@@ -1,0 +1,60 @@
+/* unwind.h - the unwind table format that the symbolizer compiles from
+ * .eh_frame/.debug_frame, the sensor loads into BPF maps, and the BPF
+ * unwinder (sample.bpf.c) searches. One header for all three, so there is
+ * one definition of a row. Described in docs/unwind-tables.md.
+ *
+ * A table belongs to one file (by file ID) and is a sorted array of rows.
+ * A row covers file offsets [row.pc, next row.pc): it is keyed by *file
+ * offset*, not virtual address, because the sensor (which parses no ELF)
+ * knows only /proc/PID/maps: file offset = address - mapping start +
+ * mapping page offset. The symbolizer does the vaddr -> offset conversion
+ * with the PT_LOAD headers when it compiles the table.
+ *
+ * Rows are little-endian on the wire (sonde.v1.UnwindTable.rows) and in
+ * the maps. Fixed-width fields only; sizes are checked below.
+ */
+#pragma once
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define SONDE_UNWIND_FORMAT_VERSION 1
+
+/* How to find the canonical frame address (CFA) of a frame: the value of
+ * the stack pointer in the caller just before the call instruction. */
+enum sonde_cfa_kind {
+	SONDE_CFA_SP = 1,          /* CFA = rsp + cfa_off */
+	SONDE_CFA_FP = 2,          /* CFA = rbp + cfa_off */
+	SONDE_CFA_PLT = 3,         /* PLT stub: CFA = rsp + 8, + 8 more when
+				    * ((pc & 15) >= 11) (the gcc/ld rule for
+				    * .plt entries; cfa_off unused) */
+	SONDE_CFA_SIGNAL = 4,      /* the signal trampoline (__restore_rt):
+				    * rsp points at the kernel's ucontext;
+				    * the interrupted rip/rsp/rbp are read
+				    * from its sigcontext (see unwind docs) */
+	SONDE_CFA_STOP = 5,        /* the outermost frame of a process or
+				    * thread (return address undefined):
+				    * the stack is complete here */
+	SONDE_CFA_UNSUPPORTED = 6, /* a rule the table cannot express: the
+				    * unwinder tries frame pointers */
+};
+
+/* Where the caller's rbp is. The return address is always at CFA - 8 on
+ * x86-64 (a rule that says otherwise makes the row UNSUPPORTED). */
+enum sonde_fp_kind {
+	SONDE_FP_SAME = 0,   /* rbp unchanged in this frame */
+	SONDE_FP_AT_CFA = 1, /* saved at CFA + fp_off */
+};
+
+struct sonde_unwind_row {
+	__u32 pc;      /* first file offset this row covers */
+	__u8 cfa_kind; /* enum sonde_cfa_kind */
+	__u8 fp_kind;  /* enum sonde_fp_kind */
+	__s16 fp_off;  /* SONDE_FP_AT_CFA: rbp saved at CFA + fp_off */
+	__s32 cfa_off; /* SONDE_CFA_SP/FP: CFA = reg + cfa_off */
+};
+_Static_assert(sizeof(struct sonde_unwind_row) == 12, "sonde_unwind_row layout");
+
+/* Limits the sensor enforces on what it is sent. */
+#define SONDE_UNWIND_MAX_ROWS_PER_FILE (4u << 20)
