@@ -307,6 +307,27 @@ cleanup:
 	return rc;
 }
 
+static void print_outcomes_json(const Sonde__V1__OutcomeCounts *o)
+{
+	const Sonde__V1__OutcomeCounts zero = SONDE__V1__OUTCOME_COUNTS__INIT;
+
+	if (!o)
+		o = &zero;
+	printf("{\"complete\":%" PRIu64 ",\"truncated\":%" PRIu64 ",\"no_table\":%" PRIu64
+	       ",\"read_error\":%" PRIu64 ",\"no_user_stack\":%" PRIu64 "}",
+	       o->complete, o->truncated, o->no_table, o->read_error, o->no_user_stack);
+}
+
+static void print_outcomes_row(const char *label, const Sonde__V1__OutcomeCounts *o)
+{
+	const Sonde__V1__OutcomeCounts zero = SONDE__V1__OUTCOME_COUNTS__INIT;
+
+	if (!o)
+		o = &zero;
+	printf("%-23s %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 "\n",
+	       label, o->complete, o->truncated, o->no_table, o->read_error, o->no_user_stack);
+}
+
 int cmd_status(int argc, char **argv)
 {
 	static const char help[] = "usage: sonde status [--json] [--symbolizer ADDR]\n"
@@ -358,6 +379,10 @@ int cmd_status(int argc, char **argv)
 		{ "cache_misses", st->cache_misses },
 		{ "files_analysed", st->files_analysed },
 		{ "files_failed", st->files_failed },
+		{ "unwind_tables_built", st->unwind_tables_built },
+		{ "unwind_tables_loaded", st->unwind_tables_loaded },
+		{ "unwind_rows_loaded", st->unwind_rows_loaded },
+		{ "bpf_map_bytes", st->bpf_map_bytes },
 		{ "uptime_s", st->uptime_s },
 	};
 	if (json) {
@@ -365,11 +390,31 @@ int cmd_status(int argc, char **argv)
 		json_string(stdout, st->version);
 		for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 			printf(",\"%s\":%" PRIu64, rows[i].key, rows[i].value);
-		printf("}\n");
+		printf(",\"outcomes\":");
+		print_outcomes_json(st->outcomes);
+		printf(",\"processes\":[");
+		for (size_t i = 0; i < st->n_processes; i++) {
+			const Sonde__V1__ProcessOutcomes *p = st->processes[i];
+			printf("%s{\"pid\":%u,\"comm\":", i ? "," : "", p->pid);
+			json_string(stdout, p->comm);
+			printf(",\"outcomes\":");
+			print_outcomes_json(p->outcomes);
+			printf("}");
+		}
+		printf("]}\n");
 	} else {
-		printf("%-18s %s\n", "version", st->version);
+		printf("%-21s %s\n", "version", st->version);
 		for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-			printf("%-18s %" PRIu64 "\n", rows[i].key, rows[i].value);
+			printf("%-21s %" PRIu64 "\n", rows[i].key, rows[i].value);
+		printf("\nuser stacks (samples)   %10s %10s %10s %10s %10s\n", "complete", "truncated",
+		       "no_table", "read_error", "none");
+		print_outcomes_row("all processes", st->outcomes);
+		for (size_t i = 0; i < st->n_processes; i++) {
+			char label[48];
+			snprintf(label, sizeof(label), "%u %.16s", st->processes[i]->pid,
+				 st->processes[i]->comm);
+			print_outcomes_row(label, st->processes[i]->outcomes);
+		}
 	}
 	rpc_message_free(&st->base);
 	return 0;

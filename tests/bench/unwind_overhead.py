@@ -1,0 +1,174 @@
+#!/usr/bin/python3
+"""Benchmark (not a test): the cost of profiling a CPU-bound workload on
+every CPU, side by side in one run, at 19 Hz and 99 Hz:
+
+  sonde   sensor + symbolizer, unwinding with .eh_frame tables
+  bpftrace profile:hz:N { @[ustack, kstack] = count(); }  (frame pointers only,
+          aggregates in the kernel)
+  perf    perf record -g -a (frame pointers, writes every sample to a file)
+
+For each: CPU seconds of the tool's processes, peak RSS, BPF map memory,
+BPF run time per sample (kernel.bpf_stats_enabled), and the workload's
+slowdown against an unprofiled run. The workload is Debian's xz -9 (no
+frame pointers) on a fixed input, one instance per CPU.
+
+  sudo tests/bench/unwind_overhead.py [--build DIR] [--rounds N]
+
+Ratios matter, not absolute times: this machine is shared and noisy.
+"""
+import argparse
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SRC = pathlib.Path(__file__).resolve().parents[2]
+
+
+def clk():
+    return os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu_s(pid):
+    """utime + stime (+ reaped children) of pid, in seconds."""
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])) / clk()
+
+
+def proc_hwm_kib(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
+def bpf_progs():
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout
+    return {p["id"]: p for p in json.loads(out or "[]")}
+
+
+def bpf_maps():
+    out = subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True, text=True).stdout
+    return {m["id"]: m for m in json.loads(out or "[]")}
+
+
+def run_workload(inp, ncpu):
+    t0 = time.monotonic()
+    procs = [subprocess.Popen(["xz", "-9", "-T1", "-c", str(inp)], stdout=subprocess.DEVNULL)
+             for _ in range(ncpu)]
+    for p in procs:
+        p.wait()
+    return time.monotonic() - t0
+
+
+class Tool:
+    def __init__(self, name, hz, build, tmp):
+        self.name, self.hz, self.build, self.tmp = name, hz, pathlib.Path(build), tmp
+        self.pids = []
+
+    def start(self):
+        self.progs0, self.maps0 = set(bpf_progs()), set(bpf_maps())
+        if self.name == "sonde":
+            sock = f"unix:{self.tmp}/bench.sock"
+            sym = subprocess.Popen([str(self.build / "symbolizer/sonde-symbolizer"), "--listen", sock,
+                                    "--cache", f"{self.tmp}/cache/cache.db", "--user", "sonde"],
+                                   stderr=subprocess.DEVNULL)
+            time.sleep(1)
+            sen = subprocess.Popen([str(self.build / "sensor/sonde-sensor"), "--symbolizer", sock,
+                                    "--frequency", str(self.hz)], stderr=subprocess.DEVNULL)
+            self.pids = [sym, sen]
+        elif self.name == "bpftrace":
+            prog = f"profile:hz:{self.hz} {{ @[ustack, kstack] = count(); }}"
+            self.pids = [subprocess.Popen(["bpftrace", "-e", prog], stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL)]
+        elif self.name == "perf":
+            self.pids = [subprocess.Popen(["perf", "record", "-q", "-g", "-a", "-F", str(self.hz),
+                                           "-e", "cpu-clock", "-o", f"{self.tmp}/perf.data"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+        time.sleep(3)  # loaded, attached, tables built
+        self.cpu0 = sum(proc_cpu_s(p.pid) for p in self.pids)
+        self.stats0 = self.bpf_run()
+
+    def bpf_run(self):
+        now = bpf_progs()
+        mine = [p for i, p in now.items() if i not in self.progs0 and p.get("type") == "perf_event"]
+        return sum(p.get("run_time_ns", 0) for p in mine), sum(p.get("run_cnt", 0) for p in mine)
+
+    def map_bytes(self):
+        now = bpf_maps()
+        return sum(int(m.get("bytes_memlock", 0)) for i, m in now.items() if i not in self.maps0)
+
+    def stop(self):
+        res = {"cpu_s": sum(proc_cpu_s(p.pid) for p in self.pids) - self.cpu0,
+               "rss_kib": max(proc_hwm_kib(p.pid) for p in self.pids[-1:]),
+               "map_bytes": self.map_bytes()}
+        ns, cnt = self.bpf_run()
+        ns0, cnt0 = self.stats0
+        res["ns_per_sample"] = (ns - ns0) / (cnt - cnt0) if cnt > cnt0 else 0
+        res["samples"] = cnt - cnt0
+        for p in reversed(self.pids):
+            p.send_signal(signal.SIGINT)
+            try:
+                p.wait(60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=str(SRC / "build"))
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--mb", type=int, default=24, help="size of the xz input")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("run as root")
+    for tool in ("bpftrace", "perf", "xz"):
+        if not shutil.which(tool):
+            sys.exit(f"{tool} is missing (apt-get install bpftrace linux-perf xz-utils)")
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="sonde-bench.", dir="/tmp"))
+    tmp.chmod(0o755)
+    inp = tmp / "input"
+    with open(inp, "wb") as f:
+        for i in range(args.mb * 16):
+            f.write((b"%08d " % i) * 1000 + os.urandom(56000))
+    ncpu = os.cpu_count()
+    subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=True)
+    rows = []
+    try:
+        for hz in (19, 99):
+            base = min(run_workload(inp, ncpu) for _ in range(args.rounds))
+            for name in ("sonde", "bpftrace", "perf"):
+                times, res = [], None
+                for _ in range(args.rounds):
+                    t = Tool(name, hz, args.build, tmp)
+                    t.start()
+                    times.append(run_workload(inp, ncpu))
+                    res = t.stop()
+                res["slowdown_pct"] = 100.0 * (min(times) / base - 1)
+                rows.append((hz, name, res, base))
+                print(f"{hz} Hz {name}: {res}", file=sys.stderr)
+    finally:
+        subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=0"])
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"\nworkload: xz -9 on {args.mb} MB, {ncpu} instances (one per CPU); unprofiled run "
+          f"{rows[0][3]:.1f} s at 19 Hz, {rows[-1][3]:.1f} s at 99 Hz\n")
+    print("| Hz | tool | tool CPU s | CPU vs bpftrace | RSS MiB | BPF maps MiB | BPF ns/sample | samples | workload slowdown |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for hz, name, r, _ in rows:
+        bt = next(x for h, n, x, _ in rows if h == hz and n == "bpftrace")
+        ratio = r["cpu_s"] / bt["cpu_s"] if bt["cpu_s"] > 0 else float("nan")
+        print(f"| {hz} | {name} | {r['cpu_s']:.2f} | {ratio:.2f}x | {r['rss_kib'] / 1024:.1f} | "
+              f"{r['map_bytes'] / 2**20:.1f} | {r['ns_per_sample']:.0f} | {r['samples']} | "
+              f"{r['slowdown_pct']:+.2f}% |")
+
+
+if __name__ == "__main__":
+    main()
