@@ -3,6 +3,11 @@
  * unwinder, plus sched tracepoints that tell the sensor about new, exec'ing
  * and exiting processes and let a --pid filter follow children.
  *
+ * The user walk uses the unwind tables the sensor loads (bpf/unwind.h):
+ * (tgid, pc) -> file table through the `unwind_lpm` trie, then a bounded
+ * binary search in `unwind_rows`; frames without a table fall back to the
+ * frame pointer.
+ *
  * Everything goes out through one ring buffer (`events`); the first u32 of
  * each record is its type (bpf/sample.h). Every failure path counts one
  * enum sonde_bpf_err in the per-CPU `errors` array.
@@ -11,7 +16,9 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
 #include "sample.h"
+#include "unwind.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -61,6 +68,36 @@ struct {
 	__type(value, struct unwind_scratch);
 } scratch SEC(".maps");
 
+/* Every loaded table's rows, in buckets of 8 (bpf/unwind.h). The sensor
+ * sets the size (--unwind-rows) and places each file's table in a slice. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sonde_unwind_bucket);
+} unwind_rows SEC(".maps");
+
+/* Row i of unwind_rows, or NULL past its end. */
+static __always_inline const struct sonde_unwind_row *unwind_row(__u32 i)
+{
+	__u32 b = i / SONDE_UNWIND_ROWS_PER_BUCKET;
+	struct sonde_unwind_bucket *v = bpf_map_lookup_elem(&unwind_rows, &b);
+
+	if (!v)
+		return NULL;
+	return &v->rows[i & (SONDE_UNWIND_ROWS_PER_BUCKET - 1)];
+}
+
+/* (tgid, address) -> the table of the file mapped there. Not
+ * preallocated: a trie node per prefix the sensor inserts. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 262144);
+	__type(key, struct sonde_unwind_lpm_key);
+	__type(value, struct sonde_unwind_lpm_value);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} unwind_lpm SEC(".maps");
+
 static __always_inline void count_err(__u32 err)
 {
 	__u64 *v = bpf_map_lookup_elem(&errors, &err);
@@ -84,14 +121,12 @@ static __always_inline bool task_allowed(__u32 tgid)
 
 /* ---- user stack walker ----
  *
- * Per frame: find how to unwind this pc (unwind_find), then do that unwind
- * step. Today the answer is always "frame pointer"; the .eh_frame-derived
- * tables (per-file stack deltas found through a per-PID LPM trie) plug into
- * unwind_find and add a step kind, without touching the loop.
+ * Per frame: find how to unwind this pc (unwind_find: a table row, or the
+ * frame pointer when the file has no table), then do that unwind step.
  */
 enum unwind_method {
 	UNWIND_FRAME_POINTER = 1,
-	/* UNWIND_TABLE: CFA = sp/fp + delta, RA and FP at CFA offsets. */
+	UNWIND_TABLE = 2, /* rule.row: CFA = sp/fp + delta, RA and FP at CFA offsets */
 };
 
 struct user_walk {
@@ -102,16 +137,93 @@ struct user_walk {
 	__u32 tgid;
 	__u8 outcome;  /* set when the walk stops early */
 	__u8 last;     /* write the current pc, then stop */
-	__u8 pad[6];
+	__u8 exact_pc; /* pc is where the frame is (frame 0, after a signal),
+			* not a return address just past a call */
+	__u8 used_fp;  /* some frame had no table */
+	__u8 pad[4];
 };
 
 struct walk_rule {
 	__u32 method; /* enum unwind_method */
+	__u32 x;      /* UNWIND_TABLE: the file offset that was looked up */
+	struct sonde_unwind_row row;
 };
 
+/* The kernel's x86-64 signal frame (arch/x86/kernel/signal_64.c): when the
+ * handler returns into __restore_rt, rsp points at the struct ucontext
+ * after the popped pretcode. These are user ABI and never change, so they
+ * are plain constants, checked here against the kernel's own types. */
+#define UC_MCONTEXT_OFF 40
+#define SIGCONTEXT_BP_OFF 80
+#define SIGCONTEXT_SP_OFF 120
+#define SIGCONTEXT_IP_OFF 128
+_Static_assert(__builtin_offsetof(struct ucontext, uc_mcontext) == UC_MCONTEXT_OFF, "ucontext");
+_Static_assert(__builtin_offsetof(struct sigcontext_64, bp) == SIGCONTEXT_BP_OFF, "sigcontext bp");
+_Static_assert(__builtin_offsetof(struct sigcontext_64, sp) == SIGCONTEXT_SP_OFF, "sigcontext sp");
+_Static_assert(__builtin_offsetof(struct sigcontext_64, ip) == SIGCONTEXT_IP_OFF, "sigcontext ip");
+
+/* Returns 1 to stop the walk (outcome set), else 0 with rule filled. */
 static __always_inline int unwind_find(const struct user_walk *st, struct walk_rule *rule)
 {
+	struct sonde_unwind_lpm_key key = {};
+	struct sonde_unwind_lpm_value *v;
+	const struct sonde_unwind_row *r;
+	__u32 start, count, lo = 0, len, idx;
+	__u64 x;
+
 	rule->method = UNWIND_FRAME_POINTER;
+	key.prefixlen = SONDE_UNWIND_LPM_PID_BITS + 64;
+	key.pid = st->tgid;
+	key.addr_be = bpf_cpu_to_be64(st->pc);
+	v = bpf_map_lookup_elem(&unwind_lpm, &key);
+	if (!v)
+		return 0;
+	x = st->pc - v->bias;
+	if (st->pc < v->bias || x > 0xffffffffull) {
+		count_err(SONDE_ERR_UNWIND_OFFSET);
+		return 0;
+	}
+	/* A return address is just past the call; the call is what the
+	 * caller's row describes (the callee may be noreturn, the call the
+	 * last instruction of a function). */
+	if (!st->exact_pc && x > 0)
+		x--;
+	start = v->row_start;
+	count = v->row_count;
+	if (count == 0)
+		return 0;
+	/* The last row with pc <= x. The answer stays in [lo, lo + len);
+	 * len halves (rounding up) each time: 23 steps cover 2^23 rows. */
+	len = count;
+	for (int i = 0; i < SONDE_UNWIND_SEARCH_STEPS; i++) {
+		__u32 half;
+
+		if (len <= 1)
+			break;
+		half = len / 2;
+		idx = start + lo + half;
+		r = unwind_row(idx);
+		if (!r) {
+			count_err(SONDE_ERR_UNWIND_ROW_LOOKUP);
+			return 0;
+		}
+		if (r->pc <= x)
+			lo += half;
+		len -= half;
+	}
+	idx = start + lo;
+	r = unwind_row(idx);
+	if (!r) {
+		count_err(SONDE_ERR_UNWIND_ROW_LOOKUP);
+		return 0;
+	}
+	if (r->pc > x) {
+		count_err(SONDE_ERR_UNWIND_NO_ROW);
+		return 0;
+	}
+	rule->row = *r;
+	rule->x = x;
+	rule->method = r->cfa_kind == SONDE_CFA_UNSUPPORTED ? UNWIND_FRAME_POINTER : UNWIND_TABLE;
 	return 0;
 }
 
@@ -143,6 +255,7 @@ static __always_inline int unwind_step_fp(struct user_walk *st)
 	}
 	st->pc = frame[1];
 	st->sp = st->fp + 16;
+	st->exact_pc = 0;
 	if (frame[0] != 0 && frame[0] <= st->fp) {
 		count_err(SONDE_ERR_USER_BAD_FP);
 		/* The return address is good, the chain above it is not:
@@ -155,6 +268,88 @@ static __always_inline int unwind_step_fp(struct user_walk *st)
 	return 0;
 }
 
+/* __restore_rt: the interrupted registers are in the ucontext at rsp. */
+static __always_inline int unwind_step_signal(struct user_walk *st)
+{
+	/* sigcontext bp .. ip: bp, bx, dx, ax, cx, sp, ip */
+	__u64 regs[(SIGCONTEXT_IP_OFF - SIGCONTEXT_BP_OFF) / 8 + 1];
+
+	if (bpf_probe_read_user(regs, sizeof(regs),
+				(const void *)(st->sp + UC_MCONTEXT_OFF + SIGCONTEXT_BP_OFF))) {
+		count_err(SONDE_ERR_UNWIND_SIGNAL);
+		st->outcome = SONDE_OUTCOME_READ_ERROR;
+		return 1;
+	}
+	st->fp = regs[0];
+	st->sp = regs[(SIGCONTEXT_SP_OFF - SIGCONTEXT_BP_OFF) / 8];
+	st->pc = regs[(SIGCONTEXT_IP_OFF - SIGCONTEXT_BP_OFF) / 8];
+	if (st->pc == 0) {
+		count_err(SONDE_ERR_UNWIND_SIGNAL);
+		st->outcome = SONDE_OUTCOME_READ_ERROR;
+		return 1;
+	}
+	/* The interrupted instruction itself, not a return address. */
+	st->exact_pc = 1;
+	return 0;
+}
+
+/* Applies a table row. Returns 1 to stop the walk (outcome set), else 0. */
+static __always_inline int unwind_step_table(struct user_walk *st, const struct walk_rule *rule)
+{
+	__u64 cfa, ra, fp;
+
+	switch (rule->row.cfa_kind) {
+	case SONDE_CFA_SP:
+		cfa = st->sp + (__s64)rule->row.cfa_off;
+		break;
+	case SONDE_CFA_FP:
+		cfa = st->fp + (__s64)rule->row.cfa_off;
+		break;
+	case SONDE_CFA_PLT:
+		/* ld's .plt entries: jmp *GOT (6 bytes), push $n (5), jmp
+		 * PLT0 (5); after the push (byte 11 on) 8 more bytes are on
+		 * the stack. File offsets and vaddrs agree mod 16. */
+		cfa = st->sp + 8 + ((rule->x & 15) >= 11 ? 8 : 0);
+		break;
+	case SONDE_CFA_SIGNAL:
+		return unwind_step_signal(st);
+	case SONDE_CFA_STOP:
+		st->outcome = SONDE_OUTCOME_COMPLETE;
+		return 1;
+	default:
+		count_err(SONDE_ERR_UNWIND_BAD_RULE);
+		st->outcome = SONDE_OUTCOME_READ_ERROR;
+		return 1;
+	}
+	if (cfa <= st->sp) {
+		count_err(SONDE_ERR_UNWIND_BAD_CFA);
+		st->outcome = SONDE_OUTCOME_READ_ERROR;
+		return 1;
+	}
+	if (bpf_probe_read_user(&ra, sizeof(ra), (const void *)(cfa - 8))) {
+		count_err(SONDE_ERR_UNWIND_READ_RA);
+		st->outcome = SONDE_OUTCOME_READ_ERROR;
+		return 1;
+	}
+	if (rule->row.fp_kind == SONDE_FP_AT_CFA) {
+		if (bpf_probe_read_user(&fp, sizeof(fp),
+					(const void *)(cfa + (__s64)rule->row.fp_off))) {
+			count_err(SONDE_ERR_UNWIND_READ_FP);
+			st->outcome = SONDE_OUTCOME_READ_ERROR;
+			return 1;
+		}
+		st->fp = fp;
+	}
+	if (ra == 0) {
+		st->outcome = SONDE_OUTCOME_COMPLETE;
+		return 1;
+	}
+	st->pc = ra;
+	st->sp = cfa;
+	st->exact_pc = 0;
+	return 0;
+}
+
 static long unwind_frame(__u64 index, void *ctx)
 {
 	struct user_walk *st = ctx;
@@ -162,6 +357,7 @@ static long unwind_frame(__u64 index, void *ctx)
 	struct walk_rule rule;
 	__u32 zero = 0;
 	__u32 n = st->n;
+	int r;
 
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s) {
@@ -182,8 +378,18 @@ static long unwind_frame(__u64 index, void *ctx)
 	if (unwind_find(st, &rule))
 		return 1;
 	switch (rule.method) {
+	case UNWIND_TABLE:
+		return unwind_step_table(st, &rule);
 	case UNWIND_FRAME_POINTER:
-		return unwind_step_fp(st);
+		st->used_fp = 1;
+		r = unwind_step_fp(st);
+		/* No table, and no frame pointer either: say so, rather than
+		 * blame the stack. */
+		if (st->outcome == SONDE_OUTCOME_READ_ERROR) {
+			count_err(SONDE_ERR_UNWIND_FP_FALLBACK);
+			st->outcome = SONDE_OUTCOME_NO_TABLE;
+		}
+		return r;
 	default:
 		st->outcome = SONDE_OUTCOME_NO_TABLE;
 		return 1;
@@ -228,6 +434,7 @@ static __always_inline __u8 walk_user(struct bpf_perf_event_data *ctx, __u32 tgi
 		return SONDE_OUTCOME_READ_ERROR;
 	}
 	st.tgid = tgid;
+	st.exact_pc = 1;
 	st.outcome = SONDE_OUTCOME_TRUNCATED; /* unless the walk says otherwise */
 	*flags |= SONDE_SAMPLE_USER_PC0;
 	/* One extra iteration: it notices "more than the maximum". */
@@ -236,6 +443,8 @@ static __always_inline __u8 walk_user(struct bpf_perf_event_data *ctx, __u32 tgi
 		return SONDE_OUTCOME_READ_ERROR;
 	}
 	*ret_n = st.n;
+	if (st.used_fp)
+		*flags |= SONDE_SAMPLE_FP_FALLBACK;
 	return st.outcome;
 }
 

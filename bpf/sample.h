@@ -31,7 +31,8 @@ enum sonde_stack_outcome {
 	SONDE_OUTCOME_NONE = 0,
 	SONDE_OUTCOME_COMPLETE = 1,  /* reached fp 0 / return address 0 */
 	SONDE_OUTCOME_TRUNCATED = 2, /* SONDE_MAX_USER_FRAMES frames and more */
-	SONDE_OUTCOME_NO_TABLE = 3,  /* reserved for the table unwinder */
+	SONDE_OUTCOME_NO_TABLE = 3,  /* a frame without a table, where the frame
+				      * pointer fallback failed too */
 	SONDE_OUTCOME_READ_ERROR = 4,/* a frame could not be read, or a bad chain */
 };
 
@@ -42,6 +43,9 @@ enum sonde_stack_outcome {
 #define SONDE_SAMPLE_USER_PC0 0x1u
 /* The sample interrupted user mode (else the kernel, user regs from pt_regs). */
 #define SONDE_SAMPLE_IN_USER 0x2u
+/* Some frame had no unwind table (no LPM entry, or an UNSUPPORTED row) and
+ * was unwound with its frame pointer. */
+#define SONDE_SAMPLE_FP_FALLBACK 0x4u
 
 struct sonde_sample {
 	__u32 type; /* SONDE_REC_SAMPLE */
@@ -86,6 +90,16 @@ enum sonde_bpf_err {
 	SONDE_ERR_SCRATCH,             /* per-CPU scratch lookup failed */
 	SONDE_ERR_LOOP,                /* bpf_loop() refused to run */
 	SONDE_ERR_TGID_MAP_FULL,       /* child of an allowed tgid not added */
+	/* The table unwinder (bpf/unwind.h). */
+	SONDE_ERR_UNWIND_OFFSET,       /* pc - bias is no 32-bit file offset: frame pointers */
+	SONDE_ERR_UNWIND_ROW_LOOKUP,   /* a row index outside unwind_rows: frame pointers */
+	SONDE_ERR_UNWIND_NO_ROW,       /* pc before the first row of its table: frame pointers */
+	SONDE_ERR_UNWIND_BAD_RULE,     /* unknown cfa_kind (the sensor checks them) */
+	SONDE_ERR_UNWIND_BAD_CFA,      /* the CFA did not grow above rsp */
+	SONDE_ERR_UNWIND_READ_RA,      /* the return address at CFA - 8 could not be read */
+	SONDE_ERR_UNWIND_READ_FP,      /* the saved rbp at CFA + fp_off could not be read */
+	SONDE_ERR_UNWIND_SIGNAL,       /* the signal frame's sigcontext could not be read */
+	SONDE_ERR_UNWIND_FP_FALLBACK,  /* the frame pointer step failed in a frame without a table */
 	SONDE_ERR__COUNT,
 };
 
@@ -94,4 +108,7 @@ enum sonde_bpf_err {
 		"ringbuf_full", "ringbuf_full_event", "kernel_stack",         \
 			"user_read", "user_bad_fp", "user_truncated",         \
 			"no_user_regs", "scratch", "loop", "tgid_map_full",   \
+			"unwind_offset", "unwind_row_lookup", "unwind_no_row", \
+			"unwind_bad_rule", "unwind_bad_cfa", "unwind_read_ra", \
+			"unwind_read_fp", "unwind_signal", "unwind_fp_fallback", \
 	}

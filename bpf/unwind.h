@@ -58,3 +58,46 @@ _Static_assert(sizeof(struct sonde_unwind_row) == 12, "sonde_unwind_row layout")
 
 /* Limits the sensor enforces on what it is sent. */
 #define SONDE_UNWIND_MAX_ROWS_PER_FILE (4u << 20)
+
+/* ---- how the sensor loads tables into BPF maps (sample.bpf.c) ----
+ *
+ * `unwind_rows`: one BPF_MAP_TYPE_ARRAY for all files, whose elements are
+ * buckets of SONDE_UNWIND_ROWS_PER_BUCKET rows (array elements are padded
+ * to 8 bytes: 12-byte elements would waste a third). Row i is
+ * bucket[i / 8].rows[i % 8]. Each loaded table is a contiguous slice
+ * [row_start, row_start + row_count) of rows, sorted by pc, starting on a
+ * bucket boundary (the sensor's allocator places it), so no bucket holds
+ * rows of two tables; rows past row_count in the last bucket are zero.
+ *
+ * `unwind_lpm`: a BPF_MAP_TYPE_LPM_TRIE from (tgid, address) to the table
+ * of the file mapped there. An executable mapping [start, end) is inserted
+ * as the minimal set of aligned prefixes that covers it exactly. The trie
+ * compares key bytes in order, so the address is big-endian; the tgid is
+ * always matched in full (prefixlen >= 32), its byte order is host order.
+ */
+#define SONDE_UNWIND_ROWS_PER_BUCKET 8
+struct sonde_unwind_bucket {
+	struct sonde_unwind_row rows[SONDE_UNWIND_ROWS_PER_BUCKET];
+};
+_Static_assert(sizeof(struct sonde_unwind_bucket) == 96, "sonde_unwind_bucket layout");
+
+#define SONDE_UNWIND_LPM_PID_BITS 32
+struct sonde_unwind_lpm_key {
+	__u32 prefixlen; /* 32 + number of leading address bits that must match */
+	__u32 pid;       /* tgid, host order */
+	__u64 addr_be;   /* address, big-endian */
+};
+_Static_assert(sizeof(struct sonde_unwind_lpm_key) == 16, "sonde_unwind_lpm_key layout");
+
+struct sonde_unwind_lpm_value {
+	__u64 bias;      /* mapping start - mapping page offset: file offset = pc - bias */
+	__u32 row_start; /* first row of the file's table in unwind_rows */
+	__u32 row_count; /* > 0 */
+};
+_Static_assert(sizeof(struct sonde_unwind_lpm_value) == 16, "sonde_unwind_lpm_value layout");
+
+/* The BPF binary search halves the candidate range at most this many
+ * times (a fixed bound for the verifier): enough for 2^23 rows. */
+#define SONDE_UNWIND_SEARCH_STEPS 23
+_Static_assert((1u << SONDE_UNWIND_SEARCH_STEPS) >= SONDE_UNWIND_MAX_ROWS_PER_FILE,
+	       "binary search bound covers the largest table");

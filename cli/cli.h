@@ -30,7 +30,25 @@ int cli_write_folded(FILE *out, const Sonde__V1__FoldedResponse *folded);
 /* Writes folded stacks to path (atomically: temp file + rename). */
 int cli_write_folded_file(const char *path, const Sonde__V1__FoldedResponse *folded);
 
+/* Options of the commands that query stored profiles (top, folded,
+ * flamegraph). */
+struct cli_query_opts {
+	const char *symbolizer;
+	Sonde__V1__ProfileQuery q;
+	unsigned limit;
+	const char *output;
+};
+/* Parses --symbolizer, --since, --pid, --limit, -o. Returns 0, 1 for
+ * --help (printed), or -EINVAL (reported). */
+int cli_parse_query_opts(int argc, char **argv, const char *help, struct cli_query_opts *o);
+
+/* Writes a self-contained HTML flame graph of the stacks to path
+ * (atomically). Returns 0 or a negative errno. */
+int cli_write_flamegraph_file(const char *path, const Sonde__V1__FoldedResponse *folded,
+			      const char *title);
+
 int cmd_record(int argc, char **argv);
+int cmd_flamegraph(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_folded(int argc, char **argv);
 int cmd_symbolize(int argc, char **argv);

@@ -14,6 +14,7 @@ static const struct {
 	{ "record", cmd_record, "profile a command, a process or the whole host" },
 	{ "top", cmd_top, "show the top functions stored by a running symbolizer" },
 	{ "folded", cmd_folded, "write stored stacks in folded format" },
+	{ "flamegraph", cmd_flamegraph, "write stored stacks as an HTML flame graph" },
 	{ "symbolize", cmd_symbolize, "turn addresses of a file into function names" },
 	{ "status", cmd_status, "show a running symbolizer's counters" },
 };
@@ -25,7 +26,9 @@ static void usage(FILE *out)
 		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\n'sonde COMMAND --help' describes each command.\n"
 		     "Commands that query a running symbolizer use --symbolizer ADDR, else\n"
-		     "$SONDE_SYMBOLIZER, else " CLI_DEFAULT_SYMBOLIZER ".\n");
+		     "$SONDE_SYMBOLIZER, else " CLI_DEFAULT_SYMBOLIZER ".\n"
+		     "A tcp: symbolizer needs mutual TLS: $SONDE_TLS_CA, $SONDE_TLS_CERT,\n"
+		     "$SONDE_TLS_KEY (and $SONDE_TLS_SERVER_NAME), or SONDE_INSECURE=1.\n");
 }
 
 int main(int argc, char **argv)

@@ -31,6 +31,29 @@ int cli_call(const char *address, const char *method, const ProtobufCMessage *re
 	struct rpc_error rerr = { 0 };
 	int err;
 
+	if (strncmp(address, "tcp:", 4) == 0) {
+		/* TCP is mutual TLS (docs/security.md); like SONDE_SYMBOLIZER,
+		 * the material comes from the environment so every subcommand
+		 * takes it. */
+		struct rpc_tls tls = { .ca = getenv("SONDE_TLS_CA"), .cert = getenv("SONDE_TLS_CERT"),
+				       .key = getenv("SONDE_TLS_KEY"),
+				       .server_name = getenv("SONDE_TLS_SERVER_NAME") };
+		const char *insecure = getenv("SONDE_INSECURE");
+
+		if (tls.ca && *tls.ca) {
+			err = rpc_client_set_tls(&tls);
+			if (err < 0) {
+				fprintf(stderr, "sonde: cannot use SONDE_TLS_CA/SONDE_TLS_CERT/SONDE_TLS_KEY: %s\n",
+					strerror(-err));
+				return err;
+			}
+		} else if (!insecure || strcmp(insecure, "1") != 0) {
+			fprintf(stderr, "sonde: %.200s is TCP: set SONDE_TLS_CA, SONDE_TLS_CERT and SONDE_TLS_KEY (mutual TLS),\n"
+					"  or SONDE_INSECURE=1 for a plaintext test symbolizer\n",
+				address);
+			return -EINVAL;
+		}
+	}
 	ch = rpc_channel_new(address, NULL);
 	if (!ch) {
 		fprintf(stderr, "sonde: bad symbolizer address '%.200s' (use unix:/PATH or tcp:HOST:PORT)\n",
@@ -51,17 +74,8 @@ int cli_call(const char *address, const char *method, const ProtobufCMessage *re
 	return err;
 }
 
-struct query_opts {
-	const char *symbolizer;
-	Sonde__V1__ProfileQuery q;
-	unsigned limit;
-	const char *output;
-	bool json;
-};
 
-/* Parses the options shared by top and folded. Returns 0, 1 for --help
- * (printed), or -EINVAL (reported). */
-static int parse_query_opts(int argc, char **argv, const char *help, struct query_opts *o)
+int cli_parse_query_opts(int argc, char **argv, const char *help, struct cli_query_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "symbolizer", required_argument, NULL, 's' },
@@ -124,11 +138,11 @@ int cmd_top(int argc, char **argv)
 		"usage: sonde top [--since SECONDS] [--pid PID] [--limit N] [--symbolizer ADDR]\n"
 		"Shows the functions with the most samples stored by a running symbolizer\n"
 		"(over the last SECONDS, default everything it keeps).\n";
-	struct query_opts o = { .q = SONDE__V1__PROFILE_QUERY__INIT, .limit = 25 };
+	struct cli_query_opts o = { .q = SONDE__V1__PROFILE_QUERY__INIT, .limit = 25 };
 	Sonde__V1__TopResponse *top = NULL;
 	int r;
 
-	r = parse_query_opts(argc, argv, help, &o);
+	r = cli_parse_query_opts(argc, argv, help, &o);
 	if (r)
 		return r > 0 ? 0 : 2;
 	o.q.limit = o.limit;
@@ -147,11 +161,11 @@ int cmd_folded(int argc, char **argv)
 		"usage: sonde folded [--since SECONDS] [--pid PID] [-o FILE] [--symbolizer ADDR]\n"
 		"Writes the stacks stored by a running symbolizer in folded format\n"
 		"('comm;root;...;leaf COUNT'), to FILE or standard output.\n";
-	struct query_opts o = { .q = SONDE__V1__PROFILE_QUERY__INIT };
+	struct cli_query_opts o = { .q = SONDE__V1__PROFILE_QUERY__INIT };
 	Sonde__V1__FoldedResponse *folded = NULL;
 	int r, err;
 
-	r = parse_query_opts(argc, argv, help, &o);
+	r = cli_parse_query_opts(argc, argv, help, &o);
 	if (r)
 		return r > 0 ? 0 : 2;
 	if (cli_call(cli_symbolizer_address(o.symbolizer), "/sonde.v1.Symbols/Folded", &o.q.base,

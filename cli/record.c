@@ -54,12 +54,20 @@ static const char help[] =
 	"Profiles CMD (until it exits), a process or the whole host (-d seconds, default 30),\n"
 	"then prints the top functions. Needs root: it starts sonde-sensor, which loads BPF.\n"
 	"  -o FILE.folded   write the stacks in folded format ('comm;root;...;leaf COUNT')\n"
+	"  -o FILE.html     write a self-contained HTML flame graph\n"
 	"  -F HZ            samples per second per CPU (default 19)\n"
 	"  -n N             rows of the top table (default 20)\n"
 	"  --cache PATH     symbolizer cache (default $SONDE_CACHE or /var/cache/sonde/cache.db)\n"
 	"  --user NAME      user the symbolizer runs as (default sonde)\n"
 	"  -v, --verbose    show the services' logs\n"
 	"With CMD, sonde record exits with CMD's exit status.\n";
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n > m && !strcmp(s + n - m, suffix);
+}
 
 static int parse_args(int argc, char **argv)
 {
@@ -135,12 +143,9 @@ static int parse_args(int argc, char **argv)
 		fprintf(stderr, "sonde record: say what to profile: --all, -p PID or -- CMD ARGS...\n");
 		return -EINVAL;
 	}
-	if (env.output) {
-		size_t n = strlen(env.output);
-		if (n < 7 || strcmp(env.output + n - 7, ".folded")) {
-			fprintf(stderr, "sonde record: -o supports FILE.folded (folded stacks)\n");
-			return -EINVAL;
-		}
+	if (env.output && !ends_with(env.output, ".folded") && !ends_with(env.output, ".html")) {
+		fprintf(stderr, "sonde record: -o supports FILE.folded (folded stacks) and FILE.html (flame graph)\n");
+		return -EINVAL;
 	}
 	if (!env.cache)
 		env.cache = getenv("SONDE_CACHE");
@@ -339,7 +344,9 @@ static int report(const char *address)
 			       (ProtobufCMessage **)&folded);
 		if (err)
 			goto cleanup;
-		err = cli_write_folded_file(env.output, folded);
+		err = ends_with(env.output, ".html")
+			      ? cli_write_flamegraph_file(env.output, folded, "sonde record")
+			      : cli_write_folded_file(env.output, folded);
 		if (err) {
 			fprintf(stderr, "sonde record: writing %s: %s\n", env.output, strerror(-err));
 			goto cleanup;

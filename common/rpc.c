@@ -27,12 +27,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
+#include <grpc/grpc_posix.h>
 #include <grpc/grpc_security.h>
 #include <grpc/slice.h>
 #include <grpc/support/alloc.h>
@@ -62,7 +69,89 @@
  * trailers at once; this only bounds a misbehaving peer. */
 #define READ_STATUS_WAIT_MS 5000
 
+/* Connections the server tracks (Unix peers' credentials, per-connection
+ * rate buckets). More live connections than this: the oldest entry is
+ * reused, and a Unix peer whose entry is gone is denied (fail closed). */
+#define CONN_TABLE_SIZE 4096
+#define MAX_UNIX_LISTENERS 16
+#define MAX_PEM_BYTES (1u << 20)
+
 /* ---- shared helpers ---- */
+
+/* Reads a PEM file into a NUL-terminated malloc'd string. */
+static int read_pem(const char *path, char **ret)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	ssize_t n;
+	int fd, err = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(MAX_PEM_BYTES + 1);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (len < MAX_PEM_BYTES && (n = read(fd, buf + len, MAX_PEM_BYTES - len)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		len += (size_t)n;
+	}
+	close(fd);
+	if (err == 0 && (len == 0 || len == MAX_PEM_BYTES))
+		err = -EBADMSG;
+	if (err < 0) {
+		free(buf);
+		return err;
+	}
+	buf[len] = '\0';
+	*ret = buf;
+	return 0;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A token bucket: rate tokens per second, at most burst. */
+struct bucket {
+	double tokens;
+	uint64_t last_ns;
+	bool primed;
+};
+
+static bool bucket_take(struct bucket *b, uint32_t rate, uint32_t burst)
+{
+	uint64_t now = mono_ns();
+
+	if (rate == 0)
+		return true;
+	if (burst == 0)
+		burst = rate;
+	if (!b->primed) {
+		b->tokens = burst;
+		b->primed = true;
+	} else {
+		b->tokens += (double)(now - b->last_ns) * rate / 1e9;
+		if (b->tokens > burst)
+			b->tokens = burst;
+	}
+	b->last_ns = now;
+	if (b->tokens < 1.0)
+		return false;
+	b->tokens -= 1.0;
+	return true;
+}
 
 static gpr_timespec deadline_after_ms(int ms)
 {
@@ -172,6 +261,11 @@ struct rpc_call {
 	bool user_ref;
 	void *data;
 
+	bool is_unix;       /* peer_uid is known */
+	uint32_t peer_uid;
+	bool is_sensor;     /* authorize() granted RPC_ROLE_SENSOR */
+	struct bucket msgs; /* stream messages */
+
 	struct rpc_tag t_new, t_close, t_recv, t_send, t_finish;
 };
 
@@ -201,6 +295,36 @@ struct rpc_server {
 	size_t n_timers;
 
 	struct rpc_call *calls; /* every live context */
+
+	/* Authentication and limits (rpc_server_opts). */
+	char *tls_cert, *tls_key, *tls_client_ca; /* PEM, NULL: plaintext */
+	bool (*authorize)(const struct rpc_peer *peer, enum rpc_role role, void *ctx);
+	uint32_t stream_rate, stream_burst, unary_rate, unary_burst;
+
+	/* Unix listeners rpc.c accepts on itself (SO_PEERCRED). */
+	int unix_fds[MAX_UNIX_LISTENERS];
+	size_t n_unix;
+	int accept_stop_fd; /* eventfd */
+	pthread_t accept_thread;
+	bool accept_running;
+
+	/* conn_lock guards conns (the accept thread writes Unix entries). */
+	pthread_mutex_t conn_lock;
+	struct conn_entry *conns; /* CONN_TABLE_SIZE */
+	uint64_t conn_clock;
+};
+
+/* One connection: found by the peer string gRPC gives its calls. */
+struct conn_entry {
+	char key[64];
+	bool used;
+	bool is_unix;
+	uint32_t uid, gid;
+	int32_t pid;
+	uint32_t groups[RPC_PEER_MAX_GROUPS];
+	size_t n_groups;
+	struct bucket unary;
+	uint64_t last_used;
 };
 
 static void call_on_new(struct rpc_tag *tag, bool ok);
@@ -460,6 +584,153 @@ const char *rpc_call_peer(const struct rpc_call *call)
 	return call && call->peer ? call->peer : "";
 }
 
+int rpc_call_peer_uid(const struct rpc_call *call, uint32_t *ret_uid)
+{
+	if (!call || !call->is_unix)
+		return -ENODATA;
+	*ret_uid = call->peer_uid;
+	return 0;
+}
+
+bool rpc_call_peer_is_sensor(const struct rpc_call *call)
+{
+	return call && call->is_sensor;
+}
+
+/* ---- peers: credentials, certificates, rate buckets ---- */
+
+/* The peer string gRPC gives calls on a channel made from an fd
+ * (grpc_server_add_channel_from_fd names the endpoint after the fd). */
+static void conn_key_for_fd(int fd, char *buf, size_t size)
+{
+	snprintf(buf, size, "fd:%d", fd);
+}
+
+/* Under conn_lock. Returns the entry for key, or NULL. */
+static struct conn_entry *conn_find(struct rpc_server *s, const char *key)
+{
+	for (size_t i = 0; i < CONN_TABLE_SIZE; i++)
+		if (s->conns[i].used && strcmp(s->conns[i].key, key) == 0)
+			return &s->conns[i];
+	return NULL;
+}
+
+/* Under conn_lock. A free entry, or the least recently used one. */
+static struct conn_entry *conn_slot(struct rpc_server *s)
+{
+	struct conn_entry *lru = &s->conns[0];
+
+	for (size_t i = 0; i < CONN_TABLE_SIZE; i++) {
+		if (!s->conns[i].used)
+			return &s->conns[i];
+		if (s->conns[i].last_used < lru->last_used)
+			lru = &s->conns[i];
+	}
+	return lru;
+}
+
+/* Fills peer's certificate names from the call's auth context. Returns
+ * whether the connection is TLS with a verified peer. names point into
+ * *ret_ctx, which the caller releases. */
+static bool peer_from_tls(grpc_call *call, struct rpc_peer *peer, grpc_auth_context **ret_ctx)
+{
+	static const char *const props[] = { GRPC_X509_CN_PROPERTY_NAME,
+					     GRPC_X509_SAN_PROPERTY_NAME };
+	grpc_auth_context *ctx = grpc_call_auth_context(call);
+	grpc_auth_property_iterator it;
+	const grpc_auth_property *p;
+	bool tls = false;
+
+	*ret_ctx = ctx;
+	if (!ctx)
+		return false;
+	it = grpc_auth_context_find_properties_by_name(ctx, GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME);
+	while ((p = grpc_auth_property_iterator_next(&it)))
+		if (p->value_length == strlen(GRPC_SSL_TRANSPORT_SECURITY_TYPE) &&
+		    memcmp(p->value, GRPC_SSL_TRANSPORT_SECURITY_TYPE, p->value_length) == 0)
+			tls = true;
+	/* Required and verified by the handshake: a TLS call without a peer
+	 * identity cannot happen; treat it as no identity. */
+	if (!tls || !grpc_auth_context_peer_is_authenticated(ctx))
+		return tls;
+	for (size_t k = 0; k < sizeof(props) / sizeof(props[0]); k++) {
+		it = grpc_auth_context_find_properties_by_name(ctx, props[k]);
+		while ((p = grpc_auth_property_iterator_next(&it)) && peer->n_names < RPC_PEER_MAX_NAMES)
+			if (p->value && memchr(p->value, '\0', p->value_length + 1))
+				peer->names[peer->n_names++] = p->value;
+	}
+	return true;
+}
+
+/* Decides whether call c may go on: the method's role, and the unary rate
+ * of its connection. Returns RPC_OK or the status to end it with. */
+static enum rpc_status call_authorize(struct rpc_call *c)
+{
+	struct rpc_server *s = c->server;
+	const struct rpc_method *m = c->slot->m;
+	grpc_auth_context *actx = NULL;
+	struct rpc_peer peer;
+	struct conn_entry *e;
+	enum rpc_status st = RPC_OK;
+	bool known = false, rate_ok = true;
+
+	memset(&peer, 0, sizeof(peer));
+	pthread_mutex_lock(&s->conn_lock);
+	e = c->peer ? conn_find(s, c->peer) : NULL;
+	if (e && e->is_unix) {
+		peer.transport = RPC_TRANSPORT_UNIX;
+		peer.uid = e->uid;
+		peer.gid = e->gid;
+		peer.pid = e->pid;
+		peer.n_groups = e->n_groups;
+		memcpy(peer.groups, e->groups, e->n_groups * sizeof(e->groups[0]));
+		c->is_unix = true;
+		c->peer_uid = e->uid;
+		known = true;
+	} else if (!e && c->peer && strncmp(c->peer, "fd:", 3) != 0) {
+		/* TCP: the first call of a connection adds it. */
+		e = conn_slot(s);
+		memset(e, 0, sizeof(*e));
+		snprintf(e->key, sizeof(e->key), "%s", c->peer);
+		e->used = true;
+	}
+	if (e) {
+		e->last_used = ++s->conn_clock;
+		if (m && m->kind == RPC_UNARY)
+			rate_ok = bucket_take(&e->unary, s->unary_rate, s->unary_burst);
+	}
+	pthread_mutex_unlock(&s->conn_lock);
+
+	if (!known) {
+		if (c->peer && strncmp(c->peer, "fd:", 3) == 0) {
+			/* A Unix connection whose entry is gone: nobody to trust. */
+			peer.transport = RPC_TRANSPORT_UNIX;
+			peer.uid = peer.gid = UINT32_MAX;
+			peer.pid = -1;
+		} else {
+			peer.transport = peer_from_tls(c->call, &peer, &actx) ? RPC_TRANSPORT_TLS
+									      : RPC_TRANSPORT_INSECURE;
+		}
+	}
+	c->is_sensor = s->authorize && peer.uid != UINT32_MAX &&
+		       s->authorize(&peer, RPC_ROLE_SENSOR, s->ctx);
+	if (m && m->role != RPC_ROLE_ANY) {
+		bool ok = m->role == RPC_ROLE_SENSOR ? c->is_sensor
+			  : s->authorize && peer.uid != UINT32_MAX && s->authorize(&peer, m->role, s->ctx);
+
+		if (!ok) {
+			log_debug("%s: peer %.100s may not call %s", m->path, c->peer ? c->peer : "?",
+				  m->path);
+			st = RPC_PERMISSION_DENIED;
+		}
+	}
+	if (st == RPC_OK && !rate_ok)
+		st = RPC_RESOURCE_EXHAUSTED;
+	if (actx)
+		grpc_auth_context_release(actx);
+	return st;
+}
+
 static void call_handle_unary(struct rpc_call *c)
 {
 	const struct rpc_method *m = c->slot->m;
@@ -496,6 +767,7 @@ static void call_on_new(struct rpc_tag *tag, bool ok)
 {
 	struct rpc_call *c = container_of(tag, struct rpc_call, t_new);
 	struct rpc_server *s = c->server;
+	enum rpc_status st;
 	grpc_op op;
 
 	if (!ok) {
@@ -521,6 +793,10 @@ static void call_on_new(struct rpc_tag *tag, bool ok)
 
 	if (!c->slot->m)
 		rpc_call_finish(c, RPC_UNIMPLEMENTED, "unknown method", NULL);
+	else if ((st = call_authorize(c)) != RPC_OK)
+		rpc_call_finish(c, st, st == RPC_PERMISSION_DENIED ? "this peer may not call this method"
+								   : "rate limit: too many calls",
+				NULL);
 	else if (c->slot->m->kind == RPC_UNARY)
 		call_handle_unary(c);
 	else
@@ -569,6 +845,11 @@ static void call_on_recv(struct rpc_tag *tag, bool ok)
 		/* The client half-closed. */
 		if (m->on_message)
 			m->on_message(c, NULL, c->server->ctx);
+		goto out;
+	}
+	if (!bucket_take(&c->msgs, c->server->stream_rate, c->server->stream_burst)) {
+		grpc_byte_buffer_destroy(bb);
+		rpc_call_finish(c, RPC_RESOURCE_EXHAUSTED, "rate limit: too many messages", NULL);
 		goto out;
 	}
 	msg = rpc_unpack(m->request, bb);
@@ -716,6 +997,33 @@ struct rpc_server *rpc_server_new(const struct rpc_method *methods, size_t n_met
 							     : SERVER_MAX_QUEUED_DEFAULT;
 	s->t_shutdown.fn = server_on_shutdown;
 	atomic_init(&s->stopping, false);
+	s->accept_stop_fd = -1;
+	if (opts) {
+		s->authorize = opts->authorize;
+		s->stream_rate = opts->stream_msgs_per_s;
+		s->stream_burst = opts->stream_burst;
+		s->unary_rate = opts->unary_calls_per_s;
+		s->unary_burst = opts->unary_burst;
+	}
+	s->conns = calloc(CONN_TABLE_SIZE, sizeof(*s->conns));
+	if (!s->conns || pthread_mutex_init(&s->conn_lock, NULL) != 0) {
+		free(s->conns);
+		free(s);
+		return NULL;
+	}
+	if (opts && opts->tls) {
+		const struct rpc_tls *t = opts->tls;
+		int err = -EINVAL;
+
+		/* Read now: the caller may sandbox itself before listening. */
+		if (!t->cert || !t->key || !t->ca ||
+		    (err = read_pem(t->cert, &s->tls_cert)) < 0 ||
+		    (err = read_pem(t->key, &s->tls_key)) < 0 ||
+		    (err = read_pem(t->ca, &s->tls_client_ca)) < 0) {
+			log_error_errno(err, "cannot read the TLS certificate, key or client CA");
+			goto fail_early;
+		}
+	}
 
 	if (pthread_mutex_init(&s->lock, NULL) != 0)
 		goto fail;
@@ -780,6 +1088,125 @@ struct rpc_server *rpc_server_new(const struct rpc_method *methods, size_t n_met
 fail:
 	rpc_server_free(s);
 	return NULL;
+fail_early:
+	free(s->tls_cert);
+	free(s->tls_key);
+	free(s->tls_client_ca);
+	pthread_mutex_destroy(&s->conn_lock);
+	free(s->conns);
+	free(s);
+	return NULL;
+}
+
+/* Binds a Unix stream socket at path, mode 0660, and listens. */
+static int unix_listen(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, err;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	/* Like gRPC: a stale socket file from a killed server is replaced. */
+	{
+		struct stat st;
+
+		if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+			unlink(path);
+	}
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0660) < 0 ||
+	    listen(fd, 128) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* Accepts one connection on a Unix listener, records who is on the other
+ * side, and hands the socket to gRPC. */
+static void unix_accept_one(struct rpc_server *s, int lfd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	gid_t groups[RPC_PEER_MAX_GROUPS];
+	socklen_t glen = sizeof(groups);
+	grpc_server_credentials *creds;
+	struct conn_entry *e;
+	char key[64];
+	int fd;
+
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0) {
+		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+			log_debug("accept4 on a Unix listener: %s", strerror(errno));
+		return;
+	}
+	/* The kernel records the credentials at connect(): the peer cannot
+	 * change them afterwards (a set-uid helper it execs included). */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred)) {
+		log_debug("SO_PEERCRED: %s, closing the connection", strerror(errno));
+		close(fd);
+		return;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) < 0) {
+		/* ERANGE: more groups than we keep; the primary gid still counts. */
+		glen = 0;
+	}
+	conn_key_for_fd(fd, key, sizeof(key));
+	pthread_mutex_lock(&s->conn_lock);
+	e = conn_find(s, key); /* an old connection that had this fd number */
+	if (!e)
+		e = conn_slot(s);
+	memset(e, 0, sizeof(*e));
+	snprintf(e->key, sizeof(e->key), "%s", key);
+	e->used = true;
+	e->is_unix = true;
+	e->uid = cred.uid;
+	e->gid = cred.gid;
+	e->pid = cred.pid;
+	e->n_groups = glen / sizeof(gid_t);
+	for (size_t i = 0; i < e->n_groups; i++)
+		e->groups[i] = groups[i];
+	e->last_used = ++s->conn_clock;
+	pthread_mutex_unlock(&s->conn_lock);
+	log_debug("unix peer uid %u gid %u pid %d on %s", (unsigned)cred.uid, (unsigned)cred.gid,
+		  (int)cred.pid, key);
+	/* gRPC 1.51 takes only insecure credentials here (a local socket). */
+	creds = grpc_insecure_server_credentials_create();
+	grpc_server_add_channel_from_fd(s->srv, fd, creds);
+	grpc_server_credentials_release(creds);
+}
+
+static void *unix_accept_loop(void *arg)
+{
+	struct rpc_server *s = arg;
+	struct pollfd pfd[MAX_UNIX_LISTENERS + 1];
+
+	for (;;) {
+		size_t n = 0;
+
+		pfd[n].fd = s->accept_stop_fd;
+		pfd[n++].events = POLLIN;
+		for (size_t i = 0; i < s->n_unix; i++) {
+			pfd[n].fd = s->unix_fds[i];
+			pfd[n++].events = POLLIN;
+		}
+		if (poll(pfd, n, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			log_error_errno(-errno, "poll on the Unix listeners");
+			return NULL;
+		}
+		if (pfd[0].revents)
+			return NULL;
+		for (size_t i = 1; i < n; i++)
+			if (pfd[i].revents & POLLIN)
+				unix_accept_one(s, pfd[i].fd);
+	}
 }
 
 int rpc_server_listen(struct rpc_server *s, const char *addr, int *ret_port)
@@ -794,12 +1221,25 @@ int rpc_server_listen(struct rpc_server *s, const char *addr, int *ret_port)
 	if (!s || !addr || s->started || s->stopped)
 		return -EINVAL;
 	if (strncmp(addr, "unix:", 5) == 0) {
+		int fd;
+
 		path = addr + 5;
 		if (path[0] != '/')
 			return -EINVAL;
-		bind_addr = addr; /* gRPC's own syntax */
-		/* Local socket, guarded by its file mode. */
-		creds = grpc_insecure_server_credentials_create();
+		if (s->n_unix == MAX_UNIX_LISTENERS)
+			return -EMFILE;
+		/* Our own listener: gRPC 1.51 has no API for SO_PEERCRED, so
+		 * rpc.c accepts and hands each connection over (see
+		 * unix_accept_one). Guarded by its file mode, too. */
+		fd = unix_listen(path);
+		if (fd < 0) {
+			log_debug("cannot listen on %s", addr);
+			return fd;
+		}
+		s->unix_fds[s->n_unix++] = fd;
+		if (ret_port)
+			*ret_port = 0;
+		return 0;
 	} else if (strncmp(addr, "tcp:", 4) == 0) {
 		const char *colon = strrchr(addr + 4, ':');
 		uint32_t p;
@@ -807,10 +1247,17 @@ int rpc_server_listen(struct rpc_server *s, const char *addr, int *ret_port)
 		if (!colon || colon == addr + 4 || parse_u32(colon + 1, 10, &p) < 0 || p > 65535)
 			return -EINVAL;
 		bind_addr = addr + 4; /* "HOST:PORT" */
-		/* TLS goes here: grpc_ssl_server_credentials_create_ex() with
-		 * the node's key pair (and a CA for client certificates) once
-		 * the server options carry them. Plaintext until then. */
-		creds = grpc_insecure_server_credentials_create();
+		if (s->tls_cert) {
+			grpc_ssl_pem_key_cert_pair pair = { s->tls_key, s->tls_cert };
+
+			/* Mutual TLS: no certificate, or one the CA did not sign,
+			 * fails the handshake before any call. */
+			creds = grpc_ssl_server_credentials_create_ex(
+				s->tls_client_ca, &pair, 1,
+				GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY, NULL);
+		} else {
+			creds = grpc_insecure_server_credentials_create();
+		}
 	} else {
 		return -EINVAL;
 	}
@@ -896,7 +1343,45 @@ int rpc_server_start(struct rpc_server *s)
 	if (err < 0)
 		return err;
 	s->thread_running = true;
+	if (s->n_unix > 0) {
+		s->accept_stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (s->accept_stop_fd < 0)
+			return -errno;
+		err = -pthread_create(&s->accept_thread, NULL, unix_accept_loop, s);
+		if (err < 0)
+			return err;
+		s->accept_running = true;
+	}
 	return 0;
+}
+
+/* Stops accepting on the Unix listeners and closes them. */
+static void unix_listeners_close(struct rpc_server *s)
+{
+	if (s->accept_running) {
+		uint64_t one = 1;
+
+		if (write(s->accept_stop_fd, &one, sizeof(one)) < 0)
+			log_debug("cannot wake the accept thread: %s", strerror(errno));
+		pthread_join(s->accept_thread, NULL);
+		s->accept_running = false;
+	}
+	if (s->accept_stop_fd >= 0) {
+		close(s->accept_stop_fd);
+		s->accept_stop_fd = -1;
+	}
+	for (size_t i = 0; i < s->n_unix; i++) {
+		struct sockaddr_un sa;
+		socklen_t len = sizeof(sa);
+
+		/* Remove the socket file, as gRPC's own listeners do; a
+		 * sandboxed server may not be allowed to (ignored). */
+		if (getsockname(s->unix_fds[i], (struct sockaddr *)&sa, &len) == 0 &&
+		    sa.sun_family == AF_UNIX && sa.sun_path[0] == '/')
+			unlink(sa.sun_path);
+		close(s->unix_fds[i]);
+	}
+	s->n_unix = 0;
 }
 
 /* Waits for the shutdown tag for up to wait_ms (< 0: no limit). Without a
@@ -948,6 +1433,7 @@ void rpc_server_stop(struct rpc_server *s, int grace_ms)
 		return;
 	s->stopped = true;
 	atomic_store(&s->stopping, true);
+	unix_listeners_close(s);
 
 	if (s->srv) { /* also never started: gRPC wants its listeners shut down */
 		grpc_server_shutdown_and_notify(s->srv, s->cq, &s->t_shutdown);
@@ -999,10 +1485,16 @@ void rpc_server_free(struct rpc_server *s)
 			grpc_completion_queue_destroy(s->cq);
 		}
 	}
+	unix_listeners_close(s);
 	if (s->sync_ready) {
 		pthread_cond_destroy(&s->cond);
 		pthread_mutex_destroy(&s->lock);
 	}
+	pthread_mutex_destroy(&s->conn_lock);
+	free(s->conns);
+	free(s->tls_cert);
+	free(s->tls_key);
+	free(s->tls_client_ca);
 	free(s->timers);
 	free(s->slots);
 	free(s);
@@ -1013,6 +1505,45 @@ void rpc_server_free(struct rpc_server *s)
 struct rpc_channel {
 	grpc_channel *ch;
 };
+
+/* rpc_client_set_tls(): PEM contents, set before channels are made. */
+static struct {
+	char *ca, *cert, *key, *server_name;
+	bool on;
+} client_tls;
+
+static void client_tls_clear(void)
+{
+	free(client_tls.ca);
+	free(client_tls.cert);
+	free(client_tls.key);
+	free(client_tls.server_name);
+	memset(&client_tls, 0, sizeof(client_tls));
+}
+
+int rpc_client_set_tls(const struct rpc_tls *tls)
+{
+	int err;
+
+	client_tls_clear();
+	if (!tls)
+		return 0;
+	if (!tls->ca || (!tls->cert) != (!tls->key))
+		return -EINVAL;
+	err = read_pem(tls->ca, &client_tls.ca);
+	if (err == 0 && tls->cert)
+		err = read_pem(tls->cert, &client_tls.cert);
+	if (err == 0 && tls->key)
+		err = read_pem(tls->key, &client_tls.key);
+	if (err == 0 && tls->server_name && !(client_tls.server_name = strdup(tls->server_name)))
+		err = -ENOMEM;
+	if (err < 0) {
+		client_tls_clear();
+		return err;
+	}
+	client_tls.on = true;
+	return 0;
+}
 
 /* Maps our address syntax to a gRPC target. Returns a malloc'd string or
  * NULL (bad syntax or no memory). */
@@ -1071,7 +1602,7 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
 	grpc_channel_credentials *creds = NULL;
 	struct rpc_channel *ch = NULL;
 	grpc_channel_args args;
-	grpc_arg arg[4];
+	grpc_arg arg[5];
 	char *gtarget = NULL;
 	size_t max_msg;
 	int rmin, rmax;
@@ -1114,8 +1645,20 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
 	args.num_args = 4;
 	args.args = arg;
 
-	/* TLS goes here: grpc_ssl_credentials_create_ex() for tcp: targets. */
-	creds = grpc_insecure_credentials_create();
+	if (client_tls.on && strncmp(target, "tcp:", 4) == 0) {
+		grpc_ssl_pem_key_cert_pair pair = { client_tls.key, client_tls.cert };
+
+		creds = grpc_ssl_credentials_create_ex(client_tls.ca,
+						       client_tls.cert ? &pair : NULL, NULL, NULL);
+		if (client_tls.server_name) {
+			arg[4].type = GRPC_ARG_STRING;
+			arg[4].key = GRPC_SSL_TARGET_NAME_OVERRIDE_ARG;
+			arg[4].value.string = client_tls.server_name;
+			args.num_args = 5;
+		}
+	} else {
+		creds = grpc_insecure_credentials_create();
+	}
 	if (!creds)
 		goto fail;
 	ch->ch = grpc_channel_create(gtarget, creds, &args);

@@ -51,6 +51,48 @@ enum rpc_kind {
 	RPC_BIDI,
 };
 
+/* Who may call a method. rpc.c asks rpc_server_opts.authorize before the
+ * handler sees anything and answers PERMISSION_DENIED when it says no. */
+enum rpc_role {
+	RPC_ROLE_ANY = 0, /* whoever can connect (tests, health) */
+	RPC_ROLE_SENSOR,  /* streams data in (Ingest) */
+	RPC_ROLE_CLIENT,  /* reads (the public Symbols API) */
+};
+
+/* What the server knows about a connection's peer. */
+enum rpc_transport {
+	RPC_TRANSPORT_UNIX,     /* accepted by rpc.c: credentials from SO_PEERCRED */
+	RPC_TRANSPORT_TLS,      /* TCP, client certificate verified by the CA */
+	RPC_TRANSPORT_INSECURE, /* plaintext TCP (explicitly allowed) */
+};
+
+#define RPC_PEER_MAX_GROUPS 64
+#define RPC_PEER_MAX_NAMES 16
+
+struct rpc_peer {
+	enum rpc_transport transport;
+	/* RPC_TRANSPORT_UNIX: the peer process at connect() time. */
+	uint32_t uid, gid;
+	int32_t pid;
+	uint32_t groups[RPC_PEER_MAX_GROUPS]; /* supplementary (SO_PEERGROUPS) */
+	size_t n_groups;
+	/* RPC_TRANSPORT_TLS: subject CN and SAN entries of the verified
+	 * client certificate (borrowed, valid during authorize). */
+	const char *names[RPC_PEER_MAX_NAMES];
+	size_t n_names;
+};
+
+/* TLS material (file paths, PEM). Server: cert+key of the server and
+ * client_ca for client certificates (required and verified). Client: ca
+ * to verify the server, cert+key for its own certificate, server_name to
+ * override the name checked against the server's certificate. */
+struct rpc_tls {
+	const char *ca;
+	const char *cert;
+	const char *key;
+	const char *server_name;
+};
+
 struct rpc_method {
 	const char *path; /* "/sonde.v1.Symbols/Status" */
 	enum rpc_kind kind;
@@ -72,19 +114,35 @@ struct rpc_method {
 	void (*on_open)(struct rpc_call *call, void *ctx);
 	void (*on_message)(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx);
 	void (*on_close)(struct rpc_call *call, void *ctx);
+	enum rpc_role role; /* checked before on_call/on_open */
 };
 
 struct rpc_server_opts {
 	size_t max_message_bytes; /* 0: 16 MiB */
 	size_t max_queued_bytes;  /* per-call write queue bound; 0: 64 MiB */
+	/* TLS for tcp: listeners (files read by rpc_server_listen()); NULL:
+	 * plaintext. With TLS every client must present a certificate that
+	 * client_ca verifies. */
+	const struct rpc_tls *tls;
+	/* Policy: may peer call a method of this role? Called on the loop
+	 * thread for each call to a method whose role is not RPC_ROLE_ANY;
+	 * NULL denies all of them. */
+	bool (*authorize)(const struct rpc_peer *peer, enum rpc_role role, void *ctx);
+	/* Token buckets, 0: unlimited. Messages per second on each stream
+	 * (burst: stream_burst), and unary calls per second on each
+	 * connection (burst: unary_burst). Over: RESOURCE_EXHAUSTED. */
+	uint32_t stream_msgs_per_s, stream_burst;
+	uint32_t unary_calls_per_s, unary_burst;
 };
 
 /* methods and ctx are borrowed and must outlive the server. Returns NULL
  * on failure (logged). */
 struct rpc_server *rpc_server_new(const struct rpc_method *methods, size_t n_methods,
 				  void *ctx, const struct rpc_server_opts *opts);
-/* addr: "unix:/abs/path" or "tcp:HOST:PORT" (plaintext for now). Before
- * rpc_server_start(). For unix: the socket file gets mode 0660 after bind.
+/* addr: "unix:/abs/path" or "tcp:HOST:PORT" (TLS if opts->tls). Before
+ * rpc_server_start(). For unix: rpc.c binds and accepts itself, so it can
+ * read each peer's credentials (SO_PEERCRED) before gRPC sees a byte; the
+ * socket file gets mode 0660 after bind.
  * Returns 0 or a negative errno. If ret_port is not NULL it receives the
  * bound TCP port (useful with port 0). */
 int rpc_server_listen(struct rpc_server *s, const char *addr, int *ret_port);
@@ -110,6 +168,11 @@ void *rpc_call_data(const struct rpc_call *call);
 /* Peer address as gRPC names it ("unix:..." / "ipv4:..."); borrowed, valid
  * for the call's life. */
 const char *rpc_call_peer(const struct rpc_call *call);
+/* The peer's uid on a Unix socket connection: 0 and *ret_uid set, or
+ * -ENODATA for TCP peers. */
+int rpc_call_peer_uid(const struct rpc_call *call, uint32_t *ret_uid);
+/* Whether authorize() granted the call's peer RPC_ROLE_SENSOR. */
+bool rpc_call_peer_is_sensor(const struct rpc_call *call);
 
 /* RPC_BIDI: queues msg (packed now; msg stays the caller's). Returns 0,
  * -ENOBUFS when the call's write queue would go over its bound (queued
@@ -135,6 +198,12 @@ struct rpc_channel_opts {
 	int reconnect_min_ms;     /* 0: 100 */
 	int reconnect_max_ms;     /* 0: 2000 */
 };
+
+/* TLS for every tcp: channel created afterwards (process-wide: the
+ * sensor's uplink and the CLI create their channels deep inside). Reads
+ * the files now (before any sandbox). tls NULL: back to plaintext.
+ * Returns 0 or a negative errno (file unreadable). */
+int rpc_client_set_tls(const struct rpc_tls *tls);
 
 /* target: "unix:/abs/path" or "tcp:HOST:PORT". NULL on failure. */
 struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel_opts *opts);

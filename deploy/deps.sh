@@ -11,16 +11,20 @@ sonde_build_packages=(
   libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
   libsqlite3-dev libssl-dev                # cache + profile store, SHA-256
   libcmocka-dev                            # unit tests
+  libseccomp-dev                           # seccomp allow-lists (symbolizer sandbox, sensor)
 )
 sonde_test_packages=(
   python3-grpcio python3-protobuf python3-pytest
   protobuf-compiler protobuf-compiler-grpc # Python stubs for the test clients
   linux-perf binutils                      # perf and nm as reference tools
+  chromium                                 # a real browser for the HTML flame graph
 )
 
 sonde_install_deps() {
   local want=("${sonde_build_packages[@]}")
   [ "${1:-build}" = test ] && want+=("${sonde_test_packages[@]}")
+  # Node may come from elsewhere (with its own npm); Debian's only if none.
+  [ "${1:-build}" = test ] && ! command -v npm >/dev/null && want+=(nodejs npm)
   local missing=()
   local p
   for p in "${want[@]}"; do

@@ -193,6 +193,18 @@ int fileids_open(struct fileids *f, const struct fileid *id, int *ret_fd,
 	return r;
 }
 
+bool fileids_contains(struct fileids *f, const struct fileid *id)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&f->lock);
+	for (size_t i = 0; i < f->max && !found; i++)
+		found = f->entries[i].fd >= 0 &&
+			memcmp(f->entries[i].info.id.bytes, id->bytes, FILEID_LEN) == 0;
+	pthread_mutex_unlock(&f->lock);
+	return found;
+}
+
 size_t fileids_count(struct fileids *f)
 {
 	size_t n;

@@ -7,6 +7,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,5 +47,8 @@ void fileids_unref(struct fileids *f, struct fileid_entry *e);
  * registered. */
 int fileids_open(struct fileids *f, const struct fileid *id, int *ret_fd,
 		 struct fileid_info *ret_info);
+
+/* True if a file with this ID is registered (referenced or cached). */
+bool fileids_contains(struct fileids *f, const struct fileid *id);
 
 size_t fileids_count(struct fileids *f);

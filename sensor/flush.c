@@ -253,6 +253,10 @@ int flush_stats(struct uplink *u, uint64_t gen, const struct sensor_counters *c,
 	st.samples_dropped = c->samples_dropped;
 	st.processes = c->processes;
 	st.files = c->files;
+	st.unwind_tables_loaded = c->unwind_tables_loaded;
+	st.unwind_rows_loaded = c->unwind_rows_loaded;
+	st.unwind_tables_rejected = c->unwind_tables_rejected;
+	st.bpf_map_bytes = c->bpf_map_bytes;
 	msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_STATS;
 	msg.stats = &st;
 	return uplink_send(u, gen, &msg, more);

@@ -17,6 +17,10 @@ struct sensor_counters {
 	uint64_t samples_dropped;
 	uint64_t processes;
 	uint64_t files;
+	uint64_t unwind_tables_loaded;
+	uint64_t unwind_rows_loaded;
+	uint64_t unwind_tables_rejected;
+	uint64_t bpf_map_bytes;
 };
 
 /* all: every process (after a (re)connect), else only the dirty ones. */

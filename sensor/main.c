@@ -33,11 +33,14 @@
 #include "maps.h"
 #include "parse.h"
 #include "perf.h"
+#include "privileges.h"
 #include "procs.h"
 #include "rpc.h"
 #include "sample.h"
 #include "sample.skel.h"
 #include "stacks.h"
+#include "unwind_bpf.h"
+#include "unwind_maps.h"
 #include "uplink.h"
 
 #define MAX_PIDS 64
@@ -59,13 +62,18 @@ static struct env {
 	uint32_t buffer_stacks;
 	uint32_t flush_ms;
 	uint32_t ringbuf_mb;
+	uint32_t unwind_rows;
 	bool idle;
 	bool verbose;
+	bool no_drop_privileges;
+	struct rpc_tls tls;
+	bool insecure;
 } env = {
 	.frequency = 19,
 	.buffer_stacks = 65536,
 	.flush_ms = 1000,
 	.ringbuf_mb = 4,
+	.unwind_rows = 2097152,
 };
 
 /* Everything the record handlers touch. */
@@ -74,6 +82,8 @@ static struct sensor {
 	struct fileids *fileids;
 	struct stacks *stacks;
 	struct uplink *uplink;
+	struct unwind_maps *unwind;
+	struct unwind_bpf unwind_bpf;
 	int64_t mono_to_real_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at start */
 	uint64_t samples_taken;
 	uint64_t sent_gen;
@@ -91,14 +101,23 @@ static const char usage[] =
 	"  --buffer-stacks N     bound on buffered (stack, pid, tid) entries (default 65536)\n"
 	"  --flush-ms MS         flush interval (default 1000)\n"
 	"  --ringbuf-mb MB       BPF ring buffer size, a power of two (default 4)\n"
+	"  --unwind-rows N       unwind table rows in BPF, 12 bytes each (default 2097152;\n"
+	"                        0: frame pointers only)\n"
 	"  --idle                keep samples of the idle task\n"
+	"  --tls-ca FILE         CA that signed the symbolizer's certificate (tcp:)\n"
+	"  --tls-cert FILE       this sensor's client certificate (tcp:, mutual TLS)\n"
+	"  --tls-key FILE        its key\n"
+	"  --tls-server-name N   name to check in the symbolizer's certificate\n"
+	"  --insecure            allow plaintext tcp: (testing only)\n"
+	"  --no-drop-privileges  keep every capability and no seccomp filter (debugging)\n"
 	"  --verbose             debug logging, including libbpf's\n"
 	"  --help\n";
 
 static int parse_args(int argc, char **argv)
 {
 	enum { OPT_SYM = 256, OPT_FREQ, OPT_PID, OPT_CGROUP, OPT_DURATION, OPT_BUFFER,
-	       OPT_FLUSH, OPT_RINGBUF, OPT_IDLE, OPT_VERBOSE, OPT_HELP };
+	       OPT_FLUSH, OPT_RINGBUF, OPT_UNWIND_ROWS, OPT_IDLE, OPT_VERBOSE, OPT_HELP,
+	       OPT_TLS_CA, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_NAME, OPT_INSECURE, OPT_NO_DROP };
 	static const struct option opts[] = {
 		{"symbolizer", required_argument, NULL, OPT_SYM},
 		{"frequency", required_argument, NULL, OPT_FREQ},
@@ -108,9 +127,16 @@ static int parse_args(int argc, char **argv)
 		{"buffer-stacks", required_argument, NULL, OPT_BUFFER},
 		{"flush-ms", required_argument, NULL, OPT_FLUSH},
 		{"ringbuf-mb", required_argument, NULL, OPT_RINGBUF},
+		{"unwind-rows", required_argument, NULL, OPT_UNWIND_ROWS},
 		{"idle", no_argument, NULL, OPT_IDLE},
 		{"verbose", no_argument, NULL, OPT_VERBOSE},
 		{"help", no_argument, NULL, OPT_HELP},
+		{"tls-ca", required_argument, NULL, OPT_TLS_CA},
+		{"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+		{"tls-key", required_argument, NULL, OPT_TLS_KEY},
+		{"tls-server-name", required_argument, NULL, OPT_TLS_NAME},
+		{"insecure", no_argument, NULL, OPT_INSECURE},
+		{"no-drop-privileges", no_argument, NULL, OPT_NO_DROP},
 		{},
 	};
 	int c;
@@ -128,6 +154,24 @@ static int parse_args(int argc, char **argv)
 		case OPT_IDLE:
 			env.idle = true;
 			continue;
+		case OPT_TLS_CA:
+			env.tls.ca = optarg;
+			continue;
+		case OPT_TLS_CERT:
+			env.tls.cert = optarg;
+			continue;
+		case OPT_TLS_KEY:
+			env.tls.key = optarg;
+			continue;
+		case OPT_TLS_NAME:
+			env.tls.server_name = optarg;
+			continue;
+		case OPT_INSECURE:
+			env.insecure = true;
+			continue;
+		case OPT_NO_DROP:
+			env.no_drop_privileges = true;
+			continue;
 		case OPT_VERBOSE:
 			env.verbose = true;
 			continue;
@@ -140,6 +184,7 @@ static int parse_args(int argc, char **argv)
 		case OPT_BUFFER:
 		case OPT_FLUSH:
 		case OPT_RINGBUF:
+		case OPT_UNWIND_ROWS:
 			break;
 		default:
 			fputs(usage, stderr);
@@ -187,6 +232,13 @@ static int parse_args(int argc, char **argv)
 				return -EINVAL;
 			}
 			env.ringbuf_mb = v;
+			break;
+		case OPT_UNWIND_ROWS:
+			if (v > (64u << 20)) {
+				log_error("--unwind-rows must be at most %u", 64u << 20);
+				return -EINVAL;
+			}
+			env.unwind_rows = v;
 			break;
 		}
 	}
@@ -284,6 +336,52 @@ static void on_proc(const struct sonde_proc_event *ev, void *ctx)
 		procs_exit(S.procs, ev->pid);
 		break;
 	}
+}
+
+/* ---- unwind tables: keep the BPF entries in step with the process table ---- */
+
+static void on_maps_changed(const struct proc *pr, void *ctx)
+{
+	struct unwind_mapping *m = calloc(pr->n_maps ? pr->n_maps : 1, sizeof(*m));
+	size_t n = 0;
+
+	if (!m) {
+		log_warn("out of memory for the unwind entries of pid %" PRIu32 ", ignoring", pr->pid);
+		return;
+	}
+	for (size_t i = 0; i < pr->n_maps; i++) {
+		if (!pr->maps[i].file)
+			continue;
+		m[n].start = pr->maps[i].start;
+		m[n].end = pr->maps[i].end;
+		m[n].offset = pr->maps[i].offset;
+		memcpy(m[n].file_id, pr->maps[i].info.id.bytes, sizeof(m[n].file_id));
+		n++;
+	}
+	if (unwind_maps_set_process(S.unwind, pr->pid, m, n) < 0)
+		log_warn("out of memory for the unwind entries of pid %" PRIu32 ", ignoring", pr->pid);
+	free(m);
+}
+
+static void on_proc_gone(uint32_t pid, void *ctx)
+{
+	unwind_maps_remove_process(S.unwind, pid);
+}
+
+static const struct procs_observer unwind_observer = {
+	.maps_changed = on_maps_changed,
+	.gone = on_proc_gone,
+};
+
+/* Kernel memory charged for all of the sensor's BPF maps. */
+static uint64_t bpf_map_bytes(struct sample_bpf *skel)
+{
+	struct bpf_map *map;
+	uint64_t total = 0;
+
+	bpf_object__for_each_map(map, skel->obj)
+		total += unwind_bpf_map_memlock(bpf_map__fd(map));
+	return total;
 }
 
 /* ---- setup ---- */
@@ -447,14 +545,20 @@ static int track_initial(struct sample_bpf *skel, const char *cgroup_rel)
 static void counters(struct sample_bpf *skel, struct sensor_counters *c)
 {
 	uint64_t errs[SONDE_ERR__COUNT];
+	struct unwind_maps_stats us;
 	struct stacks_stats ss;
 
 	stacks_get_stats(S.stacks, &ss);
+	unwind_maps_get_stats(S.unwind, &us);
 	c->samples_taken = S.samples_taken;
 	c->samples_lost = bpf_lost(skel, errs);
 	c->samples_dropped = ss.dropped;
 	c->processes = procs_count(S.procs);
 	c->files = fileids_count(S.fileids);
+	c->unwind_tables_loaded = us.tables_loaded;
+	c->unwind_rows_loaded = us.rows_loaded;
+	c->unwind_tables_rejected = us.tables_rejected;
+	c->bpf_map_bytes = bpf_map_bytes(skel);
 }
 
 /* Sends what is pending on the current connection. Returns 0, -ENOTCONN
@@ -498,6 +602,17 @@ static int sensor_flush(struct sample_bpf *skel, uint64_t *ret_gen)
 	if (ret_gen)
 		*ret_gen = gen;
 	return 0;
+}
+
+/* New processes go out at once, not at the next flush: the symbolizer
+ * sends their unwind tables when it sees them, and a process that lives
+ * 200 ms needs them before it is gone. */
+static void sensor_flush_new_processes(void)
+{
+	uint64_t gen = uplink_generation(S.uplink);
+
+	if (gen && gen == S.sent_gen)
+		flush_processes(S.uplink, gen, S.procs, false); /* retried at the flush */
 }
 
 static void drain_and_final_flush(struct sample_bpf *skel, struct events *ev)
@@ -563,6 +678,7 @@ int main(int argc, char **argv)
 	struct sample_bpf *skel = NULL;
 	struct events *ev = NULL;
 	struct sensor_counters c;
+	struct unwind_maps_stats us;
 	struct stacks_stats ss;
 	uint32_t cgroup_level = 0;
 	char *cgroup_rel = NULL;
@@ -598,6 +714,21 @@ int main(int argc, char **argv)
 	libbpf_set_print(libbpf_print);
 	rpc_global_init();
 	rpc_inited = true;
+	if (env.symbolizer && strncmp(env.symbolizer, "tcp:", 4) == 0) {
+		/* TCP means mutual TLS unless the operator says otherwise. */
+		if (env.tls.ca && env.tls.cert && env.tls.key) {
+			err = rpc_client_set_tls(&env.tls);
+			if (err < 0) {
+				log_error_errno(err, "cannot read --tls-ca/--tls-cert/--tls-key");
+				goto cleanup;
+			}
+		} else if (!env.insecure) {
+			err = -EINVAL;
+			log_error("--symbolizer %.200s needs --tls-ca, --tls-cert and --tls-key (or --insecure for testing)",
+				  env.symbolizer);
+			goto cleanup;
+		}
+	}
 
 	if (env.cgroup) {
 		err = cgroup_resolve(env.cgroup, &cgroup_id, &cgroup_level, &cgroup_rel);
@@ -647,12 +778,32 @@ int main(int argc, char **argv)
 		log_error_errno(err, "cannot size the ring buffer");
 		goto cleanup;
 	}
+	/* Buckets of 8 rows (bpf/unwind.h). An array cannot be empty: with
+	 * tables off it has one unused bucket. */
+	env.unwind_rows -= env.unwind_rows % SONDE_UNWIND_ROWS_PER_BUCKET;
+	err = bpf_map__set_max_entries(skel->maps.unwind_rows,
+				       env.unwind_rows ? env.unwind_rows / SONDE_UNWIND_ROWS_PER_BUCKET
+						       : 1);
+	if (err < 0) {
+		log_error_errno(err, "cannot size the unwind row array");
+		goto cleanup;
+	}
 	err = sample_bpf__load(skel);
 	if (err < 0) {
 		log_error_errno(err, "cannot load the BPF programs (run with --verbose for the "
 				     "verifier log)");
 		goto cleanup;
 	}
+	S.unwind_bpf.rows_fd = bpf_map__fd(skel->maps.unwind_rows);
+	S.unwind_bpf.lpm_fd = bpf_map__fd(skel->maps.unwind_lpm);
+	S.unwind_bpf.fileids = S.fileids;
+	S.unwind = unwind_maps_new(env.unwind_rows, &unwind_bpf_ops, &S.unwind_bpf);
+	if (!S.unwind) {
+		err = -ENOMEM;
+		log_error("out of memory");
+		goto cleanup;
+	}
+	procs_set_observer(S.procs, &unwind_observer, NULL);
 	ev = events_new(bpf_map__fd(skel->maps.events), &handlers);
 	if (!ev) {
 		err = -errno;
@@ -679,6 +830,7 @@ int main(int argc, char **argv)
 		err = -EINVAL;
 		goto cleanup;
 	}
+	uplink_set_unwind_maps(S.uplink, S.unwind);
 	err = uplink_start(S.uplink);
 	if (err < 0) {
 		log_error_errno(err, "cannot start the uplink thread");
@@ -695,6 +847,19 @@ int main(int argc, char **argv)
 		err = tfd;
 		log_error_errno(err, "timerfd");
 		goto cleanup;
+	}
+	/* Set-up is over: BPF loaded and attached, perf events open, ring
+	 * buffer mapped. Keep only what the running sensor needs. */
+	if (!env.no_drop_privileges) {
+#ifdef NDEBUG
+		err = privileges_drop(false);
+#else
+		err = privileges_drop(true);
+#endif
+		if (err < 0)
+			goto cleanup;
+	} else {
+		log_warn("--no-drop-privileges: running with every capability and no seccomp filter");
 	}
 	log_info("sampling %d CPUs at %u Hz; filters: %s%s%s%s; %d processes; symbolizer %.200s",
 		 perf_sampler_cpus(sampler), env.frequency,
@@ -734,6 +899,7 @@ int main(int argc, char **argv)
 		n = events_consume(ev);
 		if (n < 0 && n != -EINTR)
 			log_warn_errno(n, "ring buffer, ignoring");
+		sensor_flush_new_processes();
 		if (pfd[1].revents) {
 			struct signalfd_siginfo si;
 
@@ -771,11 +937,27 @@ int main(int argc, char **argv)
 		 " ranges served; %" PRIu64 " malformed records",
 		 c.samples_taken, c.samples_lost, c.samples_dropped, ss.stacks, c.processes,
 		 c.files, uplink_read_ranges(S.uplink), events_malformed(ev));
+	unwind_maps_get_stats(S.unwind, &us);
+	for (int k = 0; k < UNWIND_REJECT__COUNT; k++)
+		if (us.rejected[k])
+			log_info("unwind tables rejected (%s): %" PRIu64, unwind_reject_names[k],
+				 us.rejected[k]);
+	log_info("unwind tables loaded %" PRIu64 " (%" PRIu64 " rows of %" PRIu32
+		 "), rejected %" PRIu64 ", unavailable %" PRIu64 ", evicted %" PRIu64
+		 "; %" PRIu64 " LPM entries (%" PRIu64 " mappings without); BPF maps %" PRIu64
+		 " KiB",
+		 us.tables_loaded, us.rows_loaded, us.capacity_rows, us.tables_rejected,
+		 us.tables_unavailable, us.tables_evicted, us.lpm_entries, us.lpm_failures,
+		 c.bpf_map_bytes >> 10);
 	err = 0;
 
 cleanup:
 	perf_sampler_free(sampler);
 	uplink_free(S.uplink);
+	/* After the uplink thread (which adds tables) and before procs. */
+	if (S.procs)
+		procs_set_observer(S.procs, NULL, NULL);
+	unwind_maps_free(S.unwind);
 	events_free(ev);
 	sample_bpf__destroy(skel);
 	stacks_free(S.stacks);

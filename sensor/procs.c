@@ -29,8 +29,16 @@ struct procs {
 	struct fileids *fileids;
 	char proc_root[64];
 	size_t max, n, n_live;
+	const struct procs_observer *obs;
+	void *obs_ctx;
 	struct proc_node *buckets[PROCS_BUCKETS];
 };
+
+void procs_set_observer(struct procs *p, const struct procs_observer *obs, void *ctx)
+{
+	p->obs = obs;
+	p->obs_ctx = ctx;
+}
 
 static uint64_t now_ns(void)
 {
@@ -154,8 +162,11 @@ static void remove_node(struct procs *p, uint32_t pid)
 			continue;
 		*pn = n->next;
 		p->n--;
-		if (!n->pr.exited)
+		if (!n->pr.exited) {
 			p->n_live--;
+			if (p->obs && p->obs->gone)
+				p->obs->gone(pid, p->obs_ctx);
+		}
 		node_free(p, n);
 		return;
 	}
@@ -310,6 +321,7 @@ int procs_scan(struct procs *p, uint32_t pid)
 	uint32_t ppid = 0;
 	char *cgroup = NULL, *exe_copy = NULL;
 	size_t n_maps = 0;
+	bool changed = false;
 	ssize_t len;
 	int r;
 
@@ -354,6 +366,7 @@ int procs_scan(struct procs *p, uint32_t pid)
 		p->n_live++;
 		old = &node->pr;
 		old->dirty = true;
+		changed = true;
 	} else if (!cgroup || !exe_copy) {
 		r = -ENOMEM;
 		goto fail;
@@ -372,6 +385,7 @@ int procs_scan(struct procs *p, uint32_t pid)
 	if (!maps_equal(old->maps, old->n_maps, maps, n_maps)) {
 		old->maps_gen++;
 		old->dirty = true;
+		changed = true;
 	}
 	if (!old->exe || strcmp(old->exe, exe_copy) || !old->cgroup ||
 	    strcmp(old->cgroup, cgroup))
@@ -386,6 +400,8 @@ int procs_scan(struct procs *p, uint32_t pid)
 	old->ppid = ppid;
 	old->start_ticks = start;
 	old->last_scan_ns = now_ns();
+	if (changed && p->obs && p->obs->maps_changed)
+		p->obs->maps_changed(old, p->obs_ctx);
 	return 0;
 fail:
 	maps_free(p, maps, n_maps);
@@ -433,6 +449,8 @@ void procs_exit(struct procs *p, uint32_t pid)
 		pr->exited = true;
 		pr->exit_sent = false;
 		p->n_live--;
+		if (p->obs && p->obs->gone)
+			p->obs->gone(pid, p->obs_ctx);
 	}
 }
 

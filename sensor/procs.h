@@ -42,10 +42,23 @@ struct proc {
 
 struct procs;
 
+/* Told about mapping changes, e.g. to keep BPF unwind entries in step
+ * (unwind_maps.c). Called from inside procs_scan()/procs_exit(), on the
+ * caller's thread; the callbacks must not call back into procs. */
+struct procs_observer {
+	/* A new process, or its executable mappings changed. pr: borrowed,
+	 * valid during the call. */
+	void (*maps_changed)(const struct proc *pr, void *ctx);
+	/* The process exited, or its pid now belongs to another process. */
+	void (*gone)(uint32_t pid, void *ctx);
+};
+
 /* fileids: borrowed, must outlive the table. max_procs bounds the table.
  * proc_root: "/proc" (tests may pass another directory). */
 struct procs *procs_new(struct fileids *fileids, size_t max_procs, const char *proc_root);
 void procs_free(struct procs *p);
+/* obs: borrowed, must outlive p (NULL: none). */
+void procs_set_observer(struct procs *p, const struct procs_observer *obs, void *ctx);
 
 /* (Re)reads /proc/PID and marks the process dirty when anything changed.
  * Returns 0, -ESRCH when it is gone, -ENOSPC when the table is full, or

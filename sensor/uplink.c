@@ -25,6 +25,7 @@
 struct uplink {
 	struct rpc_channel *ch;
 	struct fileids *fileids;
+	struct unwind_maps *unwind; /* may be NULL */
 	pthread_t thread;
 	bool started;
 
@@ -219,10 +220,47 @@ static int handle_read_range(struct uplink *u, struct rpc_stream *s,
 	return r < 0 ? r : 0;
 }
 
+/* Shape checks only; unwind_maps_add_chunk() checks the table against the
+ * sensor's own state. A bad table is rejected and counted there, and the
+ * stream goes on: only a message malformed at the protobuf level (file ID
+ * not 16 bytes) ends it, as for ReadRange. */
+static int handle_unwind_table(struct uplink *u, struct rpc_stream *s,
+			       const Sonde__V1__SymbolizerMessage *m)
+{
+	const Sonde__V1__UnwindTable *t = m->unwind_table;
+	struct unwind_chunk c = {0};
+	char hex[FILEID_HEX_LEN + 1];
+	struct fileid id;
+	int r;
+
+	if (!t || t->file_id.len != FILEID_LEN) {
+		log_warn("UnwindTable with a %zu-byte file ID", t ? t->file_id.len : 0);
+		return -EPROTO;
+	}
+	if (!u->unwind)
+		return 0;
+	memcpy(c.file_id, t->file_id.data, FILEID_LEN);
+	c.format_version = t->format_version;
+	c.first = t->first;
+	c.last = t->last;
+	c.total_rows = t->total_rows;
+	c.rows = t->rows.data;
+	c.rows_len = t->rows.len;
+	c.has_error = t->error && t->error[0];
+	r = unwind_maps_add_chunk(u->unwind, &c);
+	if (r < 0 && c.first) {
+		memcpy(id.bytes, c.file_id, FILEID_LEN);
+		log_debug("unwind table for %s rejected: %d", fileid_to_hex(&id, hex), r);
+	}
+	return 0;
+}
+
 static const struct handler handlers[] = {
 	{SONDE__V1__SYMBOLIZER_MESSAGE__KIND_WELCOME, "Welcome", STATE_HANDSHAKE, handle_welcome},
 	{SONDE__V1__SYMBOLIZER_MESSAGE__KIND_READ_RANGE, "ReadRange", STATE_READY,
 	 handle_read_range},
+	{SONDE__V1__SYMBOLIZER_MESSAGE__KIND_UNWIND_TABLE, "UnwindTable", STATE_READY,
+	 handle_unwind_table},
 };
 
 /* Reads and handles one message. Returns 0, -ENODATA at a clean end, or
@@ -315,6 +353,8 @@ static void *conn_main(void *arg)
 			goto retry;
 		}
 		backoff = UPLINK_BACKOFF_MIN_MS;
+		if (u->unwind) /* chunks of the old stream will not be finished */
+			unwind_maps_connection_reset(u->unwind);
 		pthread_mutex_lock(&u->lock);
 		u->stream = s;
 		u->gen = ++u->n_connections;
@@ -355,6 +395,11 @@ static void *conn_main(void *arg)
 	pthread_cond_broadcast(&u->cond);
 	pthread_mutex_unlock(&u->lock);
 	return NULL;
+}
+
+void uplink_set_unwind_maps(struct uplink *u, struct unwind_maps *um)
+{
+	u->unwind = um;
 }
 
 int uplink_start(struct uplink *u)

@@ -15,6 +15,7 @@
 
 #include "fileids.h"
 #include "ingest.pb-c.h"
+#include "unwind_maps.h"
 
 struct uplink;
 
@@ -22,6 +23,11 @@ struct uplink;
  * uplink. NULL on failure (logged). */
 struct uplink *uplink_new(const char *target, struct fileids *fileids, uint32_t frequency_hz,
 			  uint64_t start_unix_ns);
+/* Where UnwindTable messages go (borrowed, must outlive the uplink;
+ * NULL: they are dropped). The reader thread calls unwind_maps_add_chunk()
+ * for each, and unwind_maps_connection_reset() on every new connection.
+ * Call before uplink_start(). */
+void uplink_set_unwind_maps(struct uplink *u, struct unwind_maps *um);
 /* Starts the connection thread. Returns 0 or a negative errno. */
 int uplink_start(struct uplink *u);
 /* The generation of the current connection (counts successful Welcomes),

@@ -6,8 +6,14 @@
  * session registered, and bounds what one file may cost (bytes fetched,
  * requests, time).
  *
- * Results go into the cache: a symtab, or an error that is a property of
- * the file (not ELF, too large) and is never retried. Failures that are
+ * One job computes both products of a file from the same fetched image:
+ * the symtab (elf_analysis.h) and the unwind table (unwind_analysis.h).
+ * Each round steps both analyses and folds their needs into one request
+ * list, so no byte is fetched twice.
+ *
+ * Results go into the cache: a symtab and an unwind table (each, or an
+ * error that is a property of the file: not ELF, too large, no call frame
+ * information) that is never retried. Failures that are
  * not the file's fault (sensor gone, read error, timeout) are remembered
  * in memory only, for SERVICE_RETRY_AFTER_MS.
  *
@@ -22,6 +28,7 @@
 
 #include "log.h"
 #include "elf_analysis.h"
+#include "unwind_analysis.h"
 #include "service.h"
 
 struct job {
@@ -35,6 +42,12 @@ struct job {
 	unsigned n_requests, n_rounds;
 	int64_t started_ms;
 	struct job *qnext;
+	/* Products finished in an earlier round (the steps are stateless
+	 * and would rebuild them). */
+	bool sym_done, unwind_done;
+	struct symtab *symtab;
+	struct unwind_table *unwind;
+	const char *unwind_error; /* static; set when unwind_done without a table */
 };
 
 struct range_req {
@@ -53,6 +66,14 @@ static bool draining;
 static void job_end(struct service *svc, struct job *j, struct symtab *t, const char *error,
 		    bool permanent);
 static void job_step(struct service *svc, struct job *j);
+
+static void job_free(struct job *j)
+{
+	file_image_free(j->img);
+	symtab_free(j->symtab);
+	unwind_table_free(j->unwind);
+	free(j);
+}
 
 bool analysis_running(struct service *svc, const struct fileid *id)
 {
@@ -210,22 +231,55 @@ static void job_reroute(struct service *svc, struct job *j)
 
 static void job_step(struct service *svc, struct job *j)
 {
-	struct elf_need need = { 0 };
+	struct elf_need need = { 0 }, uneed = { 0 };
 	struct symtab *t = NULL;
-	const char *reason = NULL;
+	struct unwind_table *ut = NULL;
+	const char *reason = NULL, *ureason = NULL;
 	int r;
 
-	r = elf_analysis_step(j->img, &need, &t, &reason);
-	if (r == 0) {
+	if (!j->sym_done) {
+		r = elf_analysis_step(j->img, &need, &t, &reason);
+		if (r == -EBADMSG) {
+			job_end(svc, j, NULL, reason ? reason : "not a valid ELF file", true);
+			return;
+		}
+		if (r != 0 && r != -EAGAIN) {
+			job_end(svc, j, NULL, "analysis failed (out of memory)", false);
+			return;
+		}
+		if (r == 0) {
+			j->sym_done = true;
+			j->symtab = t;
+		}
+	}
+	if (!j->unwind_done) {
+		r = unwind_analysis_step(j->img, NULL, &uneed, &ut, NULL, &ureason);
+		switch (r) {
+		case 0:
+			j->unwind = ut;
+			j->unwind_done = true;
+			break;
+		case -EAGAIN:
+			for (size_t i = 0; i < uneed.n; i++)
+				elf_need_add(&need, uneed.ranges[i].offset, uneed.ranges[i].length);
+			break;
+		case -EBADMSG:
+			j->unwind_error = ureason ? ureason : "no usable call frame information";
+			j->unwind_done = true;
+			break;
+		case -E2BIG:
+			j->unwind_error = "unwind table over the row cap";
+			j->unwind_done = true;
+			break;
+		default:
+			job_end(svc, j, NULL, "analysis failed (out of memory)", false);
+			return;
+		}
+	}
+	if (j->sym_done && j->unwind_done) {
+		t = j->symtab;
+		j->symtab = NULL;
 		job_end(svc, j, t, NULL, true);
-		return;
-	}
-	if (r == -EBADMSG) {
-		job_end(svc, j, NULL, reason ? reason : "not a valid ELF file", true);
-		return;
-	}
-	if (r != -EAGAIN) {
-		job_end(svc, j, NULL, "analysis failed (out of memory)", false);
 		return;
 	}
 	r = request_ranges(svc, j, &need);
@@ -255,7 +309,8 @@ static void job_step(struct service *svc, struct job *j)
  * directory replaces .dynsym-only names with the full .symtab. Local and
  * whole, so the analysis completes in one go; reading it blocks the loop
  * briefly, which is accepted for a once-per-file event. */
-static struct symtab *merge_debug_file(struct service *svc, struct symtab *t)
+static struct symtab *merge_debug_file(struct service *svc, struct symtab *t,
+				       struct file_image **ret_img)
 {
 	const uint8_t *bid;
 	size_t bid_len;
@@ -293,6 +348,9 @@ static struct symtab *merge_debug_file(struct service *svc, struct symtab *t)
 		symtab_free(t);
 		t = merged;
 	}
+	/* Its .debug_frame may describe what .eh_frame leaves out. */
+	*ret_img = img;
+	img = NULL;
 cleanup:
 	symtab_free(dt);
 	file_image_free(img);
@@ -341,15 +399,43 @@ static void job_end(struct service *svc, struct job *j, struct symtab *t, const 
 		}
 	}
 	if (t) {
-		t = merge_debug_file(svc, t);
-		log_info("analysed %.100s (%s): %zu symbols, %llu bytes in %u reads, %u round trips, %lld ms",
-			 name, hex, symtab_count(t), (unsigned long long)j->bytes_requested,
-			 j->n_requests, j->n_rounds, (long long)elapsed);
+		struct file_image *dimg = NULL;
+
+		t = merge_debug_file(svc, t, &dimg);
+		if (dimg) {
+			struct unwind_table *ut = NULL;
+			struct unwind_analysis_info info;
+			struct elf_need need;
+
+			/* The image is whole for what the table needs: this
+			 * finishes at once, with the debug file's rows too. */
+			if (unwind_analysis_step(j->img, dimg, &need, &ut, &info, NULL) == 0 &&
+			    info.has_debug_file) {
+				unwind_table_free(j->unwind);
+				j->unwind = ut;
+				j->unwind_error = NULL;
+			} else {
+				unwind_table_free(ut);
+			}
+			file_image_free(dimg);
+		}
+		log_info("analysed %.100s (%s): %zu symbols, %zu unwind rows%s%s, %llu bytes in %u reads, %u round trips, %lld ms",
+			 name, hex, symtab_count(t), j->unwind ? unwind_table_count(j->unwind) : 0,
+			 j->unwind_error ? ": " : "", j->unwind_error ? j->unwind_error : "",
+			 (unsigned long long)j->bytes_requested, j->n_requests, j->n_rounds,
+			 (long long)elapsed);
 		if (cache_store(svc->cache, &j->id, t, NULL, (int64_t)time(NULL)) < 0)
 			log_warn("cannot write the analysis of %.100s to the cache, ignoring", name);
+		if (cache_store_unwind(svc->cache, &j->id, j->unwind, j->unwind_error,
+				       (int64_t)time(NULL)) < 0)
+			log_warn("cannot write the unwind table of %.100s to the cache, ignoring",
+				 name);
+		j->unwind = NULL;
 	} else if (permanent) {
 		log_warn("analysis of %.100s (%s) failed: %s", name, hex, error);
 		if (cache_store(svc->cache, &j->id, NULL, error, (int64_t)time(NULL)) < 0)
+			log_warn("cannot write the failure of %.100s to the cache, ignoring", name);
+		if (cache_store_unwind(svc->cache, &j->id, NULL, error, (int64_t)time(NULL)) < 0)
 			log_warn("cannot write the failure of %.100s to the cache, ignoring", name);
 	} else {
 		int64_t *at = malloc(sizeof(*at)), *old = NULL;
@@ -363,8 +449,7 @@ static void job_end(struct service *svc, struct job *j, struct symtab *t, const 
 		}
 	}
 	queue_done(&j->id);
-	file_image_free(j->img);
-	free(j);
+	job_free(j);
 }
 
 /* Wakes waiters of ended jobs and starts queued ones. Not re-entrant:
@@ -535,8 +620,7 @@ void analysis_free_all(struct service *svc)
 		struct job *j = val;
 
 		hmap_remove(svc->jobs, &j->id, sizeof(j->id));
-		file_image_free(j->img);
-		free(j);
+		job_free(j);
 	}
 	svc->queue_head = svc->queue_tail = NULL;
 	svc->n_active = svc->n_queued = 0;

@@ -10,6 +10,14 @@
  * A stack is symbolized once, when every file it needs is analysed (or
  * failed), into folded text; until then it waits with its samples in the
  * session's pending queue, at most SERVICE_PENDING_TIMEOUT_MS.
+ *
+ * Unwind tables: every executable file a session's processes map gets its
+ * table sent once per session (a reconnect is a new session and gets all
+ * again): at once from the cache, or when the file's job ends. A file
+ * without a usable table gets one UnwindTable with error set, so the
+ * sensor stops waiting. Tables go out in chunks of UNWIND_CHUNK_ROWS
+ * through the session's bounded write queue; when it is full
+ * (-ENOBUFS) the rest waits for the 200 ms tick.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -21,6 +29,7 @@
 #include "log.h"
 #include "ksyms.h"
 #include "service.h"
+#include "unwind_table.h"
 #include "ingest.pb-c.h"
 
 #define COMM_MAX 64
@@ -56,8 +65,22 @@ struct pending_sample {
 	char comm[COMM_MAX + 1];
 };
 
+enum table_state {
+	TABLE_WAITING, /* no result in the cache yet */
+	TABLE_QUEUED,  /* in the send queue */
+	TABLE_SENT,
+};
+
+struct table_send {
+	struct fileid id;
+	enum table_state state;
+	uint32_t next_row; /* rows sent so far */
+	struct table_send *qnext;
+};
+
 struct stackdef {
 	uint32_t id;
+	uint8_t outcome;
 	uint32_t n_kernel, n_user; /* leaf first */
 	uint64_t *kernel;
 	struct uframe *user;
@@ -85,6 +108,10 @@ struct session {
 	struct stackdef *pend_head, *pend_tail;
 	size_t n_pending, n_pending_samples, n_frames_held;
 	struct sensor_counters stats;
+	struct hmap *tables; /* fileid -> table_send */
+	struct table_send *tq_head, *tq_tail;
+	size_t n_tables_waiting;
+	uint64_t tables_sent, table_rows_sent;
 };
 
 struct session *session_next(const struct session *s)
@@ -168,6 +195,181 @@ int session_send_read_range(struct session *s, uint64_t request_id, const struct
 	if (r == -EPIPE)
 		s->finished = true;
 	return r;
+}
+
+/* ---- unwind tables ---- */
+
+static void table_enqueue(struct session *s, struct table_send *t)
+{
+	if (t->state == TABLE_WAITING)
+		s->n_tables_waiting--;
+	t->state = TABLE_QUEUED;
+	t->next_row = 0;
+	t->qnext = NULL;
+	if (s->tq_tail)
+		s->tq_tail->qnext = t;
+	else
+		s->tq_head = t;
+	s->tq_tail = t;
+}
+
+/* Queues t if its result is known; otherwise makes sure a job computes
+ * it (unless a transient failure waits for its retry time). */
+static void table_check(struct session *s, struct table_send *t)
+{
+	struct service *svc = s->svc;
+	const int64_t *retry_at;
+
+	if (t->state != TABLE_WAITING)
+		return;
+	if (cache_lookup_unwind(svc->cache, &t->id, NULL, NULL) != CACHE_MISS) {
+		table_enqueue(s, t);
+		return;
+	}
+	if (analysis_running(svc, &t->id))
+		return;
+	retry_at = hmap_get(svc->retry, &t->id, sizeof(t->id));
+	if (retry_at && service_now_ms() < *retry_at)
+		return;
+	/* Also when the symtab is cached: a cache from before unwind tables
+	 * (or an older UNWIND_BLOB_VERSION) has none; the job recomputes
+	 * both from one fetch. */
+	if (analysis_start(svc, &t->id) < 0)
+		log_debug("cannot start the analysis of a file for its unwind table");
+}
+
+static void session_want_table(struct session *s, const struct fileid *id)
+{
+	struct table_send *t;
+
+	if (hmap_get(s->tables, id, sizeof(*id)))
+		return;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return;
+	t->id = *id;
+	t->state = TABLE_WAITING;
+	if (hmap_put(s->tables, id, sizeof(*id), t, NULL) < 0) {
+		free(t);
+		return;
+	}
+	s->n_tables_waiting++;
+	table_check(s, t);
+}
+
+/* Writes the next message of the queue head. Returns 0 (sent), -ENOBUFS
+ * (queue full: try again later), or another negative errno. */
+static int table_send_one(struct session *s, struct table_send *t, bool *ret_done)
+{
+	Sonde__V1__SymbolizerMessage m = SONDE__V1__SYMBOLIZER_MESSAGE__INIT;
+	Sonde__V1__UnwindTable ut = SONDE__V1__UNWIND_TABLE__INIT;
+	const struct unwind_table *tbl = NULL;
+	const char *error = NULL;
+	uint8_t *rows = NULL;
+	size_t total = 0, n = 0;
+	int r;
+
+	*ret_done = false;
+	switch (cache_lookup_unwind(s->svc->cache, &t->id, &tbl, &error)) {
+	case CACHE_OK:
+		total = unwind_table_count(tbl);
+		if (total == 0)
+			error = "empty unwind table";
+		break;
+	case CACHE_ERROR:
+		break;
+	case CACHE_MISS:
+		return -ENOENT; /* dropped from the cache meanwhile */
+	}
+	ut.file_id.data = (uint8_t *)t->id.bytes;
+	ut.file_id.len = FILEID_LEN;
+	ut.format_version = SONDE_UNWIND_FORMAT_VERSION;
+	ut.first = t->next_row == 0;
+	if (error) {
+		ut.first = ut.last = true;
+		ut.error = (char *)error;
+	} else {
+		n = total - t->next_row;
+		if (n > UNWIND_CHUNK_ROWS)
+			n = UNWIND_CHUNK_ROWS;
+		rows = malloc(n * sizeof(struct sonde_unwind_row));
+		if (!rows)
+			return -ENOMEM;
+		unwind_table_pack(tbl, t->next_row, n, rows);
+		ut.rows.data = rows;
+		ut.rows.len = n * sizeof(struct sonde_unwind_row);
+		ut.total_rows = (uint32_t)total;
+		ut.last = t->next_row + n == total;
+	}
+	m.kind_case = SONDE__V1__SYMBOLIZER_MESSAGE__KIND_UNWIND_TABLE;
+	m.unwind_table = &ut;
+	r = rpc_call_write(s->call, &m.base);
+	free(rows);
+	if (r < 0)
+		return r;
+	t->next_row += (uint32_t)n;
+	s->table_rows_sent += n;
+	*ret_done = ut.last;
+	return 0;
+}
+
+/* Sends what is queued until done or the write queue is full. */
+static void session_pump_tables(struct session *s)
+{
+	while (s->tq_head && s->call && !s->finished && s->hello) {
+		struct table_send *t = s->tq_head;
+		bool done = false;
+		int r = table_send_one(s, t, &done);
+
+		if (r == -ENOBUFS)
+			return; /* the tick tries again */
+		if (r == -EPIPE) {
+			s->finished = true;
+			return;
+		}
+		if (r == 0 && !done)
+			continue;
+		s->tq_head = t->qnext;
+		if (!s->tq_head)
+			s->tq_tail = NULL;
+		t->qnext = NULL;
+		if (r == 0) {
+			t->state = TABLE_SENT;
+			s->tables_sent++;
+		} else {
+			/* Not in the cache any more, or no memory: wait for
+			 * it again (the tick re-checks). */
+			t->state = TABLE_WAITING;
+			s->n_tables_waiting++;
+			if (r != -ENOENT)
+				return;
+		}
+	}
+}
+
+void ingest_unwind_done(struct service *svc, const struct fileid *id)
+{
+	for (struct session *s = svc->sessions; s; s = s->next) {
+		struct table_send *t;
+
+		if (!s->tables || !(t = hmap_get(s->tables, id, sizeof(*id))))
+			continue;
+		table_check(s, t);
+		session_pump_tables(s);
+	}
+}
+
+static void session_tick_tables(struct session *s)
+{
+	if (s->n_tables_waiting) {
+		struct hmap_iter it;
+		void *val;
+
+		hmap_iter_init(s->tables, &it);
+		while (hmap_next(s->tables, &it, NULL, NULL, &val))
+			table_check(s, val);
+	}
+	session_pump_tables(s);
 }
 
 /* ---- stack symbolization ---- */
@@ -468,7 +670,10 @@ static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
 		/* Analyse executable files now, so their stacks do not wait. */
 		if (m->executable && !cache_contains(s->svc->cache, &id))
 			service_file_state(s->svc, &id, true, NULL, NULL);
+		if (m->executable)
+			session_want_table(s, &id);
 	}
+	session_pump_tables(s);
 	return 0;
 }
 
@@ -533,6 +738,8 @@ static int add_stackdef(struct session *s, const Sonde__V1__StackDef *sd)
 	if (!d)
 		goto nomem;
 	d->id = sd->id;
+	/* An outcome this symbolizer does not know counts as unspecified. */
+	d->outcome = (unsigned)sd->outcome < SERVICE_N_OUTCOMES ? (uint8_t)sd->outcome : 0;
 	d->n_kernel = (uint32_t)sd->n_kernel;
 	d->n_user = (uint32_t)sd->n_user;
 	if (d->n_kernel) {
@@ -576,6 +783,32 @@ nomem:
 	return -ENOMEM;
 }
 
+static void count_outcome(struct session *s, uint8_t outcome, const Sonde__V1__SampleCount *sc)
+{
+	struct service *svc = s->svc;
+	struct proc_outcome *po = hmap_get_u64(svc->proc_outcomes, sc->pid);
+
+	svc->outcomes.n[outcome] += sc->count;
+	svc->outcomes.total += sc->count;
+	if (!po) {
+		const struct process *p = hmap_get_u64(s->procs, sc->pid);
+
+		if (hmap_count(svc->proc_outcomes) >= SERVICE_MAX_OUTCOME_PIDS)
+			return;
+		po = calloc(1, sizeof(*po));
+		if (!po || hmap_put_u64(svc->proc_outcomes, sc->pid, po, NULL) < 0) {
+			free(po);
+			return;
+		}
+		po->pid = sc->pid;
+		/* The process name; a thread's comm if the process is unknown. */
+		snprintf(po->comm, sizeof(po->comm), "%.16s",
+			 p && p->comm[0] ? p->comm : sc->comm ? sc->comm : "");
+	}
+	po->c.n[outcome] += sc->count;
+	po->c.total += sc->count;
+}
+
 static int add_sample(struct session *s, const Sonde__V1__SampleCount *sc)
 {
 	struct stackdef *d = hmap_get_u64(s->stacks, sc->stack_id);
@@ -590,6 +823,7 @@ static int add_sample(struct session *s, const Sonde__V1__SampleCount *sc)
 	if (sc->count == 0)
 		return 0;
 	s->svc->samples_received += sc->count;
+	count_outcome(s, d->outcome, sc);
 	unix_s = sc->first_unix_ns ? sc->first_unix_ns / 1000000000ull : now;
 	if (unix_s > now + 300)
 		unix_s = now; /* a sensor clock far ahead would outlive retention */
@@ -665,7 +899,8 @@ void ingest_on_open(struct rpc_call *call, void *ctx)
 	s->files = hmap_new();
 	s->stacks = hmap_new();
 	s->ksyms = ksyms_new();
-	if (!s->procs || !s->files || !s->stacks || !s->ksyms)
+	s->tables = hmap_new();
+	if (!s->procs || !s->files || !s->stacks || !s->ksyms || !s->tables)
 		goto fail;
 	s->next = svc->sessions;
 	svc->sessions = s;
@@ -677,6 +912,7 @@ fail:
 		hmap_free(s->procs, NULL);
 		hmap_free(s->files, NULL);
 		hmap_free(s->stacks, NULL);
+		hmap_free(s->tables, NULL);
 		ksyms_free(s->ksyms);
 		free(s);
 	}
@@ -725,6 +961,9 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 		s->stats.samples_taken = m->stats->samples_taken;
 		s->stats.samples_lost = m->stats->samples_lost;
 		s->stats.samples_dropped = m->stats->samples_dropped;
+		s->stats.unwind_tables_loaded = m->stats->unwind_tables_loaded;
+		s->stats.unwind_rows_loaded = m->stats->unwind_rows_loaded;
+		s->stats.bpf_map_bytes = m->stats->bpf_map_bytes;
 		break;
 	default:
 		session_fail(s, RPC_INVALID_ARGUMENT, "empty or unknown SensorMessage");
@@ -761,6 +1000,7 @@ void ingest_on_close(struct rpc_call *call, void *ctx)
 	hmap_free(s->procs, process_free);
 	hmap_free(s->files, free);
 	hmap_free(s->stacks, stackdef_free);
+	hmap_free(s->tables, free);
 	ksyms_free(s->ksyms);
 	free(s);
 	analysis_flush_done(svc);
@@ -769,6 +1009,7 @@ void ingest_on_close(struct rpc_call *call, void *ctx)
 void ingest_tick(struct service *svc)
 {
 	for (struct session *s = svc->sessions; s; s = s->next) {
+		session_tick_tables(s);
 		session_retry_pending(s, true);
 		session_try_finish(s);
 	}
@@ -781,5 +1022,8 @@ void ingest_sum_counters(struct service *svc, struct sensor_counters *ret)
 		ret->samples_taken += s->stats.samples_taken;
 		ret->samples_lost += s->stats.samples_lost;
 		ret->samples_dropped += s->stats.samples_dropped;
+		ret->unwind_tables_loaded += s->stats.unwind_tables_loaded;
+		ret->unwind_rows_loaded += s->stats.unwind_rows_loaded;
+		ret->bpf_map_bytes += s->stats.bpf_map_bytes;
 	}
 }

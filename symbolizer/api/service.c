@@ -67,8 +67,9 @@ struct service *service_new(const struct service_opts *opts)
 	svc->retry = hmap_new();
 	svc->paths = hmap_new();
 	svc->names = hmap_new();
+	svc->proc_outcomes = hmap_new();
 	if (!svc->jobs || !svc->requests || !svc->retry || !svc->paths ||
-	    !svc->names) {
+	    !svc->names || !svc->proc_outcomes) {
 		service_free(svc);
 		return NULL;
 	}
@@ -122,6 +123,7 @@ void service_free(struct service *svc)
 	hmap_free(svc->retry, free);
 	hmap_free(svc->paths, free);
 	hmap_free(svc->names, free);
+	hmap_free(svc->proc_outcomes, free);
 	free(svc);
 }
 
@@ -203,6 +205,7 @@ enum file_state service_file_state(struct service *svc, const struct fileid *id,
 
 void service_file_done(struct service *svc, const struct fileid *id)
 {
+	ingest_unwind_done(svc, id);
 	for (struct session *s = svc->sessions; s;) {
 		/* session_retry_pending may finish, but never free, a session. */
 		struct session *next = session_next(s);

@@ -47,6 +47,19 @@ struct job;
 
 struct sensor_counters {
 	uint64_t samples_taken, samples_lost, samples_dropped;
+	/* latest values, summed over connected sensors only */
+	uint64_t unwind_tables_loaded, unwind_rows_loaded, bpf_map_bytes;
+};
+
+/* How user stacks ended, by samples: index = sonde.v1.StackOutcome
+ * (0 unspecified = no user stack). */
+#define SERVICE_N_OUTCOMES 5
+#define SERVICE_MAX_OUTCOME_PIDS 65536u /* pids counted one by one */
+#define SERVICE_STATUS_PROCESSES 50u
+
+struct outcome_counts {
+	uint64_t n[SERVICE_N_OUTCOMES];
+	uint64_t total;
 };
 
 struct service {
@@ -72,6 +85,9 @@ struct service {
 
 	struct hmap *paths;    /* path -> struct fileid */
 	struct hmap *names;    /* fileid -> char *path (first path seen) */
+
+	struct outcome_counts outcomes;
+	struct hmap *proc_outcomes; /* pid (u64) -> struct proc_outcome */
 
 	struct sym_wait *waits; /* deferred Symbolize calls */
 	int64_t last_flush_ms, last_expire_ms;
@@ -117,6 +133,15 @@ void session_retry_pending(struct session *s, bool force_expired);
 void session_try_finish(struct session *s);
 void ingest_tick(struct service *svc);
 void ingest_sum_counters(struct service *svc, struct sensor_counters *ret);
+/* Unwind tables: a job for id ended (either way); sessions waiting for
+ * its table get it now (or an error UnwindTable). */
+void ingest_unwind_done(struct service *svc, const struct fileid *id);
+
+struct proc_outcome {
+	uint32_t pid;
+	char comm[17];
+	struct outcome_counts c;
+};
 
 /* ---- analysis.c ---- */
 /* Starts (or queues) an analysis of id, or does nothing if one runs.

@@ -275,12 +275,41 @@ nomem:
 	free(w);
 }
 
+/* Index of struct outcome_counts: the sonde.v1.StackOutcome numbers. */
+enum { UNSPECIFIED = 0, COMPLETE = 1, TRUNCATED = 2, NO_TABLE = 3, READ_ERROR = 4 };
+
+static void to_outcomes(const struct outcome_counts *c, Sonde__V1__OutcomeCounts *ret)
+{
+	sonde__v1__outcome_counts__init(ret);
+	ret->no_user_stack = c->n[UNSPECIFIED];
+	ret->complete = c->n[COMPLETE];
+	ret->truncated = c->n[TRUNCATED];
+	ret->no_table = c->n[NO_TABLE];
+	ret->read_error = c->n[READ_ERROR];
+}
+
+/* Most samples first, then by pid. */
+static int cmp_proc_outcome(const void *a, const void *b)
+{
+	const struct proc_outcome *x = *(struct proc_outcome *const *)a;
+	const struct proc_outcome *y = *(struct proc_outcome *const *)b;
+
+	if (x->c.total != y->c.total)
+		return x->c.total > y->c.total ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
 void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 {
 	struct service *svc = ctx;
 	Sonde__V1__StatusResponse r = SONDE__V1__STATUS_RESPONSE__INIT;
+	Sonde__V1__OutcomeCounts overall, proc_counts[SERVICE_STATUS_PROCESSES];
+	Sonde__V1__ProcessOutcomes procs[SERVICE_STATUS_PROCESSES];
+	Sonde__V1__ProcessOutcomes *proc_ptrs[SERVICE_STATUS_PROCESSES];
+	struct proc_outcome **top = NULL;
 	struct cache_stats cs;
 	struct sensor_counters sc;
+	size_t n;
 
 	cache_get_stats(svc->cache, &cs);
 	ingest_sum_counters(svc, &sc);
@@ -296,7 +325,42 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	r.files_analysed = cs.files_ok;
 	r.files_failed = cs.files_failed;
 	r.uptime_s = (uint64_t)(service_now_ms() - svc->start_ms) / 1000;
+	r.unwind_tables_built = cs.unwind_ok;
+	r.unwind_tables_loaded = sc.unwind_tables_loaded;
+	r.unwind_rows_loaded = sc.unwind_rows_loaded;
+	r.bpf_map_bytes = sc.bpf_map_bytes;
+	to_outcomes(&svc->outcomes, &overall);
+	r.outcomes = &overall;
+	/* The processes with the most samples. */
+	n = hmap_count(svc->proc_outcomes);
+	if (n) {
+		struct hmap_iter it;
+		void *val;
+		size_t k = 0;
+
+		top = malloc(n * sizeof(*top));
+		if (top) {
+			hmap_iter_init(svc->proc_outcomes, &it);
+			while (k < n && hmap_next(svc->proc_outcomes, &it, NULL, NULL, &val))
+				top[k++] = val;
+			n = k;
+			qsort(top, n, sizeof(*top), cmp_proc_outcome);
+			if (n > SERVICE_STATUS_PROCESSES)
+				n = SERVICE_STATUS_PROCESSES;
+			for (size_t i = 0; i < n; i++) {
+				sonde__v1__process_outcomes__init(&procs[i]);
+				procs[i].pid = top[i]->pid;
+				procs[i].comm = top[i]->comm;
+				to_outcomes(&top[i]->c, &proc_counts[i]);
+				procs[i].outcomes = &proc_counts[i];
+				proc_ptrs[i] = &procs[i];
+			}
+			r.processes = proc_ptrs;
+			r.n_processes = n;
+		}
+	}
 	rpc_call_finish(call, RPC_OK, NULL, &r.base);
+	free(top);
 }
 
 static void to_query(const Sonde__V1__ProfileQuery *pq, uint32_t def_limit,

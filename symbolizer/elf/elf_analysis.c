@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <gelf.h>
@@ -83,7 +84,7 @@ static int bad(struct elf_ctx *c, const char *reason)
 
 /* ---- needs ---- */
 
-static void need_add(struct elf_need *need, uint64_t off, uint64_t len)
+void elf_need_add(struct elf_need *need, uint64_t off, uint64_t len)
 {
 	uint64_t end = off + len;
 	bool merged;
@@ -119,7 +120,7 @@ static bool want(struct elf_ctx *c, uint64_t off, uint64_t len)
 	if (file_image_has(c->img, off, len))
 		return true;
 	c->missing = true;
-	need_add(c->need, off, len);
+	elf_need_add(c->need, off, len);
 	return false;
 }
 
@@ -663,6 +664,103 @@ int elf_analysis_step(const struct file_image *img, struct elf_need *need,
 		err = stage_sections(&c, &plan);
 	if (!err)
 		err = stage_build(&c, &plan, ret_symtab);
+	if (err == -EBADMSG && reason)
+		*reason = c.reason ? c.reason : "malformed ELF file";
+	if (err != -EAGAIN)
+		need->n = 0;
+	return err;
+}
+
+/* ---- section lookup for other analyses (elf_sections) ---- */
+
+int elf_sections(const struct file_image *img, struct elf_need *need, const char *const *names,
+		 size_t n, struct elf_section *ret_sections, struct elf_layout *ret_layout,
+		 const char **reason)
+{
+	struct elf_ctx c = {
+		.img = img,
+		.data = file_image_data(img),
+		.size = file_image_size(img),
+		.need = need,
+	};
+	struct elf_plan plan = { 0 };
+	struct elf_layout layout = { 0 };
+	struct elf_section *found = NULL;
+	GElf_Shdr sh;
+	GElf_Phdr ph;
+	int err;
+
+	need->n = 0;
+	pthread_once(&libelf_once, libelf_init);
+	err = stage_ehdr(&c);
+	if (!err)
+		err = stage_tables(&c);
+	if (!err && c.shstrndx != SHN_UNDEF && c.shstrndx < c.shnum) {
+		if (read_shdr(&c, c.shstrndx, &plan.shstr))
+			err = bad(&c, "unreadable section header");
+		else
+			err = check_data(&c, &plan.shstr, "section name table past the end of the file");
+		if (!err) {
+			plan.has_names = plan.shstr.sh_size > 0 &&
+					 want(&c, plan.shstr.sh_offset, plan.shstr.sh_size);
+			if (c.missing)
+				err = -EAGAIN;
+		}
+	}
+	if (err)
+		goto out;
+	found = calloc(n ? n : 1, sizeof(*found));
+	if (!found) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (uint64_t i = 1; plan.has_names && i < c.shnum; i++) {
+		const char *name;
+
+		if (read_shdr(&c, i, &sh)) {
+			err = bad(&c, "unreadable section header");
+			goto out;
+		}
+		name = section_name(&c, &plan, &sh);
+		for (size_t k = 0; name && k < n; k++) {
+			if (found[k].found || strcmp(name, names[k]) != 0)
+				continue;
+			if (sh.sh_type != SHT_NOBITS &&
+			    (!in_file(&c, sh.sh_offset, sh.sh_size) ||
+			     sh.sh_size > ELF_ANALYSIS_MAX_SECTION)) {
+				err = bad(&c, "section past the end of the file");
+				goto out;
+			}
+			found[k] = (struct elf_section){ .found = true, .type = sh.sh_type,
+							 .flags = sh.sh_flags,
+							 .offset = sh.sh_offset,
+							 .size = sh.sh_size, .addr = sh.sh_addr };
+		}
+	}
+	layout.is64 = c.is64;
+	layout.little_endian = c.encoding == ELFDATA2LSB;
+	layout.machine = c.eh.e_machine;
+	layout.type = c.eh.e_type;
+	for (uint64_t i = 0; i < c.phnum && layout.n_segments < ELF_LAYOUT_MAX_SEGMENTS; i++) {
+		if (read_phdr(&c, i, &ph)) {
+			err = bad(&c, "unreadable program header");
+			goto out;
+		}
+		if (ph.p_type != PT_LOAD && ph.p_type != PT_GNU_EH_FRAME)
+			continue;
+		/* As for the symtab: a segment we cannot trust is left out. */
+		if (!in_file(&c, ph.p_offset, ph.p_filesz) || ph.p_memsz < ph.p_filesz ||
+		    ph.p_vaddr > UINT64_MAX - ph.p_memsz)
+			continue;
+		layout.segments[layout.n_segments++] = (struct elf_segment){
+			.type = ph.p_type, .flags = ph.p_flags, .offset = ph.p_offset,
+			.vaddr = ph.p_vaddr, .filesz = ph.p_filesz, .memsz = ph.p_memsz
+		};
+	}
+	memcpy(ret_sections, found, n * sizeof(*found));
+	*ret_layout = layout;
+out:
+	free(found);
 	if (err == -EBADMSG && reason)
 		*reason = c.reason ? c.reason : "malformed ELF file";
 	if (err != -EAGAIN)

@@ -11,6 +11,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,57 @@ struct elf_need {
 	size_t n;
 	struct elf_range ranges[ELF_ANALYSIS_MAX_RANGES];
 };
+
+/* Adds [off, off+len) to need, folding it into ranges closer than 4 KiB.
+ * When need is full the range is left out: a resumable step asks for it
+ * again next time. Lets a caller combine the needs of two analyses of the
+ * same image into one request list. */
+void elf_need_add(struct elf_need *need, uint64_t off, uint64_t len);
+
+/* ---- section and segment lookup (for other analyses of the image) ---- */
+
+#define ELF_LAYOUT_MAX_SEGMENTS 64
+
+struct elf_section {
+	bool found;
+	uint32_t type;   /* SHT_* */
+	uint64_t flags;  /* SHF_* */
+	uint64_t offset; /* checked: inside the file unless type is SHT_NOBITS */
+	uint64_t size;
+	uint64_t addr;   /* sh_addr */
+};
+
+struct elf_segment {
+	uint32_t type;   /* PT_LOAD or PT_GNU_EH_FRAME */
+	uint32_t flags;  /* PF_* */
+	uint64_t offset; /* checked: [offset, offset+filesz) is inside the file */
+	uint64_t vaddr;
+	uint64_t filesz;
+	uint64_t memsz;
+};
+
+struct elf_layout {
+	bool is64;
+	bool little_endian;
+	uint16_t machine; /* e_machine */
+	uint16_t type;    /* e_type */
+	size_t n_segments; /* the first ELF_LAYOUT_MAX_SEGMENTS PT_LOAD and
+			    * PT_GNU_EH_FRAME headers that are inside the file */
+	struct elf_segment segments[ELF_LAYOUT_MAX_SEGMENTS];
+};
+
+/* Finds the sections named names[0..n) (first of each name wins) and the
+ * load segments, once the ELF header, the header tables and the section
+ * name table are in img. Section contents are not fetched: the caller asks
+ * for what it wants with elf_need_add. Returns:
+ *   0        ret_sections[i] describes names[i] (found false if absent, or
+ *            if the file has no section headers), *ret_layout is filled;
+ *   -EAGAIN  ranges in *need must be fetched first;
+ *   -EBADMSG not a valid ELF file (*reason, if not NULL, says why).
+ * img is borrowed; ret_sections and ret_layout untouched unless 0. */
+int elf_sections(const struct file_image *img, struct elf_need *need, const char *const *names,
+		 size_t n, struct elf_section *ret_sections, struct elf_layout *ret_layout,
+		 const char **reason);
 
 /* Returns:
  *   0        done: *ret_symtab is an owned symtab (maybe with 0 symbols);

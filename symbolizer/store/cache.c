@@ -1,8 +1,12 @@
 /* cache.c - SQLite file-analysis cache with an in-memory LRU above it.
  *
- * Schema (user_version 1):
+ * Schema (user_version 2):
  *   files(file_id BLOB PK, status INT (0 ok, 1 error), error TEXT,
  *         analysed_at INT (unix s), build_id BLOB, symtab BLOB)
+ *   unwind(file_id BLOB PK, status INT (0 ok, 1 error), error TEXT,
+ *          analysed_at INT, n_rows INT, tbl BLOB)     -- since version 2
+ * A version 1 cache gets the unwind table added; its files then have a
+ * symtab but no unwind row, which the service treats as "analyse again".
  *   stacks(id INTEGER PK, text TEXT UNIQUE)           -- profile.c
  *   samples(minute, pid, stack_id, count; PK(minute, pid, stack_id))
  * The database file is outside input too: a blob that does not
@@ -23,10 +27,23 @@
 #define MEM_MAX_ENTRIES_DEFAULT 4096
 #define MEM_MAX_BYTES_DEFAULT (256u << 20)
 
+/* The memory LRU holds both products, keyed by (file ID, kind). */
+enum mem_kind {
+	MEM_SYMTAB = 0,
+	MEM_UNWIND = 1,
+};
+
+struct mem_key {
+	uint8_t id[FILEID_LEN];
+	uint8_t kind;
+};
+_Static_assert(sizeof(struct mem_key) == FILEID_LEN + 1, "mem_key has no padding");
+
 struct mem_entry {
-	struct fileid id;
+	struct mem_key key;
 	enum cache_status status;
 	struct symtab *symtab;
+	struct unwind_table *unwind;
 	char *error;
 	size_t bytes;
 	struct mem_entry *prev, *next; /* LRU list, most recent first */
@@ -35,7 +52,8 @@ struct mem_entry {
 struct cache {
 	sqlite3 *db;
 	sqlite3_stmt *st_get, *st_put, *st_del, *st_bid, *st_has, *st_count;
-	struct hmap *mem; /* fileid -> mem_entry */
+	sqlite3_stmt *st_uget, *st_uput, *st_udel, *st_ucount;
+	struct hmap *mem; /* mem_key -> mem_entry */
 	struct mem_entry *head, *tail;
 	size_t mem_bytes;
 	size_t max_entries, max_bytes;
@@ -57,9 +75,19 @@ static const char schema_v1[] =
 	" minute INTEGER NOT NULL, pid INTEGER NOT NULL, stack_id INTEGER NOT NULL,"
 	" count INTEGER NOT NULL, PRIMARY KEY (minute, pid, stack_id)) WITHOUT ROWID;";
 
+static const char schema_v2[] =
+	"CREATE TABLE unwind ("
+	" file_id BLOB PRIMARY KEY NOT NULL CHECK (length(file_id) = 16),"
+	" status INTEGER NOT NULL,"
+	" error TEXT,"
+	" analysed_at INTEGER NOT NULL,"
+	" n_rows INTEGER NOT NULL DEFAULT 0,"
+	" tbl BLOB"
+	") WITHOUT ROWID;";
+
 /* Migrations from version i to i + 1 go here as they appear; index 0
  * creates the schema in an empty database. */
-static const char *const migrations[CACHE_SCHEMA_VERSION] = { schema_v1 };
+static const char *const migrations[CACHE_SCHEMA_VERSION] = { schema_v1, schema_v2 };
 
 static int sqlite_to_errno(int rc)
 {
@@ -271,7 +299,16 @@ int cache_open(const char *path, const struct cache_opts *opts, struct cache **r
 			 &c->st_bid)) < 0 ||
 	    (r = prepare(c->db, "SELECT 1 FROM files WHERE file_id = ?1", &c->st_has)) < 0 ||
 	    (r = prepare(c->db, "SELECT status, count(*) FROM files GROUP BY status",
-			 &c->st_count)) < 0)
+			 &c->st_count)) < 0 ||
+	    (r = prepare(c->db, "SELECT status, error, tbl FROM unwind WHERE file_id = ?1",
+			 &c->st_uget)) < 0 ||
+	    (r = prepare(c->db,
+			 "INSERT OR REPLACE INTO unwind (file_id, status, error, analysed_at,"
+			 " n_rows, tbl) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+			 &c->st_uput)) < 0 ||
+	    (r = prepare(c->db, "DELETE FROM unwind WHERE file_id = ?1", &c->st_udel)) < 0 ||
+	    (r = prepare(c->db, "SELECT status, count(*) FROM unwind GROUP BY status",
+			 &c->st_ucount)) < 0)
 		goto cleanup;
 	*ret = c;
 	c = NULL;
@@ -289,6 +326,7 @@ static void mem_entry_free(void *p)
 	if (!e)
 		return;
 	symtab_free(e->symtab);
+	unwind_table_free(e->unwind);
 	free(e->error);
 	free(e);
 }
@@ -304,6 +342,10 @@ void cache_close(struct cache *c)
 	sqlite3_finalize(c->st_bid);
 	sqlite3_finalize(c->st_has);
 	sqlite3_finalize(c->st_count);
+	sqlite3_finalize(c->st_uget);
+	sqlite3_finalize(c->st_uput);
+	sqlite3_finalize(c->st_udel);
+	sqlite3_finalize(c->st_ucount);
 	if (c->db) {
 		/* Fold the WAL back so the file is self-contained at rest. */
 		sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
@@ -350,29 +392,41 @@ static void mem_evict(struct cache *c)
 		struct mem_entry *e = c->tail;
 
 		lru_unlink(c, e);
-		hmap_remove(c->mem, &e->id, sizeof(e->id));
+		hmap_remove(c->mem, &e->key, sizeof(e->key));
 		c->mem_bytes -= e->bytes;
 		mem_entry_free(e);
 	}
 }
 
-/* Takes t and a copy of error. Returns the entry or NULL (t freed). */
-static struct mem_entry *mem_insert(struct cache *c, const struct fileid *id,
-				    enum cache_status status, struct symtab *t, const char *error,
-				    size_t bytes)
+static struct mem_key mem_key(const struct fileid *id, enum mem_kind kind)
+{
+	struct mem_key k;
+
+	memcpy(k.id, id->bytes, FILEID_LEN);
+	k.kind = (uint8_t)kind;
+	return k;
+}
+
+/* Takes t (or u) and a copy of error. Returns the entry or NULL (the
+ * product freed). */
+static struct mem_entry *mem_insert2(struct cache *c, const struct fileid *id,
+				     enum mem_kind kind, enum cache_status status, struct symtab *t,
+				     struct unwind_table *u, const char *error, size_t bytes)
 {
 	struct mem_entry *e = calloc(1, sizeof(*e)), *old = NULL;
 
 	if (!e || (error && !(e->error = strdup(error)))) {
 		free(e);
 		symtab_free(t);
+		unwind_table_free(u);
 		return NULL;
 	}
-	e->id = *id;
+	e->key = mem_key(id, kind);
 	e->status = status;
 	e->symtab = t;
+	e->unwind = u;
 	e->bytes = bytes + sizeof(*e) + (error ? strlen(error) : 0);
-	if (hmap_put(c->mem, id, sizeof(*id), e, (void **)&old) < 0) {
+	if (hmap_put(c->mem, &e->key, sizeof(e->key), e, (void **)&old) < 0) {
 		mem_entry_free(e);
 		return NULL;
 	}
@@ -385,6 +439,21 @@ static struct mem_entry *mem_insert(struct cache *c, const struct fileid *id,
 	c->mem_bytes += e->bytes;
 	mem_evict(c);
 	return e;
+}
+
+static struct mem_entry *mem_insert(struct cache *c, const struct fileid *id,
+				    enum cache_status status, struct symtab *t, const char *error,
+				    size_t bytes)
+{
+	return mem_insert2(c, id, MEM_SYMTAB, status, t, NULL, error, bytes);
+}
+
+/* An unwind entry: a table, or (t NULL) an error. */
+static struct mem_entry *mem_insert_unwind(struct cache *c, const struct fileid *id,
+					   enum cache_status status, struct unwind_table *t,
+					   const char *error, size_t bytes)
+{
+	return mem_insert2(c, id, MEM_UNWIND, status, NULL, t, error, t ? bytes : 0);
 }
 
 static enum cache_status entry_result(const struct mem_entry *e, const struct symtab **ret_symtab,
@@ -400,7 +469,8 @@ static enum cache_status entry_result(const struct mem_entry *e, const struct sy
 enum cache_status cache_lookup(struct cache *c, const struct fileid *id,
 			       const struct symtab **ret_symtab, const char **ret_error)
 {
-	struct mem_entry *e = hmap_get(c->mem, id, sizeof(*id));
+	struct mem_key key = mem_key(id, MEM_SYMTAB);
+	struct mem_entry *e = hmap_get(c->mem, &key, sizeof(key));
 	struct symtab *t = NULL;
 	enum cache_status status = CACHE_MISS;
 	const void *blob;
@@ -461,9 +531,10 @@ enum cache_status cache_lookup(struct cache *c, const struct fileid *id,
 
 int cache_contains(struct cache *c, const struct fileid *id)
 {
+	struct mem_key key = mem_key(id, MEM_SYMTAB);
 	int rc;
 
-	if (hmap_get(c->mem, id, sizeof(*id)))
+	if (hmap_get(c->mem, &key, sizeof(key)))
 		return 1;
 	sqlite3_reset(c->st_has);
 	sqlite3_bind_blob(c->st_has, 1, id, sizeof(*id), SQLITE_STATIC);
@@ -553,4 +624,117 @@ void cache_get_stats(struct cache *c, struct cache_stats *ret)
 			ret->files_failed += (uint64_t)sqlite3_column_int64(c->st_count, 1);
 	}
 	sqlite3_reset(c->st_count);
+	ret->unwind_ok = ret->unwind_failed = 0;
+	sqlite3_reset(c->st_ucount);
+	while (sqlite3_step(c->st_ucount) == SQLITE_ROW) {
+		if (sqlite3_column_int(c->st_ucount, 0) == 0)
+			ret->unwind_ok = (uint64_t)sqlite3_column_int64(c->st_ucount, 1);
+		else
+			ret->unwind_failed += (uint64_t)sqlite3_column_int64(c->st_ucount, 1);
+	}
+	sqlite3_reset(c->st_ucount);
+}
+
+enum cache_status cache_lookup_unwind(struct cache *c, const struct fileid *id,
+				      const struct unwind_table **ret_table,
+				      const char **ret_error)
+{
+	struct mem_key key = mem_key(id, MEM_UNWIND);
+	struct mem_entry *e = hmap_get(c->mem, &key, sizeof(key));
+	struct unwind_table *t = NULL;
+	enum cache_status status = CACHE_MISS;
+	const char *error = NULL;
+	const void *blob;
+	int size = 0, rc;
+
+	if (!e) {
+		sqlite3_reset(c->st_uget);
+		sqlite3_bind_blob(c->st_uget, 1, id, sizeof(*id), SQLITE_STATIC);
+		rc = sqlite3_step(c->st_uget);
+		if (rc == SQLITE_ROW) {
+			int st = sqlite3_column_int(c->st_uget, 0);
+
+			blob = sqlite3_column_blob(c->st_uget, 2);
+			size = sqlite3_column_bytes(c->st_uget, 2);
+			if (st == 0 && blob && size > 0) {
+				t = unwind_table_deserialize(blob, (size_t)size);
+				status = t ? CACHE_OK : CACHE_MISS;
+			} else if (st == 1) {
+				error = (const char *)sqlite3_column_text(c->st_uget, 1);
+				status = CACHE_ERROR;
+			}
+			if (status == CACHE_MISS) {
+				char hex[FILEID_HEX_LEN + 1];
+
+				/* Damaged, or from another UNWIND_BLOB_VERSION. */
+				log_debug("unwind table of %s does not deserialise; dropping it",
+					  fileid_to_hex(id, hex));
+				sqlite3_reset(c->st_uget);
+				sqlite3_reset(c->st_udel);
+				sqlite3_bind_blob(c->st_udel, 1, id, sizeof(*id), SQLITE_STATIC);
+				sqlite3_step(c->st_udel);
+				sqlite3_reset(c->st_udel);
+			} else {
+				e = mem_insert_unwind(c, id, status, t, error, (size_t)size);
+				t = NULL;
+			}
+		} else if (rc != SQLITE_DONE) {
+			log_debug("cache lookup failed: %s", sqlite3_errmsg(c->db));
+		}
+		sqlite3_reset(c->st_uget);
+		if (!e)
+			return CACHE_MISS;
+	} else if (e != c->head) {
+		lru_unlink(c, e);
+		lru_push_front(c, e);
+	}
+	if (e->status == CACHE_OK && ret_table)
+		*ret_table = e->unwind;
+	if (e->status == CACHE_ERROR && ret_error)
+		*ret_error = e->error ? e->error : "unwind table compilation failed";
+	return e->status;
+}
+
+int cache_store_unwind(struct cache *c, const struct fileid *id, struct unwind_table *t,
+		       const char *error, int64_t analysed_at)
+{
+	void *blob = NULL;
+	size_t size = 0;
+	int rc, r = 0;
+
+	if (t) {
+		blob = unwind_table_serialize(t, &size);
+		if (!blob) {
+			r = -ENOMEM;
+			goto memory;
+		}
+	}
+	sqlite3_reset(c->st_uput);
+	sqlite3_bind_blob(c->st_uput, 1, id, sizeof(*id), SQLITE_STATIC);
+	sqlite3_bind_int(c->st_uput, 2, t ? 0 : 1);
+	if (t)
+		sqlite3_bind_null(c->st_uput, 3);
+	else
+		sqlite3_bind_text(c->st_uput, 3, error ? error : "unwind table compilation failed",
+				  -1, SQLITE_STATIC);
+	sqlite3_bind_int64(c->st_uput, 4, analysed_at);
+	sqlite3_bind_int64(c->st_uput, 5, t ? (int64_t)unwind_table_count(t) : 0);
+	if (blob)
+		sqlite3_bind_blob64(c->st_uput, 6, blob, size, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(c->st_uput, 6);
+	rc = sqlite3_step(c->st_uput);
+	if (rc != SQLITE_DONE) {
+		r = sqlite_to_errno(rc);
+		if (r == 0)
+			r = -EIO;
+		log_debug("cache store failed: %s", sqlite3_errmsg(c->db));
+	}
+	sqlite3_reset(c->st_uput);
+	sqlite3_clear_bindings(c->st_uput);
+memory:
+	free(blob);
+	mem_insert_unwind(c, id, t ? CACHE_OK : CACHE_ERROR, t,
+			  t ? NULL : (error ? error : "unwind table compilation failed"), size);
+	return r;
 }

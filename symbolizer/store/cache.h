@@ -1,7 +1,7 @@
 /* cache.h - the file-analysis cache: one SQLite database (--cache PATH)
- * holding, per file ID, the result of analysing that file (its symtab, or
- * the error that made analysis fail), plus a bounded in-memory LRU of
- * deserialised symtabs above it. The profile store (profile.h) keeps its
+ * holding, per file ID, the results of analysing that file: its symtab
+ * and its unwind table, each or the error that made it fail, plus a
+ * bounded in-memory LRU of deserialised results above it. The profile store (profile.h) keeps its
  * tables in the same database.
  *
  * The database is in WAL mode and carries its schema version in
@@ -17,8 +17,10 @@
 
 #include "fileid.h"
 #include "symtab.h"
+#include "unwind_table.h"
 
-#define CACHE_SCHEMA_VERSION 1
+/* 2: the unwind table, a second product per file (table unwind). */
+#define CACHE_SCHEMA_VERSION 2
 
 struct cache;
 
@@ -41,6 +43,8 @@ struct cache_stats {
 	uint64_t mem_bytes;
 	uint64_t files_ok;     /* rows in the database */
 	uint64_t files_failed; /* rows in the database */
+	uint64_t unwind_ok;     /* unwind tables in the database */
+	uint64_t unwind_failed; /* unwind errors in the database */
 };
 
 /* Opens or creates the database at path (see above for corrupt files).
@@ -70,3 +74,15 @@ int cache_store(struct cache *c, const struct fileid *id, struct symtab *t, cons
 int cache_find_build_id(struct cache *c, const uint8_t *build_id, size_t len,
 			struct fileid *ret_id);
 void cache_get_stats(struct cache *c, struct cache_stats *ret);
+
+/* The unwind table of id, like cache_lookup: CACHE_OK with *ret_table
+ * (borrowed, valid until the next lookup or store), CACHE_ERROR with
+ * *ret_error, or CACHE_MISS (never compiled, or compiled by an older
+ * UNWIND_BLOB_VERSION: the row is dropped so the file is analysed again). */
+enum cache_status cache_lookup_unwind(struct cache *c, const struct fileid *id,
+				      const struct unwind_table **ret_table,
+				      const char **ret_error);
+/* Stores the unwind result for id: t (taken, also on failure) or
+ * t == NULL and error (copied). Returns 0 or a negative errno. */
+int cache_store_unwind(struct cache *c, const struct fileid *id, struct unwind_table *t,
+		       const char *error, int64_t analysed_at);

@@ -4,7 +4,10 @@
 Accepts /sonde.v1.Ingest/Connect, answers Hello with Welcome, prints what
 arrives, asks for one ReadRange per registered file (up to --reads) and checks
 the returned bytes against the file itself. Ends the stream when the sensor
-half-closes. Stubs are generated at start into a temporary directory:
+half-closes. With --tables it also sends an unwind table for every mapped
+file, made by readelf_tables.py (a stand-in for the symbolizer's compiler),
+and with --stacks COMM prints the top stacks of that comm, symbolized with
+addr2line. Stubs are generated at start into a temporary directory:
 
   sudo /usr/bin/python3 tests/integration/fake_symbolizer.py --listen unix:/tmp/sonde.sock
 
@@ -39,6 +42,9 @@ def load_stubs():
 pb, pb_grpc = load_stubs()
 import grpc  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import readelf_tables  # noqa: E402
+
 
 class Stats:
     def __init__(self):
@@ -56,6 +62,12 @@ class Stats:
         self.ranges_bad = 0
         self.connections = 0
         self.top = collections.Counter()
+        self.outcome_samples = collections.Counter()   # (comm, outcome) -> samples
+        self.tables_sent = 0
+        self.table_rows = 0
+        self.last_stats = None
+        self.stack_text = {}    # (conn, stack id) -> frames text
+        self.paths = {}         # file_id -> path
 
 
 STATS = Stats()
@@ -80,6 +92,55 @@ class Ingest(pb_grpc.IngestServicer):
         def log(*a):
             if not args.quiet:
                 print(f"[conn {conn}]", *a, flush=True)
+
+        tables_done = set()
+        table_jobs = queue.Queue()
+
+        def table_worker():
+            while True:
+                job = table_jobs.get()
+                if job is None:
+                    return
+                fid, fd, path = job
+                cache = os.path.join(args.table_cache, fid.hex() + ".rows") if args.table_cache else None
+                rows = None
+                try:
+                    if cache and os.path.exists(cache):
+                        with open(cache) as f:
+                            rows = [tuple(int(x) for x in ln.split()) for ln in f]
+                    else:
+                        rows = readelf_tables.build_rows(f"/proc/{os.getpid()}/fd/{fd}")
+                        if cache:
+                            os.makedirs(args.table_cache, exist_ok=True)
+                            with open(cache + ".tmp", "w") as f:
+                                f.writelines(" ".join(map(str, r)) + "\n" for r in rows)
+                            os.rename(cache + ".tmp", cache)
+                except Exception as e:  # noqa: BLE001 - a test tool
+                    rows = None
+                    log("table for", path, "failed:", e)
+                finally:
+                    os.close(fd)
+                if not rows:
+                    out.put(pb.SymbolizerMessage(unwind_table=pb.UnwindTable(
+                        file_id=fid, format_version=1, first=True, last=True,
+                        error="no usable table")))
+                    continue
+                data = readelf_tables.pack(rows)
+                step = args.chunk_rows * 12
+                for i in range(0, len(data), step):
+                    out.put(pb.SymbolizerMessage(unwind_table=pb.UnwindTable(
+                        file_id=fid, format_version=1, first=i == 0,
+                        last=i + step >= len(data), total_rows=len(rows),
+                        rows=data[i:i + step])))
+                with STATS.lock:
+                    STATS.tables_sent += 1
+                    STATS.table_rows += len(rows)
+                if args.verbose:
+                    log("table", path, len(rows), "rows")
+
+        if args.tables:
+            for _ in range(args.table_workers):
+                threading.Thread(target=table_worker, daemon=True).start()
 
         def ask(fid):
             path, size = files[fid][0], files[fid][1]
@@ -113,6 +174,18 @@ class Ingest(pb_grpc.IngestServicer):
                         with STATS.lock:
                             STATS.pids.add(p.pid)
                         for mp in p.mappings:
+                            if len(mp.file_id) == 16:
+                                with STATS.lock:
+                                    STATS.paths.setdefault(mp.file_id, mp.path)
+                            if (args.tables and len(mp.file_id) == 16 and mp.executable
+                                    and mp.file_id not in tables_done):
+                                tables_done.add(mp.file_id)
+                                try:
+                                    fd = os.open(f"/proc/{p.pid}/map_files/{mp.start:x}-{mp.end:x}",
+                                                 os.O_RDONLY)
+                                    table_jobs.put((mp.file_id, fd, mp.path))
+                                except OSError:
+                                    tables_done.discard(mp.file_id)
                             if len(mp.file_id) == 16 and mp.file_id not in files:
                                 # map_files is the mapped inode even if the
                                 # path was replaced since (as the sensor reads).
@@ -144,6 +217,9 @@ class Ingest(pb_grpc.IngestServicer):
                                     "user", ["%s+%x" % (f.file_id.hex()[:8] or "raw", f.address)
                                              for f in d.user[:40]])
                             with STATS.lock:
+                                STATS.stack_text[(conn, d.id)] = (
+                                    pb.StackOutcome.Name(d.outcome),
+                                    [(f.file_id, f.address) for f in d.user])
                                 STATS.stack_defs += 1
                                 STATS.outcomes[pb.StackOutcome.Name(d.outcome)] += 1
                                 STATS.max_user = max(STATS.max_user, len(d.user))
@@ -155,6 +231,9 @@ class Ingest(pb_grpc.IngestServicer):
                             with STATS.lock:
                                 STATS.samples += s.count
                                 STATS.top[(s.comm, s.stack_id, conn)] += s.count
+                                if s.stack_id in defs:
+                                    STATS.outcome_samples[(s.comm, pb.StackOutcome.Name(
+                                        defs[s.stack_id].outcome))] += s.count
                     elif kind == "file_range":
                         fr = m.file_range
                         req = pending.pop(fr.request_id, None)
@@ -184,13 +263,19 @@ class Ingest(pb_grpc.IngestServicer):
                             "OK" if ok else "MISMATCH")
                     elif kind == "stats":
                         st = m.stats
+                        with STATS.lock:
+                            STATS.last_stats = st
                         log(f"stats: taken {st.samples_taken} lost {st.samples_lost} "
                             f"dropped {st.samples_dropped} procs {st.processes} "
-                            f"files {st.files}")
+                            f"files {st.files} tables {st.unwind_tables_loaded} "
+                            f"rows {st.unwind_rows_loaded} rejected {st.unwind_tables_rejected} "
+                            f"map bytes {st.bpf_map_bytes}")
             except grpc.RpcError as e:
                 code = e.code() if hasattr(e, "code") else "cancelled"
                 log("stream broke:", code)
             log("sensor half-closed" if context.is_active() else "stream over")
+            for _ in range(args.table_workers):
+                table_jobs.put(None)
             done.set()
 
         threading.Thread(target=reader, daemon=True).start()
@@ -212,8 +297,47 @@ class Ingest(pb_grpc.IngestServicer):
                 break
 
 
+def symbolize(fid, addr, leaf):
+    path = STATS.paths.get(fid)
+    if not path:
+        return "raw+%x" % addr
+    a = addr if leaf else addr - 1
+    try:
+        fn = subprocess.run(["addr2line", "-f", "-e", path, "%x" % a], capture_output=True,
+                            text=True, timeout=10).stdout.split("\n")[0]
+    except (OSError, subprocess.SubprocessError):
+        fn = "?"
+    return "%s:%s" % (os.path.basename(path), fn if fn != "??" else "+%x" % addr)
+
+
+def print_stacks(comm, n):
+    with STATS.lock:
+        top = [(c, k) for k, c in STATS.top.items() if k[0] == comm]
+    top.sort(reverse=True)
+    shown = top[:n]
+    # and the biggest stacks that did not complete, and signal frames
+    shown += [t for t in top if STATS.stack_text.get((t[1][2], t[1][1]), ("",))[0]
+              != "STACK_OUTCOME_COMPLETE"][:3]
+    for count, (c, sid, conn) in shown:
+        outcome, frames = STATS.stack_text.get((conn, sid), ("?", []))
+        print("STACK %s count=%d %s frames=%d" % (c, count, outcome, len(frames)))
+        for i, (fid, addr) in enumerate(frames):
+            print("    ", symbolize(fid, addr, i == 0))
+
+
 def summary():
     s = STATS
+    for comm in sorted({k[0] for k in s.outcome_samples}):
+        per = {o: c for (cm, o), c in s.outcome_samples.items() if cm == comm}
+        total = sum(per.values())
+        print("OUTCOMES %s samples=%d complete=%.1f%% %s" % (
+            comm, total, 100.0 * per.get("STACK_OUTCOME_COMPLETE", 0) / total, per), flush=True)
+    if s.last_stats is not None:
+        st = s.last_stats
+        print("SENSORSTATS tables=%d rows=%d rejected=%d map_bytes=%d" % (
+            st.unwind_tables_loaded, st.unwind_rows_loaded, st.unwind_tables_rejected,
+            st.bpf_map_bytes), flush=True)
+    print("TABLES sent=%d rows=%d" % (s.tables_sent, s.table_rows), flush=True)
     print("SUMMARY connections=%d samples=%d stack_defs=%d outcomes=%s max_user_frames=%d "
           "kernel_stacks=%d processes=%d exits=%d ksyms=%d ranges_ok=%d ranges_bad=%d kinds=%s"
           % (s.connections, s.samples, s.stack_defs, dict(s.outcomes), s.max_user,
@@ -230,6 +354,14 @@ def main():
     ap.add_argument("--bad-request", action="store_true",
                     help="send a malformed ReadRange on the first connection")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--tables", action="store_true",
+                    help="send unwind tables made with readelf_tables.py")
+    ap.add_argument("--chunk-rows", type=int, default=50000)
+    ap.add_argument("--table-workers", type=int, default=4)
+    ap.add_argument("--table-cache", default="/tmp/sonde-fake-tables",
+                    help="rows per file ID kept across runs ('' for none)")
+    ap.add_argument("--stacks", action="append", default=[], metavar="COMM",
+                    help="print the top stacks of COMM at the end (repeatable)")
     args = ap.parse_args()
     if args.listen.startswith("unix:"):
         try:
@@ -254,6 +386,8 @@ def main():
     except KeyboardInterrupt:
         pass
     finally:
+        for comm in args.stacks:
+            print_stacks(comm, 5)
         summary()
         server.stop(0.5)
 

@@ -1,0 +1,118 @@
+/* unwind_bpf.c - the unwind map writes, with the BPF syscalls. Rows go in
+ * with BPF_MAP_UPDATE_BATCH (kernel 5.6+), one element at a time where the
+ * kernel refuses batches. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+
+#include "unwind_bpf.h"
+
+#define UNWIND_BATCH_BUCKETS 8192u /* 768 KiB per syscall */
+
+/* first is bucket-aligned (unwind_maps.c places tables so). */
+static int bpf_rows_write(void *ctx, uint32_t first, const struct sonde_unwind_row *rows,
+			  uint32_t n)
+{
+	struct unwind_bpf *ub = ctx;
+	struct sonde_unwind_bucket *vals = NULL;
+	uint32_t n_buckets = n / SONDE_UNWIND_ROWS_PER_BUCKET + (n % SONDE_UNWIND_ROWS_PER_BUCKET != 0);
+	uint32_t *keys = NULL, done = 0;
+	int r = 0;
+
+	if (first % SONDE_UNWIND_ROWS_PER_BUCKET)
+		return -EINVAL;
+	keys = malloc(UNWIND_BATCH_BUCKETS * sizeof(*keys));
+	vals = malloc(UNWIND_BATCH_BUCKETS * sizeof(*vals));
+	if (!keys || !vals) {
+		r = -ENOMEM;
+		goto out;
+	}
+	while (done < n_buckets) {
+		uint32_t cnt = n_buckets - done < UNWIND_BATCH_BUCKETS ? n_buckets - done
+								       : UNWIND_BATCH_BUCKETS;
+		uint32_t row0 = done * SONDE_UNWIND_ROWS_PER_BUCKET;
+		uint32_t nrows = n - row0 < cnt * SONDE_UNWIND_ROWS_PER_BUCKET
+					 ? n - row0
+					 : cnt * SONDE_UNWIND_ROWS_PER_BUCKET;
+
+		memset(vals, 0, cnt * sizeof(*vals));
+		memcpy(vals, &rows[row0], nrows * sizeof(*rows));
+		for (uint32_t i = 0; i < cnt; i++)
+			keys[i] = first / SONDE_UNWIND_ROWS_PER_BUCKET + done + i;
+		if (ub->batch >= 0) {
+			uint32_t c = cnt;
+
+			if (bpf_map_update_batch(ub->rows_fd, keys, vals, &c, NULL) == 0) {
+				ub->batch = 1;
+				done += cnt;
+				continue;
+			}
+			r = -errno;
+			if (ub->batch == 1 || (r != -EINVAL && r != -ENOTSUP && r != -EOPNOTSUPP))
+				goto out;
+			ub->batch = -1; /* an old kernel: one element at a time */
+			r = 0;
+		}
+		for (uint32_t i = 0; i < cnt; i++)
+			if (bpf_map_update_elem(ub->rows_fd, &keys[i], &vals[i], BPF_ANY) < 0) {
+				r = -errno;
+				goto out;
+			}
+		done += cnt;
+	}
+out:
+	free(keys);
+	free(vals);
+	return r;
+}
+
+static int bpf_lpm_update(void *ctx, const struct sonde_unwind_lpm_key *key,
+			  const struct sonde_unwind_lpm_value *value)
+{
+	struct unwind_bpf *ub = ctx;
+
+	return bpf_map_update_elem(ub->lpm_fd, key, value, BPF_ANY) < 0 ? -errno : 0;
+}
+
+static int bpf_lpm_delete(void *ctx, const struct sonde_unwind_lpm_key *key)
+{
+	struct unwind_bpf *ub = ctx;
+
+	return bpf_map_delete_elem(ub->lpm_fd, key) < 0 ? -errno : 0;
+}
+
+static bool bpf_file_known(void *ctx, const uint8_t id[UNWIND_FILE_ID_LEN])
+{
+	struct unwind_bpf *ub = ctx;
+	struct fileid fid;
+
+	memcpy(fid.bytes, id, FILEID_LEN);
+	return fileids_contains(ub->fileids, &fid);
+}
+
+const struct unwind_map_ops unwind_bpf_ops = {
+	.rows_write = bpf_rows_write,
+	.lpm_update = bpf_lpm_update,
+	.lpm_delete = bpf_lpm_delete,
+	.file_known = bpf_file_known,
+};
+
+uint64_t unwind_bpf_map_memlock(int map_fd)
+{
+	char path[64], line[256];
+	uint64_t v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", map_fd);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "memlock: %" SCNu64, &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}

@@ -1,0 +1,60 @@
+/* sandbox.h - the symbolizer's sandbox: what it may still do once it
+ * handles bytes that a profiled process controls.
+ *
+ * Two steps, around the uid drop in main.c:
+ *   sandbox_drop_bounding()  as root, before setuid(): empties the
+ *                            capability bounding set on every thread
+ *                            (dropping it needs CAP_SETPCAP, which setuid()
+ *                            takes away).
+ *   sandbox_apply()          as the service user, once the sockets are
+ *                            bound and the databases open, before the
+ *                            server accepts a connection: no capabilities
+ *                            in any set, no_new_privs, rlimits, Landlock,
+ *                            then the seccomp allow-list.
+ * docs/security.md explains the policy; --print-policy shows it.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define SANDBOX_MAX_DIRS 20
+
+enum sandbox_seccomp_mode {
+	SANDBOX_SECCOMP_KILL, /* release default: kill the process */
+	SANDBOX_SECCOMP_TRAP, /* debug builds: SIGSYS, name the call, exit */
+	SANDBOX_SECCOMP_LOG,  /* --sandbox-log: allow but log (audit/dmesg) */
+	SANDBOX_SECCOMP_SELFTEST, /* --sandbox-selftest: trap, answer EPERM */
+};
+
+struct sandbox_policy {
+	const char *rw_dirs[SANDBOX_MAX_DIRS]; /* borrowed */
+	size_t n_rw;
+	const char *ro_dirs[SANDBOX_MAX_DIRS]; /* borrowed */
+	size_t n_ro;
+	uint64_t max_memory;     /* RLIMIT_DATA in bytes; 0: leave as is */
+	uint64_t max_open_files; /* RLIMIT_NOFILE; 0: leave as is */
+	bool require;            /* --require-sandbox: no degraded mode */
+	enum sandbox_seccomp_mode seccomp_mode;
+};
+
+/* As root, before the uid drop. Returns 0 or a negative errno (-EPERM
+ * when not permitted: not fatal, the caller says so). */
+int sandbox_drop_bounding(void);
+
+/* Applies the policy to the whole process (every thread). Missing kernel
+ * support (Landlock not built in or an old ABI) is a logged warning unless
+ * policy->require, then -EOPNOTSUPP. Returns 0 or a negative errno; on
+ * failure the process must exit, it may be half-restricted. */
+int sandbox_apply(const struct sandbox_policy *policy);
+
+/* Writes the policy as it would be applied (uid, capabilities, Landlock
+ * ABI and paths, seccomp allow-list, rlimits) to f. */
+void sandbox_print_policy(FILE *f, const struct sandbox_policy *policy);
+
+/* After sandbox_apply() with SANDBOX_SECCOMP_SELFTEST: tries what the
+ * sandbox must prevent (ptrace, /proc/1/mem, files outside the rules,
+ * sockets, exec, privileges) and writes one line per attempt,
+ * "denied NAME: how" or "ALLOWED NAME". Returns the number allowed. */
+int sandbox_selftest(FILE *f, const char *outside_file);

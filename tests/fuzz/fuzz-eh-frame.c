@@ -1,0 +1,129 @@
+/* fuzz-eh-frame.c - fuzzes the CFI parser and interpreter
+ * (symbolizer/unwind/eh_frame.c) and the table builder behind it: the
+ * input is one section's bytes, parsed as .eh_frame and as .debug_frame;
+ * the ranges go into a builder whose table is looked up, serialised and
+ * deserialised.
+ *
+ * Build with libFuzzer:
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -DSONDE_LIBFUZZER \
+ *     -D_GNU_SOURCE -Isymbolizer/unwind -Isymbolizer/elf -Ibpf \
+ *     tests/fuzz/fuzz-eh-frame.c symbolizer/unwind/{eh_frame,table}.c -lz
+ * Without SONDE_LIBFUZZER, main() replays the files named on the command
+ * line (a corpus run, or to reproduce a crash). Corpus: tests/fuzz/corpus/
+ * eh_frame/ (real sections extracted with objcopy).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eh_frame.h"
+#include "unwind_table.h"
+
+#define FUZZ_MAX_INPUT (1u << 20)
+
+struct ctx {
+	struct unwind_builder *b;
+	uint64_t n;
+};
+
+static int emit(void *p, uint64_t start, uint64_t end, const struct sonde_unwind_row *row)
+{
+	struct ctx *c = p;
+
+	if (start >= end || row->cfa_kind < SONDE_CFA_SP || row->cfa_kind > SONDE_CFA_UNSUPPORTED)
+		abort();
+	c->n++;
+	/* Like the service: vaddr ranges (here clipped to 32 bits). */
+	if (end <= (1ull << 32))
+		unwind_builder_add(c->b, start, end, row, UNWIND_SRC_EH_FRAME);
+	return 0;
+}
+
+static void check_table(struct unwind_table *t)
+{
+	size_t n, size;
+	const struct sonde_unwind_row *rows = unwind_table_rows(t, &n);
+	struct sonde_unwind_row r;
+	struct unwind_table *u;
+	void *blob;
+
+	for (size_t i = 1; i < n; i++)
+		if (rows[i].pc <= rows[i - 1].pc)
+			abort();
+	for (size_t i = 0; i < n && i < 64; i++)
+		if (unwind_table_lookup(t, rows[i].pc, &r) != 0 || r.pc != rows[i].pc)
+			abort();
+	blob = unwind_table_serialize(t, &size);
+	if (!blob)
+		return;
+	u = unwind_table_deserialize(blob, size);
+	if (!u || unwind_table_count(u) != n)
+		abort(); /* our own blob must always load */
+	unwind_table_free(u);
+	free(blob);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size == 0 || size > FUZZ_MAX_INPUT)
+		return 0;
+	for (int kind = 0; kind < 2; kind++) {
+		struct cfi_section sec = {
+			.data = data, .size = size, .addr = 0x400000, .text_addr = 0x401000,
+			.data_addr = 0x600000, .kind = kind ? CFI_DEBUG_FRAME : CFI_EH_FRAME,
+			.addr_size = 8,
+		};
+		struct ctx c = { unwind_builder_new(), 0 };
+		struct cfi_stats st;
+		struct unwind_table *t = NULL;
+		const char *reason = NULL;
+		int r;
+
+		if (!c.b)
+			return 0;
+		r = cfi_parse(&sec, emit, &c, &st, &reason);
+		if (r != 0 && r != -EBADMSG && r != -ENOMEM && r != -E2BIG)
+			abort();
+		if (r == -EBADMSG && !reason)
+			abort();
+		if (unwind_builder_finish(c.b, &t) == 0) {
+			check_table(t);
+			unwind_table_free(t);
+		}
+		unwind_builder_free(c.b);
+	}
+	return 0;
+}
+
+#ifndef SONDE_LIBFUZZER
+int main(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		FILE *f = fopen(argv[i], "rb");
+		uint8_t *buf;
+		long len;
+
+		if (!f) {
+			perror(argv[i]);
+			return 1;
+		}
+		fseek(f, 0, SEEK_END);
+		len = ftell(f);
+		fseek(f, 0, SEEK_SET);
+		buf = malloc(len > 0 ? (size_t)len : 1);
+		if (!buf || fread(buf, 1, (size_t)len, f) != (size_t)len) {
+			fclose(f);
+			return 1;
+		}
+		fclose(f);
+		LLVMFuzzerTestOneInput(buf, (size_t)len);
+		free(buf);
+	}
+	printf("replayed %d inputs\n", argc - 1);
+	return 0;
+}
+#endif
