@@ -524,7 +524,10 @@ static __always_inline void send_proc_event(__u32 type, __u32 pid, __u32 ppid)
 	ev->pad = 0;
 	ev->ktime_ns = bpf_ktime_get_ns();
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
-	bpf_ringbuf_submit(ev, 0);
+	/* Always wake the sensor: samples do not (wakeup_bytes), so it is
+	 * usually behind, and the default (wake only a caught-up consumer)
+	 * would leave a new process unseen until the next timed drain. */
+	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
 }
 
 SEC("tp_btf/sched_process_fork")

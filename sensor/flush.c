@@ -54,7 +54,10 @@ static int send_process(const struct proc *pr, void *ctx)
 	up.mappings = ptrs;
 	msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_PROCESS;
 	msg.process = &up;
-	r = uplink_send(c->u, c->gen, &msg, true);
+	/* No buffer hint: a new process is sent on its own between flushes
+	 * (sensor_flush_new_processes), and a hinted write would wait in
+	 * gRPC until the next flush, delaying the process's unwind tables. */
+	r = uplink_send(c->u, c->gen, &msg, false);
 	free(ptrs);
 	free(maps);
 	return r;

@@ -51,6 +51,12 @@
  * addresses; grows while rescans find nothing new (procs.c). */
 #define RESCAN_INTERVAL_NS 10000000ull
 #define EVENTS_DRAIN_MS 100
+/* After exec, ld.so maps the libraries within the first milliseconds;
+ * the exec-time scan sees none of them. These rescans pick them up before
+ * most of the process's first samples (neither kprobes nor fentry can be
+ * counted on to see the mmap calls themselves). */
+#define YOUNG_MAX 1024
+static const uint32_t young_rescan_ms[] = { 2, 10, 40, 150 };
 
 static struct env {
 	const char *symbolizer;
@@ -88,6 +94,14 @@ static struct sensor {
 	uint64_t samples_taken;
 	uint64_t sent_gen;
 	bool kallsyms_pending;
+	/* Processes that exec'd recently, rescanned on a schedule (see
+	 * rescan_young()). */
+	struct young {
+		uint32_t pid;
+		uint32_t step;
+		uint64_t due_ns; /* CLOCK_MONOTONIC */
+	} young[YOUNG_MAX];
+	size_t n_young;
 } S;
 
 static const char usage[] =
@@ -321,6 +335,41 @@ static void on_sample(const struct sonde_sample *rec, void *ctx)
 	stacks_add(S.stacks, &in); /* failures are counted inside */
 }
 
+static void young_add(uint32_t pid)
+{
+	if (S.n_young == YOUNG_MAX)
+		return; /* the unknown-address rescan covers the rest */
+	S.young[S.n_young++] = (struct young){
+		.pid = pid,
+		.due_ns = clock_ns(CLOCK_MONOTONIC) + young_rescan_ms[0] * 1000000ull,
+	};
+}
+
+/* Rescans the young processes that are due. Returns the milliseconds to
+ * the next due rescan, or -1 if none is scheduled. */
+static int rescan_young(void)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC), next = UINT64_MAX;
+	size_t kept = 0;
+
+	for (size_t i = 0; i < S.n_young; i++) {
+		struct young y = S.young[i];
+
+		if (y.due_ns <= now) {
+			int r = procs_scan(S.procs, y.pid);
+
+			if (r == -ESRCH || ++y.step == sizeof(young_rescan_ms) / sizeof(young_rescan_ms[0]))
+				continue;
+			y.due_ns += (young_rescan_ms[y.step] - young_rescan_ms[y.step - 1]) * 1000000ull;
+		}
+		if (y.due_ns < next)
+			next = y.due_ns;
+		S.young[kept++] = y;
+	}
+	S.n_young = kept;
+	return next == UINT64_MAX ? -1 : (int)((next > now ? next - now : 0) / 1000000) + 1;
+}
+
 static void on_proc(const struct sonde_proc_event *ev, void *ctx)
 {
 	int r;
@@ -331,6 +380,8 @@ static void on_proc(const struct sonde_proc_event *ev, void *ctx)
 		r = procs_scan(S.procs, ev->pid);
 		if (r < 0 && r != -ESRCH && r != -ENOEXEC)
 			log_debug("pid %" PRIu32 ": scan failed: %d", ev->pid, r);
+		if (ev->type == SONDE_REC_EXEC && r == 0)
+			young_add(ev->pid);
 		break;
 	case SONDE_REC_EXIT:
 		procs_exit(S.procs, ev->pid);
@@ -606,12 +657,16 @@ static int sensor_flush(struct sample_bpf *skel, uint64_t *ret_gen)
 
 /* New processes go out at once, not at the next flush: the symbolizer
  * sends their unwind tables when it sees them, and a process that lives
- * 200 ms needs them before it is gone. */
-static void sensor_flush_new_processes(void)
+ * 200 ms needs them before it is gone. A new connection gets everything
+ * at once for the same reason (a restarted sensor is fully effective in
+ * well under a second). */
+static void sensor_flush_new_processes(struct sample_bpf *skel)
 {
 	uint64_t gen = uplink_generation(S.uplink);
 
-	if (gen && gen == S.sent_gen)
+	if (gen && gen != S.sent_gen)
+		sensor_flush(skel, NULL); /* retried at the flush */
+	else if (gen)
 		flush_processes(S.uplink, gen, S.procs, false); /* retried at the flush */
 }
 
@@ -817,6 +872,7 @@ int main(int argc, char **argv)
 		log_error_errno(err, "cannot attach the sched tracepoints");
 		goto cleanup;
 	}
+
 	n = track_initial(skel, cgroup_rel);
 	if (n < 0) {
 		err = n;
@@ -870,6 +926,7 @@ int main(int argc, char **argv)
 	if (env.duration_s)
 		end_ns = clock_ns(CLOCK_MONOTONIC) + env.duration_s * 1000000000ull;
 
+	int young_wait = -1; /* ms to the next young-process rescan */
 	for (;;) {
 		struct pollfd pfd[3] = {
 			{.fd = events_fd(ev), .events = POLLIN},
@@ -878,6 +935,8 @@ int main(int argc, char **argv)
 		};
 		int timeout = EVENTS_DRAIN_MS;
 
+		if (young_wait >= 0 && young_wait < timeout)
+			timeout = young_wait;
 		if (end_ns) {
 			uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
@@ -885,7 +944,7 @@ int main(int argc, char **argv)
 				log_info("--duration elapsed, stopping");
 				break;
 			}
-			if ((end_ns - now) / 1000000 < EVENTS_DRAIN_MS)
+			if ((end_ns - now) / 1000000 < (uint64_t)timeout)
 				timeout = (int)((end_ns - now) / 1000000) + 1;
 		}
 		if (poll(pfd, 3, timeout) < 0) {
@@ -899,7 +958,8 @@ int main(int argc, char **argv)
 		n = events_consume(ev);
 		if (n < 0 && n != -EINTR)
 			log_warn_errno(n, "ring buffer, ignoring");
-		sensor_flush_new_processes();
+		young_wait = rescan_young();
+		sensor_flush_new_processes(skel);
 		if (pfd[1].revents) {
 			struct signalfd_siginfo si;
 

@@ -58,13 +58,19 @@ class Symbolizer:
         self.log = open(self.dir / "symbolizer.log", "w+")
         self.proc = subprocess.Popen([str(SYMBOLIZER), "--listen", self.address, "--cache", str(self.cache),
                                       "--user", "sonde", *extra], stdout=self.log, stderr=subprocess.STDOUT)
-        self.channel = grpc.insecure_channel(self.address)
-        self.symbols = symbols_pb2_grpc.SymbolsStub(self.channel)
+        self.channel = None
         wait_for(self._answers, 15, "the symbolizer to answer Status")
 
     def _answers(self):
+        """A fresh channel per try: a channel that tried before the
+        listener was up waits out gRPC's reconnect backoff (1 s, 1.6 s,
+        ...), which would be timed as the symbolizer's start."""
         if self.proc.poll() is not None:
             raise AssertionError(f"sonde-symbolizer exited with {self.proc.returncode}: {self.logtext()}")
+        if self.channel:
+            self.channel.close()
+        self.channel = grpc.insecure_channel(self.address)
+        self.symbols = symbols_pb2_grpc.SymbolsStub(self.channel)
         try:
             self.symbols.Status(symbols_pb2.StatusRequest(), timeout=1)
             return True
@@ -79,7 +85,8 @@ class Symbolizer:
         return (self.dir / "symbolizer.log").read_text()[-4000:]
 
     def stop(self):
-        self.channel.close()
+        if self.channel:
+            self.channel.close()
         if self.proc.poll() is None:
             self.proc.terminate()
             try:

@@ -1,0 +1,305 @@
+"""Unwinding without frame pointers: the -O2 -fomit-frame-pointer workload
+and Debian's own stripped binaries under load are profiled by the real
+sensor and symbolizer and, at the same time, by perf record --call-graph
+dwarf. At least 99% of the samples must be complete, and the chains must
+match perf within 5 points: the workload's known chains, and for the Debian
+binaries their top leaf functions and caller;leaf pairs."""
+import collections
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import (BUILD, Sensor, Symbolizer, contains_chain, make_tmp, symbols_pb2,
+                      wait_for)
+
+UNWIND_WORKLOAD = BUILD / "tests" / "workload" / "sonde-unwind-workload"
+HZ = 99
+SECONDS = 8
+
+C_CHAINS = {
+    "lib": ["main", "run_main", "chain_lib", "unwind_lib_entry", "unwind_lib_middle", "unwind_lib_leaf"],
+    "recursion": ["main", "run_main"] + ["recurse"] * 51 + ["recurse_leaf", "spin"],
+    "thread": ["thread_y", "y_middle", "y_leaf", "spin"],
+}
+
+
+@pytest.fixture(scope="module")
+def shared_cache():
+    return make_tmp()
+
+
+@pytest.fixture
+def services(shared_cache, request):
+    """A symbolizer per test with its own profile store, over one cache
+    shared by the module (so later tests start warm, like a real node)."""
+    profiles = shared_cache / f"profiles-{request.node.name}" / "profiles.db"
+    sym = Symbolizer(shared_cache, extra=["--profiles", str(profiles)])
+    yield shared_cache, sym
+    sym.stop()
+
+
+def perf_children(perf_pid):
+    """pid of the command perf record started."""
+    def child():
+        try:
+            kids = open(f"/proc/{perf_pid}/task/{perf_pid}/children").read().split()
+        except OSError:
+            return None
+        return int(kids[0]) if kids else None
+    return wait_for(child, 10, "perf to start its command")
+
+
+def perf_stacks(data):
+    """perf's stacks, root first, user frames only. A frame perf cannot
+    name is named by its file, as "[unknown] (/path/lib.so)" -> "lib.so",
+    which is what unnamed() makes of sonde's "lib.so+0x1234"."""
+    out = subprocess.run(["perf", "script", "-i", str(data), "-F", "comm,tid,ip,sym,dso"],
+                         capture_output=True, text=True).stdout
+    stacks = []
+    for block in out.split("\n\n"):
+        lines = block.strip().splitlines()
+        if len(lines) < 2:
+            continue
+        frames = []
+        for l in lines[1:]:
+            parts = l.split(None, 1)
+            rest = parts[1].strip() if len(parts) > 1 else "[unknown]"
+            name, _, dso = rest.rpartition(" (")
+            if not name:
+                name, dso = rest, ""
+            if name.endswith("(inlined)"):
+                continue  # perf shows DWARF inlines; sonde's lines and inlines come later
+            if int(parts[0], 16) >= 0xffff800000000000:
+                continue  # kernel frames: compared are the user stacks
+            if name == "[unknown]" and dso:
+                name = os.path.basename(dso.rstrip(")"))
+            frames.append(name)
+        stacks.append((list(reversed(frames)), 1))
+    return stacks
+
+
+def unnamed(frame):
+    """sonde's "file+0xOFFSET" for a frame without a symbol -> "file"."""
+    base, sep, off = frame.rpartition("+0x")
+    return base if sep and all(c in "0123456789abcdef" for c in off) else frame
+
+
+def sonde_stacks(sym, pids):
+    r = sym.symbols.Folded(symbols_pb2.ProfileQuery(), timeout=30)
+    return [([unnamed(f) for f in s.frames if not f.endswith("_[k]")], s.count) for s in r.stacks
+            if not pids or s.pid in pids or s.pid == 0]
+
+
+def outcomes(sym, pids):
+    st = sym.status()
+    total = collections.Counter()
+    for p in st.processes:
+        if p.pid in pids:
+            o = p.outcomes
+            total.update(complete=o.complete, truncated=o.truncated, no_table=o.no_table,
+                         read_error=o.read_error)
+    return total
+
+
+def profile_both(services, cmd, seconds=SECONDS, name="w"):
+    """Runs cmd under perf record --call-graph dwarf, attaches a sonde
+    sensor to it (following its children), and returns both profiles and
+    sonde's outcome counts for the window after the tables were loaded."""
+    tmp, sym = services
+    data = tmp / f"perf-{name}.data"
+    perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(HZ), "--call-graph",
+                             "dwarf,16384", "-o", str(data), "--"] + cmd, stdout=subprocess.DEVNULL)
+    sensor = None
+    try:
+        pid = perf_children(perf.pid)
+        sensor = Sensor(tmp, sym.address, ["--pid", str(pid), "--frequency", str(HZ)])
+        # Tables first: samples before a table arrives fall back to frame
+        # pointers, and that start-up window is not what this measures.
+        # Counted from when the loaded tables stopped changing, plus more
+        # than one sensor flush (samples reach Status with the flush).
+        wait_for(lambda: sym.status().unwind_tables_loaded >= 2, 15, "unwind tables to load")
+        wait_for(stable(lambda: sym.status().unwind_tables_loaded), 15, "the loaded tables to settle")
+        time.sleep(2.2)
+        pids = {p.pid for p in sym.status().processes}
+        before = outcomes(sym, pids)
+        perf.wait(seconds + 60)
+        time.sleep(1.5)  # the sensor's last flush
+        pids = {p.pid for p in sym.status().processes}
+        after = outcomes(sym, pids)
+        after.subtract(before)
+    finally:
+        if perf.poll() is None:
+            perf.send_signal(signal.SIGINT)
+            perf.wait(30)
+        if sensor:
+            sensor.stop()
+    return perf_stacks(data), sonde_stacks(sym, set()), after, sensor
+
+
+def stable(value, quiet=1.0):
+    """A predicate for wait_for: true once value() has not changed for quiet s."""
+    last = {"v": None, "t": time.monotonic()}
+
+    def check():
+        v = value()
+        if v != last["v"]:
+            last["v"], last["t"] = v, time.monotonic()
+            return False
+        return time.monotonic() - last["t"] >= quiet
+    return check
+
+
+def assert_complete(counts, what):
+    total = sum(counts.values())
+    assert total > 50, f"{what}: only {total} samples counted: {dict(counts)}"
+    share = counts["complete"] / total
+    print(f"{what}: {counts['complete']}/{total} complete ({100 * share:.2f}%), {dict(counts)}")
+    assert share >= 0.99, f"{what}: {100 * share:.2f}% complete: {dict(counts)}"
+
+
+def test_c_workload_without_frame_pointers(services):
+    perf, ours, counts, _ = profile_both(services, [str(UNWIND_WORKLOAD), str(SECONDS * 1000)], name="c")
+    assert_complete(counts, "sonde-unwind-workload")
+    def shares(stacks):
+        total = sum(c for _, c in stacks) or 1
+        return {k: 100.0 * sum(c for f, c in stacks if contains_chain(f, ch)) / total
+                for k, ch in C_CHAINS.items()}
+    mine, theirs = shares(ours), shares(perf)
+    report = ", ".join(f"{k}: sonde {mine[k]:.1f}% perf {theirs[k]:.1f}%" for k in C_CHAINS)
+    print("chains:", report)
+    for k in C_CHAINS:
+        assert mine[k] > 10, report
+        assert abs(mine[k] - theirs[k]) <= 5, report
+
+
+def chains(stacks):
+    """Leaf functions by their share of all samples, and caller;leaf pairs
+    by their share of the samples of that leaf whose caller is known.
+    perf's DWARF unwinding (a copy of 16 KiB of stack per sample) often
+    finds no caller for a leaf at all (e.g. in libc's string functions);
+    those samples say nothing about which caller it was, so each tool's
+    pairs are compared among the samples it did unwind."""
+    total = sum(c for _, c in stacks) or 1
+    leaf, unwound, pair = collections.Counter(), collections.Counter(), collections.Counter()
+    for frames, c in stacks:
+        if frames:
+            leaf[frames[-1]] += c
+        if len(frames) >= 2:
+            unwound[frames[-1]] += c
+            pair[(frames[-2], frames[-1])] += c
+    got = {(k,): 100.0 * v / total for k, v in leaf.items()}
+    got.update({k: 100.0 * v / unwound[k[1]] for k, v in pair.items() if unwound[k[1]] >= 20})
+    return got
+
+
+def compare_chains(perf, ours, what, top=8):
+    """perf's top chains (see chains(); frames without a symbol are named
+    by their file) must have the same share in sonde's within 5 points."""
+    pp, sp = chains(perf), chains(ours)
+    ranked = sorted(pp.items(), key=lambda kv: -kv[1])
+    named = [k for k, v in ranked if not any(f.startswith("[") for f in k) and v >= 2][:top]
+    assert named, f"{what}: perf found no named chains"
+    report = ", ".join(f"{';'.join(k)}: sonde {sp.get(k, 0):.1f}% perf {pp[k]:.1f}%" for k in named)
+    print(f"{what}: {report}")
+    bad = [k for k in named if abs(sp.get(k, 0) - pp[k]) > 5]
+    assert not bad, f"{what}: {report}"
+
+
+def test_python_loop(services):
+    # A pure-Python loop; the clock is read once per million iterations
+    # (clock_gettime runs in the vDSO, which has no table yet).
+    cmd = ["/usr/bin/python3.11", "-c",
+           f"import time\nt = time.time() + {SECONDS}\n"
+           "while time.time() < t:\n    for i in range(1000000): pass"]
+    perf, ours, counts, _ = profile_both(services, cmd, name="python")
+    assert_complete(counts, "python3.11")
+    compare_chains(perf, ours, "python3.11")
+
+
+@pytest.fixture(scope="module")
+def big_file():
+    d = make_tmp()
+    path = d / "big.txt"
+    # Text that compresses and sorts with real work: 40 MB of numbered lines.
+    with open(path, "w") as f:
+        for i in range(1_200_000):
+            f.write(f"{(i * 2654435761) % 1000003:07d} line {i} {os.urandom(6).hex()}\n")
+    yield path
+    path.unlink()
+
+
+def test_xz(services, big_file):
+    cmd = ["sh", "-c", f"end=$(( $(date +%s) + {SECONDS} )); "
+           f"while [ $(date +%s) -lt $end ]; do xz -9 -T1 -c {big_file} >/dev/null; done"]
+    perf, ours, counts, _ = profile_both(services, ["timeout", str(SECONDS)] + cmd, name="xz")
+    assert_complete(counts, "xz -9")
+    compare_chains(perf, ours, "xz -9")
+
+
+def test_sort(services, big_file):
+    cmd = ["sh", "-c", f"end=$(( $(date +%s) + {SECONDS} )); "
+           f"while [ $(date +%s) -lt $end ]; do sort --parallel=1 -S 64M {big_file} >/dev/null; done"]
+    perf, ours, counts, _ = profile_both(services, ["timeout", str(SECONDS + 2)] + cmd, name="sort")
+    assert_complete(counts, "sort")
+    compare_chains(perf, ours, "sort")
+
+
+def test_short_lived_process(services):
+    """A process that execs, burns CPU for 200 ms and exits shows
+    complete, named stacks."""
+    tmp, sym = services
+    parent = subprocess.Popen(["sh", "-c", "read go; for i in 1 2 3 4 5; do "
+                               f"{UNWIND_WORKLOAD} 200; done"], stdin=subprocess.PIPE, text=True)
+    sensor = Sensor(tmp, sym.address, ["--pid", str(parent.pid), "--frequency", str(HZ)])
+    try:
+        wait_for(lambda: sym.status().sensors_connected >= 1, 15, "the sensor to connect")
+        time.sleep(0.5)
+        since = int(time.time()) - 1
+        parent.stdin.write("go\n")
+        parent.stdin.close()
+        parent.wait(30)
+        time.sleep(2)
+        st = sym.status()
+        mine = [p for p in st.processes if p.comm.startswith("sonde-unwind")]
+        assert mine, f"no short-lived process in Status: {st.processes}"
+        counts = collections.Counter()
+        for p in mine:
+            counts.update(complete=p.outcomes.complete, no_table=p.outcomes.no_table,
+                          read_error=p.outcomes.read_error, truncated=p.outcomes.truncated)
+        total = sum(counts.values())
+        print(f"short-lived: {len(mine)} processes, {dict(counts)}")
+        assert counts["complete"] >= 0.95 * total, dict(counts)
+        r = sym.symbols.Folded(symbols_pb2.ProfileQuery(since_unix_s=since), timeout=30)
+        named = sum(s.count for s in r.stacks if s.comm.startswith("sonde-unwind")
+                    and any(contains_chain(list(s.frames), ch) for ch in C_CHAINS.values()))
+        assert named >= 0.9 * total, f"{named} of {total} samples have a named chain"
+    finally:
+        sensor.stop()
+
+
+def test_restart_loads_tables_within_seconds():
+    """With a warm cache, a restarted sensor + symbolizer have every table
+    loaded for the running processes quickly (asserted: 3 s)."""
+    tmp = make_tmp()
+    work = subprocess.Popen([str(UNWIND_WORKLOAD), "60000"])
+    sym = Symbolizer(tmp)
+    sensor = Sensor(tmp, sym.address, ["--pid", str(work.pid)])
+    try:
+        wait_for(lambda: sym.status().unwind_tables_loaded >= 3, 20, "tables on the first run")
+        time.sleep(1)
+        want = sym.status().unwind_tables_loaded
+        sensor.stop()
+        sym.stop()
+        t0 = time.monotonic()
+        sym = Symbolizer(tmp)
+        sensor = Sensor(tmp, sym.address, ["--pid", str(work.pid)])
+        wait_for(lambda: sym.status().unwind_tables_loaded >= want, 3, f"{want} tables after the restart")
+        print(f"restart: {want} tables loaded {time.monotonic() - t0:.2f} s after the restart")
+    finally:
+        work.kill()
+        work.wait()
+        sensor.stop()
+        sym.stop()
