@@ -76,9 +76,48 @@ def perf_stacks(data):
                 continue  # kernel frames: compared are the user stacks
             if name == "[unknown]" and dso:
                 name = os.path.basename(dso.rstrip(")"))
-            frames.append(name)
+            frames.append(canonical(name))
         stacks.append((list(reversed(frames)), 1))
     return stacks
+
+
+LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+
+
+def _libc_aliases():
+    """name -> one canonical name per address of libc. perf names libc
+    frames from the separate debug file (local aliases such as
+    __GI___strcoll_l), sonde by its choice among the aliases at the same
+    address: both are the same function."""
+    files = [(LIBC, True)]
+    bid = subprocess.run(["readelf", "-n", LIBC], capture_output=True, text=True).stdout
+    for line in bid.splitlines():
+        if "Build ID:" in line:
+            h = line.split()[-1]
+            dbg = f"/usr/lib/debug/.build-id/{h[:2]}/{h[2:]}.debug"
+            if os.path.exists(dbg):
+                files.append((dbg, False))
+    by_addr = collections.defaultdict(set)
+    for path, dynamic in files:
+        out = subprocess.run(["nm", "--defined-only"] + (["-D"] if dynamic else []) + [path],
+                             capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in "TtWi":
+                by_addr[parts[0]].add(parts[2].split("@")[0])
+    canon = {}
+    for names in by_addr.values():
+        c = min(names)
+        for n in names:
+            canon.setdefault(n, c)
+    return canon
+
+
+ALIASES = _libc_aliases()
+
+
+def canonical(frame):
+    return ALIASES.get(frame, frame)
 
 
 def unnamed(frame):
@@ -89,7 +128,7 @@ def unnamed(frame):
 
 def sonde_stacks(sym, pids):
     r = sym.symbols.Folded(symbols_pb2.ProfileQuery(), timeout=30)
-    return [([unnamed(f) for f in s.frames if not f.endswith("_[k]")], s.count) for s in r.stacks
+    return [([canonical(unnamed(f)) for f in s.frames if not f.endswith("_[k]")], s.count) for s in r.stacks
             if not pids or s.pid in pids or s.pid == 0]
 
 
