@@ -18,6 +18,7 @@ sonde_test_packages=(
   protobuf-compiler protobuf-compiler-grpc # Python stubs for the test clients
   linux-perf binutils                      # perf and nm as reference tools
   chromium                                 # a real browser for the HTML flame graph
+  openssl python3-yaml yamllint systemd    # mTLS certificates; manifest and unit checks
 )
 
 sonde_install_deps() {
