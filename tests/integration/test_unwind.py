@@ -144,38 +144,36 @@ def outcomes(sym, pids):
 
 
 def profile_both(services, cmd, seconds=SECONDS, name="w"):
-    """Runs cmd under perf record --call-graph dwarf, attaches a sonde
-    sensor to it (following its children), and returns both profiles and
-    sonde's outcome counts for the window after the tables were loaded."""
+    """Runs cmd under perf record --call-graph dwarf and a sonde sensor at
+    once, and returns both profiles and sonde's outcome counts. cmd is
+    held on a fifo until the sensor is attached and its tables settled,
+    so both tools see the same run from its first instruction."""
     tmp, sym = services
     data = tmp / f"perf-{name}.data"
+    fifo = tmp / f"go-{name}"
+    os.mkfifo(fifo)
+    held = ["sh", "-c", f'read go < {fifo}; exec "$@"', "sh"] + cmd
     perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(HZ), "--call-graph",
-                             "dwarf,16384", "-o", str(data), "--"] + cmd, stdout=subprocess.DEVNULL)
+                             "dwarf,16384", "-o", str(data), "--"] + held, stdout=subprocess.DEVNULL)
     sensor = None
     try:
         pid = perf_children(perf.pid)
         sensor = Sensor(tmp, sym.address, ["--pid", str(pid), "--frequency", str(HZ)])
-        # Tables first: samples before a table arrives fall back to frame
-        # pointers, and that start-up window is not what this measures.
-        # Counted from when the loaded tables stopped changing, plus more
-        # than one sensor flush (samples reach Status with the flush).
         wait_for(lambda: sym.status().unwind_tables_loaded >= 2, 15, "unwind tables to load")
         wait_for(stable(lambda: sym.status().unwind_tables_loaded), 15, "the loaded tables to settle")
-        time.sleep(2.2)
-        pids = {p.pid for p in sym.status().processes}
-        before = outcomes(sym, pids)
+        with open(fifo, "w") as f:
+            f.write("go\n")
         perf.wait(seconds + 60)
-        time.sleep(1.5)  # the sensor's last flush
+        time.sleep(2.2)  # more than one sensor flush: samples reach Status with it
         pids = {p.pid for p in sym.status().processes}
-        after = outcomes(sym, pids)
-        after.subtract(before)
+        counts = outcomes(sym, pids)
     finally:
         if perf.poll() is None:
             perf.send_signal(signal.SIGINT)
             perf.wait(30)
         if sensor:
             sensor.stop()
-    return perf_stacks(data), sonde_stacks(sym, set()), after, sensor
+    return perf_stacks(data), sonde_stacks(sym, set()), counts, sensor
 
 
 def stable(value, quiet=1.0):
