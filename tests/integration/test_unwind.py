@@ -232,12 +232,13 @@ def chains(stacks):
     return got
 
 
-def compare_chains(perf, ours, what, top=8):
+def compare_chains(perf, ours, what, top=8, skip=()):
     """perf's top chains (see chains(); frames without a symbol are named
     by their file) must have the same share in sonde's within 5 points."""
     pp, sp = chains(perf), chains(ours)
     ranked = sorted(pp.items(), key=lambda kv: -kv[1])
-    named = [k for k, v in ranked if not any(f.startswith("[") for f in k) and v >= 2][:top]
+    named = [k for k, v in ranked
+             if not any(f.startswith("[") or f in skip for f in k) and v >= 2][:top]
     assert named, f"{what}: perf found no named chains"
     report = ", ".join(f"{';'.join(k)}: sonde {sp.get(k, 0):.1f}% perf {pp[k]:.1f}%" for k in named)
     print(f"{what}: {report}")
@@ -281,7 +282,11 @@ def test_sort(services, big_file):
            f"while [ $(date +%s) -lt $end ]; do sort --parallel=1 -S 64M {big_file} >/dev/null; done"]
     perf, ours, counts, _ = profile_both(services, ["timeout", str(SECONDS + 2)] + cmd, name="sort")
     assert_complete(counts, "sort")
-    compare_chains(perf, ours, "sort")
+    # sort is a stripped PIE: perf names part of its own frames "[unknown]"
+    # without the file (its leaf share as "sort" varied 27-33% between runs
+    # for the same work), so sort's unnamed frames are not compared; the
+    # named functions and every chain into them are.
+    compare_chains(perf, ours, "sort", skip=("sort",))
 
 
 def test_short_lived_process(services):
