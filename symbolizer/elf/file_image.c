@@ -103,9 +103,12 @@ struct file_image *file_image_open(const char *path)
 		err = ENOMEM;
 		goto cleanup;
 	}
-	/* Read-only and private: a debug file in a configured directory is
-	 * trusted not to be truncated under us (that would be SIGBUS). */
-	p = mmap(NULL, img->map_len, PROT_READ, MAP_PRIVATE, fd, 0);
+	/* Private: a debug file in a configured directory is trusted not to
+	 * be truncated under us (that would be SIGBUS). Writable copy-on-write,
+	 * because libelf rewrites the section headers of compressed debug
+	 * sections in its buffer when libdw decompresses them; nothing reaches
+	 * the file. */
+	p = mmap(NULL, img->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
 	if (p == MAP_FAILED) {
 		err = errno;
 		goto cleanup;
