@@ -22,6 +22,27 @@ int cli_call(const char *address, const char *method, const ProtobufCMessage *re
 	     const ProtobufCMessageDescriptor *reply_desc, int timeout_ms, bool wait_for_ready,
 	     ProtobufCMessage **ret_reply);
 
+/* The same in two steps, to make many calls on one channel: open (NULL on
+ * failure, reported), then call. ret_err (may be NULL) receives the
+ * status; RESOURCE_EXHAUSTED is then left for the caller to report. */
+struct rpc_channel *cli_channel_open(const char *address);
+int cli_call_on(struct rpc_channel *ch, const char *address, const char *method,
+		const ProtobufCMessage *req, const ProtobufCMessageDescriptor *reply_desc,
+		int timeout_ms, bool wait_for_ready, ProtobufCMessage **ret_reply,
+		struct rpc_error *ret_err);
+
+/* sonde symbolize --file (symbolize.c). */
+struct cli_symbolize_opts {
+	const char *symbolizer;
+	const char *file;
+	bool json, inlines, demangle;
+};
+/* addrs: n hex strings, or none to read standard input. Returns the exit
+ * code. */
+int cli_symbolize_file(const struct cli_symbolize_opts *o, int n, char **addrs);
+/* Writes s as a JSON string (quoted, escaped). */
+void cli_json_string(FILE *out, const char *s);
+
 /* Prints the top table (at most limit rows). */
 void cli_print_top(FILE *out, const Sonde__V1__TopResponse *top, unsigned limit);
 /* Writes folded stacks, one "frame;frame;... COUNT" line per stack.

@@ -23,12 +23,9 @@ const char *cli_symbolizer_address(const char *flag)
 	return CLI_DEFAULT_SYMBOLIZER;
 }
 
-int cli_call(const char *address, const char *method, const ProtobufCMessage *req,
-	     const ProtobufCMessageDescriptor *reply_desc, int timeout_ms, bool wait_for_ready,
-	     ProtobufCMessage **ret_reply)
+struct rpc_channel *cli_channel_open(const char *address)
 {
-	struct rpc_channel *ch = NULL;
-	struct rpc_error rerr = { 0 };
+	struct rpc_channel *ch;
 	int err;
 
 	if (strncmp(address, "tcp:", 4) == 0) {
@@ -45,31 +42,56 @@ int cli_call(const char *address, const char *method, const ProtobufCMessage *re
 			if (err < 0) {
 				fprintf(stderr, "sonde: cannot use SONDE_TLS_CA/SONDE_TLS_CERT/SONDE_TLS_KEY: %s\n",
 					strerror(-err));
-				return err;
+				return NULL;
 			}
 		} else if (!insecure || strcmp(insecure, "1") != 0) {
 			fprintf(stderr, "sonde: %.200s is TCP: set SONDE_TLS_CA, SONDE_TLS_CERT and SONDE_TLS_KEY (mutual TLS),\n"
 					"  or SONDE_INSECURE=1 for a plaintext test symbolizer\n",
 				address);
-			return -EINVAL;
+			return NULL;
 		}
 	}
 	ch = rpc_channel_new(address, NULL);
-	if (!ch) {
+	if (!ch)
 		fprintf(stderr, "sonde: bad symbolizer address '%.200s' (use unix:/PATH or tcp:HOST:PORT)\n",
 			address);
-		return -EINVAL;
-	}
+	return ch;
+}
+
+int cli_call_on(struct rpc_channel *ch, const char *address, const char *method,
+		const ProtobufCMessage *req, const ProtobufCMessageDescriptor *reply_desc,
+		int timeout_ms, bool wait_for_ready, ProtobufCMessage **ret_reply,
+		struct rpc_error *ret_err)
+{
+	struct rpc_error rerr = { 0 };
+	int err;
+
 	err = rpc_unary(ch, method, req, reply_desc, timeout_ms, wait_for_ready, ret_reply, &rerr);
+	if (ret_err)
+		*ret_err = rerr;
 	if (err == -ECONNREFUSED)
 		fprintf(stderr,
 			"sonde: cannot reach the symbolizer at %.200s: %.200s\n"
 			"  start one (sonde-symbolizer --listen %.200s), or point --symbolizer or\n"
 			"  SONDE_SYMBOLIZER at a running one\n",
 			address, rerr.message, address);
-	else if (err)
+	else if (err && !(ret_err && rerr.status == RPC_RESOURCE_EXHAUSTED))
 		fprintf(stderr, "sonde: %s at %.200s failed: %.200s\n", method, address,
 			rerr.message[0] ? rerr.message : strerror(-err));
+	return err;
+}
+
+int cli_call(const char *address, const char *method, const ProtobufCMessage *req,
+	     const ProtobufCMessageDescriptor *reply_desc, int timeout_ms, bool wait_for_ready,
+	     ProtobufCMessage **ret_reply)
+{
+	struct rpc_channel *ch = cli_channel_open(address);
+	int err;
+
+	if (!ch)
+		return -EINVAL;
+	err = cli_call_on(ch, address, method, req, reply_desc, timeout_ms, wait_for_ready,
+			  ret_reply, NULL);
 	rpc_channel_free(ch);
 	return err;
 }
@@ -180,7 +202,7 @@ int cmd_folded(int argc, char **argv)
 	return err ? 1 : 0;
 }
 
-static void json_string(FILE *out, const char *s)
+void cli_json_string(FILE *out, const char *s)
 {
 	fputc('"', out);
 	for (; s && *s; s++) {
@@ -198,10 +220,18 @@ static void json_string(FILE *out, const char *s)
 int cmd_symbolize(int argc, char **argv)
 {
 	static const char help[] =
-		"usage: sonde symbolize [--json] [--offsets] (--file-id HEX | --build-id HEX | --path PATH)\n"
+		"usage: sonde symbolize [--json] [--no-inlines] [--no-demangle] --file PATH [ADDRESS...]\n"
+		"       sonde symbolize [--json] [--offsets] (--file-id HEX | --build-id HEX | --path PATH)\n"
 		"                       [--symbolizer ADDR] ADDRESS...\n"
 		"Names the functions at ADDRESSes (hex, ELF virtual addresses as nm prints\n"
-		"them; file offsets with --offsets) of a file the symbolizer has seen.\n";
+		"them; file offsets with --offsets).\n"
+		"--file: any ELF file you can read; it is uploaded if the symbolizer has not\n"
+		"  seen it. Prints, per address, the source frames innermost (inlined) first:\n"
+		"  llvm-symbolizer-like text, or with --json one object per line:\n"
+		"  {\"address\":\"0x...\",\"frames\":[{\"function\":...,\"file\":...,\"line\":N},...]}.\n"
+		"  Without ADDRESSes, reads them from standard input, one per line.\n"
+		"--file-id/--build-id/--path: a file the symbolizer has seen; prints\n"
+		"  function+offset (--json: one document).\n";
 	static const struct option longopts[] = {
 		{ "symbolizer", required_argument, NULL, 's' },
 		{ "file-id", required_argument, NULL, 'f' },
@@ -209,9 +239,13 @@ int cmd_symbolize(int argc, char **argv)
 		{ "path", required_argument, NULL, 'P' },
 		{ "offsets", no_argument, NULL, 'O' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "file", required_argument, NULL, 'F' },
+		{ "no-inlines", no_argument, NULL, 'I' },
+		{ "no-demangle", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	struct cli_symbolize_opts so = { .inlines = true, .demangle = true };
 	Sonde__V1__SymbolizeQuery q = SONDE__V1__SYMBOLIZE_QUERY__INIT;
 	Sonde__V1__SymbolizeQuery *qs[1] = { &q };
 	Sonde__V1__SymbolizeRequest req = SONDE__V1__SYMBOLIZE_REQUEST__INIT;
@@ -224,6 +258,15 @@ int cmd_symbolize(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "s:f:b:P:Ojh", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'F':
+			so.file = optarg;
+			break;
+		case 'I':
+			so.inlines = false;
+			break;
+		case 'D':
+			so.demangle = false;
+			break;
 		case 's':
 			symbolizer = optarg;
 			break;
@@ -255,8 +298,17 @@ int cmd_symbolize(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (so.file) {
+		if (q.file_id.len || (q.build_id && *q.build_id) || (q.path && *q.path) || q.kind) {
+			fprintf(stderr, "sonde: --file does not go with --file-id, --build-id, --path or --offsets\n");
+			return 2;
+		}
+		so.symbolizer = cli_symbolizer_address(symbolizer);
+		so.json = json;
+		return cli_symbolize_file(&so, argc - optind, argv + optind);
+	}
 	if (!q.file_id.len && !q.build_id && !q.path) {
-		fprintf(stderr, "sonde: name the file with --file-id, --build-id or --path\n");
+		fprintf(stderr, "sonde: name the file with --file, --file-id, --build-id or --path\n");
 		return 2;
 	}
 	if (optind == argc) {
@@ -294,16 +346,16 @@ int cmd_symbolize(int argc, char **argv)
 	}
 	if (json) {
 		printf("{\"error\":");
-		json_string(stdout, r->error);
+		cli_json_string(stdout, r->error);
 		printf(",\"symbols\":[");
 	}
 	for (size_t i = 0; i < r->n_symbols; i++) {
 		const Sonde__V1__Symbol *s = r->symbols[i];
 		if (json) {
 			printf("%s{\"address\":\"0x%" PRIx64 "\",\"function\":", i ? "," : "", s->address);
-			json_string(stdout, s->function);
+			cli_json_string(stdout, s->function);
 			printf(",\"offset\":%" PRIu64 ",\"file\":", s->offset);
-			json_string(stdout, s->file_name);
+			cli_json_string(stdout, s->file_name);
 			printf("}");
 		} else if (s->function && *s->function) {
 			printf("0x%" PRIx64 " %s+0x%" PRIx64 "\n", s->address, s->function, s->offset);
@@ -401,7 +453,7 @@ int cmd_status(int argc, char **argv)
 	};
 	if (json) {
 		printf("{\"version\":");
-		json_string(stdout, st->version);
+		cli_json_string(stdout, st->version);
 		for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 			printf(",\"%s\":%" PRIu64, rows[i].key, rows[i].value);
 		printf(",\"outcomes\":");
@@ -410,7 +462,7 @@ int cmd_status(int argc, char **argv)
 		for (size_t i = 0; i < st->n_processes; i++) {
 			const Sonde__V1__ProcessOutcomes *p = st->processes[i];
 			printf("%s{\"pid\":%u,\"comm\":", i ? "," : "", p->pid);
-			json_string(stdout, p->comm);
+			cli_json_string(stdout, p->comm);
 			printf(",\"outcomes\":");
 			print_outcomes_json(p->outcomes);
 			printf("}");

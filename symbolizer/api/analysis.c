@@ -6,10 +6,15 @@
  * session registered, and bounds what one file may cost (bytes fetched,
  * requests, time).
  *
- * One job computes both products of a file from the same fetched image:
- * the symtab (elf_analysis.h) and the unwind table (unwind_analysis.h).
- * Each round steps both analyses and folds their needs into one request
- * list, so no byte is fetched twice.
+ * One job computes the products of a file from the same fetched image:
+ * the symtab (elf_analysis.h), the unwind table (unwind_analysis.h) and the
+ * source index (line_index.h). Each round steps the analyses and folds
+ * their needs into one request list, so no byte is fetched twice. The
+ * source index wants the file's debug sections (when it has them, up to
+ * LINES_MAX_FETCH) or else a separate debug file found locally.
+ *
+ * Uploaded files (upload.c) are whole from the start and go through
+ * analysis_whole() instead: the same products, in one go.
  *
  * Results go into the cache: a symtab and an unwind table (each, or an
  * error that is a property of the file: not ELF, too large, no call frame
@@ -29,7 +34,17 @@
 #include "log.h"
 #include "elf_analysis.h"
 #include "unwind_analysis.h"
+#include "line_index.h"
 #include "service.h"
+
+/* Debug sections fetched from a sensor for the source index, at most. */
+#define LINES_MAX_FETCH (128ull << 20)
+
+static const char *const debug_section_names[] = {
+	".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_line_str",
+	".debug_ranges", ".debug_rnglists", ".debug_addr", ".debug_str_offsets",
+};
+#define N_DEBUG_SECTIONS (sizeof(debug_section_names) / sizeof(debug_section_names[0]))
 
 struct job {
 	struct fileid id;
@@ -44,7 +59,8 @@ struct job {
 	struct job *qnext;
 	/* Products finished in an earlier round (the steps are stateless
 	 * and would rebuild them). */
-	bool sym_done, unwind_done;
+	bool sym_done, unwind_done, lines_done;
+	bool lines_sparse; /* the debug sections were not fetched */
 	struct symtab *symtab;
 	struct unwind_table *unwind;
 	const char *unwind_error; /* static; set when unwind_done without a table */
@@ -229,6 +245,39 @@ static void job_reroute(struct service *svc, struct job *j)
 	job_step(svc, j);
 }
 
+/* The debug sections the source index reads, if the file has them.
+ * Returns 0 (all there, or none to fetch), -EAGAIN (*need says what),
+ * -E2BIG (too large: the index gets symbol names only), -EBADMSG. */
+static int lines_step(const struct file_image *img, struct elf_need *need)
+{
+	struct elf_section secs[N_DEBUG_SECTIONS];
+	struct elf_layout *layout = malloc(sizeof(*layout));
+	uint64_t total = 0;
+	bool any = false;
+	int r;
+
+	if (!layout)
+		return -ENOMEM;
+	r = elf_sections(img, need, debug_section_names, N_DEBUG_SECTIONS, secs, layout, NULL);
+	free(layout);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < N_DEBUG_SECTIONS; i++) {
+		if (!secs[i].found || secs[i].type == 8 /* SHT_NOBITS */)
+			continue;
+		any = i == 0 || any;
+		total += secs[i].size;
+	}
+	if (!any)
+		return -ENOENT;
+	if (total > LINES_MAX_FETCH)
+		return -E2BIG;
+	for (size_t i = 0; i < N_DEBUG_SECTIONS; i++)
+		if (secs[i].found && secs[i].type != 8 && !file_image_has(img, secs[i].offset, secs[i].size))
+			elf_need_add(need, secs[i].offset, secs[i].size);
+	return need->n ? -EAGAIN : 0;
+}
+
 static void job_step(struct service *svc, struct job *j)
 {
 	struct elf_need need = { 0 }, uneed = { 0 };
@@ -276,7 +325,19 @@ static void job_step(struct service *svc, struct job *j)
 			return;
 		}
 	}
-	if (j->sym_done && j->unwind_done) {
+	if (!j->lines_done) {
+		struct elf_need lneed = { 0 };
+
+		r = lines_step(j->img, &lneed);
+		if (r == -EAGAIN) {
+			for (size_t i = 0; i < lneed.n; i++)
+				elf_need_add(&need, lneed.ranges[i].offset, lneed.ranges[i].length);
+		} else {
+			j->lines_done = true;
+			j->lines_sparse = r != 0;
+		}
+	}
+	if (j->sym_done && j->unwind_done && j->lines_done) {
 		t = j->symtab;
 		j->symtab = NULL;
 		job_end(svc, j, t, NULL, true);
@@ -358,6 +419,39 @@ cleanup:
 	return t;
 }
 
+/* Builds and caches the source index: DWARF from the debug file when
+ * there is one, else from the file itself (unless its debug sections were
+ * not fetched: sparse). A failure is cached too; symbolization then falls
+ * back to the symtab's names. */
+static void store_index(struct service *svc, const struct fileid *id, struct file_image *img,
+			struct file_image *dimg, bool sparse, const char *name)
+{
+	struct line_index *ix = NULL;
+	const char *reason = NULL;
+	int64_t t0 = service_now_ms();
+	int r;
+
+	/* Both images are private writable mappings (file_image.h), which
+	 * libelf needs to decompress sections. */
+	r = line_index_build((void *)file_image_data(img), file_image_size(img),
+			     dimg ? (void *)file_image_data(dimg) : NULL,
+			     dimg ? file_image_size(dimg) : 0, sparse ? LINE_INDEX_SYMBOLS_ONLY : 0,
+			     &ix, &reason);
+	if (r < 0) {
+		log_warn("source index of %.100s: %s, ignoring", name,
+			 reason ? reason : strerror(-r));
+		if (cache_store_index(svc->cache, id, NULL, reason ? reason : strerror(-r),
+				      (int64_t)time(NULL)) < 0)
+			log_warn("cannot write the index failure of %.100s to the cache, ignoring", name);
+		return;
+	}
+	log_debug("source index of %.100s: %zu bytes%s in %lld ms", name, line_index_bytes(ix),
+		  line_index_has_lines(ix) ? "" : " (symbols only)",
+		  (long long)(service_now_ms() - t0));
+	if (cache_store_index(svc->cache, id, ix, NULL, (int64_t)time(NULL)) < 0)
+		log_warn("cannot write the source index of %.100s to the cache, ignoring", name);
+}
+
 static void queue_done(const struct fileid *id)
 {
 	if (n_done == cap_done) {
@@ -402,6 +496,7 @@ static void job_end(struct service *svc, struct job *j, struct symtab *t, const 
 		struct file_image *dimg = NULL;
 
 		t = merge_debug_file(svc, t, &dimg);
+		store_index(svc, &j->id, j->img, dimg, j->lines_sparse, name);
 		if (dimg) {
 			struct unwind_table *ut = NULL;
 			struct unwind_analysis_info info;
@@ -633,4 +728,65 @@ void analysis_free_all(struct service *svc)
 void analysis_flush_done(struct service *svc)
 {
 	analysis_drain(svc);
+}
+
+int analysis_whole(struct service *svc, const struct fileid *id, struct file_image *img,
+		   const char *name, const char **ret_error)
+{
+	struct symtab *t = NULL;
+	struct unwind_table *ut = NULL;
+	struct file_image *dimg = NULL;
+	struct elf_need need;
+	const char *reason = NULL, *ureason = NULL;
+	int64_t t0 = service_now_ms(), now = (int64_t)time(NULL);
+	int r = -EAGAIN;
+
+	/* All bytes are there, so each analysis finishes in one step; the
+	 * bound only guards against a step that keeps asking. */
+	for (int i = 0; i < 4 && r == -EAGAIN; i++)
+		r = elf_analysis_step(img, &need, &t, &reason);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
+		const char *error = reason ? reason : "not a valid ELF file";
+
+		log_warn("analysis of uploaded %.100s failed: %s", name, error);
+		cache_store(svc->cache, id, NULL, error, now);
+		cache_store_unwind(svc->cache, id, NULL, error, now);
+		cache_store_index(svc->cache, id, NULL, error, now);
+		*ret_error = error;
+		goto done;
+	}
+	r = unwind_analysis_step(img, NULL, &need, &ut, NULL, &ureason);
+	if (r < 0 && r != -EBADMSG && r != -E2BIG && r != -EAGAIN) {
+		symtab_free(t);
+		return r;
+	}
+	t = merge_debug_file(svc, t, &dimg);
+	if (dimg) {
+		struct unwind_table *dut = NULL;
+		struct unwind_analysis_info info;
+
+		if (unwind_analysis_step(img, dimg, &need, &dut, &info, NULL) == 0 &&
+		    info.has_debug_file) {
+			unwind_table_free(ut);
+			ut = dut;
+		} else {
+			unwind_table_free(dut);
+		}
+	}
+	store_index(svc, id, img, dimg, false, name);
+	file_image_free(dimg);
+	log_info("analysed uploaded %.100s: %zu symbols, %zu unwind rows, %lld ms", name,
+		 symtab_count(t), ut ? unwind_table_count(ut) : 0,
+		 (long long)(service_now_ms() - t0));
+	if (cache_store(svc->cache, id, t, NULL, now) < 0)
+		log_warn("cannot write the analysis of %.100s to the cache, ignoring", name);
+	if (cache_store_unwind(svc->cache, id, ut, ut ? NULL : (ureason ? ureason : "no usable call frame information"), now) < 0)
+		log_warn("cannot write the unwind table of %.100s to the cache, ignoring", name);
+	*ret_error = NULL;
+done:
+	queue_done(id);
+	analysis_drain(svc);
+	return 0;
 }

@@ -42,6 +42,10 @@ static const struct rpc_method methods[] = {
 	  .kind = RPC_UNARY,
 	  .request = &sonde__v1__profile_query__descriptor,
 	  .on_call = symbols_folded },
+	{ .path = "/sonde.v1.Symbols/Upload",
+	  .kind = RPC_UNARY,
+	  .request = &sonde__v1__upload_request__descriptor,
+	  .on_call = upload_call },
 };
 
 const struct rpc_method *service_methods(size_t *ret_n)
@@ -68,8 +72,9 @@ struct service *service_new(const struct service_opts *opts)
 	svc->paths = hmap_new();
 	svc->names = hmap_new();
 	svc->proc_outcomes = hmap_new();
+	svc->uploads = hmap_new();
 	if (!svc->jobs || !svc->requests || !svc->retry || !svc->paths ||
-	    !svc->names || !svc->proc_outcomes) {
+	    !svc->names || !svc->proc_outcomes || !svc->uploads) {
 		service_free(svc);
 		return NULL;
 	}
@@ -85,6 +90,7 @@ static void tick(void *ctx)
 	analysis_tick(svc);
 	ingest_tick(svc);
 	symbols_wake(svc, false);
+	upload_expire(svc, false);
 	if (now - svc->last_flush_ms >= 1000) {
 		svc->last_flush_ms = now;
 		r = profile_flush(svc->profile);
@@ -116,6 +122,9 @@ void service_free(struct service *svc)
 		return;
 	/* rpc_server_stop ran on_close for every session already. */
 	symbols_wake(svc, true);
+	if (svc->uploads)
+		upload_expire(svc, true);
+	hmap_free(svc->uploads, NULL);
 	analysis_free_all(svc);
 	profile_free(svc->profile);
 	hmap_free(svc->jobs, NULL);
@@ -154,6 +163,18 @@ name:
 		if (p && hmap_put(svc->names, id, sizeof(*id), p, NULL) < 0)
 			free(p);
 	}
+}
+
+void service_note_name(struct service *svc, const struct fileid *id, const char *name)
+{
+	char *p;
+
+	if (!name || !*name || hmap_get(svc->names, id, sizeof(*id)) ||
+	    hmap_count(svc->names) >= SERVICE_MAX_PATHS)
+		return;
+	p = strdup(name);
+	if (p && hmap_put(svc->names, id, sizeof(*id), p, NULL) < 0)
+		free(p);
 }
 
 const char *service_file_name(struct service *svc, const struct fileid *id)

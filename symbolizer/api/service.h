@@ -18,6 +18,7 @@
 #include "cache.h"
 #include "profile.h"
 #include "hmap.h"
+#include "file_image.h"
 
 #define SERVICE_MAX_MESSAGE (16u << 20)
 #define SERVICE_MAX_READ (4u << 20)           /* largest ReadRange */
@@ -90,6 +91,10 @@ struct service {
 	struct hmap *proc_outcomes; /* pid (u64) -> struct proc_outcome */
 
 	struct sym_wait *waits; /* deferred Symbolize calls */
+	struct hmap *uploads;   /* fileid -> struct upload (in progress) */
+	uint64_t upload_bytes;  /* held by uploads in progress */
+	double upload_tokens;   /* byte budget (token bucket, see upload.c) */
+	int64_t upload_refill_ms;
 	int64_t last_flush_ms, last_expire_ms;
 };
 
@@ -97,6 +102,8 @@ struct service {
 int64_t service_now_ms(void);
 /* Remembers path <-> id for Symbolize by path and for frame names. */
 void service_note_path(struct service *svc, const struct fileid *id, const char *path);
+/* Remembers a display name for id (an upload's file name). */
+void service_note_name(struct service *svc, const struct fileid *id, const char *name);
 /* Basename of a path some session mapped id from, or NULL. Borrowed. */
 const char *service_file_name(struct service *svc, const struct fileid *id);
 /* Called when a job for id ended either way: wakes pending stacks and
@@ -154,6 +161,12 @@ bool analysis_running(struct service *svc, const struct fileid *id);
 int analysis_on_file_range(struct service *svc, struct session *s, uint64_t request_id,
 			   const uint8_t *file_id, size_t file_id_len, uint64_t offset,
 			   const uint8_t *data, size_t len, const char *error, const char **reason);
+/* Analyses a whole local image (an upload, taken as borrowed) of id in
+ * one go and caches every product, like a job would. Returns 0 with
+ * *ret_error NULL (analysed) or set (a property of the file, cached), or
+ * -ENOMEM. */
+int analysis_whole(struct service *svc, const struct fileid *id, struct file_image *img,
+		   const char *name, const char **ret_error);
 /* s is going away: its jobs move to another session or fail. */
 void analysis_session_gone(struct service *svc, struct session *s);
 /* Whether a job currently fetches through s. */
@@ -169,6 +182,10 @@ void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *req, void 
 void symbols_status(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 void symbols_top(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 void symbols_folded(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
+/* ---- upload.c ---- */
+void upload_call(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
+/* Drops uploads idle for UPLOAD_IDLE_MS (from the timer), or all. */
+void upload_expire(struct service *svc, bool all);
 /* Answers deferred Symbolize calls whose files are done (or all, if
  * force). */
 void symbols_wake(struct service *svc, bool force);

@@ -1,10 +1,16 @@
-/* symbols.c - the public, read-only Symbols service: Symbolize, Status,
- * Top and Folded. Every reply is built in a per-call arena.
+/* symbols.c - the public Symbols service: Symbolize, Status, Top and
+ * Folded (Upload is upload.c). Every reply is built in a per-call arena.
  *
  * Symbolize names each file by file ID, GNU build ID (of an analysed
  * file) or a path a sensor reported. A file a connected sensor has but
  * that is not analysed yet is analysed first: the call is deferred until
  * its jobs end, at most SERVICE_SYMBOLIZE_TIMEOUT_MS.
+ *
+ * Each address gets the symbol-table name (function, offset) and, from
+ * the file's source index (line_index.h), its source frames: innermost
+ * inlined call first, each with function, file and line. Strings are
+ * copied into the arena, since a later cache lookup in the same call may
+ * evict the index they come from.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,6 +20,7 @@
 #include "log.h"
 #include "arena.h"
 #include "service.h"
+#include "line_index.h"
 #include "symbols.pb-c.h"
 
 #define SYMBOLIZE_MAX_QUERIES 1000u
@@ -31,8 +38,13 @@ struct sym_query {
 	size_t n;
 };
 
+struct sym_opts {
+	bool lines, inlines, demangle;
+};
+
 struct sym_wait {
 	struct sym_wait *next;
+	struct sym_opts opts;
 	struct rpc_call *call;
 	struct arena *arena;
 	struct sym_query *q;
@@ -68,8 +80,52 @@ static int parse_build_id(const char *hex, uint8_t *out, size_t max, size_t *ret
 	return 0;
 }
 
-static void fill_symbols(struct arena *a, const struct sym_query *q, const struct symtab *t,
-			 Sonde__V1__SymbolizeResult *res)
+static char *dup_or_empty(struct arena *a, const char *s)
+{
+	char *d;
+
+	if (!s || !*s)
+		return (char *)"";
+	d = arena_strdup(a, s);
+	return d ? d : (char *)"";
+}
+
+/* Source frames of one address into sym. Returns 0 or -ENOMEM. */
+static int fill_frames(struct arena *a, const struct line_index *ix, uint64_t va,
+		       const struct sym_opts *o, Sonde__V1__Symbol *sym)
+{
+	struct line_frame fr[LINE_INDEX_MAX_FRAMES];
+	Sonde__V1__SourceFrame *frames;
+	size_t n = line_index_lookup(ix, va, fr, LINE_INDEX_MAX_FRAMES), first = 0;
+
+	if (n == 0)
+		return 0;
+	/* Without inlines: only the function the code is in (outermost). */
+	if (!o->inlines)
+		first = n - 1;
+	frames = arena_alloc(a, (n - first) * sizeof(*frames));
+	sym->frames = arena_alloc(a, (n - first) * sizeof(*sym->frames));
+	if (!frames || !sym->frames)
+		return -ENOMEM;
+	for (size_t k = first; k < n; k++) {
+		Sonde__V1__SourceFrame *f = &frames[k - first];
+
+		sonde__v1__source_frame__init(f);
+		f->raw_function = dup_or_empty(a, fr[k].raw);
+		f->function = o->demangle ? dup_or_empty(a, fr[k].function) : f->raw_function;
+		if (o->lines) {
+			f->file = dup_or_empty(a, fr[k].file);
+			f->line = fr[k].line;
+		}
+		sym->frames[k - first] = f;
+	}
+	sym->n_frames = n - first;
+	return 0;
+}
+
+static int fill_symbols(struct arena *a, const struct sym_query *q, const struct symtab *t,
+			const struct line_index *ix, const struct sym_opts *o,
+			Sonde__V1__SymbolizeResult *res)
 {
 	for (size_t i = 0; i < q->n; i++) {
 		Sonde__V1__Symbol *sym = res->symbols[i];
@@ -86,7 +142,10 @@ static void fill_symbols(struct arena *a, const struct sym_query *q, const struc
 				sym->function = (char *)"";
 			sym->offset = l.offset;
 		}
+		if (ix && fill_frames(a, ix, va, o, sym) < 0)
+			return -ENOMEM;
 	}
+	return 0;
 }
 
 static void answer(struct service *svc, struct sym_wait *w)
@@ -122,14 +181,22 @@ static void answer(struct service *svc, struct sym_wait *w)
 		}
 		if (!q->known) {
 			res->error = (char *)"unknown file";
+			res->unknown_file = true;
 			continue;
 		}
 		res->file_id.data = (uint8_t *)q->id.bytes;
 		res->file_id.len = FILEID_LEN;
 		switch (service_file_state(svc, &q->id, false, &t, &error)) {
-		case FILE_READY:
-			fill_symbols(a, q, t, res);
+		case FILE_READY: {
+			const struct line_index *ix = NULL;
+
+			/* After the symtab: see cache.h on what a lookup keeps. */
+			if (cache_lookup_index(svc->cache, &q->id, &ix, NULL) != CACHE_OK)
+				ix = NULL;
+			if (fill_symbols(a, q, t, ix, &w->opts, res) < 0)
+				goto nomem;
 			break;
+		}
 		case FILE_FAILED:
 			res->error = arena_strdup(a, error ? error : "analysis failed");
 			break;
@@ -138,6 +205,7 @@ static void answer(struct service *svc, struct sym_wait *w)
 			break;
 		case FILE_UNKNOWN:
 			res->error = (char *)"unknown file";
+			res->unknown_file = true;
 			break;
 		}
 	}
@@ -197,6 +265,10 @@ void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *msg, void 
 		goto nomem;
 	w->call = call;
 	w->n = req->n_queries;
+	w->opts = (struct sym_opts){ true, true, true };
+	if (req->options)
+		w->opts = (struct sym_opts){ req->options->lines, req->options->inlines,
+					     req->options->demangle };
 	w->q = arena_alloc(w->arena, (w->n + 1) * sizeof(*w->q));
 	if (!w->q)
 		goto nomem;

@@ -771,7 +771,7 @@ static bool native_elf64(const uint8_t *p, size_t size)
 }
 
 int line_index_build(void *file, size_t file_size, void *debug, size_t debug_size,
-		     struct line_index **ret, const char **reason)
+		     unsigned flags, struct line_index **ret, const char **reason)
 {
 	struct builder b = { 0 };
 	Elf *elf = NULL, *delf = NULL;
@@ -807,10 +807,12 @@ int line_index_build(void *file, size_t file_size, void *debug, size_t debug_siz
 	err = read_symbols(&b, elf);
 	if (err < 0)
 		goto cleanup;
-	err = read_dwarf(&b, delf ? delf : elf, &any_dwarf);
-	if (err < 0)
-		goto cleanup;
-	if (!any_dwarf && delf) {
+	if (delf || !(flags & LINE_INDEX_SYMBOLS_ONLY)) {
+		err = read_dwarf(&b, delf ? delf : elf, &any_dwarf);
+		if (err < 0)
+			goto cleanup;
+	}
+	if (!any_dwarf && delf && !(flags & LINE_INDEX_SYMBOLS_ONLY)) {
 		err = read_dwarf(&b, elf, &any_dwarf);
 		if (err < 0)
 			goto cleanup;

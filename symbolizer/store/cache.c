@@ -1,10 +1,12 @@
 /* cache.c - SQLite file-analysis cache with an in-memory LRU above it.
  *
- * Schema (user_version 2):
+ * Schema (user_version 3):
  *   files(file_id BLOB PK, status INT (0 ok, 1 error), error TEXT,
  *         analysed_at INT (unix s), build_id BLOB, symtab BLOB)
  *   unwind(file_id BLOB PK, status INT (0 ok, 1 error), error TEXT,
  *          analysed_at INT, n_rows INT, tbl BLOB)     -- since version 2
+ *   lines(file_id BLOB PK, status INT, error TEXT, analysed_at INT,
+ *         idx BLOB)                                    -- since version 3
  * A version 1 cache gets the unwind table added; its files then have a
  * symtab but no unwind row, which the service treats as "analyse again".
  *   stacks(id INTEGER PK, text TEXT UNIQUE)           -- profile.c
@@ -31,6 +33,7 @@
 enum mem_kind {
 	MEM_SYMTAB = 0,
 	MEM_UNWIND = 1,
+	MEM_INDEX = 2,
 };
 
 struct mem_key {
@@ -44,6 +47,7 @@ struct mem_entry {
 	enum cache_status status;
 	struct symtab *symtab;
 	struct unwind_table *unwind;
+	struct line_index *index;
 	char *error;
 	size_t bytes;
 	struct mem_entry *prev, *next; /* LRU list, most recent first */
@@ -53,6 +57,7 @@ struct cache {
 	sqlite3 *db;
 	sqlite3_stmt *st_get, *st_put, *st_del, *st_bid, *st_has, *st_count;
 	sqlite3_stmt *st_uget, *st_uput, *st_udel, *st_ucount;
+	sqlite3_stmt *st_lget, *st_lput, *st_ldel;
 	struct hmap *mem; /* mem_key -> mem_entry */
 	struct mem_entry *head, *tail;
 	size_t mem_bytes;
@@ -85,9 +90,18 @@ static const char schema_v2[] =
 	" tbl BLOB"
 	") WITHOUT ROWID;";
 
+static const char schema_v3[] =
+	"CREATE TABLE lines ("
+	" file_id BLOB PRIMARY KEY NOT NULL CHECK (length(file_id) = 16),"
+	" status INTEGER NOT NULL,"
+	" error TEXT,"
+	" analysed_at INTEGER NOT NULL,"
+	" idx BLOB"
+	") WITHOUT ROWID;";
+
 /* Migrations from version i to i + 1 go here as they appear; index 0
  * creates the schema in an empty database. */
-static const char *const migrations[CACHE_SCHEMA_VERSION] = { schema_v1, schema_v2 };
+static const char *const migrations[CACHE_SCHEMA_VERSION] = { schema_v1, schema_v2, schema_v3 };
 
 static int sqlite_to_errno(int rc)
 {
@@ -308,7 +322,14 @@ int cache_open(const char *path, const struct cache_opts *opts, struct cache **r
 			 &c->st_uput)) < 0 ||
 	    (r = prepare(c->db, "DELETE FROM unwind WHERE file_id = ?1", &c->st_udel)) < 0 ||
 	    (r = prepare(c->db, "SELECT status, count(*) FROM unwind GROUP BY status",
-			 &c->st_ucount)) < 0)
+			 &c->st_ucount)) < 0 ||
+	    (r = prepare(c->db, "SELECT status, error, idx FROM lines WHERE file_id = ?1",
+			 &c->st_lget)) < 0 ||
+	    (r = prepare(c->db,
+			 "INSERT OR REPLACE INTO lines (file_id, status, error, analysed_at, idx)"
+			 " VALUES (?1, ?2, ?3, ?4, ?5)",
+			 &c->st_lput)) < 0 ||
+	    (r = prepare(c->db, "DELETE FROM lines WHERE file_id = ?1", &c->st_ldel)) < 0)
 		goto cleanup;
 	*ret = c;
 	c = NULL;
@@ -327,6 +348,7 @@ static void mem_entry_free(void *p)
 		return;
 	symtab_free(e->symtab);
 	unwind_table_free(e->unwind);
+	line_index_free(e->index);
 	free(e->error);
 	free(e);
 }
@@ -346,6 +368,9 @@ void cache_close(struct cache *c)
 	sqlite3_finalize(c->st_uput);
 	sqlite3_finalize(c->st_udel);
 	sqlite3_finalize(c->st_ucount);
+	sqlite3_finalize(c->st_lget);
+	sqlite3_finalize(c->st_lput);
+	sqlite3_finalize(c->st_ldel);
 	if (c->db) {
 		/* Fold the WAL back so the file is self-contained at rest. */
 		sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
@@ -385,9 +410,10 @@ static void lru_push_front(struct cache *c, struct mem_entry *e)
 
 static void mem_evict(struct cache *c)
 {
-	/* The newest entry always stays, even if it alone is over the cap:
-	 * the caller is about to use it. */
-	while (c->tail && c->tail != c->head &&
+	/* The two newest entries always stay, even if they alone are over the
+	 * cap: the caller is about to use them (a symtab and the source index
+	 * of one file are looked up together). */
+	while (c->tail && c->tail != c->head && c->tail != c->head->next &&
 	       (hmap_count(c->mem) > c->max_entries || c->mem_bytes > c->max_bytes)) {
 		struct mem_entry *e = c->tail;
 
@@ -409,9 +435,10 @@ static struct mem_key mem_key(const struct fileid *id, enum mem_kind kind)
 
 /* Takes t (or u) and a copy of error. Returns the entry or NULL (the
  * product freed). */
-static struct mem_entry *mem_insert2(struct cache *c, const struct fileid *id,
+static struct mem_entry *mem_insert3(struct cache *c, const struct fileid *id,
 				     enum mem_kind kind, enum cache_status status, struct symtab *t,
-				     struct unwind_table *u, const char *error, size_t bytes)
+				     struct unwind_table *u, struct line_index *ix,
+				     const char *error, size_t bytes)
 {
 	struct mem_entry *e = calloc(1, sizeof(*e)), *old = NULL;
 
@@ -419,12 +446,14 @@ static struct mem_entry *mem_insert2(struct cache *c, const struct fileid *id,
 		free(e);
 		symtab_free(t);
 		unwind_table_free(u);
+		line_index_free(ix);
 		return NULL;
 	}
 	e->key = mem_key(id, kind);
 	e->status = status;
 	e->symtab = t;
 	e->unwind = u;
+	e->index = ix;
 	e->bytes = bytes + sizeof(*e) + (error ? strlen(error) : 0);
 	if (hmap_put(c->mem, &e->key, sizeof(e->key), e, (void **)&old) < 0) {
 		mem_entry_free(e);
@@ -439,6 +468,13 @@ static struct mem_entry *mem_insert2(struct cache *c, const struct fileid *id,
 	c->mem_bytes += e->bytes;
 	mem_evict(c);
 	return e;
+}
+
+static struct mem_entry *mem_insert2(struct cache *c, const struct fileid *id,
+				     enum mem_kind kind, enum cache_status status, struct symtab *t,
+				     struct unwind_table *u, const char *error, size_t bytes)
+{
+	return mem_insert3(c, id, kind, status, t, u, NULL, error, bytes);
 }
 
 static struct mem_entry *mem_insert(struct cache *c, const struct fileid *id,
@@ -736,5 +772,108 @@ memory:
 	free(blob);
 	mem_insert_unwind(c, id, t ? CACHE_OK : CACHE_ERROR, t,
 			  t ? NULL : (error ? error : "unwind table compilation failed"), size);
+	return r;
+}
+
+enum cache_status cache_lookup_index(struct cache *c, const struct fileid *id,
+				     const struct line_index **ret_index, const char **ret_error)
+{
+	struct mem_key key = mem_key(id, MEM_INDEX);
+	struct mem_entry *e = hmap_get(c->mem, &key, sizeof(key));
+	struct line_index *ix = NULL;
+	enum cache_status status = CACHE_MISS;
+	const char *error = NULL;
+	const void *blob;
+	int size = 0, rc;
+
+	if (!e) {
+		sqlite3_reset(c->st_lget);
+		sqlite3_bind_blob(c->st_lget, 1, id, sizeof(*id), SQLITE_STATIC);
+		rc = sqlite3_step(c->st_lget);
+		if (rc == SQLITE_ROW) {
+			int st = sqlite3_column_int(c->st_lget, 0);
+
+			blob = sqlite3_column_blob(c->st_lget, 2);
+			size = sqlite3_column_bytes(c->st_lget, 2);
+			if (st == 0 && blob && size > 0) {
+				ix = line_index_deserialize(blob, (size_t)size);
+				status = ix ? CACHE_OK : CACHE_MISS;
+			} else if (st == 1) {
+				error = (const char *)sqlite3_column_text(c->st_lget, 1);
+				status = CACHE_ERROR;
+			}
+			if (status == CACHE_MISS) {
+				char hex[FILEID_HEX_LEN + 1];
+
+				/* Damaged, or from another LINE_INDEX_VERSION. */
+				log_debug("line index of %s does not deserialise; dropping it",
+					  fileid_to_hex(id, hex));
+				sqlite3_reset(c->st_lget);
+				sqlite3_reset(c->st_ldel);
+				sqlite3_bind_blob(c->st_ldel, 1, id, sizeof(*id), SQLITE_STATIC);
+				sqlite3_step(c->st_ldel);
+				sqlite3_reset(c->st_ldel);
+			} else {
+				e = mem_insert3(c, id, MEM_INDEX, status, NULL, NULL, ix, error,
+						ix ? (size_t)size : 0);
+				ix = NULL;
+			}
+		} else if (rc != SQLITE_DONE) {
+			log_debug("cache lookup failed: %s", sqlite3_errmsg(c->db));
+		}
+		sqlite3_reset(c->st_lget);
+		if (!e)
+			return CACHE_MISS;
+	} else if (e != c->head) {
+		lru_unlink(c, e);
+		lru_push_front(c, e);
+	}
+	if (e->status == CACHE_OK && ret_index)
+		*ret_index = e->index;
+	if (e->status == CACHE_ERROR && ret_error)
+		*ret_error = e->error ? e->error : "no source index";
+	return e->status;
+}
+
+int cache_store_index(struct cache *c, const struct fileid *id, struct line_index *ix,
+		      const char *error, int64_t analysed_at)
+{
+	void *blob = NULL;
+	size_t size = 0;
+	int rc, r = 0;
+
+	if (ix) {
+		blob = line_index_serialize(ix, &size);
+		if (!blob) {
+			r = -ENOMEM;
+			goto memory;
+		}
+	}
+	sqlite3_reset(c->st_lput);
+	sqlite3_bind_blob(c->st_lput, 1, id, sizeof(*id), SQLITE_STATIC);
+	sqlite3_bind_int(c->st_lput, 2, ix ? 0 : 1);
+	if (ix)
+		sqlite3_bind_null(c->st_lput, 3);
+	else
+		sqlite3_bind_text(c->st_lput, 3, error ? error : "no source index", -1,
+				  SQLITE_STATIC);
+	sqlite3_bind_int64(c->st_lput, 4, analysed_at);
+	if (blob)
+		sqlite3_bind_blob64(c->st_lput, 5, blob, size, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(c->st_lput, 5);
+	rc = sqlite3_step(c->st_lput);
+	if (rc != SQLITE_DONE) {
+		r = sqlite_to_errno(rc);
+		if (r == 0)
+			r = -EIO;
+		log_debug("cache store failed: %s", sqlite3_errmsg(c->db));
+	}
+	sqlite3_reset(c->st_lput);
+	sqlite3_clear_bindings(c->st_lput);
+memory:
+	free(blob);
+	mem_insert3(c, id, MEM_INDEX, ix ? CACHE_OK : CACHE_ERROR, NULL, NULL, ix,
+		    ix ? NULL : (error ? error : "no source index"), size);
 	return r;
 }

@@ -18,9 +18,11 @@
 #include "fileid.h"
 #include "symtab.h"
 #include "unwind_table.h"
+#include "line_index.h"
 
-/* 2: the unwind table, a second product per file (table unwind). */
-#define CACHE_SCHEMA_VERSION 2
+/* 2: the unwind table, a second product per file (table unwind).
+ * 3: the source index (line_index.h), a third product (table lines). */
+#define CACHE_SCHEMA_VERSION 3
 
 struct cache;
 
@@ -86,3 +88,14 @@ enum cache_status cache_lookup_unwind(struct cache *c, const struct fileid *id,
  * t == NULL and error (copied). Returns 0 or a negative errno. */
 int cache_store_unwind(struct cache *c, const struct fileid *id, struct unwind_table *t,
 		       const char *error, int64_t analysed_at);
+
+/* The source index of id, like cache_lookup_unwind: CACHE_OK with
+ * *ret_index (borrowed, valid until the next lookup or store), CACHE_ERROR,
+ * or CACHE_MISS (never built, or built by another LINE_INDEX_VERSION: the
+ * row is dropped). */
+enum cache_status cache_lookup_index(struct cache *c, const struct fileid *id,
+				     const struct line_index **ret_index, const char **ret_error);
+/* Stores the index of id: ix (taken, also on failure) or ix == NULL and
+ * error (copied). Returns 0 or a negative errno. */
+int cache_store_index(struct cache *c, const struct fileid *id, struct line_index *ix,
+		      const char *error, int64_t analysed_at);

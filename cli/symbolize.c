@@ -1,0 +1,292 @@
+/* symbolize.c - sonde symbolize --file PATH: names addresses of any ELF
+ * file the caller can read. The CLI computes the file's ID (the htlhash,
+ * common/fileid.h), asks the symbolizer, and if the symbolizer has never
+ * seen the file uploads it (Symbols.Upload, 4 MiB chunks) and asks again.
+ * The symbolizer itself never opens the path: it only gets the bytes.
+ *
+ * Addresses go in batches (BATCH per call, one channel for all) so a
+ * reply stays far under the message limit; output is one line (JSON) or
+ * one block (text) per address, in input order.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fileid.h"
+#include "parse.h"
+
+#define BATCH 20000u
+#define CHUNK (4u << 20)
+#define MAX_ADDRESSES (64u << 20)
+#define UPLOAD_TIMEOUT_MS 300000 /* the last chunk waits for the analysis */
+#define UPLOAD_RETRIES 120       /* on RESOURCE_EXHAUSTED, one second apart */
+
+static int parse_addr(const char *s, uint64_t *ret)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (!strncmp(s, "0x", 2) || !strncmp(s, "0X", 2))
+		s += 2;
+	return parse_u64(s, 16, ret);
+}
+
+/* Addresses from argv, or from stdin (one per line, blank lines skipped).
+ * Returns 0 or an exit code. */
+static int read_addresses(int n, char **argv, uint64_t **ret, size_t *ret_n)
+{
+	uint64_t *a = NULL;
+	size_t cnt = 0, cap = 0;
+	char *line = NULL;
+	size_t lcap = 0;
+	ssize_t len;
+	int rc = 0;
+
+	if (n > 0) {
+		a = calloc((size_t)n, sizeof(*a));
+		if (!a)
+			return 1;
+		for (int i = 0; i < n; i++) {
+			if (parse_addr(argv[i], &a[cnt++]) < 0) {
+				fprintf(stderr, "sonde: '%.64s' is not a hex address\n", argv[i]);
+				free(a);
+				return 2;
+			}
+		}
+		*ret = a;
+		*ret_n = cnt;
+		return 0;
+	}
+	while ((len = getline(&line, &lcap, stdin)) >= 0) {
+		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' '))
+			line[--len] = '\0';
+		if (len == 0)
+			continue;
+		if (cnt == cap) {
+			uint64_t *p;
+
+			cap = cap ? cap * 2 : 4096;
+			if (cap > MAX_ADDRESSES) {
+				fprintf(stderr, "sonde: more than %u addresses\n", MAX_ADDRESSES);
+				rc = 2;
+				goto fail;
+			}
+			p = realloc(a, cap * sizeof(*a));
+			if (!p) {
+				rc = 1;
+				goto fail;
+			}
+			a = p;
+		}
+		if (parse_addr(line, &a[cnt]) < 0) {
+			fprintf(stderr, "sonde: '%.64s' is not a hex address\n", line);
+			rc = 2;
+			goto fail;
+		}
+		cnt++;
+	}
+	free(line);
+	*ret = a;
+	*ret_n = cnt;
+	return 0;
+fail:
+	free(line);
+	free(a);
+	return rc;
+}
+
+/* Sends the file in order. Returns 0 (analysed or known) or -errno. */
+static int upload(struct rpc_channel *ch, const char *address, const char *path,
+		  const struct fileid *id)
+{
+	Sonde__V1__UploadRequest req = SONDE__V1__UPLOAD_REQUEST__INIT;
+	Sonde__V1__UploadResponse *resp = NULL;
+	const char *slash = strrchr(path, '/');
+	uint8_t *buf = NULL;
+	struct stat st;
+	uint64_t off = 0;
+	int fd = -1, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		err = -errno;
+		fprintf(stderr, "sonde: %s: %s\n", path, strerror(errno));
+		goto cleanup;
+	}
+	buf = malloc(CHUNK);
+	if (!buf) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	req.file_id.data = (uint8_t *)id->bytes;
+	req.file_id.len = FILEID_LEN;
+	req.size = (uint64_t)st.st_size;
+	req.name = (char *)(slash ? slash + 1 : path);
+	for (;;) {
+		ssize_t n = pread(fd, buf, CHUNK, (off_t)off);
+		struct rpc_error rerr;
+		int tries = 0;
+
+		if (n < 0) {
+			err = -errno;
+			fprintf(stderr, "sonde: reading %s: %s\n", path, strerror(errno));
+			goto cleanup;
+		}
+		req.offset = off;
+		req.data.data = buf;
+		req.data.len = (size_t)n;
+		for (;;) {
+			err = cli_call_on(ch, address, "/sonde.v1.Symbols/Upload", &req.base,
+					  &sonde__v1__upload_response__descriptor, UPLOAD_TIMEOUT_MS,
+					  false, (ProtobufCMessage **)&resp, &rerr);
+			if (!(err < 0 && rerr.status == RPC_RESOURCE_EXHAUSTED && ++tries < UPLOAD_RETRIES))
+				break;
+			sleep(1); /* the symbolizer's upload budget refills */
+		}
+		if (err < 0) {
+			if (rerr.status == RPC_RESOURCE_EXHAUSTED)
+				fprintf(stderr, "sonde: upload of %s refused: %s\n", path, rerr.message);
+			goto cleanup;
+		}
+		if (resp->complete) {
+			if (resp->error && *resp->error)
+				fprintf(stderr, "sonde: the symbolizer could not analyse %s: %s\n", path,
+					resp->error);
+			err = 0;
+			goto cleanup;
+		}
+		if (n == 0 || resp->received != off + (uint64_t)n) {
+			fprintf(stderr, "sonde: upload of %s stalled at byte %" PRIu64 "\n", path,
+				resp->received);
+			err = -EIO;
+			goto cleanup;
+		}
+		off += (uint64_t)n;
+		rpc_message_free(&resp->base);
+		resp = NULL;
+	}
+cleanup:
+	rpc_message_free(resp ? &resp->base : NULL);
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+static void print_json(uint64_t addr, const Sonde__V1__Symbol *s)
+{
+	printf("{\"address\":\"0x%" PRIx64 "\",\"frames\":[", addr);
+	for (size_t k = 0; s && k < s->n_frames; k++) {
+		const Sonde__V1__SourceFrame *f = s->frames[k];
+
+		printf("%s{\"function\":", k ? "," : "");
+		cli_json_string(stdout, f->function);
+		printf(",\"file\":");
+		cli_json_string(stdout, f->file);
+		printf(",\"line\":%u}", f->line);
+	}
+	printf("]}\n");
+}
+
+/* As llvm-symbolizer prints: per frame the function, then file:line; a
+ * blank line after each address. */
+static void print_text(const Sonde__V1__Symbol *s)
+{
+	if (!s || s->n_frames == 0) {
+		printf("??\n??:0\n\n");
+		return;
+	}
+	for (size_t k = 0; k < s->n_frames; k++) {
+		const Sonde__V1__SourceFrame *f = s->frames[k];
+
+		printf("%s\n%s:%u\n", f->function && *f->function ? f->function : "??",
+		       f->file && *f->file ? f->file : "??", f->line);
+	}
+	printf("\n");
+}
+
+int cli_symbolize_file(const struct cli_symbolize_opts *o, int n, char **argv)
+{
+	Sonde__V1__SymbolizeOptions opts = SONDE__V1__SYMBOLIZE_OPTIONS__INIT;
+	Sonde__V1__SymbolizeQuery q = SONDE__V1__SYMBOLIZE_QUERY__INIT;
+	Sonde__V1__SymbolizeQuery *qs[1] = { &q };
+	Sonde__V1__SymbolizeRequest req = SONDE__V1__SYMBOLIZE_REQUEST__INIT;
+	Sonde__V1__SymbolizeResponse *resp = NULL;
+	struct rpc_channel *ch = NULL;
+	uint64_t *addrs = NULL;
+	size_t n_addrs = 0;
+	struct fileid id;
+	bool uploaded = false;
+	int rc, err;
+
+	err = fileid_from_path(o->file, &id);
+	if (err < 0) {
+		fprintf(stderr, "sonde: %s: %s\n", o->file, strerror(-err));
+		return 1;
+	}
+	rc = read_addresses(n, argv, &addrs, &n_addrs);
+	if (rc)
+		return rc;
+	rc = 1;
+	ch = cli_channel_open(o->symbolizer);
+	if (!ch)
+		goto cleanup;
+	opts.lines = true;
+	opts.inlines = o->inlines;
+	opts.demangle = o->demangle;
+	req.options = &opts;
+	req.n_queries = 1;
+	req.queries = qs;
+	q.file_id.data = id.bytes;
+	q.file_id.len = FILEID_LEN;
+	for (size_t done = 0; done < n_addrs;) {
+		const Sonde__V1__SymbolizeResult *r;
+		size_t k = n_addrs - done > BATCH ? BATCH : n_addrs - done;
+
+		q.addresses = addrs + done;
+		q.n_addresses = k;
+		if (cli_call_on(ch, o->symbolizer, "/sonde.v1.Symbols/Symbolize", &req.base,
+				&sonde__v1__symbolize_response__descriptor, CLI_RPC_TIMEOUT_MS, false,
+				(ProtobufCMessage **)&resp, NULL) < 0)
+			goto cleanup;
+		if (resp->n_results != 1 || (!resp->results[0]->error[0] &&
+					     resp->results[0]->n_symbols != k)) {
+			fprintf(stderr, "sonde: the symbolizer answered a query with the wrong count\n");
+			goto cleanup;
+		}
+		r = resp->results[0];
+		if (r->unknown_file && !uploaded) {
+			rpc_message_free(&resp->base);
+			resp = NULL;
+			if (upload(ch, o->symbolizer, o->file, &id) < 0)
+				goto cleanup;
+			uploaded = true;
+			continue; /* the same batch again */
+		}
+		if (r->error && *r->error) {
+			fprintf(stderr, "sonde: %s: %s\n", o->file, r->error);
+			goto cleanup;
+		}
+		for (size_t i = 0; i < k; i++) {
+			if (o->json)
+				print_json(addrs[done + i], r->symbols[i]);
+			else
+				print_text(r->symbols[i]);
+		}
+		rpc_message_free(&resp->base);
+		resp = NULL;
+		done += k;
+	}
+	rc = fflush(stdout) == 0 ? 0 : 1;
+cleanup:
+	rpc_message_free(resp ? &resp->base : NULL);
+	rpc_channel_free(ch);
+	free(addrs);
+	return rc;
+}

@@ -1,0 +1,213 @@
+/* upload.c - Symbols.Upload: a client sends a file the symbolizer has not
+ * seen (its own binary, a library from another machine), in order, in
+ * chunks of at most 4 MiB; the last chunk makes the symbolizer check that
+ * the file ID the client named is the htlhash of the bytes it sent, and
+ * analyse the file like one a sensor maps. Then Symbolize answers for it.
+ *
+ * Upload is the one Symbols method that makes the symbolizer hold and
+ * parse client bytes, so it is bounded every way: files up to
+ * UPLOAD_MAX_FILE, UPLOAD_MAX_ACTIVE uploads in progress holding at most
+ * UPLOAD_MAX_HELD bytes together, a byte budget refilled at
+ * UPLOAD_BYTES_PER_S for all clients together (RESOURCE_EXHAUSTED when
+ * over: retry later), and uploads idle for UPLOAD_IDLE_MS are dropped. The
+ * bytes go into a file image (address space reserved, pages filled as
+ * chunks come) and are parsed only by the same bounded analyses as
+ * everything else, in the sandbox.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "service.h"
+#include "symbols.pb-c.h"
+
+#define UPLOAD_MAX_FILE (1ull << 30)
+#define UPLOAD_MAX_CHUNK (4u << 20)
+#define UPLOAD_MAX_ACTIVE 4u
+#define UPLOAD_MAX_HELD (2ull << 30)
+#define UPLOAD_BYTES_PER_S (256.0 * 1024 * 1024)
+#define UPLOAD_BURST (1024.0 * 1024 * 1024)
+#define UPLOAD_IDLE_MS 60000
+#define UPLOAD_MAX_NAME 255
+
+struct upload {
+	struct fileid id;
+	uint64_t size, received;
+	struct file_image *img;
+	int64_t last_ms;
+	char name[UPLOAD_MAX_NAME + 1];
+};
+
+static void upload_free(struct service *svc, struct upload *u)
+{
+	svc->upload_bytes -= u->received;
+	file_image_free(u->img);
+	free(u);
+}
+
+void upload_expire(struct service *svc, bool all)
+{
+	int64_t now = service_now_ms();
+	struct hmap_iter it;
+	void *val;
+
+	hmap_iter_init(svc->uploads, &it);
+	while (hmap_next(svc->uploads, &it, NULL, NULL, &val)) {
+		struct upload *u = val;
+
+		if (all || now - u->last_ms > UPLOAD_IDLE_MS) {
+			hmap_remove(svc->uploads, &u->id, sizeof(u->id));
+			upload_free(svc, u);
+		}
+	}
+}
+
+/* Takes len bytes from the shared budget; false when it is empty. */
+static bool take_budget(struct service *svc, size_t len)
+{
+	int64_t now = service_now_ms();
+
+	if (svc->upload_refill_ms == 0) {
+		svc->upload_tokens = UPLOAD_BURST;
+		svc->upload_refill_ms = now;
+	}
+	svc->upload_tokens += (double)(now - svc->upload_refill_ms) * UPLOAD_BYTES_PER_S / 1000.0;
+	if (svc->upload_tokens > UPLOAD_BURST)
+		svc->upload_tokens = UPLOAD_BURST;
+	svc->upload_refill_ms = now;
+	if (svc->upload_tokens < (double)len)
+		return false;
+	svc->upload_tokens -= (double)len;
+	return true;
+}
+
+/* The basename of a client-given name, printable ASCII only. */
+static void clean_name(const char *in, char *out, size_t size)
+{
+	const char *slash = in ? strrchr(in, '/') : NULL;
+	size_t k = 0;
+
+	if (slash)
+		in = slash + 1;
+	for (; in && *in && k + 1 < size; in++)
+		out[k++] = (*in > 0x20 && *in < 0x7f) ? *in : '_';
+	out[k] = '\0';
+}
+
+static void reply(struct rpc_call *call, uint64_t received, bool complete, const char *error)
+{
+	Sonde__V1__UploadResponse r = SONDE__V1__UPLOAD_RESPONSE__INIT;
+
+	r.received = received;
+	r.complete = complete;
+	r.error = (char *)(error ? error : "");
+	rpc_call_finish(call, RPC_OK, NULL, &r.base);
+}
+
+void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
+{
+	struct service *svc = ctx;
+	const Sonde__V1__UploadRequest *req = (const Sonde__V1__UploadRequest *)msg;
+	struct upload *u;
+	struct fileid id, got;
+	const char *error = NULL;
+	char hex[FILEID_HEX_LEN + 1];
+	int r;
+
+	if (req->file_id.len != FILEID_LEN) {
+		rpc_call_finish(call, RPC_INVALID_ARGUMENT, "file_id must be 16 bytes", NULL);
+		return;
+	}
+	memcpy(id.bytes, req->file_id.data, FILEID_LEN);
+	/* Known already (analysed, by a sensor or an earlier upload). */
+	if (cache_contains(svc->cache, &id) == 1 || analysis_running(svc, &id)) {
+		reply(call, req->size, true, NULL);
+		return;
+	}
+	if (req->size == 0 || req->size > UPLOAD_MAX_FILE) {
+		rpc_call_finish(call, RPC_INVALID_ARGUMENT, "size must be 1 byte to 1 GiB", NULL);
+		return;
+	}
+	if (req->data.len > UPLOAD_MAX_CHUNK) {
+		rpc_call_finish(call, RPC_INVALID_ARGUMENT, "chunks are at most 4 MiB", NULL);
+		return;
+	}
+	u = hmap_get(svc->uploads, &id, sizeof(id));
+	if (u && u->size != req->size) {
+		rpc_call_finish(call, RPC_INVALID_ARGUMENT, "size differs from the upload's first chunk", NULL);
+		return;
+	}
+	if (!u) {
+		if (req->offset != 0) {
+			rpc_call_finish(call, RPC_FAILED_PRECONDITION,
+					"no upload of this file in progress: start at offset 0", NULL);
+			return;
+		}
+		if (hmap_count(svc->uploads) >= UPLOAD_MAX_ACTIVE) {
+			rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "too many uploads in progress", NULL);
+			return;
+		}
+		u = calloc(1, sizeof(*u));
+		if (!u || !(u->img = file_image_new(req->size))) {
+			free(u);
+			rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
+			return;
+		}
+		u->id = id;
+		u->size = req->size;
+		clean_name(req->name, u->name, sizeof(u->name));
+		if (hmap_put(svc->uploads, &id, sizeof(id), u, NULL) < 0) {
+			file_image_free(u->img);
+			free(u);
+			rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
+			return;
+		}
+	}
+	u->last_ms = service_now_ms();
+	if (req->offset != u->received) {
+		/* Chunks come in order; say where to go on. */
+		char msg[96];
+
+		snprintf(msg, sizeof(msg), "expected offset %llu", (unsigned long long)u->received);
+		rpc_call_finish(call, RPC_FAILED_PRECONDITION, msg, NULL);
+		return;
+	}
+	if (req->data.len > u->size - u->received) {
+		rpc_call_finish(call, RPC_INVALID_ARGUMENT, "chunk goes past the file's size", NULL);
+		return;
+	}
+	if (svc->upload_bytes + req->data.len > UPLOAD_MAX_HELD || !take_budget(svc, req->data.len)) {
+		rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "upload budget used up, retry later", NULL);
+		return;
+	}
+	if (req->data.len && file_image_put(u->img, u->received, req->data.data, req->data.len) < 0) {
+		rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
+		return;
+	}
+	u->received += req->data.len;
+	svc->upload_bytes += req->data.len;
+	if (u->received < u->size) {
+		reply(call, u->received, false, NULL);
+		return;
+	}
+	/* Whole: the ID must be the bytes' own, or a client could plant an
+	 * analysis under another file's ID. */
+	hmap_remove(svc->uploads, &id, sizeof(id));
+	fileid_from_buffer(file_image_data(u->img), u->size, &got);
+	if (memcmp(got.bytes, id.bytes, FILEID_LEN) != 0) {
+		upload_free(svc, u);
+		rpc_call_finish(call, RPC_INVALID_ARGUMENT,
+				"file_id is not the htlhash of the uploaded bytes", NULL);
+		return;
+	}
+	service_note_name(svc, &id, u->name[0] ? u->name : fileid_to_hex(&id, hex));
+	r = analysis_whole(svc, &id, u->img, u->name[0] ? u->name : fileid_to_hex(&id, hex), &error);
+	upload_free(svc, u);
+	if (r < 0) {
+		rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
+		return;
+	}
+	reply(call, req->size, true, error);
+}
