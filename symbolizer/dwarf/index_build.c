@@ -74,7 +74,7 @@ struct builder {
 
 	struct lix_scope *scopes;
 	size_t n_scopes, cap_scopes;
-	struct range { uint64_t lo, hi; uint32_t scope, depth; } *ranges;
+	struct range { uint64_t lo, hi; uint32_t scope, depth, unit; } *ranges;
 	size_t n_ranges, cap_ranges;
 	struct seq { uint64_t lo, hi; size_t first, n; } *seqs;
 	size_t n_seqs, cap_seqs;
@@ -85,6 +85,7 @@ struct builder {
 	struct lix_sym *syms;
 	size_t n_syms, cap_syms;
 	size_t dies;
+	uint32_t unit; /* index of the unit being walked */
 };
 
 static uint32_t hash_str(const char *s, size_t n)
@@ -565,7 +566,8 @@ static int walk_unit(struct builder *b, Dwarf_Die *cudie, const uint32_t *fmap, 
 					goto cleanup;
 				b->ranges[b->n_ranges++] = (struct range){ .lo = lo, .hi = hi,
 									   .scope = fr->scope,
-									   .depth = depth };
+									   .depth = depth,
+									   .unit = b->unit };
 			}
 		}
 		/* Next DIE in preorder. */
@@ -631,6 +633,7 @@ static int read_dwarf(struct builder *b, Elf *elf, bool *ret_any)
 				goto cleanup;
 		}
 		err = walk_unit(b, &cudie, fmap, n_fmap);
+		b->unit++;
 		free(fmap);
 		if (err < 0)
 			goto cleanup;
@@ -661,6 +664,10 @@ static int cmp_range(const void *a, const void *b)
 		return x->depth < y->depth ? -1 : 1;
 	if (x->hi != y->hi)
 		return x->hi > y->hi ? -1 : 1;
+	/* Equal ranges of two units: the later unit first, so the earlier
+	 * one ends up innermost and wins (see flatten_scopes). */
+	if (x->unit != y->unit)
+		return x->unit > y->unit ? -1 : 1;
 	return x->scope < y->scope ? -1 : x->scope > y->scope;
 }
 
@@ -699,7 +706,10 @@ static int flatten_rows(struct builder *b, struct lix_row **ret, size_t *ret_n)
 
 /* Flattens nested scope ranges into disjoint segments naming the
  * innermost scope. A range that sticks out of the one it sits in is
- * clipped to it (well-formed DWARF nests them). */
+ * clipped to it (well-formed DWARF nests them). Where two units claim the
+ * same code (identical code folded, duplicates), the earlier unit wins, as
+ * llvm-symbolizer's address-to-unit map decides: a later unit's range
+ * inside an earlier unit's is dropped. */
 static int flatten_scopes(struct builder *b, struct lix_seg **ret, size_t *ret_n)
 {
 	struct range *stack = NULL;
@@ -744,6 +754,8 @@ static int flatten_scopes(struct builder *b, struct lix_seg **ret, size_t *ret_n
 		}
 		if (i == b->n_ranges)
 			break;
+		if (top > 0 && r.unit > stack[top - 1].unit)
+			continue;
 		if (top > 0) {
 			EMIT(cur > r.lo ? r.lo : cur, r.lo, stack[top - 1].scope);
 			if (r.hi > stack[top - 1].hi)
