@@ -204,16 +204,25 @@ int cmd_folded(int argc, char **argv)
 
 void cli_json_string(FILE *out, const char *s)
 {
+	const char *run = s;
+
+	/* Runs of plain bytes go out in one fwrite: this is the CLI's hot
+	 * loop when it prints 100,000 frames. */
 	fputc('"', out);
 	for (; s && *s; s++) {
 		unsigned char ch = (unsigned char)*s;
+
+		if (ch != '"' && ch != '\\' && ch >= 0x20)
+			continue;
+		fwrite(run, 1, (size_t)(s - run), out);
 		if (ch == '"' || ch == '\\')
 			fprintf(out, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(out, "\\u%04x", ch);
 		else
-			fputc(ch, out);
+			fprintf(out, "\\u%04x", ch);
+		run = s + 1;
 	}
+	if (s)
+		fwrite(run, 1, (size_t)(s - run), out);
 	fputc('"', out);
 }
 

@@ -225,6 +225,8 @@ int cli_symbolize_file(const struct cli_symbolize_opts *o, int n, char **argv)
 	bool uploaded = false;
 	int rc, err;
 
+	/* Full buffering: one write per 1 MiB of output, not per line. */
+	setvbuf(stdout, NULL, _IOFBF, 1u << 20);
 	err = fileid_from_path(o->file, &id);
 	if (err < 0) {
 		fprintf(stderr, "sonde: %s: %s\n", o->file, strerror(-err));

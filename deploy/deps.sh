@@ -7,7 +7,8 @@
 sonde_build_packages=(
   build-essential pkg-config meson ninja-build
   clang llvm bpftool libbpf-dev            # BPF compile, skeletons, loader
-  libelf-dev libdw-dev zlib1g-dev          # ELF symbols (symbolizer only)
+  libelf-dev libdw-dev zlib1g-dev          # ELF symbols, DWARF (symbolizer only)
+  libiberty-dev                            # C++/Rust demangling (symbolizer only)
   libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
   libsqlite3-dev libssl-dev                # cache + profile store, SHA-256
   libcmocka-dev                            # unit tests
@@ -17,6 +18,7 @@ sonde_test_packages=(
   python3-grpcio python3-protobuf python3-pytest
   protobuf-compiler protobuf-compiler-grpc # Python stubs for the test clients
   linux-perf binutils                      # perf and nm as reference tools
+  llvm libc6-dbg                           # llvm-symbolizer and libc's debug files: symbolization accuracy test
   chromium                                 # a real browser for the HTML flame graph
   openssl python3-yaml yamllint systemd    # mTLS certificates; manifest and unit checks
 )

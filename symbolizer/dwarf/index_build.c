@@ -301,7 +301,8 @@ static int read_symbols(struct builder *b, Elf *elf)
 			goto cleanup;
 		n++;
 	}
-	qsort(raw, n, sizeof(*raw), cmp_rawsym);
+	if (n)
+		qsort(raw, n, sizeof(*raw), cmp_rawsym);
 	/* One per address: the last after sorting (largest size, then the
 	 * later entry in the table). */
 	for (size_t i = 0; i < n; i++) {
@@ -680,7 +681,8 @@ static int flatten_rows(struct builder *b, struct lix_row **ret, size_t *ret_n)
 	size_t n = 0;
 	uint64_t prev_hi = 0;
 
-	qsort(b->seqs, b->n_seqs, sizeof(*b->seqs), cmp_seq);
+	if (b->n_seqs)
+		qsort(b->seqs, b->n_seqs, sizeof(*b->seqs), cmp_seq);
 	out = malloc((b->n_rows + 1) * sizeof(*out));
 	if (!out)
 		return -ENOMEM;
@@ -733,7 +735,8 @@ static int flatten_scopes(struct builder *b, struct lix_seg **ret, size_t *ret_n
 		}                                                                       \
 	} while (0)
 
-	qsort(b->ranges, b->n_ranges, sizeof(*b->ranges), cmp_range);
+	if (b->n_ranges)
+		qsort(b->ranges, b->n_ranges, sizeof(*b->ranges), cmp_range);
 	stack = malloc((b->n_ranges + 1) * sizeof(*stack));
 	if (!stack) {
 		err = -ENOMEM;

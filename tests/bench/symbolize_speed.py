@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Symbolization speed: sonde vs llvm-symbolizer vs addr2line, one run.
+
+The same batch of addresses (random, fixed seed, from the function ranges
+of one file; by default the file with the most DWARF among a few large
+candidates) is resolved with inlined frames and demangled names by:
+  llvm-symbolizer --obj=FILE        addresses on stdin, one process
+  addr2line -f -i -C -e FILE        addresses on stdin, one process
+  sonde cold                        a fresh symbolizer (empty cache): the CLI
+                                    hashes the file, uploads it, the symbolizer
+                                    builds the index, then the queries
+  sonde warm                        the same command again (index cached)
+Reports addresses per second and peak memory (max RSS; for sonde the
+symbolizer's VmHWM plus the CLI's), each as a ratio to llvm-symbolizer,
+and the time to the first answer (one address, cold) for each tool.
+
+  sudo tests/bench/symbolize_speed.py [--build DIR] [--file PATH] [--n N]
+"""
+import argparse
+import os
+import pathlib
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+SRC = pathlib.Path(__file__).resolve().parents[2]
+
+
+def debug_of(path):
+    out = subprocess.run(["readelf", "-SWn", path], capture_output=True, text=True).stdout
+    if " .debug_info " in out:
+        return path
+    for line in out.splitlines():
+        if "Build ID:" in line:
+            bid = line.split()[-1]
+            d = f"/usr/lib/debug/.build-id/{bid[:2]}/{bid[2:]}.debug"
+            if os.path.exists(d):
+                return d
+    return None
+
+
+def dwarf_size(path):
+    out = subprocess.run(["readelf", "-SW", path], capture_output=True, text=True).stdout
+    total = 0
+    for line in out.splitlines():
+        p = line.replace("[ ", "[").split()
+        if len(p) > 6 and p[1].startswith(".debug"):
+            total += int(p[5], 16)
+    return total
+
+
+def pick_file(build):
+    cands = ["/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libasan.so.8",
+             "/usr/lib/x86_64-linux-gnu/libtsan.so.2", str(build / "symbolizer" / "sonde-symbolizer")]
+    best = None
+    for c in cands:
+        c = os.path.realpath(c)
+        d = debug_of(c) if os.path.exists(c) else None
+        if d and (best is None or dwarf_size(d) > best[1]):
+            best = (c, dwarf_size(d), d)
+    return best
+
+
+def addresses(debug, n):
+    out = subprocess.run(["nm", "--defined-only", "-S", debug], capture_output=True, text=True).stdout
+    ranges = []
+    for line in out.splitlines():
+        p = line.split()
+        if len(p) == 4 and p[2] in "TtWi" and int(p[0], 16) and int(p[1], 16):
+            ranges.append((int(p[0], 16), int(p[1], 16)))
+    rng = random.Random(42)
+    return [s + rng.randrange(z) for s, z in (ranges[rng.randrange(len(ranges))] for _ in range(n))]
+
+
+def run_rss(cmd, stdin_text):
+    """Runs cmd and returns (seconds, max RSS KiB of it), output dropped."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p.stdin.write(stdin_text.encode())
+    p.stdin.close()
+    _, status, ru = os.wait4(p.pid, 0)
+    elapsed = time.monotonic() - t0
+    if status:
+        sys.exit(f"{cmd[0]} failed: {p.stderr.read()[-500:]}")
+    return elapsed, ru.ru_maxrss
+
+
+class Symbolizer:
+    def __init__(self, build, tmp):
+        tmp.mkdir(mode=0o755)
+        self.sock = tmp / "s.sock"
+        self.log = open(tmp / "symbolizer.log", "w")
+        self.proc = subprocess.Popen([str(build / "symbolizer" / "sonde-symbolizer"), "--listen", f"unix:{self.sock}",
+                                      "--cache", str(tmp / "cache" / "cache.db"), "--user", "sonde"],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        for _ in range(100):
+            if self.sock.exists():
+                break
+            time.sleep(0.05)
+        time.sleep(0.3)
+
+    def hwm_kib(self):
+        for line in open(f"/proc/{self.proc.pid}/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+        return 0
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(15)
+        self.log.close()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.environ.get("SONDE_BUILD", str(SRC / "build")))
+    ap.add_argument("--file")
+    ap.add_argument("--n", type=int, default=100000)
+    args = ap.parse_args()
+    build = pathlib.Path(args.build).resolve()
+    sonde = str(build / "cli" / "sonde")
+    if args.file:
+        path = os.path.realpath(args.file)
+        debug = debug_of(path) or path
+    else:
+        path, _, debug = pick_file(build)
+    addrs = addresses(debug, args.n)
+    text = "\n".join("%x" % a for a in addrs) + "\n"
+    one = "%x\n" % addrs[0]
+    print(f"file: {path} ({os.path.getsize(path)} bytes; DWARF {dwarf_size(debug)} bytes in {debug})")
+    print(f"{len(addrs)} addresses, inlined frames and demangled names, one process per tool")
+
+    rows = {}
+    llvm = ["llvm-symbolizer", f"--obj={path}"]
+    a2l = ["addr2line", "-f", "-i", "-C", "-e", path]
+    rows["llvm-symbolizer"] = run_rss(llvm, text)
+    first = {"llvm-symbolizer": run_rss(llvm, one)[0], "addr2line": run_rss(a2l, one)[0]}
+    rows["addr2line"] = run_rss(a2l, text)
+
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="sonde-bench.", dir="/tmp"))
+    tmp.chmod(0o755)
+    try:
+        # First answer, cold: a fresh symbolizer, one address.
+        sym = Symbolizer(build, tmp / "first")
+        try:
+            first["sonde"] = run_rss([sonde, "symbolize", "--json", "--symbolizer", f"unix:{sym.sock}",
+                                      "--file", path], one)[0]
+        finally:
+            sym.stop()
+        sym = Symbolizer(build, tmp / "run")
+        try:
+            cmd = [sonde, "symbolize", "--json", "--symbolizer", f"unix:{sym.sock}", "--file", path]
+            t, rss = run_rss(cmd, text)
+            rows["sonde cold"] = (t, rss + sym.hwm_kib())
+            t, rss = run_rss(cmd, text)
+            rows["sonde warm"] = (t, rss + sym.hwm_kib())
+        finally:
+            sym.stop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    base_t, base_rss = rows["llvm-symbolizer"]
+    print()
+    print("| tool | seconds | addresses/s | vs llvm-symbolizer | peak RSS MiB | RSS vs llvm-symbolizer |")
+    print("|---|---|---|---|---|---|")
+    for name, (t, rss) in rows.items():
+        print(f"| {name} | {t:.3f} | {len(addrs) / t:,.0f} | {base_t / t:.2f}x | {rss / 1024:.1f} | {rss / base_rss:.2f}x |")
+    print()
+    print("| first answer (one address, cold) | seconds | vs llvm-symbolizer |")
+    print("|---|---|---|")
+    for name, t in first.items():
+        print(f"| {name} | {t:.3f} | {t / first['llvm-symbolizer']:.2f}x |")
+    warm = base_t / rows["sonde warm"][0]
+    print()
+    print(f"warm vs llvm-symbolizer: {warm:.1f}x (target >= 10x: {'met' if warm >= 10 else 'NOT met'})")
+    print(f"cold first answer vs llvm-symbolizer's: {first['sonde'] / first['llvm-symbolizer']:.2f}x "
+          f"(target <= 1x: {'met' if first['sonde'] <= first['llvm-symbolizer'] else 'NOT met'})")
+
+
+if __name__ == "__main__":
+    main()

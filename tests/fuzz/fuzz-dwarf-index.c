@@ -1,0 +1,134 @@
+/* fuzz-dwarf-index.c - fuzzes the source index builder (symbolizer/dwarf)
+ * on whole files: libdw reading units and DIEs, our .debug_line reader,
+ * the symbol table, the sweep that flattens scopes; then lookups, and the
+ * blob's round trip. The input is also read as a line program on its own
+ * (debug_line_read at offset 0) and as a cache blob
+ * (line_index_deserialize), since both are outside input too.
+ *
+ * Build with libFuzzer:
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -DSONDE_LIBFUZZER \
+ *     -D_GNU_SOURCE -Isymbolizer/dwarf tests/fuzz/fuzz-dwarf-index.c \
+ *     symbolizer/dwarf/{line_index,debug_line,index_build,demangle}.c \
+ *     -ldw -lelf -liberty
+ * Without SONDE_LIBFUZZER, main() replays the files named on the command
+ * line (the checked-in corpus under meson, or a crash to reproduce).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "debug_line.h"
+#include "line_index.h"
+
+#define FUZZ_MAX_INPUT (4u << 20)
+
+static void exercise(const struct line_index *ix, size_t size)
+{
+	struct line_frame fr[LINE_INDEX_MAX_FRAMES];
+	struct line_index *copy;
+	size_t blob_size;
+	void *blob;
+
+	for (uint64_t a = 0; a < 4 * (uint64_t)size + 4096; a += 7) {
+		size_t n = line_index_lookup(ix, a, fr, LINE_INDEX_MAX_FRAMES);
+
+		if (n > LINE_INDEX_MAX_FRAMES)
+			abort();
+		for (size_t i = 0; i < n; i++)
+			if ((fr[i].function && strlen(fr[i].function) > (1u << 20)) ||
+			    (fr[i].file && strlen(fr[i].file) > (1u << 20)))
+				abort();
+	}
+	blob = line_index_serialize(ix, &blob_size);
+	if (!blob)
+		return;
+	copy = line_index_deserialize(blob, blob_size);
+	if (!copy)
+		abort(); /* our own blob must always load */
+	line_index_free(copy);
+	free(blob);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct debug_line_sections secs = { .line = data, .line_size = size, .str = data,
+					    .str_size = size, .line_str = data,
+					    .line_str_size = size };
+	struct debug_line_table t;
+	struct line_index *ix = NULL;
+	const char *reason = NULL;
+	uint8_t *buf;
+	int r;
+
+	if (size == 0 || size > FUZZ_MAX_INPUT)
+		return 0;
+	/* As a line program. */
+	debug_line_read(&secs, 0, "/comp", 1u << 20, &t);
+	for (size_t i = 0; i < t.n_rows; i++)
+		if (t.rows[i].file != UINT32_MAX && t.rows[i].file >= t.n_files)
+			abort();
+	debug_line_table_done(&t);
+	/* As a cache blob. */
+	ix = line_index_deserialize(data, size);
+	if (ix) {
+		exercise(ix, size);
+		line_index_free(ix);
+		ix = NULL;
+	}
+	/* As a file: the builder wants a private writable copy. */
+	buf = malloc(size);
+	if (!buf)
+		return 0;
+	memcpy(buf, data, size);
+	r = line_index_build(buf, size, NULL, 0, 0, &ix, &reason);
+	if (r == 0) {
+		exercise(ix, size);
+		line_index_free(ix);
+	} else if (r != -EBADMSG && r != -E2BIG && r != -ENOMEM) {
+		abort();
+	} else if (r == -EBADMSG && !reason) {
+		abort();
+	}
+	free(buf);
+	return 0;
+}
+
+#ifndef SONDE_LIBFUZZER
+int main(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		FILE *f = fopen(argv[i], "rbe");
+		uint8_t *buf = NULL;
+		size_t len = 0, cap = 0, n;
+
+		if (!f) {
+			perror(argv[i]);
+			return 1;
+		}
+		do {
+			if (len == cap) {
+				uint8_t *p;
+
+				cap = cap ? cap * 2 : 65536;
+				p = realloc(buf, cap);
+				if (!p) {
+					free(buf);
+					fclose(f);
+					return 1;
+				}
+				buf = p;
+			}
+			n = fread(buf + len, 1, cap - len, f);
+			len += n;
+		} while (n > 0);
+		fclose(f);
+		LLVMFuzzerTestOneInput(buf, len);
+		free(buf);
+	}
+	return 0;
+}
+#endif
