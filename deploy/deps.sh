@@ -18,7 +18,8 @@ sonde_test_packages=(
   python3-grpcio python3-protobuf python3-pytest
   protobuf-compiler protobuf-compiler-grpc # Python stubs for the test clients
   linux-perf binutils                      # perf and nm as reference tools
-  llvm libc6-dbg                           # llvm-symbolizer and libc's debug files: symbolization accuracy test
+  libc6-dbg                                # libc's debug files: symbolization accuracy test (llvm-symbolizer comes with llvm)
+  golang-1.19                              # builds the Go test program (stripped: .gopclntab only)
   chromium                                 # a real browser for the HTML flame graph
   openssl python3-yaml yamllint systemd    # mTLS certificates; manifest and unit checks
 )

@@ -16,8 +16,8 @@
  *     site and the scope it is inlined into;
  *   - segments: the scope ranges flattened into disjoint [lo, hi) pieces
  *     that name the innermost scope, by one sweep with a stack.
- * Go binaries without DWARF get their scopes and rows from .gopclntab
- * (pclntab.c).
+ * Go binaries without DWARF (stripped with -ldflags=-s -w) get their
+ * scopes and rows from .gopclntab (symbolizer/go/pclntab.c).
  *
  * Everything is bounded (line_index.h caps); a unit whose DIEs or line
  * program do not read is skipped, the rest of the file still counts.
@@ -35,6 +35,7 @@
 #include "demangle.h"
 #include "line_index.h"
 #include "line_index_format.h"
+#include "pclntab.h"
 
 #define MAX_NAME 8192
 #define MAX_SYMBOLS (8u << 20)
@@ -64,6 +65,7 @@ struct intern_slot {
 	uint32_t off;   /* LIX_NONE: empty slot */
 	uint32_t dname; /* demangled name, LIX_NONE: not computed yet */
 	uint32_t hash;
+	uint32_t file;  /* index in files when used as a file name (Go), or LIX_NONE */
 };
 
 struct builder {
@@ -160,7 +162,7 @@ static struct intern_slot *intern(struct builder *b, const char *name, size_t le
 	memcpy(b->pool + b->pool_size, name, len);
 	b->pool[b->pool_size + len] = '\0';
 	b->slots[k] = (struct intern_slot){ .off = (uint32_t)b->pool_size, .dname = LIX_NONE,
-					    .hash = h };
+					    .hash = h, .file = LIX_NONE };
 	b->pool_size += len + 1;
 	b->n_slots++;
 	return &b->slots[k];
@@ -644,6 +646,126 @@ cleanup:
 	return err;
 }
 
+/* ---- Go ---- */
+
+struct go_state {
+	struct builder *b;
+	size_t seq_first; /* first row of the current function */
+	uint64_t lo;
+	bool open;
+};
+
+static int go_func(void *ctx, uint64_t lo, uint64_t hi, const char *name, size_t name_len)
+{
+	struct go_state *g = ctx;
+	struct builder *b = g->b;
+	struct lix_scope sc = { .parent = LIX_NONE, .call_file = LIX_NONE };
+	int err = 0;
+
+	err = intern_function(b, name, name_len, &sc.name, &sc.dname);
+	if (err < 0)
+		return err;
+	GROW(b->scopes, b->n_scopes, b->cap_scopes, LINE_INDEX_MAX_SCOPES, err);
+	if (err < 0)
+		return err;
+	b->scopes[b->n_scopes] = sc;
+	GROW(b->ranges, b->n_ranges, b->cap_ranges, LINE_INDEX_MAX_SCOPES * 4u, err);
+	if (err < 0)
+		return err;
+	b->ranges[b->n_ranges++] = (struct range){ .lo = lo, .hi = hi,
+						   .scope = (uint32_t)b->n_scopes++, .depth = 1 };
+	g->seq_first = b->n_rows;
+	g->lo = lo;
+	g->open = true;
+	return 0;
+}
+
+static int go_row(void *ctx, uint64_t addr, const char *file, size_t file_len, uint32_t line)
+{
+	struct go_state *g = ctx;
+	struct builder *b = g->b;
+	uint32_t fidx = LIX_NONE;
+	int err = 0;
+
+	if (file && file_len) {
+		struct intern_slot *s = intern(b, file, file_len, &err);
+
+		if (!s)
+			return err;
+		if (s->file == LIX_NONE) {
+			GROW(b->files, b->n_files, b->cap_files, DEBUG_LINE_MAX_FILES * 16u, err);
+			if (err < 0)
+				return err;
+			b->files[b->n_files] = s->off;
+			s->file = (uint32_t)b->n_files++;
+		}
+		fidx = s->file;
+	}
+	GROW(b->rows, b->n_rows, b->cap_rows, LINE_INDEX_MAX_ROWS, err);
+	if (err < 0)
+		return err;
+	b->rows[b->n_rows++] = (struct lix_row){ .addr = addr, .file = fidx, .line = line };
+	return 0;
+}
+
+static int go_end(void *ctx, uint64_t addr)
+{
+	struct go_state *g = ctx;
+	struct builder *b = g->b;
+	int err = 0;
+
+	if (!g->open || b->n_rows == g->seq_first)
+		return 0;
+	g->open = false;
+	GROW(b->rows, b->n_rows, b->cap_rows, LINE_INDEX_MAX_ROWS, err);
+	if (err < 0)
+		return err;
+	b->rows[b->n_rows++] = (struct lix_row){ .addr = addr, .file = LIX_NONE };
+	GROW(b->seqs, b->n_seqs, b->cap_seqs, LINE_INDEX_MAX_ROWS, err);
+	if (err < 0)
+		return err;
+	b->seqs[b->n_seqs++] = (struct seq){ .lo = b->rows[g->seq_first].addr, .hi = addr,
+					     .first = g->seq_first, .n = b->n_rows - g->seq_first };
+	return 0;
+}
+
+/* Scopes and rows from .gopclntab, for Go binaries without DWARF. A
+ * damaged table keeps what was read before the damage. */
+static int read_pclntab(struct builder *b, Elf *elf)
+{
+	Elf_Data *tab = section_data(elf, ".gopclntab");
+	uint64_t text = 0;
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	struct go_state g = { .b = b };
+	struct pclntab_sink sink = { .func = go_func, .row = go_row, .end = go_end, .ctx = &g };
+	int r;
+
+	if (!tab || !tab->d_buf)
+		return 0;
+	if (elf_getshdrstrndx(elf, &shstrndx) == 0) {
+		while ((scn = elf_nextscn(elf, scn))) {
+			const char *name;
+
+			if (!gelf_getshdr(scn, &sh))
+				continue;
+			name = elf_strptr(elf, shstrndx, sh.sh_name);
+			if (name && strcmp(name, ".text") == 0) {
+				text = sh.sh_addr;
+				break;
+			}
+		}
+	}
+	r = pclntab_read(tab->d_buf, tab->d_size, text, &sink);
+	if (r == -ENOMEM)
+		return r;
+	/* A function whose rows were cut short still ends. */
+	if (g.open && b->n_rows > g.seq_first)
+		b->n_rows = g.seq_first;
+	return 0;
+}
+
 /* ---- assembling ---- */
 
 static int cmp_seq(const void *a, const void *b)
@@ -829,6 +951,11 @@ int line_index_build(void *file, size_t file_size, void *debug, size_t debug_siz
 	}
 	if (!any_dwarf && delf && !(flags & LINE_INDEX_SYMBOLS_ONLY)) {
 		err = read_dwarf(&b, elf, &any_dwarf);
+		if (err < 0)
+			goto cleanup;
+	}
+	if (!any_dwarf && !(flags & LINE_INDEX_SYMBOLS_ONLY)) {
+		err = read_pclntab(&b, elf);
 		if (err < 0)
 			goto cleanup;
 	}

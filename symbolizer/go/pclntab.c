@@ -1,0 +1,235 @@
+/* pclntab.c - reads Go's function table (see pclntab.h).
+ *
+ * Layout (Go 1.18+, runtime/symtab.go pcHeader and _func), all offsets
+ * from the start of the section unless said otherwise:
+ *   header: u32 magic, u8 pad, u8 pad, u8 minLC, u8 ptrSize,
+ *           then ptrSize-wide: nfunc, nfiles, textStart, funcnameOffset,
+ *           cuOffset, filetabOffset, pctabOffset, pclnOffset
+ *   functab at pclnOffset: nfunc+1 pairs (u32 entryoff, u32 funcoff);
+ *           entryoff is from textStart, funcoff from pclnOffset; the last
+ *           entryoff is the end of the text
+ *   _func:  u32 entryoff, i32 nameoff (into funcnametab), i32 args,
+ *           u32 deferreturn, u32 pcsp, u32 pcfile, u32 pcln, u32 npcdata,
+ *           u32 cuOffset (index into cutab), ...
+ *   pcvalue tables at pctabOffset + pcfile/pcln: pairs of varints
+ *           (zigzag value delta, pc delta * minLC), the value starting at
+ *           -1 and the pc at the function's entry; a value delta of 0
+ *           after the first pair ends the table
+ *   file names: cutab[cuOffset + file] is an offset into filetab, where
+ *           the name is NUL-terminated
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "pclntab.h"
+
+#define HEADER_SIZE (8 + 8 * 8)
+#define FUNC_MIN_SIZE 36
+
+struct tab {
+	const uint8_t *p;
+	size_t size;
+	uint64_t text;
+	uint8_t quantum;
+	uint64_t nfunc, funcname, cu, filetab, pctab, pcln;
+	size_t steps;
+};
+
+static uint32_t u32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t u64(const uint8_t *p)
+{
+	return (uint64_t)u32(p) | (uint64_t)u32(p + 4) << 32;
+}
+
+/* A NUL-terminated string at base + off inside the table; NULL if not. */
+static const char *str_at(const struct tab *t, uint64_t base, uint64_t off, size_t *ret_len)
+{
+	const uint8_t *nul;
+
+	if (base > t->size || off >= t->size - base)
+		return NULL;
+	nul = memchr(t->p + base + off, 0, t->size - base - off);
+	if (!nul)
+		return NULL;
+	*ret_len = (size_t)(nul - (t->p + base + off));
+	return (const char *)t->p + base + off;
+}
+
+struct pcv {
+	const uint8_t *p, *end;
+	uint64_t pc;
+	int32_t val;
+	bool first, done;
+};
+
+static bool varint(struct pcv *v, uint32_t *ret)
+{
+	uint32_t x = 0;
+
+	for (unsigned shift = 0; shift < 35; shift += 7) {
+		uint8_t b;
+
+		if (v->p >= v->end)
+			return false;
+		b = *v->p++;
+		x |= (uint32_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*ret = x;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* One step: afterwards val holds for [*ret_from, v->pc). false at the
+ * end or on damage (v->done). */
+static bool step(struct tab *t, struct pcv *v, uint64_t *ret_from)
+{
+	uint32_t uvdelta, pcdelta;
+
+	if (v->done || ++t->steps > PCLNTAB_MAX_STEPS)
+		goto end;
+	if (!varint(v, &uvdelta) || (uvdelta == 0 && !v->first))
+		goto end;
+	if (!varint(v, &pcdelta))
+		goto end;
+	v->first = false;
+	v->val += (int32_t)(-(uvdelta & 1) ^ (uvdelta >> 1));
+	*ret_from = v->pc;
+	v->pc += (uint64_t)pcdelta * t->quantum;
+	return true;
+end:
+	v->done = true;
+	return false;
+}
+
+static bool pcv_init(const struct tab *t, struct pcv *v, uint32_t off, uint64_t entry)
+{
+	memset(v, 0, sizeof(*v));
+	if (off == 0 || t->pctab > t->size || off >= t->size - t->pctab)
+		return false;
+	v->p = t->p + t->pctab + off;
+	v->end = t->p + t->size;
+	v->pc = entry;
+	v->val = -1;
+	v->first = true;
+	return true;
+}
+
+static const char *file_name(const struct tab *t, uint32_t cu_off, int32_t fileno, size_t *ret_len)
+{
+	uint64_t idx;
+
+	if (fileno < 0)
+		return NULL;
+	idx = (uint64_t)cu_off + (uint64_t)fileno;
+	if (t->cu > t->size || idx >= (t->size - t->cu) / 4)
+		return NULL;
+	return str_at(t, t->filetab, u32(t->p + t->cu + idx * 4), ret_len);
+}
+
+/* Rows of one function: merges its line and file tables, reporting a row
+ * wherever either changes. */
+static int func_rows(struct tab *t, const struct pclntab_sink *sink, uint64_t entry, uint64_t end,
+		     uint32_t pcfile, uint32_t pcln, uint32_t cu_off)
+{
+	struct pcv lv, fv;
+	uint64_t lfrom = 0, ffrom = 0, pc = entry;
+	bool lok, fok;
+	int r;
+
+	if (!pcv_init(t, &lv, pcln, entry))
+		return 0;
+	fok = pcv_init(t, &fv, pcfile, entry) && step(t, &fv, &ffrom);
+	lok = step(t, &lv, &lfrom);
+	while (lok && pc < end) {
+		size_t flen = 0;
+		const char *file;
+
+		/* The file table segment that holds pc. */
+		while (fok && fv.pc <= pc)
+			fok = step(t, &fv, &ffrom);
+		file = fok && ffrom <= pc ? file_name(t, cu_off, fv.val, &flen) : NULL;
+		r = sink->row(sink->ctx, pc, file, flen, lv.val < 0 ? 0 : (uint32_t)lv.val);
+		if (r < 0)
+			return r;
+		/* Next change: the end of this line segment or of the file
+		 * segment, whichever comes first. */
+		{
+			uint64_t next = lv.pc;
+
+			if (fok && fv.pc < next)
+				next = fv.pc;
+			if (next <= pc)
+				break; /* no progress: damaged */
+			pc = next;
+		}
+		if (pc >= lv.pc)
+			lok = step(t, &lv, &lfrom);
+	}
+	return sink->end(sink->ctx, end);
+}
+
+int pclntab_read(const uint8_t *data, size_t size, uint64_t text_addr,
+		 const struct pclntab_sink *sink)
+{
+	struct tab t = { .p = data, .size = size };
+	uint32_t magic;
+	uint64_t functab_bytes;
+	int r;
+
+	if (!data || size < HEADER_SIZE)
+		return -EBADMSG;
+	magic = u32(data);
+	if ((magic != 0xfffffff0u && magic != 0xfffffff1u) || data[4] || data[5] || data[7] != 8)
+		return -EBADMSG;
+	t.quantum = data[6];
+	if (t.quantum == 0 || t.quantum > 16)
+		return -EBADMSG;
+	t.nfunc = u64(data + 8);
+	t.text = u64(data + 24);
+	t.funcname = u64(data + 32);
+	t.cu = u64(data + 40);
+	t.filetab = u64(data + 48);
+	t.pctab = u64(data + 56);
+	t.pcln = u64(data + 64);
+	if (!t.text)
+		t.text = text_addr;
+	if (t.nfunc > PCLNTAB_MAX_FUNCS)
+		return -E2BIG;
+	functab_bytes = (t.nfunc + 1) * 8;
+	if (t.pcln > size || functab_bytes > size - t.pcln || t.funcname > size || t.cu > size ||
+	    t.filetab > size || t.pctab > size)
+		return -EBADMSG;
+	for (uint64_t i = 0; i < t.nfunc; i++) {
+		const uint8_t *ft = data + t.pcln + i * 8;
+		uint64_t entry = t.text + u32(ft), end = t.text + u32(ft + 8);
+		uint64_t foff = u32(ft + 4);
+		const uint8_t *f;
+		const char *name;
+		size_t name_len = 0;
+
+		if (t.pcln + foff > size || FUNC_MIN_SIZE > size - t.pcln - foff)
+			return -EBADMSG;
+		f = data + t.pcln + foff;
+		if (end <= entry || t.text + u32(f) != entry)
+			continue; /* not in order, or a _func that does not match */
+		name = str_at(&t, t.funcname, (uint32_t)u32(f + 4), &name_len);
+		if (!name || !name_len)
+			continue;
+		r = sink->func(sink->ctx, entry, end, name, name_len);
+		if (r < 0)
+			return r;
+		r = func_rows(&t, sink, entry, end, u32(f + 20), u32(f + 24), u32(f + 32));
+		if (r < 0)
+			return r;
+		if (t.steps > PCLNTAB_MAX_STEPS)
+			return -E2BIG;
+	}
+	return 0;
+}

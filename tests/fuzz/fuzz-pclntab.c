@@ -1,0 +1,123 @@
+/* fuzz-pclntab.c - fuzzes the Go function table reader
+ * (symbolizer/go/pclntab.c) on the bytes of a .gopclntab section, and
+ * checks what it reports: functions with lo < hi, rows inside the
+ * function and in address order, file names of the stated length.
+ *
+ * Build with libFuzzer:
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -DSONDE_LIBFUZZER \
+ *     -D_GNU_SOURCE -Isymbolizer/go tests/fuzz/fuzz-pclntab.c symbolizer/go/pclntab.c
+ * Without SONDE_LIBFUZZER, main() replays the files named on the command
+ * line (the checked-in corpus under meson, or a crash to reproduce).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pclntab.h"
+
+#define FUZZ_MAX_INPUT (4u << 20)
+
+struct check {
+	uint64_t lo, hi, last;
+	size_t funcs, rows;
+	int in_func;
+};
+
+static int on_func(void *ctx, uint64_t lo, uint64_t hi, const char *name, size_t len)
+{
+	struct check *c = ctx;
+
+	if (lo >= hi || len == 0 || memchr(name, 0, len))
+		abort();
+	c->lo = lo;
+	c->hi = hi;
+	c->last = lo;
+	c->in_func = 1;
+	c->funcs++;
+	return 0;
+}
+
+static int on_row(void *ctx, uint64_t addr, const char *file, size_t len, uint32_t line)
+{
+	struct check *c = ctx;
+
+	if (!c->in_func || addr < c->last || addr < c->lo || addr >= c->hi)
+		abort();
+	if (file && memchr(file, 0, len))
+		abort();
+	(void)line;
+	c->last = addr;
+	c->rows++;
+	return 0;
+}
+
+static int on_end(void *ctx, uint64_t addr)
+{
+	struct check *c = ctx;
+
+	if (addr != c->hi)
+		abort();
+	c->in_func = 0;
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct check c = { 0 };
+	struct pclntab_sink sink = { .func = on_func, .row = on_row, .end = on_end, .ctx = &c };
+	uint8_t *copy;
+	int r;
+
+	if (size > FUZZ_MAX_INPUT)
+		return 0;
+	/* A copy of exactly size bytes, so reads past the end are caught. */
+	copy = malloc(size ? size : 1);
+	if (!copy)
+		return 0;
+	memcpy(copy, data, size);
+	r = pclntab_read(copy, size, 0x401000, &sink);
+	if (r != 0 && r != -EBADMSG && r != -E2BIG)
+		abort();
+	free(copy);
+	return 0;
+}
+
+#ifndef SONDE_LIBFUZZER
+int main(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		FILE *f = fopen(argv[i], "rbe");
+		uint8_t *buf = NULL;
+		size_t len = 0, cap = 0, n;
+
+		if (!f) {
+			perror(argv[i]);
+			return 1;
+		}
+		do {
+			if (len == cap) {
+				uint8_t *p;
+
+				cap = cap ? cap * 2 : 65536;
+				p = realloc(buf, cap);
+				if (!p) {
+					free(buf);
+					fclose(f);
+					return 1;
+				}
+				buf = p;
+			}
+			n = fread(buf + len, 1, cap - len, f);
+			len += n;
+		} while (n > 0);
+		fclose(f);
+		LLVMFuzzerTestOneInput(buf, len);
+		free(buf);
+	}
+	return 0;
+}
+#endif

@@ -1,0 +1,3 @@
+module sonde.test/goworkload
+
+go 1.19
