@@ -8,7 +8,8 @@
  *
  * One job computes the products of a file from the same fetched image:
  * the symtab (elf_analysis.h), the unwind table (unwind_analysis.h) and the
- * source index (line_index.h). Each round steps the analyses and folds
+ * source index (line_index.h, built on the worker thread of
+ * index_worker.c). Each round steps the analyses and folds
  * their needs into one request list, so no byte is fetched twice. The
  * source index wants the file's debug sections (when it has them, up to
  * LINES_MAX_FETCH) or else a separate debug file found locally.
@@ -496,7 +497,6 @@ static void job_end(struct service *svc, struct job *j, struct symtab *t, const 
 		struct file_image *dimg = NULL;
 
 		t = merge_debug_file(svc, t, &dimg);
-		store_index(svc, &j->id, j->img, dimg, j->lines_sparse, name);
 		if (dimg) {
 			struct unwind_table *ut = NULL;
 			struct unwind_analysis_info info;
@@ -512,8 +512,12 @@ static void job_end(struct service *svc, struct job *j, struct symtab *t, const 
 			} else {
 				unwind_table_free(ut);
 			}
-			file_image_free(dimg);
 		}
+		/* The index is built on the worker thread (index_worker.c); it
+		 * takes both images. */
+		if (index_worker_submit(&j->id, j->img, dimg, j->lines_sparse, name) < 0)
+			log_warn("cannot queue the source index of %.100s, ignoring", name);
+		j->img = NULL;
 		log_info("analysed %.100s (%s): %zu symbols, %zu unwind rows%s%s, %llu bytes in %u reads, %u round trips, %lld ms",
 			 name, hex, symtab_count(t), j->unwind ? unwind_table_count(j->unwind) : 0,
 			 j->unwind_error ? ": " : "", j->unwind_error ? j->unwind_error : "",

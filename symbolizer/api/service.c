@@ -88,6 +88,7 @@ static void tick(void *ctx)
 	int r;
 
 	analysis_tick(svc);
+	index_worker_collect(svc);
 	ingest_tick(svc);
 	symbols_wake(svc, false);
 	upload_expire(svc, false);
@@ -121,6 +122,7 @@ void service_free(struct service *svc)
 	if (!svc)
 		return;
 	/* rpc_server_stop ran on_close for every session already. */
+	index_worker_stop();
 	symbols_wake(svc, true);
 	if (svc->uploads)
 		upload_expire(svc, true);

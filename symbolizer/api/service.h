@@ -182,6 +182,17 @@ void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *req, void 
 void symbols_status(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 void symbols_top(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 void symbols_folded(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
+/* ---- index_worker.c ---- */
+/* Queues the source index of id for the worker thread; takes img and
+ * dimg (may be NULL) in any case. Returns 0 or a negative errno. */
+int index_worker_submit(const struct fileid *id, struct file_image *img, struct file_image *dimg,
+			bool sparse, const char *name);
+/* Whether the index of id is queued, being built or not collected yet. */
+bool index_worker_pending(const struct fileid *id);
+/* Loop thread: stores finished indexes in the cache, wakes waiters. */
+void index_worker_collect(struct service *svc);
+/* Joins the worker and drops what is left. */
+void index_worker_stop(void);
 /* ---- upload.c ---- */
 void upload_call(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 /* Drops uploads idle for UPLOAD_IDLE_MS (from the timer), or all. */

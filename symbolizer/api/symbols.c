@@ -224,7 +224,8 @@ void symbols_wake(struct service *svc, bool force)
 		bool ready = force || now >= w->deadline_ms;
 
 		for (size_t i = 0; i < w->n && !ready; i++) {
-			if (w->q[i].known && analysis_running(svc, &w->q[i].id))
+			if (w->q[i].known && (analysis_running(svc, &w->q[i].id) ||
+					      index_worker_pending(&w->q[i].id)))
 				break;
 			if (i == w->n - 1)
 				ready = true;

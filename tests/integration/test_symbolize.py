@@ -117,3 +117,34 @@ def test_cli_symbolize(seen):
     import json
     doc = json.loads(js.stdout)
     assert doc["symbols"][0]["function"] == "leaf_b_hash"
+
+
+def test_source_frames_of_files_a_sensor_maps(seen):
+    """Files analysed through a sensor get source frames too: the workload
+    from its own DWARF (its debug sections fetched from the sensor), libc
+    from its separate debug file under /usr/lib/debug (libc6-dbg), both
+    agreeing with llvm-symbolizer."""
+    import json
+    for path in (str(WORKLOAD), LIBC):
+        syms = nm_functions(path, path == LIBC)
+        rng = random.Random(7)
+        addrs = pick_addresses(syms, 200, rng)
+        # The index is built on the symbolizer's worker thread: a query
+        # waits for it.
+        resp = seen.symbols.Symbolize(symbols_pb2.SymbolizeRequest(queries=[
+            symbols_pb2.SymbolizeQuery(path=path, addresses=addrs)]), timeout=30)
+        result = resp.results[0]
+        assert not result.error, result.error
+        out = subprocess.run(["llvm-symbolizer", "--output-style=JSON", f"--obj={path}"],
+                             input="\n".join(hex(a) for a in addrs), capture_output=True, text=True,
+                             check=True).stdout
+        want = [[(f["FunctionName"], f["FileName"], f["Line"]) for f in json.loads(l)["Symbol"]]
+                for l in out.splitlines()]
+        got = [[(f.function, f.file, f.line) for f in s.frames] for s in result.symbols]
+        same = sum(g == w for g, w in zip(got, want))
+        bad = [(hex(a), g, w) for a, g, w in zip(addrs, got, want) if g != w]
+        print(f"{path}: {same}/{len(addrs)} frame chains agree with llvm-symbolizer")
+        assert same >= 0.99 * len(addrs), bad[:5]
+        with_lines = sum(bool(s.frames) and s.frames[0].line > 0 for s in result.symbols)
+        print(f"{path}: {with_lines}/{len(addrs)} with a source line")
+        assert with_lines >= 0.8 * len(addrs)

@@ -1,0 +1,205 @@
+/* index_worker.c - builds source indexes (line_index.h) of files that
+ * sensors map on one worker thread, off the rpc loop.
+ *
+ * Building the index of a large file with its debug file takes hundreds of
+ * milliseconds (libc with its debug file: about 250 ms); on the loop
+ * thread that would hold back every sensor's stacks and unwind tables
+ * meanwhile. The worker only runs line_index_build over images it was
+ * handed (taken); the loop thread keeps everything else: it collects the
+ * results on its timer and stores them in the cache (SQLite is used from
+ * the loop thread only) and wakes the Symbolize calls waiting for them.
+ * The thread is created after the sandbox is on, so it inherits the same
+ * Landlock domain, seccomp filter and capabilities (none).
+ *
+ * Uploads do not come here: their client waits for the analysis anyway,
+ * so analysis_whole() builds the index in line.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "line_index.h"
+#include "service.h"
+
+#define WORKER_MAX_QUEUED 256u
+
+struct index_task {
+	struct index_task *next;
+	struct fileid id;
+	struct file_image *img, *dimg; /* taken */
+	bool sparse;
+	char name[128];
+	struct line_index *ix; /* result */
+	const char *reason;
+	int err;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static struct index_task *todo, *todo_tail, *done, *running;
+static size_t n_todo;
+static bool started, stopping;
+static pthread_t thread;
+
+static void task_free(struct index_task *t)
+{
+	if (!t)
+		return;
+	file_image_free(t->img);
+	file_image_free(t->dimg);
+	line_index_free(t->ix);
+	free(t);
+}
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&mu);
+	for (;;) {
+		struct index_task *t;
+
+		while (!todo && !stopping)
+			pthread_cond_wait(&cv, &mu);
+		if (stopping)
+			break;
+		t = todo;
+		todo = t->next;
+		if (!todo)
+			todo_tail = NULL;
+		n_todo--;
+		running = t;
+		pthread_mutex_unlock(&mu);
+		/* Both images are private writable mappings (file_image.h),
+		 * which libelf needs to decompress sections. */
+		t->err = line_index_build((void *)file_image_data(t->img), file_image_size(t->img),
+					  t->dimg ? (void *)file_image_data(t->dimg) : NULL,
+					  t->dimg ? file_image_size(t->dimg) : 0,
+					  t->sparse ? LINE_INDEX_SYMBOLS_ONLY : 0, &t->ix, &t->reason);
+		pthread_mutex_lock(&mu);
+		running = NULL;
+		t->next = done;
+		done = t;
+	}
+	pthread_mutex_unlock(&mu);
+	return NULL;
+}
+
+int index_worker_submit(const struct fileid *id, struct file_image *img, struct file_image *dimg,
+			bool sparse, const char *name)
+{
+	struct index_task *t = calloc(1, sizeof(*t));
+	int err = 0;
+
+	if (!t) {
+		file_image_free(img);
+		file_image_free(dimg);
+		return -ENOMEM;
+	}
+	t->id = *id;
+	t->img = img;
+	t->dimg = dimg;
+	t->sparse = sparse;
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	pthread_mutex_lock(&mu);
+	if (n_todo >= WORKER_MAX_QUEUED) {
+		err = -E2BIG;
+		goto out;
+	}
+	if (!started) {
+		err = -pthread_create(&thread, NULL, worker, NULL);
+		if (err < 0)
+			goto out;
+		started = true;
+	}
+	if (todo_tail)
+		todo_tail->next = t;
+	else
+		todo = t;
+	todo_tail = t;
+	n_todo++;
+	t = NULL;
+	pthread_cond_signal(&cv);
+out:
+	pthread_mutex_unlock(&mu);
+	task_free(t);
+	return err;
+}
+
+bool index_worker_pending(const struct fileid *id)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&mu);
+	for (struct index_task *t = todo; t && !found; t = t->next)
+		found = memcmp(&t->id, id, sizeof(*id)) == 0;
+	if (running && memcmp(&running->id, id, sizeof(*id)) == 0)
+		found = true;
+	for (struct index_task *t = done; t && !found; t = t->next)
+		found = memcmp(&t->id, id, sizeof(*id)) == 0;
+	pthread_mutex_unlock(&mu);
+	return found;
+}
+
+void index_worker_collect(struct service *svc)
+{
+	struct index_task *list;
+	bool any = false;
+
+	pthread_mutex_lock(&mu);
+	list = done;
+	done = NULL;
+	pthread_mutex_unlock(&mu);
+	while (list) {
+		struct index_task *t = list;
+
+		list = t->next;
+		if (t->err < 0) {
+			const char *why = t->reason ? t->reason : strerror(-t->err);
+
+			log_warn("source index of %.100s: %s, ignoring", t->name, why);
+			if (cache_store_index(svc->cache, &t->id, NULL, why, (int64_t)time(NULL)) < 0)
+				log_warn("cannot write the index failure of %.100s to the cache, ignoring",
+					 t->name);
+		} else {
+			log_debug("source index of %.100s: %zu bytes%s", t->name,
+				  line_index_bytes(t->ix),
+				  line_index_has_lines(t->ix) ? "" : " (symbols only)");
+			if (cache_store_index(svc->cache, &t->id, t->ix, NULL, (int64_t)time(NULL)) < 0)
+				log_warn("cannot write the source index of %.100s to the cache, ignoring",
+					 t->name);
+			t->ix = NULL; /* the cache took it */
+		}
+		task_free(t);
+		any = true;
+	}
+	if (any)
+		symbols_wake(svc, false);
+}
+
+void index_worker_stop(void)
+{
+	struct index_task *t;
+
+	pthread_mutex_lock(&mu);
+	stopping = true;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	if (started)
+		pthread_join(thread, NULL);
+	started = false;
+	while ((t = todo)) {
+		todo = t->next;
+		task_free(t);
+	}
+	while ((t = done)) {
+		done = t->next;
+		task_free(t);
+	}
+	todo_tail = NULL;
+	n_todo = 0;
+	stopping = false;
+}
