@@ -5,8 +5,10 @@
  * The symbolizer itself never opens the path: it only gets the bytes.
  *
  * Addresses go in batches (BATCH per call, one channel for all) so a
- * reply stays far under the message limit; output is one line (JSON) or
- * one block (text) per address, in input order.
+ * reply stays far under the message limit; replies are compact (frames as
+ * columns over one string table per batch, see symbols.proto), and each
+ * string is escaped once per batch. Output is one line (JSON) or one block
+ * (text) per address, in input order.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -179,36 +181,102 @@ cleanup:
 	return err;
 }
 
-static void print_json(uint64_t addr, const Sonde__V1__Symbol *s)
+/* A string as a JSON value, with its quotes, malloc'd. */
+static char *json_quote(const char *s)
 {
-	printf("{\"address\":\"0x%" PRIx64 "\",\"frames\":[", addr);
-	for (size_t k = 0; s && k < s->n_frames; k++) {
-		const Sonde__V1__SourceFrame *f = s->frames[k];
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
 
-		printf("%s{\"function\":", k ? "," : "");
-		cli_json_string(stdout, f->function);
-		printf(",\"file\":");
-		cli_json_string(stdout, f->file);
-		printf(",\"line\":%u}", f->line);
+	if (!f)
+		return NULL;
+	cli_json_string(f, s);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
 	}
-	printf("]}\n");
+	return buf;
 }
 
-/* As llvm-symbolizer prints: per frame the function, then file:line; a
- * blank line after each address. */
-static void print_text(const Sonde__V1__Symbol *s)
+static void put_u64(uint64_t v, int base)
 {
-	if (!s || s->n_frames == 0) {
-		printf("??\n??:0\n\n");
-		return;
-	}
-	for (size_t k = 0; k < s->n_frames; k++) {
-		const Sonde__V1__SourceFrame *f = s->frames[k];
+	char buf[24], *p = buf + sizeof(buf);
 
-		printf("%s\n%s:%u\n", f->function && *f->function ? f->function : "??",
-		       f->file && *f->file ? f->file : "??", f->line);
+	*--p = '\0';
+	do {
+		*--p = "0123456789abcdef"[v % (unsigned)base];
+		v /= (unsigned)base;
+	} while (v);
+	fputs(p, stdout);
+}
+
+/* Prints the k addresses of one compact result. Returns 0 or -EBADMSG
+ * when the columns do not add up. */
+static int print_result(const struct cli_symbolize_opts *o, const uint64_t *addrs, size_t k,
+			const Sonde__V1__SymbolizeResult *r)
+{
+	char **quoted = NULL;
+	size_t f = 0, total = 0;
+	int err = 0;
+
+	if (r->n_frame_counts != k)
+		return -EBADMSG;
+	for (size_t i = 0; i < k; i++)
+		total += r->frame_counts[i];
+	if (total != r->n_frame_functions || total != r->n_frame_files || total != r->n_frame_lines)
+		return -EBADMSG;
+	for (size_t i = 0; i < total; i++)
+		if (r->frame_functions[i] >= r->n_strings || r->frame_files[i] >= r->n_strings)
+			return -EBADMSG;
+	if (o->json) {
+		quoted = calloc(r->n_strings + 1, sizeof(*quoted));
+		if (!quoted)
+			return -ENOMEM;
+		for (size_t i = 0; i < r->n_strings; i++) {
+			quoted[i] = json_quote(r->strings[i]);
+			if (!quoted[i]) {
+				err = -ENOMEM;
+				goto cleanup;
+			}
+		}
 	}
-	printf("\n");
+	for (size_t i = 0; i < k; i++) {
+		uint32_t n = r->frame_counts[i];
+
+		if (o->json) {
+			fputs("{\"address\":\"0x", stdout);
+			put_u64(addrs[i], 16);
+			fputs("\",\"frames\":[", stdout);
+			for (uint32_t j = 0; j < n; j++, f++) {
+				fputs(j ? ",{\"function\":" : "{\"function\":", stdout);
+				fputs(quoted[r->frame_functions[f]], stdout);
+				fputs(",\"file\":", stdout);
+				fputs(quoted[r->frame_files[f]], stdout);
+				fputs(",\"line\":", stdout);
+				put_u64(r->frame_lines[f], 10);
+				fputc('}', stdout);
+			}
+			fputs("]}\n", stdout);
+		} else if (n == 0) {
+			fputs("??\n??:0\n\n", stdout);
+		} else {
+			/* As llvm-symbolizer prints: per frame the function, then
+			 * file:line; a blank line after each address. */
+			for (uint32_t j = 0; j < n; j++, f++) {
+				const char *fn = r->strings[r->frame_functions[f]];
+				const char *file = r->strings[r->frame_files[f]];
+
+				printf("%s\n%s:%u\n", *fn ? fn : "??", *file ? file : "??",
+				       r->frame_lines[f]);
+			}
+			fputc('\n', stdout);
+		}
+	}
+cleanup:
+	for (size_t i = 0; quoted && i < r->n_strings; i++)
+		free(quoted[i]);
+	free(quoted);
+	return err;
 }
 
 int cli_symbolize_file(const struct cli_symbolize_opts *o, int n, char **argv)
@@ -242,6 +310,7 @@ int cli_symbolize_file(const struct cli_symbolize_opts *o, int n, char **argv)
 	opts.lines = true;
 	opts.inlines = o->inlines;
 	opts.demangle = o->demangle;
+	opts.compact = true;
 	req.options = &opts;
 	req.n_queries = 1;
 	req.queries = qs;
@@ -257,8 +326,7 @@ int cli_symbolize_file(const struct cli_symbolize_opts *o, int n, char **argv)
 				&sonde__v1__symbolize_response__descriptor, CLI_RPC_TIMEOUT_MS, false,
 				(ProtobufCMessage **)&resp, NULL) < 0)
 			goto cleanup;
-		if (resp->n_results != 1 || (!resp->results[0]->error[0] &&
-					     resp->results[0]->n_symbols != k)) {
+		if (resp->n_results != 1) {
 			fprintf(stderr, "sonde: the symbolizer answered a query with the wrong count\n");
 			goto cleanup;
 		}
@@ -275,11 +343,11 @@ int cli_symbolize_file(const struct cli_symbolize_opts *o, int n, char **argv)
 			fprintf(stderr, "sonde: %s: %s\n", o->file, r->error);
 			goto cleanup;
 		}
-		for (size_t i = 0; i < k; i++) {
-			if (o->json)
-				print_json(addrs[done + i], r->symbols[i]);
-			else
-				print_text(r->symbols[i]);
+		err = print_result(o, addrs + done, k, r);
+		if (err < 0) {
+			fprintf(stderr, "sonde: %s\n", err == -EBADMSG
+				? "the symbolizer's reply does not add up" : strerror(-err));
+			goto cleanup;
 		}
 		rpc_message_free(&resp->base);
 		resp = NULL;

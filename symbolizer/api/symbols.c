@@ -39,7 +39,7 @@ struct sym_query {
 };
 
 struct sym_opts {
-	bool lines, inlines, demangle;
+	bool lines, inlines, demangle, compact;
 };
 
 struct sym_wait {
@@ -123,6 +123,172 @@ static int fill_frames(struct arena *a, const struct line_index *ix, uint64_t va
 	return 0;
 }
 
+/* options.compact: the frames of all addresses as columns, each distinct
+ * string once. Strings are deduplicated by pointer: the index interns
+ * them, so equal strings of one index share one pointer. */
+struct strtab {
+	const char **keys; /* open addressing, cap a power of two */
+	uint32_t *vals;
+	size_t n, cap;
+	char **strings;    /* arena copies, index 0 is "" */
+	size_t n_strings, cap_strings;
+};
+
+static void strtab_done(struct strtab *st)
+{
+	free(st->keys);
+	free(st->vals);
+	free(st->strings);
+}
+
+static int strtab_grow(struct strtab *st)
+{
+	size_t cap = st->cap ? st->cap * 2 : 1024;
+	const char **keys = calloc(cap, sizeof(*keys));
+	uint32_t *vals = calloc(cap, sizeof(*vals));
+
+	if (!keys || !vals) {
+		free(keys);
+		free(vals);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < st->cap; i++) {
+		size_t k;
+
+		if (!st->keys[i])
+			continue;
+		for (k = ((uintptr_t)st->keys[i] >> 3) * 11400714819323198485ull >> 20 & (cap - 1);
+		     keys[k]; k = (k + 1) & (cap - 1))
+			;
+		keys[k] = st->keys[i];
+		vals[k] = st->vals[i];
+	}
+	free(st->keys);
+	free(st->vals);
+	st->keys = keys;
+	st->vals = vals;
+	st->cap = cap;
+	return 0;
+}
+
+/* Index of s in the table (0 for NULL or ""); UINT32_MAX on failure. */
+static uint32_t strtab_index(struct strtab *st, struct arena *a, const char *s)
+{
+	size_t k;
+
+	if (!s || !*s)
+		return 0;
+	if ((st->n + 1) * 2 > st->cap && strtab_grow(st) < 0)
+		return UINT32_MAX;
+	for (k = ((uintptr_t)s >> 3) * 11400714819323198485ull >> 20 & (st->cap - 1); st->keys[k];
+	     k = (k + 1) & (st->cap - 1))
+		if (st->keys[k] == s)
+			return st->vals[k];
+	if (st->n_strings == st->cap_strings) {
+		size_t cap = st->cap_strings ? st->cap_strings * 2 : 1024;
+		char **p = realloc(st->strings, cap * sizeof(*p));
+
+		if (!p)
+			return UINT32_MAX;
+		st->strings = p;
+		st->cap_strings = cap;
+		if (st->n_strings == 0)
+			st->strings[st->n_strings++] = (char *)"";
+	}
+	st->strings[st->n_strings] = arena_strdup(a, s);
+	if (!st->strings[st->n_strings])
+		return UINT32_MAX;
+	st->keys[k] = s;
+	st->vals[k] = (uint32_t)st->n_strings;
+	st->n++;
+	return (uint32_t)st->n_strings++;
+}
+
+/* Appends v to a malloc'd u32 column. */
+static int push_u32(uint32_t **col, size_t *n, size_t *cap, uint32_t v)
+{
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 4096;
+		uint32_t *p = realloc(*col, ncap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		*col = p;
+		*cap = ncap;
+	}
+	(*col)[(*n)++] = v;
+	return 0;
+}
+
+/* Columns of res are malloc'd (listed in *cols for the caller to free
+ * after the reply is packed); strings are arena copies. */
+struct columns {
+	uint32_t *counts, *functions, *files, *lines;
+	char **strings;
+};
+
+static void columns_free(struct columns *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(c[i].counts);
+		free(c[i].functions);
+		free(c[i].files);
+		free(c[i].lines);
+		free(c[i].strings);
+	}
+}
+
+static int fill_compact(struct arena *a, const struct sym_query *q, const struct symtab *t,
+			const struct line_index *ix, const struct sym_opts *o,
+			Sonde__V1__SymbolizeResult *res, struct columns *cols)
+{
+	struct strtab st = { 0 };
+	size_t n_counts = 0, cap_counts = 0, n_f = 0, cap_f = 0, n_fi = 0, cap_fi = 0, n_l = 0,
+	       cap_l = 0;
+	int err = 0;
+
+	for (size_t i = 0; i < q->n; i++) {
+		struct line_frame fr[LINE_INDEX_MAX_FRAMES];
+		uint64_t va = q->addrs[i];
+		size_t n = 0, first = 0;
+
+		if (t && (!q->file_offset || symtab_offset_to_vaddr(t, q->addrs[i], &va) == 0) && ix)
+			n = line_index_lookup(ix, va, fr, LINE_INDEX_MAX_FRAMES);
+		if (n && !o->inlines)
+			first = n - 1;
+		if ((err = push_u32(&cols->counts, &n_counts, &cap_counts, (uint32_t)(n - first))) < 0)
+			goto out;
+		for (size_t k = first; k < n; k++) {
+			uint32_t fn = strtab_index(&st, a, o->demangle ? fr[k].function : fr[k].raw);
+			uint32_t fi = o->lines ? strtab_index(&st, a, fr[k].file) : 0;
+
+			if (fn == UINT32_MAX || fi == UINT32_MAX) {
+				err = -ENOMEM;
+				goto out;
+			}
+			if ((err = push_u32(&cols->functions, &n_f, &cap_f, fn)) < 0 ||
+			    (err = push_u32(&cols->files, &n_fi, &cap_fi, fi)) < 0 ||
+			    (err = push_u32(&cols->lines, &n_l, &cap_l, o->lines ? fr[k].line : 0)) < 0)
+				goto out;
+		}
+	}
+	res->frame_counts = cols->counts;
+	res->n_frame_counts = n_counts;
+	res->frame_functions = cols->functions;
+	res->n_frame_functions = n_f;
+	res->frame_files = cols->files;
+	res->n_frame_files = n_fi;
+	res->frame_lines = cols->lines;
+	res->n_frame_lines = n_l;
+	cols->strings = st.strings;
+	st.strings = NULL;
+	res->strings = cols->strings;
+	res->n_strings = st.n_strings;
+out:
+	strtab_done(&st);
+	return err;
+}
+
 static int fill_symbols(struct arena *a, const struct sym_query *q, const struct symtab *t,
 			const struct line_index *ix, const struct sym_opts *o,
 			Sonde__V1__SymbolizeResult *res)
@@ -152,15 +318,17 @@ static void answer(struct service *svc, struct sym_wait *w)
 {
 	struct arena *a = w->arena;
 	Sonde__V1__SymbolizeResponse resp = SONDE__V1__SYMBOLIZE_RESPONSE__INIT;
+	struct columns *cols = calloc(w->n + 1, sizeof(*cols));
 
 	resp.results = arena_alloc(a, (w->n + 1) * sizeof(*resp.results));
-	if (!resp.results)
+	if (!resp.results || !cols)
 		goto nomem;
 	resp.n_results = w->n;
 	for (size_t i = 0; i < w->n; i++) {
 		const struct sym_query *q = &w->q[i];
 		Sonde__V1__SymbolizeResult *res = arena_alloc(a, sizeof(*res));
 		Sonde__V1__Symbol *syms;
+		size_t n_syms;
 		const struct symtab *t = NULL;
 		const char *error = NULL;
 
@@ -168,12 +336,14 @@ static void answer(struct service *svc, struct sym_wait *w)
 			goto nomem;
 		sonde__v1__symbolize_result__init(res);
 		resp.results[i] = res;
-		res->symbols = arena_alloc(a, (q->n + 1) * sizeof(*res->symbols));
-		syms = arena_alloc(a, (q->n + 1) * sizeof(*syms));
+		/* Compact replies carry columns instead of Symbol messages. */
+		n_syms = w->opts.compact ? 0 : q->n;
+		res->symbols = arena_alloc(a, (n_syms + 1) * sizeof(*res->symbols));
+		syms = arena_alloc(a, (n_syms + 1) * sizeof(*syms));
 		if (!res->symbols || !syms)
 			goto nomem;
-		res->n_symbols = q->n;
-		for (size_t j = 0; j < q->n; j++) {
+		res->n_symbols = n_syms;
+		for (size_t j = 0; j < n_syms; j++) {
 			sonde__v1__symbol__init(&syms[j]);
 			syms[j].address = q->addrs[j];
 			syms[j].file_name = (char *)(q->file_name ? q->file_name : "");
@@ -193,8 +363,12 @@ static void answer(struct service *svc, struct sym_wait *w)
 			/* After the symtab: see cache.h on what a lookup keeps. */
 			if (cache_lookup_index(svc->cache, &q->id, &ix, NULL) != CACHE_OK)
 				ix = NULL;
-			if (fill_symbols(a, q, t, ix, &w->opts, res) < 0)
+			if (w->opts.compact) {
+				if (fill_compact(a, q, t, ix, &w->opts, res, &cols[i]) < 0)
+					goto nomem;
+			} else if (fill_symbols(a, q, t, ix, &w->opts, res) < 0) {
 				goto nomem;
+			}
 			break;
 		}
 		case FILE_FAILED:
@@ -210,9 +384,13 @@ static void answer(struct service *svc, struct sym_wait *w)
 		}
 	}
 	rpc_call_finish(w->call, RPC_OK, NULL, &resp.base);
-	return;
+	goto cleanup;
 nomem:
 	rpc_call_finish(w->call, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
+cleanup:
+	if (cols)
+		columns_free(cols, w->n);
+	free(cols);
 }
 
 void symbols_wake(struct service *svc, bool force)
@@ -266,10 +444,10 @@ void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *msg, void 
 		goto nomem;
 	w->call = call;
 	w->n = req->n_queries;
-	w->opts = (struct sym_opts){ true, true, true };
+	w->opts = (struct sym_opts){ true, true, true, false };
 	if (req->options)
 		w->opts = (struct sym_opts){ req->options->lines, req->options->inlines,
-					     req->options->demangle };
+					     req->options->demangle, req->options->compact };
 	w->q = arena_alloc(w->arena, (w->n + 1) * sizeof(*w->q));
 	if (!w->q)
 		goto nomem;
