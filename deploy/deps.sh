@@ -9,6 +9,7 @@ sonde_build_packages=(
   clang llvm bpftool libbpf-dev            # BPF compile, skeletons, loader
   libelf-dev libdw-dev zlib1g-dev          # ELF symbols, DWARF (symbolizer only)
   libiberty-dev                            # C++/Rust demangling (symbolizer only)
+  liblzma-dev                              # MiniDebugInfo (.gnu_debugdata is xz; symbolizer only)
   libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
   libsqlite3-dev libssl-dev                # cache + profile store, SHA-256
   libcmocka-dev                            # unit tests
@@ -20,6 +21,7 @@ sonde_test_packages=(
   linux-perf binutils                      # perf and nm as reference tools
   libc6-dbg                                # libc's debug files: symbolization accuracy test (llvm-symbolizer comes with llvm)
   golang-1.19                              # builds the Go test program (stripped: .gopclntab only)
+  xz-utils                                 # makes the MiniDebugInfo test binary
   chromium                                 # a real browser for the HTML flame graph
   openssl python3-yaml yamllint systemd    # mTLS certificates; manifest and unit checks
 )

@@ -36,6 +36,7 @@
 #include "elf_analysis.h"
 #include "unwind_analysis.h"
 #include "line_index.h"
+#include "minidebug.h"
 #include "service.h"
 
 /* Debug sections fetched from a sensor for the source index, at most. */
@@ -44,6 +45,7 @@
 static const char *const debug_section_names[] = {
 	".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_line_str",
 	".debug_ranges", ".debug_rnglists", ".debug_addr", ".debug_str_offsets",
+	".gnu_debugdata", /* last: MiniDebugInfo, see merge_minidebug */
 };
 #define N_DEBUG_SECTIONS (sizeof(debug_section_names) / sizeof(debug_section_names[0]))
 
@@ -266,7 +268,7 @@ static int lines_step(const struct file_image *img, struct elf_need *need)
 	for (size_t i = 0; i < N_DEBUG_SECTIONS; i++) {
 		if (!secs[i].found || secs[i].type == 8 /* SHT_NOBITS */)
 			continue;
-		any = i == 0 || any;
+		any = i == 0 || i == N_DEBUG_SECTIONS - 1 || any;
 		total += secs[i].size;
 	}
 	if (!any)
@@ -453,6 +455,43 @@ static void store_index(struct service *svc, const struct fileid *id, struct fil
 		log_warn("cannot write the source index of %.100s to the cache, ignoring", name);
 }
 
+/* MiniDebugInfo: a stripped file's .gnu_debugdata (xz) holds a .symtab
+ * of the functions .dynsym leaves out; its names join t like a debug
+ * file's. Used when no separate debug file was found. */
+static struct symtab *merge_minidebug(struct symtab *t, const struct file_image *img)
+{
+	static const char *const names[] = { ".gnu_debugdata" };
+	struct elf_section sec;
+	struct elf_layout *layout = malloc(sizeof(*layout));
+	struct file_image *mimg = NULL;
+	struct symtab *dt = NULL, *merged;
+	struct elf_need need = { 0 };
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int r = -EAGAIN;
+
+	if (!layout)
+		return t;
+	if (elf_sections(img, &need, names, 1, &sec, layout, NULL) < 0 || !sec.found ||
+	    sec.type == 8 /* SHT_NOBITS */ || !file_image_has(img, sec.offset, sec.size) ||
+	    minidebug_decompress(file_image_data(img) + sec.offset, sec.size, &buf, &len) < 0 ||
+	    !(mimg = file_image_new(len)) || file_image_put(mimg, 0, buf, len) < 0)
+		goto cleanup;
+	for (int i = 0; i < 4 && r == -EAGAIN; i++)
+		r = elf_analysis_step(mimg, &need, &dt, NULL);
+	if (r == 0 && (merged = symtab_merge_debug(t, dt))) {
+		log_debug("merged %zu MiniDebugInfo symbols", symtab_count(dt));
+		symtab_free(t);
+		t = merged;
+	}
+cleanup:
+	symtab_free(dt);
+	file_image_free(mimg);
+	free(buf);
+	free(layout);
+	return t;
+}
+
 static void queue_done(const struct fileid *id)
 {
 	if (n_done == cap_done) {
@@ -497,6 +536,8 @@ static void job_end(struct service *svc, struct job *j, struct symtab *t, const 
 		struct file_image *dimg = NULL;
 
 		t = merge_debug_file(svc, t, &dimg);
+		if (!dimg)
+			t = merge_minidebug(t, j->img);
 		if (dimg) {
 			struct unwind_table *ut = NULL;
 			struct unwind_analysis_info info;
@@ -767,6 +808,8 @@ int analysis_whole(struct service *svc, const struct fileid *id, struct file_ima
 		return r;
 	}
 	t = merge_debug_file(svc, t, &dimg);
+	if (!dimg)
+		t = merge_minidebug(t, img);
 	if (dimg) {
 		struct unwind_table *dut = NULL;
 		struct unwind_analysis_info info;

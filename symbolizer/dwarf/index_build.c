@@ -36,6 +36,7 @@
 #include "line_index.h"
 #include "line_index_format.h"
 #include "pclntab.h"
+#include "minidebug.h"
 
 #define MAX_NAME 8192
 #define MAX_SYMBOLS (8u << 20)
@@ -245,29 +246,21 @@ static int cmp_rawsym(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
-static int read_symbols(struct builder *b, Elf *elf)
+/* Appends the defined function and data symbols of one symbol table
+ * section to raw (see read_symbols). */
+static int collect_symbols(struct builder *b, Elf *elf, Elf_Scn *scn, size_t order_base,
+			   struct rawsym **raw, size_t *n, size_t *cap)
 {
-	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
-	struct rawsym *raw = NULL;
-	size_t n = 0, cap = 0, count;
 	uint32_t file = LIX_NONE;
 	GElf_Shdr sh;
 	Elf_Data *data;
+	size_t count;
 	int err = 0;
 
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &sh) || sh.sh_entsize == 0)
-			continue;
-		if (sh.sh_type == SHT_SYMTAB && sh.sh_size / sh.sh_entsize > 1 && !symtab)
-			symtab = scn;
-		else if (sh.sh_type == SHT_DYNSYM && !dynsym)
-			dynsym = scn;
-	}
-	scn = symtab ? symtab : dynsym;
-	if (!scn || !gelf_getshdr(scn, &sh) || !(data = elf_getdata(scn, NULL)) ||
-	    sh.sh_type == SHT_NOBITS)
+	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_entsize ||
+	    !(data = elf_getdata(scn, NULL)))
 		return 0;
-	count = data->d_size / (sh.sh_entsize ? sh.sh_entsize : 1);
+	count = data->d_size / sh.sh_entsize;
 	if (count > MAX_SYMBOLS)
 		count = MAX_SYMBOLS;
 	for (size_t i = 1; i < count; i++) {
@@ -283,7 +276,7 @@ static int read_symbols(struct builder *b, Elf *elf)
 			name = elf_strptr(elf, sh.sh_link, sym.st_name);
 			file = LIX_NONE;
 			if (name && *name && (err = intern_off(b, name, &file)) < 0)
-				goto cleanup;
+				return err;
 			continue;
 		}
 		if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT && type != STT_COMMON)
@@ -293,20 +286,65 @@ static int read_symbols(struct builder *b, Elf *elf)
 		name = elf_strptr(elf, sh.sh_link, sym.st_name);
 		if (!name || !*name)
 			continue;
-		GROW(raw, n, cap, MAX_SYMBOLS, err);
+		GROW(*raw, *n, *cap, MAX_SYMBOLS, err);
+		if (err < 0)
+			return err;
+		(*raw)[*n] = (struct rawsym){ .addr = sym.st_value, .size = sym.st_size,
+					      .order = order_base + i,
+					      .file = GELF_ST_BIND(sym.st_info) == STB_LOCAL ? file : LIX_NONE };
+		err = intern_function(b, name, strnlen(name, MAX_NAME), &(*raw)[*n].name,
+				      &(*raw)[*n].dname);
+		if (err < 0)
+			return err;
+		(*n)++;
+	}
+	return 0;
+}
+
+static Elf_Data *section_data(Elf *elf, const char *want);
+
+/* The symbol table that names outermost frames: .symtab, or else .dynsym
+ * (what llvm-symbolizer reads), plus the .symtab inside MiniDebugInfo
+ * (.gnu_debugdata) when the file has one, which holds the functions
+ * .dynsym leaves out. One symbol per address: after sorting by (address,
+ * size, table order), the last one (largest size, then the later entry). */
+static int read_symbols(struct builder *b, Elf *elf)
+{
+	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL, *mscn = NULL;
+	struct rawsym *raw = NULL;
+	size_t n = 0, cap = 0;
+	uint8_t *mini = NULL;
+	size_t mini_len = 0;
+	Elf *melf = NULL;
+	GElf_Shdr sh;
+	Elf_Data *gd;
+	int err = 0;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_entsize == 0)
+			continue;
+		if (sh.sh_type == SHT_SYMTAB && sh.sh_size / sh.sh_entsize > 1 && !symtab)
+			symtab = scn;
+		else if (sh.sh_type == SHT_DYNSYM && !dynsym)
+			dynsym = scn;
+	}
+	err = collect_symbols(b, elf, symtab ? symtab : dynsym, 0, &raw, &n, &cap);
+	if (err < 0)
+		goto cleanup;
+	if (!symtab && (gd = section_data(elf, ".gnu_debugdata")) && gd->d_buf &&
+	    minidebug_decompress(gd->d_buf, gd->d_size, &mini, &mini_len) == 0 &&
+	    mini_len >= EI_NIDENT && memcmp(mini, ELFMAG, SELFMAG) == 0 &&
+	    mini[EI_CLASS] == ELFCLASS64 && mini[EI_DATA] == ELFDATA2LSB &&
+	    (melf = elf_memory((char *)mini, mini_len)) && elf_kind(melf) == ELF_K_ELF) {
+		while ((mscn = elf_nextscn(melf, mscn)))
+			if (gelf_getshdr(mscn, &sh) && sh.sh_type == SHT_SYMTAB)
+				break;
+		err = collect_symbols(b, melf, mscn, MAX_SYMBOLS, &raw, &n, &cap);
 		if (err < 0)
 			goto cleanup;
-		raw[n] = (struct rawsym){ .addr = sym.st_value, .size = sym.st_size, .order = i,
-					  .file = GELF_ST_BIND(sym.st_info) == STB_LOCAL ? file : LIX_NONE };
-		err = intern_function(b, name, strnlen(name, MAX_NAME), &raw[n].name, &raw[n].dname);
-		if (err < 0)
-			goto cleanup;
-		n++;
 	}
 	if (n)
 		qsort(raw, n, sizeof(*raw), cmp_rawsym);
-	/* One per address: the last after sorting (largest size, then the
-	 * later entry in the table). */
 	for (size_t i = 0; i < n; i++) {
 		if (i + 1 < n && raw[i + 1].addr == raw[i].addr)
 			continue;
@@ -318,6 +356,8 @@ static int read_symbols(struct builder *b, Elf *elf)
 							 .file = raw[i].file };
 	}
 cleanup:
+	elf_end(melf);
+	free(mini);
 	free(raw);
 	return err;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the seed and regression corpus of fuzz-dwarf-index into
 tests/fuzz/corpus/dwarf_index/: tiny static programs with DWARF 4 and 5
-(gcc and clang, one with compressed sections), then truncated copies and
+(gcc and clang, one with compressed sections, one stripped with a
+MiniDebugInfo .gnu_debugdata), then truncated copies and
 copies with bytes flipped inside .debug_info, .debug_line, .debug_abbrev
 and .debug_rnglists (fixed seed, so the corpus is reproducible)."""
 import pathlib
@@ -49,7 +50,8 @@ def main():
         }
         for name, cmd in builds.items():
             exe = pathlib.Path(tmp) / name
-            subprocess.run(cmd + ["-nostdlib", "-static", "-o", str(exe), str(c)], check=True)
+            subprocess.run(cmd + [f"-ffile-prefix-map={tmp}=/src", "-nostdlib", "-static", "-o", str(exe),
+                                  str(c)], check=True)
             data = exe.read_bytes()
             (OUT / f"{name}.elf").write_bytes(data)
             (OUT / f"{name}.half").write_bytes(data[:len(data) // 2])
@@ -64,6 +66,26 @@ def main():
                 cut = bytearray(data)
                 cut[off + size // 2: off + size] = bytes(size - size // 2)
                 (OUT / f"{name}.zero{sec}").write_bytes(bytes(cut))
+        # MiniDebugInfo: stripped, with the symbols in an xz'd ELF file.
+        exe = pathlib.Path(tmp) / "gcc-dwarf5"
+        mini = pathlib.Path(tmp) / "mini"
+        subprocess.run(["objcopy", "--only-keep-debug", str(exe), str(mini)], check=True)
+        subprocess.run(["objcopy", "-S", "--remove-section", ".comment", str(mini)], check=True)
+        subprocess.run(["xz", "-f", str(mini)], check=True)
+        stripped = pathlib.Path(tmp) / "stripped"
+        subprocess.run(["strip", "--strip-all", "-o", str(stripped), str(exe)], check=True)
+        subprocess.run(["objcopy", "--add-section", f".gnu_debugdata={mini}.xz", str(stripped)], check=True)
+        data = stripped.read_bytes()
+        (OUT / "minidebuginfo.elf").write_bytes(data)
+        xz = pathlib.Path(f"{mini}.xz").read_bytes()
+        at = data.find(xz[:16])
+        if at >= 0:
+            for i in range(3):
+                bad = bytearray(data)
+                for _ in range(8):
+                    bad[at + rng.randrange(len(xz))] = rng.randrange(256)
+                (OUT / f"minidebuginfo.flip{i}").write_bytes(bytes(bad))
+            (OUT / "minidebuginfo.cut").write_bytes(data[:at + len(xz) // 2])
     (OUT / "garbage").write_bytes(bytes(rng.randrange(256) for _ in range(4096)))
     (OUT / "elf-header-only").write_bytes(b"\x7fELF\x02\x01\x01" + bytes(57))
 
