@@ -9,8 +9,11 @@
  *   foo() [clone .part.0] [clone .isra.0]  ->  foo() (.part.0.isra.0)
  *   {lambda(int)#1}  ->  'lambda'(int)      {lambda(int)#3}  ->  'lambda1'(int)
  *   {unnamed type#1} ->  'unnamed'          {unnamed type#2} ->  'unnamed0'
+ *   operator< <int>  ->  operator<<int>     (libiberty spaces template
+ *                                            arguments after a '<')
  * (LLVM prints the discriminator of the mangled name, which is the
- * number libiberty shows minus 2, and none for the first.)
+ * number libiberty shows minus 2, and none for the first.) Expressions in
+ * decltype() are printed differently by the two and are left as they are.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -71,6 +74,13 @@ static char *llvm_style(char *s)
 					continue;
 				}
 			}
+		} else if (strncmp(p, "operator< <", 11) == 0 || strncmp(p, "operator<< <", 12) == 0) {
+			size_t len = p[9] == '<' ? 10 : 9;
+
+			memcpy(out + k, p, len);
+			k += len;
+			p += len + 1; /* drop the space */
+			continue;
 		} else if (strncmp(p, "{unnamed type#", 14) == 0) {
 			const char *d = p + 14, *e = d;
 
