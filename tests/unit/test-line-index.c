@@ -50,6 +50,7 @@ static void test_demangle_as_llvm_spells_it(void **state)
 	expect_demangled("_Z3fooi.constprop.0.isra.0", "foo(int) (.constprop.0.isra.0)");
 	expect_demangled("_ZZ4mainENKUlvE_clEv", "main::'lambda'()::operator()() const");
 	expect_demangled("_ZZ4mainENKUlvE0_clEv", "main::'lambda0'()::operator()() const");
+	expect_demangled("_ZltIiEbRKT_S2_", "bool operator<<int>(int const&, int const&)");
 	expect_demangled("main", NULL);
 	expect_demangled("_Zgarbage", NULL);
 }
