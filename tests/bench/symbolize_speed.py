@@ -4,15 +4,23 @@
 The same batch of addresses (random, fixed seed, from the function ranges
 of one file; by default the file with the most DWARF among a few large
 candidates) is resolved with inlined frames and demangled names by:
-  llvm-symbolizer --obj=FILE        addresses on stdin, one process
-  addr2line -f -i -C -e FILE        addresses on stdin, one process
+  llvm-symbolizer --obj=FILE        addresses on stdin, one process; text and
+                                    --output-style=JSON
+  addr2line -f -i -C -e FILE        addresses on stdin, one process (text)
   sonde cold                        a fresh symbolizer (empty cache): the CLI
                                     hashes the file, uploads it, the symbolizer
-                                    builds the index, then the queries
-  sonde warm                        the same command again (index cached)
+                                    builds the index, then the queries (JSON)
+  sonde warm                        the same command again (index cached);
+                                    JSON and text
+  sonde warm, API only              the Symbolize calls alone (compact replies,
+                                    20,000 addresses each) from a Python
+                                    client: the symbolizer's own throughput,
+                                    against llvm-symbolizer's marginal rate
+                                    (its run minus its one-address run)
 Reports addresses per second and peak memory (max RSS; for sonde the
-symbolizer's VmHWM plus the CLI's), each as a ratio to llvm-symbolizer,
-and the time to the first answer (one address, cold) for each tool.
+symbolizer's VmHWM plus the CLI's), each as a ratio to llvm-symbolizer in
+the same output style, and the time to the first answer (one address,
+cold) for each tool.
 
   sudo tests/bench/symbolize_speed.py [--build DIR] [--file PATH] [--n N]
 """
@@ -88,6 +96,38 @@ def run_rss(cmd, stdin_text):
     return elapsed, ru.ru_maxrss
 
 
+def api_seconds(sock, path, addrs):
+    """Seconds the Symbolize calls alone take (the file is known), from a
+    Python client with compact replies, batches of 20,000."""
+    import hashlib
+    import importlib
+    stubs = tempfile.mkdtemp(prefix="sonde-stubs.")
+    subprocess.run(["protoc", f"-I{SRC / 'proto' / 'sonde' / 'v1'}", f"--python_out={stubs}",
+                    f"--grpc_out={stubs}", "--plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin",
+                    "symbols.proto"], check=True)
+    sys.path.insert(0, stubs)
+    import grpc
+    pb = importlib.import_module("symbols_pb2")
+    rpc = importlib.import_module("symbols_pb2_grpc")
+    data = open(path, "rb").read()
+    fid = hashlib.sha256(data[:4096] + data[-4096:] + len(data).to_bytes(8, "big")).digest()[:16]
+    ch = grpc.insecure_channel(f"unix:{sock}")
+    stub = rpc.SymbolsStub(ch)
+    opts = pb.SymbolizeOptions(lines=True, inlines=True, demangle=True, compact=True)
+    batches = [addrs[i:i + 20000] for i in range(0, len(addrs), 20000)]
+    reqs = [pb.SymbolizeRequest(queries=[pb.SymbolizeQuery(file_id=fid, addresses=b)], options=opts)
+            for b in batches]
+    stub.Symbolize(reqs[0], timeout=60)  # connected, warm
+    t0 = time.monotonic()
+    for r in reqs:
+        res = stub.Symbolize(r, timeout=60).results[0]
+        assert not res.error, res.error
+    t = time.monotonic() - t0
+    ch.close()
+    shutil.rmtree(stubs, ignore_errors=True)
+    return t
+
+
 class Symbolizer:
     def __init__(self, build, tmp):
         tmp.mkdir(mode=0o755)
@@ -135,10 +175,12 @@ def main():
 
     rows = {}
     llvm = ["llvm-symbolizer", f"--obj={path}"]
+    llvm_json = ["llvm-symbolizer", "--output-style=JSON", f"--obj={path}"]
     a2l = ["addr2line", "-f", "-i", "-C", "-e", path]
-    rows["llvm-symbolizer"] = run_rss(llvm, text)
+    rows["llvm-symbolizer (text)"] = run_rss(llvm, text)
+    rows["llvm-symbolizer (JSON)"] = run_rss(llvm_json, text)
     first = {"llvm-symbolizer": run_rss(llvm, one)[0], "addr2line": run_rss(a2l, one)[0]}
-    rows["addr2line"] = run_rss(a2l, text)
+    rows["addr2line (text)"] = run_rss(a2l, text)
 
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="sonde-bench.", dir="/tmp"))
     tmp.chmod(0o755)
@@ -154,26 +196,34 @@ def main():
         try:
             cmd = [sonde, "symbolize", "--json", "--symbolizer", f"unix:{sym.sock}", "--file", path]
             t, rss = run_rss(cmd, text)
-            rows["sonde cold"] = (t, rss + sym.hwm_kib())
+            rows["sonde cold (JSON)"] = (t, rss + sym.hwm_kib())
             t, rss = run_rss(cmd, text)
-            rows["sonde warm"] = (t, rss + sym.hwm_kib())
+            rows["sonde warm (JSON)"] = (t, rss + sym.hwm_kib())
+            t, rss = run_rss([c for c in cmd if c != "--json"], text)
+            rows["sonde warm (text)"] = (t, rss + sym.hwm_kib())
+            api = api_seconds(sym.sock, path, addrs)
         finally:
             sym.stop()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    base_t, base_rss = rows["llvm-symbolizer"]
     print()
-    print("| tool | seconds | addresses/s | vs llvm-symbolizer | peak RSS MiB | RSS vs llvm-symbolizer |")
+    print("| tool (output) | seconds | addresses/s | vs llvm-symbolizer, same output | peak RSS MiB | RSS vs llvm-symbolizer |")
     print("|---|---|---|---|---|---|")
     for name, (t, rss) in rows.items():
+        base_t, base_rss = rows["llvm-symbolizer (JSON)" if "JSON" in name else "llvm-symbolizer (text)"]
         print(f"| {name} | {t:.3f} | {len(addrs) / t:,.0f} | {base_t / t:.2f}x | {rss / 1024:.1f} | {rss / base_rss:.2f}x |")
+    marginal = rows["llvm-symbolizer (text)"][0] - first["llvm-symbolizer"]
+    print()
+    print(f"steady state: llvm-symbolizer {len(addrs) / marginal:,.0f} addresses/s (its run minus its "
+          f"one-address run); the symbolizer's Symbolize calls alone {len(addrs) / api:,.0f} addresses/s "
+          f"({marginal / api:.1f}x)")
     print()
     print("| first answer (one address, cold) | seconds | vs llvm-symbolizer |")
     print("|---|---|---|")
     for name, t in first.items():
         print(f"| {name} | {t:.3f} | {t / first['llvm-symbolizer']:.2f}x |")
-    warm = base_t / rows["sonde warm"][0]
+    warm = rows["llvm-symbolizer (JSON)"][0] / rows["sonde warm (JSON)"][0]
     print()
     print(f"warm vs llvm-symbolizer: {warm:.1f}x (target >= 10x: {'met' if warm >= 10 else 'NOT met'})")
     print(f"cold first answer vs llvm-symbolizer's: {first['sonde'] / first['llvm-symbolizer']:.2f}x "
