@@ -5,7 +5,8 @@
  * The symbolizer itself never opens the path: it only gets the bytes.
  *
  * Addresses go in batches (BATCH per call, one channel for all) so a
- * reply stays far under the message limit; replies are compact (frames as
+ * reply stays far under the message limit; while one batch is printed a
+ * helper thread already makes the next call; replies are compact (frames as
  * columns over one string table per batch, see symbols.proto), and each
  * string is escaped once per batch. Output is one line (JSON) or one block
  * (text) per address, in input order.
@@ -13,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,18 +281,73 @@ cleanup:
 	return err;
 }
 
+/* One Symbolize call for addrs[first, first + k): its own request, so a
+ * helper thread can make the next call while the main thread prints. */
+struct fetch {
+	struct rpc_channel *ch;
+	const char *address;
+	Sonde__V1__SymbolizeOptions opts;
+	Sonde__V1__SymbolizeQuery q;
+	Sonde__V1__SymbolizeQuery *qs[1];
+	Sonde__V1__SymbolizeRequest req;
+	Sonde__V1__SymbolizeResponse *resp;
+	size_t first, k;
+	int err;
+};
+
+static void fetch_init(struct fetch *f, struct rpc_channel *ch, const struct cli_symbolize_opts *o,
+		       struct fileid *id, uint64_t *addrs, size_t first, size_t k)
+{
+	*f = (struct fetch){ .ch = ch, .address = o->symbolizer, .first = first, .k = k };
+	sonde__v1__symbolize_options__init(&f->opts);
+	sonde__v1__symbolize_query__init(&f->q);
+	sonde__v1__symbolize_request__init(&f->req);
+	f->opts.lines = true;
+	f->opts.inlines = o->inlines;
+	f->opts.demangle = o->demangle;
+	f->opts.compact = true;
+	f->q.file_id.data = id->bytes;
+	f->q.file_id.len = FILEID_LEN;
+	f->q.addresses = addrs + first;
+	f->q.n_addresses = k;
+	f->qs[0] = &f->q;
+	f->req.options = &f->opts;
+	f->req.n_queries = 1;
+	f->req.queries = f->qs;
+}
+
+static void fetch_run(struct fetch *f)
+{
+	f->err = cli_call_on(f->ch, f->address, "/sonde.v1.Symbols/Symbolize", &f->req.base,
+			     &sonde__v1__symbolize_response__descriptor, CLI_RPC_TIMEOUT_MS, false,
+			     (ProtobufCMessage **)&f->resp, NULL);
+	if (f->err == 0 && f->resp->n_results != 1) {
+		fprintf(stderr, "sonde: the symbolizer answered a query with the wrong count\n");
+		f->err = -EBADMSG;
+	}
+}
+
+static void *fetch_thread(void *arg)
+{
+	fetch_run(arg);
+	return NULL;
+}
+
+static void fetch_done(struct fetch *f)
+{
+	rpc_message_free(f->resp ? &f->resp->base : NULL);
+	f->resp = NULL;
+}
+
 int cli_symbolize_file(const struct cli_symbolize_opts *o, int n, char **argv)
 {
-	Sonde__V1__SymbolizeOptions opts = SONDE__V1__SYMBOLIZE_OPTIONS__INIT;
-	Sonde__V1__SymbolizeQuery q = SONDE__V1__SYMBOLIZE_QUERY__INIT;
-	Sonde__V1__SymbolizeQuery *qs[1] = { &q };
-	Sonde__V1__SymbolizeRequest req = SONDE__V1__SYMBOLIZE_REQUEST__INIT;
-	Sonde__V1__SymbolizeResponse *resp = NULL;
+	struct fetch cur = { 0 }, next = { 0 };
 	struct rpc_channel *ch = NULL;
 	uint64_t *addrs = NULL;
 	size_t n_addrs = 0;
 	struct fileid id;
-	bool uploaded = false;
+	pthread_t helper;
+	bool helper_running = false;
 	int rc, err;
 
 	/* Full buffering: one write per 1 MiB of output, not per line. */
@@ -304,58 +361,70 @@ int cli_symbolize_file(const struct cli_symbolize_opts *o, int n, char **argv)
 	if (rc)
 		return rc;
 	rc = 1;
+	if (n_addrs == 0) {
+		rc = 0;
+		goto cleanup;
+	}
 	ch = cli_channel_open(o->symbolizer);
 	if (!ch)
 		goto cleanup;
-	opts.lines = true;
-	opts.inlines = o->inlines;
-	opts.demangle = o->demangle;
-	opts.compact = true;
-	req.options = &opts;
-	req.n_queries = 1;
-	req.queries = qs;
-	q.file_id.data = id.bytes;
-	q.file_id.len = FILEID_LEN;
-	for (size_t done = 0; done < n_addrs;) {
-		const Sonde__V1__SymbolizeResult *r;
-		size_t k = n_addrs - done > BATCH ? BATCH : n_addrs - done;
+	/* The first batch alone: it tells whether the file must be uploaded. */
+	fetch_init(&cur, ch, o, &id, addrs, 0, n_addrs > BATCH ? BATCH : n_addrs);
+	fetch_run(&cur);
+	if (cur.err < 0)
+		goto cleanup;
+	if (cur.resp->results[0]->unknown_file) {
+		fetch_done(&cur);
+		if (upload(ch, o->symbolizer, o->file, &id) < 0)
+			goto cleanup;
+		fetch_run(&cur);
+		if (cur.err < 0)
+			goto cleanup;
+	}
+	for (;;) {
+		const Sonde__V1__SymbolizeResult *r = cur.resp->results[0];
+		size_t after = cur.first + cur.k;
 
-		q.addresses = addrs + done;
-		q.n_addresses = k;
-		if (cli_call_on(ch, o->symbolizer, "/sonde.v1.Symbols/Symbolize", &req.base,
-				&sonde__v1__symbolize_response__descriptor, CLI_RPC_TIMEOUT_MS, false,
-				(ProtobufCMessage **)&resp, NULL) < 0)
-			goto cleanup;
-		if (resp->n_results != 1) {
-			fprintf(stderr, "sonde: the symbolizer answered a query with the wrong count\n");
-			goto cleanup;
-		}
-		r = resp->results[0];
-		if (r->unknown_file && !uploaded) {
-			rpc_message_free(&resp->base);
-			resp = NULL;
-			if (upload(ch, o->symbolizer, o->file, &id) < 0)
-				goto cleanup;
-			uploaded = true;
-			continue; /* the same batch again */
+		/* The next call runs while this batch is printed. */
+		if (after < n_addrs) {
+			fetch_init(&next, ch, o, &id, addrs, after,
+				   n_addrs - after > BATCH ? BATCH : n_addrs - after);
+			helper_running = pthread_create(&helper, NULL, fetch_thread, &next) == 0;
+			if (!helper_running)
+				fetch_run(&next);
 		}
 		if (r->error && *r->error) {
 			fprintf(stderr, "sonde: %s: %s\n", o->file, r->error);
 			goto cleanup;
 		}
-		err = print_result(o, addrs + done, k, r);
+		err = print_result(o, addrs + cur.first, cur.k, r);
 		if (err < 0) {
 			fprintf(stderr, "sonde: %s\n", err == -EBADMSG
 				? "the symbolizer's reply does not add up" : strerror(-err));
 			goto cleanup;
 		}
-		rpc_message_free(&resp->base);
-		resp = NULL;
-		done += k;
+		fetch_done(&cur);
+		if (after >= n_addrs)
+			break;
+		if (helper_running) {
+			pthread_join(helper, NULL);
+			helper_running = false;
+		}
+		cur = next;
+		next = (struct fetch){ 0 };
+		/* The requests point into their own struct: fix them up. */
+		cur.qs[0] = &cur.q;
+		cur.req.queries = cur.qs;
+		cur.req.options = &cur.opts;
+		if (cur.err < 0)
+			goto cleanup;
 	}
 	rc = fflush(stdout) == 0 ? 0 : 1;
 cleanup:
-	rpc_message_free(resp ? &resp->base : NULL);
+	if (helper_running)
+		pthread_join(helper, NULL);
+	fetch_done(&next);
+	fetch_done(&cur);
 	rpc_channel_free(ch);
 	free(addrs);
 	return rc;
