@@ -55,10 +55,12 @@ struct {
 	__type(value, __u8);
 } allowed_tgids SEC(".maps");
 
-/* The user walk is written here, then copied into the record: bpf_loop()
- * callbacks cannot carry the ring buffer reservation. */
+/* The record is built here, then copied onto the ring with its frames
+ * only (bpf_ringbuf_output): bpf_loop() callbacks cannot carry a ring
+ * buffer reservation, and reserving the maximum would copy and send
+ * mostly unused frames. */
 struct unwind_scratch {
-	__u64 user[SONDE_MAX_USER_FRAMES];
+	struct sonde_sample rec;
 };
 
 struct {
@@ -86,6 +88,26 @@ static __always_inline const struct sonde_unwind_row *unwind_row(__u32 i)
 	if (!v)
 		return NULL;
 	return &v->rows[i & (SONDE_UNWIND_ROWS_PER_BUCKET - 1)];
+}
+
+/* Each table's page index (bpf/unwind.h), in buckets of 16 entries. The
+ * sensor sets the size with the row array's. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sonde_unwind_index_bucket);
+} unwind_index SEC(".maps");
+
+/* Entry i of unwind_index, or -1 past its end. */
+static __always_inline __s64 unwind_index_entry(__u32 i)
+{
+	__u32 b = i / SONDE_UNWIND_INDEX_PER_BUCKET;
+	struct sonde_unwind_index_bucket *v = bpf_map_lookup_elem(&unwind_index, &b);
+
+	if (!v)
+		return -1;
+	return v->first_row[i & (SONDE_UNWIND_INDEX_PER_BUCKET - 1)];
 }
 
 /* (tgid, address) -> the table of the file mapped there. Not
@@ -134,13 +156,19 @@ struct user_walk {
 	__u64 sp;
 	__u64 fp;
 	__u32 n;       /* frames written */
+	__u32 base;    /* where they go: rec.frames[base + i] (after the kernel's) */
 	__u32 tgid;
 	__u8 outcome;  /* set when the walk stops early */
 	__u8 last;     /* write the current pc, then stop */
 	__u8 exact_pc; /* pc is where the frame is (frame 0, after a signal),
 			* not a return address just past a call */
 	__u8 used_fp;  /* some frame had no table */
-	__u8 pad[4];
+	__u8 have_map; /* map holds the trie's answer for the last pc looked up */
+	__u8 pad[3];
+	/* Consecutive frames are mostly in one file (a library calling
+	 * itself, recursion): the trie's answer is kept and reused while the
+	 * pc stays inside its mapping. */
+	struct sonde_unwind_lpm_value map;
 };
 
 struct walk_rule {
@@ -162,20 +190,68 @@ _Static_assert(__builtin_offsetof(struct sigcontext_64, bp) == SIGCONTEXT_BP_OFF
 _Static_assert(__builtin_offsetof(struct sigcontext_64, sp) == SIGCONTEXT_SP_OFF, "sigcontext sp");
 _Static_assert(__builtin_offsetof(struct sigcontext_64, ip) == SIGCONTEXT_IP_OFF, "sigcontext ip");
 
-/* Returns 1 to stop the walk (outcome set), else 0 with rule filled. */
-static __always_inline int unwind_find(const struct user_walk *st, struct walk_rule *rule)
+/* The table of the file mapped at st->pc: the last frame's, when the pc is
+ * still inside that mapping, else the trie's. NULL: no table. */
+static __always_inline const struct sonde_unwind_lpm_value *unwind_mapping(struct user_walk *st)
 {
 	struct sonde_unwind_lpm_key key = {};
 	struct sonde_unwind_lpm_value *v;
+
+	if (st->have_map && st->pc >= st->map.map_start && st->pc < st->map.map_end)
+		return &st->map;
+	key.prefixlen = SONDE_UNWIND_LPM_PID_BITS + 64;
+	key.pid = st->tgid;
+	key.addr_be = bpf_cpu_to_be64(st->pc);
+	v = bpf_map_lookup_elem(&unwind_lpm, &key);
+	if (!v) {
+		st->have_map = 0;
+		return NULL;
+	}
+	st->map = *v;
+	st->have_map = 1;
+	return &st->map;
+}
+
+/* Narrows the search for file offset x to [*lo, *lo + *len) with the
+ * table's page index; leaves the whole table when it has none or an entry
+ * is bad. */
+static __always_inline void unwind_narrow(const struct sonde_unwind_lpm_value *v, __u64 x,
+					  __u32 *lo, __u32 *len)
+{
+	__u64 page = x >> (v->page_shift & 63), p;
+	__s64 first, last;
+
+	if (v->page_count == 0)
+		return;
+	if (page < v->page_base) {
+		/* Before the first row's page: row 0 says "no row". */
+		*len = 1;
+		return;
+	}
+	p = page - v->page_base;
+	if (p >= v->page_count)
+		p = v->page_count - 1;
+	first = unwind_index_entry(v->index_start + (__u32)p);
+	last = p + 1 < v->page_count ? unwind_index_entry(v->index_start + (__u32)p + 1)
+				     : (__s64)v->row_count - 1;
+	if (first < 0 || last < first || last >= v->row_count) {
+		count_err(SONDE_ERR_UNWIND_INDEX);
+		return;
+	}
+	*lo = first;
+	*len = last - first + 1;
+}
+
+/* Returns 1 to stop the walk (outcome set), else 0 with rule filled. */
+static __always_inline int unwind_find(struct user_walk *st, struct walk_rule *rule)
+{
+	const struct sonde_unwind_lpm_value *v;
 	const struct sonde_unwind_row *r;
 	__u32 start, count, lo = 0, len, idx;
 	__u64 x;
 
 	rule->method = UNWIND_FRAME_POINTER;
-	key.prefixlen = SONDE_UNWIND_LPM_PID_BITS + 64;
-	key.pid = st->tgid;
-	key.addr_be = bpf_cpu_to_be64(st->pc);
-	v = bpf_map_lookup_elem(&unwind_lpm, &key);
+	v = unwind_mapping(st);
 	if (!v)
 		return 0;
 	x = st->pc - v->bias;
@@ -192,9 +268,11 @@ static __always_inline int unwind_find(const struct user_walk *st, struct walk_r
 	count = v->row_count;
 	if (count == 0)
 		return 0;
-	/* The last row with pc <= x. The answer stays in [lo, lo + len);
-	 * len halves (rounding up) each time: 23 steps cover 2^23 rows. */
 	len = count;
+	unwind_narrow(v, x, &lo, &len);
+	/* The last row with pc <= x. The answer stays in [lo, lo + len);
+	 * len halves (rounding up) each time: 23 steps cover 2^23 rows; with
+	 * the page index it is a few rows, found in two or three steps. */
 	for (int i = 0; i < SONDE_UNWIND_SEARCH_STEPS; i++) {
 		__u32 half;
 
@@ -356,7 +434,7 @@ static long unwind_frame(__u64 index, void *ctx)
 	struct unwind_scratch *s;
 	struct walk_rule rule;
 	__u32 zero = 0;
-	__u32 n = st->n;
+	__u32 n = st->n, at = st->base + st->n;
 	int r;
 
 	s = bpf_map_lookup_elem(&scratch, &zero);
@@ -370,7 +448,12 @@ static long unwind_frame(__u64 index, void *ctx)
 		st->outcome = SONDE_OUTCOME_TRUNCATED;
 		return 1;
 	}
-	s->user[n & (SONDE_MAX_USER_FRAMES - 1)] = st->pc;
+	if (at >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES) {
+		count_err(SONDE_ERR_SCRATCH); /* cannot happen: base <= the kernel maximum */
+		st->outcome = SONDE_OUTCOME_READ_ERROR;
+		return 1;
+	}
+	s->rec.frames[at] = st->pc;
 	st->n = n + 1;
 	if (st->last)
 		return 1;
@@ -396,25 +479,29 @@ static long unwind_frame(__u64 index, void *ctx)
 	}
 }
 
-/* Walks the user stack into the per-CPU scratch. Returns the outcome. */
-static __always_inline __u8 walk_user(struct bpf_perf_event_data *ctx, __u32 tgid,
-				      __u32 *flags, __u32 *ret_n)
+/* Did the sample interrupt user mode? The perf_event context is the UAPI
+ * pt_regs, where cs is a whole unsigned long (vmlinux.h's is a u16 in a
+ * union), and the verifier allows only 8-byte loads of it. Bits 0-1 are
+ * the privilege level. */
+static __always_inline bool sample_in_user(struct bpf_perf_event_data *ctx)
+{
+	return *(__u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs)) & 3;
+}
+
+/* Walks the user stack into the scratch record's frames from base on.
+ * Returns the outcome. */
+static __always_inline __u8 walk_user(struct bpf_perf_event_data *ctx, bool in_user, __u32 tgid,
+				      __u32 base, __u32 *flags, __u32 *ret_n)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct user_walk st = {};
 	struct pt_regs *regs;
-	__u64 cs;
 
 	*ret_n = 0;
 	if (!task->mm)
 		return SONDE_OUTCOME_NONE; /* kernel thread */
 
-	/* The perf_event context is the UAPI pt_regs, where cs is a whole
-	 * unsigned long (vmlinux.h's is a u16 in a union), and the verifier
-	 * allows only 8-byte loads of it. Bits 0-1 are the privilege level. */
-	cs = *(__u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
-	if (cs & 3) {
-		/* The sample interrupted user mode. */
+	if (in_user) {
 		st.pc = ctx->regs.ip;
 		st.sp = ctx->regs.sp;
 		st.fp = ctx->regs.bp;
@@ -434,6 +521,7 @@ static __always_inline __u8 walk_user(struct bpf_perf_event_data *ctx, __u32 tgi
 		return SONDE_OUTCOME_READ_ERROR;
 	}
 	st.tgid = tgid;
+	st.base = base;
 	st.exact_pc = 1;
 	st.outcome = SONDE_OUTCOME_TRUNCATED; /* unless the walk says otherwise */
 	*flags |= SONDE_SAMPLE_USER_PC0;
@@ -461,24 +549,42 @@ int sonde_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
+	__u32 zero = 0, flags = 0, n_user = 0, n_kernel = 0;
 	struct unwind_scratch *s;
 	struct sonde_sample *rec;
-	__u32 zero = 0, flags = 0, n_user = 0;
-	__u8 outcome;
+	bool in_user;
+	__u64 size;
 	long n;
 
 	if (tgid == 0 && !keep_idle)
 		return 0;
 	if (!task_allowed(tgid))
 		return 0;
-
-	outcome = walk_user(ctx, tgid, &flags, &n_user);
-
-	rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
-	if (!rec) {
-		count_err(SONDE_ERR_RINGBUF_FULL);
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s) {
+		count_err(SONDE_ERR_SCRATCH);
 		return 0;
 	}
+	rec = &s->rec;
+
+	/* A sample in user mode has no kernel stack: skip the helper, which
+	 * costs more than a user walk of a dozen frames. */
+	in_user = sample_in_user(ctx);
+	if (!in_user) {
+		n = bpf_get_stack(ctx, rec->frames, SONDE_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
+		if (n < 0) {
+			count_err(SONDE_ERR_KERNEL_STACK);
+			n = 0;
+		}
+		n_kernel = n / sizeof(__u64);
+		if (n_kernel > SONDE_MAX_KERNEL_FRAMES)
+			n_kernel = SONDE_MAX_KERNEL_FRAMES;
+	}
+
+	rec->outcome = walk_user(ctx, in_user, tgid, n_kernel, &flags, &n_user);
+	if (n_user > SONDE_MAX_USER_FRAMES)
+		n_user = SONDE_MAX_USER_FRAMES;
+
 	rec->type = SONDE_REC_SAMPLE;
 	rec->pid = tgid;
 	rec->tid = tid;
@@ -487,25 +593,15 @@ int sonde_sample(struct bpf_perf_event_data *ctx)
 	rec->cgroup_id = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 	rec->flags = flags;
-	rec->outcome = outcome;
+	rec->n_kernel = n_kernel;
+	rec->n_user = n_user;
 	__builtin_memset(rec->pad, 0, sizeof(rec->pad));
 
-	n = bpf_get_stack(ctx, rec->kernel, sizeof(rec->kernel), 0);
-	if (n < 0) {
-		count_err(SONDE_ERR_KERNEL_STACK);
-		n = 0;
-	}
-	rec->n_kernel = n / sizeof(__u64);
-
-	rec->n_user = 0;
-	if (n_user > 0) {
-		s = bpf_map_lookup_elem(&scratch, &zero);
-		if (s && !bpf_probe_read_kernel(rec->user, sizeof(rec->user), s->user))
-			rec->n_user = n_user;
-		else
-			count_err(SONDE_ERR_SCRATCH);
-	}
-	bpf_ringbuf_submit(rec, sample_wakeup_flags());
+	size = SONDE_SAMPLE_SIZE(n_kernel, n_user);
+	if (size > sizeof(*rec)) /* cannot happen; a bound for the verifier */
+		size = sizeof(*rec);
+	if (bpf_ringbuf_output(&events, rec, size, sample_wakeup_flags()))
+		count_err(SONDE_ERR_RINGBUF_FULL);
 	return 0;
 }
 

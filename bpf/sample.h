@@ -60,11 +60,17 @@ struct sonde_sample {
 	__u16 n_user;
 	__u8 outcome; /* enum sonde_stack_outcome */
 	__u8 pad[7];
-	__u64 kernel[SONDE_MAX_KERNEL_FRAMES]; /* leaf first */
-	__u64 user[SONDE_MAX_USER_FRAMES];     /* leaf first, see flags */
+	/* n_kernel kernel frames, then n_user user frames, each leaf first.
+	 * Only these go on the ring: a record is SONDE_SAMPLE_SIZE(n_kernel,
+	 * n_user) bytes (typical stacks are a tenth of the maximum). */
+	__u64 frames[SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES];
 };
+#define SONDE_SAMPLE_HEADER 64
+#define SONDE_SAMPLE_SIZE(n_kernel, n_user) (SONDE_SAMPLE_HEADER + 8u * ((n_kernel) + (n_user)))
+_Static_assert(__builtin_offsetof(struct sonde_sample, frames) == SONDE_SAMPLE_HEADER,
+	       "sonde_sample layout");
 _Static_assert(sizeof(struct sonde_sample) ==
-		       64 + 8 * (SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES),
+		       SONDE_SAMPLE_SIZE(SONDE_MAX_KERNEL_FRAMES, SONDE_MAX_USER_FRAMES),
 	       "sonde_sample layout");
 
 /* SONDE_REC_EXEC, SONDE_REC_EXIT, SONDE_REC_FORK */
@@ -100,6 +106,7 @@ enum sonde_bpf_err {
 	SONDE_ERR_UNWIND_READ_FP,      /* the saved rbp at CFA + fp_off could not be read */
 	SONDE_ERR_UNWIND_SIGNAL,       /* the signal frame's sigcontext could not be read */
 	SONDE_ERR_UNWIND_FP_FALLBACK,  /* the frame pointer step failed in a frame without a table */
+	SONDE_ERR_UNWIND_INDEX,        /* a page index entry missing or out of order: whole-table search */
 	SONDE_ERR__COUNT,
 };
 
@@ -111,4 +118,5 @@ enum sonde_bpf_err {
 			"unwind_offset", "unwind_row_lookup", "unwind_no_row", \
 			"unwind_bad_rule", "unwind_bad_cfa", "unwind_read_ra", \
 			"unwind_read_fp", "unwind_signal", "unwind_fp_fallback", \
+			"unwind_index",                                       \
 	}

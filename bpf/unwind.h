@@ -91,10 +91,35 @@ _Static_assert(sizeof(struct sonde_unwind_lpm_key) == 16, "sonde_unwind_lpm_key 
 
 struct sonde_unwind_lpm_value {
 	__u64 bias;      /* mapping start - mapping page offset: file offset = pc - bias */
+	__u64 map_start; /* the whole mapping [map_start, map_end), in every one */
+	__u64 map_end;   /* of its prefixes: the walk reuses this value for the
+			  * next frame when its pc falls inside, skipping the trie */
 	__u32 row_start; /* first row of the file's table in unwind_rows */
 	__u32 row_count; /* > 0 */
+	__u32 index_start; /* first entry of the table's page index in unwind_index */
+	__u32 page_base;   /* rows[0].pc >> page_shift */
+	__u32 page_count;  /* entries in the page index; 0: none, search all rows */
+	__u32 page_shift;  /* log2 of the bytes of file offsets one entry covers */
 };
-_Static_assert(sizeof(struct sonde_unwind_lpm_value) == 16, "sonde_unwind_lpm_value layout");
+_Static_assert(sizeof(struct sonde_unwind_lpm_value) == 48, "sonde_unwind_lpm_value layout");
+
+/* `unwind_index`: a page index per table, so a lookup binary-searches a
+ * handful of rows instead of the whole table (a cache miss per halving is
+ * what a frame's search cost). Entry p of a table is the last row whose pc
+ * <= (page_base + p) << page_shift: the row for x is among rows
+ * [entry p, entry p + 1] (the last page: [entry p, row_count - 1]) where
+ * p = (x >> page_shift) - page_base. The sensor computes it from the rows
+ * it was sent (unwind_index_build() in sensor/unwind_maps.c), choosing the
+ * smallest page_shift >= SONDE_UNWIND_PAGE_SHIFT_MIN that keeps the index
+ * within half an entry per row. Tables without room for an index go
+ * without (page_count = 0). */
+#define SONDE_UNWIND_PAGE_SHIFT_MIN 8
+#define SONDE_UNWIND_PAGE_SHIFT_MAX 31
+#define SONDE_UNWIND_INDEX_PER_BUCKET 16
+struct sonde_unwind_index_bucket {
+	__u32 first_row[SONDE_UNWIND_INDEX_PER_BUCKET]; /* row numbers within the table */
+};
+_Static_assert(sizeof(struct sonde_unwind_index_bucket) == 64, "sonde_unwind_index_bucket layout");
 
 /* The BPF binary search halves the candidate range at most this many
  * times (a fixed bound for the verifier): enough for 2^23 rows. */

@@ -23,11 +23,17 @@ static int on_record(void *ctx, void *data, size_t size)
 	}
 	memcpy(&type, data, sizeof(type));
 	switch (type) {
-	case SONDE_REC_SAMPLE:
-		if (size != sizeof(struct sonde_sample))
+	case SONDE_REC_SAMPLE: {
+		const struct sonde_sample *rec = data;
+
+		/* The frame counts must fit the maximum and the record. */
+		if (size < SONDE_SAMPLE_HEADER || rec->n_kernel > SONDE_MAX_KERNEL_FRAMES ||
+		    rec->n_user > SONDE_MAX_USER_FRAMES ||
+		    size != SONDE_SAMPLE_SIZE(rec->n_kernel, rec->n_user))
 			break;
-		ev->h.on_sample(data, ev->h.ctx);
+		ev->h.on_sample(rec, ev->h.ctx);
 		return 0;
+	}
 	case SONDE_REC_EXEC:
 	case SONDE_REC_EXIT:
 	case SONDE_REC_FORK:

@@ -50,6 +50,9 @@
 /* First gap between rescans of a process whose samples hit unknown
  * addresses; grows while rescans find nothing new (procs.c). */
 #define RESCAN_INTERVAL_NS 10000000ull
+/* Samples are resolved against /proc/PID/maps when drained, so a drain
+ * must come while a short-lived process still exists: the ring's own
+ * wakeups (wakeup_bytes) are too rare for that. */
 #define EVENTS_DRAIN_MS 100
 /* After exec, ld.so maps the libraries within the first milliseconds;
  * the exec-time scan sees none of them. These rescans pick them up before
@@ -78,7 +81,7 @@ static struct env {
 	.frequency = 19,
 	.buffer_stacks = 65536,
 	.flush_ms = 1000,
-	.ringbuf_mb = 4,
+	.ringbuf_mb = 0,
 	.unwind_rows = 2097152,
 };
 
@@ -114,7 +117,8 @@ static const char usage[] =
 	"  --duration S          stop after S seconds (default 0: until SIGINT/SIGTERM)\n"
 	"  --buffer-stacks N     bound on buffered (stack, pid, tid) entries (default 65536)\n"
 	"  --flush-ms MS         flush interval (default 1000)\n"
-	"  --ringbuf-mb MB       BPF ring buffer size, a power of two (default 4)\n"
+	"  --ringbuf-mb MB       BPF ring buffer size, a power of two (default: a second\n"
+	"                        of samples of every CPU, 256 KiB to 64 MiB)\n"
 	"  --unwind-rows N       unwind table rows in BPF, 12 bytes each (default 2097152;\n"
 	"                        0: frame pointers only)\n"
 	"  --idle                keep samples of the idle task\n"
@@ -293,37 +297,35 @@ static void on_sample(const struct sonde_sample *rec, void *ctx)
 	struct stack_frame user[SONDE_MAX_USER_FRAMES];
 	struct stack_input in = {0};
 	char comm[SONDE_COMM_LEN + 1];
+	/* events.c checked both counts against the maximum and the size. */
 	uint32_t n_user = rec->n_user, n_kernel = rec->n_kernel;
+	const __u64 *rec_user = rec->frames + n_kernel;
 	bool rescanned = false;
 
 	S.samples_taken++;
-	if (n_user > SONDE_MAX_USER_FRAMES)
-		n_user = SONDE_MAX_USER_FRAMES;
-	if (n_kernel > SONDE_MAX_KERNEL_FRAMES)
-		n_kernel = SONDE_MAX_KERNEL_FRAMES;
 	if (n_user > 0 && rec->pid != 0 && !procs_find(S.procs, rec->pid)) {
 		procs_scan(S.procs, rec->pid);
 		rescanned = true;
 	}
 	for (uint32_t i = 0; i < n_user; i++) {
 		memset(&user[i], 0, sizeof(user[i]));
-		if (procs_resolve(S.procs, rec->pid, rec->user[i], &user[i]) == 0)
+		if (procs_resolve(S.procs, rec->pid, rec_user[i], &user[i]) == 0)
 			continue;
 		/* In no known mapping: maybe a new dlopen'ed library. */
 		if (!rescanned) {
 			rescanned = true;
 			if (procs_rescan_limited(S.procs, rec->pid, RESCAN_INTERVAL_NS) == 1 &&
-			    procs_resolve(S.procs, rec->pid, rec->user[i], &user[i]) == 0)
+			    procs_resolve(S.procs, rec->pid, rec_user[i], &user[i]) == 0)
 				continue;
 		}
 		user[i].has_file_id = 0;
-		user[i].addr = rec->user[i];
+		user[i].addr = rec_user[i];
 	}
 	memcpy(comm, rec->comm, SONDE_COMM_LEN);
 	comm[SONDE_COMM_LEN] = '\0';
 	/* __u64 is unsigned long long, uint64_t unsigned long: same bits. */
-	_Static_assert(sizeof(rec->kernel[0]) == sizeof(uint64_t), "kernel frame size");
-	in.kernel = (const uint64_t *)rec->kernel;
+	_Static_assert(sizeof(rec->frames[0]) == sizeof(uint64_t), "frame size");
+	in.kernel = (const uint64_t *)rec->frames;
 	in.n_kernel = n_kernel;
 	in.user = user;
 	in.n_user = n_user;
@@ -436,6 +438,22 @@ static uint64_t bpf_map_bytes(struct sample_bpf *skel)
 }
 
 /* ---- setup ---- */
+
+/* The ring buffer holds about one second of samples of every CPU: ten
+ * drain intervals of slack, and no more, since the sensor maps all of it
+ * (its pages count in the sensor's RSS). */
+static uint32_t ringbuf_size(void)
+{
+	uint64_t want, size = 256u << 10;
+	int ncpus = libbpf_num_possible_cpus();
+
+	if (env.ringbuf_mb)
+		return env.ringbuf_mb << 20;
+	want = (uint64_t)(ncpus > 0 ? ncpus : 1) * env.frequency * sizeof(struct sonde_sample);
+	while (size < want && size < (64u << 20))
+		size <<= 1;
+	return (uint32_t)size;
+}
 
 /* cgroup v2 id (the directory's inode) and depth below the cgroup2 root. */
 static int cgroup_resolve(const char *path, uint64_t *ret_id, uint32_t *ret_level,
@@ -735,7 +753,7 @@ int main(int argc, char **argv)
 	struct sensor_counters c;
 	struct unwind_maps_stats us;
 	struct stacks_stats ss;
-	uint32_t cgroup_level = 0;
+	uint32_t cgroup_level = 0, ringbuf_bytes;
 	char *cgroup_rel = NULL;
 	int sfd = -1, tfd = -1, err = 0, n;
 	bool rpc_inited = false;
@@ -827,8 +845,9 @@ int main(int argc, char **argv)
 	skel->rodata->keep_idle = env.idle;
 	/* Wake up for a quarter of the ring; the main loop drains it every
 	 * EVENTS_DRAIN_MS anyway (see sample.bpf.c). */
-	skel->rodata->wakeup_bytes = (uint64_t)env.ringbuf_mb << 18;
-	err = bpf_map__set_max_entries(skel->maps.events, env.ringbuf_mb << 20);
+	ringbuf_bytes = ringbuf_size();
+	skel->rodata->wakeup_bytes = ringbuf_bytes / 4;
+	err = bpf_map__set_max_entries(skel->maps.events, ringbuf_bytes);
 	if (err < 0) {
 		log_error_errno(err, "cannot size the ring buffer");
 		goto cleanup;
@@ -843,6 +862,12 @@ int main(int argc, char **argv)
 		log_error_errno(err, "cannot size the unwind row array");
 		goto cleanup;
 	}
+	n = UNWIND_INDEX_ENTRIES(env.unwind_rows) / SONDE_UNWIND_INDEX_PER_BUCKET;
+	err = bpf_map__set_max_entries(skel->maps.unwind_index, n > 0 ? n : 1);
+	if (err < 0) {
+		log_error_errno(err, "cannot size the unwind index array");
+		goto cleanup;
+	}
 	err = sample_bpf__load(skel);
 	if (err < 0) {
 		log_error_errno(err, "cannot load the BPF programs (run with --verbose for the "
@@ -850,6 +875,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	S.unwind_bpf.rows_fd = bpf_map__fd(skel->maps.unwind_rows);
+	S.unwind_bpf.index_fd = bpf_map__fd(skel->maps.unwind_index);
 	S.unwind_bpf.lpm_fd = bpf_map__fd(skel->maps.unwind_lpm);
 	S.unwind_bpf.fileids = S.fileids;
 	S.unwind = unwind_maps_new(env.unwind_rows, &unwind_bpf_ops, &S.unwind_bpf);
@@ -1003,10 +1029,11 @@ int main(int argc, char **argv)
 			log_info("unwind tables rejected (%s): %" PRIu64, unwind_reject_names[k],
 				 us.rejected[k]);
 	log_info("unwind tables loaded %" PRIu64 " (%" PRIu64 " rows of %" PRIu32
-		 "), rejected %" PRIu64 ", unavailable %" PRIu64 ", evicted %" PRIu64
-		 "; %" PRIu64 " LPM entries (%" PRIu64 " mappings without); BPF maps %" PRIu64
+		 "; %" PRIu64 " without a page index), rejected %" PRIu64 ", unavailable %" PRIu64
+		 ", evicted %" PRIu64 "; %" PRIu64 " LPM entries (%" PRIu64 " mappings without); BPF maps %" PRIu64
 		 " KiB",
-		 us.tables_loaded, us.rows_loaded, us.capacity_rows, us.tables_rejected,
+		 us.tables_loaded, us.rows_loaded, us.capacity_rows, us.tables_unindexed,
+		 us.tables_rejected,
 		 us.tables_unavailable, us.tables_evicted, us.lpm_entries, us.lpm_failures,
 		 c.bpf_map_bytes >> 10);
 	err = 0;

@@ -10,42 +10,39 @@
 
 #include "unwind_bpf.h"
 
-#define UNWIND_BATCH_BUCKETS 8192u /* 768 KiB per syscall */
+/* 96 KiB per syscall at most: the buffers are the sensor's memory. */
+#define UNWIND_BATCH_BYTES (96u << 10)
 
-/* first is bucket-aligned (unwind_maps.c places tables so). */
-static int bpf_rows_write(void *ctx, uint32_t first, const struct sonde_unwind_row *rows,
-			  uint32_t n)
+/* Writes bytes of data into the array map fd from element first on, in
+ * elements of size bytes each (the last one zero-padded). */
+static int write_buckets(struct unwind_bpf *ub, int fd, uint32_t first, const void *data,
+			 size_t bytes, size_t size)
 {
-	struct unwind_bpf *ub = ctx;
-	struct sonde_unwind_bucket *vals = NULL;
-	uint32_t n_buckets = n / SONDE_UNWIND_ROWS_PER_BUCKET + (n % SONDE_UNWIND_ROWS_PER_BUCKET != 0);
+	uint32_t per_batch = UNWIND_BATCH_BYTES / size;
+	uint32_t n_buckets = bytes / size + (bytes % size != 0);
 	uint32_t *keys = NULL, done = 0;
+	char *vals = NULL;
 	int r = 0;
 
-	if (first % SONDE_UNWIND_ROWS_PER_BUCKET)
-		return -EINVAL;
-	keys = malloc(UNWIND_BATCH_BUCKETS * sizeof(*keys));
-	vals = malloc(UNWIND_BATCH_BUCKETS * sizeof(*vals));
+	keys = malloc(per_batch * sizeof(*keys));
+	vals = malloc((size_t)per_batch * size);
 	if (!keys || !vals) {
 		r = -ENOMEM;
 		goto out;
 	}
 	while (done < n_buckets) {
-		uint32_t cnt = n_buckets - done < UNWIND_BATCH_BUCKETS ? n_buckets - done
-								       : UNWIND_BATCH_BUCKETS;
-		uint32_t row0 = done * SONDE_UNWIND_ROWS_PER_BUCKET;
-		uint32_t nrows = n - row0 < cnt * SONDE_UNWIND_ROWS_PER_BUCKET
-					 ? n - row0
-					 : cnt * SONDE_UNWIND_ROWS_PER_BUCKET;
+		uint32_t cnt = n_buckets - done < per_batch ? n_buckets - done : per_batch;
+		size_t off = (size_t)done * size;
+		size_t len = bytes - off < cnt * size ? bytes - off : cnt * size;
 
-		memset(vals, 0, cnt * sizeof(*vals));
-		memcpy(vals, &rows[row0], nrows * sizeof(*rows));
+		memset(vals, 0, cnt * size);
+		memcpy(vals, (const char *)data + off, len);
 		for (uint32_t i = 0; i < cnt; i++)
-			keys[i] = first / SONDE_UNWIND_ROWS_PER_BUCKET + done + i;
+			keys[i] = first + done + i;
 		if (ub->batch >= 0) {
 			uint32_t c = cnt;
 
-			if (bpf_map_update_batch(ub->rows_fd, keys, vals, &c, NULL) == 0) {
+			if (bpf_map_update_batch(fd, keys, vals, &c, NULL) == 0) {
 				ub->batch = 1;
 				done += cnt;
 				continue;
@@ -57,7 +54,7 @@ static int bpf_rows_write(void *ctx, uint32_t first, const struct sonde_unwind_r
 			r = 0;
 		}
 		for (uint32_t i = 0; i < cnt; i++)
-			if (bpf_map_update_elem(ub->rows_fd, &keys[i], &vals[i], BPF_ANY) < 0) {
+			if (bpf_map_update_elem(fd, &keys[i], vals + i * size, BPF_ANY) < 0) {
 				r = -errno;
 				goto out;
 			}
@@ -67,6 +64,26 @@ out:
 	free(keys);
 	free(vals);
 	return r;
+}
+
+/* first is bucket-aligned (unwind_maps.c places tables so). */
+static int bpf_rows_write(void *ctx, uint32_t first, const struct sonde_unwind_row *rows,
+			  uint32_t n)
+{
+	if (first % SONDE_UNWIND_ROWS_PER_BUCKET)
+		return -EINVAL;
+	return write_buckets(ctx, ((struct unwind_bpf *)ctx)->rows_fd,
+			     first / SONDE_UNWIND_ROWS_PER_BUCKET, rows, (size_t)n * sizeof(*rows),
+			     sizeof(struct sonde_unwind_bucket));
+}
+
+static int bpf_index_write(void *ctx, uint32_t first, const uint32_t *idx, uint32_t n)
+{
+	if (first % SONDE_UNWIND_INDEX_PER_BUCKET)
+		return -EINVAL;
+	return write_buckets(ctx, ((struct unwind_bpf *)ctx)->index_fd,
+			     first / SONDE_UNWIND_INDEX_PER_BUCKET, idx, (size_t)n * sizeof(*idx),
+			     sizeof(struct sonde_unwind_index_bucket));
 }
 
 static int bpf_lpm_update(void *ctx, const struct sonde_unwind_lpm_key *key,
@@ -95,6 +112,7 @@ static bool bpf_file_known(void *ctx, const uint8_t id[UNWIND_FILE_ID_LEN])
 
 const struct unwind_map_ops unwind_bpf_ops = {
 	.rows_write = bpf_rows_write,
+	.index_write = bpf_index_write,
 	.lpm_update = bpf_lpm_update,
 	.lpm_delete = bpf_lpm_delete,
 	.file_known = bpf_file_known,

@@ -1,5 +1,6 @@
 /* unwind_bpf.h - struct unwind_map_ops backed by the real BPF maps
- * (the unwind_rows array and the unwind_lpm trie of sample.bpf.c). The
+ * (the unwind_rows and unwind_index arrays and the unwind_lpm trie of
+ * sample.bpf.c). The
  * only place that writes them; unwind_maps.c decides what to write. */
 #pragma once
 
@@ -8,6 +9,7 @@
 
 struct unwind_bpf {
 	int rows_fd;  /* borrowed from the skeleton */
+	int index_fd; /* borrowed from the skeleton */
 	int lpm_fd;   /* borrowed from the skeleton */
 	struct fileids *fileids; /* borrowed: answers file_known */
 	int batch;    /* 1: BPF_MAP_UPDATE_BATCH works, 0: unknown, -1: not */

@@ -177,6 +177,40 @@ void unwind_lpm_key(uint32_t pid, const struct unwind_prefix *p, struct sonde_un
 	ret->addr_be = htobe64(p->addr);
 }
 
+/* ---- page index ---- */
+
+void unwind_index_shape(const struct sonde_unwind_row *rows, uint32_t n, uint32_t *ret_shift,
+			uint32_t *ret_base, uint32_t *ret_count)
+{
+	uint32_t first, last, shift = SONDE_UNWIND_PAGE_SHIFT_MIN;
+
+	*ret_shift = *ret_base = *ret_count = 0;
+	if (n < UNWIND_INDEX_MIN_ROWS)
+		return;
+	first = le32toh(rows[0].pc);
+	last = le32toh(rows[n - 1].pc);
+	/* Shift 31 leaves at most 2 pages, so the loop always ends. */
+	while ((last >> shift) - (first >> shift) + 1 > n / 2 + 1 && shift < SONDE_UNWIND_PAGE_SHIFT_MAX)
+		shift++;
+	*ret_shift = shift;
+	*ret_base = first >> shift;
+	*ret_count = (last >> shift) - (first >> shift) + 1;
+}
+
+void unwind_index_fill(const struct sonde_unwind_row *rows, uint32_t n, uint32_t shift,
+		       uint32_t base, uint32_t count, uint32_t *out)
+{
+	uint32_t j = 0;
+
+	for (uint32_t p = 0; p < count; p++) {
+		uint64_t page_start = (uint64_t)(base + p) << shift;
+
+		while (j + 1 < n && le32toh(rows[j + 1].pc) <= page_start)
+			j++;
+		out[p] = j;
+	}
+}
+
 /* ---- files, processes, assemblies ---- */
 
 enum file_state {
@@ -190,6 +224,7 @@ struct ufile {
 	uint8_t id[UNWIND_FILE_ID_LEN];
 	enum file_state state;
 	uint32_t row_start, row_count;
+	uint32_t index_start, page_base, page_count, page_shift; /* page_count 0: no index */
 	uint32_t users;     /* bindings (process mappings) referencing it */
 	uint64_t last_used; /* logical clock, for eviction */
 };
@@ -221,6 +256,7 @@ struct unwind_maps {
 	const struct unwind_map_ops *ops;
 	void *ops_ctx;
 	struct row_alloc *alloc;
+	struct row_alloc *index_alloc; /* in buckets of SONDE_UNWIND_INDEX_PER_BUCKET */
 	uint32_t capacity;
 	uint64_t clock;
 	size_t n_files;
@@ -290,11 +326,22 @@ static uint32_t buckets_of(uint32_t rows)
 	return rows / BUCKET + (rows % BUCKET != 0);
 }
 
+static uint32_t index_buckets_of(uint32_t entries)
+{
+	return entries / SONDE_UNWIND_INDEX_PER_BUCKET + (entries % SONDE_UNWIND_INDEX_PER_BUCKET != 0);
+}
+
 static void file_unload(struct unwind_maps *um, struct ufile *f)
 {
 	if (f->state != FILE_LOADED)
 		return;
 	row_alloc_release(um->alloc, f->row_start / BUCKET, buckets_of(f->row_count));
+	if (f->page_count)
+		row_alloc_release(um->index_alloc, f->index_start / SONDE_UNWIND_INDEX_PER_BUCKET,
+				  index_buckets_of(f->page_count));
+	else
+		um->st.tables_unindexed--;
+	f->index_start = f->page_base = f->page_count = f->page_shift = 0;
 	um->st.tables_loaded--;
 	um->st.rows_loaded -= f->row_count;
 	f->state = FILE_NONE;
@@ -310,7 +357,11 @@ struct unwind_maps *unwind_maps_new(uint32_t capacity_rows, const struct unwind_
 		return NULL;
 	capacity_rows -= capacity_rows % SONDE_UNWIND_ROWS_PER_BUCKET;
 	um->alloc = row_alloc_new(capacity_rows / SONDE_UNWIND_ROWS_PER_BUCKET);
-	if (!um->alloc) {
+	um->index_alloc = row_alloc_new(UNWIND_INDEX_ENTRIES(capacity_rows) /
+					SONDE_UNWIND_INDEX_PER_BUCKET);
+	if (!um->alloc || !um->index_alloc) {
+		row_alloc_free(um->alloc);
+		row_alloc_free(um->index_alloc);
 		free(um);
 		return NULL;
 	}
@@ -339,6 +390,7 @@ void unwind_maps_free(struct unwind_maps *um)
 	for (size_t i = 0; i < UNWIND_MAX_ASSEMBLIES; i++)
 		free(um->asm_[i].rows);
 	row_alloc_free(um->alloc);
+	row_alloc_free(um->index_alloc);
 	pthread_mutex_destroy(&um->lock);
 	free(um);
 }
@@ -374,6 +426,12 @@ static void binding_lpm_insert(struct unwind_maps *um, uint32_t pid, struct bind
 	val.bias = b->start - b->offset;
 	val.row_start = b->file->row_start;
 	val.row_count = b->file->row_count;
+	val.map_start = b->start;
+	val.map_end = b->end;
+	val.index_start = b->file->index_start;
+	val.page_base = b->file->page_base;
+	val.page_count = b->file->page_count;
+	val.page_shift = b->file->page_shift;
 	n = unwind_split_range(b->start, b->end, pre);
 	for (i = 0; i < n; i++) {
 		unwind_lpm_key(pid, &pre[i], &key);
@@ -578,6 +636,40 @@ static int check_rows(const struct sonde_unwind_row *rows, uint32_t n, bool have
 	return 0;
 }
 
+/* Gives a loaded table its page index, if there is room; a table without
+ * one is searched whole, so running out of index space only costs time. */
+static void index_load(struct unwind_maps *um, struct ufile *f, const struct sonde_unwind_row *rows,
+		       uint32_t n)
+{
+	uint32_t shift, base, count, start, *idx = NULL;
+
+	f->page_count = 0;
+	unwind_index_shape(rows, n, &shift, &base, &count);
+	if (count == 0 || !um->ops->index_write)
+		goto none;
+	if (row_alloc_take(um->index_alloc, index_buckets_of(count), &start) < 0)
+		goto none;
+	start *= SONDE_UNWIND_INDEX_PER_BUCKET;
+	idx = malloc((size_t)count * sizeof(*idx));
+	if (!idx)
+		goto release;
+	unwind_index_fill(rows, n, shift, base, count, idx);
+	if (um->ops->index_write(um->ops_ctx, start, idx, count) < 0)
+		goto release;
+	free(idx);
+	f->index_start = start;
+	f->page_base = base;
+	f->page_count = count;
+	f->page_shift = shift;
+	return;
+release:
+	free(idx);
+	row_alloc_release(um->index_alloc, start / SONDE_UNWIND_INDEX_PER_BUCKET,
+			  index_buckets_of(count));
+none:
+	um->st.tables_unindexed++;
+}
+
 /* The whole table is in a->rows and valid: place it and point every
  * process that maps the file at it. */
 static int commit(struct unwind_maps *um, struct assembly *a)
@@ -604,6 +696,7 @@ static int commit(struct unwind_maps *um, struct assembly *a)
 		return reject(um, a, UNWIND_REJECT_MAP_WRITE);
 	}
 	f->state = FILE_LOADED;
+	index_load(um, f, a->rows, a->total_rows);
 	f->row_start = start;
 	f->row_count = a->total_rows;
 	f->last_used = ++um->clock;

@@ -34,6 +34,10 @@ struct unwind_map_ops {
 	 * boundary are zeroed). */
 	int (*rows_write)(void *ctx, uint32_t first, const struct sonde_unwind_row *rows,
 			  uint32_t n);
+	/* Writes page index entries idx[0..n) at entry first.. (first is a
+	 * multiple of SONDE_UNWIND_INDEX_PER_BUCKET). NULL: tables get no
+	 * page index. */
+	int (*index_write)(void *ctx, uint32_t first, const uint32_t *idx, uint32_t n);
 	int (*lpm_update)(void *ctx, const struct sonde_unwind_lpm_key *key,
 			  const struct sonde_unwind_lpm_value *value);
 	int (*lpm_delete)(void *ctx, const struct sonde_unwind_lpm_key *key);
@@ -81,6 +85,7 @@ struct unwind_maps_stats {
 	uint64_t tables_unavailable; /* the symbolizer said "no usable table" */
 	uint64_t tables_evicted;
 	uint64_t duplicates;         /* tables sent again for a loaded file */
+	uint64_t tables_unindexed;   /* loaded without a page index (index space full) */
 	uint64_t lpm_entries;        /* prefixes in the trie now */
 	uint64_t lpm_failures;       /* mappings left without an entry (trie full) */
 	uint32_t capacity_rows;
@@ -96,9 +101,15 @@ struct unwind_mapping {
 
 struct unwind_maps;
 
+/* Page index entries that go with capacity_rows rows: at most half an
+ * entry per row (unwind_index_shape()), rounded down to whole buckets. */
+#define UNWIND_INDEX_ENTRIES(capacity_rows)                                                  \
+	((capacity_rows) / 2 / SONDE_UNWIND_INDEX_PER_BUCKET * SONDE_UNWIND_INDEX_PER_BUCKET)
+
 /* capacity_rows: rows in the row array, a multiple of
  * SONDE_UNWIND_ROWS_PER_BUCKET (rounded down; 0: tables are refused).
- * Tables are placed on bucket boundaries.
+ * Tables are placed on bucket boundaries. The page index array holds
+ * UNWIND_INDEX_ENTRIES(capacity_rows) entries.
  * ops: borrowed, must outlive the object. NULL on ENOMEM. */
 struct unwind_maps *unwind_maps_new(uint32_t capacity_rows, const struct unwind_map_ops *ops,
 				    void *ops_ctx);
@@ -137,6 +148,19 @@ int row_alloc_take(struct row_alloc *a, uint32_t n, uint32_t *ret_start);
 void row_alloc_release(struct row_alloc *a, uint32_t start, uint32_t n);
 uint32_t row_alloc_free_rows(const struct row_alloc *a);
 uint32_t row_alloc_largest_free(const struct row_alloc *a);
+
+/* The page index of a sorted table rows[0..n) (bpf/unwind.h): the
+ * smallest shift >= SONDE_UNWIND_PAGE_SHIFT_MIN whose page count is at
+ * most n / 2 + 1, the first page and the count. Tables under
+ * UNWIND_INDEX_MIN_ROWS rows get none (*ret_count = 0): a few halvings
+ * search them. */
+#define UNWIND_INDEX_MIN_ROWS 64
+void unwind_index_shape(const struct sonde_unwind_row *rows, uint32_t n, uint32_t *ret_shift,
+			uint32_t *ret_base, uint32_t *ret_count);
+/* Fills out[0..count) for that shape: entry p is the last row whose pc <=
+ * (base + p) << shift (0 when no row is). */
+void unwind_index_fill(const struct sonde_unwind_row *rows, uint32_t n, uint32_t shift,
+		       uint32_t base, uint32_t count, uint32_t *out);
 
 /* An aligned block of addresses: the top `bits` bits of addr are fixed,
  * the rest are free (addr has them zero). */

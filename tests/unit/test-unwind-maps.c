@@ -24,6 +24,7 @@
 struct fake {
 	struct sonde_unwind_row rows[FAKE_ROWS];
 	uint32_t row_writes;
+	uint32_t index[UNWIND_INDEX_ENTRIES(FAKE_ROWS)];
 	struct {
 		struct sonde_unwind_lpm_key k;
 		struct sonde_unwind_lpm_value v;
@@ -49,6 +50,16 @@ static int fake_rows_write(void *ctx, uint32_t first, const struct sonde_unwind_
 	while (end % SONDE_UNWIND_ROWS_PER_BUCKET)
 		memset(&f->rows[end++], 0, sizeof(f->rows[0]));
 	f->row_writes++;
+	return 0;
+}
+
+static int fake_index_write(void *ctx, uint32_t first, const uint32_t *idx, uint32_t n)
+{
+	struct fake *f = ctx;
+
+	assert_int_equal(first % SONDE_UNWIND_INDEX_PER_BUCKET, 0);
+	assert_true(first + n <= UNWIND_INDEX_ENTRIES(FAKE_ROWS));
+	memcpy(&f->index[first], idx, n * sizeof(*idx));
 	return 0;
 }
 
@@ -101,6 +112,7 @@ static bool fake_file_known(void *ctx, const uint8_t id[16])
 
 static const struct unwind_map_ops fake_ops = {
 	.rows_write = fake_rows_write,
+	.index_write = fake_index_write,
 	.lpm_update = fake_lpm_update,
 	.lpm_delete = fake_lpm_delete,
 	.file_known = fake_file_known,
@@ -334,6 +346,68 @@ static void check_split(uint64_t start, uint64_t end)
 		}
 	}
 	assert_int_equal(at, end > start ? end : start);
+}
+
+/* The last row with pc <= x, or -1: what the BPF search must find. */
+static int64_t last_row_le(const struct sonde_unwind_row *t, uint32_t n, uint64_t x)
+{
+	int64_t ans = -1;
+
+	for (uint32_t i = 0; i < n && t[i].pc <= x; i++)
+		ans = i;
+	return ans;
+}
+
+/* The page index narrows every lookup to a range that holds the answer
+ * (the BPF side, unwind_narrow(), searches only there), and stays within
+ * half an entry per row. */
+static void test_page_index(void **state)
+{
+	unsigned seed = 11;
+
+	for (int iter = 0; iter < 300; iter++) {
+		uint32_t n = UNWIND_INDEX_MIN_ROWS + rand_r(&seed) % 2000, pc = rand_r(&seed) % 100000;
+		struct sonde_unwind_row *t = calloc(n, sizeof(*t));
+		uint32_t shift, base, count, *idx;
+
+		/* Dense stretches and big gaps, like functions and padding. */
+		for (uint32_t i = 0; i < n; i++) {
+			t[i] = row(pc, SONDE_CFA_SP, 8);
+			pc += rand_r(&seed) % 8 == 0 ? 1 + rand_r(&seed) % 100000 : 1 + rand_r(&seed) % 40;
+		}
+		unwind_index_shape(t, n, &shift, &base, &count);
+		assert_true(count >= 1 && count <= n / 2 + 1);
+		assert_true(shift >= SONDE_UNWIND_PAGE_SHIFT_MIN && shift <= SONDE_UNWIND_PAGE_SHIFT_MAX);
+		idx = calloc(count, sizeof(*idx));
+		unwind_index_fill(t, n, shift, base, count, idx);
+		for (int k = 0; k < 2000; k++) {
+			uint64_t x = rand_r(&seed) % (t[n - 1].pc + 5000);
+			int64_t want = last_row_le(t, n, x), lo, hi;
+			uint64_t page = x >> shift, p;
+
+			if (page < base) {
+				lo = hi = 0;
+			} else {
+				p = page - base < count ? page - base : count - 1;
+				lo = idx[p];
+				hi = p + 1 < count ? idx[p + 1] : n - 1;
+			}
+			assert_true(lo <= hi && hi < n);
+			if (want < 0)
+				assert_true(t[lo].pc > x); /* "no row" is seen at lo */
+			else
+				assert_true(want >= lo && want <= hi);
+		}
+		free(idx);
+		free(t);
+	}
+	/* Small tables go without. */
+	struct sonde_unwind_row *t = table(UNWIND_INDEX_MIN_ROWS - 1, 0);
+	uint32_t shift, base, count;
+
+	unwind_index_shape(t, UNWIND_INDEX_MIN_ROWS - 1, &shift, &base, &count);
+	assert_int_equal(count, 0);
+	free(t);
 }
 
 static void test_split_brute_force(void **state)
@@ -634,6 +708,15 @@ static void test_processes(void **state)
 	assert_non_null(v);
 	assert_int_equal(v->bias, 0x7ffff7dd0000 - 0x26000);
 	assert_int_equal(v->row_count, 100);
+	/* The whole mapping, for the walk to reuse the value; a page index
+	 * (100 rows at 16-byte steps: 1600 bytes, 256-byte pages). */
+	assert_int_equal(v->map_start, 0x7ffff7dd0000);
+	assert_int_equal(v->map_end, 0x7ffff7f45000);
+	assert_int_equal(v->page_shift, SONDE_UNWIND_PAGE_SHIFT_MIN);
+	assert_int_equal(v->page_base, 0x1000 >> SONDE_UNWIND_PAGE_SHIFT_MIN);
+	assert_int_equal(v->page_count, 7);
+	for (uint32_t p = 0; p < v->page_count; p++)
+		assert_int_equal(e->f->index[v->index_start + p], p * 16);
 	assert_non_null(fake_lookup(e->f, 100, 0x7ffff7f44fff));
 	assert_null(fake_lookup(e->f, 100, 0x7ffff7f45000));
 	assert_null(fake_lookup(e->f, 100, 0x7ffff7dcffff));
@@ -754,6 +837,7 @@ int main(void)
 		cmocka_unit_test(test_alloc_basic),
 		cmocka_unit_test(test_alloc_random),
 		cmocka_unit_test(test_split_brute_force),
+		cmocka_unit_test(test_page_index),
 		cmocka_unit_test(test_lpm_key_layout),
 		cmocka_unit_test_setup_teardown(test_validation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chunks, setup, teardown),
