@@ -81,6 +81,8 @@ struct service *service_new(const struct service_opts *opts)
 	return svc;
 }
 
+#define PROFILE_FLUSH_MS 5000
+
 static void tick(void *ctx)
 {
 	struct service *svc = ctx;
@@ -92,7 +94,10 @@ static void tick(void *ctx)
 	ingest_tick(svc);
 	symbols_wake(svc, false);
 	upload_expire(svc, false);
-	if (now - svc->last_flush_ms >= 1000) {
+	/* Queries flush first (profile.h), so this only bounds the memory
+	 * held between writes: once a second was the symbolizer's largest
+	 * steady CPU cost under a sensor (SQLite statements per flush). */
+	if (now - svc->last_flush_ms >= PROFILE_FLUSH_MS) {
 		svc->last_flush_ms = now;
 		r = profile_flush(svc->profile);
 		if (r < 0)

@@ -4,7 +4,7 @@
  * and samples, see cache.c), so one file holds all symbolizer state.
  *
  * Samples are aggregated in memory and written in one transaction per
- * profile_flush() (the symbolizer calls it every second and before each
+ * profile_flush() (the symbolizer calls it every 5 seconds and before each
  * query). Rows older than the retention are deleted by profile_expire().
  */
 #pragma once
