@@ -82,3 +82,19 @@ int profile_top(struct profile_store *p, const struct profile_query *q, struct a
 /* Distinct stacks by count, one per distinct text. */
 int profile_folded(struct profile_store *p, const struct profile_query *q, struct arena *a,
 		   struct profile_stack **ret_stacks, size_t *ret_n, uint64_t *ret_total);
+
+/* A stored row: count samples of one raw stack (export/rawstack.h) of
+ * thread tid (named comm) of pid, in one minute. Borrowed for the call. */
+struct profile_row {
+	uint64_t minute; /* unix seconds / 60 */
+	uint32_t pid, tid;
+	const char *comm;
+	const void *raw;
+	size_t raw_len;
+	uint64_t count;
+};
+
+/* Calls fn for every row in the window (q->limit is ignored); stops at
+ * and returns fn's first non-zero return. Returns 0 or a negative errno. */
+int profile_rows(struct profile_store *p, const struct profile_query *q,
+		 int (*fn)(const struct profile_row *row, void *ctx), void *ctx);
