@@ -195,6 +195,11 @@ const char *service_file_name(struct service *svc, const struct fileid *id)
 	return slash ? slash + 1 : p;
 }
 
+const char *service_file_path(struct service *svc, const struct fileid *id)
+{
+	return hmap_get(svc->names, id, sizeof(*id));
+}
+
 enum file_state service_file_state(struct service *svc, const struct fileid *id, bool start,
 				   const struct symtab **ret_symtab, const char **ret_error)
 {

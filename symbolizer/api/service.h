@@ -106,6 +106,8 @@ void service_note_path(struct service *svc, const struct fileid *id, const char 
 void service_note_name(struct service *svc, const struct fileid *id, const char *name);
 /* Basename of a path some session mapped id from, or NULL. Borrowed. */
 const char *service_file_name(struct service *svc, const struct fileid *id);
+/* The whole path of the same, or NULL. Borrowed. */
+const char *service_file_path(struct service *svc, const struct fileid *id);
 /* Called when a job for id ended either way: wakes pending stacks and
  * deferred Symbolize calls. */
 void service_file_done(struct service *svc, const struct fileid *id);

@@ -115,9 +115,12 @@ int pm_mapping(struct pmodel *m, const uint8_t file_id[16], const char *path, co
 	       uint64_t size, uint32_t *ret);
 int pm_function(struct pmodel *m, const char *name, const char *system_name, const char *file,
 		uint32_t *ret);
-/* By (mapping, address, type): lines are only taken by the first call. */
+/* By (mapping, address): type and lines are only taken by the first call. */
 int pm_location(struct pmodel *m, uint32_t mapping, uint64_t address, enum pm_frame_type type,
 		const struct pm_line *lines, size_t n_lines, uint32_t *ret);
+/* Whether the location of (mapping, address) exists, with its index in
+ * *ret: lets a caller skip symbolizing what is there. */
+bool pm_find_location(const struct pmodel *m, uint32_t mapping, uint64_t address, uint32_t *ret);
 /* locs: location indexes, leaf first. */
 int pm_stack(struct pmodel *m, const uint32_t *locs, size_t n, uint32_t *ret);
 /* By pid and host_name: the first call's other fields win. */

@@ -46,7 +46,7 @@ struct rawstack_builder {
 
 void rawstack_begin(struct rawstack_builder *b);
 void rawstack_push(struct rawstack_builder *b, const struct rawframe *f);
-/* Returns 0 with the string in *ret/*ret_len (owned by the caller), or the
+/* Returns 0 with the string in *ret and *ret_len (owned by the caller), or the
  * builder's error. Resets b either way. */
 int rawstack_end(struct rawstack_builder *b, uint8_t **ret, size_t *ret_len);
 

@@ -1,0 +1,303 @@
+/* model.c - the builders of a profile model (see model.h). Each table has
+ * a hash map from its entry's identity to index + 1, so adding what is
+ * already there costs one lookup. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hmap.h"
+#include "model.h"
+
+struct pm_index {
+	struct hmap *strings, *mappings, *functions, *locations, *stacks, *processes, *samples;
+	size_t cap_strings, cap_mappings, cap_functions, cap_lines, cap_locations, cap_stack_locs,
+		cap_stacks, cap_processes, cap_samples;
+};
+
+static const char *const frame_type_names[PM_N_FRAME_TYPES] = {
+	[PM_FRAME_NATIVE] = "native",
+	[PM_FRAME_KERNEL] = "kernel",
+	[PM_FRAME_GO] = "go",
+	[PM_FRAME_CPYTHON] = "cpython",
+};
+
+const char *pm_frame_type_name(enum pm_frame_type t)
+{
+	return (unsigned)t < PM_N_FRAME_TYPES ? frame_type_names[t] : "native";
+}
+
+/* Makes room for one more element of size sz in *arr (n used, *cap). */
+static int grow(void *arr, size_t n, size_t *cap, size_t sz, size_t *bytes)
+{
+	void **p = arr;
+	size_t nc;
+	void *na;
+
+	if (n < *cap)
+		return 0;
+	nc = *cap ? *cap * 2 : 16;
+	na = realloc(*p, nc * sz);
+	if (!na)
+		return -ENOMEM;
+	*bytes += (nc - *cap) * sz;
+	*p = na;
+	*cap = nc;
+	return 0;
+}
+
+static inline void *idx_val(size_t i)
+{
+	return (void *)(uintptr_t)(i + 1);
+}
+
+static inline uint32_t val_idx(void *v)
+{
+	return (uint32_t)((uintptr_t)v - 1);
+}
+
+int pm_init(struct pmodel *m)
+{
+	uint32_t empty;
+
+	memset(m, 0, sizeof(*m));
+	m->ix = calloc(1, sizeof(*m->ix));
+	if (!m->ix)
+		return -ENOMEM;
+	m->ix->strings = hmap_new();
+	m->ix->mappings = hmap_new();
+	m->ix->functions = hmap_new();
+	m->ix->locations = hmap_new();
+	m->ix->stacks = hmap_new();
+	m->ix->processes = hmap_new();
+	m->ix->samples = hmap_new();
+	if (!m->ix->strings || !m->ix->mappings || !m->ix->functions || !m->ix->locations ||
+	    !m->ix->stacks || !m->ix->processes || !m->ix->samples || pm_string(m, "", &empty) < 0) {
+		pm_free(m);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void pm_free(struct pmodel *m)
+{
+	if (m->ix) {
+		hmap_free(m->ix->strings, NULL);
+		hmap_free(m->ix->mappings, NULL);
+		hmap_free(m->ix->functions, NULL);
+		hmap_free(m->ix->locations, NULL);
+		hmap_free(m->ix->stacks, NULL);
+		hmap_free(m->ix->processes, NULL);
+		hmap_free(m->ix->samples, NULL);
+		free(m->ix);
+	}
+	for (size_t i = 0; i < m->n_strings; i++)
+		free(m->strings[i]);
+	free(m->strings);
+	free(m->mappings);
+	free(m->functions);
+	free(m->lines);
+	free(m->locations);
+	free(m->stack_locs);
+	free(m->stacks);
+	free(m->processes);
+	free(m->samples);
+	memset(m, 0, sizeof(*m));
+}
+
+int pm_string(struct pmodel *m, const char *s, uint32_t *ret)
+{
+	size_t len;
+	void *v;
+	char *copy;
+
+	if (!s)
+		s = "";
+	len = strlen(s);
+	v = hmap_get(m->ix->strings, s, len);
+	if (v) {
+		*ret = val_idx(v);
+		return 0;
+	}
+	if (grow(&m->strings, m->n_strings, &m->ix->cap_strings, sizeof(*m->strings), &m->bytes) < 0)
+		return -ENOMEM;
+	copy = strdup(s);
+	if (!copy)
+		return -ENOMEM;
+	if (hmap_put(m->ix->strings, s, len, idx_val(m->n_strings), NULL) < 0) {
+		free(copy);
+		return -ENOMEM;
+	}
+	m->bytes += len + 1;
+	m->strings[m->n_strings] = copy;
+	*ret = (uint32_t)m->n_strings++;
+	return 0;
+}
+
+int pm_mapping(struct pmodel *m, const uint8_t file_id[16], const char *path, const char *build_id,
+	       uint64_t size, uint32_t *ret)
+{
+	static const char hex[] = "0123456789abcdef";
+	struct pm_mapping mp = { .size = size };
+	char id_hex[33];
+	void *v = hmap_get(m->ix->mappings, file_id, 16);
+
+	if (v) {
+		*ret = val_idx(v);
+		return 0;
+	}
+	for (int i = 0; i < 16; i++) {
+		id_hex[2 * i] = hex[file_id[i] >> 4];
+		id_hex[2 * i + 1] = hex[file_id[i] & 15];
+	}
+	id_hex[32] = '\0';
+	if (pm_string(m, path, &mp.path) < 0 || pm_string(m, build_id, &mp.build_id) < 0 ||
+	    pm_string(m, id_hex, &mp.file_id) < 0)
+		return -ENOMEM;
+	if (grow(&m->mappings, m->n_mappings, &m->ix->cap_mappings, sizeof(mp), &m->bytes) < 0 ||
+	    hmap_put(m->ix->mappings, file_id, 16, idx_val(m->n_mappings), NULL) < 0)
+		return -ENOMEM;
+	m->mappings[m->n_mappings] = mp;
+	*ret = (uint32_t)m->n_mappings++;
+	return 0;
+}
+
+int pm_function(struct pmodel *m, const char *name, const char *system_name, const char *file,
+		uint32_t *ret)
+{
+	struct pm_function f;
+	void *v;
+
+	if (pm_string(m, name, &f.name) < 0 || pm_string(m, system_name ? system_name : name,
+							  &f.system_name) < 0 ||
+	    pm_string(m, file, &f.file) < 0)
+		return -ENOMEM;
+	v = hmap_get(m->ix->functions, &f, sizeof(f));
+	if (v) {
+		*ret = val_idx(v);
+		return 0;
+	}
+	if (grow(&m->functions, m->n_functions, &m->ix->cap_functions, sizeof(f), &m->bytes) < 0 ||
+	    hmap_put(m->ix->functions, &f, sizeof(f), idx_val(m->n_functions), NULL) < 0)
+		return -ENOMEM;
+	m->functions[m->n_functions] = f;
+	*ret = (uint32_t)m->n_functions++;
+	return 0;
+}
+
+/* Kernel and user addresses never overlap, so mapping 0 serves both. */
+struct loc_key {
+	uint64_t address;
+	uint32_t mapping, pad;
+};
+
+bool pm_find_location(const struct pmodel *m, uint32_t mapping, uint64_t address, uint32_t *ret)
+{
+	struct loc_key key = { address, mapping, 0 };
+	void *v = hmap_get(m->ix->locations, &key, sizeof(key));
+
+	if (v)
+		*ret = val_idx(v);
+	return v != NULL;
+}
+
+int pm_location(struct pmodel *m, uint32_t mapping, uint64_t address, enum pm_frame_type type,
+		const struct pm_line *lines, size_t n_lines, uint32_t *ret)
+{
+	struct loc_key key = { address, mapping, 0 };
+	struct pm_location loc = { .mapping = mapping, .address = address, .type = (uint8_t)type };
+	void *v = hmap_get(m->ix->locations, &key, sizeof(key));
+
+	if (v) {
+		*ret = val_idx(v);
+		return 0;
+	}
+	loc.first_line = (uint32_t)m->n_lines;
+	for (size_t i = 0; i < n_lines; i++) {
+		if (grow(&m->lines, m->n_lines, &m->ix->cap_lines, sizeof(*m->lines), &m->bytes) < 0)
+			return -ENOMEM;
+		m->lines[m->n_lines++] = lines[i];
+	}
+	loc.n_lines = (uint32_t)n_lines;
+	if (grow(&m->locations, m->n_locations, &m->ix->cap_locations, sizeof(loc), &m->bytes) < 0 ||
+	    hmap_put(m->ix->locations, &key, sizeof(key), idx_val(m->n_locations), NULL) < 0) {
+		m->n_lines = loc.first_line;
+		return -ENOMEM;
+	}
+	m->locations[m->n_locations] = loc;
+	*ret = (uint32_t)m->n_locations++;
+	return 0;
+}
+
+int pm_stack(struct pmodel *m, const uint32_t *locs, size_t n, uint32_t *ret)
+{
+	struct pm_stack st = { .first_loc = (uint32_t)m->n_stack_locs, .n_locs = (uint32_t)n };
+	void *v = hmap_get(m->ix->stacks, locs, n * sizeof(*locs));
+
+	if (v) {
+		*ret = val_idx(v);
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (grow(&m->stack_locs, m->n_stack_locs, &m->ix->cap_stack_locs,
+			 sizeof(*m->stack_locs), &m->bytes) < 0)
+			goto nomem;
+		m->stack_locs[m->n_stack_locs++] = locs[i];
+	}
+	if (grow(&m->stacks, m->n_stacks, &m->ix->cap_stacks, sizeof(st), &m->bytes) < 0 ||
+	    hmap_put(m->ix->stacks, locs, n * sizeof(*locs), idx_val(m->n_stacks), NULL) < 0)
+		goto nomem;
+	m->stacks[m->n_stacks] = st;
+	*ret = (uint32_t)m->n_stacks++;
+	return 0;
+nomem:
+	m->n_stack_locs = st.first_loc;
+	return -ENOMEM;
+}
+
+int pm_process(struct pmodel *m, const struct pm_process *p, uint32_t *ret)
+{
+	struct {
+		uint32_t pid, host;
+	} key = { p->pid, p->host_name };
+	void *v = hmap_get(m->ix->processes, &key, sizeof(key));
+
+	if (v) {
+		*ret = val_idx(v);
+		return 0;
+	}
+	if (grow(&m->processes, m->n_processes, &m->ix->cap_processes, sizeof(*p), &m->bytes) < 0 ||
+	    hmap_put(m->ix->processes, &key, sizeof(key), idx_val(m->n_processes), NULL) < 0)
+		return -ENOMEM;
+	m->processes[m->n_processes] = *p;
+	*ret = (uint32_t)m->n_processes++;
+	return 0;
+}
+
+int pm_sample(struct pmodel *m, const struct pm_sample *s)
+{
+	struct {
+		uint32_t stack, process, tid, thread_name;
+	} key = { s->stack, s->process, s->tid, s->thread_name };
+	void *v = hmap_get(m->ix->samples, &key, sizeof(key));
+	struct pm_sample *t;
+
+	if (v) {
+		t = &m->samples[val_idx(v)];
+		t->count += s->count;
+		if (s->first_ns && (!t->first_ns || s->first_ns < t->first_ns))
+			t->first_ns = s->first_ns;
+		if (s->last_ns > t->last_ns)
+			t->last_ns = s->last_ns;
+	} else {
+		if (grow(&m->samples, m->n_samples, &m->ix->cap_samples, sizeof(*s), &m->bytes) < 0 ||
+		    hmap_put(m->ix->samples, &key, sizeof(key), idx_val(m->n_samples), NULL) < 0)
+			return -ENOMEM;
+		m->samples[m->n_samples++] = *s;
+	}
+	m->total += s->count;
+	if (s->first_ns && (!m->start_ns || s->first_ns < m->start_ns))
+		m->start_ns = s->first_ns;
+	if (s->last_ns > m->end_ns)
+		m->end_ns = s->last_ns;
+	return 0;
+}

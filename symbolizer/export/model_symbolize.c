@@ -1,0 +1,195 @@
+/* model_symbolize.c - a raw stack joins a model: every user frame is
+ * symbolized from the cache (function, file, line and the inline chain
+ * when the file's source index is ready; the symbol table's name when
+ * only that is; basename+0xOFFSET when the file is not analysed), kernel
+ * frames keep the name the sensor's symbols gave them at ingest. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "export.h"
+#include "line_index.h"
+#include "rawstack.h"
+#include "service.h"
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = s ? strlen(s) : 0, m = strlen(suffix);
+
+	return n >= m && !memcmp(s + n - m, suffix, m);
+}
+
+static void hex(const uint8_t *b, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[b[i] >> 4];
+		out[2 * i + 1] = digits[b[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+/* One function and line for a frame known only by name. */
+static int name_only(struct pmodel *m, uint32_t mapping, uint64_t address,
+		     enum pm_frame_type type, const char *name, uint32_t *ret)
+{
+	struct pm_line l = { 0 };
+
+	if (pm_function(m, name, name, NULL, &l.function) < 0)
+		return -ENOMEM;
+	return pm_location(m, mapping, address, type, &l, 1, ret);
+}
+
+static int user_frame(struct pmodel *m, struct service *svc, const struct rawframe *f,
+		      bool return_address, uint32_t *ret)
+{
+	struct fileid id;
+	const struct symtab *t = NULL;
+	const struct line_index *ix = NULL;
+	struct line_frame lf[LINE_INDEX_MAX_FRAMES];
+	struct pm_line lines[LINE_INDEX_MAX_FRAMES];
+	struct symtab_lookup sl;
+	enum pm_frame_type type = PM_FRAME_NATIVE;
+	const char *path, *base;
+	char build_id[2 * 64 + 1] = "", fallback[PROFILE_MAX_NAME];
+	uint32_t mapping;
+	uint64_t vaddr;
+	size_t n = 0;
+
+	memcpy(id.bytes, f->file_id, FILEID_LEN);
+	path = service_file_path(svc, &id);
+	if (service_file_state(svc, &id, false, &t, NULL) != FILE_READY)
+		t = NULL;
+	if (t) {
+		size_t bl = 0;
+		const uint8_t *b = symtab_build_id(t, &bl);
+
+		if (b && bl && bl <= 64)
+			hex(b, bl, build_id);
+	}
+	if (pm_mapping(m, f->file_id, path, build_id, 0, &mapping) < 0)
+		return -ENOMEM;
+	mapping++; /* locations hold index + 1 */
+	if (pm_find_location(m, mapping, f->address, ret))
+		return 0;
+	if (t && symtab_offset_to_vaddr(t, f->address, &vaddr) == 0) {
+		/* A return address points after the call, which may be the
+		 * last instruction of its function. */
+		if (return_address && vaddr > 0)
+			vaddr--;
+		/* After the symtab: see cache.h on what a lookup keeps. */
+		if (cache_lookup_index(svc->cache, &id, &ix, NULL) == CACHE_OK && ix)
+			n = line_index_lookup(ix, vaddr, lf, LINE_INDEX_MAX_FRAMES);
+		for (size_t i = 0; i < n; i++) {
+			const char *fn = lf[i].function ? lf[i].function : lf[i].raw;
+
+			if (!fn || !*fn)
+				fn = "[unknown]";
+			if (pm_function(m, fn, lf[i].raw ? lf[i].raw : fn, lf[i].file,
+					&lines[i].function) < 0)
+				return -ENOMEM;
+			lines[i].line = lf[i].line;
+		}
+		if (n && ends_with(lf[0].file, ".go"))
+			type = PM_FRAME_GO;
+		if (n)
+			return pm_location(m, mapping, f->address, type, lines, n, ret);
+		if (symtab_lookup(t, vaddr, &sl) == 0 && sl.name && *sl.name)
+			return name_only(m, mapping, f->address, type, sl.name, ret);
+	}
+	base = path ? strrchr(path, '/') : NULL;
+	base = base ? base + 1 : path;
+	snprintf(fallback, sizeof(fallback), "%.200s+0x%" PRIx64, base ? base : "[unknown]",
+		 f->address);
+	return name_only(m, mapping, f->address, type, fallback, ret);
+}
+
+static int kernel_frame(struct pmodel *m, const struct rawframe *f, uint32_t *ret)
+{
+	char name[RAWSTACK_MAX_NAME + 1] = "[unknown]";
+
+	if (pm_find_location(m, 0, f->address, ret))
+		return 0;
+	if (f->name_len) {
+		memcpy(name, f->name, f->name_len);
+		name[f->name_len] = '\0';
+	}
+	return name_only(m, 0, f->address, PM_FRAME_KERNEL, name, ret);
+}
+
+int pm_add_export_sample(struct pmodel *m, struct service *svc, const struct export_sample *s)
+{
+	uint32_t locs[RAWSTACK_MAX_FRAMES];
+	struct pm_process p = { .pid = s->pid };
+	struct pm_sample smp = {
+		.tid = s->tid,
+		.count = s->count,
+		.first_ns = s->first_ns,
+		.last_ns = s->last_ns ? s->last_ns : s->first_ns,
+	};
+	struct rawstack_iter it;
+	struct rawframe f;
+	size_t n = 0;
+	bool user_seen = false;
+	const char *exe_base;
+	int r;
+
+	r = rawstack_iter_init(&it, s->raw, s->raw_len);
+	if (r < 0)
+		return r;
+	while ((r = rawstack_next(&it, &f)) > 0) {
+		if (f.kind == RAW_KERNEL) {
+			r = kernel_frame(m, &f, &locs[n]);
+		} else if (f.kind == RAW_USER_FILE) {
+			/* Every user frame but the leaf is a return address. */
+			r = user_frame(m, svc, &f, user_seen, &locs[n]);
+			user_seen = true;
+		} else {
+			r = pm_find_location(m, 0, f.address, &locs[n])
+				    ? 0
+				    : name_only(m, 0, f.address, PM_FRAME_NATIVE, "[unknown]",
+						&locs[n]);
+			user_seen = true;
+		}
+		if (r < 0)
+			return r;
+		n++;
+	}
+	if (r < 0)
+		return r;
+	exe_base = s->exe_path ? strrchr(s->exe_path, '/') : NULL;
+	exe_base = exe_base ? exe_base + 1 : s->exe_path;
+	if (pm_stack(m, locs, n, &smp.stack) < 0 || pm_string(m, s->comm, &p.comm) < 0 ||
+	    pm_string(m, exe_base, &p.exe_name) < 0 || pm_string(m, s->exe_path, &p.exe_path) < 0 ||
+	    pm_string(m, s->container_id, &p.container_id) < 0 ||
+	    pm_string(m, s->host, &p.host_name) < 0 ||
+	    pm_string(m, s->thread_name, &smp.thread_name) < 0 ||
+	    pm_process(m, &p, &smp.process) < 0)
+		return -ENOMEM;
+	if (s->frequency_hz && !m->period_ns)
+		m->period_ns = 1000000000ull / s->frequency_hz;
+	return pm_sample(m, &smp);
+}
+
+bool export_container_id(const char *cgroup, char out[65])
+{
+	/* The last run of 64 hex digits in the text: docker-<id>.scope,
+	 * cri-containerd-<id>.scope, crio-<id>, libpod-<id>, /docker/<id>. */
+	size_t run = 0;
+	const char *found = NULL;
+
+	for (const char *p = cgroup; p && *p; p++) {
+		bool h = (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f');
+
+		run = h ? run + 1 : 0;
+		if (run == 64 && !(p[1] >= '0' && p[1] <= '9') && !(p[1] >= 'a' && p[1] <= 'f'))
+			found = p - 63;
+	}
+	if (!found)
+		return false;
+	memcpy(out, found, 64);
+	out[64] = '\0';
+	return true;
+}
