@@ -26,8 +26,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "export.h"
 #include "log.h"
 #include "ksyms.h"
+#include "rawstack.h"
 #include "service.h"
 #include "unwind_table.h"
 #include "ingest.pb-c.h"
@@ -44,6 +46,7 @@ struct process {
 	uint32_t pid;
 	char comm[COMM_MAX + 1];
 	char *exe;
+	char container_id[65]; /* "" when the cgroup shows none */
 	struct mapping *maps;
 	size_t n_maps;
 };
@@ -58,9 +61,10 @@ struct uframe {
 	uint64_t addr;
 };
 
+/* A SampleCount, checked; its comm is the thread's. */
 struct pending_sample {
-	uint64_t unix_s;
-	uint32_t pid;
+	uint64_t first_ns, last_ns;
+	uint32_t pid, tid;
 	uint32_t count;
 	char comm[COMM_MAX + 1];
 };
@@ -85,6 +89,8 @@ struct stackdef {
 	uint64_t *kernel;
 	struct uframe *user;
 	char *text; /* folded frames, root first, without comm; NULL: pending */
+	uint8_t *raw; /* the raw stack (export/rawstack.h), with text */
+	size_t raw_len;
 	bool queued;
 	int64_t deadline_ms;
 	struct pending_sample *samples;
@@ -100,6 +106,7 @@ struct session {
 	bool hello, half_closed, finished;
 	int64_t drain_deadline_ms;
 	char hostname[128];
+	uint32_t frequency_hz;
 	struct hmap *procs;  /* pid -> process */
 	struct hmap *files;  /* fileid -> sfile */
 	struct hmap *stacks; /* stack id -> stackdef */
@@ -139,6 +146,7 @@ static void stackdef_free(void *p)
 	free(d->kernel);
 	free(d->user);
 	free(d->text);
+	free(d->raw);
 	free(d->samples);
 	free(d);
 }
@@ -444,6 +452,77 @@ static int push_user_frame(struct session *s, struct folded *f, const struct ufr
 	return folded_push(f, buf, false);
 }
 
+/* Stores n samples of the resolved stack d and hands them to the
+ * exporters. */
+static void emit(struct session *s, const struct stackdef *d, const struct pending_sample *p)
+{
+	const struct process *proc = hmap_get_u64(s->procs, p->pid);
+	struct profile_sample ps = {
+		.unix_s = p->first_ns / 1000000000ull,
+		.pid = p->pid,
+		.tid = p->tid,
+		.comm = p->comm,
+		.frames = d->text,
+		.raw = d->raw,
+		.raw_len = d->raw_len,
+		.count = p->count,
+	};
+	struct export_sample es = {
+		.host = s->hostname,
+		.pid = p->pid,
+		.tid = p->tid,
+		.thread_name = p->comm,
+		.comm = proc && proc->comm[0] ? proc->comm : NULL,
+		.exe_path = proc ? proc->exe : NULL,
+		.container_id = proc && proc->container_id[0] ? proc->container_id : NULL,
+		.raw = d->raw,
+		.raw_len = d->raw_len,
+		.count = p->count,
+		.first_ns = p->first_ns,
+		.last_ns = p->last_ns,
+		.frequency_hz = s->frequency_hz,
+	};
+
+	if (profile_add(s->svc->profile, &ps) < 0)
+		log_debug("profile_add failed");
+	if (d->raw)
+		service_export(s->svc, &es);
+}
+
+/* The raw stack of d, leaf first: user frames, then kernel frames named
+ * with this session's kernel symbols (the snapshot is per sensor). */
+static void build_raw(struct session *s, struct stackdef *d)
+{
+	struct rawstack_builder b;
+	struct ksyms_lookup kl;
+
+	rawstack_begin(&b);
+	for (uint32_t i = 0; i < d->n_kernel; i++) {
+		struct rawframe f = { .kind = RAW_KERNEL, .address = d->kernel[i] };
+
+		if (ksyms_lookup(s->ksyms, d->kernel[i], &kl) == 0 && kl.name) {
+			size_t n = strlen(kl.name);
+
+			f.name = kl.name;
+			f.name_len = (uint8_t)(n > RAWSTACK_MAX_NAME ? RAWSTACK_MAX_NAME : n);
+		}
+		rawstack_push(&b, &f);
+	}
+	for (uint32_t i = 0; i < d->n_user; i++) {
+		struct rawframe f = { .kind = d->user[i].has_file ? RAW_USER_FILE : RAW_USER_ANON,
+				      .address = d->user[i].addr };
+
+		if (d->user[i].has_file)
+			memcpy(f.file_id, d->user[i].id.bytes, FILEID_LEN);
+		rawstack_push(&b, &f);
+	}
+	if (rawstack_end(&b, &d->raw, &d->raw_len) < 0) {
+		d->raw = NULL;
+		d->raw_len = 0;
+		log_debug("no raw stack (out of memory); exports skip this stack");
+	}
+}
+
 /* Symbolizes d into d->text and stores its waiting samples. */
 static void stack_resolve(struct session *s, struct stackdef *d)
 {
@@ -465,18 +544,15 @@ static void stack_resolve(struct session *s, struct stackdef *d)
 		d->text = NULL;
 		log_warn("out of memory symbolizing a stack, dropping its samples");
 	}
+	build_raw(s, d);
 	s->n_frames_held -= d->n_kernel + d->n_user;
 	free(d->kernel);
 	free(d->user);
 	d->kernel = NULL;
 	d->user = NULL;
 	d->n_kernel = d->n_user = 0;
-	for (size_t i = 0; i < d->n_samples && d->text; i++) {
-		const struct pending_sample *p = &d->samples[i];
-
-		if (profile_add(s->svc->profile, p->unix_s, p->pid, p->comm, d->text, p->count) < 0)
-			log_debug("profile_add failed");
-	}
+	for (size_t i = 0; i < d->n_samples && d->text; i++)
+		emit(s, d, &d->samples[i]);
 	s->n_pending_samples -= d->n_samples;
 	free(d->samples);
 	d->samples = NULL;
@@ -545,6 +621,7 @@ static int on_hello(struct session *s, const Sonde__V1__Hello *h)
 	}
 	s->hello = true;
 	snprintf(s->hostname, sizeof(s->hostname), "%.100s", h->hostname ? h->hostname : "");
+	s->frequency_hz = h->frequency_hz;
 	for (char *p = s->hostname; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = '?';
@@ -627,6 +704,8 @@ static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
 		p->pid = u->pid;
 	}
 	snprintf(p->comm, sizeof(p->comm), "%s", u->comm ? u->comm : "");
+	if (!u->cgroup || !export_container_id(u->cgroup, p->container_id))
+		p->container_id[0] = '\0';
 	free(p->exe);
 	p->exe = u->exe_path && *u->exe_path ? strdup(u->exe_path) : NULL;
 	if (u->n_mappings) {
@@ -814,7 +893,8 @@ static int add_sample(struct session *s, const Sonde__V1__SampleCount *sc)
 	struct stackdef *d = hmap_get_u64(s->stacks, sc->stack_id);
 	const struct process *p;
 	const char *comm = sc->comm;
-	uint64_t now = (uint64_t)time(NULL), unix_s;
+	uint64_t now_ns = (uint64_t)time(NULL) * 1000000000ull;
+	struct pending_sample ps = { .pid = sc->pid, .tid = sc->tid, .count = sc->count };
 
 	if (!d) {
 		session_fail(s, RPC_INVALID_ARGUMENT, "SampleCount for an unknown stack id");
@@ -824,17 +904,23 @@ static int add_sample(struct session *s, const Sonde__V1__SampleCount *sc)
 		return 0;
 	s->svc->samples_received += sc->count;
 	count_outcome(s, d->outcome, sc);
-	unix_s = sc->first_unix_ns ? sc->first_unix_ns / 1000000000ull : now;
-	if (unix_s > now + 300)
-		unix_s = now; /* a sensor clock far ahead would outlive retention */
+	ps.first_ns = sc->first_unix_ns ? sc->first_unix_ns : now_ns;
+	/* A sensor clock far ahead would outlive retention. */
+	if (ps.first_ns > now_ns + 300000000000ull)
+		ps.first_ns = now_ns;
+	ps.last_ns = sc->last_unix_ns >= ps.first_ns && sc->last_unix_ns <= now_ns + 300000000000ull
+			     ? sc->last_unix_ns
+			     : ps.first_ns;
 	if (!comm || !*comm) {
 		p = hmap_get_u64(s->procs, sc->pid);
 		comm = p && p->comm[0] ? p->comm : "[unknown]";
 	}
-	if (d->text)
-		return profile_add(s->svc->profile, unix_s, sc->pid, comm, d->text, sc->count) < 0
-			       ? 0 /* the store logs at debug level; not the sensor's fault */
-			       : 0;
+	snprintf(ps.comm, sizeof(ps.comm), "%s", comm);
+	if (d->text) {
+		/* The store logs its failures at debug level: not the sensor's fault. */
+		emit(s, d, &ps);
+		return 0;
+	}
 	if (d->n_samples == d->cap_samples) {
 		size_t cap = d->cap_samples ? d->cap_samples * 2 : 4;
 		struct pending_sample *ns = realloc(d->samples, cap * sizeof(*ns));
@@ -846,11 +932,7 @@ static int add_sample(struct session *s, const Sonde__V1__SampleCount *sc)
 		d->samples = ns;
 		d->cap_samples = cap;
 	}
-	d->samples[d->n_samples].unix_s = unix_s;
-	d->samples[d->n_samples].pid = sc->pid;
-	d->samples[d->n_samples].count = sc->count;
-	snprintf(d->samples[d->n_samples].comm, COMM_MAX + 1, "%s", comm);
-	d->n_samples++;
+	d->samples[d->n_samples++] = ps;
 	s->n_pending_samples++;
 	while (s->n_pending_samples > SESSION_MAX_PENDING_SAMPLES && s->pend_head)
 		resolve_oldest(s);

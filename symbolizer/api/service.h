@@ -123,6 +123,11 @@ enum file_state {
 enum file_state service_file_state(struct service *svc, const struct fileid *id, bool start,
 				   const struct symtab **ret_symtab, const char **ret_error);
 
+struct export_sample;
+/* Hands samples just stored to the exporters (OTLP), if any are
+ * configured. s and what it points to are borrowed for the call. */
+void service_export(struct service *svc, const struct export_sample *s);
+
 /* ---- ingest.c ---- */
 void ingest_on_open(struct rpc_call *call, void *ctx);
 void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx);

@@ -99,9 +99,24 @@ static const char schema_v3[] =
 	" idx BLOB"
 	") WITHOUT ROWID;";
 
+/* Profiles keep the raw stack (export/rawstack.h) next to its folded
+ * text, and the thread: exports symbolize each frame with lines and
+ * label samples by thread. Stored profiles are recent data: the old
+ * tables are dropped, not converted. */
+static const char schema_v4[] =
+	"DROP TABLE samples;"
+	"DROP TABLE stacks;"
+	"CREATE TABLE stacks (id INTEGER PRIMARY KEY, text TEXT NOT NULL, raw BLOB NOT NULL,"
+	" UNIQUE (text, raw));"
+	"CREATE TABLE samples ("
+	" minute INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,"
+	" stack_id INTEGER NOT NULL, count INTEGER NOT NULL,"
+	" PRIMARY KEY (minute, pid, tid, stack_id)) WITHOUT ROWID;";
+
 /* Migrations from version i to i + 1 go here as they appear; index 0
  * creates the schema in an empty database. */
-static const char *const migrations[CACHE_SCHEMA_VERSION] = { schema_v1, schema_v2, schema_v3 };
+static const char *const migrations[CACHE_SCHEMA_VERSION] = { schema_v1, schema_v2, schema_v3,
+									 schema_v4 };
 
 static int sqlite_to_errno(int rc)
 {

@@ -21,8 +21,9 @@
 #include "line_index.h"
 
 /* 2: the unwind table, a second product per file (table unwind).
- * 3: the source index (line_index.h), a third product (table lines). */
-#define CACHE_SCHEMA_VERSION 3
+ * 3: the source index (line_index.h), a third product (table lines).
+ * 4: profiles keep raw stacks and thread IDs (stacks.raw, samples.tid). */
+#define CACHE_SCHEMA_VERSION 4
 
 struct cache;
 

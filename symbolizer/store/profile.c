@@ -1,7 +1,7 @@
 /* profile.c - the recent-profile store (see profile.h).
  *
- * Stacks are interned in stacks(text) and counted in samples(minute, pid,
- * stack_id). Top is computed here from the per-stack sums of the window:
+ * Stacks are interned in stacks(text, raw) and counted in samples(minute,
+ * pid, tid, stack_id). Top is computed here from the per-stack sums of the window:
  * SQL cannot split the folded text, and the number of distinct stacks in
  * a window is small next to the number of samples.
  */
@@ -16,9 +16,9 @@
 
 struct batch_key {
 	uint64_t minute;
-	uint32_t pid;
-	uint32_t pad;
-	/* followed by the stack text, not NUL-terminated */
+	uint32_t pid, tid;
+	uint32_t text_len, pad;
+	/* followed by the stack text (not NUL-terminated), then the raw stack */
 };
 
 struct profile_store {
@@ -27,6 +27,7 @@ struct profile_store {
 	unsigned retention_minutes;
 	struct hmap *batch; /* batch_key + text -> uint64_t *count */
 	sqlite3_stmt *st_stack_get, *st_stack_put, *st_sample, *st_total, *st_folded, *st_sums;
+	sqlite3_stmt *st_rows;
 	sqlite3_stmt *st_expire_samples, *st_expire_stacks;
 	char *keybuf;
 	size_t keycap;
@@ -119,11 +120,12 @@ struct profile_store *profile_new(struct cache *c, unsigned retention_minutes)
 	p->batch = hmap_new();
 	if (!p->batch)
 		goto fail;
-	if (prep(p->db, "SELECT id FROM stacks WHERE text = ?1", &p->st_stack_get) < 0 ||
-	    prep(p->db, "INSERT INTO stacks (text) VALUES (?1)", &p->st_stack_put) < 0 ||
+	if (prep(p->db, "SELECT id FROM stacks WHERE text = ?1 AND raw = ?2", &p->st_stack_get) < 0 ||
+	    prep(p->db, "INSERT INTO stacks (text, raw) VALUES (?1, ?2)", &p->st_stack_put) < 0 ||
 	    prep(p->db,
-		 "INSERT INTO samples (minute, pid, stack_id, count) VALUES (?1, ?2, ?3, ?4)"
-		 " ON CONFLICT (minute, pid, stack_id) DO UPDATE SET count = count + excluded.count",
+		 "INSERT INTO samples (minute, pid, tid, stack_id, count) VALUES (?1, ?2, ?3, ?4, ?5)"
+		 " ON CONFLICT (minute, pid, tid, stack_id)"
+		 " DO UPDATE SET count = count + excluded.count",
 		 &p->st_sample) < 0 ||
 	    prep(p->db,
 		 "SELECT COALESCE(SUM(count), 0) FROM samples"
@@ -133,8 +135,13 @@ struct profile_store *profile_new(struct cache *c, unsigned retention_minutes)
 		 "SELECT st.text, SUM(s.count) AS n, MIN(s.pid), MAX(s.pid)"
 		 " FROM samples s JOIN stacks st ON st.id = s.stack_id"
 		 " WHERE s.minute >= ?1 AND s.minute < ?2 AND (?3 = 0 OR s.pid = ?3)"
-		 " GROUP BY s.stack_id ORDER BY n DESC, st.text LIMIT ?4",
+		 " GROUP BY st.text ORDER BY n DESC, st.text LIMIT ?4",
 		 &p->st_folded) < 0 ||
+	    prep(p->db,
+		 "SELECT s.minute, s.pid, s.tid, st.text, st.raw, s.count"
+		 " FROM samples s JOIN stacks st ON st.id = s.stack_id"
+		 " WHERE s.minute >= ?1 AND s.minute < ?2 AND (?3 = 0 OR s.pid = ?3)",
+		 &p->st_rows) < 0 ||
 	    prep(p->db,
 		 "SELECT st.text, SUM(s.count) FROM samples s JOIN stacks st ON st.id = s.stack_id"
 		 " WHERE s.minute >= ?1 AND s.minute < ?2 AND (?3 = 0 OR s.pid = ?3)"
@@ -164,27 +171,28 @@ void profile_free(struct profile_store *p)
 	sqlite3_finalize(p->st_total);
 	sqlite3_finalize(p->st_folded);
 	sqlite3_finalize(p->st_sums);
+	sqlite3_finalize(p->st_rows);
 	sqlite3_finalize(p->st_expire_samples);
 	sqlite3_finalize(p->st_expire_stacks);
 	free(p->keybuf);
 	free(p);
 }
 
-int profile_add(struct profile_store *p, uint64_t unix_s, uint32_t pid, const char *comm,
-		const char *frames, uint64_t count)
+int profile_add(struct profile_store *p, const struct profile_sample *smp)
 {
 	struct folded f = { 0 };
-	struct batch_key k = { .minute = unix_s / 60, .pid = pid };
-	size_t flen = frames ? strlen(frames) : 0, klen;
+	struct batch_key k = { .minute = smp->unix_s / 60, .pid = smp->pid, .tid = smp->tid };
+	size_t flen = smp->frames ? strlen(smp->frames) : 0, klen;
 	uint64_t *cnt;
 	int r;
 
-	if (count == 0)
+	if (smp->count == 0)
 		return 0;
-	r = folded_push(&f, comm, false);
+	r = folded_push(&f, smp->comm, false);
 	if (r < 0)
 		goto cleanup;
-	klen = sizeof(k) + f.len + (flen ? 1 + flen : 0);
+	k.text_len = (uint32_t)(f.len + (flen ? 1 + flen : 0));
+	klen = sizeof(k) + k.text_len + smp->raw_len;
 	if (klen > p->keycap) {
 		char *nb = realloc(p->keybuf, klen);
 
@@ -199,18 +207,20 @@ int profile_add(struct profile_store *p, uint64_t unix_s, uint32_t pid, const ch
 	memcpy(p->keybuf + sizeof(k), f.buf, f.len);
 	if (flen) {
 		p->keybuf[sizeof(k) + f.len] = ';';
-		memcpy(p->keybuf + sizeof(k) + f.len + 1, frames, flen);
+		memcpy(p->keybuf + sizeof(k) + f.len + 1, smp->frames, flen);
 	}
+	if (smp->raw_len)
+		memcpy(p->keybuf + sizeof(k) + k.text_len, smp->raw, smp->raw_len);
 	cnt = hmap_get(p->batch, p->keybuf, klen);
 	if (cnt) {
-		*cnt += count;
+		*cnt += smp->count;
 	} else {
 		cnt = malloc(sizeof(*cnt));
 		if (!cnt) {
 			r = -ENOMEM;
 			goto cleanup;
 		}
-		*cnt = count;
+		*cnt = smp->count;
 		r = hmap_put(p->batch, p->keybuf, klen, cnt, NULL);
 		if (r < 0) {
 			free(cnt);
@@ -225,11 +235,13 @@ cleanup:
 	return r;
 }
 
-static int stack_id(struct profile_store *p, const char *text, size_t len, int64_t *ret)
+static int stack_id(struct profile_store *p, const char *text, size_t len, const void *raw,
+		    size_t raw_len, int64_t *ret)
 {
 	int rc, r = 0;
 
 	sqlite3_bind_text(p->st_stack_get, 1, text, (int)len, SQLITE_STATIC);
+	sqlite3_bind_blob(p->st_stack_get, 2, raw ? raw : "", (int)raw_len, SQLITE_STATIC);
 	rc = sqlite3_step(p->st_stack_get);
 	if (rc == SQLITE_ROW) {
 		*ret = sqlite3_column_int64(p->st_stack_get, 0);
@@ -238,6 +250,7 @@ static int stack_id(struct profile_store *p, const char *text, size_t len, int64
 	}
 	sqlite3_reset(p->st_stack_get);
 	sqlite3_bind_text(p->st_stack_put, 1, text, (int)len, SQLITE_STATIC);
+	sqlite3_bind_blob(p->st_stack_put, 2, raw ? raw : "", (int)raw_len, SQLITE_STATIC);
 	rc = sqlite3_step(p->st_stack_put);
 	if (rc == SQLITE_DONE)
 		*ret = sqlite3_last_insert_rowid(p->db);
@@ -268,13 +281,15 @@ int profile_flush(struct profile_store *p)
 		int64_t id;
 
 		memcpy(&k, key, sizeof(k));
-		r = stack_id(p, text, klen - sizeof(k), &id);
+		r = stack_id(p, text, k.text_len, text + k.text_len, klen - sizeof(k) - k.text_len,
+			     &id);
 		if (r < 0)
 			break;
 		sqlite3_bind_int64(p->st_sample, 1, (int64_t)k.minute);
 		sqlite3_bind_int64(p->st_sample, 2, k.pid);
-		sqlite3_bind_int64(p->st_sample, 3, id);
-		sqlite3_bind_int64(p->st_sample, 4, (int64_t) * (uint64_t *)val);
+		sqlite3_bind_int64(p->st_sample, 3, k.tid);
+		sqlite3_bind_int64(p->st_sample, 4, id);
+		sqlite3_bind_int64(p->st_sample, 5, (int64_t) * (uint64_t *)val);
 		if (sqlite3_step(p->st_sample) != SQLITE_DONE)
 			r = -EIO;
 		sqlite3_reset(p->st_sample);
@@ -502,5 +517,42 @@ int profile_folded(struct profile_store *p, const struct profile_query *q, struc
 	r = 0;
 cleanup:
 	sqlite3_reset(p->st_folded);
+	return r;
+}
+
+int profile_rows(struct profile_store *p, const struct profile_query *q,
+		 int (*fn)(const struct profile_row *row, void *ctx), void *ctx)
+{
+	char comm[PROFILE_MAX_NAME + 1];
+	int r = 0, rc;
+
+	profile_flush(p);
+	bind_window(p->st_rows, q);
+	while ((rc = sqlite3_step(p->st_rows)) == SQLITE_ROW) {
+		const char *text = (const char *)sqlite3_column_text(p->st_rows, 3);
+		const char *semi = text ? strchr(text, ';') : NULL;
+		size_t clen = text ? (semi ? (size_t)(semi - text) : strlen(text)) : 0;
+		struct profile_row row = {
+			.minute = (uint64_t)sqlite3_column_int64(p->st_rows, 0),
+			.pid = (uint32_t)sqlite3_column_int64(p->st_rows, 1),
+			.tid = (uint32_t)sqlite3_column_int64(p->st_rows, 2),
+			.comm = comm,
+			.raw = sqlite3_column_blob(p->st_rows, 4),
+			.raw_len = (size_t)sqlite3_column_bytes(p->st_rows, 4),
+			.count = (uint64_t)sqlite3_column_int64(p->st_rows, 5),
+		};
+
+		/* The comm is the folded text's first frame. */
+		if (clen > PROFILE_MAX_NAME)
+			clen = PROFILE_MAX_NAME;
+		memcpy(comm, text ? text : "", clen);
+		comm[clen] = '\0';
+		r = fn(&row, ctx);
+		if (r)
+			break;
+	}
+	if (!r && rc != SQLITE_DONE)
+		r = -EIO;
+	sqlite3_reset(p->st_rows);
 	return r;
 }

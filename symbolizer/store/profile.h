@@ -1,6 +1,6 @@
 /* profile.h - recent profiles: symbolized stacks as folded text
- * ("comm;root;...;leaf", kernel frames suffixed "_[k]"), counted per
- * minute, process and stack. Lives in the cache database (tables stacks
+ * ("comm;root;...;leaf", kernel frames suffixed "_[k]") with the raw
+ * stack they came from, counted per minute, process, thread and stack. Lives in the cache database (tables stacks
  * and samples, see cache.c), so one file holds all symbolizer state.
  *
  * Samples are aggregated in memory and written in one transaction per
@@ -42,11 +42,19 @@ struct profile_store *profile_new(struct cache *c, unsigned retention_minutes);
 /* Flushes, then frees. Accepts NULL. */
 void profile_free(struct profile_store *p);
 
-/* Adds count samples of stack frames (folded text without the comm, as
- * built by folded_push; may be "") for pid at time unix_s. comm is
- * sanitised here. Returns 0 or -ENOMEM. */
-int profile_add(struct profile_store *p, uint64_t unix_s, uint32_t pid, const char *comm,
-		const char *frames, uint64_t count);
+/* count samples of one stack by thread tid of pid at time unix_s. */
+struct profile_sample {
+	uint64_t unix_s;
+	uint32_t pid, tid;
+	const char *comm;   /* thread name; sanitised here */
+	const char *frames; /* folded text without the comm (folded_push); may be "" */
+	const void *raw;    /* the raw stack (export/rawstack.h); may be NULL */
+	size_t raw_len;
+	uint64_t count;
+};
+
+/* Adds smp (borrowed). Returns 0 or -ENOMEM. */
+int profile_add(struct profile_store *p, const struct profile_sample *smp);
 /* Writes the pending rows in one transaction. Returns 0 or a negative
  * errno (the rows are then dropped, logged at debug level). */
 int profile_flush(struct profile_store *p);

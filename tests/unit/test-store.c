@@ -228,6 +228,37 @@ static const struct profile_top_entry *find_top(const struct profile_top_entry *
 	return NULL;
 }
 
+/* One batch of samples by thread tid (raw: a fake raw stack; NULL: none). */
+static int add(struct profile_store *p, uint64_t unix_s, uint32_t pid, uint32_t tid,
+	       const char *comm, const char *frames, const char *raw, uint64_t count)
+{
+	struct profile_sample smp = {
+		.unix_s = unix_s, .pid = pid, .tid = tid, .comm = comm, .frames = frames,
+		.raw = raw, .raw_len = raw ? strlen(raw) : 0, .count = count,
+	};
+
+	return profile_add(p, &smp);
+}
+
+struct rows_seen {
+	uint64_t total, tid7, raw_b;
+	size_t rows;
+};
+
+static int count_row(const struct profile_row *row, void *ctx)
+{
+	struct rows_seen *seen = ctx;
+
+	seen->rows++;
+	seen->total += row->count;
+	if (row->tid == 7)
+		seen->tid7 += row->count;
+	if (row->raw_len == 1 && !memcmp(row->raw, "b", 1))
+		seen->raw_b += row->count;
+	assert_string_equal(row->comm, "app:x");
+	return 0;
+}
+
 static void test_profile(void **state)
 {
 	struct cache *c = NULL;
@@ -245,12 +276,12 @@ static void test_profile(void **state)
 	assert_non_null(p);
 	/* pid 1: main;f;g x5 (twice in one minute), main;f x2; recursion
 	 * main;f;f x1; pid 2: main;h x4 a few minutes later. */
-	assert_int_equal(profile_add(p, t0, 1, "app;x", "main;f;g", 3), 0);
-	assert_int_equal(profile_add(p, t0 + 1, 1, "app;x", "main;f;g", 2), 0);
-	assert_int_equal(profile_add(p, t0, 1, "app;x", "main;f", 2), 0);
-	assert_int_equal(profile_add(p, t0, 1, "app;x", "main;f;f", 1), 0);
+	assert_int_equal(add(p, t0, 1, 1, "app;x", "main;f;g", NULL, 3), 0);
+	assert_int_equal(add(p, t0 + 1, 1, 1, "app;x", "main;f;g", NULL, 2), 0);
+	assert_int_equal(add(p, t0, 1, 1, "app;x", "main;f", NULL, 2), 0);
+	assert_int_equal(add(p, t0, 1, 1, "app;x", "main;f;f", NULL, 1), 0);
 	assert_int_equal(profile_flush(p), 0);
-	assert_int_equal(profile_add(p, t0 + 300, 2, "other", "main;h", 4), 0);
+	assert_int_equal(add(p, t0 + 300, 2, 2, "other", "main;h", NULL, 4), 0);
 
 	assert_int_equal(profile_top(p, &all, a, &top, &n, &total), 0);
 	assert_int_equal(total, 12);
@@ -290,11 +321,30 @@ static void test_profile(void **state)
 	assert_int_equal(total, 0);
 	assert_int_equal(n, 0);
 
+	/* Raw stacks and threads: one folded text from two raw stacks and
+	 * two threads stays one folded stack, but rows keep them apart. */
+	struct profile_query w4 = { .since_s = t0 + 1200, .pid = 3 };
+	struct rows_seen seen = { 0 };
+	assert_int_equal(add(p, t0 + 1200, 3, 7, "app;x", "main;k", "a", 2), 0);
+	assert_int_equal(add(p, t0 + 1200, 3, 8, "app;x", "main;k", "b", 3), 0);
+	assert_int_equal(add(p, t0 + 1201, 3, 7, "app;x", "main;k", "a", 1), 0);
+	assert_int_equal(profile_folded(p, &w4, a, &st, &n, &total), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(st[0].count, 6);
+	assert_int_equal(profile_rows(p, &w4, count_row, &seen), 0);
+	assert_int_equal(seen.rows, 2);
+	assert_int_equal(seen.total, 6);
+	assert_int_equal(seen.tid7, 3);
+	assert_int_equal(seen.raw_b, 3);
+
 	/* Retention: 60 minutes after pid 2's minute only nothing is left. */
 	assert_int_equal(profile_expire(p, t0 + 300 + 60 * 60 - 60), 0);
 	assert_int_equal(profile_folded(p, &all, a, &st, &n, &total), 0);
-	assert_int_equal(total, 4);
+	assert_int_equal(total, 4 + 6);
 	assert_int_equal(profile_expire(p, t0 + 300 + 61 * 60), 0);
+	assert_int_equal(profile_folded(p, &all, a, &st, &n, &total), 0);
+	assert_int_equal(total, 6);
+	assert_int_equal(profile_expire(p, t0 + 1200 + 61 * 60), 0);
 	assert_int_equal(profile_folded(p, &all, a, &st, &n, &total), 0);
 	assert_int_equal(total, 0);
 	profile_free(p);
@@ -314,7 +364,7 @@ static void test_profile_survives_reopen(void **state)
 
 	assert_int_equal(cache_open(db_path, NULL, &c), 0);
 	p = profile_new(c, 60);
-	assert_int_equal(profile_add(p, 1700000000, 9, "c", "x", 1), 0);
+	assert_int_equal(add(p, 1700000000, 9, 9, "c", "x", NULL, 1), 0);
 	profile_free(p); /* flushes */
 	cache_close(c);
 	c = NULL;
