@@ -68,6 +68,14 @@ int cli_parse_query_opts(int argc, char **argv, const char *help, struct cli_que
 int cli_write_flamegraph_file(const char *path, const Sonde__V1__FoldedResponse *folded,
 			      const char *title);
 
+/* A long `sonde record`'s progress line on a terminal (progress.c):
+ * start, then tick as often as convenient (it redraws once a second, from
+ * the symbolizer's Status), then end (erases the line). No-ops when
+ * standard error is not a terminal. */
+void cli_progress_start(void);
+void cli_progress_tick(const char *address);
+void cli_progress_end(void);
+
 int cmd_record(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_top(int argc, char **argv);

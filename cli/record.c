@@ -189,6 +189,9 @@ static pid_t spawn(char *const argv[], bool quiet)
 			int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 			if (fd >= 0)
 				dup2(fd, STDOUT_FILENO);
+			/* Warnings and errors only: a recording is quiet unless
+			 * something goes wrong (-v shows everything). */
+			setenv("SONDE_LOG_LEVEL", "warning", 1);
 		}
 		execv(argv[0], argv);
 		fprintf(stderr, "sonde record: cannot run %s: %s\n", argv[0], strerror(errno));
@@ -463,16 +466,23 @@ int cmd_record(int argc, char **argv)
 		close(go_fd);
 		go_fd = -1;
 		/* CMD runs until it exits; -d, if given, only limits profiling. */
+		cli_progress_start();
 		while (!(child_done = child_exited(child, &child_status)) &&
-		       (!env.seconds || now_ms() < deadline))
+		       (!env.seconds || now_ms() < deadline)) {
 			sleep_ms(20);
+			cli_progress_tick(address);
+		}
 	} else {
 		if (isatty(STDERR_FILENO))
 			fprintf(stderr, "sonde record: profiling for %u s (Ctrl-C to stop early)\n",
 				env.seconds ? env.seconds : RECORD_DEFAULT_SECONDS);
-		while (!interrupted && now_ms() < deadline)
+		cli_progress_start();
+		while (!interrupted && now_ms() < deadline) {
 			sleep_ms(50);
+			cli_progress_tick(address);
+		}
 	}
+	cli_progress_end();
 
 	r = stop_child(sensor, RECORD_STOP_TIMEOUT_MS);
 	sensor = -1;

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -24,9 +25,20 @@ static const char *const level_names[] = {
 
 void log_init(const char *program, enum log_level level)
 {
+	const char *env = getenv("SONDE_LOG_LEVEL");
+
 	if (program)
 		log_program = program;
 	log_max_level = level;
+	/* $SONDE_LOG_LEVEL lowers or raises the default (sonde record runs
+	 * the services at "warning"); an explicit debug level still wins. */
+	if (!env || level == LOG_LEVEL_DEBUG)
+		return;
+	for (int l = LOG_LEVEL_ERROR; l <= LOG_LEVEL_DEBUG; l++)
+		if (!strcmp(env, level_names[l]))
+			log_max_level = (enum log_level)l;
+	if (!strcmp(env, "warn"))
+		log_max_level = LOG_LEVEL_WARN;
 }
 
 void log_emit(enum log_level level, const char *func, int err, const char *fmt, ...)

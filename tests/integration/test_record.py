@@ -1,6 +1,7 @@
 """sonde record on the test workload, compared with perf record -g on the
 same workload in the same test."""
 import collections
+import re
 import subprocess
 
 import pytest
@@ -102,3 +103,21 @@ def test_record_help_and_bad_arguments():
     assert bad.returncode == 2 and "-F" in bad.stderr
     none = subprocess.run([str(SONDE), "record"], capture_output=True, text=True)
     assert none.returncode == 2 and "--all" in none.stderr
+
+
+def test_record_progress_only_on_a_terminal(recorded):
+    # Not a terminal (the fixture's pipes): no progress line at all.
+    proc, _ = recorded
+    assert "\r" not in proc.stderr and "samples  " not in proc.stderr, proc.stderr[-2000:]
+    # On a terminal (script(1) gives it a pty): the line is redrawn in
+    # place with the samples so far, and erased at the end.
+    tmp = make_tmp()
+    cmd = f"{SONDE} record -F 99 -o {tmp / 'p.folded'} -- {WORKLOAD} 3"
+    p = subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True,
+                       timeout=120, env={"TERM": "xterm", "PATH": "/usr/bin:/bin"})
+    out = p.stdout.decode(errors="replace")  # bytes: text mode would turn \r into \n
+    assert p.returncode == 0, out[-2000:]
+    counts = [int(n) for n in re.findall(r"\r\x1b\[Ksonde record: \d+:\d\d  (\d+) samples  0 lost", out)]
+    assert len(counts) >= 2 and counts[-1] > 0 and counts == sorted(counts), repr(out[-2000:])
+    # The services say nothing on a good run (only warnings would show).
+    assert "info:" not in out, out[-2000:]
