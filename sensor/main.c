@@ -53,8 +53,13 @@
 #define RESCAN_INTERVAL_NS 10000000ull
 /* Samples are resolved against /proc/PID/maps when drained, so a drain
  * must come while a short-lived process still exists: the ring's own
- * wakeups (wakeup_bytes) are too rare for that. */
+ * wakeups (wakeup_bytes) are too rare for that. Processes are short-lived
+ * only where processes are being made: for EVENTS_BUSY_NS after a fork,
+ * exec or exit the ring is drained every EVENTS_DRAIN_MS; otherwise at the
+ * flush timer (each wakeup costs tens of microseconds on a VM, which was
+ * most of the sensor's CPU at 10 a second). */
 #define EVENTS_DRAIN_MS 100
+#define EVENTS_BUSY_NS 2000000000ull
 /* After exec, ld.so maps the libraries within the first milliseconds;
  * the exec-time scan sees none of them. These rescans pick them up before
  * most of the process's first samples (neither kprobes nor fentry can be
@@ -110,6 +115,7 @@ static struct sensor {
 		uint64_t due_ns; /* CLOCK_MONOTONIC */
 	} young[YOUNG_MAX];
 	size_t n_young;
+	uint64_t last_proc_event_ns; /* CLOCK_MONOTONIC */
 } S;
 
 static const char usage[] =
@@ -381,6 +387,7 @@ static void on_proc(const struct sonde_proc_event *ev, void *ctx)
 {
 	int r;
 
+	S.last_proc_event_ns = clock_ns(CLOCK_MONOTONIC);
 	switch (ev->type) {
 	case SONDE_REC_FORK:
 	case SONDE_REC_EXEC:
@@ -972,9 +979,12 @@ int main(int argc, char **argv)
 			{.fd = sfd, .events = POLLIN},
 			{.fd = tfd, .events = POLLIN},
 		};
-		int timeout = EVENTS_DRAIN_MS;
+		/* -1: until the flush timer, a signal or a full quarter ring. */
+		bool busy = S.n_young || uplink_generation(S.uplink) != S.sent_gen ||
+			    clock_ns(CLOCK_MONOTONIC) - S.last_proc_event_ns < EVENTS_BUSY_NS;
+		int timeout = busy ? EVENTS_DRAIN_MS : -1;
 
-		if (young_wait >= 0 && young_wait < timeout)
+		if (young_wait >= 0 && (timeout < 0 || young_wait < timeout))
 			timeout = young_wait;
 		if (end_ns) {
 			uint64_t now = clock_ns(CLOCK_MONOTONIC);
@@ -983,7 +993,7 @@ int main(int argc, char **argv)
 				log_info("--duration elapsed, stopping");
 				break;
 			}
-			if ((end_ns - now) / 1000000 < (uint64_t)timeout)
+			if (timeout < 0 || (end_ns - now) / 1000000 < (uint64_t)timeout)
 				timeout = (int)((end_ns - now) / 1000000) + 1;
 		}
 		if (poll(pfd, 3, timeout) < 0) {
