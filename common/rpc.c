@@ -976,7 +976,7 @@ struct rpc_server *rpc_server_new(const struct rpc_method *methods, size_t n_met
 	pthread_condattr_t cattr;
 	struct rpc_server *s = NULL;
 	grpc_channel_args args;
-	grpc_arg arg[1];
+	grpc_arg arg[2];
 	size_t max_msg;
 
 	if (!methods && n_methods > 0) {
@@ -1046,7 +1046,13 @@ struct rpc_server *rpc_server_new(const struct rpc_method *methods, size_t n_met
 	arg[0].type = GRPC_ARG_INTEGER;
 	arg[0].key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
 	arg[0].value.integer = (int)max_msg;
-	args.num_args = 1;
+	/* No bandwidth-delay probes: each is a PING and a wakeup on both
+	 * sides per burst of data, for window tuning a sensor stream does not
+	 * need (it sends a batch a second). */
+	arg[1].type = GRPC_ARG_INTEGER;
+	arg[1].key = GRPC_ARG_HTTP2_BDP_PROBE;
+	arg[1].value.integer = 0;
+	args.num_args = 2;
 	args.args = arg;
 
 	s->cq = grpc_completion_queue_create_for_next(NULL);
@@ -1602,7 +1608,7 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
 	grpc_channel_credentials *creds = NULL;
 	struct rpc_channel *ch = NULL;
 	grpc_channel_args args;
-	grpc_arg arg[5];
+	grpc_arg arg[6];
 	char *gtarget = NULL;
 	size_t max_msg;
 	int rmin, rmax;
@@ -1642,7 +1648,11 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
 	arg[3].type = GRPC_ARG_INTEGER;
 	arg[3].key = GRPC_ARG_MAX_RECONNECT_BACKOFF_MS;
 	arg[3].value.integer = rmax;
-	args.num_args = 4;
+	/* No bandwidth-delay probes (see rpc_server_new). */
+	arg[4].type = GRPC_ARG_INTEGER;
+	arg[4].key = GRPC_ARG_HTTP2_BDP_PROBE;
+	arg[4].value.integer = 0;
+	args.num_args = 5;
 	args.args = arg;
 
 	if (client_tls.on && strncmp(target, "tcp:", 4) == 0) {
@@ -1651,10 +1661,10 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
 		creds = grpc_ssl_credentials_create_ex(client_tls.ca,
 						       client_tls.cert ? &pair : NULL, NULL, NULL);
 		if (client_tls.server_name) {
-			arg[4].type = GRPC_ARG_STRING;
-			arg[4].key = GRPC_SSL_TARGET_NAME_OVERRIDE_ARG;
-			arg[4].value.string = client_tls.server_name;
-			args.num_args = 5;
+			arg[5].type = GRPC_ARG_STRING;
+			arg[5].key = GRPC_SSL_TARGET_NAME_OVERRIDE_ARG;
+			arg[5].value.string = client_tls.server_name;
+			args.num_args = 6;
 		}
 	} else {
 		creds = grpc_insecure_credentials_create();
