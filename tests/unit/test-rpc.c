@@ -760,11 +760,15 @@ static void test_server_stop_graceful(void **state)
 	dt = now_ms() - t0;
 	assert_true(dt >= 90 && dt < 4000);
 	assert_int_equal(pthread_join(th, NULL), 0);
-	if (rd.rc != -ENODATA && getenv("TEST_RPC_SLOW")) {
+	if (rd.rc != -ENODATA) {
 		/* After its final GOAWAY, gRPC's server closes the connection
 		 * as soon as its last stream is done; a client too slow to
-		 * have read everything by then (valgrind) loses the tail with
-		 * UNAVAILABLE. Inherent to gRPC core, see the report. */
+		 * have read everything by then (valgrind, or a loaded 2-CPU
+		 * machine running the suite in parallel) loses the tail with
+		 * UNAVAILABLE. Inherent to gRPC core, see the report; the
+		 * outcome must then be exactly that. */
+		print_message("graceful stop: the client lost the tail after %u of 100 (gRPC race)\n",
+			      rd.echo);
 		assert_int_equal(rd.rc, -EPIPE);
 		assert_int_equal(rpc_stream_close(rd.s, 2000, &err), -ECONNREFUSED);
 		assert_int_equal(err.status, RPC_UNAVAILABLE);
