@@ -7,12 +7,16 @@ is checked by re-encoding the same ranges the way 3.10's compiler writes
 them (byte deltas up to 254, line deltas up to +-127, -128 for none): this
 tests the decoder against the documented format, not against a 3.10."""
 import glob
+import pathlib
+import shutil
 import subprocess
 import types
 
+import pytest
+
 from conftest import BUILD
 
-DUMP = BUILD / "tests" / "unit" / "cpython-lines-dump"
+DUMP = BUILD / "tests" / "unit" / "cpython-dump"
 
 
 def code_objects():
@@ -122,3 +126,64 @@ def test_damaged_tables_are_errors_not_guesses():
     ]
     out = run_dump(rows)
     assert all(line.startswith("error") for line in out), out
+
+
+# Where each layout field is, as a C expression gdb evaluates on a build
+# with DWARF.
+GDB_FIELDS = {
+    "runtime_interpreters_head": "&((_PyRuntimeState*)0)->interpreters.head",
+    "interp_threads_head": "&((PyInterpreterState*)0)->threads.head",
+    "tstate_next": "&((PyThreadState*)0)->next",
+    "tstate_native_thread_id": "&((PyThreadState*)0)->native_thread_id",
+    "tstate_cframe": "&((PyThreadState*)0)->cframe",
+    "cframe_current_frame": "&((_PyCFrame*)0)->current_frame",
+    "frame_code": "&((_PyInterpreterFrame*)0)->f_code",
+    "frame_previous": "&((_PyInterpreterFrame*)0)->previous",
+    "frame_prev_instr": "&((_PyInterpreterFrame*)0)->prev_instr",
+    "frame_owner": "&((_PyInterpreterFrame*)0)->owner",
+    "code_qualname": "&((PyCodeObject*)0)->co_qualname",
+    "code_filename": "&((PyCodeObject*)0)->co_filename",
+    "code_firstlineno": "&((PyCodeObject*)0)->co_firstlineno",
+    "code_linetable": "&((PyCodeObject*)0)->co_linetable",
+    "code_code_adaptive": "&((PyCodeObject*)0)->co_code_adaptive",
+    "ascii_data": "sizeof(PyASCIIObject)",
+    "bytes_data": "&((PyBytesObject*)0)->ob_sval",
+    "var_size": "&((PyVarObject*)0)->ob_size",
+}
+PYENV_LIBPYTHON = pathlib.Path("/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0")
+
+
+def test_layout_311_matches_the_dwarf_of_a_real_build():
+    if not PYENV_LIBPYTHON.exists() or not shutil.which("gdb"):
+        pytest.skip("no CPython 3.11 build with DWARF (pyenv) or no gdb here")
+    p = subprocess.run([str(DUMP), "--layout", "3", "11"], capture_output=True, text=True, check=True)
+    ours = dict((k, int(v)) for k, v in (l.split() for l in p.stdout.splitlines()))
+    assert set(ours) == set(GDB_FIELDS)
+    cmd = ["gdb", "-batch", "-nx", str(PYENV_LIBPYTHON)]
+    for expr in GDB_FIELDS.values():
+        cmd += ["-ex", f"p (int)({expr})"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+    theirs = [int(l.split("=")[1]) for l in out.splitlines() if l.startswith("$")]
+    assert len(theirs) == len(GDB_FIELDS), out[-2000:]
+    bad = {k: (ours[k], t) for k, t in zip(GDB_FIELDS, theirs) if ours[k] != t}
+    assert not bad, bad
+
+
+def test_version_from_interpreter_file_names():
+    want = {
+        "/usr/bin/python3.11": "3 11",
+        "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0": "3 11",
+        "libpython3.12.so": "3 12",
+        "python3.13t": "3 13",
+        "python3.10d": "3 10",
+        "/usr/bin/python3": "none",
+        "python3.11-config": "none",
+        "pythonx.y": "none",
+        "libpython3.so": "none",
+        "ruby3.1": "none",
+    }
+    for name, v in want.items():
+        p = subprocess.run([str(DUMP), "--name", name], capture_output=True, text=True, check=True)
+        assert p.stdout.strip() == v, (name, p.stdout)
+    p = subprocess.run([str(DUMP), "--layout", "3", "12"], capture_output=True, text=True, check=True)
+    assert p.stdout.strip() == "none"
