@@ -1097,6 +1097,14 @@ void ingest_tick(struct service *svc)
 	}
 }
 
+bool ingest_busy(struct service *svc)
+{
+	for (struct session *s = svc->sessions; s; s = s->next)
+		if (s->n_pending || s->tq_head || s->n_tables_waiting || s->half_closed)
+			return true;
+	return false;
+}
+
 void ingest_sum_counters(struct service *svc, struct sensor_counters *ret)
 {
 	*ret = svc->past;
