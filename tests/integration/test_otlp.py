@@ -7,6 +7,7 @@ sensor stops, the samples received equal the samples the symbolizer
 stored (its Top RPC over everything stored)."""
 import concurrent.futures
 import pathlib
+import shutil
 import socket
 import subprocess
 import sys
@@ -77,6 +78,63 @@ class Receiver:
     def snapshot(self):
         with self.lock:
             return list(self.requests)
+
+
+class CountingProxy:
+    """Forwards TCP connections to the receiver and counts the bytes the
+    symbolizer sends: with gzip they are far fewer than the protobuf bytes
+    the receiver decodes. A receiver that is down makes it close the
+    connection, as the receiver itself would."""
+
+    def __init__(self, upstream_port):
+        self.upstream = upstream_port
+        self.sent = 0
+        self.lock = threading.Lock()
+        self.lsock = socket.socket()
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(16)
+        self.port = self.lsock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _serve(self, c):
+        try:
+            u = socket.create_connection(("127.0.0.1", self.upstream), timeout=2)
+        except OSError:
+            c.close()
+            return
+        u.settimeout(None)
+        threading.Thread(target=self._pump, args=(u, c, False), daemon=True).start()
+        self._pump(c, u, True)
+
+    def _pump(self, src, dst, count):
+        try:
+            while True:
+                b = src.recv(65536)
+                if not b:
+                    break
+                if count:
+                    with self.lock:
+                        self.sent += len(b)
+                dst.sendall(b)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def close(self):
+        self.lsock.close()
 
 
 def free_port():
@@ -176,7 +234,8 @@ def test_otlp_export_backlog_and_totals():
     tmp = make_tmp()
     recv = Receiver(free_port())
     recv.start()
-    sym = Symbolizer(tmp, ["--otlp-endpoint", f"127.0.0.1:{recv.port}", "--otlp-insecure",
+    proxy = CountingProxy(recv.port)
+    sym = Symbolizer(tmp, ["--otlp-endpoint", f"127.0.0.1:{proxy.port}", "--otlp-insecure",
                            "--otlp-interval", "2"])
     work = subprocess.Popen([str(WORKLOAD), "60"])
     dd = subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=64k"],
@@ -209,6 +268,8 @@ def test_otlp_export_backlog_and_totals():
         time.sleep(20)
         assert sym.proc.poll() is None, sym.logtext()
         st_down = sym.status()
+        assert st_down.HasField("otlp") and st_down.otlp.backlog_requests >= 5, st_down.otlp
+        assert st_down.otlp.failures >= 1
         recv2 = Receiver(recv.port)
         recv2.requests = recv.snapshot()
         recv2.start()
@@ -235,9 +296,16 @@ def test_otlp_export_backlog_and_totals():
         reqs = recv.snapshot()
         for r_ in reqs:
             check_request(r_, work.pid)
-        print(f"OTLP: {len(reqs)} requests, {s} samples stored = received; "
-              f"status while down: {st_down}")
+        # gzip: the wire carried less than the messages decoded
+        payload = sum(r_.ByteSize() for r_ in reqs)
+        print(f"OTLP: {len(reqs)} requests, {s} samples stored = received, "
+              f"{payload} protobuf bytes, {proxy.sent} bytes on the wire; "
+              f"status while down: {st_down.otlp}")
+        # (uncompressed, the wire would carry more than the payload)
+        assert proxy.sent < payload * 0.8
         assert not recv.bad
+        st = sym.status().otlp
+        assert st.samples == s and st.dropped_samples == 0 and st.backlog_requests == 0, st
     finally:
         sensor.stop()
         for p in (work, dd):
@@ -245,5 +313,7 @@ def test_otlp_export_backlog_and_totals():
             p.wait()
         sym.stop()
         recv.stop()
+        proxy.close()
     log = (tmp / "symbolizer.log").read_text()
+    shutil.rmtree(tmp, ignore_errors=True)
     assert "OTLP export to" in log and "failed" in log and "works again" in log, log[-3000:]
