@@ -6,6 +6,7 @@ attributes; the receiver goes away for 20 s and comes back; after the
 sensor stops, the samples received equal the samples the symbolizer
 stored (its Top RPC over everything stored)."""
 import concurrent.futures
+import json
 import pathlib
 import shutil
 import socket
@@ -17,7 +18,7 @@ import time
 
 import grpc
 
-from conftest import SRC, WORKLOAD, Sensor, Symbolizer, make_tmp, symbols_pb2, wait_for
+from conftest import SONDE, SRC, WORKLOAD, Sensor, Symbolizer, make_tmp, symbols_pb2, wait_for
 
 OTLP_PROTOS = ["otlp_common.proto", "otlp_resource.proto", "otlp_profiles.proto",
                "otlp_profiles_service.proto"]
@@ -317,3 +318,84 @@ def test_otlp_export_backlog_and_totals():
     log = (tmp / "symbolizer.log").read_text()
     shutil.rmtree(tmp, ignore_errors=True)
     assert "OTLP export to" in log and "failed" in log and "works again" in log, log[-3000:]
+
+
+def _openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def _pki(d):
+    """A CA, a receiver certificate for localhost, a client certificate."""
+    d.mkdir()
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=otlp-ca",
+             "-keyout", "ca.key", "-out", "ca.crt", cwd=d)
+    for name, san, usage in (("receiver", "DNS:localhost", "serverAuth"),
+                             ("client", "DNS:sonde-symbolizer", "clientAuth")):
+        (d / f"{name}.ext").write_text(f"subjectAltName={san}\nextendedKeyUsage={usage}\n")
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}", "-keyout",
+                 f"{name}.key", "-out", f"{name}.csr", cwd=d)
+        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                 "-CAcreateserial", "-days", "2", "-extfile", f"{name}.ext", "-out", f"{name}.crt",
+                 cwd=d)
+    for f in d.iterdir():
+        f.chmod(0o644)
+    return d
+
+
+class TlsReceiver(Receiver):
+    """The receiver behind mutual TLS (the client certificate required)."""
+
+    def __init__(self, pki):
+        super().__init__()
+        self.pki = pki
+
+    def start(self):
+        self.server = grpc.server(concurrent.futures.ThreadPoolExecutor(4))
+        handler = grpc.method_handlers_generic_handler(SERVICE, {
+            "Export": grpc.unary_unary_rpc_method_handler(
+                self._export, request_deserializer=lambda b: b,
+                response_serializer=lambda m: m.SerializeToString())})
+        self.server.add_generic_rpc_handlers((handler,))
+        creds = grpc.ssl_server_credentials(
+            [((self.pki / "receiver.key").read_bytes(), (self.pki / "receiver.crt").read_bytes())],
+            root_certificates=(self.pki / "ca.crt").read_bytes(), require_client_auth=True)
+        self.port = self.server.add_secure_port("127.0.0.1:0", creds)
+        self.server.start()
+
+
+def test_otlp_mutual_tls_by_name():
+    """TLS to a receiver named localhost (resolved before the sandbox,
+    checked against the certificate), with a client certificate; the
+    counters in `sonde status --json`."""
+    tmp = make_tmp()
+    pki = _pki(tmp / "pki")
+    recv = TlsReceiver(pki)
+    recv.start()
+    sym = Symbolizer(tmp, ["--otlp-endpoint", f"localhost:{recv.port}", "--otlp-interval", "1",
+                           "--otlp-ca", str(pki / "ca.crt"), "--otlp-cert", str(pki / "client.crt"),
+                           "--otlp-key", str(pki / "client.key")])
+    work = subprocess.Popen([str(WORKLOAD), "30"])
+    sensor = Sensor(tmp, sym.address, ["--pid", str(work.pid), "--frequency", str(HZ)])
+    try:
+        wait_for(lambda: sample_total(recv.snapshot()) > 100, 20, "samples over TLS", interval=0.5)
+        assert sensor.stop() == 0, sensor.logtext()
+        time.sleep(2)
+
+        def totals_equal():
+            s = sym.symbols.Top(symbols_pb2.ProfileQuery(), timeout=10).total_samples
+            return s if s == sample_total(recv.snapshot()) else None
+        s = wait_for(totals_equal, 10, "received samples to equal stored samples", interval=1)
+        for r in recv.snapshot():
+            check_request(r, work.pid)
+        out = subprocess.run([str(SONDE), "status", "--symbolizer", sym.address, "--json"],
+                             capture_output=True, text=True, check=True).stdout
+        st = json.loads(out)["otlp"]
+        assert st["samples"] == s and st["requests"] == len(recv.snapshot()), st
+        assert st["dropped_samples"] == 0 and st["backlog_requests"] == 0, st
+    finally:
+        sensor.stop()
+        work.kill()
+        work.wait()
+        sym.stop()
+        recv.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
