@@ -18,7 +18,7 @@ import time
 
 import grpc
 
-from conftest import SONDE, SRC, WORKLOAD, Sensor, Symbolizer, make_tmp, symbols_pb2, wait_for
+from conftest import SONDE, SRC, SYMBOLIZER, WORKLOAD, Sensor, Symbolizer, make_tmp, symbols_pb2, wait_for
 
 OTLP_PROTOS = ["otlp_common.proto", "otlp_resource.proto", "otlp_profiles.proto",
                "otlp_profiles_service.proto"]
@@ -399,3 +399,31 @@ def test_otlp_mutual_tls_by_name():
         sym.stop()
         recv.stop()
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_otlp_sandbox_rule():
+    """With --otlp-endpoint the sandbox allows TCP sockets, and Landlock
+    still refuses a connect to any other port; --print-policy says so.
+    (The allowed port itself is used by the tests above.)"""
+    tmp = make_tmp()
+    port = free_port()
+    base = [str(SYMBOLIZER), "--listen", f"unix:{tmp}/s.sock", "--cache", str(tmp / "c" / "cache.db"),
+            "--otlp-endpoint", f"127.0.0.1:{port}", "--otlp-insecure"]
+    try:
+        p = subprocess.run(base + ["--print-policy"], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, p.stderr
+        assert f"TCP bind: none, TCP connect: port {port} only" in p.stdout, p.stdout
+        assert "allow socket AF_INET/AF_INET6 SOCK_STREAM" in p.stdout
+        assert f"allow connect  # Landlock: TCP port {port} only\n" in p.stdout
+        assert f"otlp: export to 127.0.0.1:{port} every 10 s, plaintext" in p.stdout
+        p = subprocess.run(base + ["--sandbox-selftest"], capture_output=True, text=True, timeout=60)
+        out = p.stdout
+        assert "ALLOWED socket(AF_INET)" in out, out + p.stderr
+        assert "denied connect 127.0.0.1:22: Permission denied" in out, out
+        allowed = [ln for ln in out.splitlines() if ln.startswith("ALLOWED")]
+        assert allowed == ["ALLOWED socket(AF_INET)"], out
+        # Plaintext is never implicit.
+        p = subprocess.run(base[:-1] + ["--print-policy"], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2 and "--otlp-insecure" in p.stderr, p.stderr
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
