@@ -148,6 +148,40 @@ static void test_delivery(void **state)
 	rpc_server_free(srv);
 }
 
+/* A window over max_request_bytes goes out as several requests, each
+ * with its own dictionary, and no sample is lost. */
+static void test_split(void **state)
+{
+	struct rpc_server *srv = rpc_server_new(methods, 1, NULL, NULL);
+	struct otlp_exporter_opts o = { .interval_ms = 10, .send_timeout_ms = 5000,
+					.max_request_bytes = 400 };
+	struct otlp_exporter *x;
+	uint8_t raw[4] = { 1, 0, 0, 0 };
+	char target[64];
+	int port = 0;
+
+	(void)state;
+	atomic_store(&got_requests, 0);
+	atomic_store(&got_samples, 0);
+	assert_non_null(srv);
+	assert_int_equal(rpc_server_listen(srv, "tcp:127.0.0.1:0", &port), 0);
+	assert_int_equal(rpc_server_start(srv), 0);
+	snprintf(target, sizeof(target), "tcp:127.0.0.1:%d", port);
+	o.target = target;
+	x = otlp_exporter_new(NULL, &o);
+	assert_non_null(x);
+	for (uint32_t pid = 1; pid <= 8; pid++)
+		add(x, pid, pid, raw, sizeof(raw));
+	sleep_ms(20);
+	otlp_exporter_tick(x, now_ms());
+	for (int i = 0; i < 500 && atomic_load(&got_samples) < 36; i++)
+		sleep_ms(10);
+	assert_int_equal(atomic_load(&got_samples), 36);
+	assert_true(atomic_load(&got_requests) >= 2);
+	otlp_exporter_free(x, 1000);
+	rpc_server_free(srv);
+}
+
 /* Nobody listens: the backlog keeps at most max_backlog_requests, drops
  * the oldest, and every sample is either delivered or counted dropped. */
 static void test_backlog_bounds(void **state)
@@ -216,6 +250,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_delivery),
+		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_backlog_bounds),
 		cmocka_unit_test(test_held_bound),
 	};
