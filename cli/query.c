@@ -460,6 +460,21 @@ int cmd_status(int argc, char **argv)
 		{ "bpf_map_bytes", st->bpf_map_bytes },
 		{ "uptime_s", st->uptime_s },
 	};
+	const Sonde__V1__OtlpStatus *o = st->otlp;
+	/* Only with --otlp-endpoint on the symbolizer. */
+	const struct {
+		const char *key;
+		uint64_t value;
+	} otlp_rows[] = {
+		{ "requests", o ? o->requests : 0 },
+		{ "samples", o ? o->samples : 0 },
+		{ "failures", o ? o->failures : 0 },
+		{ "dropped_samples", o ? o->dropped_samples : 0 },
+		{ "dropped_requests", o ? o->dropped_requests : 0 },
+		{ "backlog_requests", o ? o->backlog_requests : 0 },
+		{ "backlog_bytes", o ? o->backlog_bytes : 0 },
+	};
+	const size_t n_otlp = o ? sizeof(otlp_rows) / sizeof(otlp_rows[0]) : 0;
 	if (json) {
 		printf("{\"version\":");
 		cli_json_string(stdout, st->version);
@@ -476,7 +491,11 @@ int cmd_status(int argc, char **argv)
 			print_outcomes_json(p->outcomes);
 			printf("}");
 		}
-		printf("]}\n");
+		printf("]");
+		for (size_t i = 0; i < n_otlp; i++)
+			printf("%s\"%s\":%" PRIu64, i ? "," : ",\"otlp\":{", otlp_rows[i].key,
+			       otlp_rows[i].value);
+		printf("%s}\n", n_otlp ? "}" : "");
 	} else {
 		printf("%-21s %s\n", "version", st->version);
 		for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
@@ -490,6 +509,10 @@ int cmd_status(int argc, char **argv)
 				 st->processes[i]->comm);
 			print_outcomes_row(label, st->processes[i]->outcomes);
 		}
+		if (n_otlp)
+			printf("\nOTLP export\n");
+		for (size_t i = 0; i < n_otlp; i++)
+			printf("%-21s %" PRIu64 "\n", otlp_rows[i].key, otlp_rows[i].value);
 	}
 	rpc_message_free(&st->base);
 	return 0;

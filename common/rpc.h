@@ -203,6 +203,13 @@ struct rpc_channel_opts {
 	size_t max_message_bytes; /* receive limit; 0: 64 MiB */
 	int reconnect_min_ms;     /* 0: 100 */
 	int reconnect_max_ms;     /* 0: 2000 */
+	/* TLS for this channel only (tcp: targets; files read now, so
+	 * before any sandbox; ca is required). NULL: the process-wide
+	 * setting of rpc_client_set_tls(). */
+	const struct rpc_tls *tls;
+	/* Compress every message with gzip (grpc-encoding: gzip), which
+	 * any gRPC server decodes. */
+	bool gzip;
 };
 
 /* TLS for every tcp: channel created afterwards (process-wide: the
@@ -225,6 +232,12 @@ void rpc_channel_free(struct rpc_channel *ch);
 int rpc_unary(struct rpc_channel *ch, const char *path, const ProtobufCMessage *req,
 	      const ProtobufCMessageDescriptor *reply_desc, int timeout_ms, bool wait_for_ready,
 	      ProtobufCMessage **ret_reply, struct rpc_error *err);
+
+/* rpc_unary() with a request that is already packed (len bytes at data,
+ * borrowed): for callers that keep requests as bytes, e.g. a backlog. */
+int rpc_unary_packed(struct rpc_channel *ch, const char *path, const void *data, size_t len,
+		     const ProtobufCMessageDescriptor *reply_desc, int timeout_ms,
+		     bool wait_for_ready, ProtobufCMessage **ret_reply, struct rpc_error *err);
 
 /* Opens a bidirectional stream, waiting up to connect_timeout_ms (< 0:
  * no limit) for the channel to connect and the call to start. The stream

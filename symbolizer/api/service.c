@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "service.h"
+#include "otlp_exporter.h"
 #include "ingest.pb-c.h"
 #include "symbols.pb-c.h"
 
@@ -78,6 +79,13 @@ struct service *service_new(const struct service_opts *opts)
 		service_free(svc);
 		return NULL;
 	}
+	if (opts->otlp) {
+		svc->otlp = otlp_exporter_new(svc, opts->otlp);
+		if (!svc->otlp) {
+			service_free(svc);
+			return NULL;
+		}
+	}
 	return svc;
 }
 
@@ -94,6 +102,8 @@ static bool service_busy(struct service *svc)
 	return svc->n_active || svc->n_queued || svc->waits || hmap_count(svc->uploads) ||
 	       index_worker_busy() || ingest_busy(svc);
 }
+/* At exit: how long the sender may still deliver the OTLP backlog. */
+#define OTLP_DRAIN_MS 5000
 
 static void tick(void *ctx)
 {
@@ -106,6 +116,7 @@ static void tick(void *ctx)
 	ingest_tick(svc);
 	symbols_wake(svc, false);
 	upload_expire(svc, false);
+	otlp_exporter_tick(svc->otlp, now);
 	/* Queries flush first (profile.h), so this only bounds the memory
 	 * held between writes: once a second was the symbolizer's largest
 	 * steady CPU cost under a sensor (SQLite statements per flush). */
@@ -146,7 +157,10 @@ void service_free(struct service *svc)
 {
 	if (!svc)
 		return;
-	/* rpc_server_stop ran on_close for every session already. */
+	/* rpc_server_stop ran on_close for every session already. The last
+	 * OTLP window is symbolized while the cache is still there. */
+	otlp_exporter_free(svc->otlp, OTLP_DRAIN_MS);
+	svc->otlp = NULL;
 	index_worker_stop();
 	symbols_wake(svc, true);
 	if (svc->uploads)
@@ -217,9 +231,7 @@ const char *service_file_name(struct service *svc, const struct fileid *id)
 
 void service_export(struct service *svc, const struct export_sample *s)
 {
-	/* No exporter yet: the OTLP exporter hooks in here. */
-	(void)svc;
-	(void)s;
+	otlp_exporter_add(svc->otlp, s);
 }
 
 const char *service_file_path(struct service *svc, const struct fileid *id)

@@ -96,6 +96,7 @@ struct service {
 	double upload_tokens;   /* byte budget (token bucket, see upload.c) */
 	int64_t upload_refill_ms;
 	int64_t last_flush_ms, last_expire_ms;
+	struct otlp_exporter *otlp; /* NULL: no --otlp-endpoint */
 };
 
 /* ---- service.c ---- */
@@ -218,9 +219,11 @@ void upload_expire(struct service *svc, bool all);
 void symbols_wake(struct service *svc, bool force);
 
 /* ---- public: main.c ---- */
+struct otlp_exporter_opts;
 struct service_opts {
 	const char *const *debug_dirs;
 	unsigned retention_minutes;
+	const struct otlp_exporter_opts *otlp; /* borrowed; NULL: no OTLP export */
 };
 /* opts->debug_dirs is borrowed. Returns NULL on failure. */
 struct service *service_new(const struct service_opts *opts);

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "arena.h"
 #include "service.h"
+#include "otlp_exporter.h"
 #include "line_index.h"
 #include "symbols.pb-c.h"
 
@@ -560,6 +561,8 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	struct proc_outcome **top = NULL;
 	struct cache_stats cs;
 	struct sensor_counters sc;
+	Sonde__V1__OtlpStatus otlp = SONDE__V1__OTLP_STATUS__INIT;
+	struct otlp_counters oc;
 	size_t n;
 
 	cache_get_stats(svc->cache, &cs);
@@ -580,6 +583,17 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	r.unwind_tables_loaded = sc.unwind_tables_loaded;
 	r.unwind_rows_loaded = sc.unwind_rows_loaded;
 	r.bpf_map_bytes = sc.bpf_map_bytes;
+	if (svc->otlp) {
+		otlp_exporter_counters(svc->otlp, &oc);
+		otlp.requests = oc.requests;
+		otlp.samples = oc.samples;
+		otlp.failures = oc.failures;
+		otlp.dropped_samples = oc.dropped_samples;
+		otlp.dropped_requests = oc.dropped_requests;
+		otlp.backlog_requests = oc.backlog_requests;
+		otlp.backlog_bytes = oc.backlog_bytes;
+		r.otlp = &otlp;
+	}
 	to_outcomes(&svc->outcomes, &overall);
 	r.outcomes = &overall;
 	/* The processes with the most samples. */
