@@ -1608,7 +1608,7 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
 	grpc_channel_credentials *creds = NULL;
 	struct rpc_channel *ch = NULL;
 	grpc_channel_args args;
-	grpc_arg arg[6];
+	grpc_arg arg[7];
 	char *gtarget = NULL;
 	size_t max_msg;
 	int rmin, rmax;
@@ -1654,6 +1654,12 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
 	arg[4].value.integer = 0;
 	args.num_args = 5;
 	args.args = arg;
+	if (opts && opts->own_connection) {
+		arg[args.num_args].type = GRPC_ARG_INTEGER;
+		arg[args.num_args].key = GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL;
+		arg[args.num_args].value.integer = 1;
+		args.num_args++;
+	}
 
 	if (client_tls.on && strncmp(target, "tcp:", 4) == 0) {
 		grpc_ssl_pem_key_cert_pair pair = { client_tls.key, client_tls.cert };
@@ -1661,10 +1667,10 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
 		creds = grpc_ssl_credentials_create_ex(client_tls.ca,
 						       client_tls.cert ? &pair : NULL, NULL, NULL);
 		if (client_tls.server_name) {
-			arg[5].type = GRPC_ARG_STRING;
-			arg[5].key = GRPC_SSL_TARGET_NAME_OVERRIDE_ARG;
-			arg[5].value.string = client_tls.server_name;
-			args.num_args = 6;
+			arg[args.num_args].type = GRPC_ARG_STRING;
+			arg[args.num_args].key = GRPC_SSL_TARGET_NAME_OVERRIDE_ARG;
+			arg[args.num_args].value.string = client_tls.server_name;
+			args.num_args++;
 		}
 	} else {
 		creds = grpc_insecure_credentials_create();

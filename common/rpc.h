@@ -197,6 +197,10 @@ struct rpc_channel_opts {
 	size_t max_message_bytes; /* receive limit; 0: 64 MiB */
 	int reconnect_min_ms;     /* 0: 100 */
 	int reconnect_max_ms;     /* 0: 2000 */
+	/* Its own connection: gRPC otherwise shares one TCP connection among
+	 * channels to the same target with the same options (the load
+	 * generator plays many sensors, each with its own connection). */
+	bool own_connection;
 };
 
 /* TLS for every tcp: channel created afterwards (process-wide: the

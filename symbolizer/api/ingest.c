@@ -114,6 +114,7 @@ struct session {
 	bool ksyms_overflow_logged;
 	struct stackdef *pend_head, *pend_tail;
 	size_t n_pending, n_pending_samples, n_frames_held;
+	uint64_t waiting_count; /* sum of the pending samples' counts */
 	struct sensor_counters stats;
 	struct hmap *tables; /* fileid -> table_send */
 	struct table_send *tq_head, *tq_tail;
@@ -483,8 +484,10 @@ static void emit(struct session *s, const struct stackdef *d, const struct pendi
 		.frequency_hz = s->frequency_hz,
 	};
 
-	if (profile_add(s->svc->profile, &ps) < 0)
+	if (profile_add(s->svc->profile, &ps) < 0) {
+		s->svc->samples_not_stored += p->count;
 		log_debug("profile_add failed");
+	}
 	if (d->raw)
 		service_export(s->svc, &es);
 }
@@ -551,8 +554,13 @@ static void stack_resolve(struct session *s, struct stackdef *d)
 	d->kernel = NULL;
 	d->user = NULL;
 	d->n_kernel = d->n_user = 0;
-	for (size_t i = 0; i < d->n_samples && d->text; i++)
-		emit(s, d, &d->samples[i]);
+	for (size_t i = 0; i < d->n_samples; i++) {
+		if (d->text)
+			emit(s, d, &d->samples[i]);
+		else
+			s->svc->samples_not_stored += d->samples[i].count;
+		s->waiting_count -= d->samples[i].count;
+	}
 	s->n_pending_samples -= d->n_samples;
 	free(d->samples);
 	d->samples = NULL;
@@ -934,6 +942,7 @@ static int add_sample(struct session *s, const Sonde__V1__SampleCount *sc)
 	}
 	d->samples[d->n_samples++] = ps;
 	s->n_pending_samples++;
+	s->waiting_count += ps.count;
 	while (s->n_pending_samples > SESSION_MAX_PENDING_SAMPLES && s->pend_head)
 		resolve_oldest(s);
 	return 0;
@@ -1107,5 +1116,6 @@ void ingest_sum_counters(struct service *svc, struct sensor_counters *ret)
 		ret->unwind_tables_loaded += s->stats.unwind_tables_loaded;
 		ret->unwind_rows_loaded += s->stats.unwind_rows_loaded;
 		ret->bpf_map_bytes += s->stats.bpf_map_bytes;
+		ret->samples_waiting += s->waiting_count;
 	}
 }

@@ -560,6 +560,7 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	struct proc_outcome **top = NULL;
 	struct cache_stats cs;
 	struct sensor_counters sc;
+	uint64_t added, dropped;
 	size_t n;
 
 	cache_get_stats(svc->cache, &cs);
@@ -580,6 +581,10 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	r.unwind_tables_loaded = sc.unwind_tables_loaded;
 	r.unwind_rows_loaded = sc.unwind_rows_loaded;
 	r.bpf_map_bytes = sc.bpf_map_bytes;
+	profile_counts(svc->profile, &added, &dropped);
+	r.samples_stored = added - dropped;
+	r.samples_waiting = sc.samples_waiting;
+	r.samples_store_failed = dropped + svc->samples_not_stored;
 	to_outcomes(&svc->outcomes, &overall);
 	r.outcomes = &overall;
 	/* The processes with the most samples. */

@@ -31,6 +31,7 @@ struct profile_store {
 	sqlite3_stmt *st_expire_samples, *st_expire_stacks;
 	char *keybuf;
 	size_t keycap;
+	uint64_t added, dropped; /* samples: accepted; lost in a failed flush */
 };
 
 static int grow(struct folded *f, size_t need)
@@ -227,6 +228,7 @@ int profile_add(struct profile_store *p, const struct profile_sample *smp)
 			goto cleanup;
 		}
 	}
+	p->added += smp->count;
 	r = 0;
 	if (hmap_count(p->batch) >= PROFILE_MAX_BATCH)
 		r = profile_flush(p);
@@ -306,12 +308,24 @@ int profile_flush(struct profile_store *p)
 	}
 drop:
 	/* Rows that could not be written are dropped: keeping them would
-	 * let a broken database grow the batch without bound. */
+	 * let a broken database grow the batch without bound. Counted, so
+	 * Status can say what was lost. */
+	if (r < 0) {
+		hmap_iter_init(p->batch, &it);
+		while (hmap_next(p->batch, &it, NULL, NULL, &val))
+			p->dropped += *(uint64_t *)val;
+	}
 	hmap_free(p->batch, free);
 	p->batch = hmap_new();
 	if (!p->batch)
 		return -ENOMEM;
 	return r;
+}
+
+void profile_counts(const struct profile_store *p, uint64_t *ret_added, uint64_t *ret_dropped)
+{
+	*ret_added = p->added;
+	*ret_dropped = p->dropped;
 }
 
 int profile_expire(struct profile_store *p, uint64_t now_s)

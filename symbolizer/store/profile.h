@@ -58,6 +58,9 @@ int profile_add(struct profile_store *p, const struct profile_sample *smp);
 /* Writes the pending rows in one transaction. Returns 0 or a negative
  * errno (the rows are then dropped, logged at debug level). */
 int profile_flush(struct profile_store *p);
+/* Samples (sums of counts) profile_add() accepted, and of those the ones
+ * a failed flush dropped, since profile_new(). Stored = added - dropped. */
+void profile_counts(const struct profile_store *p, uint64_t *ret_added, uint64_t *ret_dropped);
 /* Deletes rows older than the retention, measured back from now_s, and
  * stacks no row uses. Returns 0 or a negative errno. */
 int profile_expire(struct profile_store *p, uint64_t now_s);
