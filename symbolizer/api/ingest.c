@@ -90,7 +90,8 @@ struct stackdef {
 	struct uframe *user;
 	char *text; /* folded frames, root first, without comm; NULL: pending */
 	uint8_t *raw; /* the raw stack (export/rawstack.h), with text */
-	size_t raw_len;
+	size_t raw_len, text_len;
+	uint64_t hash; /* profile_stack_hash(), with text */
 	bool queued;
 	int64_t deadline_ms;
 	struct pending_sample *samples;
@@ -467,6 +468,8 @@ static void emit(struct session *s, const struct stackdef *d, const struct pendi
 		.raw = d->raw,
 		.raw_len = d->raw_len,
 		.count = p->count,
+		.frames_len = d->text_len,
+		.stack_hash = d->hash,
 	};
 	struct export_sample es = {
 		.host = s->hostname,
@@ -548,6 +551,10 @@ static void stack_resolve(struct session *s, struct stackdef *d)
 		log_warn("out of memory symbolizing a stack, dropping its samples");
 	}
 	build_raw(s, d);
+	if (d->text) {
+		d->text_len = strlen(d->text);
+		d->hash = profile_stack_hash(d->text, d->raw, d->raw_len);
+	}
 	s->n_frames_held -= d->n_kernel + d->n_user;
 	free(d->kernel);
 	free(d->user);

@@ -14,18 +14,32 @@
 #include "profile.h"
 #include "store_internal.h"
 
+/* The batch is keyed by a digest of the stack, not its text: keys of
+ * kilobytes (folded text and raw frames) hashed and compared per sample
+ * were most of the symbolizer's CPU under load. Two distinct stacks of
+ * equal lengths whose 64-bit digests collide in one (minute, pid, tid)
+ * would be merged: about 2^-64 per pair. */
 struct batch_key {
 	uint64_t minute;
 	uint32_t pid, tid;
-	uint32_t text_len, pad;
-	/* followed by the stack text (not NUL-terminated), then the raw stack */
+	uint64_t stack_hash;
+	uint32_t frames_len, raw_len;
+	uint32_t comm_len, pad;
+	/* followed by the comm as given (not NUL-terminated) */
+};
+
+/* The row's text ("comm;frames") and raw stack, copied once per key. */
+struct batch_val {
+	uint64_t count;
+	uint32_t text_len, raw_len;
+	char data[]; /* text, then raw */
 };
 
 struct profile_store {
 	struct cache *cache;
 	sqlite3 *db;
 	unsigned retention_minutes;
-	struct hmap *batch; /* batch_key + text -> uint64_t *count */
+	struct hmap *batch; /* batch_key + comm -> struct batch_val */
 	sqlite3_stmt *st_stack_get, *st_stack_put, *st_sample, *st_total, *st_folded, *st_sums;
 	sqlite3_stmt *st_rows;
 	sqlite3_stmt *st_expire_samples, *st_expire_stacks;
@@ -179,62 +193,106 @@ void profile_free(struct profile_store *p)
 	free(p);
 }
 
-int profile_add(struct profile_store *p, const struct profile_sample *smp)
+uint64_t profile_stack_hash(const char *frames, const void *raw, size_t raw_len)
+{
+	/* FNV-1a over 8-byte words, once per stack (not per sample). */
+	uint64_t h = 0xcbf29ce484222325ULL;
+	const unsigned char *parts[2] = { (const unsigned char *)(frames ? frames : ""), raw };
+	size_t lens[2] = { frames ? strlen(frames) : 0, raw ? raw_len : 0 };
+
+	for (int k = 0; k < 2; k++) {
+		const unsigned char *q = parts[k];
+		size_t n = lens[k];
+		uint64_t v;
+
+		for (; n >= 8; q += 8, n -= 8) {
+			memcpy(&v, q, 8);
+			h = (h ^ v) * 0x100000001b3ULL;
+			h ^= h >> 29;
+		}
+		v = 0;
+		if (n)
+			memcpy(&v, q, n);
+		h = (h ^ v ^ ((uint64_t)lens[k] << 32)) * 0x100000001b3ULL;
+		h ^= h >> 29;
+	}
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return h;
+}
+
+/* A new row: the text as folded_push() makes it, and the raw stack. */
+static struct batch_val *batch_val_new(const struct profile_sample *smp, size_t flen)
 {
 	struct folded f = { 0 };
+	struct batch_val *v = NULL;
+	size_t tlen;
+
+	if (folded_push(&f, smp->comm, false) < 0)
+		goto cleanup;
+	tlen = f.len + (flen ? 1 + flen : 0);
+	v = malloc(sizeof(*v) + tlen + smp->raw_len);
+	if (!v)
+		goto cleanup;
+	v->count = 0;
+	v->text_len = (uint32_t)tlen;
+	v->raw_len = (uint32_t)smp->raw_len;
+	memcpy(v->data, f.buf, f.len);
+	if (flen) {
+		v->data[f.len] = ';';
+		memcpy(v->data + f.len + 1, smp->frames, flen);
+	}
+	if (smp->raw_len)
+		memcpy(v->data + tlen, smp->raw, smp->raw_len);
+cleanup:
+	folded_done(&f);
+	return v;
+}
+
+int profile_add(struct profile_store *p, const struct profile_sample *smp)
+{
 	struct batch_key k = { .minute = smp->unix_s / 60, .pid = smp->pid, .tid = smp->tid };
-	size_t flen = smp->frames ? strlen(smp->frames) : 0, klen;
-	uint64_t *cnt;
+	const char *comm = smp->comm ? smp->comm : "";
+	size_t comm_len = strnlen(comm, PROFILE_MAX_NAME), klen;
+	struct batch_val *v;
 	int r;
 
 	if (smp->count == 0)
 		return 0;
-	r = folded_push(&f, smp->comm, false);
-	if (r < 0)
-		goto cleanup;
-	k.text_len = (uint32_t)(f.len + (flen ? 1 + flen : 0));
-	klen = sizeof(k) + k.text_len + smp->raw_len;
+	k.frames_len = smp->frames_len || !smp->frames ? (uint32_t)smp->frames_len
+						       : (uint32_t)strlen(smp->frames);
+	k.raw_len = (uint32_t)smp->raw_len;
+	k.stack_hash = smp->stack_hash ? smp->stack_hash
+				       : profile_stack_hash(smp->frames, smp->raw, smp->raw_len);
+	k.comm_len = (uint32_t)comm_len;
+	klen = sizeof(k) + comm_len;
 	if (klen > p->keycap) {
 		char *nb = realloc(p->keybuf, klen);
 
-		if (!nb) {
-			r = -ENOMEM;
-			goto cleanup;
-		}
+		if (!nb)
+			return -ENOMEM;
 		p->keybuf = nb;
 		p->keycap = klen;
 	}
 	memcpy(p->keybuf, &k, sizeof(k));
-	memcpy(p->keybuf + sizeof(k), f.buf, f.len);
-	if (flen) {
-		p->keybuf[sizeof(k) + f.len] = ';';
-		memcpy(p->keybuf + sizeof(k) + f.len + 1, smp->frames, flen);
-	}
-	if (smp->raw_len)
-		memcpy(p->keybuf + sizeof(k) + k.text_len, smp->raw, smp->raw_len);
-	cnt = hmap_get(p->batch, p->keybuf, klen);
-	if (cnt) {
-		*cnt += smp->count;
-	} else {
-		cnt = malloc(sizeof(*cnt));
-		if (!cnt) {
-			r = -ENOMEM;
-			goto cleanup;
-		}
-		*cnt = smp->count;
-		r = hmap_put(p->batch, p->keybuf, klen, cnt, NULL);
+	memcpy(p->keybuf + sizeof(k), comm, comm_len);
+	v = hmap_get(p->batch, p->keybuf, klen);
+	if (!v) {
+		v = batch_val_new(smp, k.frames_len);
+		if (!v)
+			return -ENOMEM;
+		r = hmap_put(p->batch, p->keybuf, klen, v, NULL);
 		if (r < 0) {
-			free(cnt);
-			goto cleanup;
+			free(v);
+			return r;
 		}
 	}
+	v->count += smp->count;
 	p->added += smp->count;
-	r = 0;
 	if (hmap_count(p->batch) >= PROFILE_MAX_BATCH)
-		r = profile_flush(p);
-cleanup:
-	folded_done(&f);
-	return r;
+		return profile_flush(p);
+	return 0;
 }
 
 static int stack_id(struct profile_store *p, const char *text, size_t len, const void *raw,
@@ -278,20 +336,19 @@ int profile_flush(struct profile_store *p)
 	}
 	hmap_iter_init(p->batch, &it);
 	while (hmap_next(p->batch, &it, &key, &klen, &val)) {
+		const struct batch_val *v = val;
 		struct batch_key k;
-		const char *text = (const char *)key + sizeof(k);
 		int64_t id;
 
 		memcpy(&k, key, sizeof(k));
-		r = stack_id(p, text, k.text_len, text + k.text_len, klen - sizeof(k) - k.text_len,
-			     &id);
+		r = stack_id(p, v->data, v->text_len, v->data + v->text_len, v->raw_len, &id);
 		if (r < 0)
 			break;
 		sqlite3_bind_int64(p->st_sample, 1, (int64_t)k.minute);
 		sqlite3_bind_int64(p->st_sample, 2, k.pid);
 		sqlite3_bind_int64(p->st_sample, 3, k.tid);
 		sqlite3_bind_int64(p->st_sample, 4, id);
-		sqlite3_bind_int64(p->st_sample, 5, (int64_t) * (uint64_t *)val);
+		sqlite3_bind_int64(p->st_sample, 5, (int64_t)v->count);
 		if (sqlite3_step(p->st_sample) != SQLITE_DONE)
 			r = -EIO;
 		sqlite3_reset(p->st_sample);
@@ -313,7 +370,7 @@ drop:
 	if (r < 0) {
 		hmap_iter_init(p->batch, &it);
 		while (hmap_next(p->batch, &it, NULL, NULL, &val))
-			p->dropped += *(uint64_t *)val;
+			p->dropped += ((const struct batch_val *)val)->count;
 	}
 	hmap_free(p->batch, free);
 	p->batch = hmap_new();

@@ -51,7 +51,15 @@ struct profile_sample {
 	const void *raw;    /* the raw stack (export/rawstack.h); may be NULL */
 	size_t raw_len;
 	uint64_t count;
+	/* Optional, to save work per sample: strlen(frames) (0: computed)
+	 * and profile_stack_hash(frames, raw, raw_len) (0: computed). */
+	size_t frames_len;
+	uint64_t stack_hash;
 };
+
+/* A digest of a stack, for profile_sample.stack_hash: compute it once per
+ * stack, not per sample. Never 0 in practice; 0 means "not given". */
+uint64_t profile_stack_hash(const char *frames, const void *raw, size_t raw_len);
 
 /* Adds smp (borrowed). Returns 0 or -ENOMEM. */
 int profile_add(struct profile_store *p, const struct profile_sample *smp);
