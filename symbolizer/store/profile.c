@@ -6,6 +6,7 @@
  * a window is small next to the number of samples.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +41,11 @@ struct profile_store {
 	sqlite3 *db;
 	unsigned retention_minutes;
 	struct hmap *batch; /* batch_key + comm -> struct batch_val */
+	/* The previous batch, written a slice per profile_flush_step() so
+	 * the loop thread never stops for a whole batch. */
+	struct hmap *draining;
+	struct hmap_iter drain_it;
+	struct hmap *ids; /* batch_key from stack_hash on + comm -> int64_t stacks.id */
 	sqlite3_stmt *st_stack_get, *st_stack_put, *st_sample, *st_total, *st_folded, *st_sums;
 	sqlite3_stmt *st_rows;
 	sqlite3_stmt *st_expire_samples, *st_expire_stacks;
@@ -133,7 +139,8 @@ struct profile_store *profile_new(struct cache *c, unsigned retention_minutes)
 	p->db = cache_db(c);
 	p->retention_minutes = retention_minutes ? retention_minutes : 60;
 	p->batch = hmap_new();
-	if (!p->batch)
+	p->ids = hmap_new();
+	if (!p->batch || !p->ids)
 		goto fail;
 	if (prep(p->db, "SELECT id FROM stacks WHERE text = ?1 AND raw = ?2", &p->st_stack_get) < 0 ||
 	    prep(p->db, "INSERT INTO stacks (text, raw) VALUES (?1, ?2)", &p->st_stack_put) < 0 ||
@@ -180,6 +187,8 @@ void profile_free(struct profile_store *p)
 	if (p->batch)
 		profile_flush(p);
 	hmap_free(p->batch, free);
+	hmap_free(p->draining, free);
+	hmap_free(p->ids, free);
 	sqlite3_finalize(p->st_stack_get);
 	sqlite3_finalize(p->st_stack_put);
 	sqlite3_finalize(p->st_sample);
@@ -192,6 +201,8 @@ void profile_free(struct profile_store *p)
 	free(p->keybuf);
 	free(p);
 }
+
+static int rotate(struct profile_store *p);
 
 uint64_t profile_stack_hash(const char *frames, const void *raw, size_t raw_len)
 {
@@ -290,8 +301,11 @@ int profile_add(struct profile_store *p, const struct profile_sample *smp)
 	}
 	v->count += smp->count;
 	p->added += smp->count;
-	if (hmap_count(p->batch) >= PROFILE_MAX_BATCH)
-		return profile_flush(p);
+	if (hmap_count(p->batch) >= PROFILE_MAX_BATCH) {
+		if (p->draining)
+			return profile_flush(p); /* writing falls behind: bound memory */
+		return rotate(p);
+	}
 	return 0;
 }
 
@@ -320,28 +334,67 @@ static int stack_id(struct profile_store *p, const char *text, size_t len, const
 	return r;
 }
 
-int profile_flush(struct profile_store *p)
+/* The stacks.id of v, from the cache or the database. */
+static int row_stack_id(struct profile_store *p, const void *key, size_t klen,
+			const struct batch_val *v, int64_t *ret)
 {
-	struct hmap_iter it;
+	/* The cache key: the batch key without minute, pid and tid. */
+	const size_t skip = offsetof(struct batch_key, stack_hash);
+	int64_t *id = hmap_get(p->ids, (const char *)key + skip, klen - skip);
+	int r;
+
+	if (id) {
+		*ret = *id;
+		return 0;
+	}
+	r = stack_id(p, v->data, v->text_len, v->data + v->text_len, v->raw_len, ret);
+	if (r < 0)
+		return r;
+	if (hmap_count(p->ids) >= PROFILE_MAX_BATCH) { /* bound it: start over */
+		hmap_free(p->ids, free);
+		p->ids = hmap_new();
+		if (!p->ids)
+			return -ENOMEM;
+	}
+	id = malloc(sizeof(*id));
+	if (id) {
+		*id = *ret;
+		if (hmap_put(p->ids, (const char *)key + skip, klen - skip, id, NULL) < 0)
+			free(id);
+	}
+	return 0;
+}
+
+/* Writes up to max_rows rows of m from *it in one transaction (0: all).
+ * On failure the rows from *it on are dropped and counted. */
+static int write_rows(struct profile_store *p, struct hmap *m, struct hmap_iter *it,
+		      size_t max_rows, bool *ret_done)
+{
+	struct hmap_iter start = *it;
 	const void *key;
-	size_t klen;
+	size_t klen, n = 0;
 	void *val;
 	int r = 0;
 
-	if (hmap_count(p->batch) == 0)
-		return 0;
+	*ret_done = false;
 	if (sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
 		r = -EIO;
-		goto drop;
+		goto fail;
 	}
-	hmap_iter_init(p->batch, &it);
-	while (hmap_next(p->batch, &it, &key, &klen, &val)) {
-		const struct batch_val *v = val;
+	for (;;) {
+		const struct batch_val *v;
 		struct batch_key k;
 		int64_t id;
 
+		if (max_rows && n == max_rows)
+			break;
+		if (!hmap_next(m, it, &key, &klen, &val)) {
+			*ret_done = true;
+			break;
+		}
+		v = val;
 		memcpy(&k, key, sizeof(k));
-		r = stack_id(p, v->data, v->text_len, v->data + v->text_len, v->raw_len, &id);
+		r = row_stack_id(p, key, klen, v, &id);
 		if (r < 0)
 			break;
 		sqlite3_bind_int64(p->st_sample, 1, (int64_t)k.minute);
@@ -354,29 +407,94 @@ int profile_flush(struct profile_store *p)
 		sqlite3_reset(p->st_sample);
 		if (r < 0)
 			break;
+		n++;
 	}
 	if (r < 0) {
 		log_debug("profile flush failed: %s", sqlite3_errmsg(p->db));
 		sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
-	} else if (sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		goto fail;
+	}
+	if (sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		log_debug("profile commit failed: %s", sqlite3_errmsg(p->db));
 		sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
 		r = -EIO;
+		goto fail;
 	}
-drop:
+	return 0;
+fail:
 	/* Rows that could not be written are dropped: keeping them would
 	 * let a broken database grow the batch without bound. Counted, so
-	 * Status can say what was lost. */
-	if (r < 0) {
-		hmap_iter_init(p->batch, &it);
-		while (hmap_next(p->batch, &it, NULL, NULL, &val))
-			p->dropped += ((const struct batch_val *)val)->count;
-	}
-	hmap_free(p->batch, free);
-	p->batch = hmap_new();
-	if (!p->batch)
-		return -ENOMEM;
+	 * Status can say what was lost. Ids cached in the rolled-back
+	 * transaction are void. */
+	*it = start;
+	while (hmap_next(m, it, NULL, NULL, &val))
+		p->dropped += ((const struct batch_val *)val)->count;
+	hmap_free(p->ids, free);
+	p->ids = hmap_new();
+	*ret_done = true;
 	return r;
+}
+
+/* Makes the batch the draining map (there must be none) and starts a new
+ * batch. */
+static int rotate(struct profile_store *p)
+{
+	struct hmap *nb = hmap_new();
+
+	if (!nb)
+		return -ENOMEM;
+	p->draining = p->batch;
+	p->batch = nb;
+	hmap_iter_init(p->draining, &p->drain_it);
+	return 0;
+}
+
+static int drain(struct profile_store *p, size_t max_rows)
+{
+	bool done = false;
+	int r = write_rows(p, p->draining, &p->drain_it, max_rows, &done);
+
+	if (done) {
+		hmap_free(p->draining, free);
+		p->draining = NULL;
+	}
+	return r;
+}
+
+int profile_flush(struct profile_store *p)
+{
+	int r = 0, r2;
+
+	if (!p->ids && !(p->ids = hmap_new()))
+		return -ENOMEM;
+	if (p->draining)
+		r = drain(p, 0);
+	if (hmap_count(p->batch) == 0)
+		return r;
+	r2 = rotate(p);
+	if (r2 == 0)
+		r2 = drain(p, 0);
+	return r < 0 ? r : r2;
+}
+
+int profile_flush_step(struct profile_store *p, size_t max_rows, bool start)
+{
+	size_t n;
+	int r;
+
+	if (!p->ids && !(p->ids = hmap_new()))
+		return -ENOMEM;
+	if (!p->draining) {
+		if (!start || hmap_count(p->batch) == 0)
+			return 0;
+		r = rotate(p);
+		if (r < 0)
+			return r;
+	}
+	/* At least a tenth of the rotated batch a step, so a large one is
+	 * written within ten steps. */
+	n = hmap_count(p->draining) / 10;
+	return drain(p, n > max_rows ? n : max_rows);
 }
 
 void profile_counts(const struct profile_store *p, uint64_t *ret_added, uint64_t *ret_dropped)
@@ -389,6 +507,10 @@ int profile_expire(struct profile_store *p, uint64_t now_s)
 {
 	uint64_t now_min = now_s / 60;
 	int r = 0;
+
+	/* Deleted stacks take their ids along. */
+	hmap_free(p->ids, free);
+	p->ids = hmap_new();
 
 	if (now_min < p->retention_minutes)
 		return 0;

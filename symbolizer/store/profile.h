@@ -66,6 +66,12 @@ int profile_add(struct profile_store *p, const struct profile_sample *smp);
 /* Writes the pending rows in one transaction. Returns 0 or a negative
  * errno (the rows are then dropped, logged at debug level). */
 int profile_flush(struct profile_store *p);
+/* Incremental flush, for the loop thread's tick: with start, makes the
+ * pending rows a batch being written (unless one is); then writes the
+ * next max_rows rows of that batch (at least a tenth of it) in one
+ * transaction. Rows added meanwhile go to the next batch. Returns 0 or a
+ * negative errno (the rest of the batch is then dropped and counted). */
+int profile_flush_step(struct profile_store *p, size_t max_rows, bool start);
 /* Samples (sums of counts) profile_add() accepted, and of those the ones
  * a failed flush dropped, since profile_new(). Stored = added - dropped. */
 void profile_counts(const struct profile_store *p, uint64_t *ret_added, uint64_t *ret_dropped);
