@@ -1062,6 +1062,7 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 		s->stats.unwind_tables_loaded = m->stats->unwind_tables_loaded;
 		s->stats.unwind_rows_loaded = m->stats->unwind_rows_loaded;
 		s->stats.bpf_map_bytes = m->stats->bpf_map_bytes;
+		s->stats.processes = m->stats->processes;
 		break;
 	default:
 		session_fail(s, RPC_INVALID_ARGUMENT, "empty or unknown SensorMessage");
@@ -1124,5 +1125,6 @@ void ingest_sum_counters(struct service *svc, struct sensor_counters *ret)
 		ret->unwind_rows_loaded += s->stats.unwind_rows_loaded;
 		ret->bpf_map_bytes += s->stats.bpf_map_bytes;
 		ret->samples_waiting += s->waiting_count;
+		ret->processes += s->stats.processes;
 	}
 }

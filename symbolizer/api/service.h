@@ -51,6 +51,7 @@ struct sensor_counters {
 	/* latest values, summed over connected sensors only */
 	uint64_t unwind_tables_loaded, unwind_rows_loaded, bpf_map_bytes;
 	uint64_t samples_waiting; /* held until their stacks' files are analysed */
+	uint64_t processes;       /* latest, summed over connected sensors */
 };
 
 /* How user stacks ended, by samples: index = sonde.v1.StackOutcome

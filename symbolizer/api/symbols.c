@@ -584,6 +584,7 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	profile_counts(svc->profile, &added, &dropped);
 	r.samples_stored = added - dropped;
 	r.samples_waiting = sc.samples_waiting;
+	r.sensor_processes = sc.processes;
 	r.samples_store_failed = dropped + svc->samples_not_stored;
 	to_outcomes(&svc->outcomes, &overall);
 	r.outcomes = &overall;
