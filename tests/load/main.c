@@ -379,19 +379,20 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < n_up; i++)
 		if (lg_sensor_warm(sensors[i]) < 0)
 			goto cleanup;
-	/* ... and every file analysed and its unwind table sent to every
-	 * sensor, so the measurement sees the steady state. */
-	for (uint64_t tables = 0, stable_since = lg_now_ns();;) {
+	/* ... and the analyses over: no file finished and no unwind table
+	 * arrived for 2 s (files another client had analysed before are
+	 * not analysed again), so the measurement sees the steady state. */
+	for (uint64_t tables = 0, files_done = 0, stable_since = lg_now_ns();;) {
 		uint64_t tb = atomic_load(&sh.table_bytes);
 
-		if (tb != tables) {
+		st = get_status();
+		if (tb != tables || st.files_done != files_done) {
 			tables = tb;
+			files_done = st.files_done;
 			stable_since = lg_now_ns();
 		}
-		st = get_status();
 		if (st.ok && st.stored - s0.stored >= sh.sent && st.waiting == 0 &&
-		    st.files_done - s0.files_done >= files.n &&
-		    lg_now_ns() - stable_since > 1000000000ull)
+		    tables > 0 && lg_now_ns() - stable_since > 2000000000ull)
 			break;
 		if (lg_now_ns() - t_start > (uint64_t)env.warm_timeout_s * 1000000000ull) {
 			fprintf(stderr, "sonde-load: warm-up not stored after %u s (%" PRIu64
