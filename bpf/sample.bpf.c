@@ -8,6 +8,12 @@
  * binary search in `unwind_rows`; frames without a table fall back to the
  * frame pointer.
  *
+ * The walk runs in bpf_loop() (5.17+). Kernels without it (5.10-5.16)
+ * get the same walk as a chain of tail calls: sonde_sample_tail starts
+ * it, sonde_walk_tail walks WALK_FRAMES_PER_CALL frames a call with the
+ * state kept in the per-CPU scratch, and the last call sends the record.
+ * The sensor loads one path or the other (sensor/main.c).
+ *
  * Everything goes out through one ring buffer (`events`); the first u32 of
  * each record is its type (bpf/sample.h). Every failure path counts one
  * enum sonde_bpf_err in the per-CPU `errors` array.
@@ -34,6 +40,10 @@ const volatile __u8 keep_idle = 0;      /* keep pid 0 samples */
  * which shows up in the profile itself as samples taken on the way back
  * to user mode. 0: wake on every record. */
 const volatile __u64 wakeup_bytes = 0;
+/* The kernel stack size (THREAD_SIZE; 16 KiB on x86-64, more with KASAN):
+ * without bpf_task_pt_regs() (5.15) a task's user registers are found at
+ * its top. */
+const volatile __u32 thread_size = 16384;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -59,8 +69,31 @@ struct {
  * only (bpf_ringbuf_output): bpf_loop() callbacks cannot carry a ring
  * buffer reservation, and reserving the maximum would copy and send
  * mostly unused frames. */
+struct user_walk {
+	__u64 pc;
+	__u64 sp;
+	__u64 fp;
+	__u32 n;       /* frames written */
+	__u32 base;    /* where they go: rec.frames[base + i] (after the kernel's) */
+	__u32 tgid;
+	__u8 outcome;  /* set when the walk stops early */
+	__u8 last;     /* write the current pc, then stop */
+	__u8 exact_pc; /* pc is where the frame is (frame 0, after a signal),
+			* not a return address just past a call */
+	__u8 used_fp;  /* some frame had no table */
+	__u8 have_map; /* map holds the trie's answer for the last pc looked up */
+	__u8 pad[3];
+	/* Consecutive frames are mostly in one file (a library calling
+	 * itself, recursion): the trie's answer is kept and reused while the
+	 * pc stays inside its mapping. */
+	struct sonde_unwind_lpm_value map;
+};
+
 struct unwind_scratch {
 	struct sonde_sample rec;
+	/* The tail-call walker's state between calls. */
+	struct user_walk walk;
+	__u32 flags, n_kernel, calls;
 };
 
 struct {
@@ -151,26 +184,6 @@ enum unwind_method {
 	UNWIND_TABLE = 2, /* rule.row: CFA = sp/fp + delta, RA and FP at CFA offsets */
 };
 
-struct user_walk {
-	__u64 pc;
-	__u64 sp;
-	__u64 fp;
-	__u32 n;       /* frames written */
-	__u32 base;    /* where they go: rec.frames[base + i] (after the kernel's) */
-	__u32 tgid;
-	__u8 outcome;  /* set when the walk stops early */
-	__u8 last;     /* write the current pc, then stop */
-	__u8 exact_pc; /* pc is where the frame is (frame 0, after a signal),
-			* not a return address just past a call */
-	__u8 used_fp;  /* some frame had no table */
-	__u8 have_map; /* map holds the trie's answer for the last pc looked up */
-	__u8 pad[3];
-	/* Consecutive frames are mostly in one file (a library calling
-	 * itself, recursion): the trie's answer is kept and reused while the
-	 * pc stays inside its mapping. */
-	struct sonde_unwind_lpm_value map;
-};
-
 struct walk_rule {
 	__u32 method; /* enum unwind_method */
 	__u32 x;      /* UNWIND_TABLE: the file offset that was looked up */
@@ -242,8 +255,39 @@ static __always_inline void unwind_narrow(const struct sonde_unwind_lpm_value *v
 	*len = last - first + 1;
 }
 
-/* Returns 1 to stop the walk (outcome set), else 0 with rule filled. */
-static __always_inline int unwind_find(struct user_walk *st, struct walk_rule *rule)
+/* One step of the binary search, as a bpf_loop() callback: the verifier
+ * checks it once, where the same loop written out costs it every
+ * iteration's states (most of the sensor's start-up: half a second). */
+struct search_state {
+	__u32 start, lo, len, x;
+	__u32 failed;
+};
+
+static long search_step(__u64 index, void *ctx)
+{
+	struct search_state *ss = ctx;
+	const struct sonde_unwind_row *r;
+	__u32 half;
+
+	if (ss->len <= 1)
+		return 1;
+	half = ss->len / 2;
+	r = unwind_row(ss->start + ss->lo + half);
+	if (!r) {
+		ss->failed = 1;
+		return 1;
+	}
+	if (r->pc <= ss->x)
+		ss->lo += half;
+	ss->len -= half;
+	return 0;
+}
+
+/* Returns 1 to stop the walk (outcome set), else 0 with rule filled.
+ * helper_loop: search with bpf_loop() (a constant: the tail-call walker
+ * is for kernels without it). */
+static __always_inline int unwind_find(struct user_walk *st, struct walk_rule *rule,
+				       bool helper_loop)
 {
 	const struct sonde_unwind_lpm_value *v;
 	const struct sonde_unwind_row *r;
@@ -273,6 +317,17 @@ static __always_inline int unwind_find(struct user_walk *st, struct walk_rule *r
 	/* The last row with pc <= x. The answer stays in [lo, lo + len);
 	 * len halves (rounding up) each time: 23 steps cover 2^23 rows; with
 	 * the page index it is a few rows, found in two or three steps. */
+	if (helper_loop) {
+		struct search_state ss = { .start = start, .lo = lo, .len = len, .x = (__u32)x };
+
+		bpf_loop(SONDE_UNWIND_SEARCH_STEPS, search_step, &ss, 0);
+		if (ss.failed) {
+			count_err(SONDE_ERR_UNWIND_ROW_LOOKUP);
+			return 0;
+		}
+		lo = ss.lo;
+		len = 1;
+	}
 	for (int i = 0; i < SONDE_UNWIND_SEARCH_STEPS; i++) {
 		__u32 half;
 
@@ -428,9 +483,10 @@ static __always_inline int unwind_step_table(struct user_walk *st, const struct 
 	return 0;
 }
 
-static long unwind_frame(__u64 index, void *ctx)
+/* One frame: records st->pc, then steps to the caller. Returns 1 when the
+ * walk is over (outcome set), 0 to go on. */
+static __always_inline long unwind_one(struct user_walk *st, bool helper_loop)
 {
-	struct user_walk *st = ctx;
 	struct unwind_scratch *s;
 	struct walk_rule rule;
 	__u32 zero = 0;
@@ -458,7 +514,7 @@ static long unwind_frame(__u64 index, void *ctx)
 	if (st->last)
 		return 1;
 
-	if (unwind_find(st, &rule))
+	if (unwind_find(st, &rule, helper_loop))
 		return 1;
 	switch (rule.method) {
 	case UNWIND_TABLE:
@@ -479,6 +535,11 @@ static long unwind_frame(__u64 index, void *ctx)
 	}
 }
 
+static long unwind_frame(__u64 index, void *ctx)
+{
+	return unwind_one(ctx, true);
+}
+
 /* Did the sample interrupt user mode? The perf_event context is the UAPI
  * pt_regs, where cs is a whole unsigned long (vmlinux.h's is a u16 in a
  * union), and the verifier allows only 8-byte loads of it. Bits 0-1 are
@@ -488,43 +549,57 @@ static __always_inline bool sample_in_user(struct bpf_perf_event_data *ctx)
 	return *(__u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs)) & 3;
 }
 
+/* Sets up st for a walk from the user registers: the sample's own when it
+ * interrupted user mode, else those saved at kernel entry (task_regs).
+ * Returns SONDE_OUTCOME_NONE with st ready (the caller walks), or the
+ * outcome of a stack that is not walked. */
+static __always_inline __u8 walk_init(struct bpf_perf_event_data *ctx, bool in_user,
+				      struct pt_regs *task_regs, __u32 tgid, __u32 base,
+				      __u32 *flags, struct user_walk *st)
+{
+	__builtin_memset(st, 0, sizeof(*st));
+	if (in_user) {
+		st->pc = ctx->regs.ip;
+		st->sp = ctx->regs.sp;
+		st->fp = ctx->regs.bp;
+		*flags |= SONDE_SAMPLE_IN_USER;
+	} else {
+		if (!task_regs) {
+			count_err(SONDE_ERR_NO_USER_REGS);
+			return SONDE_OUTCOME_READ_ERROR;
+		}
+		st->pc = BPF_CORE_READ(task_regs, ip);
+		st->sp = BPF_CORE_READ(task_regs, sp);
+		st->fp = BPF_CORE_READ(task_regs, bp);
+	}
+	if (st->pc == 0) {
+		count_err(SONDE_ERR_NO_USER_REGS);
+		return SONDE_OUTCOME_READ_ERROR;
+	}
+	st->tgid = tgid;
+	st->base = base;
+	st->exact_pc = 1;
+	st->outcome = SONDE_OUTCOME_TRUNCATED; /* unless the walk says otherwise */
+	*flags |= SONDE_SAMPLE_USER_PC0;
+	return SONDE_OUTCOME_NONE;
+}
+
 /* Walks the user stack into the scratch record's frames from base on.
  * Returns the outcome. */
 static __always_inline __u8 walk_user(struct bpf_perf_event_data *ctx, bool in_user, __u32 tgid,
 				      __u32 base, __u32 *flags, __u32 *ret_n)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct user_walk st = {};
-	struct pt_regs *regs;
+	struct user_walk st;
+	__u8 outcome;
 
 	*ret_n = 0;
 	if (!task->mm)
 		return SONDE_OUTCOME_NONE; /* kernel thread */
-
-	if (in_user) {
-		st.pc = ctx->regs.ip;
-		st.sp = ctx->regs.sp;
-		st.fp = ctx->regs.bp;
-		*flags |= SONDE_SAMPLE_IN_USER;
-	} else {
-		regs = (struct pt_regs *)bpf_task_pt_regs(task);
-		if (!regs) {
-			count_err(SONDE_ERR_NO_USER_REGS);
-			return SONDE_OUTCOME_READ_ERROR;
-		}
-		st.pc = BPF_CORE_READ(regs, ip);
-		st.sp = BPF_CORE_READ(regs, sp);
-		st.fp = BPF_CORE_READ(regs, bp);
-	}
-	if (st.pc == 0) {
-		count_err(SONDE_ERR_NO_USER_REGS);
-		return SONDE_OUTCOME_READ_ERROR;
-	}
-	st.tgid = tgid;
-	st.base = base;
-	st.exact_pc = 1;
-	st.outcome = SONDE_OUTCOME_TRUNCATED; /* unless the walk says otherwise */
-	*flags |= SONDE_SAMPLE_USER_PC0;
+	outcome = walk_init(ctx, in_user, in_user ? NULL : (struct pt_regs *)bpf_task_pt_regs(task),
+			    tgid, base, flags, &st);
+	if (outcome != SONDE_OUTCOME_NONE)
+		return outcome;
 	/* One extra iteration: it notices "more than the maximum". */
 	if (bpf_loop(SONDE_MAX_USER_FRAMES + 1, unwind_frame, &st, 0) < 0) {
 		count_err(SONDE_ERR_LOOP);
@@ -544,51 +619,54 @@ static __always_inline __u64 sample_wakeup_flags(void)
 									      : BPF_RB_NO_WAKEUP;
 }
 
-SEC("perf_event")
-int sonde_sample(struct bpf_perf_event_data *ctx)
+/* The common start of a sample: filters, the scratch record and the
+ * kernel stack. NULL: no sample. */
+static __always_inline struct unwind_scratch *sample_begin(struct bpf_perf_event_data *ctx,
+							   __u32 tgid, __u32 *ret_n_kernel)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id;
-	__u32 zero = 0, flags = 0, n_user = 0, n_kernel = 0;
 	struct unwind_scratch *s;
-	struct sonde_sample *rec;
-	bool in_user;
-	__u64 size;
+	__u32 zero = 0;
 	long n;
 
 	if (tgid == 0 && !keep_idle)
-		return 0;
+		return NULL;
 	if (!task_allowed(tgid))
-		return 0;
+		return NULL;
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s) {
 		count_err(SONDE_ERR_SCRATCH);
-		return 0;
+		return NULL;
 	}
-	rec = &s->rec;
-
 	/* Called for user-mode samples too, although their kernel stack is
 	 * empty: skipping it (1 µs a sample) made perf record --call-graph
 	 * dwarf, run beside us in test_unwind.py, see the workload's chains
 	 * 5-6 points differently, reproducibly, for reasons not understood
 	 * yet; until they are, keep the cost rather than the doubt. */
-	n = bpf_get_stack(ctx, rec->frames, SONDE_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
+	n = bpf_get_stack(ctx, s->rec.frames, SONDE_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
 	if (n < 0) {
 		count_err(SONDE_ERR_KERNEL_STACK);
 		n = 0;
 	}
-	n_kernel = n / sizeof(__u64);
-	if (n_kernel > SONDE_MAX_KERNEL_FRAMES)
-		n_kernel = SONDE_MAX_KERNEL_FRAMES;
+	n /= sizeof(__u64);
+	*ret_n_kernel = n > SONDE_MAX_KERNEL_FRAMES ? SONDE_MAX_KERNEL_FRAMES : (__u32)n;
+	return s;
+}
 
-	in_user = sample_in_user(ctx);
-	rec->outcome = walk_user(ctx, in_user, tgid, n_kernel, &flags, &n_user);
+/* Fills the record's header and sends it with its frames only. */
+static __always_inline void sample_send(struct unwind_scratch *s, __u64 id, __u32 n_kernel,
+					__u32 n_user, __u8 outcome, __u32 flags)
+{
+	struct sonde_sample *rec = &s->rec;
+	__u64 size;
+
 	if (n_user > SONDE_MAX_USER_FRAMES)
 		n_user = SONDE_MAX_USER_FRAMES;
-
+	if (n_kernel > SONDE_MAX_KERNEL_FRAMES)
+		n_kernel = SONDE_MAX_KERNEL_FRAMES;
+	rec->outcome = outcome;
 	rec->type = SONDE_REC_SAMPLE;
-	rec->pid = tgid;
-	rec->tid = tid;
+	rec->pid = id >> 32;
+	rec->tid = (__u32)id;
 	rec->cpu = bpf_get_smp_processor_id();
 	rec->ktime_ns = bpf_ktime_get_ns();
 	rec->cgroup_id = bpf_get_current_cgroup_id();
@@ -603,6 +681,133 @@ int sonde_sample(struct bpf_perf_event_data *ctx)
 		size = sizeof(*rec);
 	if (bpf_ringbuf_output(&events, rec, size, sample_wakeup_flags()))
 		count_err(SONDE_ERR_RINGBUF_FULL);
+}
+
+SEC("perf_event")
+int sonde_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 flags = 0, n_user = 0, n_kernel = 0;
+	struct unwind_scratch *s;
+	__u8 outcome;
+
+	s = sample_begin(ctx, id >> 32, &n_kernel);
+	if (!s)
+		return 0;
+	outcome = walk_user(ctx, sample_in_user(ctx), id >> 32, n_kernel, &flags, &n_user);
+	sample_send(s, id, n_kernel, n_user, outcome, flags);
+	return 0;
+}
+
+/* ---- the same walk without bpf_loop(): tail calls ---- */
+
+/* Frames a call; 17 calls cover SONDE_MAX_USER_FRAMES + 1 (the kernel
+ * allows 33 tail calls in a chain). */
+#define WALK_FRAMES_PER_CALL 8
+#define WALK_MAX_CALLS ((SONDE_MAX_USER_FRAMES + 1 + WALK_FRAMES_PER_CALL - 1) / WALK_FRAMES_PER_CALL)
+
+/* Slot 0: sonde_walk_tail, put there by the sensor when it uses this path. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} walk_progs SEC(".maps");
+
+/* Ends a tail-call walk: sends what the scratch holds. */
+static __always_inline void walk_tail_send(struct unwind_scratch *s, __u64 id)
+{
+	__u32 flags = s->flags;
+
+	if (s->walk.used_fp)
+		flags |= SONDE_SAMPLE_FP_FALLBACK;
+	sample_send(s, id, s->n_kernel, s->walk.n, s->walk.outcome, flags);
+}
+
+SEC("perf_event")
+int sonde_walk_tail(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct unwind_scratch *s;
+	__u32 zero = 0;
+
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s) {
+		count_err(SONDE_ERR_SCRATCH);
+		return 0;
+	}
+	for (int i = 0; i < WALK_FRAMES_PER_CALL; i++) {
+		if (unwind_one(&s->walk, false)) {
+			walk_tail_send(s, id);
+			return 0;
+		}
+	}
+	if (s->calls < WALK_MAX_CALLS) {
+		s->calls++;
+		bpf_tail_call(ctx, &walk_progs, 0);
+	}
+	/* Out of calls (cannot happen: the walk stops at the maximum), or
+	 * the tail call failed. */
+	count_err(SONDE_ERR_LOOP);
+	s->walk.outcome = SONDE_OUTCOME_TRUNCATED;
+	walk_tail_send(s, id);
+	return 0;
+}
+
+/* task_pt_regs() without bpf_task_pt_regs(): the user registers sit at
+ * the top of the task's kernel stack (x86-64), below 16 bytes of padding
+ * on kernels with FRED (6.9+). The right place is the one whose saved cs
+ * is a user segment (privilege level 3). NULL: neither. */
+static __always_inline struct pt_regs *task_user_regs(struct task_struct *task)
+{
+	char *top = (char *)BPF_CORE_READ(task, stack);
+	struct pt_regs *r;
+
+	if (!top)
+		return NULL;
+	top += thread_size;
+	r = (struct pt_regs *)top - 1;
+	if ((BPF_CORE_READ(r, cs) & 3) == 3)
+		return r;
+	r = (struct pt_regs *)(top - 16) - 1;
+	if ((BPF_CORE_READ(r, cs) & 3) == 3)
+		return r;
+	return NULL;
+}
+
+SEC("perf_event")
+int sonde_sample_tail(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct pt_regs *regs = NULL;
+	struct unwind_scratch *s;
+	__u32 n_kernel = 0;
+	bool in_user;
+	__u8 outcome;
+
+	s = sample_begin(ctx, id >> 32, &n_kernel);
+	if (!s)
+		return 0;
+	s->n_kernel = n_kernel;
+	s->flags = 0;
+	s->calls = 0;
+	if (!BPF_CORE_READ(task, mm)) {
+		/* A kernel thread. */
+		sample_send(s, id, n_kernel, 0, SONDE_OUTCOME_NONE, 0);
+		return 0;
+	}
+	in_user = sample_in_user(ctx);
+	if (!in_user)
+		regs = task_user_regs(task);
+	outcome = walk_init(ctx, in_user, regs, id >> 32, n_kernel, &s->flags, &s->walk);
+	if (outcome != SONDE_OUTCOME_NONE) {
+		sample_send(s, id, n_kernel, 0, outcome, s->flags);
+		return 0;
+	}
+	bpf_tail_call(ctx, &walk_progs, 0);
+	count_err(SONDE_ERR_LOOP);
+	sample_send(s, id, n_kernel, 0, SONDE_OUTCOME_READ_ERROR, s->flags);
 	return 0;
 }
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -67,6 +68,9 @@
 #define YOUNG_MAX 1024
 static const uint32_t young_rescan_ms[] = { 2, 10, 40, 150 };
 
+/* How BPF walks user stacks (bpf/sample.bpf.c). */
+enum bpf_walk { WALK_AUTO, WALK_LOOP, WALK_TAIL };
+
 static struct env {
 	const char *symbolizer;
 	uint32_t frequency;
@@ -79,6 +83,7 @@ static struct env {
 	uint32_t ringbuf_mb;
 	uint32_t unwind_rows;
 	bool idle;
+	enum bpf_walk bpf_walk;
 	bool verbose;
 	bool no_drop_privileges;
 	struct rpc_tls tls;
@@ -133,6 +138,8 @@ static const char usage[] =
 	"  --unwind-rows N       unwind table rows in BPF, 12 bytes each (default 2097152;\n"
 	"                        0: frame pointers only)\n"
 	"  --idle                keep samples of the idle task\n"
+	"  --bpf-walk MODE       user stack walk: loop (bpf_loop, 5.17+), tail (tail calls,\n"
+	"                        for 5.10-5.16) or auto (default: loop where the kernel has it)\n"
 	"  --tls-ca FILE         CA that signed the symbolizer's certificate (tcp:)\n"
 	"  --tls-cert FILE       this sensor's client certificate (tcp:, mutual TLS)\n"
 	"  --tls-key FILE        its key\n"
@@ -146,7 +153,8 @@ static int parse_args(int argc, char **argv)
 {
 	enum { OPT_SYM = 256, OPT_FREQ, OPT_PID, OPT_CGROUP, OPT_DURATION, OPT_BUFFER,
 	       OPT_FLUSH, OPT_RINGBUF, OPT_UNWIND_ROWS, OPT_IDLE, OPT_VERBOSE, OPT_HELP,
-	       OPT_TLS_CA, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_NAME, OPT_INSECURE, OPT_NO_DROP };
+	       OPT_TLS_CA, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_NAME, OPT_INSECURE, OPT_NO_DROP,
+	       OPT_BPF_WALK };
 	static const struct option opts[] = {
 		{"symbolizer", required_argument, NULL, OPT_SYM},
 		{"frequency", required_argument, NULL, OPT_FREQ},
@@ -158,6 +166,7 @@ static int parse_args(int argc, char **argv)
 		{"ringbuf-mb", required_argument, NULL, OPT_RINGBUF},
 		{"unwind-rows", required_argument, NULL, OPT_UNWIND_ROWS},
 		{"idle", no_argument, NULL, OPT_IDLE},
+		{"bpf-walk", required_argument, NULL, OPT_BPF_WALK},
 		{"verbose", no_argument, NULL, OPT_VERBOSE},
 		{"help", no_argument, NULL, OPT_HELP},
 		{"tls-ca", required_argument, NULL, OPT_TLS_CA},
@@ -182,6 +191,18 @@ static int parse_args(int argc, char **argv)
 			continue;
 		case OPT_IDLE:
 			env.idle = true;
+			continue;
+		case OPT_BPF_WALK:
+			if (!strcmp(optarg, "auto"))
+				env.bpf_walk = WALK_AUTO;
+			else if (!strcmp(optarg, "loop"))
+				env.bpf_walk = WALK_LOOP;
+			else if (!strcmp(optarg, "tail"))
+				env.bpf_walk = WALK_TAIL;
+			else {
+				log_error("--bpf-walk wants auto, loop or tail, not '%.32s'", optarg);
+				return -EINVAL;
+			}
 			continue;
 		case OPT_TLS_CA:
 			env.tls.ca = optarg;
@@ -700,6 +721,18 @@ static void sensor_flush_new_processes(struct sample_bpf *skel)
 		flush_processes(S.uplink, gen, S.procs, false); /* retried at the flush */
 }
 
+/* The counters alone, once the current connection had its full flush. */
+static void sensor_flush_stats(struct sample_bpf *skel)
+{
+	struct sensor_counters c;
+	uint64_t gen = uplink_generation(S.uplink);
+
+	if (!gen || gen != S.sent_gen)
+		return;
+	counters(skel, &c);
+	flush_stats(S.uplink, gen, &c, false); /* retried at the flush */
+}
+
 static void drain_and_final_flush(struct sample_bpf *skel, struct events *ev)
 {
 	uint64_t start = clock_ns(CLOCK_MONOTONIC), gen = 0;
@@ -767,8 +800,8 @@ int main(int argc, char **argv)
 	struct stacks_stats ss;
 	uint32_t cgroup_level = 0, ringbuf_bytes;
 	char *cgroup_rel = NULL;
-	int sfd = -1, tfd = -1, err = 0, n;
-	bool rpc_inited = false;
+	int sfd = -1, tfd = -1, wfd = -1, err = 0, n;
+	bool rpc_inited = false, use_loop = true;
 	sigset_t mask;
 
 	log_init("sonde-sensor", LOG_LEVEL_INFO);
@@ -862,6 +895,15 @@ int main(int argc, char **argv)
 	skel->rodata->filter_cgroup_id = cgroup_id;
 	skel->rodata->filter_cgroup_level = cgroup_level;
 	skel->rodata->keep_idle = env.idle;
+	/* One of the two walkers is loaded: bpf_loop() where the kernel has
+	 * it (5.17), tail calls elsewhere; a kernel without the helper would
+	 * refuse the whole object otherwise. */
+	use_loop = env.bpf_walk == WALK_LOOP ||
+		   (env.bpf_walk == WALK_AUTO &&
+		    libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) == 1);
+	bpf_program__set_autoload(skel->progs.sonde_sample, use_loop);
+	bpf_program__set_autoload(skel->progs.sonde_sample_tail, !use_loop);
+	bpf_program__set_autoload(skel->progs.sonde_walk_tail, !use_loop);
 	/* Wake up for a quarter of the ring; the main loop drains it every
 	 * EVENTS_DRAIN_MS anyway (see sample.bpf.c). */
 	ringbuf_bytes = ringbuf_size();
@@ -893,6 +935,18 @@ int main(int argc, char **argv)
 				     "verifier log)");
 		goto cleanup;
 	}
+	if (!use_loop) {
+		uint32_t zero = 0;
+		int prog_fd = bpf_program__fd(skel->progs.sonde_walk_tail);
+
+		err = bpf_map_update_elem(bpf_map__fd(skel->maps.walk_progs), &zero, &prog_fd, BPF_ANY);
+		if (err < 0) {
+			err = -errno;
+			log_error_errno(err, "cannot install the tail-call walker");
+			goto cleanup;
+		}
+	}
+	log_info("user stacks walked with %s", use_loop ? "bpf_loop()" : "tail calls (no bpf_loop())");
 	S.unwind_bpf.rows_fd = bpf_map__fd(skel->maps.unwind_rows);
 	S.bpf_map_bytes = bpf_map_bytes(skel);
 	S.unwind_bpf.index_fd = bpf_map__fd(skel->maps.unwind_index);
@@ -933,13 +987,21 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	uplink_set_unwind_maps(S.uplink, S.unwind);
+	wfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (wfd < 0) {
+		err = -errno;
+		log_error_errno(err, "eventfd");
+		goto cleanup;
+	}
+	uplink_set_wakeup(S.uplink, wfd);
 	err = uplink_start(S.uplink);
 	if (err < 0) {
 		log_error_errno(err, "cannot start the uplink thread");
 		goto cleanup;
 	}
 
-	err = perf_sampler_attach(skel->progs.sonde_sample, env.frequency, &sampler);
+	err = perf_sampler_attach(use_loop ? skel->progs.sonde_sample : skel->progs.sonde_sample_tail,
+				  env.frequency, &sampler);
 	if (err < 0) {
 		log_error_errno(err, "cannot attach perf events");
 		goto cleanup;
@@ -974,10 +1036,11 @@ int main(int argc, char **argv)
 
 	int young_wait = -1; /* ms to the next young-process rescan */
 	for (;;) {
-		struct pollfd pfd[3] = {
+		struct pollfd pfd[4] = {
 			{.fd = events_fd(ev), .events = POLLIN},
 			{.fd = sfd, .events = POLLIN},
 			{.fd = tfd, .events = POLLIN},
+			{.fd = wfd, .events = POLLIN},
 		};
 		/* -1: until the flush timer, a signal or a full quarter ring. */
 		bool busy = S.n_young || uplink_generation(S.uplink) != S.sent_gen ||
@@ -996,7 +1059,7 @@ int main(int argc, char **argv)
 			if (timeout < 0 || (end_ns - now) / 1000000 < (uint64_t)timeout)
 				timeout = (int)((end_ns - now) / 1000000) + 1;
 		}
-		if (poll(pfd, 3, timeout) < 0) {
+		if (poll(pfd, 4, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			err = -errno;
@@ -1009,6 +1072,14 @@ int main(int argc, char **argv)
 			log_warn_errno(n, "ring buffer, ignoring");
 		young_wait = rescan_young();
 		sensor_flush_new_processes(skel);
+		if (pfd[3].revents) {
+			eventfd_t v;
+
+			/* A connection was made (flushed just above) or a table
+			 * loaded: Status shows it now, not at the next flush. */
+			eventfd_read(wfd, &v);
+			sensor_flush_stats(skel);
+		}
 		if (pfd[1].revents) {
 			struct signalfd_siginfo si;
 
@@ -1076,6 +1147,8 @@ cleanup:
 	free(cgroup_rel);
 	if (tfd >= 0)
 		close(tfd);
+	if (wfd >= 0)
+		close(wfd); /* after uplink_free: its thread writes to it */
 	if (sfd >= 0)
 		close(sfd);
 	if (rpc_inited)

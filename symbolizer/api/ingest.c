@@ -454,7 +454,7 @@ static int push_user_frame(struct session *s, struct folded *f, const struct ufr
 	return folded_push(f, buf, false);
 }
 
-/* Stores n samples of the resolved stack d and hands them to the
+/* Stores p's samples of the resolved stack d and hands them to the
  * exporters. */
 static void emit(struct session *s, const struct stackdef *d, const struct pending_sample *p)
 {
@@ -495,8 +495,8 @@ static void emit(struct session *s, const struct stackdef *d, const struct pendi
 		service_export(s->svc, &es);
 }
 
-/* The raw stack of d, leaf first: user frames, then kernel frames named
- * with this session's kernel symbols (the snapshot is per sensor). */
+/* The raw stack of d, leaf first: kernel frames (named with this
+ * session's kernel symbols: the snapshot is per sensor), then user frames. */
 static void build_raw(struct session *s, struct stackdef *d)
 {
 	struct rawstack_builder b;

@@ -143,7 +143,7 @@ def outcomes(sym, pids):
     return total
 
 
-def profile_both(services, cmd, seconds=SECONDS, name="w"):
+def profile_both(services, cmd, seconds=SECONDS, name="w", sensor_args=()):
     """Runs cmd under perf record --call-graph dwarf and a sonde sensor at
     once, and returns both profiles and sonde's outcome counts. cmd is
     held on a fifo until the sensor is attached and its tables settled,
@@ -158,7 +158,7 @@ def profile_both(services, cmd, seconds=SECONDS, name="w"):
     sensor = None
     try:
         pid = perf_children(perf.pid)
-        sensor = Sensor(tmp, sym.address, ["--pid", str(pid), "--frequency", str(HZ)])
+        sensor = Sensor(tmp, sym.address, ["--pid", str(pid), "--frequency", str(HZ), *sensor_args])
         wait_for(lambda: sym.status().unwind_tables_loaded >= 2, 15, "unwind tables to load")
         wait_for(stable(lambda: sym.status().unwind_tables_loaded), 15, "the loaded tables to settle")
         with open(fifo, "w") as f:
@@ -197,9 +197,14 @@ def assert_complete(counts, what):
     assert share >= 0.99, f"{what}: {100 * share:.2f}% complete: {dict(counts)}"
 
 
-def test_c_workload_without_frame_pointers(services):
-    perf, ours, counts, _ = profile_both(services, [str(UNWIND_WORKLOAD), str(SECONDS * 1000)], name="c")
-    assert_complete(counts, "sonde-unwind-workload")
+# "tail": the walker for kernels without bpf_loop() (5.10-5.16), forced
+# here, where the kernel has both.
+@pytest.mark.parametrize("walk", ["loop", "tail"])
+def test_c_workload_without_frame_pointers(services, walk):
+    perf, ours, counts, sensor = profile_both(services, [str(UNWIND_WORKLOAD), str(SECONDS * 1000)],
+                                              name=f"c-{walk}", sensor_args=["--bpf-walk", walk])
+    assert_complete(counts, f"sonde-unwind-workload ({walk})")
+    assert f"walked with {'bpf_loop' if walk == 'loop' else 'tail calls'}" in sensor.log_path.read_text()
     def shares(stacks):
         total = sum(c for _, c in stacks) or 1
         return {k: 100.0 * sum(c for f, c in stacks if contains_chain(f, ch)) / total
