@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "demangle.h"
 #include "export.h"
 #include "log.h"
 #include "ksyms.h"
@@ -446,8 +447,17 @@ static int push_user_frame(struct session *s, struct folded *f, const struct ufr
 		 * be the last instruction of its function. */
 		if (return_address && vaddr > 0)
 			vaddr--;
-		if (symtab_lookup(t, vaddr, &l) == 0 && l.name && *l.name)
-			return folded_push(f, l.name, false);
+		if (symtab_lookup(t, vaddr, &l) == 0 && l.name && *l.name) {
+			/* C++ and Rust names as people read them (exports get
+			 * the same from the source index). */
+			char *d = (l.name[0] == '_' && (l.name[1] == 'Z' || l.name[1] == 'R'))
+					  ? demangle(l.name)
+					  : NULL;
+			int r = folded_push(f, d ? d : l.name, false);
+
+			free(d);
+			return r;
+		}
 	}
 	name = service_file_name(s->svc, &u->id);
 	snprintf(buf, sizeof(buf), "%.200s+0x%" PRIx64, name ? name : "[unknown]", u->addr);
@@ -1112,6 +1122,14 @@ void ingest_tick(struct service *svc)
 		session_retry_pending(s, true);
 		session_try_finish(s);
 	}
+}
+
+bool ingest_busy(struct service *svc)
+{
+	for (struct session *s = svc->sessions; s; s = s->next)
+		if (s->n_pending || s->tq_head || s->n_tables_waiting || s->half_closed)
+			return true;
+	return false;
 }
 
 void ingest_sum_counters(struct service *svc, struct sensor_counters *ret)

@@ -477,6 +477,11 @@ int profile_flush(struct profile_store *p)
 	return r < 0 ? r : r2;
 }
 
+bool profile_writing(const struct profile_store *p)
+{
+	return p->draining != NULL;
+}
+
 int profile_flush_step(struct profile_store *p, size_t max_rows, bool start)
 {
 	size_t n;

@@ -72,6 +72,8 @@ int profile_flush(struct profile_store *p);
  * transaction. Rows added meanwhile go to the next batch. Returns 0 or a
  * negative errno (the rest of the batch is then dropped and counted). */
 int profile_flush_step(struct profile_store *p, size_t max_rows, bool start);
+/* Whether a batch is being written by profile_flush_step(). */
+bool profile_writing(const struct profile_store *p);
 /* Samples (sums of counts) profile_add() accepted, and of those the ones
  * a failed flush dropped, since profile_new(). Stored = added - dropped. */
 void profile_counts(const struct profile_store *p, uint64_t *ret_added, uint64_t *ret_dropped);
