@@ -314,7 +314,7 @@ int main(int argc, char **argv)
 	struct writer writers[MAX_WRITERS];
 	struct status s0, s1, s2, st;
 	struct proc_sample p0, p1, pmax = { 0 };
-	uint64_t t_start, t0, t_sent_end, t1, sent_at_t0, sent_end, stored_end;
+	uint64_t t_start, t0, t_sent_end, t1, sent_end, stored_end;
 	size_t n_writers = 0, n_up = 0;
 	double gen_cpu0, warm_s, connect_s, rate, cpu_per_m;
 	int err = 1, unclean = 0;
@@ -409,9 +409,6 @@ int main(int argc, char **argv)
 	gen_cpu0 = self_cpu_s();
 	s1 = get_status();
 	t0 = lg_now_ns();
-	pthread_mutex_lock(&sh.lock);
-	sent_at_t0 = sh.sent;
-	pthread_mutex_unlock(&sh.lock);
 	atomic_store(&sh.measuring, true);
 	if (env.writers > n_up)
 		env.writers = (unsigned)n_up;
@@ -467,7 +464,6 @@ int main(int argc, char **argv)
 	t1 = lg_now_ns();
 	p1 = sample_proc(env.sym_pid);
 	stored_end = st.stored - s0.stored;
-	(void)s1;
 
 	/* Half-close every stream: the symbolizer ends each once it stored
 	 * what waited. */
@@ -512,7 +508,6 @@ int main(int argc, char **argv)
 		       atomic_load(&sh.table_bytes) / 1048576.0,
 		       (uint64_t)atomic_load(&sh.stream_errors), unclean);
 		err = lost || !s2.ok ? 3 : 0;
-		(void)sent_at_t0;
 	}
 cleanup:
 	atomic_store(&sh.stop, true);
@@ -521,7 +516,7 @@ cleanup:
 		free(writers[w].sensors);
 	}
 	for (size_t i = 0; sensors && i < env.cfg.n_sensors; i++)
-		lg_sensor_finish(sensors[i], 1000);
+		lg_sensor_finish(sensors[i], 0); /* an error path: do not wait */
 	free(sensors);
 	rpc_channel_free(status_ch);
 	free(sh.log);
