@@ -1651,7 +1651,7 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
 	struct rpc_channel *ch = NULL;
 	struct channel_tls own = { 0 };
 	grpc_channel_args args;
-	grpc_arg arg[6];
+	grpc_arg arg[8];
 	char *gtarget = NULL;
 	const char *ca = client_tls.ca, *cert = client_tls.cert, *key = client_tls.key;
 	const char *server_name = client_tls.server_name;
@@ -1709,10 +1709,21 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
 	arg[3].value.integer = rmax;
 	args.num_args = 4;
 	args.args = arg;
+	/* No bandwidth-delay probes (see rpc_server_new). */
+	arg[args.num_args].type = GRPC_ARG_INTEGER;
+	arg[args.num_args].key = GRPC_ARG_HTTP2_BDP_PROBE;
+	arg[args.num_args].value.integer = 0;
+	args.num_args++;
 	if (opts && opts->gzip) {
 		arg[args.num_args].type = GRPC_ARG_INTEGER;
 		arg[args.num_args].key = GRPC_COMPRESSION_CHANNEL_DEFAULT_ALGORITHM;
 		arg[args.num_args].value.integer = GRPC_COMPRESS_GZIP;
+		args.num_args++;
+	}
+	if (opts && opts->own_connection) {
+		arg[args.num_args].type = GRPC_ARG_INTEGER;
+		arg[args.num_args].key = GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL;
+		arg[args.num_args].value.integer = 1;
 		args.num_args++;
 	}
 

@@ -210,6 +210,10 @@ struct rpc_channel_opts {
 	/* Compress every message with gzip (grpc-encoding: gzip), which
 	 * any gRPC server decodes. */
 	bool gzip;
+	/* Its own connection: gRPC otherwise shares one TCP connection among
+	 * channels to the same target with the same options (the load
+	 * generator plays many sensors, each with its own connection). */
+	bool own_connection;
 };
 
 /* TLS for every tcp: channel created afterwards (process-wide: the

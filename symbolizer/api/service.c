@@ -90,17 +90,20 @@ struct service *service_new(const struct service_opts *opts)
 }
 
 #define PROFILE_FLUSH_MS 5000
+#define PROFILE_FLUSH_STEP_ROWS 2000
 /* The tick runs every TICK_BUSY_MS while something waits for it (stacks
  * for their files, tables for room in a stream, jobs, indexes, deferred
- * calls, uploads), else every TICK_IDLE_MS: each wakeup costs tens of
- * microseconds on a VM, and a steady sensor stream needs none. */
+ * calls, uploads, a profile batch being written a slice a tick), else
+ * every TICK_IDLE_MS: each wakeup costs tens of microseconds on a VM, and
+ * a steady sensor stream needs none. */
 #define TICK_BUSY_MS 200
 #define TICK_IDLE_MS 1000
 
 static bool service_busy(struct service *svc)
 {
 	return svc->n_active || svc->n_queued || svc->waits || hmap_count(svc->uploads) ||
-	       index_worker_busy() || ingest_busy(svc);
+	       index_worker_busy() || ingest_busy(svc) ||
+	       (svc->profile && profile_writing(svc->profile));
 }
 /* At exit: how long the sender may still deliver the OTLP backlog. */
 #define OTLP_DRAIN_MS 5000
@@ -120,9 +123,14 @@ static void tick(void *ctx)
 	/* Queries flush first (profile.h), so this only bounds the memory
 	 * held between writes: once a second was the symbolizer's largest
 	 * steady CPU cost under a sensor (SQLite statements per flush). */
-	if (now - svc->last_flush_ms >= PROFILE_FLUSH_MS) {
-		svc->last_flush_ms = now;
-		r = profile_flush(svc->profile);
+	{
+		bool start = now - svc->last_flush_ms >= PROFILE_FLUSH_MS;
+
+		if (start)
+			svc->last_flush_ms = now;
+		/* A slice a tick: writing a whole batch at once stopped the
+		 * loop for seconds under 500 sensors (sonde-load). */
+		r = profile_flush_step(svc->profile, PROFILE_FLUSH_STEP_ROWS, start);
 		if (r < 0)
 			log_warn_errno(r, "writing samples to the profile store failed, dropped them");
 	}

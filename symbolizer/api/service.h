@@ -50,6 +50,8 @@ struct sensor_counters {
 	uint64_t samples_taken, samples_lost, samples_dropped;
 	/* latest values, summed over connected sensors only */
 	uint64_t unwind_tables_loaded, unwind_rows_loaded, bpf_map_bytes;
+	uint64_t samples_waiting; /* held until their stacks' files are analysed */
+	uint64_t processes;       /* latest, summed over connected sensors */
 };
 
 /* How user stacks ended, by samples: index = sonde.v1.StackOutcome
@@ -76,6 +78,7 @@ struct service {
 	uint64_t sensors_connected;
 	struct sensor_counters past; /* of sessions that ended */
 	uint64_t stacks_received, samples_received;
+	uint64_t samples_not_stored; /* no memory for them (never in the store) */
 
 	struct hmap *jobs;     /* fileid -> struct job */
 	struct hmap *requests; /* request id (u64) -> struct range_req */

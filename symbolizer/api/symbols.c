@@ -563,6 +563,7 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	struct sensor_counters sc;
 	Sonde__V1__OtlpStatus otlp = SONDE__V1__OTLP_STATUS__INIT;
 	struct otlp_counters oc;
+	uint64_t added, dropped;
 	size_t n;
 
 	cache_get_stats(svc->cache, &cs);
@@ -594,6 +595,11 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 		otlp.backlog_bytes = oc.backlog_bytes;
 		r.otlp = &otlp;
 	}
+	profile_counts(svc->profile, &added, &dropped);
+	r.samples_stored = added - dropped;
+	r.samples_waiting = sc.samples_waiting;
+	r.sensor_processes = sc.processes;
+	r.samples_store_failed = dropped + svc->samples_not_stored;
 	to_outcomes(&svc->outcomes, &overall);
 	r.outcomes = &overall;
 	/* The processes with the most samples. */

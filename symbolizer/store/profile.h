@@ -51,13 +51,32 @@ struct profile_sample {
 	const void *raw;    /* the raw stack (export/rawstack.h); may be NULL */
 	size_t raw_len;
 	uint64_t count;
+	/* Optional, to save work per sample: strlen(frames) (0: computed)
+	 * and profile_stack_hash(frames, raw, raw_len) (0: computed). */
+	size_t frames_len;
+	uint64_t stack_hash;
 };
+
+/* A digest of a stack, for profile_sample.stack_hash: compute it once per
+ * stack, not per sample. Never 0 in practice; 0 means "not given". */
+uint64_t profile_stack_hash(const char *frames, const void *raw, size_t raw_len);
 
 /* Adds smp (borrowed). Returns 0 or -ENOMEM. */
 int profile_add(struct profile_store *p, const struct profile_sample *smp);
 /* Writes the pending rows in one transaction. Returns 0 or a negative
  * errno (the rows are then dropped, logged at debug level). */
 int profile_flush(struct profile_store *p);
+/* Incremental flush, for the loop thread's tick: with start, makes the
+ * pending rows a batch being written (unless one is); then writes the
+ * next max_rows rows of that batch (at least a tenth of it) in one
+ * transaction. Rows added meanwhile go to the next batch. Returns 0 or a
+ * negative errno (the rest of the batch is then dropped and counted). */
+int profile_flush_step(struct profile_store *p, size_t max_rows, bool start);
+/* Whether a batch is being written by profile_flush_step(). */
+bool profile_writing(const struct profile_store *p);
+/* Samples (sums of counts) profile_add() accepted, and of those the ones
+ * a failed flush dropped, since profile_new(). Stored = added - dropped. */
+void profile_counts(const struct profile_store *p, uint64_t *ret_added, uint64_t *ret_dropped);
 /* Deletes rows older than the retention, measured back from now_s, and
  * stacks no row uses. Returns 0 or a negative errno. */
 int profile_expire(struct profile_store *p, uint64_t now_s);
