@@ -5,7 +5,8 @@ Neither Go nor `go tool pprof` is needed.
 The same samples are also written as folded stacks by the same symbolizer
 (`sonde record -o x.pb.gz -o x.folded`: one recording; and `sonde pprof`
 + `sonde folded` against one running symbolizer), and the two must agree:
-the same total, per comm, the same leaf and frame names; the workload's
+the same total, per comm, the same stacks, leaf and frame names (aliases of
+one symbol, like open/__open, count as one name); the workload's
 functions carry a source file and line; mappings carry build IDs; samples
 carry pid/tid/comm labels."""
 import collections
@@ -71,14 +72,45 @@ def gnu_build_id(path):
     return m.group(1) if m else None
 
 
+def alias_map(prof):
+    """name -> one name for all the function symbols at the same address of
+    a mapped file (libc's open, __open, __libc_open64...): the folded text
+    and the pprof functions come from two lookups (symbol table, source
+    index) that may pick different aliases of one function."""
+    canon = {}
+    for m in prof["mappings"]:
+        out = subprocess.run(["readelf", "-Ws", "--wide", m["filename"]], capture_output=True,
+                             text=True).stdout
+        groups = collections.defaultdict(set)
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) >= 8 and f[3] in ("FUNC", "IFUNC") and f[6] != "UND":
+                groups[int(f[1], 16)].add(f[7].split("@")[0])
+        for names in groups.values():
+            if len(names) > 1:
+                first = min(names)
+                for n in names:
+                    canon.setdefault(n, first)
+    return canon
+
+
+def canonical(stacks, canon):
+    out = collections.Counter()
+    for (comm, frames), n in stacks.items():
+        out[(comm, tuple(canon.get(f, f) for f in frames))] += n
+    return out
+
+
 def compare(prof, folded_text, hz):
     """The checks both ways of getting the two outputs share."""
-    folded = folded_stacks(folded_text)
-    ours = pprof_stacks(prof)
+    canon = alias_map(prof)
+    folded = canonical(folded_stacks(folded_text), canon)
+    ours = canonical(pprof_stacks(prof), canon)
     f_total = sum(folded.values())
     p_total = sum(ours.values())
     print(f"pprof {p_total} samples in {len(prof['samples'])} samples, folded {f_total} in {len(folded)} stacks")
-    assert f_total > 0.5 * SECONDS * HZ, f"only {f_total} samples"
+    # Few samples still compare; a loaded machine gives the workload less CPU.
+    assert f_total > 50, f"only {f_total} samples"
     assert p_total == f_total
 
     # Sample types, period, values.
@@ -107,13 +139,15 @@ def compare(prof, folded_text, hz):
     assert names_p == names_f, (names_p ^ names_f)
     # Every function of the table: the frames' names (kernel ones without
     # the folded suffix), plus callees inlined into them.
-    funcs = {f["name"] for f in prof["functions"]}
+    funcs = {canon.get(f["name"], f["name"]) for f in prof["functions"]}
     plain_f = {n[:-4] if n.endswith("_[k]") else n for n in names_f}
     assert plain_f <= funcs, plain_f - funcs
-    inlined = {ln["name"] for s in prof["samples"] for l in s["locations"] for ln in l["lines"][:-1]}
+    inlined = {canon.get(ln["name"], ln["name"])
+               for s in prof["samples"] for l in s["locations"] for ln in l["lines"][:-1]}
     assert funcs - plain_f <= inlined, funcs - plain_f - inlined
+    # Stack by stack: both are the same rows, symbolized twice.
     mismatched = (ours - folded) + (folded - ours)
-    print(f"stacks that differ between the two: {len(mismatched)}")
+    assert not mismatched, list(mismatched.items())[:5]
 
     # The workload's functions have a file and a line.
     for name in WORKLOAD_FUNCTIONS:
@@ -175,8 +209,16 @@ def test_pprof_command_against_a_running_symbolizer():
     sym = Symbolizer(tmp)
     sensor = None
     try:
-        work = subprocess.Popen([str(WORKLOAD), str(SECONDS)])
+        # The workload waits on a fifo until the sensor is connected (sh
+        # execs it, so the pid stays), so its whole run is profiled.
+        fifo = tmp / "go"
+        os.mkfifo(fifo)
+        work = subprocess.Popen(["sh", "-c", f'read go < {fifo}; exec "$@"', "sh", str(WORKLOAD),
+                                 str(SECONDS)])
         sensor = Sensor(tmp, sym.address, ["--pid", str(work.pid), "--frequency", str(HZ)])
+        wait_for(lambda: sym.status().sensors_connected == 1, 30, "the sensor to connect")
+        with open(fifo, "w") as f:
+            f.write("go\n")
         work.wait(SECONDS + 60)
         time.sleep(1.5)  # the sensor's last flush
         sensor.stop()
