@@ -45,6 +45,7 @@ static struct env {
 };
 
 static volatile sig_atomic_t interrupted;
+static time_t record_start; /* when the sensor was started */
 
 static void on_signal(int sig)
 {
@@ -347,8 +348,12 @@ static int write_output(const char *address, const char *path, Sonde__V1__Folded
 	int err;
 
 	if (cli_is_pprof_path(path)) {
-		/* The store does not keep the rate; the sensor ran at ours. */
+		/* The store does not keep the rate; the sensor ran at ours. The
+		 * window (the store counts per minute, so the same rows as
+		 * Folded) gives the profile this recording's duration. */
 		q.frequency_hz = env.frequency;
+		q.since_unix_s = (uint64_t)record_start;
+		q.until_unix_s = (uint64_t)time(NULL) + 1;
 		if (!*pprof && (err = cli_fetch_pprof(address, &q, pprof)) < 0)
 			return err;
 		err = cli_write_bytes_file(path, (*pprof)->profile.data, (*pprof)->profile.len);
@@ -480,6 +485,7 @@ int cmd_record(int argc, char **argv)
 		if (env.verbose)
 			argv_sen[n++] = "--verbose";
 		argv_sen[n] = NULL;
+		record_start = time(NULL);
 		sensor = spawn(argv_sen, !env.verbose);
 	}
 	if (sensor < 0) {

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "log.h"
 #include "service.h"
@@ -81,6 +82,7 @@ void pprof_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 	struct pprof_ctx c = { .svc = svc, .m = &m };
 	uint8_t *gz = NULL;
 	size_t len = 0;
+	uint64_t until;
 	int err;
 
 	c.frequency_hz = pq->frequency_hz ? pq->frequency_hz : ingest_frequency_hz(svc);
@@ -93,11 +95,13 @@ void pprof_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 	err = profile_rows(svc->profile, &q, add_row, &c);
 	if (err < 0)
 		goto fail;
-	/* The window asked for, else the minutes the rows span. */
+	/* The minutes the rows span, narrowed to the window asked for (or
+	 * to now): a short recording's duration is its own, not a minute. */
 	if (c.frequency_hz)
 		m.period_ns = 1000000000ull / c.frequency_hz;
+	until = q.until_s ? q.until_s : (uint64_t)time(NULL);
 	m.start_ns = (q.since_s > c.first_s ? q.since_s : c.first_s) * 1000000000ull;
-	m.end_ns = (q.until_s && q.until_s < c.end_s ? q.until_s : c.end_s) * 1000000000ull;
+	m.end_ns = (until < c.end_s ? until : c.end_s) * 1000000000ull;
 	if (m.end_ns < m.start_ns)
 		m.end_ns = m.start_ns;
 	err = pprof_encode(&m, PPROF_REPLY_MAX, &gz, &len);

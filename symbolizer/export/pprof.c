@@ -126,6 +126,64 @@ static int fill_functions(struct enc *e)
 	return 0;
 }
 
+/* Whether a path's file name looks like a shared library (libc.so.6). */
+static bool looks_shared(const char *path)
+{
+	const char *base = strrchr(path, '/'), *so;
+
+	base = base ? base + 1 : path;
+	so = strstr(base, ".so");
+	return so && (so[3] == '\0' || so[3] == '.');
+}
+
+/* Without a known executable: the mapping in the most samples, files that
+ * do not look like shared libraries first (libc is in as many stacks as
+ * the program). Index + 1, or 0. */
+static uint32_t busiest_mapping(const struct pmodel *m)
+{
+	uint64_t *weight = calloc(m->n_mappings + 1, sizeof(*weight));
+	size_t *seen = calloc(m->n_mappings + 1, sizeof(*seen));
+	uint64_t best = 0;
+	bool best_shared = true;
+	uint32_t main = 0;
+
+	if (!weight || !seen)
+		goto out; /* only the order suffers */
+	for (size_t i = 0; i < m->n_samples; i++) {
+		const struct pm_stack *st;
+
+		if (m->samples[i].stack >= m->n_stacks)
+			continue; /* fill_samples refuses it */
+		st = &m->stacks[m->samples[i].stack];
+		for (uint32_t k = 0; k < st->n_locs && st->first_loc + k < m->n_stack_locs; k++) {
+			uint32_t l = m->stack_locs[st->first_loc + k], mp;
+
+			if (l >= m->n_locations || !(mp = m->locations[l].mapping) || mp > m->n_mappings)
+				continue;
+			if (seen[mp - 1] == i + 1)
+				continue; /* once per sample */
+			seen[mp - 1] = i + 1;
+			weight[mp - 1] += m->samples[i].count;
+		}
+	}
+	for (size_t i = 0; i < m->n_mappings; i++) {
+		uint32_t path = m->mappings[i].path;
+		bool shared = path < m->n_strings && m->strings[path] && looks_shared(m->strings[path]);
+
+		if (!weight[i] || (shared && !best_shared))
+			continue;
+		if ((!shared && best_shared) || weight[i] > best) {
+			best = weight[i];
+			best_shared = shared;
+			main = (uint32_t)i + 1;
+		}
+	}
+out:
+	free(weight);
+	free(seen);
+	return main;
+}
+
 /* The main mapping of the process with the most samples (index + 1), or
  * 0. */
 static uint32_t main_mapping(struct enc *e)
@@ -149,7 +207,7 @@ static uint32_t main_mapping(struct enc *e)
 		}
 	}
 	free(per_proc);
-	return main;
+	return main ? main : busiest_mapping(m);
 }
 
 /* Locations reference mappings by index + 1: check them, and note per

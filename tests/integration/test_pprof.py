@@ -6,7 +6,9 @@ The same samples are also written as folded stacks by the same symbolizer
 (`sonde record -o x.pb.gz -o x.folded`: one recording; and `sonde pprof`
 + `sonde folded` against one running symbolizer), and the two must agree:
 the same total, per comm, the same stacks, leaf and frame names (aliases of
-one symbol, like open/__open, count as one name); the workload's
+one symbol, like open/__open, and gcc clones, foo/foo.constprop.0, count
+as one name: the folded text and the pprof functions come from different
+lookups; the differences are printed); the workload's
 functions carry a source file and line; mappings carry build IDs; samples
 carry pid/tid/comm labels."""
 import collections
@@ -74,13 +76,18 @@ def gnu_build_id(path):
 
 def alias_map(prof):
     """name -> one name for all the function symbols at the same address of
-    a mapped file (libc's open, __open, __libc_open64...): the folded text
+    a mapped file or its debug file (libc's open, __open, __GI___open64...):
+    the folded text
     and the pprof functions come from two lookups (symbol table, source
     index) that may pick different aliases of one function."""
     canon = {}
     for m in prof["mappings"]:
-        out = subprocess.run(["readelf", "-Ws", "--wide", m["filename"]], capture_output=True,
-                             text=True).stdout
+        # The symbolizer also reads the separate debug file (by build ID).
+        bid = m["build_id"]
+        debug = f"/usr/lib/debug/.build-id/{bid[:2]}/{bid[2:]}.debug"
+        out = "".join(subprocess.run(["readelf", "-Ws", "--wide", path], capture_output=True,
+                                     text=True).stdout
+                      for path in (m["filename"], debug) if os.path.exists(path))
         groups = collections.defaultdict(set)
         for line in out.splitlines():
             f = line.split()
@@ -94,18 +101,35 @@ def alias_map(prof):
     return canon
 
 
+# gcc's clone suffixes: the symbol table names foo.constprop.0 where the
+# source index may name the function foo.
+CLONE = re.compile(r"(\.(constprop|isra|part|cold|lto_priv)(\.\d+)?)+$")
+
+
 def canonical(stacks, canon):
     out = collections.Counter()
     for (comm, frames), n in stacks.items():
-        out[(comm, tuple(canon.get(f, f) for f in frames))] += n
+        out[(comm, tuple(canon_name(f, canon) for f in frames))] += n
     return out
+
+
+def canon_name(f, canon):
+    f = canon.get(f, f)
+    base = CLONE.sub("", f)
+    return canon.get(base, base)
 
 
 def compare(prof, folded_text, hz):
     """The checks both ways of getting the two outputs share."""
     canon = alias_map(prof)
-    folded = canonical(folded_stacks(folded_text), canon)
-    ours = canonical(pprof_stacks(prof), canon)
+    raw_f, raw_p = folded_stacks(folded_text), pprof_stacks(prof)
+    raw_names_f = {n for (_, fr) in raw_f for n in fr}
+    raw_names_p = {n for (_, fr) in raw_p for n in fr}
+    # Shown, not failed: the two lookups' choice among a symbol's names.
+    print(f"names only in folded: {sorted(raw_names_f - raw_names_p)}; "
+          f"only in pprof: {sorted(raw_names_p - raw_names_f)}")
+    folded = canonical(raw_f, canon)
+    ours = canonical(raw_p, canon)
     f_total = sum(folded.values())
     p_total = sum(ours.values())
     print(f"pprof {p_total} samples in {len(prof['samples'])} samples, folded {f_total} in {len(folded)} stacks")
@@ -139,10 +163,10 @@ def compare(prof, folded_text, hz):
     assert names_p == names_f, (names_p ^ names_f)
     # Every function of the table: the frames' names (kernel ones without
     # the folded suffix), plus callees inlined into them.
-    funcs = {canon.get(f["name"], f["name"]) for f in prof["functions"]}
-    plain_f = {n[:-4] if n.endswith("_[k]") else n for n in names_f}
+    funcs = {canon_name(f["name"], canon) for f in prof["functions"]}
+    plain_f = {canon_name(n[:-4], canon) if n.endswith("_[k]") else n for n in names_f}
     assert plain_f <= funcs, plain_f - funcs
-    inlined = {canon.get(ln["name"], ln["name"])
+    inlined = {canon_name(ln["name"], canon)
                for s in prof["samples"] for l in s["locations"] for ln in l["lines"][:-1]}
     assert funcs - plain_f <= inlined, funcs - plain_f - inlined
     # Stack by stack: both are the same rows, symbolized twice.
@@ -150,11 +174,11 @@ def compare(prof, folded_text, hz):
     assert not mismatched, list(mismatched.items())[:5]
 
     # The workload's functions have a file and a line.
-    for name in WORKLOAD_FUNCTIONS:
+    for fn in WORKLOAD_FUNCTIONS:
         lines = [ln for s in prof["samples"] for l in s["locations"] for ln in l["lines"]
-                 if ln["name"] == name]
-        assert lines, f"{name} in no sample"
-        assert all(ln["file"] and ln["line"] > 0 for ln in lines), (name, lines[:3])
+                 if ln["name"] == fn]
+        assert lines, f"{fn} in no sample"
+        assert all(ln["file"] and ln["line"] > 0 for ln in lines), (fn, lines[:3])
 
     # Mappings: build IDs; the workload's is its GNU build ID.
     assert prof["mappings"], "no mappings"
@@ -196,6 +220,10 @@ def test_record_pprof_matches_folded(recorded):
     assert not list(pb.parent.glob("*.tmp.*")), "a temporary file was left"
     prof = decode(pb)
     compare(prof, folded.read_text(), HZ)
+    # pprof takes the first mapping as the program.
+    assert prof["mappings"][0]["filename"].endswith("/sonde-workload"), prof["mappings"][0]
+    # The recording's own time span, not the store's whole minute.
+    assert SECONDS * 10**9 <= prof["duration_nanos"] < 50 * 10**9, prof["duration_nanos"]
     # Threads: the workload's second thread is its own tid and comm.
     tids = {s["labels"]["tid"] for s in prof["samples"] if s["labels"]["comm"] == "workload-b"}
     pids = {s["labels"]["pid"] for s in prof["samples"]}

@@ -2,7 +2,8 @@
  * built with the pm_* builders is encoded, gunzipped with zlib and decoded
  * with protobuf-c from proto/pprof/profile.proto; every table is checked
  * against what went in (ids from 1, the main executable first, build IDs,
- * inline order, labels, values, period). Also: no period, the size bound,
+ * inline order, labels, values, period). Also: the main mapping guessed,
+ * no period, the size bound,
  * an inconsistent model, an empty one. */
 #include <errno.h>
 #include <setjmp.h>
@@ -269,6 +270,25 @@ static void test_no_period(void **state)
 	pm_free(&m);
 }
 
+/* No process knows its executable (the profile store does not keep it):
+ * the mapping in the most samples that is not a shared library. */
+static void test_main_mapping_guessed(void **state)
+{
+	struct pmodel m;
+	uint8_t *gz = NULL;
+	size_t len = 0;
+	PProfile *p;
+
+	build(&m);
+	m.processes[0].main_mapping = 0;
+	assert_int_equal(pprof_encode(&m, 0, &gz, &len), 0);
+	p = decode(gz, len);
+	assert_string_equal(str(p, mapping(p, 1)->filename), "/usr/bin/work");
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	free(gz);
+	pm_free(&m);
+}
+
 static void test_bounds_and_damage(void **state)
 {
 	struct pmodel m;
@@ -310,6 +330,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_no_period),
+		cmocka_unit_test(test_main_mapping_guessed),
 		cmocka_unit_test(test_bounds_and_damage),
 		cmocka_unit_test(test_empty),
 	};
