@@ -103,7 +103,9 @@ def alias_map(prof):
 
 # gcc's clone suffixes: the symbol table names foo.constprop.0 where the
 # source index may name the function foo.
-CLONE = re.compile(r"(\.(constprop|isra|part|cold|lto_priv)(\.\d+)?)+$")
+# Demangled names spell it "ns::f(long) (.isra.0)".
+CLONE = re.compile(r"(\.(constprop|isra|part|cold|lto_priv)(\.\d+)?"
+                   r"| \(\.(constprop|isra|part|cold|lto_priv)(\.\d+)?\))+$")
 
 
 def canonical(stacks, canon):
