@@ -18,6 +18,7 @@
 #include "arena.h"
 #include "pprof.h"
 #include "profile.pb-c.h"
+#include "rpc.h"
 
 /* Labels a sample can carry: pid, tid, thread, comm, process, container,
  * host. */
@@ -494,21 +495,10 @@ int pprof_encode(const struct pmodel *m, size_t max_bytes, uint8_t **ret, size_t
 	    (err = fill_mappings(&e)) < 0 || (err = fill_locations(&e)) < 0 ||
 	    (err = fill_samples(&e)) < 0 || (err = fill_header(&e)) < 0)
 		goto cleanup;
-	size = protobuf_c_message_get_packed_size(&e.p.base);
-	/* zlib takes a uInt length in one call. */
-	if (size > PPROF_MAX_PACKED || size > UINT32_MAX) {
-		err = -E2BIG;
+	/* PPROF_MAX_PACKED also keeps it in zlib's uInt for one call. */
+	err = rpc_message_pack(&e.p.base, PPROF_MAX_PACKED, &packed, &size);
+	if (err < 0)
 		goto cleanup;
-	}
-	packed = malloc(size ? size : 1);
-	if (!packed) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	if (protobuf_c_message_pack(&e.p.base, packed) != size) {
-		err = -EIO;
-		goto cleanup;
-	}
 	err = gzip_bounded(packed, size, max_bytes, ret, ret_len);
 cleanup:
 	free(packed);
