@@ -32,6 +32,15 @@ struct pprof_ctx {
 	uint64_t first_s, end_s; /* the rows' minutes, in unix seconds */
 };
 
+/* Unix seconds (a client's, so any u64) to ns, saturating in int64 range
+ * (pprof's time fields are int64). */
+static uint64_t secs_to_ns(uint64_t s)
+{
+	const uint64_t max_s = (uint64_t)INT64_MAX / 1000000000ull;
+
+	return (s < max_s ? s : max_s) * 1000000000ull;
+}
+
 static int add_row(const struct profile_row *row, void *arg)
 {
 	struct pprof_ctx *c = arg;
@@ -100,8 +109,8 @@ void pprof_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 	if (c.frequency_hz)
 		m.period_ns = 1000000000ull / c.frequency_hz;
 	until = q.until_s ? q.until_s : (uint64_t)time(NULL);
-	m.start_ns = (q.since_s > c.first_s ? q.since_s : c.first_s) * 1000000000ull;
-	m.end_ns = (until < c.end_s ? until : c.end_s) * 1000000000ull;
+	m.start_ns = secs_to_ns(q.since_s > c.first_s ? q.since_s : c.first_s);
+	m.end_ns = secs_to_ns(until < c.end_s ? until : c.end_s);
 	if (m.end_ns < m.start_ns)
 		m.end_ns = m.start_ns;
 	err = pprof_encode(&m, PPROF_REPLY_MAX, &gz, &len);

@@ -21,7 +21,7 @@ import time
 import pytest
 
 from conftest import (SONDE, SRC, WORKLOAD, Sensor, Symbolizer, make_tmp, parse_folded,
-                      wait_for)
+                      symbols_pb2, wait_for)
 
 HZ = 199
 SECONDS = 4
@@ -277,6 +277,14 @@ def test_pprof_command_against_a_running_symbolizer():
         assert r.returncode == 0 and decode(pb_counts)["samples"] == [], r.stderr
         r = subprocess.run([str(SONDE), "pprof"], env=env, capture_output=True, text=True, timeout=60)
         assert r.returncode == 2 and "-o FILE.pb.gz" in r.stderr
+
+        # Any client (python3-grpcio): a window far in the future is an
+        # empty profile, not an error.
+        far = sym.symbols.Pprof(symbols_pb2.ProfileQuery(since_unix_s=2**64 - 1), timeout=30)
+        assert far.total_samples == 0 and far.profile[:2] == b"\x1f\x8b"
+        pb_far = tmp / "far.pb.gz"
+        pb_far.write_bytes(far.profile)
+        assert decode(pb_far)["samples"] == []
     finally:
         if sensor:
             sensor.stop()
