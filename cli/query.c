@@ -105,13 +105,14 @@ int cli_parse_query_opts(int argc, char **argv, const char *help, struct cli_que
 		{ "pid", required_argument, NULL, 'p' },
 		{ "limit", required_argument, NULL, 'n' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "frequency", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	uint64_t since = 0;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:S:p:n:o:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:S:p:n:o:F:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			o->symbolizer = optarg;
@@ -136,6 +137,13 @@ int cli_parse_query_opts(int argc, char **argv, const char *help, struct cli_que
 			break;
 		case 'o':
 			o->output = optarg;
+			break;
+		case 'F':
+			if (parse_u32(optarg, 10, &o->q.frequency_hz) < 0 || !o->q.frequency_hz ||
+			    o->q.frequency_hz > 10000) {
+				fprintf(stderr, "sonde: -F wants 1..10000 samples per second\n");
+				return -EINVAL;
+			}
 			break;
 		case 'h':
 			fputs(help, stdout);

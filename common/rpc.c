@@ -201,6 +201,25 @@ void rpc_message_free(ProtobufCMessage *msg)
 		protobuf_c_message_free_unpacked(msg, NULL);
 }
 
+int rpc_message_pack(const ProtobufCMessage *msg, size_t max, uint8_t **ret, size_t *ret_len)
+{
+	size_t size = protobuf_c_message_get_packed_size(msg);
+	uint8_t *buf;
+
+	if (size > max)
+		return -E2BIG;
+	buf = malloc(size ? size : 1);
+	if (!buf)
+		return -ENOMEM;
+	if (protobuf_c_message_pack(msg, buf) != size) {
+		free(buf); /* cannot happen: the size was computed from msg */
+		return -EIO;
+	}
+	*ret = buf;
+	*ret_len = size;
+	return 0;
+}
+
 /* ---- server ---- */
 
 struct rpc_tag {

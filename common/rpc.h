@@ -278,6 +278,12 @@ int rpc_stream_close(struct rpc_stream *s, int timeout_ms, struct rpc_error *err
 /* Frees a message returned by this module. Accepts NULL. */
 void rpc_message_free(ProtobufCMessage *msg);
 
+/* Serializes msg (borrowed) for a file rather than a call (pprof.c):
+ * returns 0 with a malloc'd *ret (the caller frees it) and *ret_len,
+ * -E2BIG if it would exceed max bytes, -ENOMEM; outputs untouched on
+ * failure. */
+int rpc_message_pack(const ProtobufCMessage *msg, size_t max, uint8_t **ret, size_t *ret_len);
+
 /* Once per process, before threads that use rpc are started; and at the end. */
 void rpc_global_init(void);
 void rpc_global_shutdown(void);

@@ -1146,3 +1146,17 @@ void ingest_sum_counters(struct service *svc, struct sensor_counters *ret)
 		ret->processes += s->stats.processes;
 	}
 }
+
+uint32_t ingest_frequency_hz(struct service *svc)
+{
+	uint32_t hz = 0;
+
+	for (const struct session *s = svc->sessions; s; s = s->next) {
+		if (!s->hello || !s->frequency_hz)
+			continue;
+		if (hz && hz != s->frequency_hz)
+			return 0;
+		hz = s->frequency_hz;
+	}
+	return hz;
+}

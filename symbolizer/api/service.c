@@ -47,6 +47,10 @@ static const struct rpc_method methods[] = {
 	  .kind = RPC_UNARY,
 	  .request = &sonde__v1__upload_request__descriptor,
 	  .on_call = upload_call },
+	{ .path = "/sonde.v1.Symbols/Pprof",
+	  .kind = RPC_UNARY,
+	  .request = &sonde__v1__profile_query__descriptor,
+	  .on_call = pprof_call },
 };
 
 const struct rpc_method *service_methods(size_t *ret_n)

@@ -158,6 +158,9 @@ void ingest_tick(struct service *svc);
  * a stream draining. */
 bool ingest_busy(struct service *svc);
 void ingest_sum_counters(struct service *svc, struct sensor_counters *ret);
+/* The sampling rate of the connected sensors; 0 if none is connected or
+ * they differ. */
+uint32_t ingest_frequency_hz(struct service *svc);
 /* Unwind tables: a job for id ended (either way); sessions waiting for
  * its table get it now (or an error UnwindTable). */
 void ingest_unwind_done(struct service *svc, const struct fileid *id);
@@ -200,6 +203,8 @@ void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *req, void 
 void symbols_status(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 void symbols_top(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 void symbols_folded(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
+/* ---- pprof_call.c ---- */
+void pprof_call(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 /* ---- index_worker.c ---- */
 /* Queues the source index of id for the worker thread; takes img and
  * dimg (may be NULL) in any case. Returns 0 or a negative errno. */
