@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <stdlib.h>
+
+#include "demangle.h"
 #include "export.h"
 #include "line_index.h"
 #include "rawstack.h"
@@ -52,6 +55,8 @@ static int user_frame(struct pmodel *m, struct service *svc, const struct rawfra
 	struct pm_line lines[LINE_INDEX_MAX_FRAMES];
 	struct symtab_lookup sl;
 	enum pm_frame_type type = PM_FRAME_NATIVE;
+	const char *outer_raw = NULL;
+	char *outer = NULL;
 	const char *path, *base;
 	char build_id[2 * 64 + 1] = "", fallback[PROFILE_MAX_NAME];
 	uint32_t mapping;
@@ -82,16 +87,34 @@ static int user_frame(struct pmodel *m, struct service *svc, const struct rawfra
 		/* After the symtab: see cache.h on what a lookup keeps. */
 		if (cache_lookup_index(svc->cache, &id, &ix, NULL) == CACHE_OK && ix)
 			n = line_index_lookup(ix, vaddr, lf, LINE_INDEX_MAX_FRAMES);
+		/* The containing function is named as folded stacks name it
+		 * (the file's own symbol table, demangled), so every output
+		 * agrees; a debug file's table can prefer an alias
+		 * (__GI_mprotect for mprotect). Inlined frames come from the
+		 * index alone. */
+		if (n && symtab_lookup(t, vaddr, &sl) == 0 && sl.name && *sl.name) {
+			outer_raw = sl.name;
+			outer = (sl.name[0] == '_' && (sl.name[1] == 'Z' || sl.name[1] == 'R'))
+					? demangle(sl.name)
+					: NULL;
+		}
 		for (size_t i = 0; i < n; i++) {
 			const char *fn = lf[i].function ? lf[i].function : lf[i].raw;
+			const char *raw = lf[i].raw ? lf[i].raw : fn;
 
+			if (i == n - 1 && outer_raw) {
+				fn = outer ? outer : outer_raw;
+				raw = outer_raw;
+			}
 			if (!fn || !*fn)
-				fn = "[unknown]";
-			if (pm_function(m, fn, lf[i].raw ? lf[i].raw : fn, lf[i].file,
-					&lines[i].function) < 0)
+				fn = raw = "[unknown]";
+			if (pm_function(m, fn, raw, lf[i].file, &lines[i].function) < 0) {
+				free(outer);
 				return -ENOMEM;
+			}
 			lines[i].line = lf[i].line;
 		}
+		free(outer);
 		if (n && ends_with(lf[0].file, ".go"))
 			type = PM_FRAME_GO;
 		if (n)

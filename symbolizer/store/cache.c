@@ -57,7 +57,7 @@ struct cache {
 	sqlite3 *db;
 	sqlite3_stmt *st_get, *st_put, *st_del, *st_bid, *st_has, *st_count;
 	sqlite3_stmt *st_uget, *st_uput, *st_udel, *st_ucount;
-	sqlite3_stmt *st_lget, *st_lput, *st_ldel;
+	sqlite3_stmt *st_lget, *st_lput, *st_ldel, *st_lhas;
 	struct hmap *mem; /* mem_key -> mem_entry */
 	struct mem_entry *head, *tail;
 	size_t mem_bytes;
@@ -344,7 +344,8 @@ int cache_open(const char *path, const struct cache_opts *opts, struct cache **r
 			 "INSERT OR REPLACE INTO lines (file_id, status, error, analysed_at, idx)"
 			 " VALUES (?1, ?2, ?3, ?4, ?5)",
 			 &c->st_lput)) < 0 ||
-	    (r = prepare(c->db, "DELETE FROM lines WHERE file_id = ?1", &c->st_ldel)) < 0)
+	    (r = prepare(c->db, "DELETE FROM lines WHERE file_id = ?1", &c->st_ldel)) < 0 ||
+	    (r = prepare(c->db, "SELECT 1 FROM lines WHERE file_id = ?1", &c->st_lhas)) < 0)
 		goto cleanup;
 	*ret = c;
 	c = NULL;
@@ -384,6 +385,7 @@ void cache_close(struct cache *c)
 	sqlite3_finalize(c->st_udel);
 	sqlite3_finalize(c->st_ucount);
 	sqlite3_finalize(c->st_lget);
+	sqlite3_finalize(c->st_lhas);
 	sqlite3_finalize(c->st_lput);
 	sqlite3_finalize(c->st_ldel);
 	if (c->db) {
@@ -591,6 +593,20 @@ int cache_contains(struct cache *c, const struct fileid *id)
 	sqlite3_bind_blob(c->st_has, 1, id, sizeof(*id), SQLITE_STATIC);
 	rc = sqlite3_step(c->st_has);
 	sqlite3_reset(c->st_has);
+	return rc == SQLITE_ROW;
+}
+
+int cache_contains_index(struct cache *c, const struct fileid *id)
+{
+	struct mem_key key = mem_key(id, MEM_INDEX);
+	int rc;
+
+	if (hmap_get(c->mem, &key, sizeof(key)))
+		return 1;
+	sqlite3_reset(c->st_lhas);
+	sqlite3_bind_blob(c->st_lhas, 1, id, sizeof(*id), SQLITE_STATIC);
+	rc = sqlite3_step(c->st_lhas);
+	sqlite3_reset(c->st_lhas);
 	return rc == SQLITE_ROW;
 }
 

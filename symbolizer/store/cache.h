@@ -67,6 +67,8 @@ enum cache_status cache_lookup(struct cache *c, const struct fileid *id,
 			       const struct symtab **ret_symtab, const char **ret_error);
 /* Whether id has a result, without counting a hit or miss or loading. */
 int cache_contains(struct cache *c, const struct fileid *id);
+/* The same for its source index (a result or an error). */
+int cache_contains_index(struct cache *c, const struct fileid *id);
 /* Stores the result for id: t (taken: the cache owns it now, also on
  * failure) for success, or t == NULL and error (copied) for a failure.
  * Returns 0 or a negative errno (the memory entry is kept anyway). */

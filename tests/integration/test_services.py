@@ -11,8 +11,8 @@ import time
 import grpc
 import pytest
 
-from conftest import (SONDE, SYMBOLIZER, WORKLOAD, Sensor, Symbolizer, parse_folded, symbols_pb2,
-                      wait_for)
+from conftest import (SONDE, SYMBOLIZER, WORKLOAD, Sensor, Symbolizer, make_tmp, parse_folded,
+                      symbols_pb2, wait_for)
 from pysensor import PySensor
 
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
@@ -193,3 +193,41 @@ def test_whole_host_top_and_folded_commands(symbolizer, start_sensor, tmp_path):
                          text=True, timeout=30)
     assert top.returncode == 0 and "FUNCTION" in top.stdout, top.stderr
     assert "leaf_b_hash" in top.stdout, top.stdout
+
+
+def test_source_index_rebuilt_for_files_analysed_before_it(tmp_path):
+    """A cache from a symbolizer without source indexes (or with an index
+    format since replaced) has files but no lines: the files a sensor maps
+    are analysed again, so exports get lines, not only names."""
+    import sqlite3
+    tmp = make_tmp()
+    work = subprocess.Popen([str(WORKLOAD), "30"])
+    sym, sensor = Symbolizer(tmp), None
+    try:
+        sensor = Sensor(tmp, sym.address, ["--pid", str(work.pid)])
+        wait_for(lambda: sym.status().files_analysed >= 2, 20, "the workload's files analysed")
+        sensor.stop()
+        sym.stop()
+        db = sqlite3.connect(str(sym.cache))
+        files = db.execute("SELECT count(*) FROM files").fetchone()[0]
+        db.execute("DELETE FROM lines")
+        db.commit()
+        db.close()
+        assert files >= 2
+
+        sym = Symbolizer(tmp)
+        sensor = Sensor(tmp, sym.address, ["--pid", str(work.pid)])
+
+        def lines():
+            db = sqlite3.connect(str(sym.cache))
+            try:
+                return db.execute("SELECT count(*) FROM lines").fetchone()[0]
+            finally:
+                db.close()
+        wait_for(lambda: lines() >= 2, 20, "the source indexes rebuilt")
+    finally:
+        work.kill()
+        work.wait()
+        if sensor:
+            sensor.stop()
+        sym.stop()
