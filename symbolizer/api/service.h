@@ -48,6 +48,8 @@ struct job;
 
 struct sensor_counters {
 	uint64_t samples_taken, samples_lost, samples_dropped;
+	/* the accounting identity (ingest.proto SensorStats), per session */
+	uint64_t session_taken, session_dropped, samples_unconfirmed;
 	/* latest values, summed over connected sensors only */
 	uint64_t unwind_tables_loaded, unwind_rows_loaded, bpf_map_bytes;
 };
@@ -76,6 +78,7 @@ struct service {
 	uint64_t sensors_connected;
 	struct sensor_counters past; /* of sessions that ended */
 	uint64_t stacks_received, samples_received;
+	uint64_t samples_stored; /* accepted by profile_add() */
 
 	struct hmap *jobs;     /* fileid -> struct job */
 	struct hmap *requests; /* request id (u64) -> struct range_req */

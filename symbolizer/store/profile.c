@@ -24,6 +24,10 @@ struct batch_key {
 struct profile_store {
 	struct cache *cache;
 	sqlite3 *db;
+	/* The disk under the database filled up: profiles live in this
+	 * in-memory database from then on (bounded by the retention, like
+	 * the file), so the symbolizer keeps serving Top and Folded. */
+	struct cache *mem;
 	unsigned retention_minutes;
 	struct hmap *batch; /* batch_key + text -> uint64_t *count */
 	sqlite3_stmt *st_stack_get, *st_stack_put, *st_sample, *st_total, *st_folded, *st_sums;
@@ -108,6 +112,8 @@ static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st)
 	return 0;
 }
 
+static int prepare_all(struct profile_store *p, sqlite3 *db);
+
 struct profile_store *profile_new(struct cache *c, unsigned retention_minutes)
 {
 	struct profile_store *p = calloc(1, sizeof(*p));
@@ -115,11 +121,34 @@ struct profile_store *profile_new(struct cache *c, unsigned retention_minutes)
 	if (!p)
 		return NULL;
 	p->cache = c;
-	p->db = cache_db(c);
 	p->retention_minutes = retention_minutes ? retention_minutes : 60;
 	p->batch = hmap_new();
-	if (!p->batch)
+	if (!p->batch || prepare_all(p, cache_db(c)) < 0)
 		goto fail;
+	return p;
+fail:
+	profile_free(p);
+	return NULL;
+}
+
+static void finalize_all(struct profile_store *p)
+{
+	sqlite3_finalize(p->st_stack_get);
+	sqlite3_finalize(p->st_stack_put);
+	sqlite3_finalize(p->st_sample);
+	sqlite3_finalize(p->st_total);
+	sqlite3_finalize(p->st_folded);
+	sqlite3_finalize(p->st_sums);
+	sqlite3_finalize(p->st_rows);
+	sqlite3_finalize(p->st_expire_samples);
+	sqlite3_finalize(p->st_expire_stacks);
+	p->st_stack_get = p->st_stack_put = p->st_sample = p->st_total = p->st_folded = NULL;
+	p->st_sums = p->st_rows = p->st_expire_samples = p->st_expire_stacks = NULL;
+}
+
+static int prepare_all(struct profile_store *p, sqlite3 *db)
+{
+	p->db = db;
 	if (prep(p->db, "SELECT id FROM stacks WHERE text = ?1 AND raw = ?2", &p->st_stack_get) < 0 ||
 	    prep(p->db, "INSERT INTO stacks (text, raw) VALUES (?1, ?2)", &p->st_stack_put) < 0 ||
 	    prep(p->db,
@@ -150,12 +179,11 @@ struct profile_store *profile_new(struct cache *c, unsigned retention_minutes)
 	    prep(p->db, "DELETE FROM samples WHERE minute < ?1", &p->st_expire_samples) < 0 ||
 	    prep(p->db,
 		 "DELETE FROM stacks WHERE id NOT IN (SELECT DISTINCT stack_id FROM samples)",
-		 &p->st_expire_stacks) < 0)
-		goto fail;
-	return p;
-fail:
-	profile_free(p);
-	return NULL;
+		 &p->st_expire_stacks) < 0) {
+		finalize_all(p);
+		return -EIO;
+	}
+	return 0;
 }
 
 void profile_free(struct profile_store *p)
@@ -165,15 +193,8 @@ void profile_free(struct profile_store *p)
 	if (p->batch)
 		profile_flush(p);
 	hmap_free(p->batch, free);
-	sqlite3_finalize(p->st_stack_get);
-	sqlite3_finalize(p->st_stack_put);
-	sqlite3_finalize(p->st_sample);
-	sqlite3_finalize(p->st_total);
-	sqlite3_finalize(p->st_folded);
-	sqlite3_finalize(p->st_sums);
-	sqlite3_finalize(p->st_rows);
-	sqlite3_finalize(p->st_expire_samples);
-	sqlite3_finalize(p->st_expire_stacks);
+	finalize_all(p);
+	cache_close(p->mem);
 	free(p->keybuf);
 	free(p);
 }
@@ -260,7 +281,9 @@ static int stack_id(struct profile_store *p, const char *text, size_t len, const
 	return r;
 }
 
-int profile_flush(struct profile_store *p)
+/* Writes the batch in one transaction. Returns 0, -ENOSPC when the disk
+ * (or the database's quota) is full, or -EIO. The batch is kept. */
+static int write_batch(struct profile_store *p)
 {
 	struct hmap_iter it;
 	const void *key;
@@ -268,12 +291,8 @@ int profile_flush(struct profile_store *p)
 	void *val;
 	int r = 0;
 
-	if (hmap_count(p->batch) == 0)
-		return 0;
-	if (sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
-		r = -EIO;
-		goto drop;
-	}
+	if (sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+		goto failed;
 	hmap_iter_init(p->batch, &it);
 	while (hmap_next(p->batch, &it, &key, &klen, &val)) {
 		struct batch_key k;
@@ -296,15 +315,50 @@ int profile_flush(struct profile_store *p)
 		if (r < 0)
 			break;
 	}
+	if (r == 0 && sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+		return 0;
+failed:
+	/* The error code is the failed statement's; read it before ROLLBACK. */
+	r = (sqlite3_errcode(p->db) & 0xff) == SQLITE_FULL ? -ENOSPC : -EIO;
+	log_debug("profile flush failed: %s", sqlite3_errmsg(p->db));
+	sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
+	return r;
+}
+
+/* Moves the profile store to an in-memory database (the disk is full).
+ * What the file holds stays there, unread until a restart. */
+static int move_to_memory(struct profile_store *p)
+{
+	struct cache *mem = NULL;
+	int r = cache_open(":memory:", NULL, &mem);
+
+	if (r < 0)
+		return r;
+	finalize_all(p);
+	r = prepare_all(p, cache_db(mem));
 	if (r < 0) {
-		log_debug("profile flush failed: %s", sqlite3_errmsg(p->db));
-		sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
-	} else if (sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		log_debug("profile commit failed: %s", sqlite3_errmsg(p->db));
-		sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
-		r = -EIO;
+		cache_close(mem);
+		/* Back to the file, so the store stays usable for reads. */
+		if (prepare_all(p, cache_db(p->cache)) < 0)
+			log_error("cannot prepare the profile store's statements again");
+		return r;
 	}
-drop:
+	p->mem = mem;
+	log_warn("the disk under the cache is full: keeping profiles in memory from now on "
+		 "(the last %u minutes, until a restart); symbol tables stay in the memory LRU",
+		 p->retention_minutes);
+	return 0;
+}
+
+int profile_flush(struct profile_store *p)
+{
+	int r;
+
+	if (hmap_count(p->batch) == 0)
+		return 0;
+	r = write_batch(p);
+	if (r == -ENOSPC && !p->mem && move_to_memory(p) == 0)
+		r = write_batch(p);
 	/* Rows that could not be written are dropped: keeping them would
 	 * let a broken database grow the batch without bound. */
 	hmap_free(p->batch, free);
@@ -312,6 +366,11 @@ drop:
 	if (!p->batch)
 		return -ENOMEM;
 	return r;
+}
+
+bool profile_in_memory(const struct profile_store *p)
+{
+	return p->mem != NULL;
 }
 
 int profile_expire(struct profile_store *p, uint64_t now_s)

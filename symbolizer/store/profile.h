@@ -56,8 +56,12 @@ struct profile_sample {
 /* Adds smp (borrowed). Returns 0 or -ENOMEM. */
 int profile_add(struct profile_store *p, const struct profile_sample *smp);
 /* Writes the pending rows in one transaction. Returns 0 or a negative
- * errno (the rows are then dropped, logged at debug level). */
+ * errno (the rows are then dropped, logged at debug level). When the disk
+ * is full (SQLITE_FULL) the store moves to an in-memory database once,
+ * says so in the log, and writes there. */
 int profile_flush(struct profile_store *p);
+/* Whether the store moved to memory (disk full). */
+bool profile_in_memory(const struct profile_store *p);
 /* Deletes rows older than the retention, measured back from now_s, and
  * stacks no row uses. Returns 0 or a negative errno. */
 int profile_expire(struct profile_store *p, uint64_t now_s);
