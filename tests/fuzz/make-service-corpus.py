@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes the seed corpora of the service fuzzers: tests/fuzz/corpus/
 ingest, symbols_api (records of fuzz_service.h: u8 op, u16 length, bytes),
-kallsyms and rawstack. Real-looking inputs: a session as a sensor sends it
+kallsyms, rawstack and unwind_chunks. Real-looking inputs: a session as a sensor sends it
 (with a small real ELF, libsonde_work.so from the build, served back when
 the symbolizer asks), Symbols API calls as the CLI makes them, an excerpt
 of this machine's /proc/kallsyms, raw stacks as the store keeps them.
@@ -202,4 +202,48 @@ write("rawstack", "truncated", mixed[:-5])
 write("rawstack", "count-too-high", mixed[:1] + struct.pack("<H", 6) + mixed[3:])
 write("rawstack", "trailing-bytes", mixed + b"\x00")
 write("rawstack", "bad-version", b"\x02" + mixed[1:])
+
+
+# ---- unwind_chunks: 0 SymbolizerMessage, 1 process, 2 exit, 3 reconnect ----
+def uid(which):
+    return bytes([which]) + bytes([0xa0 + which]) * 15
+
+
+def rows(n, start=0x1000, step=0x10, unsorted=False):
+    out = b""
+    for i in range(n):
+        pc = start + (n - i if unsorted else i) * step
+        out += struct.pack("<IBBhi", pc, 1 + i % 2, i % 2, -16, 8 + 8 * (i % 4))
+    return out
+
+
+def table(which, data, first=True, last=True, total=None, version=1, error=""):
+    t = pb.UnwindTable(file_id=uid(which), format_version=version, first=first, last=last,
+                       total_rows=total if total is not None else len(data) // 12, rows=data,
+                       error=error)
+    return rec(0, pb.SymbolizerMessage(unwind_table=t).SerializeToString())
+
+
+def proc(pid, maps):
+    out = struct.pack("<I", pid)
+    for start, end, off, which in maps:
+        out += struct.pack("<QQQB", start, end, off, which)
+    return rec(1, out)
+
+
+two = rows(300)
+write("unwind_chunks", "two-chunks-and-process",
+      proc(100, [(0x400000, 0x401000, 0, 0), (0x7f0000000000, 0x7f0000010000, 0x1000, 2)]) +
+      table(0, two[:150 * 12], last=False, total=300) + table(0, two[150 * 12:], first=False) +
+      table(2, rows(40)) + proc(101, [(0x500000, 0x510000, 0, 0)]) + rec(2, struct.pack("<I", 100)))
+write("unwind_chunks", "rejections", table(1, rows(10)) + table(0, rows(10, unsorted=True)) +
+      table(0, rows(10), version=9) + table(0, rows(10)[:-3]) + table(2, b"", error="no .eh_frame") +
+      table(0, rows(5), first=False) + table(0, rows(4), total=7))
+write("unwind_chunks", "reconnect-mid-table", table(0, two[:1200], last=False, total=300) + rec(3, b"") +
+      table(0, two[1200:], first=False) + table(0, rows(3000)))
+write("unwind_chunks", "welcome-and-read-range",
+      rec(0, pb.SymbolizerMessage(welcome=pb.Welcome(protocol_version=1, max_message_bytes=16 << 20,
+                                                     max_read_bytes=4 << 20)).SerializeToString()) +
+      rec(0, pb.SymbolizerMessage(read_range=pb.ReadRange(request_id=1, file_id=uid(0), offset=0,
+                                                          length=4096)).SerializeToString()))
 print("corpora written under", OUT)
