@@ -255,8 +255,39 @@ static __always_inline void unwind_narrow(const struct sonde_unwind_lpm_value *v
 	*len = last - first + 1;
 }
 
-/* Returns 1 to stop the walk (outcome set), else 0 with rule filled. */
-static __always_inline int unwind_find(struct user_walk *st, struct walk_rule *rule)
+/* One step of the binary search, as a bpf_loop() callback: the verifier
+ * checks it once, where the same loop written out costs it every
+ * iteration's states (most of the sensor's start-up: half a second). */
+struct search_state {
+	__u32 start, lo, len, x;
+	__u32 failed;
+};
+
+static long search_step(__u64 index, void *ctx)
+{
+	struct search_state *ss = ctx;
+	const struct sonde_unwind_row *r;
+	__u32 half;
+
+	if (ss->len <= 1)
+		return 1;
+	half = ss->len / 2;
+	r = unwind_row(ss->start + ss->lo + half);
+	if (!r) {
+		ss->failed = 1;
+		return 1;
+	}
+	if (r->pc <= ss->x)
+		ss->lo += half;
+	ss->len -= half;
+	return 0;
+}
+
+/* Returns 1 to stop the walk (outcome set), else 0 with rule filled.
+ * helper_loop: search with bpf_loop() (a constant: the tail-call walker
+ * is for kernels without it). */
+static __always_inline int unwind_find(struct user_walk *st, struct walk_rule *rule,
+				       bool helper_loop)
 {
 	const struct sonde_unwind_lpm_value *v;
 	const struct sonde_unwind_row *r;
@@ -286,6 +317,17 @@ static __always_inline int unwind_find(struct user_walk *st, struct walk_rule *r
 	/* The last row with pc <= x. The answer stays in [lo, lo + len);
 	 * len halves (rounding up) each time: 23 steps cover 2^23 rows; with
 	 * the page index it is a few rows, found in two or three steps. */
+	if (helper_loop) {
+		struct search_state ss = { .start = start, .lo = lo, .len = len, .x = (__u32)x };
+
+		bpf_loop(SONDE_UNWIND_SEARCH_STEPS, search_step, &ss, 0);
+		if (ss.failed) {
+			count_err(SONDE_ERR_UNWIND_ROW_LOOKUP);
+			return 0;
+		}
+		lo = ss.lo;
+		len = 1;
+	}
 	for (int i = 0; i < SONDE_UNWIND_SEARCH_STEPS; i++) {
 		__u32 half;
 
@@ -443,7 +485,7 @@ static __always_inline int unwind_step_table(struct user_walk *st, const struct 
 
 /* One frame: records st->pc, then steps to the caller. Returns 1 when the
  * walk is over (outcome set), 0 to go on. */
-static __always_inline long unwind_one(struct user_walk *st)
+static __always_inline long unwind_one(struct user_walk *st, bool helper_loop)
 {
 	struct unwind_scratch *s;
 	struct walk_rule rule;
@@ -472,7 +514,7 @@ static __always_inline long unwind_one(struct user_walk *st)
 	if (st->last)
 		return 1;
 
-	if (unwind_find(st, &rule))
+	if (unwind_find(st, &rule, helper_loop))
 		return 1;
 	switch (rule.method) {
 	case UNWIND_TABLE:
@@ -495,7 +537,7 @@ static __always_inline long unwind_one(struct user_walk *st)
 
 static long unwind_frame(__u64 index, void *ctx)
 {
-	return unwind_one(ctx);
+	return unwind_one(ctx, true);
 }
 
 /* Did the sample interrupt user mode? The perf_event context is the UAPI
@@ -695,7 +737,7 @@ int sonde_walk_tail(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 	for (int i = 0; i < WALK_FRAMES_PER_CALL; i++) {
-		if (unwind_one(&s->walk)) {
+		if (unwind_one(&s->walk, false)) {
 			walk_tail_send(s, id);
 			return 0;
 		}
@@ -710,6 +752,27 @@ int sonde_walk_tail(struct bpf_perf_event_data *ctx)
 	s->walk.outcome = SONDE_OUTCOME_TRUNCATED;
 	walk_tail_send(s, id);
 	return 0;
+}
+
+/* task_pt_regs() without bpf_task_pt_regs(): the user registers sit at
+ * the top of the task's kernel stack (x86-64), below 16 bytes of padding
+ * on kernels with FRED (6.9+). The right place is the one whose saved cs
+ * is a user segment (privilege level 3). NULL: neither. */
+static __always_inline struct pt_regs *task_user_regs(struct task_struct *task)
+{
+	char *top = (char *)BPF_CORE_READ(task, stack);
+	struct pt_regs *r;
+
+	if (!top)
+		return NULL;
+	top += thread_size;
+	r = (struct pt_regs *)top - 1;
+	if ((BPF_CORE_READ(r, cs) & 3) == 3)
+		return r;
+	r = (struct pt_regs *)(top - 16) - 1;
+	if ((BPF_CORE_READ(r, cs) & 3) == 3)
+		return r;
+	return NULL;
 }
 
 SEC("perf_event")
@@ -735,14 +798,8 @@ int sonde_sample_tail(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 	in_user = sample_in_user(ctx);
-	if (!in_user) {
-		/* task_pt_regs(): the user registers sit at the top of the
-		 * task's kernel stack (x86-64). */
-		void *stack = BPF_CORE_READ(task, stack);
-
-		if (stack)
-			regs = (struct pt_regs *)((char *)stack + thread_size) - 1;
-	}
+	if (!in_user)
+		regs = task_user_regs(task);
 	outcome = walk_init(ctx, in_user, regs, id >> 32, n_kernel, &s->flags, &s->walk);
 	if (outcome != SONDE_OUTCOME_NONE) {
 		sample_send(s, id, n_kernel, 0, outcome, s->flags);

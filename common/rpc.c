@@ -63,7 +63,7 @@
 #define REQUESTS_PER_METHOD 4
 /* The loop wakes at least this often, so a timer added after start is
  * noticed (the C API has no way to wake a NEXT queue from outside). */
-#define LOOP_MAX_SLEEP_MS 250
+#define LOOP_MAX_SLEEP_MS 1000
 /* After the server's end of stream, how long a reader waits for the
  * status that says whether the end was clean. The status follows the
  * trailers at once; this only bounds a misbehaving peer. */
@@ -1328,6 +1328,18 @@ int rpc_server_add_timer(struct rpc_server *s, int interval_ms, void (*fn)(void 
 	s->n_timers++;
 	pthread_mutex_unlock(&s->lock);
 	return 0;
+}
+
+void rpc_server_timer_delay(struct rpc_server *s, void (*fn)(void *ctx), int ms, bool sooner_only)
+{
+	gpr_timespec due = deadline_after_ms(ms);
+
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->n_timers; i++)
+		if (s->timers[i].fn == fn &&
+		    (!sooner_only || gpr_time_cmp(due, s->timers[i].due) < 0))
+			s->timers[i].due = due;
+	pthread_mutex_unlock(&s->lock);
 }
 
 int rpc_server_start(struct rpc_server *s)

@@ -150,10 +150,16 @@ int rpc_server_listen(struct rpc_server *s, const char *addr, int *ret_port);
 int rpc_server_start(struct rpc_server *s);
 /* Periodic callback on the loop thread, every interval_ms, until stop.
  * Before or after start (a timer added after start may first fire up to
- * 250 ms late: the loop is woken only by its own deadline). Returns 0 or
+ * a second late: the loop is woken only by its own deadline). Returns 0 or
  * a negative errno. */
 int rpc_server_add_timer(struct rpc_server *s, int interval_ms,
 			 void (*fn)(void *ctx), void *ctx);
+/* The timer with callback fn next fires ms from now (from the callback
+ * itself: instead of its interval), or, with sooner_only, within ms (an
+ * earlier due time stays). For timers that sleep longer when there is
+ * nothing to do, and are called back early when there is. Loop thread
+ * only. */
+void rpc_server_timer_delay(struct rpc_server *s, void (*fn)(void *ctx), int ms, bool sooner_only);
 /* Graceful stop: no new calls, running calls get grace_ms, then are
  * cancelled (on_close runs for each). Joins the loop thread, so it must
  * not be called from a handler. A unary call that its handler never

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -739,6 +740,18 @@ static void sensor_flush_new_processes(struct sample_bpf *skel)
 		flush_processes(S.uplink, gen, S.procs, false); /* retried at the flush */
 }
 
+/* The counters alone, once the current connection had its full flush. */
+static void sensor_flush_stats(struct sample_bpf *skel)
+{
+	struct sensor_counters c;
+	uint64_t gen = uplink_generation(S.uplink);
+
+	if (!gen || gen != S.sent_gen)
+		return;
+	counters(skel, &c);
+	flush_stats(S.uplink, gen, &c, false); /* retried at the flush */
+}
+
 static void drain_and_final_flush(struct sample_bpf *skel, struct events *ev)
 {
 	uint64_t start = clock_ns(CLOCK_MONOTONIC), gen = 0;
@@ -806,7 +819,7 @@ int main(int argc, char **argv)
 	struct stacks_stats ss;
 	uint32_t cgroup_level = 0, ringbuf_bytes;
 	char *cgroup_rel = NULL;
-	int sfd = -1, tfd = -1, err = 0, n;
+	int sfd = -1, tfd = -1, wfd = -1, err = 0, n;
 	bool rpc_inited = false, use_loop = true;
 	sigset_t mask;
 
@@ -993,6 +1006,13 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	uplink_set_unwind_maps(S.uplink, S.unwind);
+	wfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (wfd < 0) {
+		err = -errno;
+		log_error_errno(err, "eventfd");
+		goto cleanup;
+	}
+	uplink_set_wakeup(S.uplink, wfd);
 	err = uplink_start(S.uplink);
 	if (err < 0) {
 		log_error_errno(err, "cannot start the uplink thread");
@@ -1035,10 +1055,11 @@ int main(int argc, char **argv)
 
 	int young_wait = -1; /* ms to the next young-process rescan */
 	for (;;) {
-		struct pollfd pfd[3] = {
+		struct pollfd pfd[4] = {
 			{.fd = events_fd(ev), .events = POLLIN},
 			{.fd = sfd, .events = POLLIN},
 			{.fd = tfd, .events = POLLIN},
+			{.fd = wfd, .events = POLLIN},
 		};
 		/* -1: until the flush timer, a signal or a full quarter ring. */
 		bool busy = S.n_young || uplink_generation(S.uplink) != S.sent_gen ||
@@ -1057,7 +1078,7 @@ int main(int argc, char **argv)
 			if (timeout < 0 || (end_ns - now) / 1000000 < (uint64_t)timeout)
 				timeout = (int)((end_ns - now) / 1000000) + 1;
 		}
-		if (poll(pfd, 3, timeout) < 0) {
+		if (poll(pfd, 4, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			err = -errno;
@@ -1070,6 +1091,14 @@ int main(int argc, char **argv)
 			log_warn_errno(n, "ring buffer, ignoring");
 		young_wait = rescan_young();
 		sensor_flush_new_processes(skel);
+		if (pfd[3].revents) {
+			eventfd_t v;
+
+			/* A connection was made (flushed just above) or a table
+			 * loaded: Status shows it now, not at the next flush. */
+			eventfd_read(wfd, &v);
+			sensor_flush_stats(skel);
+		}
 		if (pfd[1].revents) {
 			struct signalfd_siginfo si;
 
@@ -1141,6 +1170,8 @@ cleanup:
 	free(cgroup_rel);
 	if (tfd >= 0)
 		close(tfd);
+	if (wfd >= 0)
+		close(wfd); /* after uplink_free: its thread writes to it */
 	if (sfd >= 0)
 		close(sfd);
 	if (rpc_inited)

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +31,7 @@ struct uplink {
 	struct rpc_channel *ch;
 	struct fileids *fileids;
 	struct unwind_maps *unwind; /* may be NULL */
+	int wake_fd;                /* eventfd of the main loop; -1: none */
 	pthread_t thread;
 	bool started;
 
@@ -51,6 +53,13 @@ struct uplink {
 	char boot_id[64];
 	char release[65];
 };
+
+/* Tells the main loop something happened it should act on now. */
+static void wake_main(struct uplink *u)
+{
+	if (u->wake_fd >= 0)
+		eventfd_write(u->wake_fd, 1);
+}
 
 static void deadline_in(struct timespec *ts, int ms)
 {
@@ -104,6 +113,7 @@ struct uplink *uplink_new(const char *target, struct fileids *fileids, uint32_t 
 		return NULL;
 	}
 	u->fileids = fileids;
+	u->wake_fd = -1;
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -256,6 +266,8 @@ static int handle_unwind_table(struct uplink *u, struct rpc_stream *s,
 		memcpy(id.bytes, c.file_id, FILEID_LEN);
 		log_debug("unwind table for %s rejected: %d", fileid_to_hex(&id, hex), r);
 	}
+	if (r == 0 && c.last)
+		wake_main(u); /* its stats go out now, not at the next flush */
 	return 0;
 }
 
@@ -371,6 +383,7 @@ static void *conn_main(void *arg)
 		u->gen = ++u->n_connections;
 		pthread_cond_broadcast(&u->cond);
 		pthread_mutex_unlock(&u->lock);
+		wake_main(u); /* a new connection gets everything at once */
 		log_info("%s the symbolizer", was_connected ? "reconnected to" : "connected to");
 		was_connected = true;
 
@@ -412,6 +425,12 @@ void uplink_set_unwind_maps(struct uplink *u, struct unwind_maps *um)
 {
 	u->unwind = um;
 }
+
+void uplink_set_wakeup(struct uplink *u, int efd)
+{
+	u->wake_fd = efd;
+}
+
 
 int uplink_start(struct uplink *u)
 {

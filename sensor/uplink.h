@@ -29,6 +29,10 @@ struct uplink *uplink_new(const char *target, struct fileids *fileids, uint32_t 
  * for each, and unwind_maps_connection_reset() on every new connection.
  * Call before uplink_start(). */
 void uplink_set_unwind_maps(struct uplink *u, struct unwind_maps *um);
+/* An eventfd the connection thread signals when a connection is made and
+ * when an unwind table is loaded, so the main loop need not poll for
+ * either. Before uplink_start. */
+void uplink_set_wakeup(struct uplink *u, int efd);
 /* Starts the connection thread. Returns 0 or a negative errno. */
 int uplink_start(struct uplink *u);
 /* The generation of the current connection (counts successful Welcomes),

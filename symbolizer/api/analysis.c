@@ -769,10 +769,13 @@ void analysis_free_all(struct service *svc)
 	n_done = cap_done = 0;
 }
 
-/* Exposed for handlers that may end jobs outside a FileRange. */
+/* Exposed for handlers that may end jobs outside a FileRange. Every
+ * handler that can leave work for the timer ends here, so this is also
+ * where the timer is told. */
 void analysis_flush_done(struct service *svc)
 {
 	analysis_drain(svc);
+	service_poke(svc);
 }
 
 int analysis_whole(struct service *svc, const struct fileid *id, struct file_image *img,

@@ -144,6 +144,16 @@ bool index_worker_pending(const struct fileid *id)
 	return found;
 }
 
+bool index_worker_busy(void)
+{
+	bool busy;
+
+	pthread_mutex_lock(&mu);
+	busy = todo || running || done;
+	pthread_mutex_unlock(&mu);
+	return busy;
+}
+
 void index_worker_collect(struct service *svc)
 {
 	struct index_task *list;

@@ -452,7 +452,7 @@ static int push_user_frame(struct session *s, struct folded *f, const struct ufr
 	return folded_push(f, buf, false);
 }
 
-/* Stores n samples of the resolved stack d and hands them to the
+/* Stores p's samples of the resolved stack d and hands them to the
  * exporters. */
 static void emit(struct session *s, const struct stackdef *d, const struct pending_sample *p)
 {
@@ -491,8 +491,8 @@ static void emit(struct session *s, const struct stackdef *d, const struct pendi
 		service_export(s->svc, &es);
 }
 
-/* The raw stack of d, leaf first: user frames, then kernel frames named
- * with this session's kernel symbols (the snapshot is per sensor). */
+/* The raw stack of d, leaf first: kernel frames (named with this
+ * session's kernel symbols: the snapshot is per sensor), then user frames. */
 static void build_raw(struct session *s, struct stackdef *d)
 {
 	struct rawstack_builder b;
@@ -1103,6 +1103,14 @@ void ingest_tick(struct service *svc)
 		session_retry_pending(s, true);
 		session_try_finish(s);
 	}
+}
+
+bool ingest_busy(struct service *svc)
+{
+	for (struct session *s = svc->sessions; s; s = s->next)
+		if (s->n_pending || s->tq_head || s->n_tables_waiting || s->half_closed)
+			return true;
+	return false;
 }
 
 void ingest_sum_counters(struct service *svc, struct sensor_counters *ret)

@@ -82,6 +82,18 @@ struct service *service_new(const struct service_opts *opts)
 }
 
 #define PROFILE_FLUSH_MS 5000
+/* The tick runs every TICK_BUSY_MS while something waits for it (stacks
+ * for their files, tables for room in a stream, jobs, indexes, deferred
+ * calls, uploads), else every TICK_IDLE_MS: each wakeup costs tens of
+ * microseconds on a VM, and a steady sensor stream needs none. */
+#define TICK_BUSY_MS 200
+#define TICK_IDLE_MS 1000
+
+static bool service_busy(struct service *svc)
+{
+	return svc->n_active || svc->n_queued || svc->waits || hmap_count(svc->uploads) ||
+	       index_worker_busy() || ingest_busy(svc);
+}
 
 static void tick(void *ctx)
 {
@@ -109,6 +121,14 @@ static void tick(void *ctx)
 		if (r < 0)
 			log_warn_errno(r, "expiring old profiles failed, ignoring");
 	}
+	rpc_server_timer_delay(svc->server, tick, service_busy(svc) ? TICK_BUSY_MS : TICK_IDLE_MS,
+			       false);
+}
+
+void service_poke(struct service *svc)
+{
+	if (svc->server && service_busy(svc))
+		rpc_server_timer_delay(svc->server, tick, TICK_BUSY_MS, true);
 }
 
 int service_attach(struct service *svc, struct rpc_server *server, struct cache *cache,
@@ -119,7 +139,7 @@ int service_attach(struct service *svc, struct rpc_server *server, struct cache 
 	svc->profile = profile_new(profile_db, svc->retention_minutes);
 	if (!svc->profile)
 		return -ENOMEM;
-	return rpc_server_add_timer(server, 200, tick, svc);
+	return rpc_server_add_timer(server, TICK_BUSY_MS, tick, svc);
 }
 
 void service_free(struct service *svc)

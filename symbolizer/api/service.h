@@ -131,6 +131,10 @@ struct export_sample;
  * configured. s and what it points to are borrowed for the call. */
 void service_export(struct service *svc, const struct export_sample *s);
 
+/* After a handler that may have left work for the timer (pending stacks,
+ * queued tables, jobs): the tick comes within its busy interval. */
+void service_poke(struct service *svc);
+
 /* ---- ingest.c ---- */
 void ingest_on_open(struct rpc_call *call, void *ctx);
 void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx);
@@ -149,6 +153,9 @@ void session_retry_pending(struct session *s, bool force_expired);
 /* Ends a draining session once nothing is left for it to wait for. */
 void session_try_finish(struct session *s);
 void ingest_tick(struct service *svc);
+/* Whether a session waits for the timer: stacks pending, tables queued,
+ * a stream draining. */
+bool ingest_busy(struct service *svc);
 void ingest_sum_counters(struct service *svc, struct sensor_counters *ret);
 /* Unwind tables: a job for id ended (either way); sessions waiting for
  * its table get it now (or an error UnwindTable). */
@@ -199,6 +206,8 @@ int index_worker_submit(const struct fileid *id, struct file_image *img, struct 
 			bool sparse, const char *name);
 /* Whether the index of id is queued, being built or not collected yet. */
 bool index_worker_pending(const struct fileid *id);
+/* Whether a task is queued, running or waits to be collected. */
+bool index_worker_busy(void);
 /* Loop thread: stores finished indexes in the cache, wakes waiters. */
 void index_worker_collect(struct service *svc);
 /* Joins the worker and drops what is left. */

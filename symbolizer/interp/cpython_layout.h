@@ -1,0 +1,51 @@
+/* cpython_layout.h - where CPython keeps what a profiler reads: the
+ * offsets BPF needs to find a thread's state, walk its interpreter frames
+ * and copy a code object's name, file and line table. The symbolizer
+ * picks the layout for a version (the interpreter's Loader, issue 5) and
+ * the sensor will hand it to BPF as a config; nothing reads these yet.
+ *
+ * Only 3.11 is here: it is the one version this machine runs, and its
+ * table is checked against the DWARF of a real build (pyenv's
+ * libpython3.11, tests/integration/test_cpython_lines.py). 3.10 (no
+ * _PyInterpreterFrame yet), 3.12 and 3.13 (no cframe; f_code becomes
+ * f_executable) lay these out differently; they are to be added from
+ * their headers, with the same check wherever a build can be had.
+ */
+#pragma once
+
+#include <stdint.h>
+
+struct cpython_layout {
+	uint8_t major, minor;
+	/* _PyRuntime -> the first interpreter -> its threads */
+	uint16_t runtime_interpreters_head;
+	uint16_t interp_threads_head;
+	/* PyThreadState */
+	uint16_t tstate_next;
+	uint16_t tstate_native_thread_id;
+	uint16_t tstate_cframe;          /* 3.11-3.12: _PyCFrame * */
+	uint16_t cframe_current_frame;
+	/* _PyInterpreterFrame */
+	uint16_t frame_code;             /* f_code */
+	uint16_t frame_previous;
+	uint16_t frame_prev_instr;
+	uint16_t frame_owner;            /* u8: 3 = owned by the C stack (an entry frame) */
+	/* PyCodeObject */
+	uint16_t code_qualname;
+	uint16_t code_filename;
+	uint16_t code_firstlineno;       /* int */
+	uint16_t code_linetable;         /* bytes */
+	uint16_t code_code_adaptive;     /* the bytecode, inline */
+	/* strings and bytes */
+	uint16_t ascii_data;             /* sizeof(PyASCIIObject): compact ASCII data */
+	uint16_t bytes_data;             /* PyBytesObject.ob_sval */
+	uint16_t var_size;               /* PyVarObject.ob_size */
+};
+
+/* The layout of CPython major.minor, or NULL if it is not known. */
+const struct cpython_layout *cpython_layout_for(unsigned major, unsigned minor);
+
+/* The version in an interpreter's file name: python3.11, libpython3.11.so,
+ * libpython3.11.so.1.0 (basename or path). Returns 0 with major and minor
+ * set, or -ENOENT. */
+int cpython_version_from_name(const char *path, unsigned *major, unsigned *minor);
