@@ -24,6 +24,11 @@
  * how soon after a restart the sensor is back (docs/reliability.md: within
  * 2 s). One attempt a second at most costs a dead peer nothing. */
 #define UPLINK_CHANNEL_BACKOFF_MAX_MS 1000
+/* A symbolizer that takes nothing for this long (stopped, hung, its
+ * window full) is given up: the write fails, the stream is cancelled and
+ * reopened, and the main loop goes back to draining the ring (samples go
+ * to the bounded buffer, its drops counted) instead of waiting for good. */
+#define UPLINK_WRITE_TIMEOUT_MS 10000
 #define UPLINK_MAX_MESSAGE (4u << 20)
 
 
@@ -368,6 +373,7 @@ static void *conn_main(void *arg)
 			waited = (int)ms_since(&opened);
 			goto retry;
 		}
+		rpc_stream_set_write_timeout(s, UPLINK_WRITE_TIMEOUT_MS);
 		r = handshake(u, s);
 		if (r < 0) {
 			log_warn_errno(r, "handshake with the symbolizer failed");
@@ -494,6 +500,9 @@ int uplink_send(struct uplink *u, uint64_t gen, const Sonde__V1__SensorMessage *
 	if (!s)
 		return -ENOTCONN;
 	r = rpc_stream_write(s, &msg->base, more);
+	if (r == -ETIMEDOUT)
+		log_warn("the symbolizer took nothing for %d s, reconnecting",
+			 UPLINK_WRITE_TIMEOUT_MS / 1000);
 	if (r < 0)
 		rpc_stream_cancel(s); /* the reader notices and reconnects */
 	writer_leave(u);

@@ -298,3 +298,52 @@ def test_stalled_symbolizer_bounds_sensor_memory(tmp_path, start_sensor):
             work.kill()
             work.wait()
         sym.stop()
+
+
+def test_symbolizer_that_takes_nothing_is_given_up(tmp_path, start_sensor):
+    """A symbolizer that welcomes the sensor and then never reads (hung,
+    its flow-control window full): the sensor's write times out, it
+    cancels the stream and connects again instead of blocking its main
+    loop for good; its memory stays flat meanwhile."""
+    import threading
+    from concurrent import futures
+
+    import grpc
+    from conftest import ingest_pb2, ingest_pb2_grpc
+
+    class Silent(ingest_pb2_grpc.IngestServicer):
+        def __init__(self):
+            self.hellos = 0
+            self.release = threading.Event()
+
+        def Connect(self, request_iterator, context):
+            next(request_iterator)  # Hello
+            self.hellos += 1
+            yield ingest_pb2.SymbolizerMessage(welcome=ingest_pb2.Welcome(
+                protocol_version=1, max_message_bytes=16 << 20, max_read_bytes=4 << 20))
+            self.release.wait(60)  # and never reads again
+
+    silent = Silent()
+    # No BDP probes: the window stays at its initial size and fills.
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8),
+                         options=[("grpc.http2.bdp_probe", 0)])
+    ingest_pb2_grpc.add_IngestServicer_to_server(silent, server)
+    sock = tmp_path / "silent.sock"
+    server.add_insecure_port(f"unix:{sock}")
+    server.start()
+    try:
+        sensor = start_sensor(f"unix:{sock}", "--frequency", "199")
+        wait_for(lambda: silent.hellos >= 1, 20, "the sensor's Hello")
+        rss = []
+        t0 = time.monotonic()
+        while silent.hellos < 2 and time.monotonic() - t0 < 30:
+            time.sleep(0.5)
+            rss.append(vmrss_kib(sensor.proc.pid))
+        print(f"second Hello after {time.monotonic() - t0:.1f} s; sensor VmRSS {min(rss)}..{max(rss)} KiB")
+        assert silent.hellos >= 2, sensor.logtext()
+        assert "took nothing for" in sensor.logtext(), sensor.logtext()
+        assert sensor.proc.poll() is None
+        assert max(rss) - min(rss) < 8 * 1024, rss
+    finally:
+        silent.release.set()
+        server.stop(0)
