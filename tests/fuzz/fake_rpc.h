@@ -1,9 +1,10 @@
 /* fake_rpc.h - a stand-in for the server half of common/rpc.c, so the
  * fuzzers drive the symbolizer's real rpc handlers (symbolizer/api/) in
  * one process, without gRPC or a socket. Calls are plain structs; writes
- * are packed (so every answer must be a packable message) and the last
- * ReadRange is kept for the harness to answer. Single-threaded, like the
- * server loop it replaces.
+ * are packed (so every answer must be a packable message) and the
+ * ReadRanges not answered yet are kept (up to FAKE_RPC_MAX_READS) for the
+ * harness to answer. Timers run when the harness ticks. Single-threaded,
+ * like the server loop it replaces.
  */
 #pragma once
 
