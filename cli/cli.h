@@ -3,6 +3,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -59,7 +60,8 @@ struct cli_query_opts {
 	unsigned limit;
 	const char *output;
 };
-/* Parses --symbolizer, --since, --pid, --limit, -o. Returns 0, 1 for
+/* Parses --symbolizer, --since, --pid, --limit, -o, -F (--frequency:
+ * only Pprof uses it). Returns 0, 1 for
  * --help (printed), or -EINVAL (reported). */
 int cli_parse_query_opts(int argc, char **argv, const char *help, struct cli_query_opts *o);
 
@@ -76,7 +78,18 @@ void cli_progress_start(void);
 void cli_progress_tick(const char *address);
 void cli_progress_end(void);
 
+/* pprof.c: whether path ends in .pb.gz or .pprof. */
+bool cli_is_pprof_path(const char *path);
+/* Writes len bytes to path atomically (temp file + rename). Returns 0 or
+ * a negative errno. */
+int cli_write_bytes_file(const char *path, const void *data, size_t len);
+/* Calls Symbols/Pprof. Returns 0 with an owned *ret, or a negative errno
+ * (reported). */
+int cli_fetch_pprof(const char *address, const Sonde__V1__ProfileQuery *q,
+		    Sonde__V1__PprofResponse **ret);
+
 int cmd_record(int argc, char **argv);
+int cmd_pprof(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_folded(int argc, char **argv);

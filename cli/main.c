@@ -15,6 +15,7 @@ static const struct {
 	{ "top", cmd_top, "show the top functions stored by a running symbolizer" },
 	{ "folded", cmd_folded, "write stored stacks in folded format" },
 	{ "flamegraph", cmd_flamegraph, "write stored stacks as an HTML flame graph" },
+	{ "pprof", cmd_pprof, "write stored samples as a gzipped pprof profile" },
 	{ "symbolize", cmd_symbolize, "turn addresses of a file into function names" },
 	{ "status", cmd_status, "show a running symbolizer's counters" },
 };

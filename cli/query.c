@@ -105,13 +105,14 @@ int cli_parse_query_opts(int argc, char **argv, const char *help, struct cli_que
 		{ "pid", required_argument, NULL, 'p' },
 		{ "limit", required_argument, NULL, 'n' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "frequency", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	uint64_t since = 0;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:S:p:n:o:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:S:p:n:o:F:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			o->symbolizer = optarg;
@@ -136,6 +137,13 @@ int cli_parse_query_opts(int argc, char **argv, const char *help, struct cli_que
 			break;
 		case 'o':
 			o->output = optarg;
+			break;
+		case 'F':
+			if (parse_u32(optarg, 10, &o->q.frequency_hz) < 0 || !o->q.frequency_hz ||
+			    o->q.frequency_hz > 10000) {
+				fprintf(stderr, "sonde: -F wants 1..10000 samples per second\n");
+				return -EINVAL;
+			}
 			break;
 		case 'h':
 			fputs(help, stdout);
@@ -466,6 +474,21 @@ int cmd_status(int argc, char **argv)
 		{ "bpf_map_bytes", st->bpf_map_bytes },
 		{ "uptime_s", st->uptime_s },
 	};
+	const Sonde__V1__OtlpStatus *o = st->otlp;
+	/* Only with --otlp-endpoint on the symbolizer. */
+	const struct {
+		const char *key;
+		uint64_t value;
+	} otlp_rows[] = {
+		{ "requests", o ? o->requests : 0 },
+		{ "samples", o ? o->samples : 0 },
+		{ "failures", o ? o->failures : 0 },
+		{ "dropped_samples", o ? o->dropped_samples : 0 },
+		{ "dropped_requests", o ? o->dropped_requests : 0 },
+		{ "backlog_requests", o ? o->backlog_requests : 0 },
+		{ "backlog_bytes", o ? o->backlog_bytes : 0 },
+	};
+	const size_t n_otlp = o ? sizeof(otlp_rows) / sizeof(otlp_rows[0]) : 0;
 	if (json) {
 		printf("{\"version\":");
 		cli_json_string(stdout, st->version);
@@ -482,7 +505,11 @@ int cmd_status(int argc, char **argv)
 			print_outcomes_json(p->outcomes);
 			printf("}");
 		}
-		printf("]}\n");
+		printf("]");
+		for (size_t i = 0; i < n_otlp; i++)
+			printf("%s\"%s\":%" PRIu64, i ? "," : ",\"otlp\":{", otlp_rows[i].key,
+			       otlp_rows[i].value);
+		printf("%s}\n", n_otlp ? "}" : "");
 	} else {
 		printf("%-21s %s\n", "version", st->version);
 		for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
@@ -496,6 +523,10 @@ int cmd_status(int argc, char **argv)
 				 st->processes[i]->comm);
 			print_outcomes_row(label, st->processes[i]->outcomes);
 		}
+		if (n_otlp)
+			printf("\nOTLP export\n");
+		for (size_t i = 0; i < n_otlp; i++)
+			printf("%-21s %" PRIu64 "\n", otlp_rows[i].key, otlp_rows[i].value);
 	}
 	rpc_message_free(&st->base);
 	return 0;

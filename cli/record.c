@@ -24,9 +24,11 @@
 #define RECORD_DEFAULT_SECONDS 30
 #define RECORD_START_TIMEOUT_MS 20000
 #define RECORD_STOP_TIMEOUT_MS 30000
+#define RECORD_MAX_OUTPUTS 4
 
 static struct env {
-	const char *output;
+	const char *outputs[RECORD_MAX_OUTPUTS]; /* -o, each format by its suffix */
+	unsigned n_outputs;
 	const char *cache;
 	const char *user;
 	uint32_t seconds; /* 0: not given */
@@ -43,6 +45,7 @@ static struct env {
 };
 
 static volatile sig_atomic_t interrupted;
+static time_t record_start; /* when the sensor was started */
 
 static void on_signal(int sig)
 {
@@ -55,6 +58,8 @@ static const char help[] =
 	"then prints the top functions. Needs root: it starts sonde-sensor, which loads BPF.\n"
 	"  -o FILE.folded   write the stacks in folded format ('comm;root;...;leaf COUNT')\n"
 	"  -o FILE.html     write a self-contained HTML flame graph\n"
+	"  -o FILE.pb.gz    write a gzipped pprof profile (also FILE.pprof)\n"
+	"                   (-o may be given up to 4 times, one file per format)\n"
 	"  -F HZ            samples per second per CPU (default 19)\n"
 	"  -n N             rows of the top table (default 20)\n"
 	"  --cache PATH     symbolizer cache (default $SONDE_CACHE or /var/cache/sonde/cache.db)\n"
@@ -112,7 +117,11 @@ static int parse_args(int argc, char **argv)
 			}
 			break;
 		case 'o':
-			env.output = optarg;
+			if (env.n_outputs == RECORD_MAX_OUTPUTS) {
+				fprintf(stderr, "sonde record: at most %d -o files\n", RECORD_MAX_OUTPUTS);
+				return -EINVAL;
+			}
+			env.outputs[env.n_outputs++] = optarg;
 			break;
 		case 'n':
 			if (parse_u32(optarg, 10, &env.limit) < 0 || !env.limit) {
@@ -143,9 +152,14 @@ static int parse_args(int argc, char **argv)
 		fprintf(stderr, "sonde record: say what to profile: --all, -p PID or -- CMD ARGS...\n");
 		return -EINVAL;
 	}
-	if (env.output && !ends_with(env.output, ".folded") && !ends_with(env.output, ".html")) {
-		fprintf(stderr, "sonde record: -o supports FILE.folded (folded stacks) and FILE.html (flame graph)\n");
-		return -EINVAL;
+	for (unsigned i = 0; i < env.n_outputs; i++) {
+		const char *o = env.outputs[i];
+
+		if (!ends_with(o, ".folded") && !ends_with(o, ".html") && !cli_is_pprof_path(o)) {
+			fprintf(stderr, "sonde record: -o supports FILE.folded (folded stacks), FILE.html (flame graph)\n"
+					"  and FILE.pb.gz or FILE.pprof (pprof), not '%.200s'\n", o);
+			return -EINVAL;
+		}
 	}
 	if (!env.cache)
 		env.cache = getenv("SONDE_CACHE");
@@ -326,11 +340,47 @@ static pid_t fork_command(char **cmd, int *ret_go_fd)
 	return pid;
 }
 
+/* Writes one -o file from the replies it needs (fetched once each). */
+static int write_output(const char *address, const char *path, Sonde__V1__FoldedResponse **folded,
+			Sonde__V1__PprofResponse **pprof)
+{
+	Sonde__V1__ProfileQuery q = SONDE__V1__PROFILE_QUERY__INIT;
+	int err;
+
+	if (cli_is_pprof_path(path)) {
+		/* The store does not keep the rate; the sensor ran at ours. The
+		 * window (the store counts per minute, so the same rows as
+		 * Folded) gives the profile this recording's duration. */
+		q.frequency_hz = env.frequency;
+		q.since_unix_s = (uint64_t)record_start;
+		q.until_unix_s = (uint64_t)time(NULL) + 1;
+		if (!*pprof && (err = cli_fetch_pprof(address, &q, pprof)) < 0)
+			return err;
+		err = cli_write_bytes_file(path, (*pprof)->profile.data, (*pprof)->profile.len);
+		if (!err)
+			fprintf(stderr, "sonde record: wrote %llu samples to %s\n",
+				(unsigned long long)(*pprof)->total_samples, path);
+	} else {
+		if (!*folded && (err = cli_call(address, "/sonde.v1.Symbols/Folded", &q.base,
+						&sonde__v1__folded_response__descriptor,
+						CLI_RPC_TIMEOUT_MS, false, (ProtobufCMessage **)folded)) < 0)
+			return err;
+		err = ends_with(path, ".html") ? cli_write_flamegraph_file(path, *folded, "sonde record")
+					       : cli_write_folded_file(path, *folded);
+		if (!err)
+			fprintf(stderr, "sonde record: wrote %zu stacks to %s\n", (*folded)->n_stacks, path);
+	}
+	if (err)
+		fprintf(stderr, "sonde record: writing %s: %s\n", path, strerror(-err));
+	return err;
+}
+
 static int report(const char *address)
 {
 	Sonde__V1__ProfileQuery q = SONDE__V1__PROFILE_QUERY__INIT;
 	Sonde__V1__TopResponse *top = NULL;
 	Sonde__V1__FoldedResponse *folded = NULL;
+	Sonde__V1__PprofResponse *pprof = NULL;
 	int err;
 
 	q.limit = env.limit;
@@ -340,25 +390,12 @@ static int report(const char *address)
 		goto cleanup;
 	cli_print_top(stdout, top, env.limit);
 	fflush(stdout);
-	if (env.output) {
-		q.limit = 0;
-		err = cli_call(address, "/sonde.v1.Symbols/Folded", &q.base,
-			       &sonde__v1__folded_response__descriptor, CLI_RPC_TIMEOUT_MS, false,
-			       (ProtobufCMessage **)&folded);
-		if (err)
-			goto cleanup;
-		err = ends_with(env.output, ".html")
-			      ? cli_write_flamegraph_file(env.output, folded, "sonde record")
-			      : cli_write_folded_file(env.output, folded);
-		if (err) {
-			fprintf(stderr, "sonde record: writing %s: %s\n", env.output, strerror(-err));
-			goto cleanup;
-		}
-		fprintf(stderr, "sonde record: wrote %zu stacks to %s\n", folded->n_stacks, env.output);
-	}
+	for (unsigned i = 0; i < env.n_outputs && !err; i++)
+		err = write_output(address, env.outputs[i], &folded, &pprof);
 cleanup:
 	rpc_message_free(top ? &top->base : NULL);
 	rpc_message_free(folded ? &folded->base : NULL);
+	rpc_message_free(pprof ? &pprof->base : NULL);
 	return err;
 }
 
@@ -448,6 +485,7 @@ int cmd_record(int argc, char **argv)
 		if (env.verbose)
 			argv_sen[n++] = "--verbose";
 		argv_sen[n] = NULL;
+		record_start = time(NULL);
 		sensor = spawn(argv_sen, !env.verbose);
 	}
 	if (sensor < 0) {

@@ -38,6 +38,7 @@
 
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
+#include <grpc/compression.h>
 #include <grpc/grpc.h>
 #include <grpc/grpc_posix.h>
 #include <grpc/grpc_security.h>
@@ -198,6 +199,25 @@ void rpc_message_free(ProtobufCMessage *msg)
 {
 	if (msg)
 		protobuf_c_message_free_unpacked(msg, NULL);
+}
+
+int rpc_message_pack(const ProtobufCMessage *msg, size_t max, uint8_t **ret, size_t *ret_len)
+{
+	size_t size = protobuf_c_message_get_packed_size(msg);
+	uint8_t *buf;
+
+	if (size > max)
+		return -E2BIG;
+	buf = malloc(size ? size : 1);
+	if (!buf)
+		return -ENOMEM;
+	if (protobuf_c_message_pack(msg, buf) != size) {
+		free(buf); /* cannot happen: the size was computed from msg */
+		return -EIO;
+	}
+	*ret = buf;
+	*ret_len = size;
+	return 0;
 }
 
 /* ---- server ---- */
@@ -1615,13 +1635,46 @@ static char *channel_target(const char *target)
 	return out;
 }
 
+/* PEM contents of a channel's own TLS settings (rpc_channel_opts.tls). */
+struct channel_tls {
+	char *ca, *cert, *key;
+};
+
+static void channel_tls_done(struct channel_tls *t)
+{
+	free(t->ca);
+	free(t->cert);
+	free(t->key);
+}
+
+static int channel_tls_read(const struct rpc_tls *tls, struct channel_tls *t)
+{
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	if (!tls->ca || (!tls->cert) != (!tls->key))
+		return -EINVAL;
+	err = read_pem(tls->ca, &t->ca);
+	if (err == 0 && tls->cert)
+		err = read_pem(tls->cert, &t->cert);
+	if (err == 0 && tls->key)
+		err = read_pem(tls->key, &t->key);
+	if (err < 0)
+		channel_tls_done(t);
+	return err;
+}
+
 struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel_opts *opts)
 {
 	grpc_channel_credentials *creds = NULL;
 	struct rpc_channel *ch = NULL;
+	struct channel_tls own = { 0 };
 	grpc_channel_args args;
-	grpc_arg arg[6];
+	grpc_arg arg[8];
 	char *gtarget = NULL;
+	const char *ca = client_tls.ca, *cert = client_tls.cert, *key = client_tls.key;
+	const char *server_name = client_tls.server_name;
+	bool tls = client_tls.on;
 	size_t max_msg;
 	int rmin, rmax;
 
@@ -1631,6 +1684,19 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
 	if (!gtarget) {
 		log_debug("bad target %.100s", target);
 		goto fail;
+	}
+	if (opts && opts->tls) {
+		int err = channel_tls_read(opts->tls, &own);
+
+		if (err < 0) {
+			log_debug("cannot read the TLS files of %.100s: %s", target, strerror(-err));
+			goto fail;
+		}
+		tls = true;
+		ca = own.ca;
+		cert = own.cert;
+		key = own.key;
+		server_name = opts->tls->server_name;
 	}
 	ch = calloc(1, sizeof(*ch));
 	if (!ch)
@@ -1660,23 +1726,35 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
 	arg[3].type = GRPC_ARG_INTEGER;
 	arg[3].key = GRPC_ARG_MAX_RECONNECT_BACKOFF_MS;
 	arg[3].value.integer = rmax;
-	/* No bandwidth-delay probes (see rpc_server_new). */
-	arg[4].type = GRPC_ARG_INTEGER;
-	arg[4].key = GRPC_ARG_HTTP2_BDP_PROBE;
-	arg[4].value.integer = 0;
-	args.num_args = 5;
+	args.num_args = 4;
 	args.args = arg;
+	/* No bandwidth-delay probes (see rpc_server_new). */
+	arg[args.num_args].type = GRPC_ARG_INTEGER;
+	arg[args.num_args].key = GRPC_ARG_HTTP2_BDP_PROBE;
+	arg[args.num_args].value.integer = 0;
+	args.num_args++;
+	if (opts && opts->gzip) {
+		arg[args.num_args].type = GRPC_ARG_INTEGER;
+		arg[args.num_args].key = GRPC_COMPRESSION_CHANNEL_DEFAULT_ALGORITHM;
+		arg[args.num_args].value.integer = GRPC_COMPRESS_GZIP;
+		args.num_args++;
+	}
+	if (opts && opts->own_connection) {
+		arg[args.num_args].type = GRPC_ARG_INTEGER;
+		arg[args.num_args].key = GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL;
+		arg[args.num_args].value.integer = 1;
+		args.num_args++;
+	}
 
-	if (client_tls.on && strncmp(target, "tcp:", 4) == 0) {
-		grpc_ssl_pem_key_cert_pair pair = { client_tls.key, client_tls.cert };
+	if (tls && strncmp(target, "tcp:", 4) == 0) {
+		grpc_ssl_pem_key_cert_pair pair = { key, cert };
 
-		creds = grpc_ssl_credentials_create_ex(client_tls.ca,
-						       client_tls.cert ? &pair : NULL, NULL, NULL);
-		if (client_tls.server_name) {
-			arg[5].type = GRPC_ARG_STRING;
-			arg[5].key = GRPC_SSL_TARGET_NAME_OVERRIDE_ARG;
-			arg[5].value.string = client_tls.server_name;
-			args.num_args = 6;
+		creds = grpc_ssl_credentials_create_ex(ca, cert ? &pair : NULL, NULL, NULL);
+		if (server_name) {
+			arg[args.num_args].type = GRPC_ARG_STRING;
+			arg[args.num_args].key = GRPC_SSL_TARGET_NAME_OVERRIDE_ARG;
+			arg[args.num_args].value.string = (char *)server_name;
+			args.num_args++;
 		}
 	} else {
 		creds = grpc_insecure_credentials_create();
@@ -1687,9 +1765,11 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
 	grpc_channel_credentials_release(creds);
 	if (!ch->ch)
 		goto fail;
+	channel_tls_done(&own);
 	free(gtarget);
 	return ch;
 fail:
+	channel_tls_done(&own);
 	free(gtarget);
 	free(ch);
 	return NULL;
@@ -1760,13 +1840,14 @@ static void cq_destroy(grpc_completion_queue *cq)
 	grpc_completion_queue_destroy(cq);
 }
 
-int rpc_unary(struct rpc_channel *ch, const char *path, const ProtobufCMessage *req,
-	      const ProtobufCMessageDescriptor *reply_desc, int timeout_ms, bool wait_for_ready,
-	      ProtobufCMessage **ret_reply, struct rpc_error *err)
+/* One unary call sending send_bb (borrowed). */
+static int unary_call(struct rpc_channel *ch, const char *path, grpc_byte_buffer *send_bb,
+		      const ProtobufCMessageDescriptor *reply_desc, int timeout_ms,
+		      bool wait_for_ready, ProtobufCMessage **ret_reply, struct rpc_error *err)
 {
 	grpc_metadata_array initial_md, trailing_md;
 	grpc_completion_queue *cq = NULL;
-	grpc_byte_buffer *send_bb = NULL, *recv_bb = NULL;
+	grpc_byte_buffer *recv_bb = NULL;
 	grpc_slice details = grpc_empty_slice();
 	grpc_slice method = grpc_empty_slice();
 	const char *error_string = NULL;
@@ -1780,7 +1861,7 @@ int rpc_unary(struct rpc_channel *ch, const char *path, const ProtobufCMessage *
 
 	grpc_metadata_array_init(&initial_md);
 	grpc_metadata_array_init(&trailing_md);
-	if (!ch || !path || !req || !reply_desc || !ret_reply) {
+	if (!ch || !path || !send_bb || !reply_desc || !ret_reply) {
 		error_set(err, RPC_INVALID_ARGUMENT, "bad arguments");
 		r = -EINVAL;
 		goto cleanup;
@@ -1795,7 +1876,6 @@ int rpc_unary(struct rpc_channel *ch, const char *path, const ProtobufCMessage *
 		r = -ENOMEM;
 		goto cleanup;
 	}
-	send_bb = rpc_pack(req, NULL);
 
 	memset(ops, 0, sizeof(ops));
 	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
@@ -1842,8 +1922,6 @@ cleanup:
 	if (call)
 		grpc_call_unref(call);
 	cq_destroy(cq);
-	if (send_bb)
-		grpc_byte_buffer_destroy(send_bb);
 	if (recv_bb)
 		grpc_byte_buffer_destroy(recv_bb);
 	grpc_slice_unref(details);
@@ -1851,6 +1929,43 @@ cleanup:
 	gpr_free((void *)error_string);
 	grpc_metadata_array_destroy(&initial_md);
 	grpc_metadata_array_destroy(&trailing_md);
+	return r;
+}
+
+int rpc_unary(struct rpc_channel *ch, const char *path, const ProtobufCMessage *req,
+	      const ProtobufCMessageDescriptor *reply_desc, int timeout_ms, bool wait_for_ready,
+	      ProtobufCMessage **ret_reply, struct rpc_error *err)
+{
+	grpc_byte_buffer *bb;
+	int r;
+
+	if (!req) {
+		error_set(err, RPC_INVALID_ARGUMENT, "bad arguments");
+		return -EINVAL;
+	}
+	bb = rpc_pack(req, NULL);
+	r = unary_call(ch, path, bb, reply_desc, timeout_ms, wait_for_ready, ret_reply, err);
+	grpc_byte_buffer_destroy(bb);
+	return r;
+}
+
+int rpc_unary_packed(struct rpc_channel *ch, const char *path, const void *data, size_t len,
+		     const ProtobufCMessageDescriptor *reply_desc, int timeout_ms,
+		     bool wait_for_ready, ProtobufCMessage **ret_reply, struct rpc_error *err)
+{
+	grpc_byte_buffer *bb;
+	grpc_slice slice;
+	int r;
+
+	if (!data && len > 0) {
+		error_set(err, RPC_INVALID_ARGUMENT, "bad arguments");
+		return -EINVAL;
+	}
+	slice = grpc_slice_from_copied_buffer(data, len);
+	bb = grpc_raw_byte_buffer_create(&slice, 1);
+	grpc_slice_unref(slice);
+	r = unary_call(ch, path, bb, reply_desc, timeout_ms, wait_for_ready, ret_reply, err);
+	grpc_byte_buffer_destroy(bb);
 	return r;
 }
 

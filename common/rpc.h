@@ -203,6 +203,17 @@ struct rpc_channel_opts {
 	size_t max_message_bytes; /* receive limit; 0: 64 MiB */
 	int reconnect_min_ms;     /* 0: 100 */
 	int reconnect_max_ms;     /* 0: 2000 */
+	/* TLS for this channel only (tcp: targets; files read now, so
+	 * before any sandbox; ca is required). NULL: the process-wide
+	 * setting of rpc_client_set_tls(). */
+	const struct rpc_tls *tls;
+	/* Compress every message with gzip (grpc-encoding: gzip), which
+	 * any gRPC server decodes. */
+	bool gzip;
+	/* Its own connection: gRPC otherwise shares one TCP connection among
+	 * channels to the same target with the same options (the load
+	 * generator plays many sensors, each with its own connection). */
+	bool own_connection;
 };
 
 /* TLS for every tcp: channel created afterwards (process-wide: the
@@ -225,6 +236,12 @@ void rpc_channel_free(struct rpc_channel *ch);
 int rpc_unary(struct rpc_channel *ch, const char *path, const ProtobufCMessage *req,
 	      const ProtobufCMessageDescriptor *reply_desc, int timeout_ms, bool wait_for_ready,
 	      ProtobufCMessage **ret_reply, struct rpc_error *err);
+
+/* rpc_unary() with a request that is already packed (len bytes at data,
+ * borrowed): for callers that keep requests as bytes, e.g. a backlog. */
+int rpc_unary_packed(struct rpc_channel *ch, const char *path, const void *data, size_t len,
+		     const ProtobufCMessageDescriptor *reply_desc, int timeout_ms,
+		     bool wait_for_ready, ProtobufCMessage **ret_reply, struct rpc_error *err);
 
 /* Opens a bidirectional stream, waiting up to connect_timeout_ms (< 0:
  * no limit) for the channel to connect and the call to start. The stream
@@ -265,6 +282,12 @@ int rpc_stream_close(struct rpc_stream *s, int timeout_ms, struct rpc_error *err
 
 /* Frees a message returned by this module. Accepts NULL. */
 void rpc_message_free(ProtobufCMessage *msg);
+
+/* Serializes msg (borrowed) for a file rather than a call (pprof.c):
+ * returns 0 with a malloc'd *ret (the caller frees it) and *ret_len,
+ * -E2BIG if it would exceed max bytes, -ENOMEM; outputs untouched on
+ * failure. */
+int rpc_message_pack(const ProtobufCMessage *msg, size_t max, uint8_t **ret, size_t *ret_len);
 
 /* Once per process, before threads that use rpc are started; and at the end. */
 void rpc_global_init(void);

@@ -16,6 +16,8 @@
 #include <getopt.h>
 #include <grp.h>
 #include <limits.h>
+#include <netdb.h>
+#include <arpa/inet.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
@@ -31,6 +33,7 @@
 #include "cache.h"
 #include "api/service.h"
 #include "sandbox.h"
+#include "otlp_exporter.h"
 
 #define MAX_LISTEN 16
 #define MAX_DEBUG_DIRS 16
@@ -66,7 +69,16 @@ static struct env {
 	size_t n_sensor_names;
 	bool insecure;
 	uint32_t rate_ingest, rate_symbols;
+	/* OTLP export */
+	const char *otlp_endpoint;
+	uint32_t otlp_interval_s;
+	bool otlp_insecure;
+	const char *otlp_ca, *otlp_cert, *otlp_key, *otlp_server_name;
+	char otlp_target[300];  /* tcp:IP:PORT, resolved before the sandbox */
+	char otlp_host[256];
+	uint16_t otlp_port;
 } env = {
+	.otlp_interval_s = 10,
 	.cache = "/var/cache/sonde/cache.db",
 	.user = "sonde",
 	.retention_minutes = 60,
@@ -104,6 +116,15 @@ static void usage(FILE *f)
 		"  --insecure             allow plaintext tcp: listeners (anyone is a sensor)\n"
 		"  --rate-ingest N        sensor messages per second per stream (default 2000)\n"
 		"  --rate-symbols N       Symbols calls per second per connection (default 200)\n"
+		"\nOTLP profiles export (docs/exports.md):\n"
+		"  --otlp-endpoint HOST:PORT  send profiles to this OTLP gRPC receiver; HOST is\n"
+		"                         resolved once, at start (before the sandbox)\n"
+		"  --otlp-interval SECONDS  one request per interval (default 10, 1..3600)\n"
+		"  --otlp-ca FILE         TLS: CA that signed the receiver's certificate\n"
+		"  --otlp-cert FILE --otlp-key FILE  TLS client certificate (optional)\n"
+		"  --otlp-server-name NAME  name to check in the receiver's certificate\n"
+		"                         (default: HOST)\n"
+		"  --otlp-insecure        plaintext instead of TLS (one of the two is required)\n"
 		"\nSandbox:\n"
 		"  --max-memory BYTES     RLIMIT_DATA (K/M/G suffix; default 8G; 0: none)\n"
 		"  --max-open-files N     RLIMIT_NOFILE (default 16384)\n"
@@ -116,12 +137,96 @@ static void usage(FILE *f)
 
 static int parse_size(const char *s, uint64_t *ret);
 
+/* --otlp-*: HOST:PORT syntax and the TLS/plaintext choice. */
+static int otlp_check_args(void)
+{
+	const char *ep = env.otlp_endpoint, *colon;
+	size_t host_len;
+	uint32_t port;
+
+	if (!ep) {
+		if (env.otlp_insecure || env.otlp_ca || env.otlp_cert || env.otlp_key ||
+		    env.otlp_server_name) {
+			fprintf(stderr, "sonde-symbolizer: --otlp-* options need --otlp-endpoint\n");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	colon = strrchr(ep, ':');
+	if (!colon || colon == ep || parse_u32(colon + 1, 10, &port) < 0 || port == 0 ||
+	    port > 65535) {
+		fprintf(stderr, "sonde-symbolizer: --otlp-endpoint wants HOST:PORT, not '%s'\n", ep);
+		return -EINVAL;
+	}
+	host_len = (size_t)(colon - ep);
+	if (ep[0] == '[') {
+		if (host_len < 3 || ep[host_len - 1] != ']') {
+			fprintf(stderr, "sonde-symbolizer: bad IPv6 host in --otlp-endpoint '%s'\n", ep);
+			return -EINVAL;
+		}
+		ep++;
+		host_len -= 2;
+	}
+	if (host_len >= sizeof(env.otlp_host)) {
+		fprintf(stderr, "sonde-symbolizer: --otlp-endpoint host too long\n");
+		return -EINVAL;
+	}
+	memcpy(env.otlp_host, ep, host_len);
+	env.otlp_host[host_len] = '\0';
+	env.otlp_port = (uint16_t)port;
+	if (env.otlp_insecure == (env.otlp_ca != NULL)) {
+		fprintf(stderr, "sonde-symbolizer: --otlp-endpoint needs TLS (--otlp-ca FILE) or, explicitly, --otlp-insecure (one of them)\n");
+		return -EINVAL;
+	}
+	if ((!env.otlp_cert) != (!env.otlp_key)) {
+		fprintf(stderr, "sonde-symbolizer: --otlp-cert and --otlp-key go together\n");
+		return -EINVAL;
+	}
+	if (env.otlp_insecure && (env.otlp_cert || env.otlp_server_name)) {
+		fprintf(stderr, "sonde-symbolizer: --otlp-cert/--otlp-server-name are TLS options; drop --otlp-insecure\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Resolves the OTLP host once, before the sandbox (which allows no DNS:
+ * no files outside its rules, no UDP). The first address wins. */
+static int otlp_resolve(void)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL;
+	char ip[INET6_ADDRSTRLEN];
+	const void *addr;
+	int r;
+
+	r = getaddrinfo(env.otlp_host, NULL, &hints, &res);
+	if (r != 0 || !res) {
+		log_error("cannot resolve the --otlp-endpoint host '%s': %s", env.otlp_host,
+			  gai_strerror(r));
+		return -EHOSTUNREACH;
+	}
+	if (res->ai_family == AF_INET6)
+		addr = &((struct sockaddr_in6 *)res->ai_addr)->sin6_addr;
+	else
+		addr = &((struct sockaddr_in *)res->ai_addr)->sin_addr;
+	if (!inet_ntop(res->ai_family, addr, ip, sizeof(ip))) {
+		freeaddrinfo(res);
+		return -EINVAL;
+	}
+	snprintf(env.otlp_target, sizeof(env.otlp_target),
+		 res->ai_family == AF_INET6 ? "tcp:[%s]:%u" : "tcp:%s:%u", ip, env.otlp_port);
+	freeaddrinfo(res);
+	return 0;
+}
+
 static int parse_args(int argc, char **argv)
 {
 	enum { OPT_LISTEN = 256, OPT_CACHE, OPT_PROFILES, OPT_DEBUG_DIR, OPT_USER, OPT_RETENTION, OPT_VERBOSE,
 	       OPT_HELP, OPT_SENSOR_UID, OPT_CLIENT_GROUP, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA,
 	       OPT_SENSOR_NAME, OPT_INSECURE, OPT_RATE_INGEST, OPT_RATE_SYMBOLS, OPT_MAX_MEMORY,
-	       OPT_MAX_FILES, OPT_REQUIRE_SANDBOX, OPT_SANDBOX_LOG, OPT_PRINT_POLICY, OPT_SELFTEST };
+	       OPT_MAX_FILES, OPT_REQUIRE_SANDBOX, OPT_SANDBOX_LOG, OPT_PRINT_POLICY, OPT_SELFTEST,
+	       OPT_OTLP_ENDPOINT, OPT_OTLP_INTERVAL, OPT_OTLP_INSECURE, OPT_OTLP_CA, OPT_OTLP_CERT,
+	       OPT_OTLP_KEY, OPT_OTLP_SERVER_NAME };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, OPT_LISTEN },
 		{ "cache", required_argument, NULL, OPT_CACHE },
@@ -145,6 +250,13 @@ static int parse_args(int argc, char **argv)
 		{ "require-sandbox", no_argument, NULL, OPT_REQUIRE_SANDBOX },
 		{ "sandbox-log", no_argument, NULL, OPT_SANDBOX_LOG },
 		{ "print-policy", no_argument, NULL, OPT_PRINT_POLICY },
+		{ "otlp-endpoint", required_argument, NULL, OPT_OTLP_ENDPOINT },
+		{ "otlp-interval", required_argument, NULL, OPT_OTLP_INTERVAL },
+		{ "otlp-insecure", no_argument, NULL, OPT_OTLP_INSECURE },
+		{ "otlp-ca", required_argument, NULL, OPT_OTLP_CA },
+		{ "otlp-cert", required_argument, NULL, OPT_OTLP_CERT },
+		{ "otlp-key", required_argument, NULL, OPT_OTLP_KEY },
+		{ "otlp-server-name", required_argument, NULL, OPT_OTLP_SERVER_NAME },
 		/* Hidden, for tests: apply the sandbox, try to escape, exit. */
 		{ "sandbox-selftest", optional_argument, NULL, OPT_SELFTEST },
 		{ 0 },
@@ -273,6 +385,32 @@ static int parse_args(int argc, char **argv)
 			env.selftest = true;
 			env.selftest_file = optarg;
 			break;
+		case OPT_OTLP_ENDPOINT:
+			env.otlp_endpoint = optarg;
+			break;
+		case OPT_OTLP_INTERVAL:
+			if (parse_u32(optarg, 10, &v) < 0 || v == 0 || v > 3600) {
+				fprintf(stderr, "sonde-symbolizer: bad --otlp-interval '%s' (1..3600 seconds)\n",
+					optarg);
+				return -EINVAL;
+			}
+			env.otlp_interval_s = v;
+			break;
+		case OPT_OTLP_INSECURE:
+			env.otlp_insecure = true;
+			break;
+		case OPT_OTLP_CA:
+			env.otlp_ca = optarg;
+			break;
+		case OPT_OTLP_CERT:
+			env.otlp_cert = optarg;
+			break;
+		case OPT_OTLP_KEY:
+			env.otlp_key = optarg;
+			break;
+		case OPT_OTLP_SERVER_NAME:
+			env.otlp_server_name = optarg;
+			break;
 		case OPT_HELP:
 			usage(stdout);
 			exit(0);
@@ -299,6 +437,8 @@ static int parse_args(int argc, char **argv)
 			return -EINVAL;
 		}
 	}
+	if (otlp_check_args() < 0)
+		return -EINVAL;
 	if (env.n_sensor_names == 0)
 		env.sensor_names[env.n_sensor_names++] = "sonde-sensor";
 	if (env.n_debug_dirs == 0)
@@ -561,6 +701,7 @@ static void sandbox_policy_fill(struct sandbox_policy *p, char *cache_dir, char 
 	}
 	for (size_t i = 0; i < env.n_debug_dirs && p->n_ro < SANDBOX_MAX_DIRS; i++)
 		p->ro_dirs[p->n_ro++] = env.debug_dirs[i];
+	p->connect_port = env.otlp_endpoint ? env.otlp_port : 0;
 	p->max_memory = env.max_memory;
 	p->max_open_files = env.max_open_files;
 	p->require = env.require_sandbox;
@@ -585,7 +726,8 @@ int main(int argc, char **argv)
 	struct sandbox_policy policy;
 	struct rpc_method *methods = NULL;
 	char cache_dir[PATH_MAX], profiles_dir[PATH_MAX];
-	struct rpc_tls tls;
+	struct rpc_tls tls, otlp_tls;
+	struct otlp_exporter_opts otlp_opts;
 	size_t n_methods;
 	sigset_t sigs;
 	bool root = geteuid() == 0, rpc_up = false;
@@ -632,7 +774,16 @@ int main(int argc, char **argv)
 		printf(", any TLS certificate from the client CA\n");
 		printf("rates: %u ingest messages/s per stream, %u Symbols calls/s per connection\n",
 		       env.rate_ingest, env.rate_symbols);
+		if (env.otlp_endpoint)
+			printf("otlp: export to %s every %u s, %s\n", env.otlp_endpoint,
+			       env.otlp_interval_s, env.otlp_ca ? "TLS" : "plaintext");
 		return 0;
+	}
+
+	if (env.otlp_endpoint) {
+		r = otlp_resolve();
+		if (r < 0)
+			return 1;
 	}
 
 	rpc_global_init();
@@ -641,6 +792,27 @@ int main(int argc, char **argv)
 	 * its cache (opened as the user, below) before the server starts. */
 	sopts.debug_dirs = env.debug_dirs;
 	sopts.retention_minutes = env.retention_minutes;
+	sopts.otlp = NULL;
+	if (env.otlp_endpoint) {
+		struct in6_addr a6;
+		bool literal = inet_pton(AF_INET, env.otlp_host, &a6) == 1 ||
+			       inet_pton(AF_INET6, env.otlp_host, &a6) == 1;
+
+		/* A name is checked against the certificate, not the address
+		 * it resolved to. */
+		otlp_tls = (struct rpc_tls){ .ca = env.otlp_ca, .cert = env.otlp_cert,
+					     .key = env.otlp_key,
+					     .server_name = env.otlp_server_name ? env.otlp_server_name
+						     : literal ? NULL : env.otlp_host };
+		otlp_opts = (struct otlp_exporter_opts){
+			.target = env.otlp_target,
+			.tls = env.otlp_ca ? &otlp_tls : NULL,
+			.interval_ms = env.otlp_interval_s * 1000u,
+		};
+		sopts.otlp = &otlp_opts;
+		log_info("OTLP profiles export to %s (%s, %s) every %u s", env.otlp_endpoint,
+			 env.otlp_target + 4, env.otlp_ca ? "TLS" : "plaintext", env.otlp_interval_s);
+	}
 	svc = service_new(&sopts);
 	if (!svc) {
 		log_error("cannot create the service");

@@ -10,9 +10,11 @@
  *     debug directories (read-only): Landlock, checked on the resolved
  *     path, so a symlink in a debug directory cannot lead out of it; no
  *     TCP bind or connect and no abstract Unix sockets or signals to
- *     processes outside (Landlock ABI 4 and 6);
+ *     processes outside (Landlock ABI 4 and 6); with --otlp-endpoint,
+ *     TCP connect to that one port (the OTLP receiver) and nothing else;
  *   - can make only the system calls gRPC's threads, SQLite and the
- *     analysis need: no socket(), connect(), bind(), execve(), ptrace(),
+ *     analysis need: no socket(), connect() (but TCP ones with
+ *     --otlp-endpoint), bind(), execve(), ptrace(),
  *     fork (clone without CLONE_THREAD), mount, bpf or perf.
  * Order: capabilities and no_new_privs first (Landlock and seccomp need
  * no_new_privs), rlimits, Landlock (which needs open() to build its rules),
@@ -57,6 +59,12 @@
 #define SB_LL_NET_CONNECT_TCP (1ULL << 1)   /* ABI 4 */
 #define SB_LL_SCOPE_ABSTRACT_UNIX (1ULL << 0) /* ABI 6 */
 #define SB_LL_SCOPE_SIGNAL (1ULL << 1)      /* ABI 6 */
+#define SB_LL_RULE_NET_PORT 2               /* ABI 4 */
+
+struct sb_net_port_attr {
+	uint64_t allowed_access;
+	uint64_t port;
+};
 
 /* The ABI 6 layout of struct landlock_ruleset_attr; older kernels get a
  * prefix of it (their size). */
@@ -271,7 +279,38 @@ static int sb_add(scmp_filter_ctx ctx, uint32_t action, const char *name, unsign
 	return seccomp_rule_add_array(ctx, action, nr, n_args, args);
 }
 
-static int sb_seccomp(enum sandbox_seccomp_mode mode)
+/* socket() and connect() are replaced by the rules of sb_seccomp_tcp()
+ * when the policy allows an outgoing TCP connection. */
+static bool sb_rule_skipped(const struct sb_rule *rule, uint16_t connect_port)
+{
+	return connect_port &&
+	       (strcmp(rule->name, "socket") == 0 || strcmp(rule->name, "connect") == 0);
+}
+
+/* --otlp-endpoint: TCP sockets of either family and connect() (Landlock
+ * limits it to the one port); other socket() calls are answered EPERM
+ * when they are Unix or datagram sockets, anything else is fatal. */
+static int sb_seccomp_tcp(scmp_filter_ctx ctx)
+{
+	static const int fams[] = { AF_INET, AF_INET6 };
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < 2; i++)
+		r = sb_add(ctx, SCMP_ACT_ALLOW, "socket", 2,
+			   (struct scmp_arg_cmp[]){ SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fams[i]),
+						    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_STREAM) });
+	if (r == 0)
+		r = sb_add(ctx, SCMP_ACT_ERRNO(EPERM), "socket", 1,
+			   (struct scmp_arg_cmp[]){ SCMP_A0(SCMP_CMP_EQ, AF_UNIX) });
+	if (r == 0)
+		r = sb_add(ctx, SCMP_ACT_ERRNO(EPERM), "socket", 1,
+			   (struct scmp_arg_cmp[]){ SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_DGRAM) });
+	if (r == 0)
+		r = sb_add(ctx, SCMP_ACT_ALLOW, "connect", 0, NULL);
+	return r;
+}
+
+static int sb_seccomp(enum sandbox_seccomp_mode mode, uint16_t connect_port)
 {
 	scmp_filter_ctx ctx = NULL;
 	struct sigaction sa;
@@ -303,12 +342,19 @@ static int sb_seccomp(enum sandbox_seccomp_mode mode)
 	for (size_t i = 0; i < sizeof(sb_rules) / sizeof(sb_rules[0]); i++) {
 		const struct sb_rule *rule = &sb_rules[i];
 
+		if (sb_rule_skipped(rule, connect_port))
+			continue;
 		r = sb_add(ctx, rule->action == SB_ALLOW ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO(rule->err),
 			   rule->name, 0, NULL);
 		if (r < 0 && r != -EEXIST) {
 			log_debug("seccomp rule for %s: %d", rule->name, r);
 			goto out;
 		}
+	}
+	if (connect_port) {
+		r = sb_seccomp_tcp(ctx);
+		if (r < 0)
+			goto out;
 	}
 	/* clone: threads only (CLONE_THREAD set); a fork gets the default. */
 	r = sb_add(ctx, SCMP_ACT_ALLOW, "clone", 1,
@@ -446,8 +492,8 @@ static int sb_landlock_ruleset(const struct sandbox_policy *p, int abi)
 
 	attr.handled_access_fs = sb_fs_handled(abi);
 	if (abi >= 4) {
-		/* No rule for any port: no TCP bind or connect at all (the
-		 * listeners are bound already). */
+		/* No TCP bind at all (the listeners are bound already), and
+		 * connect only to the OTLP port, if any (rule below). */
 		attr.handled_access_net = SB_LL_NET_BIND_TCP | SB_LL_NET_CONNECT_TCP;
 		size = offsetof(struct sb_ruleset_attr, scoped);
 	}
@@ -458,6 +504,18 @@ static int sb_landlock_ruleset(const struct sandbox_policy *p, int abi)
 	fd = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
 	if (fd < 0)
 		return errno == ENOSYS || errno == EOPNOTSUPP ? -EOPNOTSUPP : -errno;
+	if (abi >= 4 && p->connect_port) {
+		struct sb_net_port_attr np = { .allowed_access = SB_LL_NET_CONNECT_TCP,
+					       .port = p->connect_port };
+
+		if (syscall(SYS_landlock_add_rule, fd, SB_LL_RULE_NET_PORT, &np, 0) < 0) {
+			r = -errno;
+			log_error_errno(r, "sandbox: cannot add the TCP connect rule for port %u",
+					(unsigned)p->connect_port);
+			close(fd);
+			return r;
+		}
+	}
 	for (size_t i = 0; i < p->n_rw; i++) {
 		r = sb_add_path(fd, p->rw_dirs[i], LL_READ | LL_WRITE, attr.handled_access_fs);
 		if (r < 0) {
@@ -529,7 +587,10 @@ int sandbox_apply(const struct sandbox_policy *p)
 		}
 		log_warn_errno(abi, "sandbox: Landlock is not available (kernel without CONFIG_SECURITY_LANDLOCK or lsm= without landlock); files are guarded by the uid and seccomp only");
 	} else {
-		if (abi < 4)
+		if (abi < 4 && p->connect_port)
+			log_warn("sandbox: Landlock ABI %d has no network rules; TCP connect (for OTLP) is allowed to any port",
+				 abi);
+		else if (abi < 4)
 			log_warn("sandbox: Landlock ABI %d has no network rules; TCP connect is blocked by seccomp only",
 				 abi);
 		job.ruleset_fd = sb_landlock_ruleset(p, abi);
@@ -546,7 +607,7 @@ int sandbox_apply(const struct sandbox_policy *p)
 		log_error_errno(r, "sandbox: cannot restrict every thread");
 		return r;
 	}
-	r = sb_seccomp(p->seccomp_mode);
+	r = sb_seccomp(p->seccomp_mode, p->connect_port);
 	if (r < 0) {
 		log_error_errno(r, "sandbox: cannot load the seccomp filter");
 		return r;
@@ -572,9 +633,17 @@ void sandbox_print_policy(FILE *f, const struct sandbox_policy *p)
 		fprintf(f, "landlock: unavailable (%s)%s\n", strerror(-abi),
 			p->require ? ", --require-sandbox: would refuse to start" : ", degraded");
 	else
-		fprintf(f, "landlock: ABI %d%s%s\n", abi,
-			abi >= 4 ? ", TCP bind/connect: none" : "",
+	{
+		char net[64] = "";
+
+		if (abi >= 4 && p->connect_port)
+			snprintf(net, sizeof(net), ", TCP bind: none, TCP connect: port %u only",
+				 (unsigned)p->connect_port);
+		else if (abi >= 4)
+			snprintf(net, sizeof(net), ", TCP bind/connect: none");
+		fprintf(f, "landlock: ABI %d%s%s\n", abi, net,
 			abi >= 6 ? ", scoped: abstract Unix sockets, signals" : "");
+	}
 	for (size_t i = 0; i < p->n_rw; i++)
 		fprintf(f, "  read-write: %s\n", p->rw_dirs[i]);
 	for (size_t i = 0; i < p->n_ro; i++)
@@ -586,11 +655,20 @@ void sandbox_print_policy(FILE *f, const struct sandbox_policy *p)
 	for (size_t i = 0; i < sizeof(sb_rules) / sizeof(sb_rules[0]); i++) {
 		const struct sb_rule *r = &sb_rules[i];
 
+		if (sb_rule_skipped(r, p->connect_port))
+			continue;
 		if (r->action == SB_ALLOW)
 			fprintf(f, "  allow %s%s%s\n", r->name, *r->why ? "  # " : "", r->why);
 		else
 			fprintf(f, "  errno %s %s%s%s\n", strerror(r->err), r->name,
 				*r->why ? "  # " : "", r->why);
+	}
+	if (p->connect_port) {
+		fprintf(f, "  allow socket AF_INET/AF_INET6 SOCK_STREAM  # OTLP export (--otlp-endpoint)\n");
+		fprintf(f, "  errno %s socket AF_UNIX or SOCK_DGRAM; other socket() calls: default action\n",
+			strerror(EPERM));
+		fprintf(f, "  allow connect  # Landlock: TCP port %u only%s\n", (unsigned)p->connect_port,
+			abi >= 4 ? "" : " (not enforced: this kernel's Landlock has no network rules)");
 	}
 	fprintf(f, "  allow clone if flags & CLONE_THREAD  # threads, not processes\n");
 	fprintf(f, "  allow ioctl FIONREAD, FIONBIO; errno ENOTTY for TCGETS\n");

@@ -33,6 +33,9 @@ struct sandbox_policy {
 	size_t n_rw;
 	const char *ro_dirs[SANDBOX_MAX_DIRS]; /* borrowed */
 	size_t n_ro;
+	/* --otlp-endpoint: the one TCP port it may connect to (Landlock ABI
+	 * 4+; seccomp then allows TCP socket() and connect()). 0: none. */
+	uint16_t connect_port;
 	uint64_t max_memory;     /* RLIMIT_DATA in bytes; 0: leave as is */
 	uint64_t max_open_files; /* RLIMIT_NOFILE; 0: leave as is */
 	bool require;            /* --require-sandbox: no degraded mode */

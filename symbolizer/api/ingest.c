@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "demangle.h"
 #include "export.h"
 #include "log.h"
 #include "ksyms.h"
@@ -90,7 +91,8 @@ struct stackdef {
 	struct uframe *user;
 	char *text; /* folded frames, root first, without comm; NULL: pending */
 	uint8_t *raw; /* the raw stack (export/rawstack.h), with text */
-	size_t raw_len;
+	size_t raw_len, text_len;
+	uint64_t hash; /* profile_stack_hash(), with text */
 	bool queued;
 	int64_t deadline_ms;
 	struct pending_sample *samples;
@@ -114,6 +116,7 @@ struct session {
 	bool ksyms_overflow_logged;
 	struct stackdef *pend_head, *pend_tail;
 	size_t n_pending, n_pending_samples, n_frames_held;
+	uint64_t waiting_count; /* sum of the pending samples' counts */
 	struct sensor_counters stats;
 	struct hmap *tables; /* fileid -> table_send */
 	struct table_send *tq_head, *tq_tail;
@@ -444,8 +447,17 @@ static int push_user_frame(struct session *s, struct folded *f, const struct ufr
 		 * be the last instruction of its function. */
 		if (return_address && vaddr > 0)
 			vaddr--;
-		if (symtab_lookup(t, vaddr, &l) == 0 && l.name && *l.name)
-			return folded_push(f, l.name, false);
+		if (symtab_lookup(t, vaddr, &l) == 0 && l.name && *l.name) {
+			/* C++ and Rust names as people read them (exports get
+			 * the same from the source index). */
+			char *d = (l.name[0] == '_' && (l.name[1] == 'Z' || l.name[1] == 'R'))
+					  ? demangle(l.name)
+					  : NULL;
+			int r = folded_push(f, d ? d : l.name, false);
+
+			free(d);
+			return r;
+		}
 	}
 	name = service_file_name(s->svc, &u->id);
 	snprintf(buf, sizeof(buf), "%.200s+0x%" PRIx64, name ? name : "[unknown]", u->addr);
@@ -466,6 +478,8 @@ static void emit(struct session *s, const struct stackdef *d, const struct pendi
 		.raw = d->raw,
 		.raw_len = d->raw_len,
 		.count = p->count,
+		.frames_len = d->text_len,
+		.stack_hash = d->hash,
 	};
 	struct export_sample es = {
 		.host = s->hostname,
@@ -483,10 +497,10 @@ static void emit(struct session *s, const struct stackdef *d, const struct pendi
 		.frequency_hz = s->frequency_hz,
 	};
 
-	if (profile_add(s->svc->profile, &ps) < 0)
+	if (profile_add(s->svc->profile, &ps) < 0) {
+		s->svc->samples_not_stored += p->count;
 		log_debug("profile_add failed");
-	else
-		s->svc->samples_stored += p->count;
+	}
 	if (d->raw)
 		service_export(s->svc, &es);
 }
@@ -547,14 +561,23 @@ static void stack_resolve(struct session *s, struct stackdef *d)
 		log_warn("out of memory symbolizing a stack, dropping its samples");
 	}
 	build_raw(s, d);
+	if (d->text) {
+		d->text_len = strlen(d->text);
+		d->hash = profile_stack_hash(d->text, d->raw, d->raw_len);
+	}
 	s->n_frames_held -= d->n_kernel + d->n_user;
 	free(d->kernel);
 	free(d->user);
 	d->kernel = NULL;
 	d->user = NULL;
 	d->n_kernel = d->n_user = 0;
-	for (size_t i = 0; i < d->n_samples && d->text; i++)
-		emit(s, d, &d->samples[i]);
+	for (size_t i = 0; i < d->n_samples; i++) {
+		if (d->text)
+			emit(s, d, &d->samples[i]);
+		else
+			s->svc->samples_not_stored += d->samples[i].count;
+		s->waiting_count -= d->samples[i].count;
+	}
 	s->n_pending_samples -= d->n_samples;
 	free(d->samples);
 	d->samples = NULL;
@@ -936,6 +959,7 @@ static int add_sample(struct session *s, const Sonde__V1__SampleCount *sc)
 	}
 	d->samples[d->n_samples++] = ps;
 	s->n_pending_samples++;
+	s->waiting_count += ps.count;
 	while (s->n_pending_samples > SESSION_MAX_PENDING_SAMPLES && s->pend_head)
 		resolve_oldest(s);
 	return 0;
@@ -1051,6 +1075,7 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 		s->stats.session_taken = m->stats->connection_samples_taken;
 		s->stats.session_dropped = m->stats->connection_samples_dropped;
 		s->stats.samples_unconfirmed = m->stats->samples_unconfirmed;
+		s->stats.processes = m->stats->processes;
 		break;
 	default:
 		session_fail(s, RPC_INVALID_ARGUMENT, "empty or unknown SensorMessage");
@@ -1126,5 +1151,21 @@ void ingest_sum_counters(struct service *svc, struct sensor_counters *ret)
 		ret->session_taken += s->stats.session_taken;
 		ret->session_dropped += s->stats.session_dropped;
 		ret->samples_unconfirmed += s->stats.samples_unconfirmed;
+		ret->samples_waiting += s->waiting_count;
+		ret->processes += s->stats.processes;
 	}
+}
+
+uint32_t ingest_frequency_hz(struct service *svc)
+{
+	uint32_t hz = 0;
+
+	for (const struct session *s = svc->sessions; s; s = s->next) {
+		if (!s->hello || !s->frequency_hz)
+			continue;
+		if (hz && hz != s->frequency_hz)
+			return 0;
+		hz = s->frequency_hz;
+	}
+	return hz;
 }

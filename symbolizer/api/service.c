@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "service.h"
+#include "otlp_exporter.h"
 #include "ingest.pb-c.h"
 #include "symbols.pb-c.h"
 
@@ -46,6 +47,10 @@ static const struct rpc_method methods[] = {
 	  .kind = RPC_UNARY,
 	  .request = &sonde__v1__upload_request__descriptor,
 	  .on_call = upload_call },
+	{ .path = "/sonde.v1.Symbols/Pprof",
+	  .kind = RPC_UNARY,
+	  .request = &sonde__v1__profile_query__descriptor,
+	  .on_call = pprof_call },
 };
 
 const struct rpc_method *service_methods(size_t *ret_n)
@@ -78,22 +83,34 @@ struct service *service_new(const struct service_opts *opts)
 		service_free(svc);
 		return NULL;
 	}
+	if (opts->otlp) {
+		svc->otlp = otlp_exporter_new(svc, opts->otlp);
+		if (!svc->otlp) {
+			service_free(svc);
+			return NULL;
+		}
+	}
 	return svc;
 }
 
 #define PROFILE_FLUSH_MS 5000
+#define PROFILE_FLUSH_STEP_ROWS 2000
 /* The tick runs every TICK_BUSY_MS while something waits for it (stacks
  * for their files, tables for room in a stream, jobs, indexes, deferred
- * calls, uploads), else every TICK_IDLE_MS: each wakeup costs tens of
- * microseconds on a VM, and a steady sensor stream needs none. */
+ * calls, uploads, a profile batch being written a slice a tick), else
+ * every TICK_IDLE_MS: each wakeup costs tens of microseconds on a VM, and
+ * a steady sensor stream needs none. */
 #define TICK_BUSY_MS 200
 #define TICK_IDLE_MS 1000
 
 static bool service_busy(struct service *svc)
 {
 	return svc->n_active || svc->n_queued || svc->waits || hmap_count(svc->uploads) ||
-	       index_worker_busy() || ingest_busy(svc);
+	       index_worker_busy() || ingest_busy(svc) ||
+	       (svc->profile && profile_writing(svc->profile));
 }
+/* At exit: how long the sender may still deliver the OTLP backlog. */
+#define OTLP_DRAIN_MS 5000
 
 static void tick(void *ctx)
 {
@@ -106,12 +123,18 @@ static void tick(void *ctx)
 	ingest_tick(svc);
 	symbols_wake(svc, false);
 	upload_expire(svc, false);
+	otlp_exporter_tick(svc->otlp, now);
 	/* Queries flush first (profile.h), so this only bounds the memory
 	 * held between writes: once a second was the symbolizer's largest
 	 * steady CPU cost under a sensor (SQLite statements per flush). */
-	if (now - svc->last_flush_ms >= PROFILE_FLUSH_MS) {
-		svc->last_flush_ms = now;
-		r = profile_flush(svc->profile);
+	{
+		bool start = now - svc->last_flush_ms >= PROFILE_FLUSH_MS;
+
+		if (start)
+			svc->last_flush_ms = now;
+		/* A slice a tick: writing a whole batch at once stopped the
+		 * loop for seconds under 500 sensors (sonde-load). */
+		r = profile_flush_step(svc->profile, PROFILE_FLUSH_STEP_ROWS, start);
 		if (r < 0)
 			log_warn_errno(r, "writing samples to the profile store failed, dropped them");
 	}
@@ -146,7 +169,10 @@ void service_free(struct service *svc)
 {
 	if (!svc)
 		return;
-	/* rpc_server_stop ran on_close for every session already. */
+	/* rpc_server_stop ran on_close for every session already. The last
+	 * OTLP window is symbolized while the cache is still there. */
+	otlp_exporter_free(svc->otlp, OTLP_DRAIN_MS);
+	svc->otlp = NULL;
 	index_worker_stop();
 	symbols_wake(svc, true);
 	if (svc->uploads)
@@ -217,9 +243,7 @@ const char *service_file_name(struct service *svc, const struct fileid *id)
 
 void service_export(struct service *svc, const struct export_sample *s)
 {
-	/* No exporter yet: the OTLP exporter hooks in here. */
-	(void)svc;
-	(void)s;
+	otlp_exporter_add(svc->otlp, s);
 }
 
 const char *service_file_path(struct service *svc, const struct fileid *id)

@@ -52,6 +52,8 @@ struct sensor_counters {
 	uint64_t session_taken, session_dropped, samples_unconfirmed;
 	/* latest values, summed over connected sensors only */
 	uint64_t unwind_tables_loaded, unwind_rows_loaded, bpf_map_bytes;
+	uint64_t samples_waiting; /* held until their stacks' files are analysed */
+	uint64_t processes;       /* latest, summed over connected sensors */
 };
 
 /* How user stacks ended, by samples: index = sonde.v1.StackOutcome
@@ -78,7 +80,7 @@ struct service {
 	uint64_t sensors_connected;
 	struct sensor_counters past; /* of sessions that ended */
 	uint64_t stacks_received, samples_received;
-	uint64_t samples_stored; /* accepted by profile_add() */
+	uint64_t samples_not_stored; /* no memory for them (never in the store) */
 
 	struct hmap *jobs;     /* fileid -> struct job */
 	struct hmap *requests; /* request id (u64) -> struct range_req */
@@ -99,6 +101,7 @@ struct service {
 	double upload_tokens;   /* byte budget (token bucket, see upload.c) */
 	int64_t upload_refill_ms;
 	int64_t last_flush_ms, last_expire_ms;
+	struct otlp_exporter *otlp; /* NULL: no --otlp-endpoint */
 };
 
 /* ---- service.c ---- */
@@ -157,6 +160,9 @@ void ingest_tick(struct service *svc);
  * a stream draining. */
 bool ingest_busy(struct service *svc);
 void ingest_sum_counters(struct service *svc, struct sensor_counters *ret);
+/* The sampling rate of the connected sensors; 0 if none is connected or
+ * they differ. */
+uint32_t ingest_frequency_hz(struct service *svc);
 /* Unwind tables: a job for id ended (either way); sessions waiting for
  * its table get it now (or an error UnwindTable). */
 void ingest_unwind_done(struct service *svc, const struct fileid *id);
@@ -199,6 +205,8 @@ void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *req, void 
 void symbols_status(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 void symbols_top(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 void symbols_folded(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
+/* ---- pprof_call.c ---- */
+void pprof_call(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 /* ---- index_worker.c ---- */
 /* Queues the source index of id for the worker thread; takes img and
  * dimg (may be NULL) in any case. Returns 0 or a negative errno. */
@@ -221,9 +229,11 @@ void upload_expire(struct service *svc, bool all);
 void symbols_wake(struct service *svc, bool force);
 
 /* ---- public: main.c ---- */
+struct otlp_exporter_opts;
 struct service_opts {
 	const char *const *debug_dirs;
 	unsigned retention_minutes;
+	const struct otlp_exporter_opts *otlp; /* borrowed; NULL: no OTLP export */
 };
 /* opts->debug_dirs is borrowed. Returns NULL on failure. */
 struct service *service_new(const struct service_opts *opts);

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "arena.h"
 #include "service.h"
+#include "otlp_exporter.h"
 #include "line_index.h"
 #include "symbols.pb-c.h"
 
@@ -560,6 +561,9 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	struct proc_outcome **top = NULL;
 	struct cache_stats cs;
 	struct sensor_counters sc;
+	Sonde__V1__OtlpStatus otlp = SONDE__V1__OTLP_STATUS__INIT;
+	struct otlp_counters oc;
+	uint64_t added, dropped;
 	size_t n;
 
 	cache_get_stats(svc->cache, &cs);
@@ -573,7 +577,6 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	r.samples_taken = sc.samples_taken;
 	r.session_samples_taken = sc.session_taken;
 	r.session_samples_dropped = sc.session_dropped;
-	r.samples_stored = svc->samples_stored;
 	r.samples_unconfirmed = sc.samples_unconfirmed;
 	r.profiles_in_memory = profile_in_memory(svc->profile);
 	r.cache_hits = cs.mem_hits + cs.db_hits;
@@ -585,6 +588,22 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	r.unwind_tables_loaded = sc.unwind_tables_loaded;
 	r.unwind_rows_loaded = sc.unwind_rows_loaded;
 	r.bpf_map_bytes = sc.bpf_map_bytes;
+	if (svc->otlp) {
+		otlp_exporter_counters(svc->otlp, &oc);
+		otlp.requests = oc.requests;
+		otlp.samples = oc.samples;
+		otlp.failures = oc.failures;
+		otlp.dropped_samples = oc.dropped_samples;
+		otlp.dropped_requests = oc.dropped_requests;
+		otlp.backlog_requests = oc.backlog_requests;
+		otlp.backlog_bytes = oc.backlog_bytes;
+		r.otlp = &otlp;
+	}
+	profile_counts(svc->profile, &added, &dropped);
+	r.samples_stored = added - dropped;
+	r.samples_waiting = sc.samples_waiting;
+	r.sensor_processes = sc.processes;
+	r.samples_store_failed = dropped + svc->samples_not_stored;
 	to_outcomes(&svc->outcomes, &overall);
 	r.outcomes = &overall;
 	/* The processes with the most samples. */

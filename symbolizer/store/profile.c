@@ -6,6 +6,7 @@
  * a window is small next to the number of samples.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,11 +15,25 @@
 #include "profile.h"
 #include "store_internal.h"
 
+/* The batch is keyed by a digest of the stack, not its text: keys of
+ * kilobytes (folded text and raw frames) hashed and compared per sample
+ * were most of the symbolizer's CPU under load. Two distinct stacks of
+ * equal lengths whose 64-bit digests collide in one (minute, pid, tid)
+ * would be merged: about 2^-64 per pair. */
 struct batch_key {
 	uint64_t minute;
 	uint32_t pid, tid;
-	uint32_t text_len, pad;
-	/* followed by the stack text (not NUL-terminated), then the raw stack */
+	uint64_t stack_hash;
+	uint32_t frames_len, raw_len;
+	uint32_t comm_len, pad;
+	/* followed by the comm as given (not NUL-terminated) */
+};
+
+/* The row's text ("comm;frames") and raw stack, copied once per key. */
+struct batch_val {
+	uint64_t count;
+	uint32_t text_len, raw_len;
+	char data[]; /* text, then raw */
 };
 
 struct profile_store {
@@ -29,12 +44,18 @@ struct profile_store {
 	 * the file), so the symbolizer keeps serving Top and Folded. */
 	struct cache *mem;
 	unsigned retention_minutes;
-	struct hmap *batch; /* batch_key + text -> uint64_t *count */
+	struct hmap *batch; /* batch_key + comm -> struct batch_val */
+	/* The previous batch, written a slice per profile_flush_step() so
+	 * the loop thread never stops for a whole batch. */
+	struct hmap *draining;
+	struct hmap_iter drain_it;
+	struct hmap *ids; /* batch_key from stack_hash on + comm -> int64_t stacks.id */
 	sqlite3_stmt *st_stack_get, *st_stack_put, *st_sample, *st_total, *st_folded, *st_sums;
 	sqlite3_stmt *st_rows;
 	sqlite3_stmt *st_expire_samples, *st_expire_stacks;
 	char *keybuf;
 	size_t keycap;
+	uint64_t added, dropped; /* samples: accepted; lost in a failed flush */
 };
 
 static int grow(struct folded *f, size_t need)
@@ -123,7 +144,8 @@ struct profile_store *profile_new(struct cache *c, unsigned retention_minutes)
 	p->cache = c;
 	p->retention_minutes = retention_minutes ? retention_minutes : 60;
 	p->batch = hmap_new();
-	if (!p->batch || prepare_all(p, cache_db(c)) < 0)
+	p->ids = hmap_new();
+	if (!p->batch || !p->ids || prepare_all(p, cache_db(c)) < 0)
 		goto fail;
 	return p;
 fail:
@@ -193,67 +215,119 @@ void profile_free(struct profile_store *p)
 	if (p->batch)
 		profile_flush(p);
 	hmap_free(p->batch, free);
+	hmap_free(p->draining, free);
+	hmap_free(p->ids, free);
 	finalize_all(p);
 	cache_close(p->mem);
 	free(p->keybuf);
 	free(p);
 }
 
-int profile_add(struct profile_store *p, const struct profile_sample *smp)
+static int rotate(struct profile_store *p);
+
+uint64_t profile_stack_hash(const char *frames, const void *raw, size_t raw_len)
+{
+	/* FNV-1a over 8-byte words, once per stack (not per sample). */
+	uint64_t h = 0xcbf29ce484222325ULL;
+	const unsigned char *parts[2] = { (const unsigned char *)(frames ? frames : ""), raw };
+	size_t lens[2] = { frames ? strlen(frames) : 0, raw ? raw_len : 0 };
+
+	for (int k = 0; k < 2; k++) {
+		const unsigned char *q = parts[k];
+		size_t n = lens[k];
+		uint64_t v;
+
+		for (; n >= 8; q += 8, n -= 8) {
+			memcpy(&v, q, 8);
+			h = (h ^ v) * 0x100000001b3ULL;
+			h ^= h >> 29;
+		}
+		v = 0;
+		if (n)
+			memcpy(&v, q, n);
+		h = (h ^ v ^ ((uint64_t)lens[k] << 32)) * 0x100000001b3ULL;
+		h ^= h >> 29;
+	}
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return h;
+}
+
+/* A new row: the text as folded_push() makes it, and the raw stack. */
+static struct batch_val *batch_val_new(const struct profile_sample *smp, size_t flen)
 {
 	struct folded f = { 0 };
+	struct batch_val *v = NULL;
+	size_t tlen;
+
+	if (folded_push(&f, smp->comm, false) < 0)
+		goto cleanup;
+	tlen = f.len + (flen ? 1 + flen : 0);
+	v = malloc(sizeof(*v) + tlen + smp->raw_len);
+	if (!v)
+		goto cleanup;
+	v->count = 0;
+	v->text_len = (uint32_t)tlen;
+	v->raw_len = (uint32_t)smp->raw_len;
+	memcpy(v->data, f.buf, f.len);
+	if (flen) {
+		v->data[f.len] = ';';
+		memcpy(v->data + f.len + 1, smp->frames, flen);
+	}
+	if (smp->raw_len)
+		memcpy(v->data + tlen, smp->raw, smp->raw_len);
+cleanup:
+	folded_done(&f);
+	return v;
+}
+
+int profile_add(struct profile_store *p, const struct profile_sample *smp)
+{
 	struct batch_key k = { .minute = smp->unix_s / 60, .pid = smp->pid, .tid = smp->tid };
-	size_t flen = smp->frames ? strlen(smp->frames) : 0, klen;
-	uint64_t *cnt;
+	const char *comm = smp->comm ? smp->comm : "";
+	size_t comm_len = strnlen(comm, PROFILE_MAX_NAME), klen;
+	struct batch_val *v;
 	int r;
 
 	if (smp->count == 0)
 		return 0;
-	r = folded_push(&f, smp->comm, false);
-	if (r < 0)
-		goto cleanup;
-	k.text_len = (uint32_t)(f.len + (flen ? 1 + flen : 0));
-	klen = sizeof(k) + k.text_len + smp->raw_len;
+	k.frames_len = smp->frames_len || !smp->frames ? (uint32_t)smp->frames_len
+						       : (uint32_t)strlen(smp->frames);
+	k.raw_len = (uint32_t)smp->raw_len;
+	k.stack_hash = smp->stack_hash ? smp->stack_hash
+				       : profile_stack_hash(smp->frames, smp->raw, smp->raw_len);
+	k.comm_len = (uint32_t)comm_len;
+	klen = sizeof(k) + comm_len;
 	if (klen > p->keycap) {
 		char *nb = realloc(p->keybuf, klen);
 
-		if (!nb) {
-			r = -ENOMEM;
-			goto cleanup;
-		}
+		if (!nb)
+			return -ENOMEM;
 		p->keybuf = nb;
 		p->keycap = klen;
 	}
 	memcpy(p->keybuf, &k, sizeof(k));
-	memcpy(p->keybuf + sizeof(k), f.buf, f.len);
-	if (flen) {
-		p->keybuf[sizeof(k) + f.len] = ';';
-		memcpy(p->keybuf + sizeof(k) + f.len + 1, smp->frames, flen);
-	}
-	if (smp->raw_len)
-		memcpy(p->keybuf + sizeof(k) + k.text_len, smp->raw, smp->raw_len);
-	cnt = hmap_get(p->batch, p->keybuf, klen);
-	if (cnt) {
-		*cnt += smp->count;
-	} else {
-		cnt = malloc(sizeof(*cnt));
-		if (!cnt) {
-			r = -ENOMEM;
-			goto cleanup;
-		}
-		*cnt = smp->count;
-		r = hmap_put(p->batch, p->keybuf, klen, cnt, NULL);
+	memcpy(p->keybuf + sizeof(k), comm, comm_len);
+	v = hmap_get(p->batch, p->keybuf, klen);
+	if (!v) {
+		v = batch_val_new(smp, k.frames_len);
+		if (!v)
+			return -ENOMEM;
+		r = hmap_put(p->batch, p->keybuf, klen, v, NULL);
 		if (r < 0) {
-			free(cnt);
-			goto cleanup;
+			free(v);
+			return r;
 		}
 	}
-	r = 0;
-	if (hmap_count(p->batch) >= PROFILE_MAX_BATCH)
-		r = profile_flush(p);
-cleanup:
-	folded_done(&f);
-	return r;
+	v->count += smp->count;
+	p->added += smp->count;
+	if (hmap_count(p->batch) >= PROFILE_MAX_BATCH) {
+		if (p->draining)
+			return profile_flush(p); /* writing falls behind: bound memory */
+		return rotate(p);
+	}
+	return 0;
 }
 
 static int stack_id(struct profile_store *p, const char *text, size_t len, const void *raw,
@@ -281,50 +355,39 @@ static int stack_id(struct profile_store *p, const char *text, size_t len, const
 	return r;
 }
 
-/* Writes the batch in one transaction. Returns 0, -ENOSPC when the disk
- * (or the database's quota) is full, or -EIO. The batch is kept. */
-static int write_batch(struct profile_store *p)
+/* The stacks.id of v, from the cache or the database. */
+static int row_stack_id(struct profile_store *p, const void *key, size_t klen,
+			const struct batch_val *v, int64_t *ret)
 {
-	struct hmap_iter it;
-	const void *key;
-	size_t klen;
-	void *val;
-	int r = 0;
+	/* The cache key: the batch key without minute, pid and tid. */
+	const size_t skip = offsetof(struct batch_key, stack_hash);
+	int64_t *id = hmap_get(p->ids, (const char *)key + skip, klen - skip);
+	int r;
 
-	if (sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
-		goto failed;
-	hmap_iter_init(p->batch, &it);
-	while (hmap_next(p->batch, &it, &key, &klen, &val)) {
-		struct batch_key k;
-		const char *text = (const char *)key + sizeof(k);
-		int64_t id;
-
-		memcpy(&k, key, sizeof(k));
-		r = stack_id(p, text, k.text_len, text + k.text_len, klen - sizeof(k) - k.text_len,
-			     &id);
-		if (r < 0)
-			break;
-		sqlite3_bind_int64(p->st_sample, 1, (int64_t)k.minute);
-		sqlite3_bind_int64(p->st_sample, 2, k.pid);
-		sqlite3_bind_int64(p->st_sample, 3, k.tid);
-		sqlite3_bind_int64(p->st_sample, 4, id);
-		sqlite3_bind_int64(p->st_sample, 5, (int64_t) * (uint64_t *)val);
-		if (sqlite3_step(p->st_sample) != SQLITE_DONE)
-			r = -EIO;
-		sqlite3_reset(p->st_sample);
-		if (r < 0)
-			break;
-	}
-	if (r == 0 && sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+	if (id) {
+		*ret = *id;
 		return 0;
-failed:
-	/* The error code is the failed statement's; read it before ROLLBACK. */
-	r = (sqlite3_errcode(p->db) & 0xff) == SQLITE_FULL ? -ENOSPC : -EIO;
-	log_debug("profile flush failed: %s", sqlite3_errmsg(p->db));
-	sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
-	return r;
+	}
+	r = stack_id(p, v->data, v->text_len, v->data + v->text_len, v->raw_len, ret);
+	if (r < 0)
+		return r;
+	if (hmap_count(p->ids) >= PROFILE_MAX_BATCH) { /* bound it: start over */
+		hmap_free(p->ids, free);
+		p->ids = hmap_new();
+		if (!p->ids)
+			return -ENOMEM;
+	}
+	id = malloc(sizeof(*id));
+	if (id) {
+		*id = *ret;
+		if (hmap_put(p->ids, (const char *)key + skip, klen - skip, id, NULL) < 0)
+			free(id);
+	}
+	return 0;
 }
 
+/* Writes up to max_rows rows of m from *it in one transaction (0: all).
+ * On failure the rows from *it on are dropped and counted. */
 /* Moves the profile store to an in-memory database (the disk is full).
  * What the file holds stays there, unread until a restart. */
 static int move_to_memory(struct profile_store *p)
@@ -350,33 +413,169 @@ static int move_to_memory(struct profile_store *p)
 	return 0;
 }
 
-int profile_flush(struct profile_store *p)
-{
-	int r;
-
-	if (hmap_count(p->batch) == 0)
-		return 0;
-	r = write_batch(p);
-	if (r == -ENOSPC && !p->mem && move_to_memory(p) == 0)
-		r = write_batch(p);
-	/* Rows that could not be written are dropped: keeping them would
-	 * let a broken database grow the batch without bound. */
-	hmap_free(p->batch, free);
-	p->batch = hmap_new();
-	if (!p->batch)
-		return -ENOMEM;
-	return r;
-}
-
 bool profile_in_memory(const struct profile_store *p)
 {
 	return p->mem != NULL;
+}
+
+static int write_rows(struct profile_store *p, struct hmap *m, struct hmap_iter *it,
+		      size_t max_rows, bool *ret_done)
+{
+	struct hmap_iter start = *it;
+	const void *key;
+	size_t klen, n = 0;
+	void *val;
+	bool full = false;
+	int r = 0;
+
+	*ret_done = false;
+	if (sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+		r = -EIO;
+		full = (sqlite3_errcode(p->db) & 0xff) == SQLITE_FULL;
+		goto fail;
+	}
+	for (;;) {
+		const struct batch_val *v;
+		struct batch_key k;
+		int64_t id;
+
+		if (max_rows && n == max_rows)
+			break;
+		if (!hmap_next(m, it, &key, &klen, &val)) {
+			*ret_done = true;
+			break;
+		}
+		v = val;
+		memcpy(&k, key, sizeof(k));
+		r = row_stack_id(p, key, klen, v, &id);
+		if (r < 0)
+			break;
+		sqlite3_bind_int64(p->st_sample, 1, (int64_t)k.minute);
+		sqlite3_bind_int64(p->st_sample, 2, k.pid);
+		sqlite3_bind_int64(p->st_sample, 3, k.tid);
+		sqlite3_bind_int64(p->st_sample, 4, id);
+		sqlite3_bind_int64(p->st_sample, 5, (int64_t)v->count);
+		if (sqlite3_step(p->st_sample) != SQLITE_DONE)
+			r = -EIO;
+		sqlite3_reset(p->st_sample);
+		if (r < 0)
+			break;
+		n++;
+	}
+	if (r < 0) {
+		/* The error code is the failed statement's: read it first. */
+		full = (sqlite3_errcode(p->db) & 0xff) == SQLITE_FULL;
+		log_debug("profile flush failed: %s", sqlite3_errmsg(p->db));
+		sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
+		goto fail;
+	}
+	if (sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		full = (sqlite3_errcode(p->db) & 0xff) == SQLITE_FULL;
+		log_debug("profile commit failed: %s", sqlite3_errmsg(p->db));
+		sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
+		r = -EIO;
+		goto fail;
+	}
+	return 0;
+fail:
+	/* Ids cached in the rolled-back transaction are void. */
+	hmap_free(p->ids, free);
+	p->ids = hmap_new();
+	if (full && !p->mem && p->ids && move_to_memory(p) == 0) {
+		*it = start; /* once: p->mem is set now */
+		return write_rows(p, m, it, max_rows, ret_done);
+	}
+	/* Rows that could not be written are dropped: keeping them would
+	 * let a broken database grow the batch without bound. Counted, so
+	 * Status can say what was lost. */
+	*it = start;
+	while (hmap_next(m, it, NULL, NULL, &val))
+		p->dropped += ((const struct batch_val *)val)->count;
+	*ret_done = true;
+	return r;
+}
+
+/* Makes the batch the draining map (there must be none) and starts a new
+ * batch. */
+static int rotate(struct profile_store *p)
+{
+	struct hmap *nb = hmap_new();
+
+	if (!nb)
+		return -ENOMEM;
+	p->draining = p->batch;
+	p->batch = nb;
+	hmap_iter_init(p->draining, &p->drain_it);
+	return 0;
+}
+
+static int drain(struct profile_store *p, size_t max_rows)
+{
+	bool done = false;
+	int r = write_rows(p, p->draining, &p->drain_it, max_rows, &done);
+
+	if (done) {
+		hmap_free(p->draining, free);
+		p->draining = NULL;
+	}
+	return r;
+}
+
+int profile_flush(struct profile_store *p)
+{
+	int r = 0, r2;
+
+	if (!p->ids && !(p->ids = hmap_new()))
+		return -ENOMEM;
+	if (p->draining)
+		r = drain(p, 0);
+	if (hmap_count(p->batch) == 0)
+		return r;
+	r2 = rotate(p);
+	if (r2 == 0)
+		r2 = drain(p, 0);
+	return r < 0 ? r : r2;
+}
+
+bool profile_writing(const struct profile_store *p)
+{
+	return p->draining != NULL;
+}
+
+int profile_flush_step(struct profile_store *p, size_t max_rows, bool start)
+{
+	size_t n;
+	int r;
+
+	if (!p->ids && !(p->ids = hmap_new()))
+		return -ENOMEM;
+	if (!p->draining) {
+		if (!start || hmap_count(p->batch) == 0)
+			return 0;
+		r = rotate(p);
+		if (r < 0)
+			return r;
+	}
+	/* At least a tenth of the rotated batch a step, so a large one is
+	 * written within ten steps. */
+	n = hmap_count(p->draining) / 10;
+	return drain(p, n > max_rows ? n : max_rows);
+}
+
+void profile_counts(const struct profile_store *p, uint64_t *ret_added, uint64_t *ret_dropped)
+{
+	*ret_added = p->added;
+	*ret_dropped = p->dropped;
 }
 
 int profile_expire(struct profile_store *p, uint64_t now_s)
 {
 	uint64_t now_min = now_s / 60;
 	int r = 0;
+
+	/* Deleted stacks take their ids along. */
+	hmap_free(p->ids, free);
+	p->ids = hmap_new();
 
 	if (now_min < p->retention_minutes)
 		return 0;

@@ -51,16 +51,35 @@ struct profile_sample {
 	const void *raw;    /* the raw stack (export/rawstack.h); may be NULL */
 	size_t raw_len;
 	uint64_t count;
+	/* Optional, to save work per sample: strlen(frames) (0: computed)
+	 * and profile_stack_hash(frames, raw, raw_len) (0: computed). */
+	size_t frames_len;
+	uint64_t stack_hash;
 };
+
+/* A digest of a stack, for profile_sample.stack_hash: compute it once per
+ * stack, not per sample. Never 0 in practice; 0 means "not given". */
+uint64_t profile_stack_hash(const char *frames, const void *raw, size_t raw_len);
 
 /* Adds smp (borrowed). Returns 0 or -ENOMEM. */
 int profile_add(struct profile_store *p, const struct profile_sample *smp);
 /* Writes the pending rows in one transaction. Returns 0 or a negative
- * errno (the rows are then dropped, logged at debug level). When the disk
- * is full (SQLITE_FULL) the store moves to an in-memory database once,
- * says so in the log, and writes there. */
+ * errno (the rows are then dropped, logged at debug level). */
 int profile_flush(struct profile_store *p);
-/* Whether the store moved to memory (disk full). */
+/* Incremental flush, for the loop thread's tick: with start, makes the
+ * pending rows a batch being written (unless one is); then writes the
+ * next max_rows rows of that batch (at least a tenth of it) in one
+ * transaction. Rows added meanwhile go to the next batch. Returns 0 or a
+ * negative errno (the rest of the batch is then dropped and counted). */
+int profile_flush_step(struct profile_store *p, size_t max_rows, bool start);
+/* Whether a batch is being written by profile_flush_step(). */
+bool profile_writing(const struct profile_store *p);
+/* Samples (sums of counts) profile_add() accepted, and of those the ones
+ * a failed flush dropped, since profile_new(). Stored = added - dropped. */
+void profile_counts(const struct profile_store *p, uint64_t *ret_added, uint64_t *ret_dropped);
+/* Whether the store moved to an in-memory database: when a write fails
+ * with SQLITE_FULL it moves there once, says so in the log, and writes
+ * (and answers queries) there from then on. */
 bool profile_in_memory(const struct profile_store *p);
 /* Deletes rows older than the retention, measured back from now_s, and
  * stacks no row uses. Returns 0 or a negative errno. */

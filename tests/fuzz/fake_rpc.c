@@ -1,5 +1,6 @@
 /* fake_rpc.c - see fake_rpc.h. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,4 +112,63 @@ void rpc_call_finish(struct rpc_call *call, enum rpc_status status, const char *
 	call->status = status;
 	if (reply && status == RPC_OK)
 		pack_check(reply);
+}
+
+/* ---- the client half the symbolizer links (OTLP exporter, pprof) ----
+ * Defined here too, so the linker takes nothing from rpc.c (whose server
+ * half would clash with the fakes above). No network in a fuzzer: the
+ * exporter, which the harness never configures, would only see refusals. */
+
+struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel_opts *opts)
+{
+	(void)target;
+	(void)opts;
+	return NULL;
+}
+
+void rpc_channel_free(struct rpc_channel *ch)
+{
+	(void)ch;
+}
+
+int rpc_unary_packed(struct rpc_channel *ch, const char *path, const void *data, size_t len,
+		     const ProtobufCMessageDescriptor *reply_desc, int timeout_ms,
+		     bool wait_for_ready, ProtobufCMessage **ret_reply, struct rpc_error *err)
+{
+	(void)ch;
+	(void)path;
+	(void)data;
+	(void)len;
+	(void)reply_desc;
+	(void)timeout_ms;
+	(void)wait_for_ready;
+	(void)ret_reply;
+	if (err) {
+		err->status = RPC_UNAVAILABLE;
+		snprintf(err->message, sizeof(err->message), "fuzz: no network");
+	}
+	return -ECONNREFUSED;
+}
+
+void rpc_message_free(ProtobufCMessage *msg)
+{
+	if (msg)
+		protobuf_c_message_free_unpacked(msg, NULL);
+}
+
+int rpc_message_pack(const ProtobufCMessage *msg, size_t max, uint8_t **ret, size_t *ret_len)
+{
+	size_t size = protobuf_c_message_get_packed_size(msg);
+	uint8_t *buf;
+
+	if (size > max)
+		return -E2BIG;
+	buf = malloc(size ? size : 1);
+	if (!buf)
+		return -ENOMEM;
+	if (protobuf_c_message_pack(msg, buf) != size)
+		abort(); /* the size was computed from msg */
+	*ret = buf;
+	*ret_len = size;
+	return 0;
 }

@@ -377,6 +377,51 @@ static void test_profile_survives_reopen(void **state)
 	arena_free(a);
 }
 
+/* The tick's incremental writes: a batch is written in slices while new
+ * samples go to the next one; counts, digests given by the caller and
+ * the accounting of what was added all agree with one whole flush. */
+static void test_profile_flush_in_steps(void **state)
+{
+	struct cache *c = NULL;
+	struct profile_store *p;
+	struct arena *a = arena_new();
+	struct profile_stack *st;
+	uint64_t total, added, dropped;
+	struct profile_query all = { 0 };
+	char frames[64];
+	size_t n;
+
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	p = profile_new(c, 60);
+	assert_non_null(p);
+	/* 300 rows: 100 stacks x 3 threads, the digest given for half. */
+	for (int i = 0; i < 300; i++) {
+		struct profile_sample smp = { .unix_s = 1700000000, .pid = 5, .tid = 5 + i % 3,
+					      .comm = "w", .frames = frames, .count = 2 };
+
+		snprintf(frames, sizeof(frames), "main;f%d", i % 100);
+		if (i % 2)
+			smp.stack_hash = profile_stack_hash(frames, NULL, 0);
+		assert_int_equal(profile_add(p, &smp), 0);
+	}
+	assert_int_equal(profile_flush_step(p, 0, false), 0); /* nothing started */
+	assert_int_equal(profile_flush_step(p, 50, true), 0); /* rotates, writes 50 */
+	assert_int_equal(add(p, 1700000001, 5, 5, "w", "main;f0", NULL, 7), 0); /* next batch */
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(profile_flush_step(p, 50, false), 0);
+	profile_counts(p, &added, &dropped);
+	assert_int_equal(added, 607);
+	assert_int_equal(dropped, 0);
+	assert_int_equal(profile_folded(p, &all, a, &st, &n, &total), 0);
+	assert_int_equal(total, 607);
+	assert_int_equal(n, 100);
+	assert_int_equal(st[0].count, 13); /* w;main;f0: 3 x 2 + 7 */
+	assert_string_equal(st[0].text, "w;main;f0");
+	profile_free(p);
+	cache_close(c);
+	arena_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -387,6 +432,7 @@ int main(void)
 		cmocka_unit_test(test_folded_push),
 		cmocka_unit_test_setup_teardown(test_profile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile_survives_reopen, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_profile_flush_in_steps, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,99 @@
+/* pprof.c - `sonde pprof`: the stored samples of a running symbolizer as
+ * a gzipped pprof profile (the symbolizer encodes it: Symbols/Pprof), and
+ * the file writer `sonde record -o FILE.pb.gz` shares. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* Whether path names a pprof file (by suffix). */
+bool cli_is_pprof_path(const char *path)
+{
+	static const char *const suffixes[] = { ".pb.gz", ".pprof" };
+	size_t n = strlen(path);
+
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		size_t m = strlen(suffixes[i]);
+
+		if (n > m && !strcmp(path + n - m, suffixes[i]))
+			return true;
+	}
+	return false;
+}
+
+int cli_write_bytes_file(const char *path, const void *data, size_t len)
+{
+	char *tmp = NULL;
+	FILE *f = NULL;
+	int err = 0;
+
+	if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0) {
+		tmp = NULL;
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	f = fopen(tmp, "we");
+	if (!f) {
+		err = -errno;
+		goto cleanup;
+	}
+	if (len && fwrite(data, 1, len, f) != len)
+		err = -EIO;
+	if (fclose(f) != 0 && !err)
+		err = -errno;
+	f = NULL;
+	if (!err && rename(tmp, path) < 0)
+		err = -errno;
+cleanup:
+	if (f)
+		fclose(f);
+	if (tmp) {
+		if (err)
+			unlink(tmp);
+		free(tmp);
+	}
+	return err;
+}
+
+int cli_fetch_pprof(const char *address, const Sonde__V1__ProfileQuery *q,
+		    Sonde__V1__PprofResponse **ret)
+{
+	return cli_call(address, "/sonde.v1.Symbols/Pprof", &q->base,
+			&sonde__v1__pprof_response__descriptor, CLI_RPC_TIMEOUT_MS, false,
+			(ProtobufCMessage **)ret);
+}
+
+int cmd_pprof(int argc, char **argv)
+{
+	static const char help[] =
+		"usage: sonde pprof [--since SECONDS] [--pid PID] [-F HZ] -o FILE.pb.gz [--symbolizer ADDR]\n"
+		"Writes the samples stored by a running symbolizer as a gzipped pprof profile\n"
+		"(profile.proto: functions, source lines, inlined frames, mappings with build IDs,\n"
+		"pid/tid/comm labels), for go tool pprof, Pyroscope, Parca or Speedscope.\n"
+		"  -F HZ   the sensors' sampling rate, for cpu time (default: the connected\n"
+		"          sensors' rate; without one the profile has sample counts only)\n";
+	struct cli_query_opts o = { .q = SONDE__V1__PROFILE_QUERY__INIT };
+	Sonde__V1__PprofResponse *resp = NULL;
+	int r, err;
+
+	r = cli_parse_query_opts(argc, argv, help, &o);
+	if (r)
+		return r > 0 ? 0 : 2;
+	if (!o.output) {
+		fprintf(stderr, "sonde pprof: say where to write it: -o FILE.pb.gz\n");
+		return 2;
+	}
+	if (cli_fetch_pprof(cli_symbolizer_address(o.symbolizer), &o.q, &resp) < 0)
+		return 1;
+	err = cli_write_bytes_file(o.output, resp->profile.data, resp->profile.len);
+	if (err)
+		fprintf(stderr, "sonde pprof: writing %s: %s\n", o.output, strerror(-err));
+	else if (resp->samples_dropped)
+		fprintf(stderr, "sonde pprof: %llu samples left out (their stored stacks could not be read)\n",
+			(unsigned long long)resp->samples_dropped);
+	rpc_message_free(&resp->base);
+	return err ? 1 : 0;
+}

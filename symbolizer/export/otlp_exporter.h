@@ -1,0 +1,59 @@
+/* otlp_exporter.h - the symbolizer's OTLP profiles exporter: collects the
+ * samples ingest.c stores, and every interval symbolizes them into one
+ * model, encodes it (otlp.h) and queues the request for a sender thread
+ * that delivers it (gzip, deadline, retry with backoff, bounded backlog).
+ *
+ * Threads: new/add/tick/free run on the rpc loop thread (free: after the
+ * loop stopped); only the backlog is shared with the sender thread, under
+ * a mutex. The sender exists because rpc.h's client calls block and a
+ * loop handler must not. docs/exports.md describes the semantics.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "export.h"
+#include "rpc.h"
+
+struct service;
+struct otlp_exporter;
+
+struct otlp_exporter_opts {
+	/* "tcp:HOST:PORT" with HOST an IP literal (main.c resolves names
+	 * before the sandbox), borrowed. */
+	const char *target;
+	const struct rpc_tls *tls; /* NULL: plaintext; files read in _new */
+	unsigned interval_ms;      /* 0: 10 s */
+	size_t max_held_bytes;     /* samples waiting for the next window; 0: 64 MiB */
+	size_t max_backlog_bytes;  /* encoded requests not yet delivered; 0: 64 MiB */
+	size_t max_backlog_requests; /* 0: 64 */
+	size_t max_request_bytes;  /* a bigger window is split; 0: 4 MiB */
+	unsigned send_timeout_ms;  /* deadline of one Export call; 0: 10 s */
+};
+
+struct otlp_counters {
+	uint64_t requests;        /* delivered */
+	uint64_t samples;         /* delivered (sum of counts) */
+	uint64_t failures;        /* failed attempts (each retry counts) */
+	uint64_t dropped_samples; /* never delivered: over a bound, or not symbolizable */
+	uint64_t dropped_requests;/* pushed out of the backlog */
+	uint64_t backlog_requests, backlog_bytes; /* now */
+};
+
+/* svc is borrowed (for symbolization at tick time). Starts the sender
+ * thread. Returns NULL on failure (logged). */
+struct otlp_exporter *otlp_exporter_new(struct service *svc, const struct otlp_exporter_opts *opts);
+/* Copies what it needs from s. Over max_held_bytes the sample is
+ * dropped and counted. Accepts x == NULL (no exporter: nothing). */
+void otlp_exporter_add(struct otlp_exporter *x, const struct export_sample *s);
+/* From the service timer: once the interval is over, builds and queues
+ * the window's request(s). now_ms is monotonic. */
+void otlp_exporter_tick(struct otlp_exporter *x, int64_t now_ms);
+/* Counters, consistent with each other. */
+void otlp_exporter_counters(struct otlp_exporter *x, struct otlp_counters *ret);
+/* Queues what is held, gives the sender up to drain_ms to deliver the
+ * backlog, stops it and frees everything (the rest is counted dropped and
+ * logged). Accepts NULL. */
+void otlp_exporter_free(struct otlp_exporter *x, int drain_ms);

@@ -1,0 +1,429 @@
+"""OTLP profiles export: a real OTLP gRPC receiver (Debian's python3-grpcio,
+message classes generated from proto/otlp/ at test time) next to a
+symbolizer exporting every 2 s and a sensor profiling the test workload
+and a kernel-heavy dd. Every request must decode and carry the expected
+attributes; the receiver goes away for 20 s and comes back; after the
+sensor stops, the samples received equal the samples the symbolizer
+stored (its Top RPC over everything stored)."""
+import concurrent.futures
+import json
+import pathlib
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import grpc
+
+from conftest import SONDE, SRC, SYMBOLIZER, WORKLOAD, Sensor, Symbolizer, make_tmp, symbols_pb2, wait_for
+
+OTLP_PROTOS = ["otlp_common.proto", "otlp_resource.proto", "otlp_profiles.proto",
+               "otlp_profiles_service.proto"]
+SERVICE = "opentelemetry.proto.collector.profiles.v1development.ProfilesService"
+HZ = 99
+
+
+def _generate():
+    out = pathlib.Path(tempfile.mkdtemp(prefix="sonde-otlp-stubs."))
+    subprocess.run(["protoc", f"-I{SRC / 'proto' / 'otlp'}", f"--python_out={out}", *OTLP_PROTOS],
+                   check=True, cwd=SRC)
+    sys.path.insert(0, str(out))
+
+
+_generate()
+import otlp_profiles_service_pb2 as svc_pb2  # noqa: E402
+
+
+class Receiver:
+    """An OTLP profiles receiver: decodes each Export request (an
+    undecodable one is recorded and answered INVALID_ARGUMENT)."""
+
+    def __init__(self, port=0):
+        self.lock = threading.Lock()
+        self.requests = []
+        self.bad = []
+        self.metadata = []
+        self.port = port
+        self.server = None
+
+    def _export(self, raw, context):
+        try:
+            req = svc_pb2.ExportProfilesServiceRequest.FromString(raw)
+        except Exception as e:  # noqa: BLE001 - any decode error is a failure
+            with self.lock:
+                self.bad.append(repr(e))
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "does not decode")
+        with self.lock:
+            self.requests.append(req)
+            self.metadata.append(dict(context.invocation_metadata()))
+        return svc_pb2.ExportProfilesServiceResponse()
+
+    def start(self):
+        self.server = grpc.server(concurrent.futures.ThreadPoolExecutor(4),
+                                  options=[("grpc.max_receive_message_length", 64 << 20)])
+        handler = grpc.method_handlers_generic_handler(SERVICE, {
+            "Export": grpc.unary_unary_rpc_method_handler(
+                self._export, request_deserializer=lambda b: b,
+                response_serializer=lambda m: m.SerializeToString())})
+        self.server.add_generic_rpc_handlers((handler,))
+        self.port = self.server.add_insecure_port(f"127.0.0.1:{self.port}")
+        assert self.port
+        self.server.start()
+
+    def stop(self):
+        self.server.stop(0).wait()
+
+    def snapshot(self):
+        with self.lock:
+            return list(self.requests)
+
+
+class CountingProxy:
+    """Forwards TCP connections to the receiver and counts the bytes the
+    symbolizer sends: with gzip they are far fewer than the protobuf bytes
+    the receiver decodes. A receiver that is down makes it close the
+    connection, as the receiver itself would."""
+
+    def __init__(self, upstream_port):
+        self.upstream = upstream_port
+        self.sent = 0
+        self.lock = threading.Lock()
+        self.lsock = socket.socket()
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(16)
+        self.port = self.lsock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _serve(self, c):
+        try:
+            u = socket.create_connection(("127.0.0.1", self.upstream), timeout=2)
+        except OSError:
+            c.close()
+            return
+        u.settimeout(None)
+        threading.Thread(target=self._pump, args=(u, c, False), daemon=True).start()
+        self._pump(c, u, True)
+
+    def _pump(self, src, dst, count):
+        try:
+            while True:
+                b = src.recv(65536)
+                if not b:
+                    break
+                if count:
+                    with self.lock:
+                        self.sent += len(b)
+                dst.sendall(b)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def close(self):
+        self.lsock.close()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def strings(req):
+    return req.dictionary.string_table
+
+
+def attr_map(req, indices):
+    d = req.dictionary
+    out = {}
+    for i in indices:
+        kv = d.attribute_table[i]
+        v = kv.value
+        out[strings(req)[kv.key_strindex]] = v.string_value if v.HasField("string_value") else v.int_value
+    return out
+
+
+def sample_total(reqs):
+    """Samples in the requests: values are CPU nanoseconds, count x period."""
+    total = 0
+    for req in reqs:
+        for rp in req.resource_profiles:
+            for sp in rp.scope_profiles:
+                for p in sp.profiles:
+                    assert p.period > 0
+                    for s in p.samples:
+                        v = sum(s.values)
+                        assert v % p.period == 0, (v, p.period)
+                        total += v // p.period
+    return total
+
+
+def functions_with_lines(req):
+    """{function name: set of (file, line)} over every location's lines."""
+    d = req.dictionary
+    out = {}
+    for loc in d.location_table[1:]:
+        for ln in loc.lines:
+            f = d.function_table[ln.function_index]
+            out.setdefault(strings(req)[f.name_strindex], set()).add(
+                (strings(req)[f.filename_strindex], ln.line))
+    return out
+
+
+def frame_types(req):
+    return {attr_map(req, loc.attribute_indices).get("profile.frame.type")
+            for loc in req.dictionary.location_table[1:]}
+
+
+def check_request(req, work_pid):
+    """Structure every request must have."""
+    d = req.dictionary
+    assert d.string_table[0] == ""
+    assert len(d.mapping_table) >= 1 and d.mapping_table[0] == type(d.mapping_table[0])()
+    assert len(d.location_table[0].lines) == 0 and len(d.stack_table[0].location_indices) == 0
+    for st in d.stack_table:
+        for i in st.location_indices:
+            assert 0 < i < len(d.location_table)
+    for loc in d.location_table[1:]:
+        assert 0 <= loc.mapping_index < len(d.mapping_table)
+        for ln in loc.lines:
+            assert 0 < ln.function_index < len(d.function_table)
+        assert attr_map(req, loc.attribute_indices).get("profile.frame.type") in {
+            "native", "kernel", "cpython", "go"}
+    for m in d.mapping_table[1:]:
+        a = attr_map(req, m.attribute_indices)
+        assert len(a.get("process.executable.build_id.htlhash", "")) == 32, a
+    assert req.resource_profiles
+    for rp in req.resource_profiles:
+        res = {kv.key: kv.value for kv in rp.resource.attributes}
+        assert res["host.name"].string_value == socket.gethostname()
+        assert res["process.pid"].int_value > 0
+        assert res["process.executable.name"].string_value
+        p = rp.scope_profiles[0].profiles[0]
+        assert strings(req)[p.sample_type.type_strindex] == "cpu"
+        assert strings(req)[p.sample_type.unit_strindex] == "nanoseconds"
+        assert p.period == 1_000_000_000 // HZ
+        assert p.time_unix_nano > 1_600_000_000 * 10**9
+        for s in p.samples:
+            assert 0 < s.stack_index < len(d.stack_table)
+            assert len(s.timestamps_unix_nano) in (0, len(s.values))
+            for t in s.timestamps_unix_nano:
+                assert abs(t / 1e9 - time.time()) < 600
+            ta = attr_map(req, s.attribute_indices)
+            assert ta.get("thread.id", 1) > 0
+        if res["process.pid"].int_value == work_pid:
+            assert res["process.executable.path"].string_value == str(WORKLOAD)
+            assert res["process.executable.name"].string_value == WORKLOAD.name
+
+
+def test_otlp_export_backlog_and_totals():
+    tmp = make_tmp()
+    recv = Receiver(free_port())
+    recv.start()
+    proxy = CountingProxy(recv.port)
+    sym = Symbolizer(tmp, ["--otlp-endpoint", f"127.0.0.1:{proxy.port}", "--otlp-insecure",
+                           "--otlp-interval", "2"])
+    work = subprocess.Popen([str(WORKLOAD), "60"])
+    dd = subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=64k"],
+                          stderr=subprocess.DEVNULL)
+    sensor = Sensor(tmp, sym.address, ["--pid", str(work.pid), "--pid", str(dd.pid),
+                                       "--frequency", str(HZ)])
+    try:
+        # (a) The workload's functions with file and line, native and
+        # kernel frames, once its files are analysed.
+        def named():
+            for req in recv.snapshot():
+                fl = functions_with_lines(req)
+                if (any(f.endswith("workload.c") and line > 0 for f, line in fl.get("leaf_a_compute", ()))
+                        and {"native", "kernel"} <= frame_types(req)):
+                    return req
+            return None
+        req = wait_for(named, 30, "a request with leaf_a_compute at a source line and kernel frames",
+                       interval=0.5)
+        for r in recv.snapshot():
+            check_request(r, work.pid)
+        maps = {strings(req)[m.filename_strindex]: attr_map(req, m.attribute_indices)
+                for m in req.dictionary.mapping_table[1:]}
+        assert str(WORKLOAD) in maps, maps.keys()
+        assert len(maps[str(WORKLOAD)].get("process.executable.build_id.gnu", "")) >= 32
+        assert sensor.proc.poll() is None, sensor.logtext()
+
+        # (c) The receiver is down for 20 s; the symbolizer keeps the backlog.
+        recv.stop()
+        n_before = len(recv.snapshot())
+        time.sleep(20)
+        assert sym.proc.poll() is None, sym.logtext()
+        st_down = sym.status()
+        assert st_down.HasField("otlp") and st_down.otlp.backlog_requests >= 5, st_down.otlp
+        assert st_down.otlp.failures >= 1
+        recv2 = Receiver(recv.port)
+        recv2.requests = recv.snapshot()
+        recv2.start()
+        recv = recv2
+        wait_for(lambda: len(recv.snapshot()) >= n_before + 8, 30,
+                 "the backlog (about 10 requests) to arrive", interval=0.5)
+
+        # (b) Stop the sensor; once the last window is out, everything
+        # stored was received.
+        assert sensor.stop() == 0, sensor.logtext()
+        time.sleep(3)  # the sensor's last batch is stored, then exported at the next tick
+
+        def stored():
+            return sym.symbols.Top(symbols_pb2.ProfileQuery(), timeout=10).total_samples
+
+        def totals_equal():
+            s, r = stored(), sample_total(recv.snapshot())
+            return (s, r) if s == r and s > 0 else None
+        try:
+            s, r = wait_for(totals_equal, 15, "received samples to equal stored samples", interval=1)
+        except AssertionError:
+            raise AssertionError(f"stored {stored()} received {sample_total(recv.snapshot())}; "
+                                 f"{sym.logtext()}")
+        reqs = recv.snapshot()
+        for r_ in reqs:
+            check_request(r_, work.pid)
+        # gzip: the wire carried less than the messages decoded
+        payload = sum(r_.ByteSize() for r_ in reqs)
+        print(f"OTLP: {len(reqs)} requests, {s} samples stored = received, "
+              f"{payload} protobuf bytes, {proxy.sent} bytes on the wire; "
+              f"status while down: {st_down.otlp}")
+        # (uncompressed, the wire would carry more than the payload)
+        assert proxy.sent < payload * 0.8
+        assert not recv.bad
+        st = sym.status().otlp
+        assert st.samples == s and st.dropped_samples == 0 and st.backlog_requests == 0, st
+    finally:
+        sensor.stop()
+        for p in (work, dd):
+            p.kill()
+            p.wait()
+        sym.stop()
+        recv.stop()
+        proxy.close()
+    log = (tmp / "symbolizer.log").read_text()
+    shutil.rmtree(tmp, ignore_errors=True)
+    assert "OTLP export to" in log and "failed" in log and "works again" in log, log[-3000:]
+
+
+def _openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def _pki(d):
+    """A CA, a receiver certificate for localhost, a client certificate."""
+    d.mkdir()
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=otlp-ca",
+             "-keyout", "ca.key", "-out", "ca.crt", cwd=d)
+    for name, san, usage in (("receiver", "DNS:localhost", "serverAuth"),
+                             ("client", "DNS:sonde-symbolizer", "clientAuth")):
+        (d / f"{name}.ext").write_text(f"subjectAltName={san}\nextendedKeyUsage={usage}\n")
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}", "-keyout",
+                 f"{name}.key", "-out", f"{name}.csr", cwd=d)
+        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                 "-CAcreateserial", "-days", "2", "-extfile", f"{name}.ext", "-out", f"{name}.crt",
+                 cwd=d)
+    for f in d.iterdir():
+        f.chmod(0o644)
+    return d
+
+
+class TlsReceiver(Receiver):
+    """The receiver behind mutual TLS (the client certificate required)."""
+
+    def __init__(self, pki):
+        super().__init__()
+        self.pki = pki
+
+    def start(self):
+        self.server = grpc.server(concurrent.futures.ThreadPoolExecutor(4))
+        handler = grpc.method_handlers_generic_handler(SERVICE, {
+            "Export": grpc.unary_unary_rpc_method_handler(
+                self._export, request_deserializer=lambda b: b,
+                response_serializer=lambda m: m.SerializeToString())})
+        self.server.add_generic_rpc_handlers((handler,))
+        creds = grpc.ssl_server_credentials(
+            [((self.pki / "receiver.key").read_bytes(), (self.pki / "receiver.crt").read_bytes())],
+            root_certificates=(self.pki / "ca.crt").read_bytes(), require_client_auth=True)
+        self.port = self.server.add_secure_port("127.0.0.1:0", creds)
+        self.server.start()
+
+
+def test_otlp_mutual_tls_by_name():
+    """TLS to a receiver named localhost (resolved before the sandbox,
+    checked against the certificate), with a client certificate; the
+    counters in `sonde status --json`."""
+    tmp = make_tmp()
+    pki = _pki(tmp / "pki")
+    recv = TlsReceiver(pki)
+    recv.start()
+    sym = Symbolizer(tmp, ["--otlp-endpoint", f"localhost:{recv.port}", "--otlp-interval", "1",
+                           "--otlp-ca", str(pki / "ca.crt"), "--otlp-cert", str(pki / "client.crt"),
+                           "--otlp-key", str(pki / "client.key")])
+    work = subprocess.Popen([str(WORKLOAD), "30"])
+    sensor = Sensor(tmp, sym.address, ["--pid", str(work.pid), "--frequency", str(HZ)])
+    try:
+        wait_for(lambda: sample_total(recv.snapshot()) > 100, 20, "samples over TLS", interval=0.5)
+        assert sensor.stop() == 0, sensor.logtext()
+        time.sleep(2)
+
+        def totals_equal():
+            s = sym.symbols.Top(symbols_pb2.ProfileQuery(), timeout=10).total_samples
+            return s if s == sample_total(recv.snapshot()) else None
+        s = wait_for(totals_equal, 10, "received samples to equal stored samples", interval=1)
+        for r in recv.snapshot():
+            check_request(r, work.pid)
+        out = subprocess.run([str(SONDE), "status", "--symbolizer", sym.address, "--json"],
+                             capture_output=True, text=True, check=True).stdout
+        st = json.loads(out)["otlp"]
+        assert st["samples"] == s and st["requests"] == len(recv.snapshot()), st
+        assert st["dropped_samples"] == 0 and st["backlog_requests"] == 0, st
+    finally:
+        sensor.stop()
+        work.kill()
+        work.wait()
+        sym.stop()
+        recv.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_otlp_sandbox_rule():
+    """With --otlp-endpoint the sandbox allows TCP sockets, and Landlock
+    still refuses a connect to any other port; --print-policy says so.
+    (The allowed port itself is used by the tests above.)"""
+    tmp = make_tmp()
+    port = free_port()
+    base = [str(SYMBOLIZER), "--listen", f"unix:{tmp}/s.sock", "--cache", str(tmp / "c" / "cache.db"),
+            "--otlp-endpoint", f"127.0.0.1:{port}", "--otlp-insecure"]
+    try:
+        p = subprocess.run(base + ["--print-policy"], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, p.stderr
+        assert f"TCP bind: none, TCP connect: port {port} only" in p.stdout, p.stdout
+        assert "allow socket AF_INET/AF_INET6 SOCK_STREAM" in p.stdout
+        assert f"allow connect  # Landlock: TCP port {port} only\n" in p.stdout
+        assert f"otlp: export to 127.0.0.1:{port} every 10 s, plaintext" in p.stdout
+        p = subprocess.run(base + ["--sandbox-selftest"], capture_output=True, text=True, timeout=60)
+        out = p.stdout
+        assert "ALLOWED socket(AF_INET)" in out, out + p.stderr
+        assert "denied connect 127.0.0.1:22: Permission denied" in out, out
+        allowed = [ln for ln in out.splitlines() if ln.startswith("ALLOWED")]
+        assert allowed == ["ALLOWED socket(AF_INET)"], out
+        # Plaintext is never implicit.
+        p = subprocess.run(base[:-1] + ["--print-policy"], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2 and "--otlp-insecure" in p.stderr, p.stderr
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,302 @@
+/* test-otlp.c - the OTLP profiles encoder: a model built with the pm_*
+ * builders is encoded, decoded back with protobuf-c, and every table,
+ * index, attribute and value is checked against what went in. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "model.h"
+#include "otlp.h"
+#include "otlp_profiles_service.pb-c.h"
+
+#define P_(x) Opentelemetry__Proto__Profiles__V1development__##x
+typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
+	req_t;
+
+static req_t *decode(const struct pmodel *m)
+{
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	req_t *req;
+
+	assert_int_equal(otlp_encode(m, &buf, &len), 0);
+	req = opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__unpack(
+		NULL, len, buf);
+	free(buf);
+	assert_non_null(req);
+	return req;
+}
+
+static const char *str(const req_t *r, int32_t i)
+{
+	assert_true(i >= 0 && (size_t)i < r->dictionary->n_string_table);
+	return r->dictionary->string_table[i];
+}
+
+/* The string value of the attribute at index i, checking its key. */
+static const Opentelemetry__Proto__Common__V1__AnyValue *attr(const req_t *r, int32_t i,
+							       const char *key)
+{
+	const P_(KeyValueAndUnit) *kv;
+
+	assert_true(i > 0 && (size_t)i < r->dictionary->n_attribute_table);
+	kv = r->dictionary->attribute_table[i];
+	assert_string_equal(str(r, kv->key_strindex), key);
+	assert_non_null(kv->value);
+	return kv->value;
+}
+
+static const char *res_str(const Opentelemetry__Proto__Resource__V1__Resource *res,
+			   const char *key)
+{
+	for (size_t i = 0; i < res->n_attributes; i++)
+		if (strcmp(res->attributes[i]->key, key) == 0)
+			return res->attributes[i]->value->string_value;
+	return NULL;
+}
+
+static int64_t res_int(const Opentelemetry__Proto__Resource__V1__Resource *res, const char *key)
+{
+	for (size_t i = 0; i < res->n_attributes; i++)
+		if (strcmp(res->attributes[i]->key, key) == 0)
+			return res->attributes[i]->value->int_value;
+	return -1;
+}
+
+/* Two processes, a native stack with an inline chain under a kernel
+ * frame, a second stack, thread attributes. */
+static void build(struct pmodel *m, uint32_t *ret_st1)
+{
+	uint8_t id[16] = { 0xab, 0xcd };
+	uint32_t mp, f_inl, f_outer, f_main, f_k, l_user, l_main, l_k, st1, st2, p1, p2;
+	struct pm_line lines[2];
+	struct pm_process proc = { .pid = 100 };
+
+	assert_int_equal(pm_init(m), 0);
+	m->period_ns = 10000000; /* 100 Hz */
+	assert_int_equal(pm_mapping(m, id, "/opt/app/bin/app", "0011aabb", 4096, &mp), 0);
+	assert_int_equal(pm_function(m, "leaf_inline", NULL, "app.c", &f_inl), 0);
+	assert_int_equal(pm_function(m, "leaf_a_compute", NULL, "app.c", &f_outer), 0);
+	assert_int_equal(pm_function(m, "main", NULL, "main.c", &f_main), 0);
+	assert_int_equal(pm_function(m, "do_syscall_64", NULL, NULL, &f_k), 0);
+	lines[0] = (struct pm_line){ f_inl, 12 };
+	lines[1] = (struct pm_line){ f_outer, 30 };
+	assert_int_equal(pm_location(m, mp + 1, 0x1100, PM_FRAME_NATIVE, lines, 2, &l_user), 0);
+	lines[0] = (struct pm_line){ f_main, 7 };
+	assert_int_equal(pm_location(m, mp + 1, 0x1200, PM_FRAME_NATIVE, lines, 1, &l_main), 0);
+	lines[0] = (struct pm_line){ f_k, 0 };
+	assert_int_equal(pm_location(m, 0, 0xffffffff81000010ull, PM_FRAME_KERNEL, lines, 1, &l_k), 0);
+	uint32_t s1[] = { l_k, l_user, l_main }, s2[] = { l_main };
+	assert_int_equal(pm_stack(m, s1, 3, &st1), 0);
+	assert_int_equal(pm_stack(m, s2, 1, &st2), 0);
+
+	assert_int_equal(pm_string(m, "host-a", &proc.host_name), 0);
+	assert_int_equal(pm_string(m, "app", &proc.comm), 0);
+	assert_int_equal(pm_string(m, "app", &proc.exe_name), 0);
+	assert_int_equal(pm_string(m, "/opt/app/bin/app", &proc.exe_path), 0);
+	assert_int_equal(pm_string(m,
+				   "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+				   &proc.container_id), 0);
+	proc.main_mapping = mp + 1;
+	assert_int_equal(pm_process(m, &proc, &p1), 0);
+	proc = (struct pm_process){ .pid = 200 };
+	assert_int_equal(pm_string(m, "host-a", &proc.host_name), 0);
+	assert_int_equal(pm_process(m, &proc, &p2), 0);
+
+	struct pm_sample smp = { .stack = st1, .process = p1, .tid = 101, .count = 5,
+				 .first_ns = 1000000000, .last_ns = 1900000000 };
+	assert_int_equal(pm_string(m, "worker", &smp.thread_name), 0);
+	assert_int_equal(pm_sample(m, &smp), 0);
+	smp = (struct pm_sample){ .stack = st2, .process = p1, .tid = 100, .count = 1,
+				  .first_ns = 1500000000, .last_ns = 1500000000 };
+	assert_int_equal(pm_sample(m, &smp), 0);
+	smp = (struct pm_sample){ .stack = st2, .process = p2, .count = 3 };
+	assert_int_equal(pm_sample(m, &smp), 0);
+	*ret_st1 = st1;
+}
+
+static void test_encode_tables(void **state)
+{
+	struct pmodel m;
+	uint32_t st1;
+	req_t *r;
+	const P_(ProfilesDictionary) *d;
+
+	(void)state;
+	build(&m, &st1);
+	r = decode(&m);
+	d = r->dictionary;
+	assert_non_null(d);
+	/* Index 0 of every table is the empty entry. */
+	assert_string_equal(d->string_table[0], "");
+	assert_true(d->n_mapping_table == m.n_mappings + 1);
+	assert_true(d->n_location_table == m.n_locations + 1);
+	assert_true(d->n_function_table == m.n_functions + 1);
+	assert_true(d->n_stack_table == m.n_stacks + 1);
+	assert_true(d->n_link_table == 1);
+	assert_int_equal(d->mapping_table[0]->filename_strindex, 0);
+	assert_int_equal(d->location_table[0]->n_lines, 0);
+	assert_int_equal(d->stack_table[0]->n_location_indices, 0);
+	assert_int_equal(d->attribute_table[0]->key_strindex, 0);
+
+	/* Mapping: path and both build IDs. */
+	const P_(Mapping) *mp = d->mapping_table[1];
+	assert_string_equal(str(r, mp->filename_strindex), "/opt/app/bin/app");
+	assert_int_equal(mp->memory_limit, 4096);
+	assert_int_equal(mp->n_attribute_indices, 2);
+	assert_string_equal(attr(r, mp->attribute_indices[0], "process.executable.build_id.gnu")->string_value,
+			    "0011aabb");
+	assert_string_equal(attr(r, mp->attribute_indices[1], "process.executable.build_id.htlhash")->string_value,
+			    "abcd0000000000000000000000000000");
+
+	/* Stack 1: kernel frame, the inline chain, main; leaf first. */
+	const P_(Stack) *st = d->stack_table[st1 + 1];
+	assert_int_equal(st->n_location_indices, 3);
+	const P_(Location) *lk = d->location_table[st->location_indices[0]];
+	const P_(Location) *lu = d->location_table[st->location_indices[1]];
+	const P_(Location) *lm = d->location_table[st->location_indices[2]];
+	assert_int_equal(lk->mapping_index, 0);
+	assert_true(lk->address == 0xffffffff81000010ull);
+	assert_string_equal(attr(r, lk->attribute_indices[0], "profile.frame.type")->string_value,
+			    "kernel");
+	assert_string_equal(str(r, d->function_table[lk->lines[0]->function_index]->name_strindex),
+			    "do_syscall_64");
+	assert_int_equal(lu->mapping_index, 1);
+	assert_int_equal(lu->address, 0x1100);
+	assert_string_equal(attr(r, lu->attribute_indices[0], "profile.frame.type")->string_value,
+			    "native");
+	assert_int_equal(lu->n_lines, 2);
+	const P_(Function) *fi = d->function_table[lu->lines[0]->function_index];
+	const P_(Function) *fo = d->function_table[lu->lines[1]->function_index];
+	assert_string_equal(str(r, fi->name_strindex), "leaf_inline");
+	assert_string_equal(str(r, fi->filename_strindex), "app.c");
+	assert_int_equal(lu->lines[0]->line, 12);
+	assert_string_equal(str(r, fo->name_strindex), "leaf_a_compute");
+	assert_int_equal(lu->lines[1]->line, 30);
+	assert_string_equal(str(r, d->function_table[lm->lines[0]->function_index]->name_strindex),
+			    "main");
+	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__free_unpacked(
+		r, NULL);
+	pm_free(&m);
+}
+
+static void test_encode_resources_samples(void **state)
+{
+	struct pmodel m;
+	uint32_t st1;
+	req_t *r;
+	int64_t total = 0;
+
+	(void)state;
+	build(&m, &st1);
+	r = decode(&m);
+	assert_int_equal(r->n_resource_profiles, 2);
+	for (size_t i = 0; i < r->n_resource_profiles; i++) {
+		const P_(ResourceProfiles) *rp = r->resource_profiles[i];
+		const Opentelemetry__Proto__Resource__V1__Resource *res = rp->resource;
+		const P_(Profile) *pr;
+		int64_t pid = res_int(res, "process.pid");
+
+		assert_string_equal(res_str(res, "host.name"), "host-a");
+		assert_int_equal(rp->n_scope_profiles, 1);
+		assert_int_equal(rp->scope_profiles[0]->n_profiles, 1);
+		pr = rp->scope_profiles[0]->profiles[0];
+		assert_string_equal(str(r, pr->sample_type->type_strindex), "cpu");
+		assert_string_equal(str(r, pr->sample_type->unit_strindex), "nanoseconds");
+		assert_int_equal(pr->period, 10000000);
+		assert_int_equal(pr->time_unix_nano, 1000000000);
+		assert_int_equal(pr->duration_nano, 900000000);
+		assert_int_equal(pr->profile_id.len, 16);
+		for (size_t k = 0; k < pr->n_samples; k++) {
+			const P_(Sample) *s = pr->samples[k];
+
+			assert_true(s->n_timestamps_unix_nano == 0 ||
+				    s->n_timestamps_unix_nano == s->n_values);
+			for (size_t v = 0; v < s->n_values; v++)
+				total += s->values[v];
+		}
+		if (pid == 100) {
+			assert_string_equal(res_str(res, "process.executable.name"), "app");
+			assert_string_equal(res_str(res, "process.executable.path"), "/opt/app/bin/app");
+			assert_non_null(res_str(res, "container.id"));
+			assert_int_equal(pr->n_samples, 2);
+			const P_(Sample) *s = pr->samples[0];
+			assert_int_equal(s->stack_index, st1 + 1);
+			/* 5 samples: the first at first_ns, the other 4 at last_ns. */
+			assert_int_equal(s->n_values, 2);
+			assert_int_equal(s->values[0], 10000000);
+			assert_int_equal(s->values[1], 40000000);
+			assert_int_equal(s->timestamps_unix_nano[0], 1000000000);
+			assert_int_equal(s->timestamps_unix_nano[1], 1900000000);
+			assert_int_equal(s->n_attribute_indices, 2);
+			assert_int_equal(attr(r, s->attribute_indices[0], "thread.id")->int_value, 101);
+			assert_string_equal(attr(r, s->attribute_indices[1], "thread.name")->string_value,
+					    "worker");
+			assert_int_equal(pr->samples[1]->n_values, 1);
+			assert_int_equal(pr->samples[1]->n_timestamps_unix_nano, 1);
+		} else {
+			assert_int_equal(pid, 200);
+			assert_null(res_str(res, "container.id"));
+			assert_null(res_str(res, "process.executable.path"));
+			assert_int_equal(pr->n_samples, 1);
+			/* No time known: one value, no timestamps. */
+			assert_int_equal(pr->samples[0]->n_values, 1);
+			assert_int_equal(pr->samples[0]->values[0], 30000000);
+			assert_int_equal(pr->samples[0]->n_timestamps_unix_nano, 0);
+			assert_int_equal(pr->samples[0]->n_attribute_indices, 0);
+		}
+	}
+	assert_int_equal(total, (int64_t)m.total * 10000000);
+	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__free_unpacked(
+		r, NULL);
+	pm_free(&m);
+}
+
+/* An empty model still makes a valid request (tables with their empty
+ * entries, no resources); without a period samples are counts. */
+static void test_encode_empty_and_no_period(void **state)
+{
+	struct pmodel m;
+	struct pm_process p = { .pid = 1 };
+	uint32_t st, proc;
+	req_t *r;
+
+	(void)state;
+	assert_int_equal(pm_init(&m), 0);
+	r = decode(&m);
+	assert_int_equal(r->n_resource_profiles, 0);
+	assert_int_equal(r->dictionary->n_mapping_table, 1);
+	assert_int_equal(r->dictionary->n_stack_table, 1);
+	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__free_unpacked(
+		r, NULL);
+
+	assert_int_equal(pm_stack(&m, NULL, 0, &st), 0);
+	assert_int_equal(pm_process(&m, &p, &proc), 0);
+	assert_int_equal(pm_sample(&m, &(struct pm_sample){ .stack = st, .process = proc, .count = 4 }),
+			 0);
+	r = decode(&m);
+	const P_(Profile) *pr = r->resource_profiles[0]->scope_profiles[0]->profiles[0];
+	assert_string_equal(str(r, pr->sample_type->type_strindex), "samples");
+	assert_string_equal(str(r, pr->sample_type->unit_strindex), "count");
+	assert_int_equal(pr->samples[0]->values[0], 4);
+	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__free_unpacked(
+		r, NULL);
+	pm_free(&m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_encode_tables),
+		cmocka_unit_test(test_encode_resources_samples),
+		cmocka_unit_test(test_encode_empty_and_no_period),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
