@@ -458,6 +458,12 @@ int cmd_status(int argc, char **argv)
 		{ "samples_taken", st->samples_taken },
 		{ "samples_lost", st->samples_lost },
 		{ "samples_dropped", st->samples_dropped },
+		/* docs/reliability.md: taken = stored + dropped, per session */
+		{ "session_samples_taken", st->session_samples_taken },
+		{ "samples_stored", st->samples_stored },
+		{ "session_samples_dropped", st->session_samples_dropped },
+		{ "samples_unconfirmed", st->samples_unconfirmed },
+		{ "profiles_in_memory", st->profiles_in_memory },
 		{ "cache_hits", st->cache_hits },
 		{ "cache_misses", st->cache_misses },
 		{ "files_analysed", st->files_analysed },

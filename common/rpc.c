@@ -1977,6 +1977,7 @@ struct rpc_stream {
 	/* Serialises writers: a batch is started and plucked under it. */
 	pthread_mutex_t write_lock;
 	bool write_broken; /* under write_lock */
+	int write_timeout_ms; /* 0: none; set before any write */
 	bool half_closed;  /* under write_lock */
 	atomic_bool cancelled;
 
@@ -2149,6 +2150,7 @@ fail:
 /* Sends bb (borrowed) as one message. */
 static int stream_send(struct rpc_stream *s, grpc_byte_buffer *bb, bool buffer_hint)
 {
+	bool timed_out = false;
 	grpc_op op;
 	int r;
 
@@ -2166,16 +2168,27 @@ static int stream_send(struct rpc_stream *s, grpc_byte_buffer *bb, bool buffer_h
 		r = -EPIPE;
 		goto out;
 	}
-	/* Flow control can hold this; rpc_stream_cancel() releases it. */
-	if (!stream_pluck(s, &s->t_write, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL)) {
+	/* Flow control can hold this; rpc_stream_cancel() releases it, and
+	 * so does the write timeout (by cancelling the call). */
+	if (!stream_pluck(s, &s->t_write,
+			  s->write_timeout_ms > 0 ? deadline_after_ms(s->write_timeout_ms)
+						  : gpr_inf_future(GPR_CLOCK_MONOTONIC),
+			  &timed_out)) {
 		s->write_broken = true;
-		r = -EPIPE;
+		r = timed_out ? -ETIMEDOUT : -EPIPE;
 		goto out;
 	}
 	r = 0;
 out:
 	pthread_mutex_unlock(&s->write_lock);
 	return r;
+}
+
+void rpc_stream_set_write_timeout(struct rpc_stream *s, int timeout_ms)
+{
+	pthread_mutex_lock(&s->write_lock);
+	s->write_timeout_ms = timeout_ms > 0 ? timeout_ms : 0;
+	pthread_mutex_unlock(&s->write_lock);
 }
 
 int rpc_stream_write(struct rpc_stream *s, const ProtobufCMessage *msg, bool buffer_hint)

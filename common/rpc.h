@@ -251,8 +251,13 @@ struct rpc_stream *rpc_stream_open(struct rpc_channel *ch, const char *path,
 				   int connect_timeout_ms, struct rpc_error *err);
 /* Blocking write; thread-safe. buffer_hint: let gRPC coalesce this write
  * with the next one (use for all but the last message of a burst).
- * Returns 0 or -EPIPE when the stream is broken. */
+ * Returns 0, -EPIPE when the stream is broken, or -ETIMEDOUT when the
+ * write timeout passed (the peer took nothing: the call is cancelled). */
 int rpc_stream_write(struct rpc_stream *s, const ProtobufCMessage *msg, bool buffer_hint);
+/* Bounds how long one write may wait for the peer's flow-control window
+ * (0: forever, the default). A peer that stalls then costs a reconnect
+ * instead of a writer blocked for good. */
+void rpc_stream_set_write_timeout(struct rpc_stream *s, int timeout_ms);
 /* Blocking read by one thread. Returns 0 with an owned *ret_msg, -ENODATA
  * at a clean end of stream (the server finished with OK), -EPIPE when
  * broken, cancelled or ended with another status (rpc_stream_close()

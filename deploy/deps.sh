@@ -19,6 +19,7 @@ sonde_test_packages=(
   python3-grpcio python3-protobuf python3-pytest
   protobuf-compiler protobuf-compiler-grpc # Python stubs for the test clients
   linux-perf binutils                      # perf and nm as reference tools
+  libclang-rt-14-dev                       # libFuzzer + sanitizer runtimes (tests/fuzz/run)
   libc6-dbg                                # libc's debug files: symbolization accuracy test (llvm-symbolizer comes with llvm)
   golang-1.19                              # builds the Go test program (stripped: .gopclntab only)
   xz-utils                                 # makes the MiniDebugInfo test binary

@@ -111,6 +111,8 @@ struct batch {
 	Sonde__V1__SampleCount counts[BATCH_MAX_ENTRIES];
 	Sonde__V1__SampleCount *count_ptrs[BATCH_MAX_ENTRIES];
 	size_t n_counts;
+	uint64_t samples;      /* in the counts of this batch */
+	uint64_t samples_sent; /* in the batches written so far */
 };
 
 static void batch_clear(struct batch *b)
@@ -120,6 +122,7 @@ static void batch_clear(struct batch *b)
 		free(b->frame_ptrs[i]);
 	}
 	b->n_defs = b->n_counts = 0;
+	b->samples = 0;
 	b->bytes = 16;
 }
 
@@ -139,6 +142,8 @@ static int batch_send(struct batch *b)
 	msg.stacks = &sb;
 	/* The stats message closes the burst. */
 	r = uplink_send(b->u, b->gen, &msg, true);
+	if (r == 0)
+		b->samples_sent += b->samples;
 	batch_clear(b);
 	return r;
 }
@@ -219,11 +224,13 @@ static int add_count(const struct stack_count *c, void *ctx)
 	sc->last_unix_ns = c->last_unix_ns;
 	sc->comm = (char *)c->comm;
 	b->count_ptrs[b->n_counts++] = sc;
+	b->samples += c->count;
 	b->bytes += est;
 	return 0;
 }
 
-int flush_stacks(struct uplink *u, uint64_t gen, struct stacks *s, size_t max_bytes)
+int flush_stacks(struct uplink *u, uint64_t gen, struct stacks *s, size_t max_bytes,
+		 uint64_t *ret_samples)
 {
 	struct batch *b = calloc(1, sizeof(*b));
 	int r;
@@ -240,6 +247,7 @@ int flush_stacks(struct uplink *u, uint64_t gen, struct stacks *s, size_t max_by
 	if (r == 0)
 		r = batch_send(b);
 	batch_clear(b);
+	*ret_samples = b->samples_sent;
 	free(b);
 	if (r == 0)
 		stacks_flush_done(s);
@@ -260,6 +268,9 @@ int flush_stats(struct uplink *u, uint64_t gen, const struct sensor_counters *c,
 	st.unwind_rows_loaded = c->unwind_rows_loaded;
 	st.unwind_tables_rejected = c->unwind_tables_rejected;
 	st.bpf_map_bytes = c->bpf_map_bytes;
+	st.connection_samples_taken = c->connection_samples_taken;
+	st.connection_samples_dropped = c->connection_samples_dropped;
+	st.samples_unconfirmed = c->samples_unconfirmed;
 	msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_STATS;
 	msg.stats = &st;
 	return uplink_send(u, gen, &msg, more);

@@ -21,6 +21,10 @@ struct sensor_counters {
 	uint64_t unwind_rows_loaded;
 	uint64_t unwind_tables_rejected;
 	uint64_t bpf_map_bytes;
+	/* Accounting of the current connection (ingest.proto SensorStats). */
+	uint64_t connection_samples_taken;
+	uint64_t connection_samples_dropped;
+	uint64_t samples_unconfirmed;
 };
 
 /* all: every process (after a (re)connect), else only the dirty ones. */
@@ -28,7 +32,10 @@ int flush_processes(struct uplink *u, uint64_t gen, struct procs *p, bool all);
 int flush_exits(struct uplink *u, uint64_t gen, struct procs *p);
 /* Stack defs (those new on this connection) first, then the counts; at
  * most ~2,000 entries or max_bytes per StackBatch. On success the counts
- * are forgotten (stacks_flush_done()); on failure they are kept. */
-int flush_stacks(struct uplink *u, uint64_t gen, struct stacks *s, size_t max_bytes);
+ * are forgotten (stacks_flush_done()); on failure they are kept.
+ * *ret_samples (also on failure) gets the samples in the counts of the
+ * batches that were written. */
+int flush_stacks(struct uplink *u, uint64_t gen, struct stacks *s, size_t max_bytes,
+		 uint64_t *ret_samples);
 /* more: another message follows in this burst. */
 int flush_stats(struct uplink *u, uint64_t gen, const struct sensor_counters *c, bool more);

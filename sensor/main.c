@@ -107,6 +107,14 @@ static struct sensor {
 	int64_t mono_to_real_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at start */
 	uint64_t samples_taken;
 	uint64_t sent_gen;
+	/* Accounting (docs/reliability.md): each sample read is accounted to
+	 * one connection, the one that sent it or that first reported its
+	 * drop. conn_sent: samples in SampleCounts written on sent_gen;
+	 * dropped_base: the drop count when sent_gen's accounting began;
+	 * dropped_reported: the drop count in the last stats written;
+	 * prev_taken: what was accounted to the previous connection (it
+	 * broke); unconfirmed: the same, summed over all that broke. */
+	uint64_t conn_sent, dropped_base, dropped_reported, prev_taken, unconfirmed;
 	/* Charged for the maps, read once after load: their sizes are fixed
 	 * then, and reading every map's fdinfo at each flush was a tenth of
 	 * the sensor's steady CPU. */
@@ -661,6 +669,9 @@ static void counters(struct sample_bpf *skel, struct sensor_counters *c)
 	c->unwind_rows_loaded = us.rows_loaded;
 	c->unwind_tables_rejected = us.tables_rejected;
 	c->bpf_map_bytes = S.bpf_map_bytes;
+	c->connection_samples_dropped = ss.dropped - S.dropped_base;
+	c->connection_samples_taken = S.conn_sent + c->connection_samples_dropped;
+	c->samples_unconfirmed = S.prev_taken;
 }
 
 /* Sends what is pending on the current connection. Returns 0, -ENOTCONN
@@ -668,7 +679,7 @@ static void counters(struct sample_bpf *skel, struct sensor_counters *c)
 static int sensor_flush(struct sample_bpf *skel, uint64_t *ret_gen)
 {
 	struct sensor_counters c;
-	uint64_t gen = uplink_generation(S.uplink);
+	uint64_t gen = uplink_generation(S.uplink), sent = 0;
 	int r;
 
 	if (!gen)
@@ -678,6 +689,12 @@ static int sensor_flush(struct sample_bpf *skel, uint64_t *ret_gen)
 		stacks_reset_connection(S.stacks);
 		procs_reset_connection(S.procs);
 		S.kallsyms_pending = true;
+		/* The old connection broke: what it got may be lost with it.
+		 * Drops not reported on it are this one's to report. */
+		S.prev_taken = S.conn_sent + (S.dropped_reported - S.dropped_base);
+		S.unconfirmed += S.prev_taken;
+		S.conn_sent = 0;
+		S.dropped_base = S.dropped_reported;
 		S.sent_gen = gen;
 	}
 	r = flush_processes(S.uplink, gen, S.procs, false);
@@ -693,7 +710,8 @@ static int sensor_flush(struct sample_bpf *skel, uint64_t *ret_gen)
 	r = flush_exits(S.uplink, gen, S.procs);
 	if (r < 0)
 		return r;
-	r = flush_stacks(S.uplink, gen, S.stacks, uplink_max_message_bytes(S.uplink));
+	r = flush_stacks(S.uplink, gen, S.stacks, uplink_max_message_bytes(S.uplink), &sent);
+	S.conn_sent += sent;
 	if (r < 0)
 		return r;
 	procs_reap(S.procs); /* their samples are out */
@@ -701,6 +719,7 @@ static int sensor_flush(struct sample_bpf *skel, uint64_t *ret_gen)
 	r = flush_stats(S.uplink, gen, &c, false);
 	if (r < 0)
 		return r;
+	S.dropped_reported = S.dropped_base + c.connection_samples_dropped;
 	if (ret_gen)
 		*ret_gen = gen;
 	return 0;
@@ -1117,6 +1136,10 @@ int main(int argc, char **argv)
 		 " ranges served; %" PRIu64 " malformed records",
 		 c.samples_taken, c.samples_lost, c.samples_dropped, ss.stacks, c.processes,
 		 c.files, uplink_read_ranges(S.uplink), events_malformed(ev));
+	log_info("accounting: last connection took %" PRIu64 " (%" PRIu64 " sent, %" PRIu64
+		 " dropped); %" PRIu64 " were accounted to connections that broke",
+		 c.connection_samples_taken, S.conn_sent, c.connection_samples_dropped,
+		 S.unconfirmed);
 	unwind_maps_get_stats(S.unwind, &us);
 	for (int k = 0; k < UNWIND_REJECT__COUNT; k++)
 		if (us.rejected[k])

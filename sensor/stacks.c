@@ -194,8 +194,10 @@ int stacks_add(struct stacks *s, const struct stack_input *in)
 	uint64_t h;
 	size_t b;
 
-	if (in->n_kernel > STACKS_MAX_FRAMES || in->n_user > STACKS_MAX_FRAMES)
+	if (in->n_kernel > STACKS_MAX_FRAMES || in->n_user > STACKS_MAX_FRAMES) {
+		s->dropped++; /* every sample is accounted for, even a malformed one */
 		return -EINVAL;
+	}
 	h = hash_input(in);
 	st = find_stack(s, in, h);
 	if (st) {

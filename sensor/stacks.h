@@ -77,7 +77,7 @@ void stacks_free(struct stacks *s);
 
 /* Counts one sample. Returns 0; -ENOSPC when it needed a new entry and the
  * buffer is full (counted as dropped); -EINVAL for frame counts over
- * 1024; -ENOMEM (also counted as dropped). */
+ * 1024 and -ENOMEM (both also counted as dropped). */
 int stacks_add(struct stacks *s, const struct stack_input *in);
 
 /* For every buffered count whose stack has no id on this connection yet:

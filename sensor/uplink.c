@@ -20,6 +20,15 @@
 #define UPLINK_CONNECT_TIMEOUT_MS 2000
 #define UPLINK_BACKOFF_MIN_MS 100
 #define UPLINK_BACKOFF_MAX_MS 2000
+/* The channel's own reconnect backoff while a symbolizer is down: it sets
+ * how soon after a restart the sensor is back (docs/reliability.md: within
+ * 2 s). One attempt a second at most costs a dead peer nothing. */
+#define UPLINK_CHANNEL_BACKOFF_MAX_MS 1000
+/* A symbolizer that takes nothing for this long (stopped, hung, its
+ * window full) is given up: the write fails, the stream is cancelled and
+ * reopened, and the main loop goes back to draining the ring (samples go
+ * to the bounded buffer, its drops counted) instead of waiting for good. */
+#define UPLINK_WRITE_TIMEOUT_MS 10000
 #define UPLINK_MAX_MESSAGE (4u << 20)
 
 
@@ -94,7 +103,7 @@ struct uplink *uplink_new(const char *target, struct fileids *fileids, uint32_t 
 	struct rpc_channel_opts opts = {
 		.max_message_bytes = UPLINK_MAX_MESSAGE + 4096,
 		.reconnect_min_ms = UPLINK_BACKOFF_MIN_MS,
-		.reconnect_max_ms = UPLINK_BACKOFF_MAX_MS,
+		.reconnect_max_ms = UPLINK_CHANNEL_BACKOFF_MAX_MS,
 	};
 	struct uplink *u = calloc(1, sizeof(*u));
 	pthread_condattr_t ca;
@@ -342,8 +351,9 @@ static void *conn_main(void *arg)
 	for (;;) {
 		struct rpc_error err = {0};
 		struct rpc_stream *s;
+		struct timespec opened;
 		bool finishing;
-		int r;
+		int r, waited = 0;
 
 		pthread_mutex_lock(&u->lock);
 		if (u->stop || u->finishing) {
@@ -352,11 +362,18 @@ static void *conn_main(void *arg)
 		}
 		pthread_mutex_unlock(&u->lock);
 
+		clock_gettime(CLOCK_MONOTONIC, &opened);
 		s = rpc_stream_open(u->ch, UPLINK_PATH, UPLINK_CONNECT_TIMEOUT_MS, &err);
 		if (!s) {
 			log_debug("connect: %.200s", err.message);
+			/* The open waited for the channel, which retries on
+			 * its own backoff meanwhile: that wait counts toward
+			 * ours, so a symbolizer that comes back is seen by the
+			 * channel's next attempt, not after a sleep on top. */
+			waited = (int)ms_since(&opened);
 			goto retry;
 		}
+		rpc_stream_set_write_timeout(s, UPLINK_WRITE_TIMEOUT_MS);
 		r = handshake(u, s);
 		if (r < 0) {
 			log_warn_errno(r, "handshake with the symbolizer failed");
@@ -399,7 +416,7 @@ static void *conn_main(void *arg)
 		log_warn("stream to the symbolizer ended%s, reconnecting",
 			 r ? "" : " abnormally");
 	retry:
-		if (backoff_sleep(u, backoff))
+		if (backoff_sleep(u, waited >= backoff ? 0 : backoff - waited))
 			break;
 		backoff = backoff * 2 > UPLINK_BACKOFF_MAX_MS ? UPLINK_BACKOFF_MAX_MS : backoff * 2;
 	}
@@ -483,6 +500,9 @@ int uplink_send(struct uplink *u, uint64_t gen, const Sonde__V1__SensorMessage *
 	if (!s)
 		return -ENOTCONN;
 	r = rpc_stream_write(s, &msg->base, more);
+	if (r == -ETIMEDOUT)
+		log_warn("the symbolizer took nothing for %d s, reconnecting",
+			 UPLINK_WRITE_TIMEOUT_MS / 1000);
 	if (r < 0)
 		rpc_stream_cancel(s); /* the reader notices and reconnects */
 	writer_leave(u);

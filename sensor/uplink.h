@@ -3,7 +3,8 @@
  * A connection thread opens the stream, sends Hello, waits for Welcome,
  * then reads SymbolizerMessages and answers ReadRange from the file
  * registry; on a broken stream it reconnects with exponential backoff
- * (100 ms to 2 s). The main thread writes everything else, tagged with the
+ * (100 ms to 2 s, and the channel retries every second at most while the
+ * symbolizer is down). The main thread writes everything else, tagged with the
  * connection generation it prepared the message for, so nothing meant for
  * an old connection (stack ids!) reaches a new one.
  */

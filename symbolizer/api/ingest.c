@@ -1073,6 +1073,9 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 		s->stats.unwind_tables_loaded = m->stats->unwind_tables_loaded;
 		s->stats.unwind_rows_loaded = m->stats->unwind_rows_loaded;
 		s->stats.bpf_map_bytes = m->stats->bpf_map_bytes;
+		s->stats.session_taken = m->stats->connection_samples_taken;
+		s->stats.session_dropped = m->stats->connection_samples_dropped;
+		s->stats.samples_unconfirmed = m->stats->samples_unconfirmed;
 		s->stats.processes = m->stats->processes;
 		break;
 	default:
@@ -1100,6 +1103,9 @@ void ingest_on_close(struct rpc_call *call, void *ctx)
 	svc->past.samples_taken += s->stats.samples_taken;
 	svc->past.samples_lost += s->stats.samples_lost;
 	svc->past.samples_dropped += s->stats.samples_dropped;
+	svc->past.session_taken += s->stats.session_taken;
+	svc->past.session_dropped += s->stats.session_dropped;
+	svc->past.samples_unconfirmed += s->stats.samples_unconfirmed;
 	for (struct session **pp = &svc->sessions; *pp; pp = &(*pp)->next) {
 		if (*pp == s) {
 			*pp = s->next;
@@ -1143,6 +1149,9 @@ void ingest_sum_counters(struct service *svc, struct sensor_counters *ret)
 		ret->unwind_tables_loaded += s->stats.unwind_tables_loaded;
 		ret->unwind_rows_loaded += s->stats.unwind_rows_loaded;
 		ret->bpf_map_bytes += s->stats.bpf_map_bytes;
+		ret->session_taken += s->stats.session_taken;
+		ret->session_dropped += s->stats.session_dropped;
+		ret->samples_unconfirmed += s->stats.samples_unconfirmed;
 		ret->samples_waiting += s->waiting_count;
 		ret->processes += s->stats.processes;
 	}

@@ -48,6 +48,8 @@ struct job;
 
 struct sensor_counters {
 	uint64_t samples_taken, samples_lost, samples_dropped;
+	/* the accounting identity (ingest.proto SensorStats), per session */
+	uint64_t session_taken, session_dropped, samples_unconfirmed;
 	/* latest values, summed over connected sensors only */
 	uint64_t unwind_tables_loaded, unwind_rows_loaded, bpf_map_bytes;
 	uint64_t samples_waiting; /* held until their stacks' files are analysed */

@@ -575,6 +575,10 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	r.samples_lost = sc.samples_lost;
 	r.samples_dropped = sc.samples_dropped;
 	r.samples_taken = sc.samples_taken;
+	r.session_samples_taken = sc.session_taken;
+	r.session_samples_dropped = sc.session_dropped;
+	r.samples_unconfirmed = sc.samples_unconfirmed;
+	r.profiles_in_memory = profile_in_memory(svc->profile);
 	r.cache_hits = cs.mem_hits + cs.db_hits;
 	r.cache_misses = cs.misses;
 	r.files_analysed = cs.files_ok;

@@ -99,7 +99,9 @@ static bool step(struct tab *t, struct pcv *v, uint64_t *ret_from)
 	if (!varint(v, &pcdelta))
 		goto end;
 	v->first = false;
-	v->val += (int32_t)(-(uvdelta & 1) ^ (uvdelta >> 1));
+	/* Go adds in int32 and wraps; signed overflow is undefined in C,
+	 * so add unsigned (a damaged table found it: fuzz corpus). */
+	v->val = (int32_t)((uint32_t)v->val + (-(uvdelta & 1) ^ (uvdelta >> 1)));
 	*ret_from = v->pc;
 	v->pc += (uint64_t)pcdelta * t->quantum;
 	return true;

@@ -39,6 +39,10 @@ struct batch_val {
 struct profile_store {
 	struct cache *cache;
 	sqlite3 *db;
+	/* The disk under the database filled up: profiles live in this
+	 * in-memory database from then on (bounded by the retention, like
+	 * the file), so the symbolizer keeps serving Top and Folded. */
+	struct cache *mem;
 	unsigned retention_minutes;
 	struct hmap *batch; /* batch_key + comm -> struct batch_val */
 	/* The previous batch, written a slice per profile_flush_step() so
@@ -129,6 +133,8 @@ static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st)
 	return 0;
 }
 
+static int prepare_all(struct profile_store *p, sqlite3 *db);
+
 struct profile_store *profile_new(struct cache *c, unsigned retention_minutes)
 {
 	struct profile_store *p = calloc(1, sizeof(*p));
@@ -136,12 +142,35 @@ struct profile_store *profile_new(struct cache *c, unsigned retention_minutes)
 	if (!p)
 		return NULL;
 	p->cache = c;
-	p->db = cache_db(c);
 	p->retention_minutes = retention_minutes ? retention_minutes : 60;
 	p->batch = hmap_new();
 	p->ids = hmap_new();
-	if (!p->batch || !p->ids)
+	if (!p->batch || !p->ids || prepare_all(p, cache_db(c)) < 0)
 		goto fail;
+	return p;
+fail:
+	profile_free(p);
+	return NULL;
+}
+
+static void finalize_all(struct profile_store *p)
+{
+	sqlite3_finalize(p->st_stack_get);
+	sqlite3_finalize(p->st_stack_put);
+	sqlite3_finalize(p->st_sample);
+	sqlite3_finalize(p->st_total);
+	sqlite3_finalize(p->st_folded);
+	sqlite3_finalize(p->st_sums);
+	sqlite3_finalize(p->st_rows);
+	sqlite3_finalize(p->st_expire_samples);
+	sqlite3_finalize(p->st_expire_stacks);
+	p->st_stack_get = p->st_stack_put = p->st_sample = p->st_total = p->st_folded = NULL;
+	p->st_sums = p->st_rows = p->st_expire_samples = p->st_expire_stacks = NULL;
+}
+
+static int prepare_all(struct profile_store *p, sqlite3 *db)
+{
+	p->db = db;
 	if (prep(p->db, "SELECT id FROM stacks WHERE text = ?1 AND raw = ?2", &p->st_stack_get) < 0 ||
 	    prep(p->db, "INSERT INTO stacks (text, raw) VALUES (?1, ?2)", &p->st_stack_put) < 0 ||
 	    prep(p->db,
@@ -172,12 +201,11 @@ struct profile_store *profile_new(struct cache *c, unsigned retention_minutes)
 	    prep(p->db, "DELETE FROM samples WHERE minute < ?1", &p->st_expire_samples) < 0 ||
 	    prep(p->db,
 		 "DELETE FROM stacks WHERE id NOT IN (SELECT DISTINCT stack_id FROM samples)",
-		 &p->st_expire_stacks) < 0)
-		goto fail;
-	return p;
-fail:
-	profile_free(p);
-	return NULL;
+		 &p->st_expire_stacks) < 0) {
+		finalize_all(p);
+		return -EIO;
+	}
+	return 0;
 }
 
 void profile_free(struct profile_store *p)
@@ -189,15 +217,8 @@ void profile_free(struct profile_store *p)
 	hmap_free(p->batch, free);
 	hmap_free(p->draining, free);
 	hmap_free(p->ids, free);
-	sqlite3_finalize(p->st_stack_get);
-	sqlite3_finalize(p->st_stack_put);
-	sqlite3_finalize(p->st_sample);
-	sqlite3_finalize(p->st_total);
-	sqlite3_finalize(p->st_folded);
-	sqlite3_finalize(p->st_sums);
-	sqlite3_finalize(p->st_rows);
-	sqlite3_finalize(p->st_expire_samples);
-	sqlite3_finalize(p->st_expire_stacks);
+	finalize_all(p);
+	cache_close(p->mem);
 	free(p->keybuf);
 	free(p);
 }
@@ -367,6 +388,36 @@ static int row_stack_id(struct profile_store *p, const void *key, size_t klen,
 
 /* Writes up to max_rows rows of m from *it in one transaction (0: all).
  * On failure the rows from *it on are dropped and counted. */
+/* Moves the profile store to an in-memory database (the disk is full).
+ * What the file holds stays there, unread until a restart. */
+static int move_to_memory(struct profile_store *p)
+{
+	struct cache *mem = NULL;
+	int r = cache_open(":memory:", NULL, &mem);
+
+	if (r < 0)
+		return r;
+	finalize_all(p);
+	r = prepare_all(p, cache_db(mem));
+	if (r < 0) {
+		cache_close(mem);
+		/* Back to the file, so the store stays usable for reads. */
+		if (prepare_all(p, cache_db(p->cache)) < 0)
+			log_error("cannot prepare the profile store's statements again");
+		return r;
+	}
+	p->mem = mem;
+	log_warn("the disk under the cache is full: keeping profiles in memory from now on "
+		 "(the last %u minutes, until a restart); symbol tables stay in the memory LRU",
+		 p->retention_minutes);
+	return 0;
+}
+
+bool profile_in_memory(const struct profile_store *p)
+{
+	return p->mem != NULL;
+}
+
 static int write_rows(struct profile_store *p, struct hmap *m, struct hmap_iter *it,
 		      size_t max_rows, bool *ret_done)
 {
@@ -374,11 +425,13 @@ static int write_rows(struct profile_store *p, struct hmap *m, struct hmap_iter 
 	const void *key;
 	size_t klen, n = 0;
 	void *val;
+	bool full = false;
 	int r = 0;
 
 	*ret_done = false;
 	if (sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
 		r = -EIO;
+		full = (sqlite3_errcode(p->db) & 0xff) == SQLITE_FULL;
 		goto fail;
 	}
 	for (;;) {
@@ -410,11 +463,14 @@ static int write_rows(struct profile_store *p, struct hmap *m, struct hmap_iter 
 		n++;
 	}
 	if (r < 0) {
+		/* The error code is the failed statement's: read it first. */
+		full = (sqlite3_errcode(p->db) & 0xff) == SQLITE_FULL;
 		log_debug("profile flush failed: %s", sqlite3_errmsg(p->db));
 		sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
 		goto fail;
 	}
 	if (sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		full = (sqlite3_errcode(p->db) & 0xff) == SQLITE_FULL;
 		log_debug("profile commit failed: %s", sqlite3_errmsg(p->db));
 		sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
 		r = -EIO;
@@ -422,15 +478,19 @@ static int write_rows(struct profile_store *p, struct hmap *m, struct hmap_iter 
 	}
 	return 0;
 fail:
+	/* Ids cached in the rolled-back transaction are void. */
+	hmap_free(p->ids, free);
+	p->ids = hmap_new();
+	if (full && !p->mem && p->ids && move_to_memory(p) == 0) {
+		*it = start; /* once: p->mem is set now */
+		return write_rows(p, m, it, max_rows, ret_done);
+	}
 	/* Rows that could not be written are dropped: keeping them would
 	 * let a broken database grow the batch without bound. Counted, so
-	 * Status can say what was lost. Ids cached in the rolled-back
-	 * transaction are void. */
+	 * Status can say what was lost. */
 	*it = start;
 	while (hmap_next(m, it, NULL, NULL, &val))
 		p->dropped += ((const struct batch_val *)val)->count;
-	hmap_free(p->ids, free);
-	p->ids = hmap_new();
 	*ret_done = true;
 	return r;
 }

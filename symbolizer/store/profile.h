@@ -77,6 +77,10 @@ bool profile_writing(const struct profile_store *p);
 /* Samples (sums of counts) profile_add() accepted, and of those the ones
  * a failed flush dropped, since profile_new(). Stored = added - dropped. */
 void profile_counts(const struct profile_store *p, uint64_t *ret_added, uint64_t *ret_dropped);
+/* Whether the store moved to an in-memory database: when a write fails
+ * with SQLITE_FULL it moves there once, says so in the log, and writes
+ * (and answers queries) there from then on. */
+bool profile_in_memory(const struct profile_store *p);
 /* Deletes rows older than the retention, measured back from now_s, and
  * stacks no row uses. Returns 0 or a negative errno. */
 int profile_expire(struct profile_store *p, uint64_t now_s);

@@ -187,7 +187,14 @@ static void test_bound_and_drops(void **state)
 	stacks_add(st, &in);
 	flush(st, &s);
 	assert_true(s.n_defs == 0 || s.def_ids[0] > 5);
+	stacks_get_stats(st, &ss);
 	assert_int_equal(stacks_add(st, &(struct stack_input){.n_kernel = 5000}), -EINVAL);
+	{
+		uint64_t before = ss.dropped;
+
+		stacks_get_stats(st, &ss);
+		assert_int_equal(ss.dropped, before + 1); /* accounted for, not lost */
+	}
 	stacks_free(st);
 	assert_null(stacks_new(0, 1));
 	stacks_free(NULL);

@@ -1,0 +1,63 @@
+/* fuzz-symbols-api.c - fuzzes the public Symbols API requests through the
+ * real handlers of symbolizer/api/symbols.c and upload.c, with
+ * fake_rpc.c in place of gRPC. Each record (fuzz_service.h) is one call,
+ * its bytes unpacked as rpc.c would (undecodable: rpc.c answers
+ * INVALID_ARGUMENT and no handler runs); op picks the method:
+ *   0 Symbolize (SymbolizeRequest)   1 Upload (UploadRequest)
+ *   2 Top (ProfileQuery)             3 Folded (ProfileQuery)
+ *   4 Status
+ * Calls share one service per input, so an Upload can be followed by a
+ * Symbolize of the same file. Every call must be answered, at once or
+ * (Symbolize waiting for an analysis) when the service stops.
+ */
+#include <stdlib.h>
+
+#include "fuzz_service.h"
+#include "symbols.pb-c.h"
+
+#define FUZZ_MAX_INPUT (1u << 20)
+#define FUZZ_MAX_CALLS 64
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const struct {
+	void (*handler)(struct rpc_call *, const ProtobufCMessage *, void *);
+	const ProtobufCMessageDescriptor *request;
+} methods[] = {
+	{ symbols_symbolize, &sonde__v1__symbolize_request__descriptor },
+	{ upload_call, &sonde__v1__upload_request__descriptor },
+	{ symbols_top, &sonde__v1__profile_query__descriptor },
+	{ symbols_folded, &sonde__v1__profile_query__descriptor },
+	{ symbols_status, &sonde__v1__status_request__descriptor },
+};
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct rpc_call *calls[FUZZ_MAX_CALLS];
+	struct fuzz_service fs;
+	struct fuzz_record rec;
+	size_t pos = 0, n = 0;
+
+	if (size > FUZZ_MAX_INPUT || fuzz_service_start(&fs) < 0)
+		return 0;
+	while (n < FUZZ_MAX_CALLS && fuzz_next_record(data, size, &pos, &rec)) {
+		size_t k = rec.op % (sizeof(methods) / sizeof(methods[0]));
+		ProtobufCMessage *req;
+
+		req = protobuf_c_message_unpack(methods[k].request, NULL, rec.len, rec.data);
+		if (!req)
+			continue;
+		calls[n] = fuzz_unary(&fs, methods[k].handler, req);
+		protobuf_c_message_free_unpacked(req, NULL);
+		if (calls[n])
+			n++;
+		fake_rpc_tick();
+	}
+	fuzz_service_stop(&fs);
+	for (size_t i = 0; i < n; i++) {
+		if (!calls[i]->finished)
+			abort(); /* a call nobody answered */
+		free(calls[i]);
+	}
+	return 0;
+}
