@@ -772,8 +772,7 @@ static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
 			}
 		}
 		/* Analyse executable files now, so their stacks do not wait. */
-		if (m->executable && (!cache_contains(s->svc->cache, &id) ||
-				      !cache_contains_index(s->svc->cache, &id)))
+		if (m->executable && !cache_contains(s->svc->cache, &id))
 			service_file_state(s->svc, &id, true, NULL, NULL);
 		if (m->executable)
 			session_want_table(s, &id);

@@ -258,13 +258,6 @@ enum file_state service_file_state(struct service *svc, const struct fileid *id,
 
 	if (analysis_running(svc, id))
 		return FILE_PENDING;
-	/* A file analysed before its source index existed (an older
-	 * symbolizer, or an index dropped for a new LINE_INDEX_VERSION) is
-	 * analysed again, once, so exports get its lines. Checked before the
-	 * lookup, whose symtab pointer the next lookup may invalidate. */
-	if (start && cache_contains(svc->cache, id) && !cache_contains_index(svc->cache, id) &&
-	    !index_worker_pending(id) && service_session_with_file(svc, id, NULL))
-		analysis_start(svc, id);
 	switch (cache_lookup(svc->cache, id, ret_symtab, ret_error)) {
 	case CACHE_OK:
 		return FILE_READY;

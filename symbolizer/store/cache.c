@@ -57,7 +57,7 @@ struct cache {
 	sqlite3 *db;
 	sqlite3_stmt *st_get, *st_put, *st_del, *st_bid, *st_has, *st_count;
 	sqlite3_stmt *st_uget, *st_uput, *st_udel, *st_ucount;
-	sqlite3_stmt *st_lget, *st_lput, *st_ldel, *st_lhas;
+	sqlite3_stmt *st_lget, *st_lput, *st_ldel;
 	struct hmap *mem; /* mem_key -> mem_entry */
 	struct mem_entry *head, *tail;
 	size_t mem_bytes;
@@ -113,10 +113,17 @@ static const char schema_v4[] =
 	" stack_id INTEGER NOT NULL, count INTEGER NOT NULL,"
 	" PRIMARY KEY (minute, pid, tid, stack_id)) WITHOUT ROWID;";
 
+/* Files analysed before the source index existed (or whose index was
+ * dropped for a newer format) would never get one: a file in the cache
+ * is not analysed again. Forgetting them once makes the next sensor that
+ * maps them bring them back whole. */
+static const char schema_v5[] =
+	"DELETE FROM files WHERE file_id NOT IN (SELECT file_id FROM lines);";
+
 /* Migrations from version i to i + 1 go here as they appear; index 0
  * creates the schema in an empty database. */
 static const char *const migrations[CACHE_SCHEMA_VERSION] = { schema_v1, schema_v2, schema_v3,
-									 schema_v4 };
+									 schema_v4, schema_v5 };
 
 static int sqlite_to_errno(int rc)
 {
@@ -344,8 +351,7 @@ int cache_open(const char *path, const struct cache_opts *opts, struct cache **r
 			 "INSERT OR REPLACE INTO lines (file_id, status, error, analysed_at, idx)"
 			 " VALUES (?1, ?2, ?3, ?4, ?5)",
 			 &c->st_lput)) < 0 ||
-	    (r = prepare(c->db, "DELETE FROM lines WHERE file_id = ?1", &c->st_ldel)) < 0 ||
-	    (r = prepare(c->db, "SELECT 1 FROM lines WHERE file_id = ?1", &c->st_lhas)) < 0)
+	    (r = prepare(c->db, "DELETE FROM lines WHERE file_id = ?1", &c->st_ldel)) < 0)
 		goto cleanup;
 	*ret = c;
 	c = NULL;
@@ -385,7 +391,6 @@ void cache_close(struct cache *c)
 	sqlite3_finalize(c->st_udel);
 	sqlite3_finalize(c->st_ucount);
 	sqlite3_finalize(c->st_lget);
-	sqlite3_finalize(c->st_lhas);
 	sqlite3_finalize(c->st_lput);
 	sqlite3_finalize(c->st_ldel);
 	if (c->db) {
@@ -593,20 +598,6 @@ int cache_contains(struct cache *c, const struct fileid *id)
 	sqlite3_bind_blob(c->st_has, 1, id, sizeof(*id), SQLITE_STATIC);
 	rc = sqlite3_step(c->st_has);
 	sqlite3_reset(c->st_has);
-	return rc == SQLITE_ROW;
-}
-
-int cache_contains_index(struct cache *c, const struct fileid *id)
-{
-	struct mem_key key = mem_key(id, MEM_INDEX);
-	int rc;
-
-	if (hmap_get(c->mem, &key, sizeof(key)))
-		return 1;
-	sqlite3_reset(c->st_lhas);
-	sqlite3_bind_blob(c->st_lhas, 1, id, sizeof(*id), SQLITE_STATIC);
-	rc = sqlite3_step(c->st_lhas);
-	sqlite3_reset(c->st_lhas);
 	return rc == SQLITE_ROW;
 }
 

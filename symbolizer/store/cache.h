@@ -22,8 +22,9 @@
 
 /* 2: the unwind table, a second product per file (table unwind).
  * 3: the source index (line_index.h), a third product (table lines).
- * 4: profiles keep raw stacks and thread IDs (stacks.raw, samples.tid). */
-#define CACHE_SCHEMA_VERSION 4
+ * 4: profiles keep raw stacks and thread IDs (stacks.raw, samples.tid).
+ * 5: files without a source index are forgotten once (analysed again). */
+#define CACHE_SCHEMA_VERSION 5
 
 struct cache;
 
@@ -67,8 +68,6 @@ enum cache_status cache_lookup(struct cache *c, const struct fileid *id,
 			       const struct symtab **ret_symtab, const char **ret_error);
 /* Whether id has a result, without counting a hit or miss or loading. */
 int cache_contains(struct cache *c, const struct fileid *id);
-/* The same for its source index (a result or an error). */
-int cache_contains_index(struct cache *c, const struct fileid *id);
 /* Stores the result for id: t (taken: the cache owns it now, also on
  * failure) for success, or t == NULL and error (copied) for a failure.
  * Returns 0 or a negative errno (the memory entry is kept anyway). */

@@ -196,9 +196,9 @@ def test_whole_host_top_and_folded_commands(symbolizer, start_sensor, tmp_path):
 
 
 def test_source_index_rebuilt_for_files_analysed_before_it(tmp_path):
-    """A cache from a symbolizer without source indexes (or with an index
-    format since replaced) has files but no lines: the files a sensor maps
-    are analysed again, so exports get lines, not only names."""
+    """A cache from a symbolizer without source indexes (schema 4 or
+    older) has files but no lines: opening it forgets those files once, so
+    the files a sensor maps are analysed again and exports get lines."""
     import sqlite3
     tmp = make_tmp()
     work = subprocess.Popen([str(WORKLOAD), "30"])
@@ -211,6 +211,7 @@ def test_source_index_rebuilt_for_files_analysed_before_it(tmp_path):
         db = sqlite3.connect(str(sym.cache))
         files = db.execute("SELECT count(*) FROM files").fetchone()[0]
         db.execute("DELETE FROM lines")
+        db.execute("PRAGMA user_version = 4")
         db.commit()
         db.close()
         assert files >= 2
