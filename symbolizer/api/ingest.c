@@ -448,11 +448,9 @@ static int push_user_frame(struct session *s, struct folded *f, const struct ufr
 		if (return_address && vaddr > 0)
 			vaddr--;
 		if (symtab_lookup(t, vaddr, &l) == 0 && l.name && *l.name) {
-			/* C++ and Rust names as people read them (exports get
-			 * the same from the source index). */
-			char *d = (l.name[0] == '_' && (l.name[1] == 'Z' || l.name[1] == 'R'))
-					  ? demangle(l.name)
-					  : NULL;
+			/* C++ and Rust names as people read them (exports name
+			 * them the same way); NULL: not mangled. */
+			char *d = demangle(l.name);
 			int r = folded_push(f, d ? d : l.name, false);
 
 			free(d);

@@ -94,9 +94,7 @@ static int user_frame(struct pmodel *m, struct service *svc, const struct rawfra
 		 * index alone. */
 		if (n && symtab_lookup(t, vaddr, &sl) == 0 && sl.name && *sl.name) {
 			outer_raw = sl.name;
-			outer = (sl.name[0] == '_' && (sl.name[1] == 'Z' || sl.name[1] == 'R'))
-					? demangle(sl.name)
-					: NULL;
+			outer = demangle(sl.name); /* NULL: not mangled */
 		}
 		for (size_t i = 0; i < n; i++) {
 			const char *fn = lf[i].function ? lf[i].function : lf[i].raw;
