@@ -132,16 +132,21 @@ void fileid_from_buffer(const void *data, size_t size, struct fileid *ret_id)
 		memset(ret_id->bytes, 0, FILEID_LEN);
 }
 
-char *fileid_to_hex(const struct fileid *id, char *buf)
+char *bytes_to_hex(const uint8_t *bytes, size_t n, char *buf)
 {
 	static const char digits[] = "0123456789abcdef";
 
-	for (size_t i = 0; i < FILEID_LEN; i++) {
-		buf[2 * i] = digits[id->bytes[i] >> 4];
-		buf[2 * i + 1] = digits[id->bytes[i] & 0xf];
+	for (size_t i = 0; i < n; i++) {
+		buf[2 * i] = digits[bytes[i] >> 4];
+		buf[2 * i + 1] = digits[bytes[i] & 0xf];
 	}
-	buf[FILEID_HEX_LEN] = '\0';
+	buf[2 * n] = '\0';
 	return buf;
+}
+
+char *fileid_to_hex(const struct fileid *id, char *buf)
+{
+	return bytes_to_hex(id->bytes, FILEID_LEN, buf);
 }
 
 static int hex_value(char c)

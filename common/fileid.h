@@ -25,5 +25,8 @@ int fileid_from_path(const char *path, struct fileid *ret_id);
 void fileid_from_buffer(const void *data, size_t size, struct fileid *ret_id);
 /* buf must hold FILEID_HEX_LEN + 1 bytes; returns buf. */
 char *fileid_to_hex(const struct fileid *id, char *buf);
+/* n bytes as lowercase hex into buf (2 * n + 1 bytes, NUL-terminated);
+ * returns buf. For build IDs and other byte strings. */
+char *bytes_to_hex(const uint8_t *bytes, size_t n, char *buf);
 /* Parses exactly 32 hex digits. Returns 0 or -EINVAL. */
 int fileid_from_hex(const char *hex, struct fileid *ret_id);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileid.h"
 #include "hmap.h"
 #include "model.h"
 
@@ -136,20 +137,15 @@ int pm_string(struct pmodel *m, const char *s, uint32_t *ret)
 int pm_mapping(struct pmodel *m, const uint8_t file_id[16], const char *path, const char *build_id,
 	       uint64_t size, uint32_t *ret)
 {
-	static const char hex[] = "0123456789abcdef";
 	struct pm_mapping mp = { .size = size };
-	char id_hex[33];
+	char id_hex[FILEID_HEX_LEN + 1];
 	void *v = hmap_get(m->ix->mappings, file_id, 16);
 
 	if (v) {
 		*ret = val_idx(v);
 		return 0;
 	}
-	for (int i = 0; i < 16; i++) {
-		id_hex[2 * i] = hex[file_id[i] >> 4];
-		id_hex[2 * i + 1] = hex[file_id[i] & 15];
-	}
-	id_hex[32] = '\0';
+	bytes_to_hex(file_id, FILEID_LEN, id_hex);
 	if (pm_string(m, path, &mp.path) < 0 || pm_string(m, build_id, &mp.build_id) < 0 ||
 	    pm_string(m, id_hex, &mp.file_id) < 0)
 		return -ENOMEM;

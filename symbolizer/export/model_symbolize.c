@@ -23,17 +23,6 @@ static bool ends_with(const char *s, const char *suffix)
 	return n >= m && !memcmp(s + n - m, suffix, m);
 }
 
-static void hex(const uint8_t *b, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[b[i] >> 4];
-		out[2 * i + 1] = digits[b[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 /* One function and line for a frame known only by name. */
 static int name_only(struct pmodel *m, uint32_t mapping, uint64_t address,
 		     enum pm_frame_type type, const char *name, uint32_t *ret)
@@ -72,7 +61,7 @@ static int user_frame(struct pmodel *m, struct service *svc, const struct rawfra
 		const uint8_t *b = symtab_build_id(t, &bl);
 
 		if (b && bl && bl <= 64)
-			hex(b, bl, build_id);
+			bytes_to_hex(b, bl, build_id);
 	}
 	if (pm_mapping(m, f->file_id, path, build_id, 0, &mapping) < 0)
 		return -ENOMEM;
