@@ -32,6 +32,12 @@ int cli_call_on(struct rpc_channel *ch, const char *address, const char *method,
 		int timeout_ms, bool wait_for_ready, ProtobufCMessage **ret_reply,
 		struct rpc_error *ret_err);
 
+/* Status on a channel of its own, reporting nothing (for polling: start-up
+ * waits, the progress line). Returns 0 with an owned *ret or a negative
+ * errno. */
+int cli_status_quiet(const char *address, int timeout_ms, bool wait_for_ready,
+		     Sonde__V1__StatusResponse **ret);
+
 /* sonde symbolize --file (symbolize.c). */
 struct cli_symbolize_opts {
 	const char *symbolizer;
@@ -49,6 +55,11 @@ void cli_print_top(FILE *out, const Sonde__V1__TopResponse *top, unsigned limit)
 /* Writes folded stacks, one "frame;frame;... COUNT" line per stack.
  * Returns 0 or a negative errno. */
 int cli_write_folded(FILE *out, const Sonde__V1__FoldedResponse *folded);
+/* Writes path atomically: fill writes a temp file beside it, which is
+ * renamed over path if fill returned 0, else removed. Returns fill's
+ * error, or a negative errno of the file operations. */
+int cli_write_file_atomic(const char *path, int (*fill)(FILE *f, const void *ctx),
+			  const void *ctx);
 /* Writes folded stacks to path (atomically: temp file + rename). */
 int cli_write_folded_file(const char *path, const Sonde__V1__FoldedResponse *folded);
 

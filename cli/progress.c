@@ -37,20 +37,13 @@ void cli_progress_start(void)
 
 void cli_progress_tick(const char *address)
 {
-	Sonde__V1__StatusRequest req = SONDE__V1__STATUS_REQUEST__INIT;
 	Sonde__V1__StatusResponse *st = NULL;
-	struct rpc_channel *ch;
-	struct rpc_error rerr;
 	uint64_t now = mono_ms(), secs;
 
 	if (!pg.on || now < pg.next_ms)
 		return;
 	pg.next_ms = now + PROGRESS_EVERY_MS;
-	ch = rpc_channel_new(address, NULL);
-	if (!ch)
-		return;
-	if (rpc_unary(ch, "/sonde.v1.Symbols/Status", &req.base, &sonde__v1__status_response__descriptor,
-		      500, false, (ProtobufCMessage **)&st, &rerr) == 0) {
+	if (cli_status_quiet(address, 500, false, &st) == 0) {
 		secs = (now - pg.start_ms) / 1000;
 		/* \r and erase-line: the line is redrawn where it is. */
 		fprintf(stderr, "\r\033[Ksonde record: %llu:%02llu  %llu samples  %llu lost",
@@ -61,7 +54,6 @@ void cli_progress_tick(const char *address)
 		pg.drawn = true;
 		rpc_message_free(&st->base);
 	}
-	rpc_channel_free(ch);
 }
 
 void cli_progress_end(void)

@@ -531,3 +531,20 @@ int cmd_status(int argc, char **argv)
 	rpc_message_free(&st->base);
 	return 0;
 }
+
+int cli_status_quiet(const char *address, int timeout_ms, bool wait_for_ready,
+		     Sonde__V1__StatusResponse **ret)
+{
+	Sonde__V1__StatusRequest req = SONDE__V1__STATUS_REQUEST__INIT;
+	struct rpc_channel *ch = rpc_channel_new(address, NULL);
+	struct rpc_error rerr;
+	int err;
+
+	if (!ch)
+		return -EINVAL;
+	err = rpc_unary(ch, "/sonde.v1.Symbols/Status", &req.base,
+			&sonde__v1__status_response__descriptor, timeout_ms, wait_for_ready,
+			(ProtobufCMessage **)ret, &rerr);
+	rpc_channel_free(ch);
+	return err;
+}

@@ -260,22 +260,6 @@ static int stop_child(pid_t pid, int timeout_ms)
 	return status;
 }
 
-static int status_call(const char *address, bool wait, Sonde__V1__StatusResponse **ret)
-{
-	Sonde__V1__StatusRequest req = SONDE__V1__STATUS_REQUEST__INIT;
-	struct rpc_channel *ch = rpc_channel_new(address, NULL);
-	struct rpc_error rerr;
-	int err;
-
-	if (!ch)
-		return -EINVAL;
-	err = rpc_unary(ch, "/sonde.v1.Symbols/Status", &req.base,
-			&sonde__v1__status_response__descriptor, 1000, wait, (ProtobufCMessage **)ret,
-			&rerr);
-	rpc_channel_free(ch);
-	return err;
-}
-
 /* Waits until the symbolizer answers and a sensor is connected to it. */
 static int wait_for_services(const char *address, pid_t symbolizer, pid_t sensor)
 {
@@ -295,7 +279,7 @@ static int wait_for_services(const char *address, pid_t symbolizer, pid_t sensor
 				status);
 			return -ECHILD;
 		}
-		if (status_call(address, true, &st) == 0) {
+		if (cli_status_quiet(address, 1000, true, &st) == 0) {
 			bool ready = st->sensors_connected > 0;
 			rpc_message_free(&st->base);
 			if (ready)
