@@ -143,41 +143,28 @@ static int fg_write_html(FILE *out, const struct fg_node *root, const char *titl
 	return ferror(out) ? -EIO : 0;
 }
 
+struct fg_page {
+	const struct fg_tree *tree;
+	const char *title;
+};
+
+static int fill_html(FILE *f, const void *ctx)
+{
+	const struct fg_page *p = ctx;
+
+	return fg_write_html(f, &p->tree->root, p->title);
+}
+
 int cli_write_flamegraph_file(const char *path, const Sonde__V1__FoldedResponse *folded,
 			      const char *title)
 {
 	struct fg_tree tree = { 0 };
-	char *tmp = NULL;
-	FILE *f = NULL;
+	struct fg_page page = { &tree, title };
 	int err;
 
 	err = fg_build(&tree, folded);
-	if (err)
-		goto cleanup;
-	if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0) {
-		tmp = NULL;
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	f = fopen(tmp, "we");
-	if (!f) {
-		err = -errno;
-		goto cleanup;
-	}
-	err = fg_write_html(f, &tree.root, title);
-	if (fclose(f) != 0 && !err)
-		err = -errno;
-	f = NULL;
-	if (!err && rename(tmp, path) < 0)
-		err = -errno;
-cleanup:
-	if (f)
-		fclose(f);
-	if (tmp) {
-		if (err)
-			unlink(tmp);
-		free(tmp);
-	}
+	if (!err)
+		err = cli_write_file_atomic(path, fill_html, &page);
 	fg_free(tree.root.child);
 	return err;
 }

@@ -56,7 +56,8 @@ int cli_write_folded(FILE *out, const Sonde__V1__FoldedResponse *folded)
 	return ferror(out) ? -EIO : 0;
 }
 
-int cli_write_folded_file(const char *path, const Sonde__V1__FoldedResponse *folded)
+int cli_write_file_atomic(const char *path, int (*fill)(FILE *f, const void *ctx),
+			  const void *ctx)
 {
 	char *tmp = NULL;
 	FILE *f = NULL;
@@ -72,24 +73,29 @@ int cli_write_folded_file(const char *path, const Sonde__V1__FoldedResponse *fol
 		err = -errno;
 		goto cleanup;
 	}
-	err = cli_write_folded(f, folded);
+	err = fill(f, ctx);
 	if (fclose(f) != 0 && !err)
 		err = -errno;
 	f = NULL;
-	if (err)
-		goto cleanup;
-	if (rename(tmp, path) < 0) {
+	if (!err && rename(tmp, path) < 0)
 		err = -errno;
-		goto cleanup;
-	}
-	free(tmp);
-	return 0;
 cleanup:
 	if (f)
 		fclose(f);
 	if (tmp) {
-		unlink(tmp);
+		if (err)
+			unlink(tmp);
 		free(tmp);
 	}
 	return err;
+}
+
+static int fill_folded(FILE *f, const void *folded)
+{
+	return cli_write_folded(f, folded);
+}
+
+int cli_write_folded_file(const char *path, const Sonde__V1__FoldedResponse *folded)
+{
+	return cli_write_file_atomic(path, fill_folded, folded);
 }

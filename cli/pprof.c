@@ -24,38 +24,23 @@ bool cli_is_pprof_path(const char *path)
 	return false;
 }
 
+struct bytes {
+	const void *data;
+	size_t len;
+};
+
+static int fill_bytes(FILE *f, const void *ctx)
+{
+	const struct bytes *b = ctx;
+
+	return b->len && fwrite(b->data, 1, b->len, f) != b->len ? -EIO : 0;
+}
+
 int cli_write_bytes_file(const char *path, const void *data, size_t len)
 {
-	char *tmp = NULL;
-	FILE *f = NULL;
-	int err = 0;
+	struct bytes b = { data, len };
 
-	if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0) {
-		tmp = NULL;
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	f = fopen(tmp, "we");
-	if (!f) {
-		err = -errno;
-		goto cleanup;
-	}
-	if (len && fwrite(data, 1, len, f) != len)
-		err = -EIO;
-	if (fclose(f) != 0 && !err)
-		err = -errno;
-	f = NULL;
-	if (!err && rename(tmp, path) < 0)
-		err = -errno;
-cleanup:
-	if (f)
-		fclose(f);
-	if (tmp) {
-		if (err)
-			unlink(tmp);
-		free(tmp);
-	}
-	return err;
+	return cli_write_file_atomic(path, fill_bytes, &b);
 }
 
 int cli_fetch_pprof(const char *address, const Sonde__V1__ProfileQuery *q,
