@@ -435,7 +435,6 @@ static int push_user_frame(struct session *s, struct folded *f, const struct ufr
 {
 	const struct symtab *t = NULL;
 	struct symtab_lookup l;
-	const char *name;
 	char buf[PROFILE_MAX_NAME];
 	uint64_t vaddr;
 
@@ -447,18 +446,12 @@ static int push_user_frame(struct session *s, struct folded *f, const struct ufr
 		 * be the last instruction of its function. */
 		if (return_address && vaddr > 0)
 			vaddr--;
-		if (symtab_lookup(t, vaddr, &l) == 0 && l.name && *l.name) {
-			/* C++ and Rust names as people read them (exports name
-			 * them the same way); NULL: not mangled. */
-			char *d = demangle(l.name);
-			int r = folded_push(f, d ? d : l.name, false);
-
-			free(d);
-			return r;
-		}
+		if (symtab_lookup(t, vaddr, &l) == 0 && l.name && *l.name)
+			return folded_push(f, service_frame_name(s->svc, &u->id, l.name, u->addr,
+								 buf, sizeof(buf)),
+					   false);
 	}
-	name = service_file_name(s->svc, &u->id);
-	snprintf(buf, sizeof(buf), "%.200s+0x%" PRIx64, name ? name : "[unknown]", u->addr);
+	service_frame_name(s->svc, &u->id, NULL, u->addr, buf, sizeof(buf));
 	return folded_push(f, buf, false);
 }
 

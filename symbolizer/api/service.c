@@ -2,10 +2,13 @@
  * global path <-> file ID index, and the one place that says where a
  * file's analysis stands (cache, job, or unknown). */
 #include <errno.h>
+#include <stdio.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "demangle.h"
 #include "log.h"
 #include "service.h"
 #include "otlp_exporter.h"
@@ -244,6 +247,23 @@ const char *service_file_name(struct service *svc, const struct fileid *id)
 void service_export(struct service *svc, const struct export_sample *s)
 {
 	otlp_exporter_add(svc->otlp, s);
+}
+
+const char *service_frame_name(struct service *svc, const struct fileid *id, const char *symbol,
+			       uint64_t offset, char *buf, size_t len)
+{
+	const char *name;
+	char *d;
+
+	if (symbol && *symbol) {
+		d = demangle(symbol); /* NULL: not mangled */
+		snprintf(buf, len, "%s", d ? d : symbol);
+		free(d);
+		return buf;
+	}
+	name = service_file_name(svc, id);
+	snprintf(buf, len, "%.200s+0x%" PRIx64, name ? name : "[unknown]", offset);
+	return buf;
 }
 
 const char *service_file_path(struct service *svc, const struct fileid *id)

@@ -112,6 +112,12 @@ void service_note_path(struct service *svc, const struct fileid *id, const char 
 void service_note_name(struct service *svc, const struct fileid *id, const char *name);
 /* Basename of a path some session mapped id from, or NULL. Borrowed. */
 const char *service_file_name(struct service *svc, const struct fileid *id);
+/* How a user frame of id at file offset `offset` is shown: symbol (the
+ * file's symbol table's name) demangled, or as is, or basename+0xOFFSET
+ * when there is none. Folded stacks and exports both name frames so.
+ * Returns buf. */
+const char *service_frame_name(struct service *svc, const struct fileid *id, const char *symbol,
+			       uint64_t offset, char *buf, size_t len);
 /* The whole path of the same, or NULL. Borrowed. */
 const char *service_file_path(struct service *svc, const struct fileid *id);
 /* Called when a job for id ended either way: wakes pending stacks and

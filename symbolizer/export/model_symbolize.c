@@ -46,7 +46,7 @@ static int user_frame(struct pmodel *m, struct service *svc, const struct rawfra
 	enum pm_frame_type type = PM_FRAME_NATIVE;
 	const char *outer_raw = NULL;
 	char *outer = NULL;
-	const char *path, *base;
+	const char *path;
 	char build_id[2 * 64 + 1] = "", fallback[PROFILE_MAX_NAME];
 	uint32_t mapping;
 	uint64_t vaddr;
@@ -107,13 +107,14 @@ static int user_frame(struct pmodel *m, struct service *svc, const struct rawfra
 		if (n)
 			return pm_location(m, mapping, f->address, type, lines, n, ret);
 		if (symtab_lookup(t, vaddr, &sl) == 0 && sl.name && *sl.name)
-			return name_only(m, mapping, f->address, type, sl.name, ret);
+			return name_only(m, mapping, f->address, type,
+					 service_frame_name(svc, &id, sl.name, f->address, fallback,
+							    sizeof(fallback)),
+					 ret);
 	}
-	base = path ? strrchr(path, '/') : NULL;
-	base = base ? base + 1 : path;
-	snprintf(fallback, sizeof(fallback), "%.200s+0x%" PRIx64, base ? base : "[unknown]",
-		 f->address);
-	return name_only(m, mapping, f->address, type, fallback, ret);
+	return name_only(m, mapping, f->address, type,
+			 service_frame_name(svc, &id, NULL, f->address, fallback, sizeof(fallback)),
+			 ret);
 }
 
 static int kernel_frame(struct pmodel *m, const struct rawframe *f, uint32_t *ret)
