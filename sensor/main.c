@@ -66,6 +66,11 @@
  * most of the process's first samples (neither kprobes nor fentry can be
  * counted on to see the mmap calls themselves). */
 #define YOUNG_MAX 1024
+/* A stack not sampled for this long is forgotten (stacks.h): short-lived
+ * processes bring new stacks all the time, and remembering them all grew
+ * both services by a few hundred KiB a minute. Recurring later costs one
+ * more definition on the wire. */
+#define STACK_IDLE_NS 30000000000ull
 static const uint32_t young_rescan_ms[] = { 2, 10, 40, 150 };
 
 /* How BPF walks user stacks (bpf/sample.bpf.c). */
@@ -895,7 +900,7 @@ int main(int argc, char **argv)
 	S.mono_to_real_ns = (int64_t)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC));
 	S.fileids = fileids_new(MAX_FILES);
 	S.procs = S.fileids ? procs_new(S.fileids, MAX_PROCS, "/proc") : NULL;
-	S.stacks = stacks_new(env.buffer_stacks, 4 * (size_t)env.buffer_stacks);
+	S.stacks = stacks_new(env.buffer_stacks, 4 * (size_t)env.buffer_stacks, STACK_IDLE_NS);
 	if (!S.fileids || !S.procs || !S.stacks) {
 		err = -ENOMEM;
 		log_error("out of memory");

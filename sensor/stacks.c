@@ -1,6 +1,9 @@
 /* stacks.c - a dictionary of distinct stacks (chained hash, one allocation
  * per stack) and a fixed-size table of counts keyed by (stack, pid, tid),
- * both sized at creation so memory stays bounded. */
+ * both sized at creation so memory stays bounded. Stacks not sampled for a
+ * while are forgotten and their ids reused, so that neither this side nor
+ * the symbolizer's copy of the definitions grows with the number of stacks
+ * ever seen (short-lived processes make new ones all the time). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -14,6 +17,7 @@ struct stack {
 	struct stack *next; /* bucket chain */
 	uint64_t hash;
 	uint32_t id; /* 0: none on this connection */
+	uint64_t last_ns; /* latest sample of this stack */
 	uint32_t n_kernel;
 	uint32_t n_user;
 	uint8_t outcome;
@@ -32,10 +36,15 @@ struct count {
 
 struct stacks {
 	size_t max_counts, max_stacks;
+	uint64_t idle_ns;
+	uint64_t now_ns;        /* latest sample time seen */
+	uint64_t last_sweep_ns; /* of the last idle sweep */
 	struct stack **stack_buckets;
 	size_t n_stack_buckets; /* power of two */
 	size_t n_stacks;
 	uint32_t next_id;
+	uint32_t *free_ids; /* ids of forgotten stacks, reused first */
+	size_t n_free_ids, cap_free_ids;
 	struct count *counts; /* max_counts entries */
 	size_t n_counts;
 	int32_t *count_buckets;
@@ -59,7 +68,7 @@ static uint64_t mix(uint64_t h, uint64_t v)
 	return h ^ (h >> 29);
 }
 
-struct stacks *stacks_new(size_t max_counts, size_t max_stacks)
+struct stacks *stacks_new(size_t max_counts, size_t max_stacks, uint64_t idle_ns)
 {
 	struct stacks *s;
 
@@ -70,6 +79,7 @@ struct stacks *stacks_new(size_t max_counts, size_t max_stacks)
 		return NULL;
 	s->max_counts = max_counts;
 	s->max_stacks = max_stacks;
+	s->idle_ns = idle_ns;
 	s->next_id = 1;
 	/* The dictionary can hold max_stacks plus one interval's new stacks. */
 	s->n_stack_buckets = pow2_at_least(max_stacks + max_counts);
@@ -85,18 +95,54 @@ struct stacks *stacks_new(size_t max_counts, size_t max_stacks)
 	return s;
 }
 
-static void free_all_stacks(struct stacks *s)
+/* Keeps id for reuse. If the list cannot grow, the id is simply not reused:
+ * ids then go on increasing, as they would without reuse. */
+static void release_id(struct stacks *s, uint32_t id)
+{
+	if (id == 0)
+		return;
+	if (s->n_free_ids == s->cap_free_ids) {
+		size_t cap = s->cap_free_ids ? 2 * s->cap_free_ids : 1024;
+		uint32_t *n = realloc(s->free_ids, cap * sizeof(*n));
+
+		if (!n)
+			return;
+		s->free_ids = n;
+		s->cap_free_ids = cap;
+	}
+	s->free_ids[s->n_free_ids++] = id;
+}
+
+static uint32_t take_id(struct stacks *s)
+{
+	uint32_t id;
+
+	if (s->n_free_ids)
+		return s->free_ids[--s->n_free_ids];
+	id = s->next_id++;
+	if (s->next_id == 0) /* 2^32 definitions on one connection */
+		s->next_id = 1;
+	return id;
+}
+
+/* Forgets every stack last sampled before cutoff_ns (all of them for
+ * UINT64_MAX). Only between flushes: no count refers to a stack then. */
+static void forget_stacks(struct stacks *s, uint64_t cutoff_ns)
 {
 	for (size_t b = 0; b < s->n_stack_buckets; b++) {
-		struct stack *st = s->stack_buckets[b], *next;
+		struct stack **link = &s->stack_buckets[b], *st;
 
-		for (; st; st = next) {
-			next = st->next;
+		while ((st = *link)) {
+			if (cutoff_ns != UINT64_MAX && st->last_ns >= cutoff_ns) {
+				link = &st->next;
+				continue;
+			}
+			*link = st->next;
+			release_id(s, st->id);
 			free(st);
+			s->n_stacks--;
 		}
-		s->stack_buckets[b] = NULL;
 	}
-	s->n_stacks = 0;
 }
 
 void stacks_free(struct stacks *s)
@@ -104,8 +150,9 @@ void stacks_free(struct stacks *s)
 	if (!s)
 		return;
 	if (s->stack_buckets)
-		free_all_stacks(s);
+		forget_stacks(s, UINT64_MAX);
 	free(s->stack_buckets);
+	free(s->free_ids);
 	free(s->counts);
 	free(s->count_buckets);
 	free(s);
@@ -163,6 +210,7 @@ static struct stack *new_stack(struct stacks *s, const struct stack_input *in, u
 		return NULL;
 	st->hash = h;
 	st->id = 0;
+	st->last_ns = 0;
 	st->n_kernel = in->n_kernel;
 	st->n_user = in->n_user;
 	st->outcome = in->outcome;
@@ -198,9 +246,13 @@ int stacks_add(struct stacks *s, const struct stack_input *in)
 		s->dropped++; /* every sample is accounted for, even a malformed one */
 		return -EINVAL;
 	}
+	if (in->unix_ns > s->now_ns)
+		s->now_ns = in->unix_ns;
 	h = hash_input(in);
 	st = find_stack(s, in, h);
 	if (st) {
+		if (in->unix_ns > st->last_ns)
+			st->last_ns = in->unix_ns;
 		b = count_bucket(s, st, in->pid, in->tid);
 		for (int32_t i = s->count_buckets[b]; i >= 0; i = s->counts[i].next) {
 			c = &s->counts[i];
@@ -225,6 +277,7 @@ int stacks_add(struct stacks *s, const struct stack_input *in)
 			s->dropped++;
 			return -ENOMEM;
 		}
+		st->last_ns = in->unix_ns;
 	}
 	b = count_bucket(s, st, in->pid, in->tid);
 	c = &s->counts[s->n_counts];
@@ -253,9 +306,7 @@ int stacks_foreach_new_def(struct stacks *s, int (*fn)(const struct stack_def *d
 
 		if (st->id != 0)
 			continue;
-		st->id = s->next_id++;
-		if (s->next_id == 0) /* 2^32 definitions on one connection */
-			s->next_id = 1;
+		st->id = take_id(s);
 		d = (struct stack_def){
 			.id = st->id,
 			.kernel = st->kernel,
@@ -297,10 +348,16 @@ void stacks_flush_done(struct stacks *s)
 {
 	s->n_counts = 0;
 	memset(s->count_buckets, 0xff, s->n_count_buckets * sizeof(*s->count_buckets));
-	/* Nothing refers to a stack now; start afresh rather than track ages.
-	 * Ids go on increasing, so a recurring stack gets a new id. */
-	if (s->n_stacks > s->max_stacks)
-		free_all_stacks(s);
+	/* Nothing refers to a stack now. Over the bound: start afresh. Else,
+	 * at most every quarter of idle_ns, forget the stacks idle for longer.
+	 * A forgotten stack that recurs is defined again, under a reused id. */
+	if (s->n_stacks > s->max_stacks) {
+		forget_stacks(s, UINT64_MAX);
+	} else if (s->idle_ns && s->now_ns - s->last_sweep_ns >= s->idle_ns / 4 &&
+		   s->now_ns > s->idle_ns) {
+		forget_stacks(s, s->now_ns - s->idle_ns);
+		s->last_sweep_ns = s->now_ns;
+	}
 }
 
 void stacks_reset_connection(struct stacks *s)
@@ -309,6 +366,7 @@ void stacks_reset_connection(struct stacks *s)
 		for (struct stack *st = s->stack_buckets[b]; st; st = st->next)
 			st->id = 0;
 	s->next_id = 1;
+	s->n_free_ids = 0;
 }
 
 void stacks_get_stats(const struct stacks *s, struct stacks_stats *ret)

@@ -3,7 +3,7 @@
  *
  * Each distinct stack (kernel frames, user frames, outcome) gets a
  * connection-local id the first time it is flushed on a connection; its
- * definition is flushed once per connection. Samples are aggregated by
+ * definition is flushed once per connection while it is remembered. Samples are aggregated by
  * (stack, pid, tid) into counts with first/last timestamps until the next
  * flush. At most max_counts such entries are buffered: a sample that needs
  * a new entry beyond that is dropped and counted.
@@ -69,9 +69,14 @@ struct stacks;
 
 /* max_counts: bound on buffered (stack, pid, tid) entries (> 0).
  * max_stacks: distinct stacks remembered across flushes; above it the
- * memory is trimmed at stacks_flush_done() (those stacks are then defined
- * again, under new ids, when they recur). NULL on bad arguments or ENOMEM. */
-struct stacks *stacks_new(size_t max_counts, size_t max_stacks);
+ * memory is trimmed at stacks_flush_done().
+ * idle_ns: a stack with no sample for longer (by the samples' own clock)
+ * is forgotten at a stacks_flush_done(); 0: never.
+ * A forgotten stack's id is reused for the next new definition, so a
+ * connection's ids stay below max_stacks + max_counts + 1 and the receiver
+ * must accept a definition that replaces an id's earlier one; a forgotten
+ * stack that recurs is defined again. NULL on bad arguments or ENOMEM. */
+struct stacks *stacks_new(size_t max_counts, size_t max_stacks, uint64_t idle_ns);
 /* Accepts NULL. */
 void stacks_free(struct stacks *s);
 

@@ -1044,9 +1044,14 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 	case SONDE__V1__SENSOR_MESSAGE__KIND_PROCESS:
 		on_process(s, m->process);
 		break;
-	case SONDE__V1__SENSOR_MESSAGE__KIND_EXIT:
+	case SONDE__V1__SENSOR_MESSAGE__KIND_EXIT: {
+		struct proc_outcome *po = hmap_get_u64(s->svc->proc_outcomes, m->exit->pid);
+
 		process_free(hmap_remove_u64(s->procs, m->exit->pid));
+		if (po)
+			po->exited_ms = service_now_ms();
 		break;
+	}
 	case SONDE__V1__SENSOR_MESSAGE__KIND_KERNEL_SYMBOLS:
 		on_kernel_symbols(s, m->kernel_symbols);
 		break;

@@ -115,6 +115,21 @@ static bool service_busy(struct service *svc)
 /* At exit: how long the sender may still deliver the OTLP backlog. */
 #define OTLP_DRAIN_MS 5000
 
+/* Drops the per-process outcomes of processes gone for a while. */
+static void forget_exited(struct service *svc, int64_t now)
+{
+	struct hmap_iter it;
+	void *val;
+
+	hmap_iter_init(svc->proc_outcomes, &it);
+	while (hmap_next(svc->proc_outcomes, &it, NULL, NULL, &val)) {
+		struct proc_outcome *po = val;
+
+		if (po->exited_ms && now - po->exited_ms >= PROC_OUTCOME_KEEP_MS)
+			free(hmap_remove_u64(svc->proc_outcomes, po->pid));
+	}
+}
+
 static void tick(void *ctx)
 {
 	struct service *svc = ctx;
@@ -146,6 +161,7 @@ static void tick(void *ctx)
 		r = profile_expire(svc->profile, (uint64_t)time(NULL));
 		if (r < 0)
 			log_warn_errno(r, "expiring old profiles failed, ignoring");
+		forget_exited(svc, now);
 	}
 	rpc_server_timer_delay(svc->server, tick, service_busy(svc) ? TICK_BUSY_MS : TICK_IDLE_MS,
 			       false);

@@ -177,7 +177,11 @@ struct proc_outcome {
 	uint32_t pid;
 	char comm[17];
 	struct outcome_counts c;
+	int64_t exited_ms; /* 0: running; else forgotten PROC_OUTCOME_KEEP_MS later */
 };
+/* How long `sonde status` still shows an exited process's outcomes. Without
+ * it the table filled with every short-lived pid, up to the bound. */
+#define PROC_OUTCOME_KEEP_MS 120000
 
 /* ---- analysis.c ---- */
 /* Starts (or queues) an analysis of id, or does nothing if one runs.

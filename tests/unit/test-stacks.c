@@ -58,7 +58,7 @@ static void test_dedup(void **state)
 	uint64_t k[] = {0xffffffff81000010, 0xffffffff81000020};
 	struct stack_frame u[2] = {{.file_id = {1}, .addr = 0x1000, .has_file_id = 1},
 				   {.addr = 0x7fff0000}};
-	struct stacks *st = stacks_new(16, 64);
+	struct stacks *st = stacks_new(16, 64, 0);
 	struct stack_input in;
 	struct seen s;
 
@@ -101,7 +101,7 @@ static void test_dedup(void **state)
 static void test_reset_reuses_ids(void **state)
 {
 	uint64_t k1[] = {1}, k2[] = {2}, k3[] = {3};
-	struct stacks *st = stacks_new(16, 64);
+	struct stacks *st = stacks_new(16, 64, 0);
 	struct stack_input in;
 	struct seen s;
 
@@ -136,9 +136,51 @@ static void test_reset_reuses_ids(void **state)
 	stacks_free(st);
 }
 
+/* Churn: a stack not sampled for idle_ns is forgotten, its id reused by
+ * the next new stack; a stack still sampled keeps its id and is not
+ * defined again; the number remembered stays flat however many pass. */
+static void test_idle_stacks_forgotten(void **state)
+{
+	const uint64_t sec = 1000000000ull;
+	struct stacks *st = stacks_new(16, 1000, 10 * sec);
+	uint64_t steady[] = {0x5000}, k[200];
+	struct stacks_stats ss;
+	struct stack_input in;
+	uint32_t steady_id = 0, max_id = 0;
+	struct seen s;
+
+	for (int i = 0; i < 200; i++)
+		k[i] = 0x9000 + i;
+	/* One second per flush: the steady stack every time, a new one too. */
+	for (int t = 1; t <= 200; t++) {
+		in = sample(steady, 1, NULL, 0, 1, 1, t * sec);
+		stacks_add(st, &in);
+		in = sample(&k[t - 1], 1, NULL, 0, 100 + t, 100 + t, t * sec);
+		stacks_add(st, &in);
+		flush(st, &s);
+		if (t == 1) {
+			assert_int_equal(s.n_defs, 2);
+			steady_id = s.counts[0].stack_id;
+		} else {
+			assert_int_equal(s.n_defs, 1); /* only the new one */
+			assert_int_equal(s.counts[0].stack_id, steady_id);
+		}
+		for (size_t i = 0; i < s.n_defs; i++)
+			if (s.def_ids[i] > max_id)
+				max_id = s.def_ids[i];
+		assert_true(s.counts[1].stack_id != steady_id);
+	}
+	stacks_get_stats(st, &ss);
+	/* idle 10 s, swept every 2.5 s: at most ~13 churned stacks + the steady
+	 * one are remembered, and ids were reused instead of reaching 201. */
+	assert_true(ss.stacks <= 15);
+	assert_true(max_id <= 16);
+	stacks_free(st);
+}
+
 static void test_bound_and_drops(void **state)
 {
-	struct stacks *st = stacks_new(4, 8);
+	struct stacks *st = stacks_new(4, 8, 0);
 	struct stacks_stats ss;
 	struct stack_input in;
 	uint64_t k[8];
@@ -171,8 +213,8 @@ static void test_bound_and_drops(void **state)
 	stacks_get_stats(st, &ss);
 	assert_int_equal(ss.counts, 1);
 
-	/* Over max_stacks, remembered stacks are trimmed at flush and get new
-	 * (never reused) ids on the same connection. */
+	/* Over max_stacks, remembered stacks are trimmed at flush; their ids
+	 * are reused, so ids stay under max_stacks + max_counts + 1. */
 	flush(st, &s);
 	assert_int_equal(s.def_ids[0], 5);
 	for (int round = 0; round < 3; round++)
@@ -186,7 +228,7 @@ static void test_bound_and_drops(void **state)
 	in = sample(&k[0], 1, NULL, 0, 1, 1, 0);
 	stacks_add(st, &in);
 	flush(st, &s);
-	assert_true(s.n_defs == 0 || s.def_ids[0] > 5);
+	assert_true(s.n_defs == 0 || s.def_ids[0] <= 8 + 4 + 1);
 	stacks_get_stats(st, &ss);
 	assert_int_equal(stacks_add(st, &(struct stack_input){.n_kernel = 5000}), -EINVAL);
 	{
@@ -196,7 +238,7 @@ static void test_bound_and_drops(void **state)
 		assert_int_equal(ss.dropped, before + 1); /* accounted for, not lost */
 	}
 	stacks_free(st);
-	assert_null(stacks_new(0, 1));
+	assert_null(stacks_new(0, 1, 0));
 	stacks_free(NULL);
 }
 
@@ -284,6 +326,7 @@ int main(void)
 		cmocka_unit_test(test_dedup),
 		cmocka_unit_test(test_reset_reuses_ids),
 		cmocka_unit_test(test_bound_and_drops),
+		cmocka_unit_test(test_idle_stacks_forgotten),
 		cmocka_unit_test(test_maps_lines),
 		cmocka_unit_test(test_stat),
 	};
