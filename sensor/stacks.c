@@ -14,7 +14,8 @@
 #define STACKS_MAX_FRAMES 1024
 
 struct stack {
-	struct stack *next; /* bucket chain */
+	struct stack *next;            /* bucket chain */
+	struct stack *older, *newer;   /* the LRU list, by latest sample */
 	uint64_t hash;
 	uint32_t id; /* 0: none on this connection */
 	uint64_t last_ns; /* latest sample of this stack */
@@ -38,7 +39,7 @@ struct stacks {
 	size_t max_counts, max_stacks;
 	uint64_t idle_ns;
 	uint64_t now_ns;        /* latest sample time seen */
-	uint64_t last_sweep_ns; /* of the last idle sweep */
+	struct stack *oldest, *newest; /* the LRU list */
 	struct stack **stack_buckets;
 	size_t n_stack_buckets; /* power of two */
 	size_t n_stacks;
@@ -125,24 +126,50 @@ static uint32_t take_id(struct stacks *s)
 	return id;
 }
 
-/* Forgets every stack last sampled before cutoff_ns (all of them for
- * UINT64_MAX). Only between flushes: no count refers to a stack then. */
-static void forget_stacks(struct stacks *s, uint64_t cutoff_ns)
+static void lru_unlink(struct stacks *s, struct stack *st)
 {
-	for (size_t b = 0; b < s->n_stack_buckets; b++) {
-		struct stack **link = &s->stack_buckets[b], *st;
+	if (st->older)
+		st->older->newer = st->newer;
+	else
+		s->oldest = st->newer;
+	if (st->newer)
+		st->newer->older = st->older;
+	else
+		s->newest = st->older;
+	st->older = st->newer = NULL;
+}
 
-		while ((st = *link)) {
-			if (cutoff_ns != UINT64_MAX && st->last_ns >= cutoff_ns) {
-				link = &st->next;
-				continue;
-			}
-			*link = st->next;
-			release_id(s, st->id);
-			free(st);
-			s->n_stacks--;
-		}
-	}
+static void lru_push_newest(struct stacks *s, struct stack *st)
+{
+	st->older = s->newest;
+	st->newer = NULL;
+	if (s->newest)
+		s->newest->newer = st;
+	else
+		s->oldest = st;
+	s->newest = st;
+}
+
+static void forget_stack(struct stacks *s, struct stack *st)
+{
+	struct stack **link = &s->stack_buckets[st->hash & (s->n_stack_buckets - 1)];
+
+	while (*link != st)
+		link = &(*link)->next;
+	*link = st->next;
+	lru_unlink(s, st);
+	release_id(s, st->id);
+	free(st);
+	s->n_stacks--;
+}
+
+/* Forgets the least recently sampled stacks: all those last sampled before
+ * cutoff_ns, then more until at most keep remain. Only between flushes: no
+ * count refers to a stack then. The LRU list makes it cost what it frees. */
+static void forget_stacks(struct stacks *s, uint64_t cutoff_ns, size_t keep)
+{
+	while (s->oldest && (s->oldest->last_ns < cutoff_ns || s->n_stacks > keep))
+		forget_stack(s, s->oldest);
 }
 
 void stacks_free(struct stacks *s)
@@ -150,7 +177,7 @@ void stacks_free(struct stacks *s)
 	if (!s)
 		return;
 	if (s->stack_buckets)
-		forget_stacks(s, UINT64_MAX);
+		forget_stacks(s, 0, 0);
 	free(s->stack_buckets);
 	free(s->free_ids);
 	free(s->counts);
@@ -223,6 +250,7 @@ static struct stack *new_stack(struct stacks *s, const struct stack_input *in, u
 		memcpy(st->kernel, in->kernel, in->n_kernel * sizeof(uint64_t));
 	st->next = s->stack_buckets[b];
 	s->stack_buckets[b] = st;
+	lru_push_newest(s, st);
 	s->n_stacks++;
 	return st;
 }
@@ -253,6 +281,10 @@ int stacks_add(struct stacks *s, const struct stack_input *in)
 	if (st) {
 		if (in->unix_ns > st->last_ns)
 			st->last_ns = in->unix_ns;
+		if (st != s->newest) {
+			lru_unlink(s, st);
+			lru_push_newest(s, st);
+		}
 		b = count_bucket(s, st, in->pid, in->tid);
 		for (int32_t i = s->count_buckets[b]; i >= 0; i = s->counts[i].next) {
 			c = &s->counts[i];
@@ -346,25 +378,25 @@ int stacks_foreach_count(struct stacks *s, int (*fn)(const struct stack_count *c
 
 void stacks_flush_done(struct stacks *s)
 {
-	s->n_counts = 0;
-	memset(s->count_buckets, 0xff, s->n_count_buckets * sizeof(*s->count_buckets));
-	/* Nothing refers to a stack now. Over the bound: start afresh. Else,
-	 * at most every quarter of idle_ns, forget the stacks idle for longer.
-	 * A forgotten stack that recurs is defined again, under a reused id. */
-	if (s->n_stacks > s->max_stacks) {
-		forget_stacks(s, UINT64_MAX);
-	} else if (s->idle_ns && s->now_ns - s->last_sweep_ns >= s->idle_ns / 4 &&
-		   s->now_ns > s->idle_ns) {
-		forget_stacks(s, s->now_ns - s->idle_ns);
-		s->last_sweep_ns = s->now_ns;
+	/* Only the buckets in use: the table is far larger than a second's
+	 * counts, and clearing it whole was a tenth of the sensor's CPU. */
+	for (size_t i = 0; i < s->n_counts; i++) {
+		const struct count *c = &s->counts[i];
+
+		s->count_buckets[count_bucket(s, c->stack, c->pid, c->tid)] = -1;
 	}
+	s->n_counts = 0;
+	/* Nothing refers to a stack now: forget those idle for idle_ns, and
+	 * the least recent over max_stacks. A forgotten stack that recurs is
+	 * defined again, under a reused id. */
+	forget_stacks(s, s->idle_ns && s->now_ns > s->idle_ns ? s->now_ns - s->idle_ns : 0,
+		      s->max_stacks);
 }
 
 void stacks_reset_connection(struct stacks *s)
 {
-	for (size_t b = 0; b < s->n_stack_buckets; b++)
-		for (struct stack *st = s->stack_buckets[b]; st; st = st->next)
-			st->id = 0;
+	for (struct stack *st = s->oldest; st; st = st->newer)
+		st->id = 0;
 	s->next_id = 1;
 	s->n_free_ids = 0;
 }
