@@ -7,12 +7,16 @@ every CPU, side by side in one run, at 19 Hz and 99 Hz:
           aggregates in the kernel)
   perf    perf record -g -a (frame pointers, writes every sample to a file)
 
-For each: CPU seconds of the tool's processes, peak RSS, BPF map memory,
+sonde's cache is warmed by an unmeasured run first (--cold: not). For
+each: CPU seconds of the tool's processes, peak RSS, BPF map memory,
 BPF run time per sample (kernel.bpf_stats_enabled), and the workload's
 slowdown against an unprofiled run. The workload is Debian's xz -9 (no
 frame pointers) on a fixed input, one instance per CPU.
 
-  sudo tests/bench/unwind_overhead.py [--build DIR] [--rounds N]
+  sudo tests/bench/unwind_overhead.py [--build DIR] [--rounds N] [--mb MB] [--cold]
+
+With --rounds N each tool's run alternates with an unprofiled one and
+every figure is the median of N.
 
 Ratios matter, not absolute times: this machine is shared and noisy.
 """
@@ -23,6 +27,7 @@ import pathlib
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -153,6 +158,9 @@ def main():
     ap.add_argument("--build", default=str(SRC / "build"))
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--mb", type=int, default=24, help="size of the xz input")
+    ap.add_argument("--cold", action="store_true",
+                    help="measure sonde with an empty cache (default: warm it first, as a "
+                         "restarted sonde finds it)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root")
@@ -169,18 +177,33 @@ def main():
     subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=True)
     rows = []
     try:
+        if not args.cold:
+            # The symbolizer's cache outlives restarts: analyse the host's
+            # files once, unmeasured, so the runs below see the steady state.
+            t = Tool("sonde", 19, args.build, tmp)
+            t.start()
+            run_workload(inp, ncpu)
+            t.stop()
         for hz in (19, 99):
-            base = min(run_workload(inp, ncpu) for _ in range(args.rounds))
-            for name in ("sonde", "bpftrace", "perf"):
-                times, res = [], None
-                for _ in range(args.rounds):
+            # Rounds interleave the unprofiled run and the tools, so that a
+            # burst of load elsewhere on the machine hits them alike; each
+            # figure is the median over the rounds.
+            times = {n: [] for n in ("none", "sonde", "bpftrace", "perf")}
+            results = {n: [] for n in ("sonde", "bpftrace", "perf")}
+            for _ in range(args.rounds):
+                times["none"].append(run_workload(inp, ncpu))
+                for name in ("sonde", "bpftrace", "perf"):
                     t = Tool(name, hz, args.build, tmp)
                     t.start()
-                    times.append(run_workload(inp, ncpu))
-                    res = t.stop()
-                res["slowdown_pct"] = 100.0 * (min(times) / base - 1)
+                    times[name].append(run_workload(inp, ncpu))
+                    results[name].append(t.stop())
+            base = statistics.median(times["none"])
+            for name in ("sonde", "bpftrace", "perf"):
+                res = {k: statistics.median(r[k] for r in results[name]) for k in results[name][0]}
+                res["slowdown_pct"] = 100.0 * (statistics.median(times[name]) / base - 1)
                 rows.append((hz, name, res, base))
-                print(f"{hz} Hz {name}: {res}", file=sys.stderr)
+                print(f"{hz} Hz {name}: {res} times {times[name]} unprofiled {times['none']}",
+                      file=sys.stderr)
     finally:
         subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=0"])
         shutil.rmtree(tmp, ignore_errors=True)
