@@ -37,5 +37,7 @@ int flush_exits(struct uplink *u, uint64_t gen, struct procs *p);
  * batches that were written. */
 int flush_stacks(struct uplink *u, uint64_t gen, struct stacks *s, size_t max_bytes,
 		 uint64_t *ret_samples);
+/* Frees the buffer flush_stacks() keeps between calls. */
+void flush_release(void);
 /* more: another message follows in this burst. */
 int flush_stats(struct uplink *u, uint64_t gen, const struct sensor_counters *c, bool more);

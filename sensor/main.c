@@ -1170,6 +1170,7 @@ cleanup:
 	events_free(ev);
 	sample_bpf__destroy(skel);
 	stacks_free(S.stacks);
+	flush_release();
 	procs_free(S.procs);
 	fileids_free(S.fileids);
 	free(cgroup_rel);
