@@ -41,7 +41,8 @@ struct stacks {
 	uint64_t now_ns;        /* latest sample time seen */
 	struct stack *oldest, *newest; /* the LRU list */
 	struct stack **stack_buckets;
-	size_t n_stack_buckets; /* power of two */
+	size_t n_stack_buckets;   /* power of two; grows with n_stacks */
+	size_t max_stack_buckets; /* what max_stacks + one interval needs */
 	size_t n_stacks;
 	uint32_t next_id;
 	uint32_t *free_ids; /* ids of forgotten stacks, reused first */
@@ -83,7 +84,10 @@ struct stacks *stacks_new(size_t max_counts, size_t max_stacks, uint64_t idle_ns
 	s->idle_ns = idle_ns;
 	s->next_id = 1;
 	/* The dictionary can hold max_stacks plus one interval's new stacks. */
-	s->n_stack_buckets = pow2_at_least(max_stacks + max_counts);
+	/* Start small and grow: a table sized for the bound (4 MiB by
+	 * default) made every lookup a cache and TLB miss. */
+	s->max_stack_buckets = pow2_at_least(max_stacks + max_counts);
+	s->n_stack_buckets = s->max_stack_buckets < 1024 ? s->max_stack_buckets : 1024;
 	s->n_count_buckets = pow2_at_least(2 * max_counts);
 	s->stack_buckets = calloc(s->n_stack_buckets, sizeof(*s->stack_buckets));
 	s->counts = calloc(max_counts, sizeof(*s->counts));
@@ -226,13 +230,39 @@ static struct stack *find_stack(struct stacks *s, const struct stack_input *in, 
 	return NULL;
 }
 
+/* Doubles the bucket array when the chains average over one stack. Failing
+ * to grow only makes chains longer. */
+static void maybe_grow(struct stacks *s)
+{
+	size_t n = s->n_stack_buckets * 2;
+	struct stack **nb;
+
+	if (s->n_stacks < s->n_stack_buckets || n > s->max_stack_buckets)
+		return;
+	nb = calloc(n, sizeof(*nb));
+	if (!nb)
+		return;
+	for (struct stack *st = s->oldest; st; st = st->newer) {
+		size_t b = st->hash & (n - 1);
+
+		st->next = nb[b];
+		nb[b] = st;
+	}
+	free(s->stack_buckets);
+	s->stack_buckets = nb;
+	s->n_stack_buckets = n;
+}
+
 static struct stack *new_stack(struct stacks *s, const struct stack_input *in, uint64_t h)
 {
 	size_t size = sizeof(struct stack) + in->n_user * sizeof(struct stack_frame) +
 		      in->n_kernel * sizeof(uint64_t);
-	struct stack *st = malloc(size);
-	size_t b = h & (s->n_stack_buckets - 1);
+	struct stack *st;
+	size_t b;
 
+	maybe_grow(s);
+	b = h & (s->n_stack_buckets - 1);
+	st = malloc(size);
 	if (!st)
 		return NULL;
 	st->hash = h;

@@ -8,7 +8,8 @@ every CPU, side by side in one run, at 19 Hz and 99 Hz:
   perf    perf record -g -a (frame pointers, writes every sample to a file)
 
 sonde's cache is warmed by an unmeasured run first (--cold: not). For
-each: CPU seconds of the tool's processes, peak RSS, BPF map memory,
+each, once its start-up is over (a second in which it used under 10 ms of
+CPU, at most 30 s): CPU seconds of the tool's processes, peak RSS, BPF map memory,
 BPF run time per sample (kernel.bpf_stats_enabled), and the workload's
 slowdown against an unprofiled run. The workload is Debian's xz -9 (no
 frame pointers) on a fixed input, one instance per CPU.
@@ -109,7 +110,19 @@ class Tool:
             self.pids = [subprocess.Popen(["perf", "record", "-q", "-g", "-a", "-F", str(self.hz),
                                            "-e", "cpu-clock", "-o", f"{self.tmp}/perf.data"],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-        time.sleep(3)  # loaded, attached, tables built
+        # Measure the steady state: wait until start-up work (LLVM for
+        # bpftrace; for sonde hashing the host's files, loading their
+        # tables) is over, i.e. a second in which the tool used < 10 ms.
+        time.sleep(1)
+        self.settle_s = 1.0
+        prev = sum(proc_cpu_s(p.pid) for p in self.pids)
+        while self.settle_s < 30:
+            time.sleep(1)
+            self.settle_s += 1
+            cur = sum(proc_cpu_s(p.pid) for p in self.pids)
+            if cur - prev < 0.010:
+                break
+            prev = cur
         self.cpu0 = sum(proc_cpu_s(p.pid) for p in self.pids)
         self.stats0 = self.bpf_run()
 
@@ -124,6 +137,7 @@ class Tool:
 
     def stop(self):
         res = {"cpu_s": sum(proc_cpu_s(p.pid) for p in self.pids) - self.cpu0,
+               "settle_s": self.settle_s,
                "rss_kib": max(proc_hwm_kib(p.pid) for p in self.pids[-1:]),
                "map_bytes": self.map_bytes()}
         ns, cnt = self.bpf_run()
@@ -213,13 +227,13 @@ def main():
     # (spent in the profiled tasks' context, so no process shows it).
     for _, _, r, _ in rows:
         r["total_s"] = r["cpu_s"] + r["ns_per_sample"] * r["samples"] / 1e9
-    print("| Hz | tool | process CPU s | BPF CPU s | total CPU s | total vs bpftrace | process CPU s, whole life | RSS MiB | BPF maps MiB | BPF ns/sample | samples | workload slowdown |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| Hz | tool | process CPU s | BPF CPU s | total CPU s | total vs bpftrace | process CPU s, whole life | start-up s | RSS MiB | BPF maps MiB | BPF ns/sample | samples | workload slowdown |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for hz, name, r, _ in rows:
         bt = next(x for h, n, x, _ in rows if h == hz and n == "bpftrace")
         ratio = f"{r['total_s'] / bt['total_s']:.2f}x" if bt["total_s"] > 0 else "n/a"
-        print(f"| {hz} | {name} | {r['cpu_s']:.2f} | {r['total_s'] - r['cpu_s']:.3f} | {r['total_s']:.3f} | "
-              f"{ratio} | {r['life_cpu_s']:.2f} | {r['rss_kib'] / 1024:.1f} | {r['map_bytes'] / 2**20:.1f} | "
+        print(f"| {hz} | {name} | {r['cpu_s']:.3f} | {r['total_s'] - r['cpu_s']:.3f} | {r['total_s']:.3f} | "
+              f"{ratio} | {r['life_cpu_s']:.2f} | {r['settle_s']:.0f} | {r['rss_kib'] / 1024:.1f} | {r['map_bytes'] / 2**20:.1f} | "
               f"{r['ns_per_sample']:.0f} | {r['samples']} | {r['slowdown_pct']:+.2f}% |")
 
 

@@ -178,6 +178,44 @@ static void test_idle_stacks_forgotten(void **state)
 	stacks_free(st);
 }
 
+static int count_defs(const struct stack_def *d, void *ctx)
+{
+	(void)d;
+	++*(size_t *)ctx;
+	return 0;
+}
+
+/* The stack table starts small and grows: after growing, every stack is
+ * still found (a sample of it defines nothing new). */
+static void test_table_grows(void **state)
+{
+	struct stacks *st = stacks_new(8192, 65536, 0);
+	struct stack_input in;
+	struct stacks_stats ss;
+	uint64_t k[5000];
+	size_t defs = 0;
+
+	for (int i = 0; i < 5000; i++) {
+		k[i] = 0xa000 + i;
+		in = sample(&k[i], 1, NULL, 0, 1, 1, 1);
+		assert_int_equal(stacks_add(st, &in), 0);
+	}
+	assert_int_equal(stacks_foreach_new_def(st, count_defs, &defs), 0);
+	assert_int_equal(defs, 5000);
+	stacks_flush_done(st);
+	for (int i = 0; i < 5000; i++) {
+		in = sample(&k[i], 1, NULL, 0, 1, 1, 2);
+		assert_int_equal(stacks_add(st, &in), 0);
+	}
+	defs = 0;
+	assert_int_equal(stacks_foreach_new_def(st, count_defs, &defs), 0);
+	assert_int_equal(defs, 0);
+	stacks_get_stats(st, &ss);
+	assert_int_equal(ss.stacks, 5000);
+	assert_int_equal(ss.counts, 5000);
+	stacks_free(st);
+}
+
 static void test_bound_and_drops(void **state)
 {
 	struct stacks *st = stacks_new(4, 8, 0);
@@ -327,6 +365,7 @@ int main(void)
 		cmocka_unit_test(test_reset_reuses_ids),
 		cmocka_unit_test(test_bound_and_drops),
 		cmocka_unit_test(test_idle_stacks_forgotten),
+		cmocka_unit_test(test_table_grows),
 		cmocka_unit_test(test_maps_lines),
 		cmocka_unit_test(test_stat),
 	};
