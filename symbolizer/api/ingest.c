@@ -67,6 +67,8 @@ struct pending_sample {
 	uint64_t first_ns, last_ns;
 	uint32_t pid, tid;
 	uint32_t count;
+	bool has_span;
+	uint8_t span[PROFILE_SPAN_LEN]; /* trace ID, span ID */
 	char comm[COMM_MAX + 1];
 };
 
@@ -469,6 +471,7 @@ static void emit(struct session *s, const struct stackdef *d, const struct pendi
 		.raw = d->raw,
 		.raw_len = d->raw_len,
 		.count = p->count,
+		.span = p->has_span ? p->span : NULL,
 		.frames_len = d->text_len,
 		.stack_hash = d->hash,
 	};
@@ -483,6 +486,7 @@ static void emit(struct session *s, const struct stackdef *d, const struct pendi
 		.raw = d->raw,
 		.raw_len = d->raw_len,
 		.count = p->count,
+		.span = p->has_span ? p->span : NULL,
 		.first_ns = p->first_ns,
 		.last_ns = p->last_ns,
 		.frequency_hz = s->frequency_hz,
@@ -915,6 +919,16 @@ static int add_sample(struct session *s, const Sonde__V1__SampleCount *sc)
 	if (!d) {
 		session_fail(s, RPC_INVALID_ARGUMENT, "SampleCount for an unknown stack id");
 		return -EINVAL;
+	}
+	if (sc->trace_id.len || sc->span_id.len) {
+		if (sc->trace_id.len != 16 || sc->span_id.len != 8) {
+			session_fail(s, RPC_INVALID_ARGUMENT,
+				     "SampleCount trace_id/span_id are not 16 and 8 bytes");
+			return -EINVAL;
+		}
+		memcpy(ps.span, sc->trace_id.data, 16);
+		memcpy(ps.span + 16, sc->span_id.data, 8);
+		ps.has_span = true;
 	}
 	if (sc->count == 0)
 		return 0;

@@ -53,6 +53,7 @@ static int add_row(const struct profile_row *row, void *arg)
 		.raw = row->raw,
 		.raw_len = row->raw_len,
 		.count = row->count,
+		.span = row->span,
 		/* The store counts per minute: its start is all we know. */
 		.first_ns = start_s * 1000000000ull,
 		.last_ns = start_s * 1000000000ull,

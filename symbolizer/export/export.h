@@ -21,6 +21,7 @@ struct export_sample {
 	const void *raw;        /* rawstack.h */
 	size_t raw_len;
 	uint64_t count;
+	const uint8_t *span;    /* trace ID (16 bytes) + span ID (8), or NULL */
 	uint64_t first_ns, last_ns; /* unix ns; 0: unknown */
 	uint32_t frequency_hz;  /* of the sensor; 0: unknown */
 };

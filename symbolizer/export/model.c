@@ -11,8 +11,9 @@
 
 struct pm_index {
 	struct hmap *strings, *mappings, *functions, *locations, *stacks, *processes, *samples;
+	struct hmap *links;
 	size_t cap_strings, cap_mappings, cap_functions, cap_lines, cap_locations, cap_stack_locs,
-		cap_stacks, cap_processes, cap_samples;
+		cap_stacks, cap_processes, cap_samples, cap_links;
 };
 
 static const char *const frame_type_names[PM_N_FRAME_TYPES] = {
@@ -71,8 +72,10 @@ int pm_init(struct pmodel *m)
 	m->ix->stacks = hmap_new();
 	m->ix->processes = hmap_new();
 	m->ix->samples = hmap_new();
+	m->ix->links = hmap_new();
 	if (!m->ix->strings || !m->ix->mappings || !m->ix->functions || !m->ix->locations ||
-	    !m->ix->stacks || !m->ix->processes || !m->ix->samples || pm_string(m, "", &empty) < 0) {
+	    !m->ix->stacks || !m->ix->processes || !m->ix->samples || !m->ix->links ||
+	    pm_string(m, "", &empty) < 0) {
 		pm_free(m);
 		return -ENOMEM;
 	}
@@ -89,6 +92,7 @@ void pm_free(struct pmodel *m)
 		hmap_free(m->ix->stacks, NULL);
 		hmap_free(m->ix->processes, NULL);
 		hmap_free(m->ix->samples, NULL);
+		hmap_free(m->ix->links, NULL);
 		free(m->ix);
 	}
 	for (size_t i = 0; i < m->n_strings; i++)
@@ -102,6 +106,7 @@ void pm_free(struct pmodel *m)
 	free(m->stacks);
 	free(m->processes);
 	free(m->samples);
+	free(m->links);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -269,11 +274,28 @@ int pm_process(struct pmodel *m, const struct pm_process *p, uint32_t *ret)
 	return 0;
 }
 
+int pm_link(struct pmodel *m, const uint8_t span[24], uint32_t *ret)
+{
+	void *v = hmap_get(m->ix->links, span, 24);
+
+	if (v) {
+		*ret = val_idx(v) + 1;
+		return 0;
+	}
+	if (grow(&m->links, m->n_links, &m->ix->cap_links, sizeof(*m->links), &m->bytes) < 0 ||
+	    hmap_put(m->ix->links, span, 24, idx_val(m->n_links), NULL) < 0)
+		return -ENOMEM;
+	memcpy(m->links[m->n_links].trace_id, span, 16);
+	memcpy(m->links[m->n_links].span_id, span + 16, 8);
+	*ret = (uint32_t)++m->n_links;
+	return 0;
+}
+
 int pm_sample(struct pmodel *m, const struct pm_sample *s)
 {
 	struct {
-		uint32_t stack, process, tid, thread_name;
-	} key = { s->stack, s->process, s->tid, s->thread_name };
+		uint32_t stack, process, tid, thread_name, link;
+	} key = { s->stack, s->process, s->tid, s->thread_name, s->link };
 	void *v = hmap_get(m->ix->samples, &key, sizeof(key));
 	struct pm_sample *t;
 

@@ -64,10 +64,17 @@ struct pm_process {
 	uint32_t main_mapping; /* index + 1 into mappings of the executable; 0: unknown */
 };
 
+/* The span a sample was taken in (Go probes: docs/go-probes.md). */
+struct pm_link {
+	uint8_t trace_id[16];
+	uint8_t span_id[8];
+};
+
 struct pm_sample {
 	uint32_t stack;       /* index into stacks */
 	uint32_t process;     /* index into processes */
 	uint32_t tid;         /* 0: unknown */
+	uint32_t link;        /* index + 1 into links; 0: in no span */
 	uint32_t thread_name; /* string */
 	uint64_t count;       /* samples */
 	uint64_t first_ns, last_ns; /* unix ns of the first and last of them; 0: unknown */
@@ -94,6 +101,8 @@ struct pmodel {
 	size_t n_processes;
 	struct pm_sample *samples;
 	size_t n_samples;
+	struct pm_link *links;
+	size_t n_links;
 
 	uint64_t start_ns, end_ns; /* the window the samples fall in */
 	uint64_t period_ns;        /* between samples on one CPU (1e9 / Hz); 0: unknown */
@@ -125,6 +134,9 @@ bool pm_find_location(const struct pmodel *m, uint32_t mapping, uint64_t address
 int pm_stack(struct pmodel *m, const uint32_t *locs, size_t n, uint32_t *ret);
 /* By pid and host_name: the first call's other fields win. */
 int pm_process(struct pmodel *m, const struct pm_process *p, uint32_t *ret);
-/* Adds count to the sample of (stack, process, tid, thread_name), widening
+/* By value: span is the trace ID (16 bytes) then the span ID (8). *ret
+ * is the index + 1, as pm_sample.link wants it. */
+int pm_link(struct pmodel *m, const uint8_t span[24], uint32_t *ret);
+/* Adds count to the sample of (stack, process, tid, thread_name, link), widening
  * its time range; a new one if there is none. */
 int pm_sample(struct pmodel *m, const struct pm_sample *s);

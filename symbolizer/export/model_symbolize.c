@@ -179,6 +179,8 @@ int pm_add_export_sample(struct pmodel *m, struct service *svc, const struct exp
 	    pm_string(m, s->thread_name, &smp.thread_name) < 0 ||
 	    pm_process(m, &p, &smp.process) < 0)
 		return -ENOMEM;
+	if (s->span && pm_link(m, s->span, &smp.link) < 0)
+		return -ENOMEM;
 	if (s->frequency_hz && !m->period_ns)
 		m->period_ns = 1000000000ull / s->frequency_hz;
 	return pm_sample(m, &smp);

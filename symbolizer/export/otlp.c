@@ -299,6 +299,28 @@ static int enc_stacks(struct enc *e, P_(ProfilesDictionary) *d)
 	return 0;
 }
 
+/* The span of each sample taken while a traced request was served (Go
+ * probes); entry 0 is the empty link OTLP asks for: IDs of the right
+ * size, all zero. A sample's link is the model's index + 1, as is. */
+static int enc_links(struct enc *e, P_(ProfilesDictionary) *d)
+{
+	static uint8_t zero_id[16];
+	const struct pmodel *m = e->m;
+	P_(Link) **t = TABLE(e, m->n_links, P_(Link), p_init(link));
+
+	if (!t)
+		return -ENOMEM;
+	t[0]->trace_id = (ProtobufCBinaryData){ 16, zero_id };
+	t[0]->span_id = (ProtobufCBinaryData){ 8, zero_id };
+	for (size_t i = 0; i < m->n_links; i++) {
+		t[i + 1]->trace_id = (ProtobufCBinaryData){ 16, (uint8_t *)m->links[i].trace_id };
+		t[i + 1]->span_id = (ProtobufCBinaryData){ 8, (uint8_t *)m->links[i].span_id };
+	}
+	d->link_table = t;
+	d->n_link_table = m->n_links + 1;
+	return 0;
+}
+
 /* The dictionary's index of a thread attribute, added once. */
 static int sample_attr(struct enc *e, char kind, uint32_t v, int32_t *ret)
 {
@@ -334,6 +356,7 @@ static int enc_sample(struct enc *e, const struct pm_sample *s, P_(Sample) *o)
 	if (!ix || !vals || !ts)
 		return -ENOMEM;
 	o->stack_index = s->stack < m->n_stacks ? (int32_t)s->stack + 1 : 0;
+	o->link_index = s->link <= m->n_links ? (int32_t)s->link : 0;
 	if (s->tid)
 		r = sample_attr(e, 'i', s->tid, &ix[o->n_attribute_indices++]);
 	if (r == 0 && s->thread_name)
@@ -530,14 +553,12 @@ int otlp_encode(const struct pmodel *m, uint8_t **ret, size_t *ret_len)
 	struct enc e = { .m = m };
 	otlp_request req;
 	P_(ProfilesDictionary) dict;
-	P_(Link) link0, *links[1] = { &link0 };
-	static uint8_t zero_id[16];
 	uint8_t *out = NULL;
 	size_t len;
 	int r = -ENOMEM;
 
 	if (m->n_mappings >= INT32_MAX || m->n_functions >= INT32_MAX ||
-	    m->n_locations >= INT32_MAX || m->n_stacks >= INT32_MAX)
+	    m->n_locations >= INT32_MAX || m->n_stacks >= INT32_MAX || m->n_links >= INT32_MAX)
 		return -E2BIG;
 	e.a = arena_new();
 	e.sample_attrs = hmap_new();
@@ -545,10 +566,6 @@ int otlp_encode(const struct pmodel *m, uint8_t **ret, size_t *ret_len)
 		goto cleanup;
 	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__init(&req);
 	p_init(profiles_dictionary)(&dict);
-	p_init(link)(&link0);
-	/* The empty link OTLP asks for: IDs of the right size, all zero. */
-	link0.trace_id = (ProtobufCBinaryData){ 16, zero_id };
-	link0.span_id = (ProtobufCBinaryData){ 8, zero_id };
 	r = enc_begin(&e);
 	if (r == 0)
 		r = enc_mappings(&e, &dict);
@@ -559,11 +576,11 @@ int otlp_encode(const struct pmodel *m, uint8_t **ret, size_t *ret_len)
 	if (r == 0)
 		r = enc_stacks(&e, &dict);
 	if (r == 0)
+		r = enc_links(&e, &dict);
+	if (r == 0)
 		r = enc_processes(&e, &req);
 	if (r < 0)
 		goto cleanup;
-	dict.link_table = links;
-	dict.n_link_table = 1;
 	dict.string_table = e.strings;
 	dict.n_string_table = e.n_strings;
 	dict.attribute_table = e.attrs;

@@ -16,13 +16,14 @@
 #include <zlib.h>
 
 #include "arena.h"
+#include "fileid.h"
 #include "pprof.h"
 #include "profile.pb-c.h"
 #include "rpc.h"
 
 /* Labels a sample can carry: pid, tid, thread, comm, process, container,
- * host. */
-#define MAX_LABELS 7
+ * host, trace_id, span_id. */
+#define MAX_LABELS 9
 
 typedef Perftools__Profiles__Profile PProfile;
 typedef Perftools__Profiles__ValueType PValueType;
@@ -46,6 +47,8 @@ enum extra_string {
 	S_PROCESS,
 	S_CONTAINER,
 	S_HOST,
+	S_TRACE_ID,
+	S_SPAN_ID,
 	N_EXTRA,
 };
 
@@ -54,6 +57,7 @@ static const char *const extra_names[N_EXTRA] = {
 	[S_NANOSECONDS] = "nanoseconds", [S_PID] = "pid",   [S_TID] = "tid",
 	[S_THREAD] = "thread",       [S_COMM] = "comm",     [S_PROCESS] = "process",
 	[S_CONTAINER] = "container_id", [S_HOST] = "host",
+	[S_TRACE_ID] = "trace_id",   [S_SPAN_ID] = "span_id",
 };
 
 struct enc {
@@ -90,15 +94,26 @@ static int fill_strings(struct enc *e)
 
 	if (m->n_strings == 0 || !m->strings)
 		return -EINVAL; /* strings[0] must be "" */
-	t = alloc_array(e->a, m->n_strings + N_EXTRA, sizeof(*t));
+	if (m->n_links > (SIZE_MAX - m->n_strings - N_EXTRA) / 2)
+		return -EINVAL;
+	t = alloc_array(e->a, m->n_strings + N_EXTRA + 2 * m->n_links, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->n_strings; i++)
 		t[i] = m->strings[i] ? m->strings[i] : (char *)"";
 	for (size_t i = 0; i < N_EXTRA; i++)
 		t[m->n_strings + i] = (char *)extra_names[i];
+	/* Each link's trace and span IDs in hex, as label values. */
+	for (size_t i = 0; i < m->n_links; i++) {
+		char *trace = arena_alloc(e->a, 33), *span = arena_alloc(e->a, 17);
+
+		if (!trace || !span)
+			return -ENOMEM;
+		t[m->n_strings + N_EXTRA + 2 * i] = bytes_to_hex(m->links[i].trace_id, 16, trace);
+		t[m->n_strings + N_EXTRA + 2 * i + 1] = bytes_to_hex(m->links[i].span_id, 8, span);
+	}
 	e->p.string_table = t;
-	e->p.n_string_table = m->n_strings + N_EXTRA;
+	e->p.n_string_table = m->n_strings + N_EXTRA + 2 * m->n_links;
 	return 0;
 }
 
@@ -344,6 +359,12 @@ static size_t sample_labels(const struct enc *e, const struct pm_sample *s, PLab
 		label_str(&l[n++], extra(e, S_CONTAINER), p->container_id);
 	if (p->host_name)
 		label_str(&l[n++], extra(e, S_HOST), p->host_name);
+	if (s->link) {
+		int64_t hex = (int64_t)(e->m->n_strings + N_EXTRA + 2 * (size_t)(s->link - 1));
+
+		label_str(&l[n++], extra(e, S_TRACE_ID), hex);
+		label_str(&l[n++], extra(e, S_SPAN_ID), hex + 1);
+	}
 	return n;
 }
 
@@ -378,6 +399,8 @@ static int fill_samples(struct enc *e)
 			return -EINVAL;
 		st = &m->stacks[s->stack];
 		if (st->first_loc > m->n_stack_locs || st->n_locs > m->n_stack_locs - st->first_loc)
+			return -EINVAL;
+		if (s->link > m->n_links)
 			return -EINVAL;
 		if (!str_ok(m, m->processes[s->process].comm) ||
 		    !str_ok(m, m->processes[s->process].container_id) ||

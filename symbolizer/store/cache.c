@@ -120,10 +120,21 @@ static const char schema_v4[] =
 static const char schema_v5[] =
 	"DELETE FROM files WHERE file_id NOT IN (SELECT file_id FROM lines);";
 
+/* Samples carry the span the sampled goroutine served (Go probes,
+ * docs/go-probes.md): trace ID and span ID, 24 bytes, or empty. Part of
+ * the key, so samples of different requests stay apart. Recent data:
+ * dropped, not converted. */
+static const char schema_v6[] =
+	"DROP TABLE samples;"
+	"CREATE TABLE samples ("
+	" minute INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,"
+	" span BLOB NOT NULL, stack_id INTEGER NOT NULL, count INTEGER NOT NULL,"
+	" PRIMARY KEY (minute, pid, tid, span, stack_id)) WITHOUT ROWID;";
+
 /* Migrations from version i to i + 1 go here as they appear; index 0
  * creates the schema in an empty database. */
 static const char *const migrations[CACHE_SCHEMA_VERSION] = { schema_v1, schema_v2, schema_v3,
-									 schema_v4, schema_v5 };
+									 schema_v4, schema_v5, schema_v6 };
 
 static int sqlite_to_errno(int rc)
 {

@@ -24,7 +24,7 @@
  * 3: the source index (line_index.h), a third product (table lines).
  * 4: profiles keep raw stacks and thread IDs (stacks.raw, samples.tid).
  * 5: files without a source index are forgotten once (analysed again). */
-#define CACHE_SCHEMA_VERSION 5
+#define CACHE_SCHEMA_VERSION 6
 
 struct cache;
 

@@ -1,11 +1,12 @@
 /* profile.c - the recent-profile store (see profile.h).
  *
  * Stacks are interned in stacks(text, raw) and counted in samples(minute,
- * pid, tid, stack_id). Top is computed here from the per-stack sums of the window:
+ * pid, tid, span, stack_id). Top is computed here from the per-stack sums of the window:
  * SQL cannot split the folded text, and the number of distinct stacks in
  * a window is small next to the number of samples.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 struct batch_key {
 	uint64_t minute;
 	uint32_t pid, tid;
+	uint8_t span[PROFILE_SPAN_LEN]; /* all zero: none */
 	uint64_t stack_hash;
 	uint32_t frames_len, raw_len;
 	uint32_t comm_len, pad;
@@ -174,8 +176,9 @@ static int prepare_all(struct profile_store *p, sqlite3 *db)
 	if (prep(p->db, "SELECT id FROM stacks WHERE text = ?1 AND raw = ?2", &p->st_stack_get) < 0 ||
 	    prep(p->db, "INSERT INTO stacks (text, raw) VALUES (?1, ?2)", &p->st_stack_put) < 0 ||
 	    prep(p->db,
-		 "INSERT INTO samples (minute, pid, tid, stack_id, count) VALUES (?1, ?2, ?3, ?4, ?5)"
-		 " ON CONFLICT (minute, pid, tid, stack_id)"
+		 "INSERT INTO samples (minute, pid, tid, span, stack_id, count)"
+		 " VALUES (?1, ?2, ?3, ?6, ?4, ?5)"
+		 " ON CONFLICT (minute, pid, tid, span, stack_id)"
 		 " DO UPDATE SET count = count + excluded.count",
 		 &p->st_sample) < 0 ||
 	    prep(p->db,
@@ -189,7 +192,7 @@ static int prepare_all(struct profile_store *p, sqlite3 *db)
 		 " GROUP BY st.text ORDER BY n DESC, st.text LIMIT ?4",
 		 &p->st_folded) < 0 ||
 	    prep(p->db,
-		 "SELECT s.minute, s.pid, s.tid, st.text, st.raw, s.count"
+		 "SELECT s.minute, s.pid, s.tid, st.text, st.raw, s.count, s.span"
 		 " FROM samples s JOIN stacks st ON st.id = s.stack_id"
 		 " WHERE s.minute >= ?1 AND s.minute < ?2 AND (?3 = 0 OR s.pid = ?3)",
 		 &p->st_rows) < 0 ||
@@ -292,6 +295,8 @@ int profile_add(struct profile_store *p, const struct profile_sample *smp)
 
 	if (smp->count == 0)
 		return 0;
+	if (smp->span)
+		memcpy(k.span, smp->span, PROFILE_SPAN_LEN);
 	k.frames_len = smp->frames_len || !smp->frames ? (uint32_t)smp->frames_len
 						       : (uint32_t)strlen(smp->frames);
 	k.raw_len = (uint32_t)smp->raw_len;
@@ -359,7 +364,7 @@ static int stack_id(struct profile_store *p, const char *text, size_t len, const
 static int row_stack_id(struct profile_store *p, const void *key, size_t klen,
 			const struct batch_val *v, int64_t *ret)
 {
-	/* The cache key: the batch key without minute, pid and tid. */
+	/* The cache key: the batch key without minute, pid, tid and span. */
 	const size_t skip = offsetof(struct batch_key, stack_hash);
 	int64_t *id = hmap_get(p->ids, (const char *)key + skip, klen - skip);
 	int r;
@@ -455,6 +460,13 @@ static int write_rows(struct profile_store *p, struct hmap *m, struct hmap_iter 
 		sqlite3_bind_int64(p->st_sample, 3, k.tid);
 		sqlite3_bind_int64(p->st_sample, 4, id);
 		sqlite3_bind_int64(p->st_sample, 5, (int64_t)v->count);
+		{
+			static const uint8_t none[PROFILE_SPAN_LEN];
+			bool has = memcmp(k.span, none, sizeof(none)) != 0;
+
+			sqlite3_bind_blob(p->st_sample, 6, has ? k.span : none, has ? PROFILE_SPAN_LEN : 0,
+					  SQLITE_TRANSIENT);
+		}
 		if (sqlite3_step(p->st_sample) != SQLITE_DONE)
 			r = -EIO;
 		sqlite3_reset(p->st_sample);
@@ -799,6 +811,9 @@ int profile_rows(struct profile_store *p, const struct profile_query *q,
 			.raw_len = (size_t)sqlite3_column_bytes(p->st_rows, 4),
 			.count = (uint64_t)sqlite3_column_int64(p->st_rows, 5),
 		};
+
+		if (sqlite3_column_bytes(p->st_rows, 6) == PROFILE_SPAN_LEN)
+			row.span = sqlite3_column_blob(p->st_rows, 6);
 
 		/* The comm is the folded text's first frame. */
 		if (clen > PROFILE_MAX_NAME)

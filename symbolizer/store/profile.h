@@ -42,10 +42,14 @@ struct profile_store *profile_new(struct cache *c, unsigned retention_minutes);
 /* Flushes, then frees. Accepts NULL. */
 void profile_free(struct profile_store *p);
 
+/* Trace ID (16 bytes) then span ID (8): the span a sample was taken in. */
+#define PROFILE_SPAN_LEN 24
+
 /* count samples of one stack by thread tid of pid at time unix_s. */
 struct profile_sample {
 	uint64_t unix_s;
 	uint32_t pid, tid;
+	const uint8_t *span; /* PROFILE_SPAN_LEN bytes, or NULL: in no span */
 	const char *comm;   /* thread name; sanitised here */
 	const char *frames; /* folded text without the comm (folded_push); may be "" */
 	const void *raw;    /* the raw stack (export/rawstack.h); may be NULL */
@@ -119,6 +123,7 @@ int profile_folded(struct profile_store *p, const struct profile_query *q, struc
 struct profile_row {
 	uint64_t minute; /* unix seconds / 60 */
 	uint32_t pid, tid;
+	const uint8_t *span; /* PROFILE_SPAN_LEN bytes, or NULL */
 	const char *comm;
 	const void *raw;
 	size_t raw_len;

@@ -117,6 +117,12 @@ static void build(struct pmodel *m, uint32_t *ret_st1)
 				  .first_ns = 1500000000, .last_ns = 1500000000 };
 	assert_int_equal(pm_sample(m, &smp), 0);
 	smp = (struct pm_sample){ .stack = st2, .process = p2, .count = 3 };
+	{
+		/* Taken while a traced request was served (Go probes). */
+		static const uint8_t span[24] = {0x4b,0xf9,0x2f,0x35,0x77,0xb3,0x4d,0xa6,0xa3,0xce,0x92,0x9d,0x0e,0x0e,0x47,0x36,0x00,0xf0,0x67,0xaa,0x0b,0xa9,0x02,0xb7};
+
+		assert_int_equal(pm_link(m, span, &smp.link), 0);
+	}
 	assert_int_equal(pm_sample(m, &smp), 0);
 	*ret_st1 = st1;
 }
@@ -139,7 +145,13 @@ static void test_encode_tables(void **state)
 	assert_true(d->n_location_table == m.n_locations + 1);
 	assert_true(d->n_function_table == m.n_functions + 1);
 	assert_true(d->n_stack_table == m.n_stacks + 1);
-	assert_true(d->n_link_table == 1);
+	assert_true(d->n_link_table == 2);
+	assert_int_equal(d->link_table[0]->trace_id.len, 16);
+	assert_int_equal(d->link_table[0]->span_id.len, 8);
+	assert_int_equal(d->link_table[1]->trace_id.data[0], 0x4b);
+	assert_int_equal(d->link_table[1]->trace_id.data[15], 0x36);
+	assert_int_equal(d->link_table[1]->span_id.data[0], 0x00);
+	assert_int_equal(d->link_table[1]->span_id.data[7], 0xb7);
 	assert_int_equal(d->mapping_table[0]->filename_strindex, 0);
 	assert_int_equal(d->location_table[0]->n_lines, 0);
 	assert_int_equal(d->stack_table[0]->n_location_indices, 0);
@@ -238,6 +250,7 @@ static void test_encode_resources_samples(void **state)
 			assert_int_equal(attr(r, s->attribute_indices[0], "thread.id")->int_value, 101);
 			assert_string_equal(attr(r, s->attribute_indices[1], "thread.name")->string_value,
 					    "worker");
+			assert_int_equal(s->link_index, 0);
 			assert_int_equal(pr->samples[1]->n_values, 1);
 			assert_int_equal(pr->samples[1]->n_timestamps_unix_nano, 1);
 		} else {
@@ -250,6 +263,7 @@ static void test_encode_resources_samples(void **state)
 			assert_int_equal(pr->samples[0]->values[0], 30000000);
 			assert_int_equal(pr->samples[0]->n_timestamps_unix_nano, 0);
 			assert_int_equal(pr->samples[0]->n_attribute_indices, 0);
+			assert_int_equal(pr->samples[0]->link_index, 1);
 		}
 	}
 	assert_int_equal(total, (int64_t)m.total * 10000000);

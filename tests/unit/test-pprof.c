@@ -138,8 +138,11 @@ static void build(struct pmodel *m)
 		struct pm_sample b = { .stack = st1, .tid = 42, .thread_name = s_comm, .count = 2,
 				       .first_ns = START_NS + 500, .last_ns = START_NS + 2000 };
 
+		static const uint8_t span[24] = {0x4b,0xf9,0x2f,0x35,0x77,0xb3,0x4d,0xa6,0xa3,0xce,0x92,0x9d,0x0e,0x0e,0x47,0x36,0x00,0xf0,0x67,0xaa,0x0b,0xa9,0x02,0xb7};
+
 		assert_int_equal(pm_process(m, &p, &proc), 0);
 		a.process = b.process = proc;
+		assert_int_equal(pm_link(m, span, &a.link), 0); /* a traced request's samples */
 		assert_int_equal(pm_sample(m, &a), 0);
 		assert_int_equal(pm_sample(m, &b), 0);
 	}
@@ -208,6 +211,7 @@ static void test_round_trip(void **state)
 			assert_int_equal(s->value[0], 2);
 			assert_string_equal(label(p, s, "tid", buf), "42");
 			assert_string_equal(label(p, s, "comm", buf), "work");
+			assert_null(label(p, s, "trace_id", buf));
 			assert_int_equal(k->mapping_id, 0);
 			assert_int_equal(k->address, 0xffffffff81000000ull);
 			assert_int_equal(k->n_line, 1);
@@ -218,6 +222,9 @@ static void test_round_trip(void **state)
 			assert_string_equal(label(p, s, "tid", buf), "43");
 			assert_string_equal(label(p, s, "thread", buf), "worker");
 			assert_string_equal(label(p, s, "comm", buf), "worker");
+			assert_string_equal(label(p, s, "trace_id", buf),
+					    "4bf92f3577b34da6a3ce929d0e0e4736");
+			assert_string_equal(label(p, s, "span_id", buf), "00f067aa0ba902b7");
 		}
 		/* Leaf first, main last; the leaf's lines innermost first. */
 		leaf = loc(p, s->location_id[s->n_location_id - 2]);

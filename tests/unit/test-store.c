@@ -241,9 +241,11 @@ static int add(struct profile_store *p, uint64_t unix_s, uint32_t pid, uint32_t 
 }
 
 struct rows_seen {
-	uint64_t total, tid7, raw_b;
+	uint64_t total, tid7, raw_b, in_span;
 	size_t rows;
 };
+
+static const uint8_t test_span[PROFILE_SPAN_LEN] = { 0xab, 1, 2, 3, [23] = 0xcd };
 
 static int count_row(const struct profile_row *row, void *ctx)
 {
@@ -255,6 +257,10 @@ static int count_row(const struct profile_row *row, void *ctx)
 		seen->tid7 += row->count;
 	if (row->raw_len == 1 && !memcmp(row->raw, "b", 1))
 		seen->raw_b += row->count;
+	if (row->span) {
+		assert_memory_equal(row->span, test_span, PROFILE_SPAN_LEN);
+		seen->in_span += row->count;
+	}
 	assert_string_equal(row->comm, "app:x");
 	return 0;
 }
@@ -337,13 +343,31 @@ static void test_profile(void **state)
 	assert_int_equal(seen.tid7, 3);
 	assert_int_equal(seen.raw_b, 3);
 
+	/* The same stack and thread in a span (Go probes) is a row of its own. */
+	{
+		struct profile_sample smp = { .unix_s = t0 + 1202, .pid = 3, .tid = 7, .comm = "app;x",
+					      .frames = "main;k", .raw = "a", .raw_len = 1,
+					      .count = 4, .span = test_span };
+
+		assert_int_equal(profile_add(p, &smp), 0);
+	}
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(profile_rows(p, &w4, count_row, &seen), 0);
+	assert_int_equal(seen.rows, 3);
+	assert_int_equal(seen.total, 10);
+	assert_int_equal(seen.tid7, 7);
+	assert_int_equal(seen.in_span, 4);
+	assert_int_equal(profile_folded(p, &w4, a, &st, &n, &total), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(st[0].count, 10);
+
 	/* Retention: 60 minutes after pid 2's minute only nothing is left. */
 	assert_int_equal(profile_expire(p, t0 + 300 + 60 * 60 - 60), 0);
 	assert_int_equal(profile_folded(p, &all, a, &st, &n, &total), 0);
-	assert_int_equal(total, 4 + 6);
+	assert_int_equal(total, 4 + 10);
 	assert_int_equal(profile_expire(p, t0 + 300 + 61 * 60), 0);
 	assert_int_equal(profile_folded(p, &all, a, &st, &n, &total), 0);
-	assert_int_equal(total, 6);
+	assert_int_equal(total, 10);
 	assert_int_equal(profile_expire(p, t0 + 1200 + 61 * 60), 0);
 	assert_int_equal(profile_folded(p, &all, a, &st, &n, &total), 0);
 	assert_int_equal(total, 0);
