@@ -14,6 +14,7 @@
 #include "arena.h"
 #include "hmap.h"
 #include "otlp.h"
+#include "otlp_kv.h"
 #include "otlp_profiles_service.pb-c.h"
 
 #define P_(x) Opentelemetry__Proto__Profiles__V1development__##x
@@ -386,34 +387,6 @@ static int enc_sample(struct enc *e, const struct pm_sample *s, P_(Sample) *o)
 	return 0;
 }
 
-/* A string resource attribute, unless the value is empty. */
-static int res_attr(struct enc *e, C_(KeyValue) **kvs, size_t *n, const char *key,
-		    const char *s, int64_t v)
-{
-	C_(KeyValue) *kv;
-	C_(AnyValue) *val;
-
-	if (s && !*s)
-		return 0;
-	kv = arena_alloc(e->a, sizeof(*kv));
-	val = arena_alloc(e->a, sizeof(*val));
-	if (!kv || !val)
-		return -ENOMEM;
-	c_init(key_value)(kv);
-	c_init(any_value)(val);
-	kv->key = (char *)key;
-	if (s) {
-		val->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
-		val->string_value = (char *)s;
-	} else {
-		val->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE;
-		val->int_value = v;
-	}
-	kv->value = val;
-	kvs[(*n)++] = kv;
-	return 0;
-}
-
 static int enc_resource(struct enc *e, const struct pm_process *p, P_(ResourceProfiles) *rp,
 			P_(Sample) **samples, size_t n_samples)
 {
@@ -435,16 +408,16 @@ static int enc_resource(struct enc *e, const struct pm_process *p, P_(ResourcePr
 		return -ENOMEM;
 	opentelemetry__proto__resource__v1__resource__init(res);
 	exe_name = p->exe_name ? mstr(m, p->exe_name) : mstr(m, p->comm);
-	r = res_attr(e, kvs, &res->n_attributes, "host.name", mstr(m, p->host_name), 0);
+	r = otlp_kv_add(e->a, kvs, &res->n_attributes, "host.name", mstr(m, p->host_name), 0);
 	if (r == 0)
-		r = res_attr(e, kvs, &res->n_attributes, "process.pid", NULL, p->pid);
+		r = otlp_kv_add(e->a, kvs, &res->n_attributes, "process.pid", NULL, p->pid);
 	if (r == 0)
-		r = res_attr(e, kvs, &res->n_attributes, "process.executable.name", exe_name, 0);
+		r = otlp_kv_add(e->a, kvs, &res->n_attributes, "process.executable.name", exe_name, 0);
 	if (r == 0)
-		r = res_attr(e, kvs, &res->n_attributes, "process.executable.path",
+		r = otlp_kv_add(e->a, kvs, &res->n_attributes, "process.executable.path",
 			     mstr(m, p->exe_path), 0);
 	if (r == 0)
-		r = res_attr(e, kvs, &res->n_attributes, "container.id", mstr(m, p->container_id), 0);
+		r = otlp_kv_add(e->a, kvs, &res->n_attributes, "container.id", mstr(m, p->container_id), 0);
 	if (r < 0)
 		return r;
 	res->attributes = kvs;

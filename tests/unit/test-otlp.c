@@ -14,6 +14,8 @@
 #include "model.h"
 #include "otlp.h"
 #include "otlp_profiles_service.pb-c.h"
+#include "otlp_trace_service.pb-c.h"
+#include "otlp_traces.h"
 
 #define P_(x) Opentelemetry__Proto__Profiles__V1development__##x
 typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
@@ -304,12 +306,106 @@ static void test_encode_empty_and_no_period(void **state)
 	pm_free(&m);
 }
 
+typedef Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceRequest treq_t;
+
+static const Opentelemetry__Proto__Common__V1__AnyValue *kv_get(
+	Opentelemetry__Proto__Common__V1__KeyValue **kvs, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(kvs[i]->key, key))
+			return kvs[i]->value;
+	return NULL;
+}
+
+/* Spans: grouped into resources by (service, host, pid), with the HTTP
+ * semantic-convention attributes, kinds, parent, flags and status. */
+static void test_encode_traces(void **state)
+{
+	struct trace_span sp[3] = {
+		{ .trace_id = { 0x4b, [15] = 0x36 }, .span_id = { 1, [7] = 2 }, .kind = TRACE_SPAN_SERVER,
+		  .start_ns = 1000, .end_ns = 5000, .service_name = "shop", .host = "node-1", .pid = 7,
+		  .method = "GET", .path = "/users", .status_code = 503, .trace_flags = 1,
+		  .parent_span_id = { 9, [7] = 9 }, .has_parent = true, .remote_parent = true,
+		  .name = "GET /users" },
+		{ .trace_id = { 0x4b, [15] = 0x36 }, .span_id = { 3 }, .kind = TRACE_SPAN_CLIENT,
+		  .start_ns = 2000, .end_ns = 3000, .service_name = "shop", .host = "node-1", .pid = 7,
+		  .method = "POST", .url_full = "http://db:80/q", .server_address = "db", .scheme = "http",
+		  .path = "/q", .status_code = 404, .parent_span_id = { 1, [7] = 2 }, .has_parent = true },
+		{ .trace_id = { 0x77 }, .span_id = { 4 }, .kind = TRACE_SPAN_SERVER, .start_ns = 10,
+		  .end_ns = 20, .host = "node-1", .pid = 8, .method = "GET", .path = "/", .status_code = 200 },
+	};
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	treq_t *r;
+
+	(void)state;
+	assert_int_equal(otlp_traces_encode(sp, 0, &buf, &len), -EINVAL);
+	assert_int_equal(otlp_traces_encode(sp, 3, &buf, &len), 0);
+	r = opentelemetry__proto__collector__trace__v1__export_trace_service_request__unpack(NULL, len,
+											      buf);
+	assert_non_null(r);
+	assert_int_equal(r->n_resource_spans, 2);
+	{
+		const Opentelemetry__Proto__Resource__V1__Resource *res = r->resource_spans[0]->resource;
+		const Opentelemetry__Proto__Trace__V1__ScopeSpans *ss = r->resource_spans[0]->scope_spans[0];
+		const Opentelemetry__Proto__Trace__V1__Span *s0 = ss->spans[0], *s1 = ss->spans[1];
+
+		assert_string_equal(kv_get(res->attributes, res->n_attributes, "service.name")->string_value,
+				    "shop");
+		assert_int_equal(kv_get(res->attributes, res->n_attributes, "process.pid")->int_value, 7);
+		assert_int_equal(ss->n_spans, 2);
+		assert_string_equal(ss->scope->name, "sonde");
+		assert_int_equal(s0->trace_id.len, 16);
+		assert_int_equal(s0->trace_id.data[15], 0x36);
+		assert_int_equal(s0->span_id.len, 8);
+		assert_int_equal(s0->parent_span_id.len, 8);
+		assert_int_equal(s0->parent_span_id.data[0], 9);
+		assert_int_equal(s0->flags, 0x301); /* sampled, parent is remote */
+		assert_string_equal(s0->name, "GET /users");
+		assert_int_equal(s0->kind, OPENTELEMETRY__PROTO__TRACE__V1__SPAN__SPAN_KIND__SPAN_KIND_SERVER);
+		assert_int_equal(s0->start_time_unix_nano, 1000);
+		assert_int_equal(s0->end_time_unix_nano, 5000);
+		assert_string_equal(kv_get(s0->attributes, s0->n_attributes, "http.request.method")->string_value,
+				    "GET");
+		assert_string_equal(kv_get(s0->attributes, s0->n_attributes, "url.path")->string_value,
+				    "/users");
+		assert_int_equal(kv_get(s0->attributes, s0->n_attributes,
+					"http.response.status_code")->int_value, 503);
+		assert_null(kv_get(s0->attributes, s0->n_attributes, "url.full"));
+		assert_int_equal(s0->status->code,
+				 OPENTELEMETRY__PROTO__TRACE__V1__STATUS__STATUS_CODE__STATUS_CODE_ERROR);
+		assert_int_equal(s1->kind, OPENTELEMETRY__PROTO__TRACE__V1__SPAN__SPAN_KIND__SPAN_KIND_CLIENT);
+		assert_string_equal(s1->name, "POST"); /* no name given: the method */
+		assert_int_equal(s1->flags, 0x100);    /* not sampled, parent is local */
+		assert_string_equal(kv_get(s1->attributes, s1->n_attributes, "url.full")->string_value,
+				    "http://db:80/q");
+		assert_string_equal(kv_get(s1->attributes, s1->n_attributes, "server.address")->string_value,
+				    "db");
+		/* A client's 4xx is an error, a server's is not. */
+		assert_int_equal(s1->status->code,
+				 OPENTELEMETRY__PROTO__TRACE__V1__STATUS__STATUS_CODE__STATUS_CODE_ERROR);
+	}
+	{
+		const Opentelemetry__Proto__Resource__V1__Resource *res = r->resource_spans[1]->resource;
+		const Opentelemetry__Proto__Trace__V1__Span *s = r->resource_spans[1]->scope_spans[0]->spans[0];
+
+		assert_string_equal(kv_get(res->attributes, res->n_attributes, "service.name")->string_value,
+				    "unknown_service");
+		assert_int_equal(s->parent_span_id.len, 0);
+		assert_int_equal(s->status->code,
+				 OPENTELEMETRY__PROTO__TRACE__V1__STATUS__STATUS_CODE__STATUS_CODE_UNSET);
+	}
+	opentelemetry__proto__collector__trace__v1__export_trace_service_request__free_unpacked(r, NULL);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_encode_tables),
 		cmocka_unit_test(test_encode_resources_samples),
 		cmocka_unit_test(test_encode_empty_and_no_period),
+		cmocka_unit_test(test_encode_traces),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
