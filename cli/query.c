@@ -487,6 +487,8 @@ int cmd_status(int argc, char **argv)
 		{ "dropped_requests", o ? o->dropped_requests : 0 },
 		{ "backlog_requests", o ? o->backlog_requests : 0 },
 		{ "backlog_bytes", o ? o->backlog_bytes : 0 },
+		{ "spans", o ? o->spans : 0 },
+		{ "dropped_spans", o ? o->dropped_spans : 0 },
 	};
 	const size_t n_otlp = o ? sizeof(otlp_rows) / sizeof(otlp_rows[0]) : 0;
 	if (json) {

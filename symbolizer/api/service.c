@@ -265,6 +265,11 @@ void service_export(struct service *svc, const struct export_sample *s)
 	otlp_exporter_add(svc->otlp, s);
 }
 
+void service_export_span(struct service *svc, const struct trace_span *span)
+{
+	otlp_exporter_add_span(svc->otlp, span);
+}
+
 const char *service_frame_name(struct service *svc, const struct fileid *id, const char *symbol,
 			       uint64_t offset, char *buf, size_t len)
 {

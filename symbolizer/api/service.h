@@ -139,6 +139,10 @@ struct export_sample;
 /* Hands samples just stored to the exporters (OTLP), if any are
  * configured. s and what it points to are borrowed for the call. */
 void service_export(struct service *svc, const struct export_sample *s);
+struct trace_span;
+/* Hands a finished span (Go probes) to the OTLP traces export, if one is
+ * configured. Borrowed for the call. */
+void service_export_span(struct service *svc, const struct trace_span *span);
 
 /* After a handler that may have left work for the timer (pending stacks,
  * queued tables, jobs): the tick comes within its busy interval. */

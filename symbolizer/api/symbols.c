@@ -597,6 +597,8 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 		otlp.dropped_requests = oc.dropped_requests;
 		otlp.backlog_requests = oc.backlog_requests;
 		otlp.backlog_bytes = oc.backlog_bytes;
+		otlp.spans = oc.spans;
+		otlp.dropped_spans = oc.dropped_spans;
 		r.otlp = &otlp;
 	}
 	profile_counts(svc->profile, &added, &dropped);

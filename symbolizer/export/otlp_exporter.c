@@ -2,7 +2,8 @@
  * thread that delivers them (see otlp_exporter.h).
  *
  * Loop thread: otlp_exporter_add() copies each sample (strings and raw
- * stack in one block) onto the held list; the tick symbolizes the held
+ * stack in one block) onto the held list, otlp_exporter_add_span() each
+ * span (the traces of the Go probes) onto another; the tick symbolizes the held
  * samples into a model, encodes it and appends the bytes to the backlog,
  * dropping the oldest requests when the backlog is over its bounds.
  * Sender thread: takes the oldest request, calls Export with a deadline
@@ -20,6 +21,8 @@
 #include "otlp.h"
 #include "otlp_exporter.h"
 #include "otlp_profiles_service.pb-c.h"
+#include "otlp_trace_service.pb-c.h"
+#include "otlp_traces.h"
 
 #define DEFAULT_INTERVAL_MS 10000u
 #define DEFAULT_HELD_BYTES (64u << 20)
@@ -30,6 +33,10 @@
 #define BACKOFF_MIN_MS 500
 #define BACKOFF_MAX_MS 5000
 #define SUMMARY_EVERY_MS 60000
+/* Spans per TraceService request: a few hundred bytes each, so far below
+ * the receive limit. */
+#define SPANS_PER_REQUEST 2000
+#define TRACES_EXPORT_PATH "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 struct held {
 	struct held *next;
@@ -42,7 +49,15 @@ struct request {
 	struct request *next;
 	uint8_t *data;
 	size_t len;
-	uint64_t samples;
+	uint64_t samples; /* a profiles request */
+	uint64_t spans;   /* a traces request */
+};
+
+struct held_span {
+	struct held_span *next;
+	size_t size;
+	struct trace_span ts; /* strings point into data */
+	char data[];
 };
 
 struct otlp_exporter {
@@ -53,6 +68,8 @@ struct otlp_exporter {
 	/* loop thread only */
 	struct held *held, **held_tail;
 	size_t n_held, held_bytes;
+	struct held_span *spans, **spans_tail;
+	size_t n_spans; /* their bytes count in held_bytes */
 	int64_t window_start_ms;
 	uint64_t window_start_unix_ns;
 	int64_t last_summary_ms;
@@ -111,12 +128,36 @@ static void wait_until(struct otlp_exporter *x, int64_t ms)
 }
 
 /* Sends q once. Returns 0 or a negative errno; err says why. */
+static int send_traces(struct otlp_exporter *x, const struct request *q, int timeout_ms,
+		       struct rpc_error *err)
+{
+	Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceResponse *rep;
+	ProtobufCMessage *reply = NULL;
+	int r;
+
+	r = rpc_unary_packed(x->ch, TRACES_EXPORT_PATH, q->data, q->len,
+			     &opentelemetry__proto__collector__trace__v1__export_trace_service_response__descriptor,
+			     timeout_ms, true, &reply, err);
+	if (r < 0)
+		return r;
+	rep = (void *)reply;
+	if (rep->partial_success && rep->partial_success->rejected_spans > 0)
+		log_warn("OTLP receiver rejected %lld spans: %.200s",
+			 (long long)rep->partial_success->rejected_spans,
+			 rep->partial_success->error_message ? rep->partial_success->error_message : "");
+	rpc_message_free(reply);
+	return 0;
+}
+
 static int send_one(struct otlp_exporter *x, const struct request *q, int timeout_ms,
 		    struct rpc_error *err)
 {
 	Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceResponse *rep;
 	ProtobufCMessage *reply = NULL;
 	int r;
+
+	if (q->spans)
+		return send_traces(x, q, timeout_ms, err);
 
 	/* wait_for_ready: while the receiver is away the call waits (up to
 	 * its deadline) for the channel to reconnect instead of failing at
@@ -166,6 +207,7 @@ static void *sender_main(void *arg)
 		if (r == 0) {
 			x->c.requests++;
 			x->c.samples += q->samples;
+			x->c.spans += q->spans;
 			x->n_backlog--;
 			x->backlog_bytes -= q->len;
 			request_free(q);
@@ -198,7 +240,8 @@ static void *sender_main(void *arg)
 /* ---- loop thread ---- */
 
 /* Appends a request, dropping the oldest while over the bounds. */
-static void backlog_push(struct otlp_exporter *x, uint8_t *data, size_t len, uint64_t samples)
+static void backlog_push(struct otlp_exporter *x, uint8_t *data, size_t len, uint64_t samples,
+			 uint64_t spans)
 {
 	struct request *q = calloc(1, sizeof(*q));
 
@@ -206,6 +249,7 @@ static void backlog_push(struct otlp_exporter *x, uint8_t *data, size_t len, uin
 		free(data);
 		pthread_mutex_lock(&x->mu);
 		x->c.dropped_samples += samples;
+		x->c.dropped_spans += spans;
 		x->c.dropped_requests++;
 		pthread_mutex_unlock(&x->mu);
 		return;
@@ -213,6 +257,7 @@ static void backlog_push(struct otlp_exporter *x, uint8_t *data, size_t len, uin
 	q->data = data;
 	q->len = len;
 	q->samples = samples;
+	q->spans = spans;
 	pthread_mutex_lock(&x->mu);
 	while (x->head && (x->n_backlog + 1 > x->o.max_backlog_requests ||
 			   x->backlog_bytes + len > x->o.max_backlog_bytes)) {
@@ -225,11 +270,13 @@ static void backlog_push(struct otlp_exporter *x, uint8_t *data, size_t len, uin
 		x->backlog_bytes -= old->len;
 		x->c.dropped_requests++;
 		x->c.dropped_samples += old->samples;
+		x->c.dropped_spans += old->spans;
 		request_free(old);
 	}
 	if (len > x->o.max_backlog_bytes) {
 		x->c.dropped_requests++;
 		x->c.dropped_samples += samples;
+		x->c.dropped_spans += spans;
 		request_free(q);
 	} else {
 		if (x->tail)
@@ -304,7 +351,7 @@ static void build_range(struct otlp_exporter *x, struct held **v, size_t n, uint
 		return;
 	}
 	log_debug("OTLP: window of %llu samples, %zu bytes queued", (unsigned long long)samples, len);
-	backlog_push(x, data, len, samples);
+	backlog_push(x, data, len, samples, 0);
 	return;
 fail:
 	pm_free(&m);
@@ -349,6 +396,52 @@ static void flush_window(struct otlp_exporter *x)
 	x->n_held = 0;
 	x->held_bytes = 0;
 	x->window_start_unix_ns = now;
+}
+
+static void free_spans(struct otlp_exporter *x)
+{
+	for (struct held_span *h = x->spans, *n; h; h = n) {
+		n = h->next;
+		free(h);
+	}
+	x->spans = NULL;
+	x->spans_tail = &x->spans;
+	x->n_spans = 0;
+}
+
+/* The held spans as TraceService requests of up to SPANS_PER_REQUEST. */
+static void flush_spans(struct otlp_exporter *x)
+{
+	struct trace_span *v = NULL;
+	struct held_span *h = x->spans;
+	size_t n;
+
+	if (!x->n_spans)
+		return;
+	v = malloc((x->n_spans < SPANS_PER_REQUEST ? x->n_spans : SPANS_PER_REQUEST) * sizeof(*v));
+	while (h) {
+		uint8_t *data = NULL;
+		size_t len = 0;
+		int r = -ENOMEM;
+
+		for (n = 0; v && h && n < SPANS_PER_REQUEST; h = h->next)
+			v[n++] = h->ts;
+		if (v)
+			r = otlp_traces_encode(v, n, &data, &len);
+		if (r < 0) {
+			log_warn_errno(r, "OTLP: cannot build a request of %zu spans, dropped them",
+				       x->n_spans);
+			pthread_mutex_lock(&x->mu);
+			x->c.dropped_spans += v ? n : x->n_spans;
+			pthread_mutex_unlock(&x->mu);
+			if (!v)
+				break;
+			continue;
+		}
+		backlog_push(x, data, len, 0, n);
+	}
+	free(v);
+	free_spans(x);
 }
 
 static size_t slen(const char *s)
@@ -401,15 +494,51 @@ void otlp_exporter_add(struct otlp_exporter *x, const struct export_sample *s)
 	x->held_bytes += size;
 }
 
+void otlp_exporter_add_span(struct otlp_exporter *x, const struct trace_span *s)
+{
+	struct held_span *h;
+	size_t size;
+	char *p;
+
+	if (!x || !s)
+		return;
+	size = sizeof(*h) + slen(s->name) + slen(s->service_name) + slen(s->host) +
+	       slen(s->method) + slen(s->path) + slen(s->scheme) + slen(s->server_address) +
+	       slen(s->url_full);
+	if (x->held_bytes + size > x->o.max_held_bytes || !(h = malloc(size))) {
+		pthread_mutex_lock(&x->mu);
+		x->c.dropped_spans++;
+		pthread_mutex_unlock(&x->mu);
+		return;
+	}
+	h->next = NULL;
+	h->size = size;
+	h->ts = *s;
+	p = h->data;
+	h->ts.name = put(&p, s->name);
+	h->ts.service_name = put(&p, s->service_name);
+	h->ts.host = put(&p, s->host);
+	h->ts.method = put(&p, s->method);
+	h->ts.path = put(&p, s->path);
+	h->ts.scheme = put(&p, s->scheme);
+	h->ts.server_address = put(&p, s->server_address);
+	h->ts.url_full = put(&p, s->url_full);
+	*x->spans_tail = h;
+	x->spans_tail = &h->next;
+	x->n_spans++;
+	x->held_bytes += size;
+}
+
 static void log_summary(struct otlp_exporter *x, const char *when)
 {
 	struct otlp_counters c;
 
 	otlp_exporter_counters(x, &c);
-	log_info("OTLP export to %s%s: %llu requests (%llu samples) delivered, %llu failed attempts, %llu samples dropped (%llu requests), %llu requests waiting",
+	log_info("OTLP export to %s%s: %llu requests (%llu samples, %llu spans) delivered, %llu failed attempts, %llu samples and %llu spans dropped (%llu requests), %llu requests waiting",
 		 x->target, when, (unsigned long long)c.requests, (unsigned long long)c.samples,
+		 (unsigned long long)c.spans,
 		 (unsigned long long)c.failures, (unsigned long long)c.dropped_samples,
-		 (unsigned long long)c.dropped_requests, (unsigned long long)c.backlog_requests);
+		 (unsigned long long)c.dropped_spans, (unsigned long long)c.dropped_requests, (unsigned long long)c.backlog_requests);
 }
 
 void otlp_exporter_tick(struct otlp_exporter *x, int64_t now_ms)
@@ -419,6 +548,7 @@ void otlp_exporter_tick(struct otlp_exporter *x, int64_t now_ms)
 	if (now_ms - x->window_start_ms >= (int64_t)x->o.interval_ms) {
 		x->window_start_ms = now_ms;
 		flush_window(x);
+		flush_spans(x);
 	}
 	if (now_ms - x->last_summary_ms >= SUMMARY_EVERY_MS) {
 		struct otlp_counters c;
@@ -483,6 +613,7 @@ struct otlp_exporter *otlp_exporter_new(struct service *svc, const struct otlp_e
 	if (!x->o.send_timeout_ms)
 		x->o.send_timeout_ms = DEFAULT_SEND_TIMEOUT_MS;
 	x->held_tail = &x->held;
+	x->spans_tail = &x->spans;
 	x->window_start_ms = x->last_summary_ms = mono_ms();
 	x->window_start_unix_ns = unix_ns();
 	x->target = strdup(opts->target ? opts->target : "");
@@ -513,6 +644,7 @@ void otlp_exporter_free(struct otlp_exporter *x, int drain_ms)
 		return;
 	if (x->thread_started) {
 		flush_window(x);
+		flush_spans(x);
 		pthread_mutex_lock(&x->mu);
 		x->stop = true;
 		x->drain_until_ms = mono_ms() + (drain_ms > 0 ? drain_ms : 0);
@@ -524,6 +656,7 @@ void otlp_exporter_free(struct otlp_exporter *x, int drain_ms)
 		next = q->next;
 		x->c.dropped_requests++;
 		x->c.dropped_samples += q->samples;
+		x->c.dropped_spans += q->spans;
 		request_free(q);
 	}
 	x->head = x->tail = NULL;
@@ -535,6 +668,7 @@ void otlp_exporter_free(struct otlp_exporter *x, int drain_ms)
 		n = h->next;
 		free(h);
 	}
+	free_spans(x);
 	rpc_channel_free(x->ch);
 	free(x->target);
 	pthread_cond_destroy(&x->cond);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "export.h"
+#include "otlp_traces.h"
 #include "rpc.h"
 
 struct service;
@@ -40,6 +41,8 @@ struct otlp_counters {
 	uint64_t dropped_samples; /* never delivered: over a bound, or not symbolizable */
 	uint64_t dropped_requests;/* pushed out of the backlog */
 	uint64_t backlog_requests, backlog_bytes; /* now */
+	uint64_t spans;           /* delivered (TraceService/Export) */
+	uint64_t dropped_spans;   /* never delivered */
 };
 
 /* svc is borrowed (for symbolization at tick time). Starts the sender
@@ -48,6 +51,9 @@ struct otlp_exporter *otlp_exporter_new(struct service *svc, const struct otlp_e
 /* Copies what it needs from s. Over max_held_bytes the sample is
  * dropped and counted. Accepts x == NULL (no exporter: nothing). */
 void otlp_exporter_add(struct otlp_exporter *x, const struct export_sample *s);
+/* Copies span; it goes out in the window's TraceService/Export request(s).
+ * Over max_held_bytes it is dropped and counted. Accepts x == NULL. */
+void otlp_exporter_add_span(struct otlp_exporter *x, const struct trace_span *span);
 /* From the service timer: once the interval is over, builds and queues
  * the window's request(s). now_ms is monotonic. */
 void otlp_exporter_tick(struct otlp_exporter *x, int64_t now_ms);

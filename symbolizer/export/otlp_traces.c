@@ -76,11 +76,11 @@ static int enc_span(struct arena *a, const struct trace_span *s, T_(Span) *o)
 	return 0;
 }
 
-/* The resource of spans[0] and every span of the same resource that
- * follows it in spans (the caller passes runs of one resource). */
-static int enc_resource(struct arena *a, const struct trace_span *spans, size_t n,
+/* One resource: the spans spans[idx[0..n)], all of the same resource. */
+static int enc_resource(struct arena *a, const struct trace_span *all, const size_t *idx, size_t n,
 			T_(ResourceSpans) *rs)
 {
+	const struct trace_span *first = &all[idx[0]];
 	Opentelemetry__Proto__Resource__V1__Resource *res = arena_alloc(a, sizeof(*res));
 	Opentelemetry__Proto__Common__V1__InstrumentationScope *scope = arena_alloc(a, sizeof(*scope));
 	T_(ScopeSpans) *ss = arena_alloc(a, sizeof(*ss)), **pss = arena_alloc(a, sizeof(*pss));
@@ -93,15 +93,15 @@ static int enc_resource(struct arena *a, const struct trace_span *spans, size_t 
 	opentelemetry__proto__resource__v1__resource__init(res);
 	res->attributes = kvs;
 	r = otlp_kv_add(a, kvs, &res->n_attributes, "service.name",
-			spans[0].service_name && *spans[0].service_name ? spans[0].service_name
-									: "unknown_service",
+			first->service_name && *first->service_name ? first->service_name
+								    : "unknown_service",
 			0);
-	if (r == 0 && spans[0].host)
-		r = otlp_kv_add(a, kvs, &res->n_attributes, "host.name", spans[0].host, 0);
-	if (r == 0 && spans[0].pid)
-		r = otlp_kv_add(a, kvs, &res->n_attributes, "process.pid", NULL, spans[0].pid);
+	if (r == 0 && first->host)
+		r = otlp_kv_add(a, kvs, &res->n_attributes, "host.name", first->host, 0);
+	if (r == 0 && first->pid)
+		r = otlp_kv_add(a, kvs, &res->n_attributes, "process.pid", NULL, first->pid);
 	for (size_t i = 0; r == 0 && i < n; i++) {
-		r = enc_span(a, &spans[i], &sp[i]);
+		r = enc_span(a, &all[idx[i]], &sp[i]);
 		psp[i] = &sp[i];
 	}
 	if (r < 0)
@@ -125,7 +125,8 @@ int otlp_traces_encode(const struct trace_span *spans, size_t n, uint8_t **ret, 
 	Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceRequest req;
 	struct arena *a;
 	T_(ResourceSpans) *rs, **prs;
-	size_t nrs = 0, len;
+	size_t nrs = 0, len, *idx;
+	bool *taken;
 	uint8_t *out;
 	int r = 0;
 
@@ -136,22 +137,30 @@ int otlp_traces_encode(const struct trace_span *spans, size_t n, uint8_t **ret, 
 		return -ENOMEM;
 	rs = arena_alloc(a, n * sizeof(*rs));
 	prs = arena_alloc(a, n * sizeof(*prs));
-	if (!rs || !prs) {
+	idx = arena_alloc(a, n * sizeof(*idx));
+	taken = arena_alloc(a, n * sizeof(*taken));
+	if (!rs || !prs || !idx || !taken) {
 		r = -ENOMEM;
 		goto cleanup;
 	}
-	/* Runs of one resource; spans usually arrive grouped by process. */
-	for (size_t i = 0; i < n;) {
-		size_t j = i + 1;
+	memset(taken, 0, n * sizeof(*taken));
+	/* One ResourceSpans per resource, spans in their order. Quadratic in
+	 * the number of resources of a request, which is small (processes). */
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
 
-		while (j < n && same_resource(&spans[i], &spans[j]))
-			j++;
-		r = enc_resource(a, spans + i, j - i, &rs[nrs]);
+		if (taken[i])
+			continue;
+		for (size_t j = i; j < n; j++)
+			if (!taken[j] && same_resource(&spans[i], &spans[j])) {
+				taken[j] = true;
+				idx[k++] = j;
+			}
+		r = enc_resource(a, spans, idx, k, &rs[nrs]);
 		if (r < 0)
 			goto cleanup;
 		prs[nrs] = &rs[nrs];
 		nrs++;
-		i = j;
 	}
 	opentelemetry__proto__collector__trace__v1__export_trace_service_request__init(&req);
 	req.resource_spans = prs;

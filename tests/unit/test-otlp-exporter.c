@@ -21,6 +21,7 @@
 #include "otlp.h"
 #include "otlp_exporter.h"
 #include "otlp_profiles_service.pb-c.h"
+#include "otlp_trace_service.pb-c.h"
 #include "rpc.h"
 
 #define PERIOD_NS 10000000ull /* 100 Hz */
@@ -66,11 +67,39 @@ static void on_export(struct rpc_call *call, const ProtobufCMessage *msg, void *
 	rpc_call_finish(call, RPC_OK, NULL, &rep.base);
 }
 
+static atomic_uint_fast64_t got_trace_requests, got_spans, got_span_500;
+
+static void on_traces(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
+{
+	const Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceRequest *req =
+		(const void *)msg;
+	Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceResponse rep =
+		OPENTELEMETRY__PROTO__COLLECTOR__TRACE__V1__EXPORT_TRACE_SERVICE_RESPONSE__INIT;
+
+	(void)ctx;
+	for (size_t i = 0; i < req->n_resource_spans; i++)
+		for (size_t k = 0; k < req->resource_spans[i]->n_scope_spans; k++) {
+			const Opentelemetry__Proto__Trace__V1__ScopeSpans *ss =
+				req->resource_spans[i]->scope_spans[k];
+
+			atomic_fetch_add(&got_spans, ss->n_spans);
+			for (size_t j = 0; j < ss->n_spans; j++)
+				if (ss->spans[j]->start_time_unix_nano == 500)
+					atomic_fetch_add(&got_span_500, 1);
+		}
+	atomic_fetch_add(&got_trace_requests, 1);
+	rpc_call_finish(call, RPC_OK, NULL, &rep.base);
+}
+
 static const struct rpc_method methods[] = {
 	{ .path = OTLP_PROFILES_EXPORT_PATH,
 	  .kind = RPC_UNARY,
 	  .request = &opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__descriptor,
 	  .on_call = on_export },
+	{ .path = "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+	  .kind = RPC_UNARY,
+	  .request = &opentelemetry__proto__collector__trace__v1__export_trace_service_request__descriptor,
+	  .on_call = on_traces },
 };
 
 static void sleep_ms(int ms)
@@ -102,7 +131,7 @@ static void add(struct otlp_exporter *x, uint32_t pid, uint64_t count, const voi
 /* A window of three samples reaches the receiver as one request. */
 static void test_delivery(void **state)
 {
-	struct rpc_server *srv = rpc_server_new(methods, 1, NULL, NULL);
+	struct rpc_server *srv = rpc_server_new(methods, 2, NULL, NULL);
 	struct otlp_exporter_opts o = { .interval_ms = 10, .send_timeout_ms = 5000 };
 	struct otlp_counters c;
 	struct otlp_exporter *x;
@@ -148,11 +177,62 @@ static void test_delivery(void **state)
 	rpc_server_free(srv);
 }
 
+/* Spans of a window go out as TraceService requests of at most 2,000
+ * spans, next to the profiles; each is delivered once and counted. */
+static void test_spans(void **state)
+{
+	struct rpc_server *srv = rpc_server_new(methods, 2, NULL, NULL);
+	struct otlp_exporter_opts o = { .interval_ms = 10, .send_timeout_ms = 5000 };
+	struct otlp_counters c;
+	struct otlp_exporter *x;
+	char target[64];
+	int port = 0;
+
+	(void)state;
+	atomic_store(&got_trace_requests, 0);
+	atomic_store(&got_spans, 0);
+	assert_non_null(srv);
+	assert_int_equal(rpc_server_listen(srv, "tcp:127.0.0.1:0", &port), 0);
+	assert_int_equal(rpc_server_start(srv), 0);
+	snprintf(target, sizeof(target), "tcp:127.0.0.1:%d", port);
+	o.target = target;
+	x = otlp_exporter_new(NULL, &o);
+	assert_non_null(x);
+	for (int i = 0; i < 4500; i++) {
+		char path[32];
+		struct trace_span sp = { .trace_id = { 1 }, .span_id = { (uint8_t)i, 1 },
+					 .kind = TRACE_SPAN_SERVER, .start_ns = 500 + (uint64_t)(i % 3),
+					 .end_ns = 900, .service_name = "svc", .pid = 1 + (uint32_t)(i % 4),
+					 .method = "GET", .path = path, .status_code = 200 };
+
+		snprintf(path, sizeof(path), "/item/%d", i);
+		otlp_exporter_add_span(x, &sp); /* path is copied */
+	}
+	sleep_ms(20);
+	otlp_exporter_tick(x, now_ms());
+	for (int i = 0; i < 500 && atomic_load(&got_spans) < 4500; i++)
+		sleep_ms(10);
+	assert_int_equal(atomic_load(&got_spans), 4500);
+	assert_int_equal(atomic_load(&got_trace_requests), 3);
+	assert_int_equal(atomic_load(&got_span_500), 1500);
+	for (int i = 0; i < 100; i++) {
+		otlp_exporter_counters(x, &c);
+		if (c.spans == 4500)
+			break;
+		sleep_ms(10);
+	}
+	assert_int_equal(c.spans, 4500);
+	assert_int_equal(c.dropped_spans, 0);
+	assert_int_equal(c.samples, 0);
+	otlp_exporter_free(x, 5000);
+	rpc_server_free(srv);
+}
+
 /* A window over max_request_bytes goes out as several requests, each
  * with its own dictionary, and no sample is lost. */
 static void test_split(void **state)
 {
-	struct rpc_server *srv = rpc_server_new(methods, 1, NULL, NULL);
+	struct rpc_server *srv = rpc_server_new(methods, 2, NULL, NULL);
 	struct otlp_exporter_opts o = { .interval_ms = 10, .send_timeout_ms = 5000,
 					.max_request_bytes = 400 };
 	struct otlp_exporter *x;
@@ -250,6 +330,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_delivery),
+		cmocka_unit_test(test_spans),
 		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_backlog_bounds),
 		cmocka_unit_test(test_held_bound),
