@@ -106,3 +106,4 @@ int cmd_top(int argc, char **argv);
 int cmd_folded(int argc, char **argv);
 int cmd_symbolize(int argc, char **argv);
 int cmd_status(int argc, char **argv);
+int cmd_spans(int argc, char **argv);

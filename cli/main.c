@@ -18,6 +18,7 @@ static const struct {
 	{ "pprof", cmd_pprof, "write stored samples as a gzipped pprof profile" },
 	{ "symbolize", cmd_symbolize, "turn addresses of a file into function names" },
 	{ "status", cmd_status, "show a running symbolizer's counters" },
+	{ "spans", cmd_spans, "list recent spans of the Go probes" },
 };
 
 static void usage(FILE *out)

@@ -47,6 +47,7 @@ struct process {
 	uint32_t pid;
 	char comm[COMM_MAX + 1];
 	char *exe;
+	char service[128]; /* OTEL_SERVICE_NAME as the sensor read it; "" if unset */
 	char container_id[65]; /* "" when the cgroup shows none */
 	struct mapping *maps;
 	size_t n_maps;
@@ -728,6 +729,7 @@ static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
 		p->container_id[0] = '\0';
 	free(p->exe);
 	p->exe = u->exe_path && *u->exe_path ? strdup(u->exe_path) : NULL;
+	snprintf(p->service, sizeof(p->service), "%s", u->otel_service_name ? u->otel_service_name : "");
 	if (u->n_mappings) {
 		maps = calloc(u->n_mappings, sizeof(*maps));
 		if (!maps) {
@@ -803,6 +805,23 @@ static int on_kernel_symbols(struct session *s, const Sonde__V1__KernelSymbols *
 		session_retry_pending(s, false);
 	}
 	return 0;
+}
+
+/* The service a span of pid belongs to: OTEL_SERVICE_NAME, else the
+ * executable's name (semantic conventions), else the process name. */
+static const char *service_of(void *ctx, uint32_t pid)
+{
+	struct session *s = ctx;
+	const struct process *p = hmap_get_u64(s->procs, pid);
+	const char *slash;
+
+	if (!p)
+		return NULL;
+	if (p->service[0])
+		return p->service;
+	if (p->exe && (slash = strrchr(p->exe, '/')) && slash[1])
+		return slash + 1;
+	return p->comm[0] ? p->comm : NULL;
 }
 
 static int add_stackdef(struct session *s, const Sonde__V1__StackDef *sd)
@@ -1066,6 +1085,11 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 			po->exited_ms = service_now_ms();
 		break;
 	}
+	case SONDE__V1__SENSOR_MESSAGE__KIND_PROBE_EVENTS:
+		spans_add_records(s->svc, s->hostname, m->probe_events->monotonic_to_unix_ns,
+				  m->probe_events->records, m->probe_events->n_records,
+				  m->probe_events->records_lost, service_of, s);
+		break;
 	case SONDE__V1__SENSOR_MESSAGE__KIND_KERNEL_SYMBOLS:
 		on_kernel_symbols(s, m->kernel_symbols);
 		break;

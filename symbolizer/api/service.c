@@ -54,6 +54,10 @@ static const struct rpc_method methods[] = {
 	  .kind = RPC_UNARY,
 	  .request = &sonde__v1__profile_query__descriptor,
 	  .on_call = pprof_call },
+	{ .path = "/sonde.v1.Symbols/Spans",
+	  .kind = RPC_UNARY,
+	  .request = &sonde__v1__spans_request__descriptor,
+	  .on_call = spans_call },
 };
 
 const struct rpc_method *service_methods(size_t *ret_n)
@@ -81,8 +85,9 @@ struct service *service_new(const struct service_opts *opts)
 	svc->names = hmap_new();
 	svc->proc_outcomes = hmap_new();
 	svc->uploads = hmap_new();
+	svc->spans = span_store_new();
 	if (!svc->jobs || !svc->requests || !svc->retry || !svc->paths ||
-	    !svc->names || !svc->proc_outcomes || !svc->uploads) {
+	    !svc->names || !svc->proc_outcomes || !svc->uploads || !svc->spans) {
 		service_free(svc);
 		return NULL;
 	}
@@ -205,6 +210,7 @@ void service_free(struct service *svc)
 	hmap_free(svc->paths, free);
 	hmap_free(svc->names, free);
 	hmap_free(svc->proc_outcomes, free);
+	span_store_free(svc->spans);
 	free(svc);
 }
 

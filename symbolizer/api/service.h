@@ -102,6 +102,7 @@ struct service {
 	int64_t upload_refill_ms;
 	int64_t last_flush_ms, last_expire_ms;
 	struct otlp_exporter *otlp; /* NULL: no --otlp-endpoint */
+	struct span_store *spans;   /* spans.c */
 };
 
 /* ---- service.c ---- */
@@ -219,6 +220,18 @@ void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *req, void 
 void symbols_status(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 void symbols_top(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 void symbols_folded(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
+/* ---- spans.c ---- */
+struct span_store *span_store_new(void);
+void span_store_free(struct span_store *st);
+/* Decodes a sensor's ProbeEvents records (rejecting and counting bad
+ * ones), keeps the spans for the Spans method and exports them.
+ * service_of names the service of a pid (OTEL_SERVICE_NAME, else the
+ * executable's name; NULL: unknown). */
+void spans_add_records(struct service *svc, const char *host, int64_t mono_to_unix_ns,
+		       const ProtobufCBinaryData *recs, size_t n, uint64_t lost,
+		       const char *(*service_of)(void *ctx, uint32_t pid), void *ctx);
+void spans_call(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
+
 /* ---- pprof_call.c ---- */
 void pprof_call(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 /* ---- index_worker.c ---- */
