@@ -14,6 +14,7 @@ sonde_build_packages=(
   libsqlite3-dev libssl-dev                # cache + profile store, SHA-256
   libcmocka-dev                            # unit tests
   libseccomp-dev                           # seccomp allow-lists (symbolizer sandbox, sensor)
+  libcapstone-dev                          # x86 decoding: the RETs of hooked Go functions (symbolizer only)
 )
 sonde_test_packages=(
   python3-grpcio python3-protobuf python3-pytest
