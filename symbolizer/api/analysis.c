@@ -37,10 +37,13 @@
 #include "unwind_analysis.h"
 #include "line_index.h"
 #include "minidebug.h"
+#include "go_plan.h"
 #include "service.h"
 
 /* Debug sections fetched from a sensor for the source index, at most. */
 #define LINES_MAX_FETCH (128ull << 20)
+/* A Go executable is fetched whole for its probe plan, up to this size. */
+#define PLAN_MAX_FETCH (192ull << 20)
 
 static const char *const debug_section_names[] = {
 	".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_line_str",
@@ -62,7 +65,7 @@ struct job {
 	struct job *qnext;
 	/* Products finished in an earlier round (the steps are stateless
 	 * and would rebuild them). */
-	bool sym_done, unwind_done, lines_done;
+	bool sym_done, unwind_done, lines_done, plan_done;
 	bool lines_sparse; /* the debug sections were not fetched */
 	struct symtab *symtab;
 	struct unwind_table *unwind;
@@ -281,6 +284,71 @@ static int lines_step(const struct file_image *img, struct elf_need *need)
 	return need->n ? -EAGAIN : 0;
 }
 
+/* The probe plan of a Go executable (docs/go-probes.md), computed from
+ * the whole file (symbols, the hooked functions' code, DWARF) and stored
+ * in the cache; sessions send it with the file's unwind table. Returns 0
+ * (done: stored, or not a Go executable), -EAGAIN (*need says what),
+ * -EBADMSG or -ENOMEM. */
+static int plan_step(struct service *svc, struct job *j, struct elf_need *need)
+{
+	static const char *const names[] = { ".go.buildinfo" };
+	struct elf_section sec;
+	struct elf_layout *layout = malloc(sizeof(*layout));
+	struct go_plan *plan = NULL;
+	uint8_t *copy = NULL, *packed = NULL;
+	size_t len = 0;
+	int r;
+
+	if (!layout)
+		return -ENOMEM;
+	r = elf_sections(j->img, need, names, 1, &sec, layout, NULL);
+	free(layout);
+	if (r < 0)
+		return r;
+	if (!sec.found)
+		return 0;
+	if (j->size > PLAN_MAX_FETCH) {
+		log_info("%s: a Go executable over %llu MiB, not planned for probes",
+			 service_file_name(svc, &j->id) ? service_file_name(svc, &j->id) : "a file",
+			 PLAN_MAX_FETCH >> 20);
+		return 0;
+	}
+	if (!file_image_has(j->img, 0, j->size)) {
+		elf_need_add(need, 0, j->size);
+		return -EAGAIN;
+	}
+	/* libelf may decompress in place: plan a copy, not the shared image. */
+	copy = malloc(j->size);
+	plan = malloc(sizeof(*plan));
+	r = -ENOMEM;
+	if (!copy || !plan)
+		goto cleanup;
+	memcpy(copy, file_image_data(j->img), j->size);
+	r = go_plan_build(copy, j->size, plan);
+	if (r == -ENOENT || r == -EBADMSG) {
+		r = 0; /* not one after all */
+		goto cleanup;
+	}
+	if (r < 0)
+		goto cleanup;
+	r = probe_plan_pack(&j->id, plan, &packed, &len);
+	if (r < 0)
+		goto cleanup;
+	r = cache_store_plan(svc->cache, &j->id, packed, len, (int64_t)time(NULL));
+	if (r < 0)
+		log_warn_errno(r, "storing a probe plan failed");
+	log_info("%s: Go %s, probe plan %s%s (offsets from %s)",
+		 service_file_name(svc, &j->id) ? service_file_name(svc, &j->id) : "a file",
+		 plan->go_version, plan->error ? "not made: " : "made",
+		 plan->error ? plan->error : "", plan->offsets_from ? plan->offsets_from : "-");
+	r = 0;
+cleanup:
+	free(packed);
+	free(plan);
+	free(copy);
+	return r;
+}
+
 static void job_step(struct service *svc, struct job *j)
 {
 	struct elf_need need = { 0 }, uneed = { 0 };
@@ -340,7 +408,20 @@ static void job_step(struct service *svc, struct job *j)
 			j->lines_sparse = r != 0;
 		}
 	}
-	if (j->sym_done && j->unwind_done && j->lines_done) {
+	if (j->sym_done && j->unwind_done && j->lines_done && !j->plan_done) {
+		struct elf_need pneed = { 0 };
+
+		r = plan_step(svc, j, &pneed);
+		if (r == -EAGAIN) {
+			for (size_t i = 0; i < pneed.n; i++)
+				elf_need_add(&need, pneed.ranges[i].offset, pneed.ranges[i].length);
+		} else {
+			if (r < 0)
+				log_debug("probe plan: %d", r);
+			j->plan_done = true;
+		}
+	}
+	if (j->sym_done && j->unwind_done && j->lines_done && j->plan_done) {
 		t = j->symtab;
 		j->symtab = NULL;
 		job_end(svc, j, t, NULL, true);

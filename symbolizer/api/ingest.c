@@ -327,6 +327,32 @@ static int table_send_one(struct session *s, struct table_send *t, bool *ret_don
 	return 0;
 }
 
+/* The file's probe plan (a Go executable, docs/go-probes.md), if the
+ * cache has one: sent once, right after the file's unwind table, so a
+ * restarted symbolizer sends it again from the cache. A plan that does not
+ * unpack (damaged cache) is not sent. */
+static void session_send_plan(struct session *s, const struct fileid *id)
+{
+	Sonde__V1__SymbolizerMessage m = SONDE__V1__SYMBOLIZER_MESSAGE__INIT;
+	Sonde__V1__ProbePlan *plan;
+	void *blob = NULL;
+	size_t len = 0;
+	int r;
+
+	if (cache_lookup_plan(s->svc->cache, id, &blob, &len) < 0)
+		return;
+	plan = sonde__v1__probe_plan__unpack(NULL, len, blob);
+	free(blob);
+	if (!plan)
+		return;
+	m.kind_case = SONDE__V1__SYMBOLIZER_MESSAGE__KIND_PROBE_PLAN;
+	m.probe_plan = plan;
+	r = rpc_call_write(s->call, &m.base);
+	if (r < 0)
+		log_warn_errno(r, "sensor %.100s: sending a probe plan failed", s->hostname);
+	sonde__v1__probe_plan__free_unpacked(plan, NULL);
+}
+
 /* Sends what is queued until done or the write queue is full. */
 static void session_pump_tables(struct session *s)
 {
@@ -350,6 +376,7 @@ static void session_pump_tables(struct session *s)
 		if (r == 0) {
 			t->state = TABLE_SENT;
 			s->tables_sent++;
+			session_send_plan(s, &t->id);
 		} else {
 			/* Not in the cache any more, or no memory: wait for
 			 * it again (the tick re-checks). */

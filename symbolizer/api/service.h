@@ -220,6 +220,12 @@ void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *req, void 
 void symbols_status(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 void symbols_top(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 void symbols_folded(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
+/* ---- probe_plan.c ---- */
+struct go_plan;
+/* p as a packed sonde.v1.ProbePlan for file id: 0 with *ret (malloc'd)
+ * and *ret_len, or -ENOMEM. */
+int probe_plan_pack(const struct fileid *id, const struct go_plan *p, uint8_t **ret, size_t *ret_len);
+
 /* ---- spans.c ---- */
 struct span_store *span_store_new(void);
 void span_store_free(struct span_store *st);

@@ -58,6 +58,7 @@ struct cache {
 	sqlite3_stmt *st_get, *st_put, *st_del, *st_bid, *st_has, *st_count;
 	sqlite3_stmt *st_uget, *st_uput, *st_udel, *st_ucount;
 	sqlite3_stmt *st_lget, *st_lput, *st_ldel;
+	sqlite3_stmt *st_pget, *st_pput;
 	struct hmap *mem; /* mem_key -> mem_entry */
 	struct mem_entry *head, *tail;
 	size_t mem_bytes;
@@ -131,10 +132,20 @@ static const char schema_v6[] =
 	" span BLOB NOT NULL, stack_id INTEGER NOT NULL, count INTEGER NOT NULL,"
 	" PRIMARY KEY (minute, pid, tid, span, stack_id)) WITHOUT ROWID;";
 
+/* The probe plan of a Go executable (docs/go-probes.md): a packed
+ * sonde.v1.ProbePlan, sent as it is to the sensors that map the file. */
+static const char schema_v7[] =
+	"CREATE TABLE probe_plans ("
+	" file_id BLOB PRIMARY KEY NOT NULL CHECK (length(file_id) = 16),"
+	" analysed_at INTEGER NOT NULL,"
+	" plan BLOB NOT NULL"
+	") WITHOUT ROWID;";
+
 /* Migrations from version i to i + 1 go here as they appear; index 0
  * creates the schema in an empty database. */
 static const char *const migrations[CACHE_SCHEMA_VERSION] = { schema_v1, schema_v2, schema_v3,
-									 schema_v4, schema_v5, schema_v6 };
+									 schema_v4, schema_v5, schema_v6,
+									 schema_v7 };
 
 static int sqlite_to_errno(int rc)
 {
@@ -362,7 +373,12 @@ int cache_open(const char *path, const struct cache_opts *opts, struct cache **r
 			 "INSERT OR REPLACE INTO lines (file_id, status, error, analysed_at, idx)"
 			 " VALUES (?1, ?2, ?3, ?4, ?5)",
 			 &c->st_lput)) < 0 ||
-	    (r = prepare(c->db, "DELETE FROM lines WHERE file_id = ?1", &c->st_ldel)) < 0)
+	    (r = prepare(c->db, "DELETE FROM lines WHERE file_id = ?1", &c->st_ldel)) < 0 ||
+	    (r = prepare(c->db, "SELECT plan FROM probe_plans WHERE file_id = ?1", &c->st_pget)) < 0 ||
+	    (r = prepare(c->db,
+			 "INSERT OR REPLACE INTO probe_plans (file_id, analysed_at, plan)"
+			 " VALUES (?1, ?2, ?3)",
+			 &c->st_pput)) < 0)
 		goto cleanup;
 	*ret = c;
 	c = NULL;
@@ -404,6 +420,8 @@ void cache_close(struct cache *c)
 	sqlite3_finalize(c->st_lget);
 	sqlite3_finalize(c->st_lput);
 	sqlite3_finalize(c->st_ldel);
+	sqlite3_finalize(c->st_pget);
+	sqlite3_finalize(c->st_pput);
 	if (c->db) {
 		/* Fold the WAL back so the file is self-contained at rest. */
 		sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
@@ -805,6 +823,52 @@ memory:
 	free(blob);
 	mem_insert_unwind(c, id, t ? CACHE_OK : CACHE_ERROR, t,
 			  t ? NULL : (error ? error : "unwind table compilation failed"), size);
+	return r;
+}
+
+int cache_lookup_plan(struct cache *c, const struct fileid *id, void **ret, size_t *ret_len)
+{
+	int rc, r = -ENOENT;
+
+	sqlite3_reset(c->st_pget);
+	sqlite3_bind_blob(c->st_pget, 1, id, sizeof(*id), SQLITE_STATIC);
+	rc = sqlite3_step(c->st_pget);
+	if (rc == SQLITE_ROW) {
+		const void *blob = sqlite3_column_blob(c->st_pget, 0);
+		int size = sqlite3_column_bytes(c->st_pget, 0);
+
+		r = -ENOMEM;
+		if (blob && size > 0 && (*ret = malloc((size_t)size))) {
+			memcpy(*ret, blob, (size_t)size);
+			*ret_len = (size_t)size;
+			r = 0;
+		}
+	} else if (rc != SQLITE_DONE) {
+		log_debug("cache lookup failed: %s", sqlite3_errmsg(c->db));
+		r = -EIO;
+	}
+	sqlite3_reset(c->st_pget);
+	return r;
+}
+
+int cache_store_plan(struct cache *c, const struct fileid *id, const void *plan, size_t len,
+		     int64_t analysed_at)
+{
+	int rc, r = 0;
+
+	sqlite3_reset(c->st_pput);
+	sqlite3_bind_blob(c->st_pput, 1, id, sizeof(*id), SQLITE_STATIC);
+	sqlite3_bind_int64(c->st_pput, 2, analysed_at);
+	sqlite3_bind_blob64(c->st_pput, 3, plan, len, SQLITE_STATIC);
+	rc = sqlite3_step(c->st_pput);
+	if (rc != SQLITE_DONE) {
+		r = sqlite_to_errno(rc);
+		if (r == 0)
+			r = -EIO;
+		log_debug("cache store failed: %s", sqlite3_errmsg(c->db));
+	}
+	sqlite3_reset(c->st_pput);
+	sqlite3_clear_bindings(c->st_pput);
 	return r;
 }
 

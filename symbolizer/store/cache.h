@@ -23,8 +23,10 @@
 /* 2: the unwind table, a second product per file (table unwind).
  * 3: the source index (line_index.h), a third product (table lines).
  * 4: profiles keep raw stacks and thread IDs (stacks.raw, samples.tid).
- * 5: files without a source index are forgotten once (analysed again). */
-#define CACHE_SCHEMA_VERSION 6
+ * 5: files without a source index are forgotten once (analysed again).
+ * 6: samples carry the span they were taken in.
+ * 7: probe plans of Go executables (table probe_plans). */
+#define CACHE_SCHEMA_VERSION 7
 
 struct cache;
 
@@ -91,6 +93,14 @@ enum cache_status cache_lookup_unwind(struct cache *c, const struct fileid *id,
 int cache_store_unwind(struct cache *c, const struct fileid *id, struct unwind_table *t,
 		       const char *error, int64_t analysed_at);
 
+/* The probe plan of id (a packed sonde.v1.ProbePlan, docs/go-probes.md):
+ * 0 with *ret (malloc'd, the caller frees) and *ret_len; -ENOENT when the
+ * file has none (not a Go executable, or not analysed), -ENOMEM, -EIO. Not
+ * kept in the memory LRU: looked up once per sensor per file. */
+int cache_lookup_plan(struct cache *c, const struct fileid *id, void **ret, size_t *ret_len);
+/* Stores it (plan borrowed). Returns 0 or a negative errno. */
+int cache_store_plan(struct cache *c, const struct fileid *id, const void *plan, size_t len,
+		     int64_t analysed_at);
 /* The source index of id, like cache_lookup_unwind: CACHE_OK with
  * *ret_index (borrowed, valid until the next lookup or store), CACHE_ERROR,
  * or CACHE_MISS (never built, or built by another LINE_INDEX_VERSION: the

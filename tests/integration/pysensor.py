@@ -21,6 +21,7 @@ class PySensor:
         self.files = {file_id(d): d for d in files.values()}
         self.ids = {p: file_id(d) for p, d in files.items()}
         self.reads = []
+        self.plans = []  # ProbePlan messages received
         self.welcome = threading.Event()
         self.error = None
         self._last_activity = time.monotonic()
@@ -39,6 +40,8 @@ class PySensor:
             for m in self._responses:
                 if m.HasField("welcome"):
                     self.welcome.set()
+                elif m.HasField("probe_plan"):
+                    self.plans.append(m.probe_plan)
                 elif m.HasField("read_range"):
                     r = m.read_range
                     self._last_activity = time.monotonic()
