@@ -25,6 +25,7 @@
 #include <bpf/bpf_endian.h>
 #include "sample.h"
 #include "unwind.h"
+#include "probes/go_spans_map.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
