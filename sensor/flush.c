@@ -50,6 +50,7 @@ static int send_process(const struct proc *pr, void *ctx)
 	up.exe_path = pr->exe ? pr->exe : "";
 	up.start_time_ticks = pr->start_ticks;
 	up.cgroup = pr->cgroup ? pr->cgroup : "";
+	up.otel_service_name = (char *)pr->otel_service_name;
 	up.n_mappings = pr->n_maps;
 	up.mappings = ptrs;
 	msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_PROCESS;

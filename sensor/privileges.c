@@ -126,8 +126,10 @@ static const char *const allowed[] = {
 	/* files: reads only (openat is filtered on its flags below) */
 	"read", "pread64", "readv", "write", "writev", "close", "fstat", "newfstatat", "statx",
 	"lseek", "readlink", "readlinkat", "getdents64", "fcntl", "faccessat", "faccessat2",
-	/* BPF maps and the ring buffer; perf events are open already */
-	"bpf", "perf_event_open",
+	/* BPF maps and the ring buffer; perf events for late uprobes (Go
+	 * probes), whose objects libbpf loads after set-up: it dups the
+	 * shared maps' fds (bpf_map__reuse_fd) with dup3 */
+	"bpf", "perf_event_open", "dup3",
 	/* memory */
 	"mmap", "munmap", "mprotect", "madvise", "mremap", "brk",
 	/* threads and signals */
@@ -241,9 +243,9 @@ out:
 	return r;
 }
 
-int privileges_drop(bool debug)
+static int drop(bool debug, uint64_t extra)
 {
-	struct drop_job job = { .keep = privileges_kept(), .last_cap = CAP_LAST_CAP };
+	struct drop_job job = { .keep = privileges_kept() | extra, .last_cap = CAP_LAST_CAP };
 	int r;
 
 	while (prctl(PR_CAPBSET_READ, job.last_cap + 1, 0, 0, 0) >= 0)
@@ -258,6 +260,17 @@ int privileges_drop(bool debug)
 		log_error_errno(r, "cannot load the seccomp filter");
 		return r;
 	}
-	log_info("privileges dropped: kept CAP_DAC_READ_SEARCH, CAP_SYS_PTRACE, CAP_SYSLOG, CAP_PERFMON, CAP_BPF, CAP_CHECKPOINT_RESTORE; no_new_privs; seccomp allow-list");
+	log_info("privileges dropped: kept CAP_DAC_READ_SEARCH, CAP_SYS_PTRACE, CAP_SYSLOG, CAP_PERFMON, CAP_BPF, CAP_CHECKPOINT_RESTORE%s; no_new_privs; seccomp allow-list",
+		 extra ? ", CAP_SYS_ADMIN (--go-probes: uprobes)" : "");
 	return 0;
+}
+
+int privileges_drop(bool debug)
+{
+	return drop(debug, 0);
+}
+
+int privileges_drop_keep_admin(bool debug)
+{
+	return drop(debug, 1ull << CAP_SYS_ADMIN);
 }

@@ -23,6 +23,24 @@ struct {
 	__uint(max_entries, SONDE_GO_EVENTS_BYTES);
 } go_events SEC(".maps");
 
+/* Records the ring had no room for (one per-CPU counter, shared like the
+ * ring). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} go_lost SEC(".maps");
+
+static __always_inline void go_count_lost(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&go_lost, &zero);
+
+	if (n)
+		*n += 1;
+}
+
 /* Per-call state of one probe, keyed by (tgid, goroutine). */
 struct go_call {
 	__u64 start_ns;

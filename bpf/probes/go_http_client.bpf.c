@@ -64,8 +64,10 @@ int client_return(struct pt_regs *ctx)
 	if (!c)
 		return 0;
 	e = bpf_ringbuf_reserve(&go_events, sizeof(*e), 0);
-	if (!e)
+	if (!e) {
+		go_count_lost();
 		goto out;
+	}
 	__builtin_memset(e, 0, sizeof(*e));
 	go_event_init(e, SONDE_GO_HTTP_CLIENT, pid_tgid, key.goroutine, c);
 	resp = BPF_CORE_READ(ctx, ax);

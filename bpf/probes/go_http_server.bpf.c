@@ -61,8 +61,10 @@ int server_return(struct pt_regs *ctx)
 	if (!c)
 		return 0;
 	e = bpf_ringbuf_reserve(&go_events, sizeof(*e), 0);
-	if (!e)
+	if (!e) {
+		go_count_lost();
 		goto out;
+	}
 	__builtin_memset(e, 0, sizeof(*e));
 	go_event_init(e, SONDE_GO_HTTP_SERVER, pid_tgid, key.goroutine, c);
 	if (c->response &&
