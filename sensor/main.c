@@ -388,6 +388,9 @@ static void on_sample(const struct sonde_sample *rec, void *ctx)
 	in.tid = rec->tid;
 	in.comm = comm;
 	in.unix_ns = rec->ktime_ns + S.mono_to_real_ns;
+	_Static_assert(sizeof(in.span) == sizeof(rec->trace_id) + sizeof(rec->span_id), "span");
+	memcpy(in.span, rec->trace_id, sizeof(rec->trace_id));
+	memcpy(in.span + sizeof(rec->trace_id), rec->span_id, sizeof(rec->span_id));
 	stacks_add(S.stacks, &in); /* failures are counted inside */
 }
 

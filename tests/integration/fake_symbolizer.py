@@ -256,6 +256,11 @@ class Ingest(pb_grpc.IngestServicer):
                                 STATS.max_user = max(STATS.max_user, len(d.user))
                                 if d.kernel:
                                     STATS.kernel_stacks += 1
+                        tagged = [{"pid": s.pid, "tid": s.tid, "count": s.count,
+                                   "trace_id": s.trace_id.hex(), "span_id": s.span_id.hex()}
+                                  for s in m.stacks.samples if s.span_id]
+                        if tagged:
+                            record({"kind": "span_samples", "samples": tagged})
                         for s in m.stacks.samples:
                             if s.stack_id not in defs:
                                 log("ERROR: count for undefined stack", s.stack_id)

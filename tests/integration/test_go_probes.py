@@ -12,6 +12,7 @@ import pathlib
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 
@@ -35,6 +36,16 @@ def gohttp():
     subprocess.run(["rm", "-rf", str(tmp)])
 
 
+def span_samples(path):
+    """[(pid, trace_id, span_id, count)] of the sample counts tagged with a span."""
+    out = []
+    for line in path.read_text().splitlines():
+        o = json.loads(line)
+        if o["kind"] == "span_samples":
+            out += [(s["pid"], s["trace_id"], s["span_id"], s["count"]) for s in o["samples"]]
+    return out
+
+
 def read_records(path):
     procs, events, lost = {}, [], 0
     if not path.exists():
@@ -53,7 +64,7 @@ class Rig:
     """fake symbolizer + sensor, and the processes the test starts (stopped
     by their own PIDs at the end)."""
 
-    def __init__(self, tmp, binary):
+    def __init__(self, tmp, binary, frequency=19):
         self.tmp = tmp
         self.rec = tmp / "records.jsonl"
         plan = tmp / "plan.json"
@@ -66,7 +77,8 @@ class Rig:
         wait_for(sock.exists, 30, "the fake symbolizer to listen")
         self.sensor_log = tmp / "sensor.log"
         self.sensor = subprocess.Popen([str(SENSOR), "--symbolizer", f"unix:{sock}", "--go-probes",
-                                        "--unwind-rows", "0", "--flush-ms", "200"],
+                                        "--unwind-rows", "0", "--flush-ms", "200",
+                                        "--frequency", str(frequency)],
                                        stdout=open(self.sensor_log, "w"), stderr=subprocess.STDOUT)
         wait_for(lambda: "sampling" in self.log(), 30, "the sensor to start")
         self.procs = []
@@ -99,9 +111,9 @@ class Rig:
 
 
 @pytest.fixture
-def rig(gohttp):
+def rig(gohttp, request):
     tmp = make_tmp("sonde-goprobes.")
-    r = Rig(tmp, gohttp)
+    r = Rig(tmp, gohttp, getattr(request, "param", 19))
     yield r
     r.stop()
     if r.sensor.returncode not in (0, None):
@@ -217,3 +229,37 @@ def test_detached_on_exit(rig, gohttp):
     server.wait()
     wait_for(lambda: bpf_links(rig.sensor.pid) == base, 10, "the uprobes to be detached")
     rig.log()  # still running
+
+
+BURN_MS, BURNS, HZ = 300, 4, 199
+
+
+@pytest.mark.parametrize("rig", [HZ], indirect=True)
+def test_cpu_samples_carry_the_span(rig, gohttp):
+    """A handler that burns CPU: the samples taken while it runs carry its
+    span's trace and span IDs (SampleCount.trace_id/span_id), and no
+    sample carries a span it was not taken in."""
+    server = rig.start([str(gohttp), "server"], stdout=subprocess.PIPE, text=True)
+    port = int(server.stdout.readline())
+    rig.attached(server.pid, "go_http_server")
+    for _ in range(BURNS):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/burn?ms={BURN_MS}", timeout=30) as r:
+            assert r.status == 200
+    wait_for(lambda: len([e for e in read_records(rig.rec)[1] if e["path"] == "/burn"]) == BURNS,
+             30, "the /burn spans")
+    time.sleep(1)  # the last samples' flush
+    spans = {(e["trace_id"], e["span_id"]): e for e in read_records(rig.rec)[1]}
+    tagged = span_samples(rig.rec)
+    per_span = collections.Counter()
+    for pid, trace_id, span_id, count in tagged:
+        assert pid == server.pid
+        e = spans.get((trace_id, span_id))
+        assert e is not None, "a sample tagged with a span that never was"
+        assert e["kind"] == go_plan.SERVER and e["path"] == "/burn"
+        per_span[span_id] += count
+    # Each burn is ~BURN_MS of CPU at HZ: expect most of its samples (the
+    # machine is shared, so not all of them).
+    want = BURN_MS / 1000 * HZ
+    print(f"samples per /burn span: {sorted(per_span.values())} (about {want:.0f} expected)")
+    assert len(per_span) == BURNS
+    assert all(n >= want / 3 for n in per_span.values())
