@@ -23,8 +23,11 @@
  *                         (inner) maps while running, which may create
  *                         maps.
  *   CAP_PERFMON           with CAP_BPF, for the tracing program types'
- *                         map and link operations and late uprobe attach
- *                         (Go probes on processes that start later).
+ *                         map and link operations and loading the Go
+ *                         probes' uprobe programs after set-up.
+ * --go-probes also keeps CAP_SYS_ADMIN: creating a uprobe perf event wants
+ * it (perf_uprobe_event_init(); CAP_PERFMON is refused with EACCES on
+ * 6.18), and Go probes attach to processes that start later.
  * Not kept: CAP_SYS_ADMIN, CAP_SYS_RESOURCE (memlock: memcg accounting
  * since 5.11), CAP_NET_*, CAP_SETUID/SETGID, CAP_DAC_OVERRIDE, CAP_KILL...
  *
@@ -71,7 +74,7 @@ static const struct {
 	{ CAP_DAC_READ_SEARCH, "CAP_DAC_READ_SEARCH", "read mapped files of any owner and mode" },
 	{ CAP_SYSLOG, "CAP_SYSLOG", "kernel addresses in /proc/kallsyms" },
 	{ CAP_BPF, "CAP_BPF", "map updates after set-up (unwind tables)" },
-	{ CAP_PERFMON, "CAP_PERFMON", "tracing maps/links, late uprobe attach" },
+	{ CAP_PERFMON, "CAP_PERFMON", "tracing maps/links, loading Go probe programs" },
 };
 
 uint64_t privileges_kept(void)
