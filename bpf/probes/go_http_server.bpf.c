@@ -26,6 +26,120 @@ struct {
 	__type(value, struct go_call);
 } server_calls SEC(".maps");
 
+/* The classic Go map (runtime/map.go, Go < 1.24) behind Request.Header,
+ * a map[string][]string: hmap.B at 9, hmap.buckets at 16; a bucket is 8
+ * tophash bytes, 8 string keys, 8 []string values, an overflow pointer. */
+#define HMAP_B_OFF 9
+#define HMAP_BUCKETS_OFF 16
+#define BUCKET_SLOTS 8
+#define BUCKET_VALUES_OFF (8 + BUCKET_SLOTS * 16)
+#define BUCKET_SIZE (BUCKET_VALUES_OFF + BUCKET_SLOTS * 24 + 8)
+#define BUCKET_OVERFLOW_OFF (BUCKET_SIZE - 8)
+#define MIN_TOPHASH 5     /* below: empty or evacuated */
+#define MAX_BUCKETS 8     /* B <= 3; header maps are small */
+#define TRACEPARENT_LEN 55 /* 00-<32 hex>-<16 hex>-<2 hex> */
+
+struct go_bucket_head {
+	__u8 tophash[BUCKET_SLOTS];
+	struct { __u64 ptr; __s64 len; } keys[BUCKET_SLOTS];
+};
+
+static __always_inline int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* Decodes n bytes of hex at s into out; false on a non-hex digit. */
+static __always_inline bool unhex(const char *s, __u8 *out, int n)
+{
+	for (int i = 0; i < n; i++) {
+		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return false;
+		out[i] = (__u8)(hi << 4 | lo);
+	}
+	return true;
+}
+
+/* The first value of the "Traceparent" key in slot i of the bucket at
+ * bucket into c's trace ID and parent, when it is a valid version-00
+ * traceparent. */
+static __always_inline bool take_traceparent(__u64 bucket, int i, struct go_call *c)
+{
+	struct { __u64 ptr; __s64 len; __s64 cap; } vals;
+	struct { __u64 ptr; __s64 len; } v;
+	char tp[TRACEPARENT_LEN + 1];
+	__u8 trace_id[16], parent[8], fl;
+
+	if (bpf_probe_read_user(&vals, sizeof(vals), (void *)(bucket + BUCKET_VALUES_OFF + i * 24)) ||
+	    vals.len < 1 || bpf_probe_read_user(&v, sizeof(v), (void *)vals.ptr) ||
+	    v.len != TRACEPARENT_LEN || bpf_probe_read_user(tp, TRACEPARENT_LEN, (void *)v.ptr))
+		return false;
+	if (tp[0] != '0' || tp[1] != '0' || tp[2] != '-' || tp[35] != '-' || tp[52] != '-' ||
+	    !unhex(tp + 3, trace_id, 16) || !unhex(tp + 36, parent, 8) || !unhex(tp + 53, &fl, 1))
+		return false;
+	__builtin_memcpy(c->sc.trace_id, trace_id, 16);
+	__builtin_memcpy(c->parent_span_id, parent, 8);
+	c->flags = SONDE_GO_HTTP_HAS_PARENT | SONDE_GO_HTTP_REMOTE_PARENT |
+		   (fl & 1 ? SONDE_GO_HTTP_SAMPLED : 0);
+	return true;
+}
+
+static __always_inline bool is_traceparent(const char *k)
+{
+	static const char want[11] = "Traceparent";
+
+	for (int i = 0; i < 11; i++)
+		if (k[i] != want[i])
+			return false;
+	return true;
+}
+
+/* Looks for "Traceparent" (net/http canonicalises header keys) in every
+ * bucket of the request's header map, and one overflow bucket of each. */
+static __always_inline void read_traceparent(__u64 req, struct go_call *c)
+{
+	__u64 hmap = go_read_ptr(req, req_header_off), buckets, bucket;
+	struct go_bucket_head h;
+	__u8 b = 0;
+
+	if (!hmap || bpf_probe_read_user(&b, 1, (void *)(hmap + HMAP_B_OFF)) || b > 3)
+		return;
+	buckets = go_read_ptr(hmap, HMAP_BUCKETS_OFF);
+	if (!buckets)
+		return;
+	for (int n = 0; n < 2 * MAX_BUCKETS; n++) {
+		int idx = n / 2;
+
+		if (idx >= (1 << b))
+			break;
+		bucket = buckets + idx * BUCKET_SIZE;
+		if (n & 1) { /* the overflow bucket of idx */
+			bucket = go_read_ptr(bucket, BUCKET_OVERFLOW_OFF);
+			if (!bucket)
+				continue;
+		}
+		if (bpf_probe_read_user(&h, sizeof(h), (void *)bucket))
+			return;
+		for (int i = 0; i < BUCKET_SLOTS; i++) {
+			char key[11];
+
+			if (h.tophash[i] < MIN_TOPHASH || h.keys[i].len != 11 ||
+			    bpf_probe_read_user(key, sizeof(key), (void *)h.keys[i].ptr))
+				continue;
+			if (!is_traceparent(key))
+				continue;
+			take_traceparent(bucket, i, c);
+			return;
+		}
+	}
+}
+
 SEC("uprobe")
 int server_enter(struct pt_regs *ctx)
 {
@@ -39,6 +153,10 @@ int server_enter(struct pt_regs *ctx)
 	go_new_trace_id(c.sc.trace_id);
 	go_new_span_id(c.sc.span_id);
 	c.flags = SONDE_GO_HTTP_SAMPLED;
+	/* Only the first entry's lookup counts; a second one is dropped
+	 * below. */
+	if (header_lookup)
+		read_traceparent(c.req, &c);
 	/* A second entry on this goroutine (stack growth re-runs the
 	 * prologue) keeps the first call's state and span. */
 	if (bpf_map_update_elem(&server_calls, &key, &c, BPF_NOEXIST) < 0)

@@ -107,7 +107,7 @@ def plan_for(binary, path_in_maps):
                         "req_host_off": req["Host"], "req_header_off": req["Header"],
                         "url_path_off": url["Path"],
                         "response_status_off": f["net/http.response"]["status"],
-                        "header_lookup": 0},
+                        "header_lookup": 1},
              "attaches": attaches(SERVER_FN, "server_enter", "server_return")},
             {"probe": "go_http_client",
              "consts": {"req_method_off": req["Method"], "req_url_off": req["URL"],
@@ -123,7 +123,7 @@ def plan_for(binary, path_in_maps):
 EVENT = struct.Struct("<IIIIQQQ16s8s8sIiIIII16s128s64s8s")
 assert EVENT.size == 312
 SERVER, CLIENT = 1, 2
-HAS_PARENT = 0x1
+HAS_PARENT, SAMPLED, REMOTE_PARENT = 0x1, 0x2, 0x4
 
 
 def decode(raw):

@@ -167,9 +167,20 @@ def test_http_server_and_client_spans(rig, gohttp):
     outer = [e for e in srv if not any(n["start"] < e["start"] and e["end"] < n["end"] for n in nested)]
     assert len(outer) == N
     sdiffs = []
+    n_remote = 0
     for i, (e, r) in enumerate(zip(outer, results)):
         assert (e["method"], e["path"], e["status"]) == (r["method"], r["path"], r["status"])
         assert e["host"] == f"127.0.0.1:{port}"
+        if r["traceparent"]:
+            # The incoming traceparent: its trace, its span as parent.
+            _, trace_id, parent, fl = r["traceparent"].split("-")
+            assert (e["trace_id"], e["parent"]) == (trace_id, parent)
+            assert e["flags"] & (go_plan.HAS_PARENT | go_plan.REMOTE_PARENT) == \
+                go_plan.HAS_PARENT | go_plan.REMOTE_PARENT
+            assert bool(e["flags"] & go_plan.SAMPLED) == bool(int(fl, 16) & 1)
+            n_remote += 1
+        else:
+            assert not e["flags"] & go_plan.HAS_PARENT
         d = e["end"] - e["start"]
         assert d <= r["dur_ns"], "a server span longer than the client's call"
         if i > 0:  # the first request also connects
@@ -195,7 +206,10 @@ def test_http_server_and_client_spans(rig, gohttp):
         assert parent["path"] == "/nested" and parent["trace_id"] == e["trace_id"]
         assert parent["g"] == e["g"] and parent["start"] < e["start"] and e["end"] < parent["end"]
         assert (e["method"], e["path"], e["status"]) == ("GET", "/ok", 200)
-    assert not any(e["flags"] & go_plan.HAS_PARENT for e in srv + cli)
+    assert n_remote == sum(bool(r["traceparent"]) for r in results) > 0
+    assert not any(e["flags"] & go_plan.HAS_PARENT for e in cli)
+    # The inner /ok server spans had no traceparent: new traces.
+    assert not any(e["flags"] & go_plan.HAS_PARENT for e in srv if e not in outer)
     assert len({e["span_id"] for e in events}) == len(events)
 
     assert procs[server.pid]["otel_service_name"] == "go-probe-test"

@@ -78,6 +78,9 @@ type result struct {
 	Path   string `json:"path"`
 	Status int    `json:"status"`
 	DurNs  int64  `json:"dur_ns"`
+	// The W3C traceparent the client sent, as an upstream service
+	// would have; "" for none.
+	Traceparent string `json:"traceparent"`
 }
 
 func client(base string, n int) {
@@ -93,6 +96,11 @@ func client(base string, n int) {
 			m = "GET"
 		}
 		req, _ := http.NewRequest(m, base+p, nil)
+		tp := ""
+		if i%3 == 1 {
+			tp = fmt.Sprintf("00-%016x%016x-%016x-%02x", 0x5eed0000+i, i+1, 0xfeed0000+i, i&1)
+			req.Header.Set("traceparent", tp)
+		}
 		start := time.Now()
 		resp, err := c.Do(req)
 		d := time.Since(start)
@@ -102,7 +110,7 @@ func client(base string, n int) {
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		out.Encode(result{m, p, resp.StatusCode, d.Nanoseconds()})
+		out.Encode(result{m, p, resp.StatusCode, d.Nanoseconds(), tp})
 	}
 }
 
