@@ -5,6 +5,8 @@
 //	gohttp client URL N     wait for a line on stdin, then make N requests
 //	                        over several paths, printing one JSON line each
 //	                        with the duration measured around the call
+//	gohttp load URL SECONDS requests to URL back to back for SECONDS; prints
+//	                        the requests per second
 package main
 
 import (
@@ -114,7 +116,29 @@ func client(base string, n int) {
 	}
 }
 
+func load(url string, seconds int) {
+	c := &http.Client{}
+	n := 0
+	start := time.Now()
+	for time.Since(start) < time.Duration(seconds)*time.Second {
+		resp, err := c.Get(url)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		n++
+	}
+	fmt.Printf("%.0f\n", float64(n)/time.Since(start).Seconds())
+}
+
 func main() {
+	if len(os.Args) == 4 && os.Args[1] == "load" {
+		s, _ := strconv.Atoi(os.Args[3])
+		load(os.Args[2], s)
+		return
+	}
 	if len(os.Args) >= 2 && os.Args[1] == "server" {
 		serve()
 		return
