@@ -25,6 +25,7 @@
 #include <bpf/bpf_endian.h>
 #include "sample.h"
 #include "unwind.h"
+#include "probes/go_spans_map.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -619,6 +620,36 @@ static __always_inline __u64 sample_wakeup_flags(void)
 									      : BPF_RB_NO_WAKEUP;
 }
 
+static __always_inline struct pt_regs *task_user_regs(struct task_struct *task);
+
+/* Go probes (docs/go-probes.md): a sample of a goroutine serving a traced
+ * request carries its span. Under Go's register ABI r14 holds the
+ * goroutine (g) in user code, and go_spans is keyed by (tgid, g); a
+ * thread interrupted in the kernel has its user r14 saved at entry. */
+static __always_inline void tag_go_span(struct bpf_perf_event_data *ctx, __u32 tgid,
+					struct sonde_sample *rec)
+{
+	struct sonde_go_span_key key = { .pid = tgid };
+	struct sonde_go_span_ctx *sc;
+	struct pt_regs *regs;
+
+	__builtin_memset(rec->trace_id, 0, sizeof(rec->trace_id));
+	__builtin_memset(rec->span_id, 0, sizeof(rec->span_id));
+	if (tgid == 0)
+		return;
+	if (sample_in_user(ctx))
+		key.goroutine = ctx->regs.r14;
+	else if ((regs = task_user_regs((struct task_struct *)bpf_get_current_task())))
+		key.goroutine = BPF_CORE_READ(regs, r14);
+	if (!key.goroutine)
+		return;
+	sc = bpf_map_lookup_elem(&go_spans, &key);
+	if (!sc)
+		return;
+	__builtin_memcpy(rec->trace_id, sc->trace_id, sizeof(rec->trace_id));
+	__builtin_memcpy(rec->span_id, sc->span_id, sizeof(rec->span_id));
+}
+
 /* The common start of a sample: filters, the scratch record and the
  * kernel stack. NULL: no sample. */
 static __always_inline struct unwind_scratch *sample_begin(struct bpf_perf_event_data *ctx,
@@ -649,6 +680,7 @@ static __always_inline struct unwind_scratch *sample_begin(struct bpf_perf_event
 	}
 	n /= sizeof(__u64);
 	*ret_n_kernel = n > SONDE_MAX_KERNEL_FRAMES ? SONDE_MAX_KERNEL_FRAMES : (__u32)n;
+	tag_go_span(ctx, tgid, &s->rec);
 	return s;
 }
 

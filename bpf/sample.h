@@ -60,12 +60,16 @@ struct sonde_sample {
 	__u16 n_user;
 	__u8 outcome; /* enum sonde_stack_outcome */
 	__u8 pad[7];
+	/* Go probes (docs/go-probes.md): the span the sampled goroutine was
+	 * serving, from go_spans; all zeros when none. */
+	__u8 trace_id[16];
+	__u8 span_id[8];
 	/* n_kernel kernel frames, then n_user user frames, each leaf first.
 	 * Only these go on the ring: a record is SONDE_SAMPLE_SIZE(n_kernel,
 	 * n_user) bytes (typical stacks are a tenth of the maximum). */
 	__u64 frames[SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES];
 };
-#define SONDE_SAMPLE_HEADER 64
+#define SONDE_SAMPLE_HEADER 88
 #define SONDE_SAMPLE_SIZE(n_kernel, n_user) (SONDE_SAMPLE_HEADER + 8u * ((n_kernel) + (n_user)))
 _Static_assert(__builtin_offsetof(struct sonde_sample, frames) == SONDE_SAMPLE_HEADER,
 	       "sonde_sample layout");

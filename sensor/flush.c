@@ -50,6 +50,7 @@ static int send_process(const struct proc *pr, void *ctx)
 	up.exe_path = pr->exe ? pr->exe : "";
 	up.start_time_ticks = pr->start_ticks;
 	up.cgroup = pr->cgroup ? pr->cgroup : "";
+	up.otel_service_name = (char *)pr->otel_service_name;
 	up.n_mappings = pr->n_maps;
 	up.mappings = ptrs;
 	msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_PROCESS;
@@ -208,7 +209,7 @@ static int add_count(const struct stack_count *c, void *ctx)
 {
 	struct batch *b = ctx;
 	Sonde__V1__SampleCount *sc;
-	size_t est = 48 + strlen(c->comm);
+	size_t est = 48 + strlen(c->comm) + (c->span ? 28 : 0);
 	int r;
 
 	r = batch_make_room(b, est);
@@ -223,6 +224,12 @@ static int add_count(const struct stack_count *c, void *ctx)
 	sc->first_unix_ns = c->first_unix_ns;
 	sc->last_unix_ns = c->last_unix_ns;
 	sc->comm = (char *)c->comm;
+	if (c->span) {
+		sc->trace_id.data = (uint8_t *)c->span;
+		sc->trace_id.len = 16;
+		sc->span_id.data = (uint8_t *)c->span + 16;
+		sc->span_id.len = 8;
+	}
 	b->count_ptrs[b->n_counts++] = sc;
 	b->samples += c->count;
 	b->bytes += est;

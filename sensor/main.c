@@ -30,6 +30,7 @@
 #include "events.h"
 #include "fileids.h"
 #include "flush.h"
+#include "goprobes.h"
 #include "kallsyms.h"
 #include "log.h"
 #include "maps.h"
@@ -91,6 +92,7 @@ static struct env {
 	enum bpf_walk bpf_walk;
 	bool verbose;
 	bool no_drop_privileges;
+	bool go_probes;
 	struct rpc_tls tls;
 	bool insecure;
 } env = {
@@ -109,6 +111,7 @@ static struct sensor {
 	struct uplink *uplink;
 	struct unwind_maps *unwind;
 	struct unwind_bpf unwind_bpf;
+	struct goprobes *goprobes; /* Go probes (docs/go-probes.md) */
 	int64_t mono_to_real_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at start */
 	uint64_t samples_taken;
 	uint64_t sent_gen;
@@ -159,6 +162,8 @@ static const char usage[] =
 	"  --tls-server-name N   name to check in the symbolizer's certificate\n"
 	"  --insecure            allow plaintext tcp: (testing only)\n"
 	"  --no-drop-privileges  keep every capability and no seccomp filter (debugging)\n"
+	"  --go-probes           load the Go probes the symbolizer plans (docs/go-probes.md);\n"
+	"                        keeps CAP_SYS_ADMIN, which the kernel wants for uprobes\n"
 	"  --verbose             debug logging, including libbpf's\n"
 	"  --help\n";
 
@@ -167,7 +172,7 @@ static int parse_args(int argc, char **argv)
 	enum { OPT_SYM = 256, OPT_FREQ, OPT_PID, OPT_CGROUP, OPT_DURATION, OPT_BUFFER,
 	       OPT_FLUSH, OPT_RINGBUF, OPT_UNWIND_ROWS, OPT_IDLE, OPT_VERBOSE, OPT_HELP,
 	       OPT_TLS_CA, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_NAME, OPT_INSECURE, OPT_NO_DROP,
-	       OPT_BPF_WALK };
+	       OPT_BPF_WALK, OPT_GO_PROBES };
 	static const struct option opts[] = {
 		{"symbolizer", required_argument, NULL, OPT_SYM},
 		{"frequency", required_argument, NULL, OPT_FREQ},
@@ -188,6 +193,7 @@ static int parse_args(int argc, char **argv)
 		{"tls-server-name", required_argument, NULL, OPT_TLS_NAME},
 		{"insecure", no_argument, NULL, OPT_INSECURE},
 		{"no-drop-privileges", no_argument, NULL, OPT_NO_DROP},
+		{"go-probes", no_argument, NULL, OPT_GO_PROBES},
 		{},
 	};
 	int c;
@@ -234,6 +240,9 @@ static int parse_args(int argc, char **argv)
 			continue;
 		case OPT_NO_DROP:
 			env.no_drop_privileges = true;
+			continue;
+		case OPT_GO_PROBES:
+			env.go_probes = true;
 			continue;
 		case OPT_VERBOSE:
 			env.verbose = true;
@@ -379,6 +388,9 @@ static void on_sample(const struct sonde_sample *rec, void *ctx)
 	in.tid = rec->tid;
 	in.comm = comm;
 	in.unix_ns = rec->ktime_ns + S.mono_to_real_ns;
+	_Static_assert(sizeof(in.span) == sizeof(rec->trace_id) + sizeof(rec->span_id), "span");
+	memcpy(in.span, rec->trace_id, sizeof(rec->trace_id));
+	memcpy(in.span + sizeof(rec->trace_id), rec->span_id, sizeof(rec->span_id));
 	stacks_add(S.stacks, &in); /* failures are counted inside */
 }
 
@@ -460,11 +472,13 @@ static void on_maps_changed(const struct proc *pr, void *ctx)
 	if (unwind_maps_set_process(S.unwind, pr->pid, m, n) < 0)
 		log_warn("out of memory for the unwind entries of pid %" PRIu32 ", ignoring", pr->pid);
 	free(m);
+	goprobes_process(S.goprobes, pr);
 }
 
 static void on_proc_gone(uint32_t pid, void *ctx)
 {
 	unwind_maps_remove_process(S.unwind, pid);
+	goprobes_process_gone(S.goprobes, pid);
 }
 
 static const struct procs_observer unwind_observer = {
@@ -717,6 +731,11 @@ static int sensor_flush(struct sample_bpf *skel, uint64_t *ret_gen)
 		return r;
 	r = flush_stacks(S.uplink, gen, S.stacks, uplink_max_message_bytes(S.uplink), &sent);
 	S.conn_sent += sent;
+	if (r < 0)
+		return r;
+	goprobes_consume(S.goprobes);
+	r = goprobes_flush(S.goprobes, S.uplink, gen, uplink_max_message_bytes(S.uplink),
+			   S.mono_to_real_ns);
 	if (r < 0)
 		return r;
 	procs_reap(S.procs); /* their samples are out */
@@ -976,6 +995,13 @@ int main(int argc, char **argv)
 	S.unwind_bpf.index_fd = bpf_map__fd(skel->maps.unwind_index);
 	S.unwind_bpf.lpm_fd = bpf_map__fd(skel->maps.unwind_lpm);
 	S.unwind_bpf.fileids = S.fileids;
+	if (env.go_probes) {
+		S.goprobes = goprobes_new(bpf_map__fd(skel->maps.go_spans));
+		if (!S.goprobes) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+	}
 	S.unwind = unwind_maps_new(env.unwind_rows, &unwind_bpf_ops, &S.unwind_bpf);
 	if (!S.unwind) {
 		err = -ENOMEM;
@@ -1011,6 +1037,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	uplink_set_unwind_maps(S.uplink, S.unwind);
+	uplink_set_goprobes(S.uplink, S.goprobes);
 	wfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (wfd < 0) {
 		err = -errno;
@@ -1040,10 +1067,11 @@ int main(int argc, char **argv)
 	 * buffer mapped. Keep only what the running sensor needs. */
 	if (!env.no_drop_privileges) {
 #ifdef NDEBUG
-		err = privileges_drop(false);
+		bool debug = false;
 #else
-		err = privileges_drop(true);
+		bool debug = true;
 #endif
+		err = env.go_probes ? privileges_drop_keep_admin(debug) : privileges_drop(debug);
 		if (err < 0)
 			goto cleanup;
 	} else {
@@ -1060,11 +1088,12 @@ int main(int argc, char **argv)
 
 	int young_wait = -1; /* ms to the next young-process rescan */
 	for (;;) {
-		struct pollfd pfd[4] = {
+		struct pollfd pfd[5] = {
 			{.fd = events_fd(ev), .events = POLLIN},
 			{.fd = sfd, .events = POLLIN},
 			{.fd = tfd, .events = POLLIN},
 			{.fd = wfd, .events = POLLIN},
+			{.fd = S.goprobes ? goprobes_fd(S.goprobes) : -1, .events = POLLIN},
 		};
 		/* -1: until the flush timer, a signal or a full quarter ring. */
 		bool busy = S.n_young || uplink_generation(S.uplink) != S.sent_gen ||
@@ -1083,7 +1112,7 @@ int main(int argc, char **argv)
 			if (timeout < 0 || (end_ns - now) / 1000000 < (uint64_t)timeout)
 				timeout = (int)((end_ns - now) / 1000000) + 1;
 		}
-		if (poll(pfd, 4, timeout) < 0) {
+		if (poll(pfd, 5, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			err = -errno;
@@ -1094,6 +1123,9 @@ int main(int argc, char **argv)
 		n = events_consume(ev);
 		if (n < 0 && n != -EINTR)
 			log_warn_errno(n, "ring buffer, ignoring");
+		/* Plans the uplink thread queued; Go probe records. */
+		goprobes_apply(S.goprobes, S.procs);
+		goprobes_consume(S.goprobes);
 		young_wait = rescan_young();
 		sensor_flush_new_processes(skel);
 		if (pfd[3].revents) {
@@ -1167,6 +1199,7 @@ cleanup:
 	if (S.procs)
 		procs_set_observer(S.procs, NULL, NULL);
 	unwind_maps_free(S.unwind);
+	goprobes_free(S.goprobes); /* detaches; before the sampler owning go_spans */
 	events_free(ev);
 	sample_bpf__destroy(skel);
 	stacks_free(S.stacks);

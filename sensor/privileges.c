@@ -23,8 +23,11 @@
  *                         (inner) maps while running, which may create
  *                         maps.
  *   CAP_PERFMON           with CAP_BPF, for the tracing program types'
- *                         map and link operations and late uprobe attach
- *                         (Go probes on processes that start later).
+ *                         map and link operations and loading the Go
+ *                         probes' uprobe programs after set-up.
+ * --go-probes also keeps CAP_SYS_ADMIN: creating a uprobe perf event wants
+ * it (perf_uprobe_event_init(); CAP_PERFMON is refused with EACCES on
+ * 6.18), and Go probes attach to processes that start later.
  * Not kept: CAP_SYS_ADMIN, CAP_SYS_RESOURCE (memlock: memcg accounting
  * since 5.11), CAP_NET_*, CAP_SETUID/SETGID, CAP_DAC_OVERRIDE, CAP_KILL...
  *
@@ -71,7 +74,7 @@ static const struct {
 	{ CAP_DAC_READ_SEARCH, "CAP_DAC_READ_SEARCH", "read mapped files of any owner and mode" },
 	{ CAP_SYSLOG, "CAP_SYSLOG", "kernel addresses in /proc/kallsyms" },
 	{ CAP_BPF, "CAP_BPF", "map updates after set-up (unwind tables)" },
-	{ CAP_PERFMON, "CAP_PERFMON", "tracing maps/links, late uprobe attach" },
+	{ CAP_PERFMON, "CAP_PERFMON", "tracing maps/links, loading Go probe programs" },
 };
 
 uint64_t privileges_kept(void)
@@ -126,8 +129,10 @@ static const char *const allowed[] = {
 	/* files: reads only (openat is filtered on its flags below) */
 	"read", "pread64", "readv", "write", "writev", "close", "fstat", "newfstatat", "statx",
 	"lseek", "readlink", "readlinkat", "getdents64", "fcntl", "faccessat", "faccessat2",
-	/* BPF maps and the ring buffer; perf events are open already */
-	"bpf", "perf_event_open",
+	/* BPF maps and the ring buffer; perf events for late uprobes (Go
+	 * probes), whose objects libbpf loads after set-up: it dups the
+	 * shared maps' fds (bpf_map__reuse_fd) with dup3 */
+	"bpf", "perf_event_open", "dup3",
 	/* memory */
 	"mmap", "munmap", "mprotect", "madvise", "mremap", "brk",
 	/* threads and signals */
@@ -241,9 +246,9 @@ out:
 	return r;
 }
 
-int privileges_drop(bool debug)
+static int drop(bool debug, uint64_t extra)
 {
-	struct drop_job job = { .keep = privileges_kept(), .last_cap = CAP_LAST_CAP };
+	struct drop_job job = { .keep = privileges_kept() | extra, .last_cap = CAP_LAST_CAP };
 	int r;
 
 	while (prctl(PR_CAPBSET_READ, job.last_cap + 1, 0, 0, 0) >= 0)
@@ -258,6 +263,17 @@ int privileges_drop(bool debug)
 		log_error_errno(r, "cannot load the seccomp filter");
 		return r;
 	}
-	log_info("privileges dropped: kept CAP_DAC_READ_SEARCH, CAP_SYS_PTRACE, CAP_SYSLOG, CAP_PERFMON, CAP_BPF, CAP_CHECKPOINT_RESTORE; no_new_privs; seccomp allow-list");
+	log_info("privileges dropped: kept CAP_DAC_READ_SEARCH, CAP_SYS_PTRACE, CAP_SYSLOG, CAP_PERFMON, CAP_BPF, CAP_CHECKPOINT_RESTORE%s; no_new_privs; seccomp allow-list",
+		 extra ? ", CAP_SYS_ADMIN (--go-probes: uprobes)" : "");
 	return 0;
+}
+
+int privileges_drop(bool debug)
+{
+	return drop(debug, 0);
+}
+
+int privileges_drop_keep_admin(bool debug)
+{
+	return drop(debug, 1ull << CAP_SYS_ADMIN);
 }

@@ -22,6 +22,12 @@ uint64_t privileges_kept(void);
  * the seccomp filter traps and names a missing system call instead of
  * killing. Returns 0 or a negative errno; on failure the caller exits. */
 int privileges_drop(bool debug);
+/* privileges_drop() that also keeps CAP_SYS_ADMIN, for --go-probes:
+ * creating a uprobe perf event needs it (the kernel's
+ * perf_uprobe_event_init() checks CAP_SYS_ADMIN again since the 2025
+ * stable fix; CAP_PERFMON is not enough), and Go probes attach to
+ * processes that start after set-up. */
+int privileges_drop_keep_admin(bool debug);
 
 /* One line per kept capability and why, for --help and the logs. */
 void privileges_print(FILE *f);

@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "maps.h"
+#include "environ.h"
 #include "procs.h"
 
 #define PROCS_BUCKETS 4096
@@ -311,6 +312,23 @@ static bool maps_equal(const struct proc_mapping *a, size_t na, const struct pro
 	return true;
 }
 
+/* OTEL_SERVICE_NAME from the start of /proc/PID/environ (the first
+ * ENVIRON_READ_MAX bytes; further down it is not looked for). */
+static void read_service_name(const char *dir, char *out, size_t size)
+{
+	char path[128], *buf = malloc(ENVIRON_READ_MAX + 1);
+	ssize_t len;
+
+	out[0] = '\0';
+	if (!buf)
+		return;
+	snprintf(path, sizeof(path), "%s/environ", dir);
+	len = read_small(path, buf, ENVIRON_READ_MAX + 1);
+	if (len > 0)
+		environ_find(buf, (size_t)len, "OTEL_SERVICE_NAME", out, size);
+	free(buf);
+}
+
 int procs_scan(struct procs *p, uint32_t pid)
 {
 	char dir[96], path[128], buf[4096], exe[PATH_MAX];
@@ -387,8 +405,13 @@ int procs_scan(struct procs *p, uint32_t pid)
 		old->dirty = true;
 		changed = true;
 	}
-	if (!old->exe || strcmp(old->exe, exe_copy) || !old->cgroup ||
-	    strcmp(old->cgroup, cgroup))
+	/* The environment is read once per exe: at the first scan and after
+	 * an exec (when the environment may change, so may the exe). */
+	if (!old->exe || strcmp(old->exe, exe_copy)) {
+		read_service_name(dir, old->otel_service_name, sizeof(old->otel_service_name));
+		old->dirty = true;
+	}
+	if (!old->cgroup || strcmp(old->cgroup, cgroup))
 		old->dirty = true;
 	free(old->exe);
 	free(old->cgroup);
@@ -523,6 +546,21 @@ int procs_foreach(struct procs *p, bool all, int (*fn)(const struct proc *pr, vo
 			if (r)
 				return r;
 			n->pr.dirty = false;
+		}
+	return 0;
+}
+
+int procs_visit(struct procs *p, int (*fn)(const struct proc *pr, void *ctx), void *ctx)
+{
+	for (size_t b = 0; b < PROCS_BUCKETS; b++)
+		for (struct proc_node *n = p->buckets[b]; n; n = n->next) {
+			int r;
+
+			if (n->pr.exited)
+				continue;
+			r = fn(&n->pr, ctx);
+			if (r)
+				return r;
 		}
 	return 0;
 }

@@ -29,6 +29,9 @@ struct proc {
 	char comm[16];
 	char *exe;    /* may be "" */
 	char *cgroup; /* cgroup v2 path, may be "" */
+	/* OTEL_SERVICE_NAME from its environment at exec, bounded, opaque;
+	 * "" when unset (docs/go-probes.md). */
+	char otel_service_name[128];
 	uint64_t start_ticks;
 	struct proc_mapping *maps; /* sorted by start, executable files only */
 	size_t n_maps;
@@ -90,6 +93,9 @@ int procs_resolve(struct procs *p, uint32_t pid, uint64_t addr, struct stack_fra
  * clearing their dirty mark when fn returns 0. Stops at a non-zero return. */
 int procs_foreach(struct procs *p, bool all, int (*fn)(const struct proc *pr, void *ctx),
 		  void *ctx);
+/* Calls fn for every live process, changing nothing (no dirty marks).
+ * Stops at a non-zero return. */
+int procs_visit(struct procs *p, int (*fn)(const struct proc *pr, void *ctx), void *ctx);
 /* Calls fn for every exit not sent yet, marking it sent when fn returns 0.
  * Stops at a non-zero return. */
 int procs_foreach_exit(struct procs *p, int (*fn)(uint32_t pid, void *ctx), void *ctx);

@@ -29,6 +29,8 @@ struct stack {
 struct count {
 	struct stack *stack;
 	uint32_t pid, tid;
+	uint8_t span[STACKS_SPAN_LEN];
+	bool has_span;
 	uint32_t count;
 	int32_t next; /* bucket chain, index into counts; -1 ends */
 	uint64_t first_ns, last_ns;
@@ -318,7 +320,8 @@ int stacks_add(struct stacks *s, const struct stack_input *in)
 		b = count_bucket(s, st, in->pid, in->tid);
 		for (int32_t i = s->count_buckets[b]; i >= 0; i = s->counts[i].next) {
 			c = &s->counts[i];
-			if (c->stack == st && c->pid == in->pid && c->tid == in->tid) {
+			if (c->stack == st && c->pid == in->pid && c->tid == in->tid &&
+			    !memcmp(c->span, in->span, sizeof(c->span))) {
 				c->count++;
 				if (in->unix_ns < c->first_ns)
 					c->first_ns = in->unix_ns;
@@ -346,6 +349,10 @@ int stacks_add(struct stacks *s, const struct stack_input *in)
 	c->stack = st;
 	c->pid = in->pid;
 	c->tid = in->tid;
+	memcpy(c->span, in->span, sizeof(c->span));
+	c->has_span = false;
+	for (size_t k = 0; k < sizeof(c->span); k++)
+		c->has_span |= c->span[k] != 0;
 	c->count = 1;
 	c->first_ns = c->last_ns = in->unix_ns;
 	memset(c->comm, 0, sizeof(c->comm));
@@ -397,6 +404,7 @@ int stacks_foreach_count(struct stacks *s, int (*fn)(const struct stack_count *c
 			.first_unix_ns = c->first_ns,
 			.last_unix_ns = c->last_ns,
 			.comm = c->comm,
+			.span = c->has_span ? c->span : NULL,
 		};
 		int r = fn(&out, ctx);
 

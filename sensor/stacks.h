@@ -25,6 +25,8 @@ struct stack_frame {
 };
 
 /* Everything borrowed; only needs to live through stacks_add(). */
+#define STACKS_SPAN_LEN 24
+
 struct stack_input {
 	const uint64_t *kernel; /* leaf first */
 	uint32_t n_kernel;
@@ -35,6 +37,9 @@ struct stack_input {
 	uint32_t tid;
 	const char *comm; /* thread name, NUL-terminated; truncated to 15 */
 	uint64_t unix_ns;
+	/* The Go span being served (trace ID, span ID), all zeros for none:
+	 * samples of different spans are counted apart. */
+	uint8_t span[STACKS_SPAN_LEN];
 };
 
 /* Passed to the foreach callbacks; pointers valid during the callback and
@@ -56,6 +61,7 @@ struct stack_count {
 	uint64_t first_unix_ns;
 	uint64_t last_unix_ns;
 	const char *comm;
+	const uint8_t *span; /* STACKS_SPAN_LEN bytes; NULL: none */
 };
 
 struct stacks_stats {

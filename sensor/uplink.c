@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fileserve.h"
+#include "goprobes.h"
 #include "log.h"
 #include "rpc.h"
 #include "uplink.h"
@@ -36,6 +37,7 @@ struct uplink {
 	struct rpc_channel *ch;
 	struct fileids *fileids;
 	struct unwind_maps *unwind; /* may be NULL */
+	struct goprobes *goprobes;  /* may be NULL */
 	int wake_fd;                /* eventfd of the main loop; -1: none */
 	pthread_t thread;
 	bool started;
@@ -276,12 +278,38 @@ static int handle_unwind_table(struct uplink *u, struct rpc_stream *s,
 	return 0;
 }
 
+/* Queued for the main thread, which owns the process table and loads. */
+static int handle_probe_plan(struct uplink *u, struct rpc_stream *s,
+			     const Sonde__V1__SymbolizerMessage *m)
+{
+	int r;
+
+	if (!u->goprobes) {
+		static bool said;
+
+		if (!said)
+			log_info("a Go probe plan arrived; Go probes are off (--go-probes)");
+		said = true;
+		return 0;
+	}
+	r = goprobes_queue_plan(u->goprobes, m->probe_plan);
+	if (r == -EPROTO) {
+		log_warn("ProbePlan with a %zu-byte file ID",
+			 m->probe_plan ? m->probe_plan->file_id.len : 0);
+		return r;
+	}
+	if (r == 0)
+		wake_main(u);
+	return 0;
+}
+
 static const struct handler handlers[] = {
 	{SONDE__V1__SYMBOLIZER_MESSAGE__KIND_WELCOME, "Welcome", STATE_HANDSHAKE, handle_welcome},
 	{SONDE__V1__SYMBOLIZER_MESSAGE__KIND_READ_RANGE, "ReadRange", STATE_READY,
 	 handle_read_range},
 	{SONDE__V1__SYMBOLIZER_MESSAGE__KIND_UNWIND_TABLE, "UnwindTable", STATE_READY,
 	 handle_unwind_table},
+	{SONDE__V1__SYMBOLIZER_MESSAGE__KIND_PROBE_PLAN, "ProbePlan", STATE_READY, handle_probe_plan},
 };
 
 /* Reads and handles one message. Returns 0, -ENODATA at a clean end, or
@@ -425,6 +453,11 @@ static void *conn_main(void *arg)
 	pthread_cond_broadcast(&u->cond);
 	pthread_mutex_unlock(&u->lock);
 	return NULL;
+}
+
+void uplink_set_goprobes(struct uplink *u, struct goprobes *gp)
+{
+	u->goprobes = gp;
 }
 
 void uplink_set_unwind_maps(struct uplink *u, struct unwind_maps *um)

@@ -19,6 +19,7 @@
 #include "unwind_maps.h"
 
 struct uplink;
+struct goprobes;
 
 /* target: borrowed during the call. fileids: borrowed, must outlive the
  * uplink. NULL on failure (logged). */
@@ -29,6 +30,10 @@ struct uplink *uplink_new(const char *target, struct fileids *fileids, uint32_t 
  * for each, and unwind_maps_connection_reset() on every new connection.
  * Call before uplink_start(). */
 void uplink_set_unwind_maps(struct uplink *u, struct unwind_maps *um);
+/* Where ProbePlan messages go (borrowed, must outlive the uplink; NULL:
+ * dropped). The reader thread queues each with goprobes_queue_plan() and
+ * wakes the main loop, which loads them. Call before uplink_start(). */
+void uplink_set_goprobes(struct uplink *u, struct goprobes *gp);
 /* An eventfd the connection thread signals when a connection is made and
  * when an unwind table is loaded, so the main loop need not poll for
  * either. Before uplink_start. */

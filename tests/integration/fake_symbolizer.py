@@ -7,7 +7,10 @@ the returned bytes against the file itself. Ends the stream when the sensor
 half-closes. With --tables it also sends an unwind table for every mapped
 file, made by readelf_tables.py (a stand-in for the symbolizer's compiler),
 and with --stacks COMM prints the top stacks of that comm, symbolized with
-addr2line. Stubs are generated at start into a temporary directory:
+addr2line. With --probe-plan it sends a ProbePlan (docs/go-probes.md) for
+the file mapped at the plan's path, and with --record it appends what the
+Go probe tests check (ProbeEvents, ProcessUpdate service names) to a file
+as JSON lines. Stubs are generated at start into a temporary directory:
 
   sudo /usr/bin/python3 tests/integration/fake_symbolizer.py --listen unix:/tmp/sonde.sock
 
@@ -16,6 +19,7 @@ grpc_python_plugin (protobuf-compiler-grpc).
 """
 import argparse
 import collections
+import json
 import os
 import queue
 import subprocess
@@ -94,6 +98,25 @@ class Ingest(pb_grpc.IngestServicer):
                 print(f"[conn {conn}]", *a, flush=True)
 
         tables_done = set()
+        plans_sent = set()
+
+        def record(obj):
+            if args.record:
+                with STATS.lock, open(args.record, "a") as f:
+                    f.write(json.dumps(obj) + "\n")
+
+        def probe_plan(fid):
+            plan = args.plan
+            return pb.SymbolizerMessage(probe_plan=pb.ProbePlan(
+                file_id=fid, go_version=plan.get("go_version", ""),
+                probes=[pb.ProbeSet(
+                    probe=ps["probe"],
+                    consts=[pb.ProbeConst(name=k, value=v) for k, v in ps["consts"].items()],
+                    attaches=[pb.ProbeAttach(program=a["program"], file_offset=a["file_offset"],
+                                             symbol=a.get("symbol", ""),
+                                             optional=a.get("optional", False))
+                              for a in ps["attaches"]])
+                        for ps in plan["probes"]]))
         table_jobs = queue.Queue()
 
         def table_worker():
@@ -173,6 +196,14 @@ class Ingest(pb_grpc.IngestServicer):
                         p = m.process
                         with STATS.lock:
                             STATS.pids.add(p.pid)
+                        record({"kind": "process", "pid": p.pid, "comm": p.comm,
+                                "otel_service_name": p.otel_service_name})
+                        for mp in p.mappings:
+                            if (args.plan and len(mp.file_id) == 16 and mp.path == args.plan["path"]
+                                    and mp.file_id not in plans_sent):
+                                plans_sent.add(mp.file_id)
+                                out.put(probe_plan(mp.file_id))
+                                log("probe plan sent for", mp.path)
                         for mp in p.mappings:
                             if len(mp.file_id) == 16:
                                 with STATS.lock:
@@ -225,6 +256,11 @@ class Ingest(pb_grpc.IngestServicer):
                                 STATS.max_user = max(STATS.max_user, len(d.user))
                                 if d.kernel:
                                     STATS.kernel_stacks += 1
+                        tagged = [{"pid": s.pid, "tid": s.tid, "count": s.count,
+                                   "trace_id": s.trace_id.hex(), "span_id": s.span_id.hex()}
+                                  for s in m.stacks.samples if s.span_id]
+                        if tagged:
+                            record({"kind": "span_samples", "samples": tagged})
                         for s in m.stacks.samples:
                             if s.stack_id not in defs:
                                 log("ERROR: count for undefined stack", s.stack_id)
@@ -261,6 +297,11 @@ class Ingest(pb_grpc.IngestServicer):
                                 STATS.ranges_bad += 1
                         log("file range", fr.request_id, path, off, len(fr.data),
                             "OK" if ok else "MISMATCH")
+                    elif kind == "probe_events":
+                        pe = m.probe_events
+                        record({"kind": "probe_events", "monotonic_to_unix_ns": pe.monotonic_to_unix_ns,
+                                "records_lost": pe.records_lost,
+                                "records": [r.hex() for r in pe.records]})
                     elif kind == "stats":
                         st = m.stats
                         with STATS.lock:
@@ -362,7 +403,15 @@ def main():
                     help="rows per file ID kept across runs ('' for none)")
     ap.add_argument("--stacks", action="append", default=[], metavar="COMM",
                     help="print the top stacks of COMM at the end (repeatable)")
+    ap.add_argument("--probe-plan", metavar="JSON",
+                    help="send this ProbePlan for the file mapped at its 'path'")
+    ap.add_argument("--record", metavar="FILE",
+                    help="append ProbeEvents and ProcessUpdate service names as JSON lines")
     args = ap.parse_args()
+    args.plan = None
+    if args.probe_plan:
+        with open(args.probe_plan) as f:
+            args.plan = json.load(f)
     if args.listen.startswith("unix:"):
         try:
             os.unlink(args.listen[5:])

@@ -1,0 +1,688 @@
+/* goprobes.c - loads and attaches the Go probes the symbolizer plans
+ * (see goprobes.h, docs/go-probes.md).
+ *
+ * The sensor reads nothing of the target here: the plan says which object,
+ * which consts and which file offsets; the consts go into the object's
+ * .rodata by name (found in its own BTF), and the uprobes go on the mapped
+ * inode itself (/proc/PID/map_files), so a file replaced on disk or a
+ * process in another mount namespace gets the right one.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "go_http_client.skel.h"
+#include "go_http_server.skel.h"
+#include "goprobes.h"
+#include "log.h"
+
+/* Bounds on what a plan may ask for. */
+#define MAX_FILES 256          /* loaded executables */
+#define MAX_SETS 8             /* probes per plan */
+#define MAX_CONSTS 32          /* per probe */
+#define MAX_ATTACHES 256       /* per probe (an entry and each RET) */
+#define MAX_NAME 64
+#define MAX_QUEUED 64          /* plans waiting for the main thread */
+/* The ring every probe object shares; records wait for the flush in a
+ * bounded batch. */
+#define EVENTS_BYTES (1u << 20)
+#define MAX_RECORD 4096
+#define MAX_PENDING 16384
+
+/* The probes this sensor can load: name (ProbeSet.probe) -> object. */
+static const struct probe_def {
+	const char *name;
+	const void *(*elf_bytes)(size_t *sz);
+} probe_defs[] = {
+	{ "go_http_server", go_http_server_bpf__elf_bytes },
+	{ "go_http_client", go_http_client_bpf__elf_bytes },
+};
+
+struct plan_attach {
+	char program[MAX_NAME];
+	char symbol[MAX_NAME * 2];
+	uint64_t file_offset;
+	bool optional;
+};
+
+struct plan_set {
+	const struct probe_def *def;
+	char probe[MAX_NAME];
+	size_t n_consts;
+	struct { char name[MAX_NAME]; uint64_t value; } consts[MAX_CONSTS];
+	size_t n_attaches;
+	struct plan_attach *attaches;
+	/* After load: */
+	struct bpf_object *obj;
+	struct bpf_program **progs; /* one per attach */
+};
+
+struct plan {
+	uint8_t file_id[FILEID_LEN];
+	size_t n_sets;
+	struct plan_set sets[MAX_SETS];
+	struct plan *next;
+};
+
+/* The links of one process to one loaded file. */
+struct attachment {
+	uint32_t pid;
+	size_t file;           /* index in gp->files */
+	size_t n_links;
+	struct bpf_link **links;
+};
+
+struct goprobes {
+	int spans_fd, events_fd, lost_fd;
+	struct ring_buffer *ring;
+
+	pthread_mutex_t lock;  /* the queue only */
+	struct plan *queue, **queue_tail;
+	size_t n_queued;
+
+	struct plan *files[MAX_FILES]; /* loaded, by file ID */
+	size_t n_files;
+	struct attachment *att;
+	size_t n_att, cap_att;
+
+	/* Records waiting for the flush: lengths, and bytes back to back. */
+	uint8_t *buf;
+	size_t buf_used, n_pending;
+	uint32_t lens[MAX_PENDING];
+	uint64_t lost_unsent, lost_bpf_seen;
+
+	struct goprobes_stats st;
+};
+
+static void plan_free(struct plan *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n_sets; i++) {
+		bpf_object__close(p->sets[i].obj);
+		free(p->sets[i].progs);
+		free(p->sets[i].attaches);
+	}
+	free(p);
+}
+
+static const char *hex_id(const uint8_t *id, char *buf)
+{
+	for (int i = 0; i < FILEID_LEN; i++)
+		sprintf(buf + 2 * i, "%02x", id[i]);
+	return buf;
+}
+
+/* Copies a protobuf string if it fits; false otherwise. */
+static bool copy_name(char *dst, size_t size, const char *src)
+{
+	size_t n = src ? strlen(src) : 0;
+
+	if (n == 0 || n >= size)
+		return false;
+	memcpy(dst, src, n + 1);
+	return true;
+}
+
+/* ---- the queue (uplink thread -> main thread) ---- */
+
+int goprobes_queue_plan(struct goprobes *gp, const Sonde__V1__ProbePlan *pp)
+{
+	char hex[2 * FILEID_LEN + 1];
+	struct plan *p;
+
+	if (!pp || pp->file_id.len != FILEID_LEN)
+		return -EPROTO;
+	if (pp->error && pp->error[0]) {
+		log_info("go probes: no plan for %s: %.200s", hex_id(pp->file_id.data, hex), pp->error);
+		return 0;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	memcpy(p->file_id, pp->file_id.data, FILEID_LEN);
+	if (pp->n_probes > MAX_SETS)
+		log_warn("go probes: plan for %s has %zu probes, keeping %d",
+			 hex_id(p->file_id, hex), pp->n_probes, MAX_SETS);
+	for (size_t i = 0; i < pp->n_probes && p->n_sets < MAX_SETS; i++) {
+		const Sonde__V1__ProbeSet *ps = pp->probes[i];
+		struct plan_set *s = &p->sets[p->n_sets];
+
+		if (!ps || (ps->error && ps->error[0])) {
+			if (ps)
+				log_info("go probes: %s: probe %.64s not applicable: %.200s",
+					 hex_id(p->file_id, hex), ps->probe ? ps->probe : "?", ps->error);
+			continue;
+		}
+		if (!copy_name(s->probe, sizeof(s->probe), ps->probe) ||
+		    ps->n_consts > MAX_CONSTS || ps->n_attaches > MAX_ATTACHES ||
+		    ps->n_attaches == 0) {
+			log_warn("go probes: %s: refusing a probe set (name, %zu consts, %zu attaches "
+				 "out of bounds)", hex_id(p->file_id, hex), ps->n_consts, ps->n_attaches);
+			continue;
+		}
+		for (size_t k = 0; k < sizeof(probe_defs) / sizeof(probe_defs[0]); k++)
+			if (!strcmp(probe_defs[k].name, s->probe))
+				s->def = &probe_defs[k];
+		if (!s->def) {
+			log_warn("go probes: %s: refusing unknown probe '%.64s'", hex_id(p->file_id, hex),
+				 s->probe);
+			continue;
+		}
+		s->attaches = calloc(ps->n_attaches, sizeof(*s->attaches));
+		if (!s->attaches)
+			goto nomem;
+		for (size_t k = 0; k < ps->n_consts; k++) {
+			if (!ps->consts[k] ||
+			    !copy_name(s->consts[k].name, MAX_NAME, ps->consts[k]->name))
+				goto bad_name;
+			s->consts[k].value = ps->consts[k]->value;
+		}
+		s->n_consts = ps->n_consts;
+		for (size_t k = 0; k < ps->n_attaches; k++) {
+			const Sonde__V1__ProbeAttach *a = ps->attaches[k];
+
+			if (!a || !copy_name(s->attaches[k].program, MAX_NAME, a->program))
+				goto bad_name;
+			if (!a->symbol || !copy_name(s->attaches[k].symbol, sizeof(s->attaches[k].symbol),
+						     a->symbol))
+				snprintf(s->attaches[k].symbol, sizeof(s->attaches[k].symbol), "?");
+			s->attaches[k].file_offset = a->file_offset;
+			s->attaches[k].optional = a->optional;
+		}
+		s->n_attaches = ps->n_attaches;
+		p->n_sets++;
+		continue;
+bad_name:
+		log_warn("go probes: %s: probe %s: refusing a const or program without a name or "
+			 "with a name over %d bytes", hex_id(p->file_id, hex), s->probe, MAX_NAME - 1);
+		free(s->attaches);
+		memset(s, 0, sizeof(*s));
+	}
+	if (p->n_sets == 0) {
+		plan_free(p);
+		return 0;
+	}
+	pthread_mutex_lock(&gp->lock);
+	if (gp->n_queued >= MAX_QUEUED) {
+		pthread_mutex_unlock(&gp->lock);
+		log_warn("go probes: too many plans waiting, dropping the one for %s",
+			 hex_id(p->file_id, hex));
+		plan_free(p);
+		return 0;
+	}
+	*gp->queue_tail = p;
+	gp->queue_tail = &p->next;
+	gp->n_queued++;
+	pthread_mutex_unlock(&gp->lock);
+	return 0;
+nomem:
+	plan_free(p);
+	return -ENOMEM;
+}
+
+/* ---- loading ---- */
+
+/* Writes the set's consts into the object's .rodata by name, before load.
+ * Every const of the plan must be a 64-bit global of .rodata. */
+static int set_consts(struct plan_set *s)
+{
+	struct btf *btf = bpf_object__btf(s->obj);
+	const struct btf_var_secinfo *vs;
+	const struct btf_type *sec;
+	struct bpf_map *map, *rodata = NULL;
+	const void *init;
+	uint8_t *data = NULL;
+	size_t size = 0;
+	int id, r = 0;
+
+	bpf_object__for_each_map(map, s->obj) {
+		const char *name = bpf_map__name(map);
+		size_t n = strlen(name);
+
+		if (bpf_map__is_internal(map) && n >= 7 && !strcmp(name + n - 7, ".rodata"))
+			rodata = map;
+	}
+	if (s->n_consts == 0)
+		return 0;
+	if (!btf || !rodata || !(init = bpf_map__initial_value(rodata, &size)) ||
+	    (id = btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC)) < 0) {
+		log_warn("go probes: %s: refusing the plan: the object has no consts", s->probe);
+		return -ENOENT;
+	}
+	data = malloc(size);
+	if (!data)
+		return -ENOMEM;
+	memcpy(data, init, size);
+	sec = btf__type_by_id(btf, id);
+	for (size_t k = 0; k < s->n_consts && r == 0; k++) {
+		bool found = false;
+
+		vs = btf_var_secinfos(sec);
+		for (int i = 0; i < btf_vlen(sec); i++, vs++) {
+			const struct btf_type *var = btf__type_by_id(btf, vs->type);
+
+			if (!var || strcmp(btf__name_by_offset(btf, var->name_off), s->consts[k].name))
+				continue;
+			found = true;
+			if (vs->size != sizeof(uint64_t) || vs->offset + vs->size > size) {
+				log_warn("go probes: %s: refusing the plan: const %s is not a 64-bit "
+					 ".rodata global", s->probe, s->consts[k].name);
+				r = -EINVAL;
+				break;
+			}
+			memcpy(data + vs->offset, &s->consts[k].value, sizeof(uint64_t));
+		}
+		if (!found) {
+			log_warn("go probes: %s: refusing the plan: unknown const '%s'", s->probe,
+				 s->consts[k].name);
+			r = -ENOENT;
+		}
+	}
+	if (r == 0)
+		r = bpf_map__set_initial_value(rodata, data, size);
+	free(data);
+	return r;
+}
+
+static int load_set(struct goprobes *gp, struct plan_set *s)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = s->def->name);
+	const void *bytes;
+	struct bpf_map *m;
+	size_t sz;
+	int r;
+
+	bytes = s->def->elf_bytes(&sz);
+	s->obj = bpf_object__open_mem(bytes, sz, &oo);
+	if (!s->obj) {
+		r = -errno;
+		log_warn_errno(r, "go probes: cannot open the %s object", s->probe);
+		return r;
+	}
+	s->progs = calloc(s->n_attaches, sizeof(*s->progs));
+	if (!s->progs)
+		return -ENOMEM;
+	for (size_t k = 0; k < s->n_attaches; k++) {
+		s->progs[k] = bpf_object__find_program_by_name(s->obj, s->attaches[k].program);
+		if (!s->progs[k]) {
+			log_warn("go probes: %s: refusing the plan: unknown program '%s'", s->probe,
+				 s->attaches[k].program);
+			return -ENOENT;
+		}
+	}
+	r = set_consts(s);
+	if (r < 0)
+		return r;
+	/* One ring, one span map, one lost counter for all objects. */
+	if ((m = bpf_object__find_map_by_name(s->obj, "go_events")) &&
+	    (r = bpf_map__reuse_fd(m, gp->events_fd)) < 0)
+		return r;
+	if ((m = bpf_object__find_map_by_name(s->obj, "go_spans")) &&
+	    (r = bpf_map__reuse_fd(m, gp->spans_fd)) < 0)
+		return r;
+	if ((m = bpf_object__find_map_by_name(s->obj, "go_lost")) &&
+	    (r = bpf_map__reuse_fd(m, gp->lost_fd)) < 0)
+		return r;
+	r = bpf_object__load(s->obj);
+	if (r < 0)
+		log_warn_errno(r, "go probes: cannot load %s (run with --verbose for the verifier "
+				  "log)", s->probe);
+	return r;
+}
+
+static struct plan *find_file(struct goprobes *gp, const uint8_t *id, size_t *ret_idx)
+{
+	for (size_t i = 0; i < gp->n_files; i++)
+		if (!memcmp(gp->files[i]->file_id, id, FILEID_LEN)) {
+			if (ret_idx)
+				*ret_idx = i;
+			return gp->files[i];
+		}
+	return NULL;
+}
+
+/* ---- attaching ---- */
+
+static struct attachment *find_att(struct goprobes *gp, uint32_t pid, size_t file)
+{
+	for (size_t i = 0; i < gp->n_att; i++)
+		if (gp->att[i].pid == pid && gp->att[i].file == file)
+			return &gp->att[i];
+	return NULL;
+}
+
+static void attach_file(struct goprobes *gp, const struct proc *pr, size_t fi,
+			const struct proc_mapping *m)
+{
+	struct plan *p = gp->files[fi];
+	struct attachment a = { .pid = pr->pid, .file = fi };
+	char path[96];
+	size_t total = 0;
+
+	if (gp->n_att == gp->cap_att) {
+		size_t cap = gp->cap_att ? 2 * gp->cap_att : 16;
+		struct attachment *n = realloc(gp->att, cap * sizeof(*n));
+
+		if (!n)
+			return;
+		gp->att = n;
+		gp->cap_att = cap;
+	}
+	for (size_t i = 0; i < p->n_sets; i++)
+		total += p->sets[i].obj ? p->sets[i].n_attaches : 0;
+	a.links = calloc(total ? total : 1, sizeof(*a.links));
+	if (!a.links)
+		return;
+	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, pr->pid,
+		 m->start, m->end);
+	for (size_t i = 0; i < p->n_sets; i++) {
+		struct plan_set *s = &p->sets[i];
+		size_t first = a.n_links, n_ok = 0;
+
+		if (!s->obj)
+			continue;
+		for (size_t k = 0; k < s->n_attaches; k++) {
+			LIBBPF_OPTS(bpf_uprobe_opts, uo);
+			struct bpf_link *l;
+			int r;
+
+			l = bpf_program__attach_uprobe_opts(s->progs[k], (pid_t)pr->pid, path,
+							    s->attaches[k].file_offset, &uo);
+			if (l) {
+				a.links[a.n_links++] = l;
+				n_ok++;
+				continue;
+			}
+			r = -errno;
+			gp->st.attach_failures++;
+			if (s->attaches[k].optional) {
+				log_info("go probes: pid %" PRIu32 ": optional %s at %.128s+0x%" PRIx64
+					 " not attached (%s), skipped", pr->pid, s->attaches[k].program,
+					 s->attaches[k].symbol, s->attaches[k].file_offset, strerror(-r));
+				continue;
+			}
+			log_warn("go probes: pid %" PRIu32 ": cannot attach %s at %.128s+0x%" PRIx64
+				 " (%s): probe %s left out", pr->pid, s->attaches[k].program,
+				 s->attaches[k].symbol, s->attaches[k].file_offset, strerror(-r), s->probe);
+			/* Half a probe (entries without returns) would only
+			 * leave state behind. */
+			while (a.n_links > first)
+				bpf_link__destroy(a.links[--a.n_links]);
+			n_ok = 0;
+			break;
+		}
+		if (n_ok) {
+			gp->st.attached += n_ok;
+			log_info("go probes: pid %" PRIu32 ": %s attached (%zu uprobes)", pr->pid,
+				 s->probe, n_ok);
+		}
+	}
+	/* Recorded even with no links, so a failing process is not retried
+	 * at each of its rescans. */
+	gp->att[gp->n_att++] = a;
+}
+
+void goprobes_process(struct goprobes *gp, const struct proc *pr)
+{
+	if (!gp || pr->exited)
+		return;
+	for (size_t fi = 0; fi < gp->n_files; fi++) {
+		if (find_att(gp, pr->pid, fi))
+			continue;
+		for (size_t i = 0; i < pr->n_maps; i++) {
+			const struct proc_mapping *m = &pr->maps[i];
+
+			if (m->file && !memcmp(m->info.id.bytes, gp->files[fi]->file_id, FILEID_LEN)) {
+				attach_file(gp, pr, fi, m);
+				break;
+			}
+		}
+	}
+}
+
+static void detach(struct attachment *a)
+{
+	for (size_t i = 0; i < a->n_links; i++)
+		bpf_link__destroy(a->links[i]);
+	free(a->links);
+}
+
+void goprobes_process_gone(struct goprobes *gp, uint32_t pid)
+{
+	size_t kept = 0;
+
+	if (!gp)
+		return;
+	for (size_t i = 0; i < gp->n_att; i++) {
+		if (gp->att[i].pid == pid)
+			detach(&gp->att[i]);
+		else
+			gp->att[kept++] = gp->att[i];
+	}
+	gp->n_att = kept;
+}
+
+static int apply_to_proc(const struct proc *pr, void *ctx)
+{
+	goprobes_process(ctx, pr);
+	return 0;
+}
+
+void goprobes_apply(struct goprobes *gp, struct procs *procs)
+{
+	struct plan *q, *next;
+	char hex[2 * FILEID_LEN + 1];
+	bool added = false;
+
+	if (!gp)
+		return;
+	pthread_mutex_lock(&gp->lock);
+	q = gp->queue;
+	gp->queue = NULL;
+	gp->queue_tail = &gp->queue;
+	gp->n_queued = 0;
+	pthread_mutex_unlock(&gp->lock);
+	for (; q; q = next) {
+		size_t loaded = 0;
+
+		next = q->next;
+		q->next = NULL;
+		gp->st.plans++;
+		/* Once per file ID: a reconnect sends the plan again. */
+		if (find_file(gp, q->file_id, NULL) || gp->n_files == MAX_FILES) {
+			if (gp->n_files == MAX_FILES)
+				log_warn("go probes: %d executables instrumented already, ignoring %s",
+					 MAX_FILES, hex_id(q->file_id, hex));
+			plan_free(q);
+			continue;
+		}
+		for (size_t i = 0; i < q->n_sets; i++) {
+			struct plan_set *s = &q->sets[i];
+
+			if (load_set(gp, s) < 0) {
+				gp->st.load_failures++;
+				bpf_object__close(s->obj);
+				s->obj = NULL;
+				continue;
+			}
+			loaded++;
+		}
+		if (!loaded) {
+			plan_free(q);
+			continue;
+		}
+		log_info("go probes: %zu of %zu probes loaded for %s", loaded, q->n_sets,
+			 hex_id(q->file_id, hex));
+		gp->files[gp->n_files++] = q;
+		gp->st.files_loaded++;
+		added = true;
+	}
+	if (added)
+		procs_visit(procs, apply_to_proc, gp);
+}
+
+/* ---- records ---- */
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct goprobes *gp = ctx;
+
+	if (size == 0 || size > MAX_RECORD || gp->n_pending == MAX_PENDING ||
+	    gp->buf_used + size > (size_t)MAX_PENDING * 512) {
+		gp->lost_unsent++;
+		return 0;
+	}
+	memcpy(gp->buf + gp->buf_used, data, size);
+	gp->buf_used += size;
+	gp->lens[gp->n_pending++] = (uint32_t)size;
+	gp->st.records++;
+	return 0;
+}
+
+int goprobes_fd(struct goprobes *gp)
+{
+	return ring_buffer__epoll_fd(gp->ring);
+}
+
+int goprobes_consume(struct goprobes *gp)
+{
+	if (!gp)
+		return 0;
+	return ring_buffer__consume(gp->ring);
+}
+
+/* Ring-full drops BPF counted since the last call. */
+static uint64_t bpf_lost_delta(struct goprobes *gp)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	uint64_t vals[ncpus > 0 ? ncpus : 1], total = 0, d;
+	uint32_t zero = 0;
+
+	if (ncpus <= 0 || bpf_map_lookup_elem(gp->lost_fd, &zero, vals) < 0)
+		return 0;
+	for (int i = 0; i < ncpus; i++)
+		total += vals[i];
+	d = total - gp->lost_bpf_seen;
+	gp->lost_bpf_seen = total;
+	return d;
+}
+
+int goprobes_flush(struct goprobes *gp, struct uplink *u, uint64_t gen, size_t max_bytes,
+		   int64_t mono_to_real_ns)
+{
+	uint64_t lost;
+	size_t i = 0, off = 0;
+	int r = 0;
+
+	if (!gp)
+		return 0;
+	lost = gp->lost_unsent + bpf_lost_delta(gp);
+	gp->lost_unsent = 0;
+	if (gp->n_pending == 0 && lost == 0)
+		return 0;
+	while (r == 0 && (i < gp->n_pending || lost)) {
+		Sonde__V1__SensorMessage msg = SONDE__V1__SENSOR_MESSAGE__INIT;
+		Sonde__V1__ProbeEvents pe = SONDE__V1__PROBE_EVENTS__INIT;
+		ProtobufCBinaryData recs[512];
+		size_t n = 0, bytes = 64;
+
+		while (i < gp->n_pending && n < 512 && bytes + gp->lens[i] + 8 <= max_bytes) {
+			recs[n].data = gp->buf + off;
+			recs[n].len = gp->lens[i];
+			bytes += gp->lens[i] + 8;
+			off += gp->lens[i];
+			n++;
+			i++;
+		}
+		pe.monotonic_to_unix_ns = mono_to_real_ns;
+		pe.n_records = n;
+		pe.records = recs;
+		pe.records_lost = lost;
+		msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_PROBE_EVENTS;
+		msg.probe_events = &pe;
+		r = uplink_send(u, gen, &msg, true);
+		if (r < 0) {
+			/* This batch and the rest are lost; say so next time. */
+			gp->lost_unsent += (gp->n_pending - i + n) + lost;
+			break;
+		}
+		lost = 0;
+		if (n == 0 && i < gp->n_pending) /* a record over max_bytes */
+			break;
+	}
+	gp->st.lost += gp->lost_unsent;
+	gp->n_pending = 0;
+	gp->buf_used = 0;
+	return r;
+}
+
+void goprobes_get_stats(const struct goprobes *gp, struct goprobes_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (gp)
+		*st = gp->st;
+}
+
+/* ---- life cycle ---- */
+
+struct goprobes *goprobes_new(int spans_fd)
+{
+	struct goprobes *gp = calloc(1, sizeof(*gp));
+
+	if (!gp)
+		return NULL;
+	gp->spans_fd = spans_fd;
+	gp->events_fd = gp->lost_fd = -1;
+	pthread_mutex_init(&gp->lock, NULL);
+	gp->queue_tail = &gp->queue;
+	gp->buf = malloc((size_t)MAX_PENDING * 512);
+	gp->events_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "go_events", 0, 0, EVENTS_BYTES, NULL);
+	gp->lost_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "go_lost", sizeof(uint32_t),
+				     sizeof(uint64_t), 1, NULL);
+	if (!gp->buf || gp->events_fd < 0 || gp->lost_fd < 0) {
+		log_error_errno(-errno, "go probes: cannot create the shared maps");
+		goto fail;
+	}
+	gp->ring = ring_buffer__new(gp->events_fd, on_record, gp, NULL);
+	if (!gp->ring) {
+		log_error_errno(-errno, "go probes: cannot map the ring buffer");
+		goto fail;
+	}
+	return gp;
+fail:
+	goprobes_free(gp);
+	return NULL;
+}
+
+void goprobes_free(struct goprobes *gp)
+{
+	struct plan *q, *next;
+
+	if (!gp)
+		return;
+	for (size_t i = 0; i < gp->n_att; i++)
+		detach(&gp->att[i]);
+	free(gp->att);
+	for (size_t i = 0; i < gp->n_files; i++)
+		plan_free(gp->files[i]);
+	for (q = gp->queue; q; q = next) {
+		next = q->next;
+		plan_free(q);
+	}
+	ring_buffer__free(gp->ring);
+	if (gp->events_fd >= 0)
+		close(gp->events_fd);
+	if (gp->lost_fd >= 0)
+		close(gp->lost_fd);
+	free(gp->buf);
+	pthread_mutex_destroy(&gp->lock);
+	free(gp);
+}

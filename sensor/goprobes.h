@@ -1,0 +1,55 @@
+/* goprobes.h - the Go probes' loader (docs/go-probes.md): BPF objects
+ * loaded per executable file ID with the consts of the symbolizer's
+ * ProbePlan, attached by file offset with a PID filter to every process
+ * that maps that file, detached when it goes; and the `go_events` ring
+ * buffer, whose records are forwarded as opaque bytes (ProbeEvents).
+ *
+ * goprobes_queue_plan() may be called from the uplink thread; everything
+ * else is main-thread only.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ingest.pb-c.h"
+#include "procs.h"
+#include "uplink.h"
+
+struct goprobes;
+
+/* spans_fd: the sampler's `go_spans` map (borrowed, must outlive gp).
+ * NULL on failure (logged). */
+struct goprobes *goprobes_new(int spans_fd);
+/* Detaches and unloads everything. Accepts NULL. */
+void goprobes_free(struct goprobes *gp);
+
+/* Copies a plan (after shape checks) for goprobes_apply(). Returns 0,
+ * -EPROTO for a malformed one (wrong file ID length), -ENOMEM. Any thread. */
+int goprobes_queue_plan(struct goprobes *gp, const Sonde__V1__ProbePlan *plan);
+/* Loads the queued plans (once per file ID) and attaches them to every
+ * live process of procs that maps their file. */
+void goprobes_apply(struct goprobes *gp, struct procs *procs);
+
+/* A process appeared or its mappings changed: attach the loaded probes of
+ * the files it maps (once per process and file). */
+void goprobes_process(struct goprobes *gp, const struct proc *pr);
+/* The process is gone: detach its probes. */
+void goprobes_process_gone(struct goprobes *gp, uint32_t pid);
+
+/* An fd that polls readable when a quarter of the ring waits (owned). */
+int goprobes_fd(struct goprobes *gp);
+/* Drains `go_events` into the pending batch. Returns the records read or a
+ * negative errno. */
+int goprobes_consume(struct goprobes *gp);
+/* Sends the pending records as ProbeEvents (several messages if they do
+ * not fit max_bytes). mono_to_real_ns: CLOCK_REALTIME - CLOCK_MONOTONIC.
+ * Returns 0 or a negative errno (the batch is then dropped and counted
+ * as lost in the next one). */
+int goprobes_flush(struct goprobes *gp, struct uplink *u, uint64_t gen, size_t max_bytes,
+		   int64_t mono_to_real_ns);
+
+struct goprobes_stats {
+	uint64_t plans, files_loaded, load_failures, attached, attach_failures, records, lost;
+};
+void goprobes_get_stats(const struct goprobes *gp, struct goprobes_stats *st);

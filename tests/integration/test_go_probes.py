@@ -1,0 +1,279 @@
+"""Go probes (issue 7, docs/go-probes.md), the sensor's half: a real Go
+net/http server and client built with Debian's Go 1.19, the real sensor
+with --go-probes, and fake_symbolizer.py playing the symbolizer with a
+ProbePlan this test computes itself from the binary (go_plan.py: objdump
+for the entry and every RET, DWARF for the field offsets). The records
+the sensor forwards are decoded with Python's struct and checked against
+what the client did and measured."""
+import collections
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from conftest import SENSOR, SRC, make_tmp, wait_for
+import go_plan
+
+N = int(os.environ.get("SONDE_GO_PROBE_REQUESTS", "300"))
+PATHS = ["/ok", "/created", "/missing", "/fail", "/slow", "/nested"]
+FAKE = SRC / "tests" / "integration" / "fake_symbolizer.py"
+
+
+@pytest.fixture(scope="module")
+def gohttp():
+    tmp = make_tmp("sonde-gohttp.")
+    env = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod",
+               GOCACHE=str(tmp / "gocache"), GOPATH=str(tmp / "gopath"), HOME=str(tmp))
+    out = tmp / "gohttp"
+    subprocess.run([go_plan.GO, "build", "-o", str(out), "."], check=True, env=env,
+                   cwd=SRC / "tests" / "workload" / "gohttp", timeout=300)
+    yield out
+    subprocess.run(["rm", "-rf", str(tmp)])
+
+
+def span_samples(path):
+    """[(pid, trace_id, span_id, count)] of the sample counts tagged with a span."""
+    out = []
+    for line in path.read_text().splitlines():
+        o = json.loads(line)
+        if o["kind"] == "span_samples":
+            out += [(s["pid"], s["trace_id"], s["span_id"], s["count"]) for s in o["samples"]]
+    return out
+
+
+def read_records(path):
+    procs, events, lost = {}, [], 0
+    if not path.exists():
+        return procs, events, lost
+    for line in path.read_text().splitlines():
+        o = json.loads(line)
+        if o["kind"] == "process":
+            procs[o["pid"]] = o
+        elif o["kind"] == "probe_events":
+            lost += o["records_lost"]
+            events += [go_plan.decode(bytes.fromhex(r)) for r in o["records"]]
+    return procs, events, lost
+
+
+class Rig:
+    """fake symbolizer + sensor, and the processes the test starts (stopped
+    by their own PIDs at the end)."""
+
+    def __init__(self, tmp, binary, frequency=19):
+        self.tmp = tmp
+        self.rec = tmp / "records.jsonl"
+        plan = tmp / "plan.json"
+        plan.write_text(json.dumps(go_plan.plan_for(str(binary), str(binary))))
+        sock = tmp / "fake.sock"
+        self.fake_log = open(tmp / "fake.log", "w")
+        self.fake = subprocess.Popen([sys.executable, str(FAKE), "--listen", f"unix:{sock}", "--quiet",
+                                      "--reads", "0", "--probe-plan", str(plan), "--record",
+                                      str(self.rec)], stdout=self.fake_log, stderr=subprocess.STDOUT)
+        wait_for(sock.exists, 30, "the fake symbolizer to listen")
+        self.sensor_log = tmp / "sensor.log"
+        self.sensor = subprocess.Popen([str(SENSOR), "--symbolizer", f"unix:{sock}", "--go-probes",
+                                        "--unwind-rows", "0", "--flush-ms", "200",
+                                        "--frequency", str(frequency)],
+                                       stdout=open(self.sensor_log, "w"), stderr=subprocess.STDOUT)
+        wait_for(lambda: "sampling" in self.log(), 30, "the sensor to start")
+        self.procs = []
+
+    def log(self):
+        if self.sensor.poll() is not None:
+            raise AssertionError(f"sensor exited {self.sensor.returncode}: {self.sensor_log.read_text()[-3000:]}")
+        return self.sensor_log.read_text()
+
+    def attached(self, pid, probe):
+        return wait_for(lambda: f"pid {pid}: {probe} attached" in self.log(), 30,
+                        f"{probe} on pid {pid}")
+
+    def start(self, args, **kw):
+        p = subprocess.Popen(args, **kw)
+        self.procs.append(p)
+        return p
+
+    def stop(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if self.sensor.poll() is None:
+            self.sensor.terminate()
+            self.sensor.wait(30)
+        self.fake.terminate()
+        self.fake.wait(15)
+        self.fake_log.close()
+
+
+@pytest.fixture
+def rig(gohttp, request):
+    tmp = make_tmp("sonde-goprobes.")
+    r = Rig(tmp, gohttp, getattr(request, "param", 19))
+    yield r
+    r.stop()
+    if r.sensor.returncode not in (0, None):
+        print(r.sensor_log.read_text()[-3000:])
+    subprocess.run(["rm", "-rf", str(tmp)])
+
+
+def test_http_server_and_client_spans(rig, gohttp):
+    server = rig.start([str(gohttp), "server"], stdout=subprocess.PIPE, text=True,
+                       env=dict(os.environ, OTEL_SERVICE_NAME="go-probe-test"))
+    port = int(server.stdout.readline())
+    rig.attached(server.pid, "go_http_server")
+    rig.attached(server.pid, "go_http_client")
+    client = rig.start([str(gohttp), "client", f"http://127.0.0.1:{port}", str(N)],
+                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    rig.attached(client.pid, "go_http_client")
+    out, _ = client.communicate("go\n", timeout=300)
+    assert client.returncode == 0
+    results = [json.loads(line) for line in out.splitlines()]
+    assert len(results) == N
+    n_nested = sum(r["path"] == "/nested" for r in results)
+
+    def complete():
+        _, ev, _ = read_records(rig.rec)
+        return len(ev) >= 2 * (N + n_nested)
+    wait_for(complete, 30, f"{2 * (N + n_nested)} records")
+    time.sleep(1)  # nothing more may come: exactly N, not at least N
+    procs, events, lost = read_records(rig.rec)
+    assert lost == 0
+
+    srv = sorted((e for e in events if e["kind"] == go_plan.SERVER), key=lambda e: e["start"])
+    cli = sorted((e for e in events if e["kind"] == go_plan.CLIENT and e["pid"] == client.pid),
+                 key=lambda e: e["start"])
+    inner = [e for e in events if e["kind"] == go_plan.CLIENT and e["pid"] == server.pid]
+    assert all(e["pid"] == server.pid for e in srv)
+    assert len(cli) == N and len(inner) == n_nested and len(srv) == N + n_nested
+    assert len(events) == 2 * (N + n_nested)
+
+    # Client spans, in order: what the client asked and got, and its
+    # duration within 1 ms of what the client measured around Do().
+    diffs = []
+    for e, r in zip(cli, results):
+        assert (e["method"], e["path"], e["status"]) == (r["method"], r["path"], r["status"])
+        assert e["host"] == f"127.0.0.1:{port}" and e["scheme"] == "http"
+        diffs.append(abs((e["end"] - e["start"]) - r["dur_ns"]))
+    assert max(diffs) < 1_000_000, f"client span vs measured: max {max(diffs)} ns"
+
+    # Server spans: the inner /ok calls of /nested lie inside their
+    # /nested span; the others pair with the client's requests in order.
+    nested = [e for e in srv if e["path"] == "/nested"]
+    outer = [e for e in srv if not any(n["start"] < e["start"] and e["end"] < n["end"] for n in nested)]
+    assert len(outer) == N
+    sdiffs = []
+    n_remote = 0
+    for i, (e, r) in enumerate(zip(outer, results)):
+        assert (e["method"], e["path"], e["status"]) == (r["method"], r["path"], r["status"])
+        assert e["host"] == f"127.0.0.1:{port}"
+        if r["traceparent"]:
+            # The incoming traceparent: its trace, its span as parent.
+            _, trace_id, parent, fl = r["traceparent"].split("-")
+            assert (e["trace_id"], e["parent"]) == (trace_id, parent)
+            assert e["flags"] & (go_plan.HAS_PARENT | go_plan.REMOTE_PARENT) == \
+                go_plan.HAS_PARENT | go_plan.REMOTE_PARENT
+            assert bool(e["flags"] & go_plan.SAMPLED) == bool(int(fl, 16) & 1)
+            n_remote += 1
+        else:
+            assert not e["flags"] & go_plan.HAS_PARENT
+        d = e["end"] - e["start"]
+        assert d <= r["dur_ns"], "a server span longer than the client's call"
+        if i > 0:  # the first request also connects
+            sdiffs.append(r["dur_ns"] - d)
+    # The client measures the server's span plus the loopback round trip
+    # and two goroutine wake-ups, which a loaded 2-CPU machine delays now
+    # and then (p90 was 0.54 to 1.02 ms in runs beside other builds): the
+    # median is within 1 ms, nine in ten within 2 ms.
+    sdiffs.sort()
+    med, p90 = sdiffs[len(sdiffs) // 2], sdiffs[len(sdiffs) * 9 // 10]
+    print(f"measured - server span: median {med / 1e3:.0f} us, "
+          f"p90 {p90 / 1e3:.0f} us, max {sdiffs[-1] / 1e3:.0f} us")
+    assert med < 1_000_000 and p90 < 2_000_000, f"server span vs measured: median {med}, p90 {p90} ns"
+    assert collections.Counter((e["method"], e["path"], e["status"]) for e in srv) == \
+        collections.Counter((r["method"], r["path"], r["status"]) for r in results) + \
+        collections.Counter({("GET", "/ok", 200): n_nested})
+
+    # A client call made inside a handler has that handler's span as parent.
+    by_span = {e["span_id"]: e for e in srv}
+    for e in inner:
+        assert e["flags"] & go_plan.HAS_PARENT
+        parent = by_span[e["parent"]]
+        assert parent["path"] == "/nested" and parent["trace_id"] == e["trace_id"]
+        assert parent["g"] == e["g"] and parent["start"] < e["start"] and e["end"] < parent["end"]
+        assert (e["method"], e["path"], e["status"]) == ("GET", "/ok", 200)
+    assert n_remote == sum(bool(r["traceparent"]) for r in results) > 0
+    assert not any(e["flags"] & go_plan.HAS_PARENT for e in cli)
+    # The inner /ok server spans had no traceparent: new traces.
+    assert not any(e["flags"] & go_plan.HAS_PARENT for e in srv if e not in outer)
+    assert len({e["span_id"] for e in events}) == len(events)
+
+    assert procs[server.pid]["otel_service_name"] == "go-probe-test"
+    assert procs[client.pid]["otel_service_name"] == ""
+    print(f"{N} requests ({n_nested} nested): client span - measured max {max(diffs) / 1e3:.0f} us, "
+          f"measured - server span max {max(sdiffs) / 1e3:.0f} us")
+
+
+def bpf_links(pid):
+    """BPF links the process holds (fdinfo shows link_type)."""
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if "link_type:" in pathlib.Path(f"/proc/{pid}/fdinfo/{fd}").read_text():
+                n += 1
+        except OSError:
+            pass
+    return n
+
+
+def test_detached_on_exit(rig, gohttp):
+    base = bpf_links(rig.sensor.pid)
+    server = rig.start([str(gohttp), "server"], stdout=subprocess.PIPE, text=True)
+    server.stdout.readline()
+    rig.attached(server.pid, "go_http_server")
+    rig.attached(server.pid, "go_http_client")
+    plan = json.loads((rig.tmp / "plan.json").read_text())
+    n_uprobes = sum(len(ps["attaches"]) for ps in plan["probes"])
+    assert bpf_links(rig.sensor.pid) == base + n_uprobes
+    server.kill()
+    server.wait()
+    wait_for(lambda: bpf_links(rig.sensor.pid) == base, 10, "the uprobes to be detached")
+    rig.log()  # still running
+
+
+BURN_MS, BURNS, HZ = 300, 4, 199
+
+
+@pytest.mark.parametrize("rig", [HZ], indirect=True)
+def test_cpu_samples_carry_the_span(rig, gohttp):
+    """A handler that burns CPU: the samples taken while it runs carry its
+    span's trace and span IDs (SampleCount.trace_id/span_id), and no
+    sample carries a span it was not taken in."""
+    server = rig.start([str(gohttp), "server"], stdout=subprocess.PIPE, text=True)
+    port = int(server.stdout.readline())
+    rig.attached(server.pid, "go_http_server")
+    for _ in range(BURNS):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/burn?ms={BURN_MS}", timeout=30) as r:
+            assert r.status == 200
+    wait_for(lambda: len([e for e in read_records(rig.rec)[1] if e["path"] == "/burn"]) == BURNS,
+             30, "the /burn spans")
+    time.sleep(1)  # the last samples' flush
+    spans = {(e["trace_id"], e["span_id"]): e for e in read_records(rig.rec)[1]}
+    tagged = span_samples(rig.rec)
+    per_span = collections.Counter()
+    for pid, trace_id, span_id, count in tagged:
+        assert pid == server.pid
+        e = spans.get((trace_id, span_id))
+        assert e is not None, "a sample tagged with a span that never was"
+        assert e["kind"] == go_plan.SERVER and e["path"] == "/burn"
+        per_span[span_id] += count
+    # Each burn is ~BURN_MS of CPU at HZ: expect most of its samples (the
+    # machine is shared, so not all of them).
+    want = BURN_MS / 1000 * HZ
+    print(f"samples per /burn span: {sorted(per_span.values())} (about {want:.0f} expected)")
+    assert len(per_span) == BURNS
+    assert all(n >= want / 3 for n in per_span.values())

@@ -1,0 +1,3 @@
+module sonde.test/gohttp
+
+go 1.19
