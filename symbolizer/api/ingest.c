@@ -113,6 +113,14 @@ struct session {
 	char hostname[128];
 	uint32_t frequency_hz;
 	struct hmap *procs;  /* pid -> process */
+	/* The service names of the last processes that exited: probe records
+	 * of a process often arrive after its exit (a client that made its
+	 * last request and quit). A ring, newest at gone_next - 1. */
+	struct {
+		uint32_t pid;
+		char service[128];
+	} gone[64];
+	unsigned gone_next;
 	struct hmap *files;  /* fileid -> sfile */
 	struct hmap *stacks; /* stack id -> stackdef */
 	struct ksyms *ksyms;
@@ -834,21 +842,36 @@ static int on_kernel_symbols(struct session *s, const Sonde__V1__KernelSymbols *
 	return 0;
 }
 
-/* The service a span of pid belongs to: OTEL_SERVICE_NAME, else the
+/* The service a span of p belongs to: OTEL_SERVICE_NAME, else the
  * executable's name (semantic conventions), else the process name. */
-static const char *service_of(void *ctx, uint32_t pid)
+static const char *process_service(const struct process *p)
 {
-	struct session *s = ctx;
-	const struct process *p = hmap_get_u64(s->procs, pid);
 	const char *slash;
 
-	if (!p)
-		return NULL;
 	if (p->service[0])
 		return p->service;
 	if (p->exe && (slash = strrchr(p->exe, '/')) && slash[1])
 		return slash + 1;
 	return p->comm[0] ? p->comm : NULL;
+}
+
+/* process_service() of pid, also for a process that exited lately. */
+static const char *service_of(void *ctx, uint32_t pid)
+{
+	struct session *s = ctx;
+	const struct process *p = hmap_get_u64(s->procs, pid);
+	const unsigned n = sizeof(s->gone) / sizeof(s->gone[0]);
+
+	if (!p) {
+		for (unsigned k = 1; k <= n && k <= s->gone_next; k++) {
+			unsigned i = (s->gone_next - k) % n;
+
+			if (s->gone[i].pid == pid)
+				return s->gone[i].service[0] ? s->gone[i].service : NULL;
+		}
+		return NULL;
+	}
+	return process_service(p);
 }
 
 static int add_stackdef(struct session *s, const Sonde__V1__StackDef *sd)
@@ -1106,8 +1129,16 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 		break;
 	case SONDE__V1__SENSOR_MESSAGE__KIND_EXIT: {
 		struct proc_outcome *po = hmap_get_u64(s->svc->proc_outcomes, m->exit->pid);
+		struct process *p = hmap_remove_u64(s->procs, m->exit->pid);
 
-		process_free(hmap_remove_u64(s->procs, m->exit->pid));
+		if (p) {
+			const char *name = process_service(p);
+			unsigned i = s->gone_next++ % (sizeof(s->gone) / sizeof(s->gone[0]));
+
+			s->gone[i].pid = p->pid;
+			snprintf(s->gone[i].service, sizeof(s->gone[i].service), "%s", name ? name : "");
+		}
+		process_free(p);
 		if (po)
 			po->exited_ms = service_now_ms();
 		break;

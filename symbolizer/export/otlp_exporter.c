@@ -86,6 +86,7 @@ struct otlp_exporter {
 
 	/* sender thread only */
 	struct rpc_channel *ch;
+	bool said_unimplemented[2]; /* profiles, traces */
 	pthread_t thread;
 	bool thread_started;
 	bool failing;
@@ -216,6 +217,24 @@ static void *sender_main(void *arg)
 					 x->target, x->n_backlog);
 			x->failing = false;
 			backoff = BACKOFF_MIN_MS;
+			continue;
+		}
+		if (err.status == RPC_UNIMPLEMENTED) {
+			/* A receiver without this signal (profiles are still in
+			 * development; many receivers take traces only): drop
+			 * the request rather than block the others behind it. */
+			bool *said = &x->said_unimplemented[q->spans ? 1 : 0];
+
+			if (!*said)
+				log_warn("OTLP receiver %s does not accept %s (%.200s): dropping them",
+					 x->target, q->spans ? "traces" : "profiles", err.message);
+			*said = true;
+			x->n_backlog--;
+			x->backlog_bytes -= q->len;
+			x->c.dropped_requests++;
+			x->c.dropped_samples += q->samples;
+			x->c.dropped_spans += q->spans;
+			request_free(q);
 			continue;
 		}
 		x->c.failures++;

@@ -228,6 +228,55 @@ static void test_spans(void **state)
 	rpc_server_free(srv);
 }
 
+/* A receiver that takes traces only (UNIMPLEMENTED for profiles): the
+ * profiles requests are dropped and counted, and do not hold the spans
+ * queued behind them. */
+static void test_traces_only_receiver(void **state)
+{
+	struct rpc_server *srv = rpc_server_new(methods + 1, 1, NULL, NULL);
+	struct otlp_exporter_opts o = { .interval_ms = 10, .send_timeout_ms = 5000 };
+	struct otlp_counters c;
+	struct otlp_exporter *x;
+	uint8_t raw[4] = { 1, 0, 0, 0 };
+	char target[64];
+	int port = 0;
+
+	(void)state;
+	atomic_store(&got_spans, 0);
+	assert_non_null(srv);
+	assert_int_equal(rpc_server_listen(srv, "tcp:127.0.0.1:0", &port), 0);
+	assert_int_equal(rpc_server_start(srv), 0);
+	snprintf(target, sizeof(target), "tcp:127.0.0.1:%d", port);
+	o.target = target;
+	x = otlp_exporter_new(NULL, &o);
+	assert_non_null(x);
+	for (int round = 0; round < 3; round++) {
+		struct trace_span sp = { .trace_id = { 1 }, .span_id = { (uint8_t)(round + 1) },
+					 .kind = TRACE_SPAN_CLIENT, .start_ns = 1, .end_ns = 2,
+					 .method = "GET" };
+
+		add(x, 1, 2, raw, sizeof(raw));
+		otlp_exporter_add_span(x, &sp);
+		sleep_ms(20);
+		otlp_exporter_tick(x, now_ms());
+	}
+	for (int i = 0; i < 500 && atomic_load(&got_spans) < 3; i++)
+		sleep_ms(10);
+	assert_int_equal(atomic_load(&got_spans), 3);
+	for (int i = 0; i < 200; i++) {
+		otlp_exporter_counters(x, &c);
+		if (c.spans == 3 && c.dropped_samples == 6)
+			break;
+		sleep_ms(10);
+	}
+	assert_int_equal(c.spans, 3);
+	assert_int_equal(c.dropped_samples, 6);
+	assert_int_equal(c.samples, 0);
+	assert_int_equal(c.backlog_requests, 0);
+	otlp_exporter_free(x, 1000);
+	rpc_server_free(srv);
+}
+
 /* A window over max_request_bytes goes out as several requests, each
  * with its own dictionary, and no sample is lost. */
 static void test_split(void **state)
@@ -331,6 +380,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_delivery),
 		cmocka_unit_test(test_spans),
+		cmocka_unit_test(test_traces_only_receiver),
 		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_backlog_bounds),
 		cmocka_unit_test(test_held_bound),
