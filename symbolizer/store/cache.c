@@ -135,7 +135,7 @@ static const char schema_v6[] =
 /* The probe plan of a Go executable (docs/go-probes.md): a packed
  * sonde.v1.ProbePlan, sent as it is to the sensors that map the file. */
 static const char schema_v7[] =
-	"CREATE TABLE probe_plans ("
+	"CREATE TABLE IF NOT EXISTS probe_plans ("
 	" file_id BLOB PRIMARY KEY NOT NULL CHECK (length(file_id) = 16),"
 	" analysed_at INTEGER NOT NULL,"
 	" plan BLOB NOT NULL"
