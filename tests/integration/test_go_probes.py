@@ -16,7 +16,7 @@ import urllib.request
 
 import pytest
 
-from conftest import SENSOR, SRC, make_tmp, wait_for
+from conftest import SENSOR, SONDE, SRC, make_tmp, wait_for
 import go_plan
 
 N = int(os.environ.get("SONDE_GO_PROBE_REQUESTS", "300"))
@@ -277,3 +277,52 @@ def test_cpu_samples_carry_the_span(rig, gohttp):
     print(f"samples per /burn span: {sorted(per_span.values())} (about {want:.0f} expected)")
     assert len(per_span) == BURNS
     assert all(n >= want / 3 for n in per_span.values())
+
+
+def test_real_symbolizer_end_to_end(gohttp, start_sensor, symbolizer):
+    """The whole chain with the real symbolizer: it analyses the Go binary
+    and sends the plan, the sensor loads and attaches it, the records come
+    back as spans (`sonde spans`)."""
+    n = 60
+    sensor = start_sensor(symbolizer.address, "--go-probes", "--unwind-rows", "0", "--flush-ms", "200")
+    procs = []
+    try:
+        server = subprocess.Popen([str(gohttp), "server"], stdout=subprocess.PIPE, text=True,
+                                  env=dict(os.environ, OTEL_SERVICE_NAME="e2e-server"))
+        procs.append(server)
+        port = int(server.stdout.readline())
+
+        def attached(pid, probe):
+            if sensor.proc.poll() is not None:
+                raise AssertionError(f"sensor exited: {sensor.logtext()}")
+            return f"pid {pid}: {probe} attached" in sensor.log_path.read_text()
+        wait_for(lambda: attached(server.pid, "go_http_server"), 60, "the plan and the attach")
+        client = subprocess.Popen([str(gohttp), "client", f"http://127.0.0.1:{port}", str(n)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        procs.append(client)
+        wait_for(lambda: attached(client.pid, "go_http_client"), 30, "the client's attach")
+        out, _ = client.communicate("go\n", timeout=120)
+        results = [json.loads(line) for line in out.splitlines()]
+        n_nested = sum(r["path"] == "/nested" for r in results)
+
+        def spans():
+            out = subprocess.run([str(SONDE), "spans", "--json", "--limit", "10000",
+                                  "--symbolizer", symbolizer.address],
+                                 capture_output=True, text=True, timeout=30, check=True).stdout
+            got = [json.loads(line) for line in out.splitlines()]
+            return got if len(got) >= 2 * (n + n_nested) else None
+        got = wait_for(spans, 30, f"{2 * (n + n_nested)} spans from the symbolizer", interval=0.5)
+        assert len(got) == 2 * (n + n_nested)
+        srv = [s for s in got if s["kind"] == "server"]
+        cli = [s for s in got if s["kind"] == "client" and s["service"] != "e2e-server"]
+        assert len(srv) == n + n_nested and len(cli) == n
+        assert {s["service"] for s in srv} == {"e2e-server"}
+        assert collections.Counter((s["method"], s["path"], s["status_code"]) for s in cli) == \
+            collections.Counter((r["method"], r["path"], r["status"]) for r in results)
+        remote = [s for s in srv if s.get("remote_parent")]
+        assert len(remote) == sum(bool(r["traceparent"]) for r in results)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
