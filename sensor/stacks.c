@@ -85,9 +85,9 @@ struct stacks *stacks_new(size_t max_counts, size_t max_stacks, uint64_t idle_ns
 	s->max_stacks = max_stacks;
 	s->idle_ns = idle_ns;
 	s->next_id = 1;
-	/* The dictionary can hold max_stacks plus one interval's new stacks. */
-	/* Start small and grow: a table sized for the bound (4 MiB by
-	 * default) made every lookup a cache and TLB miss. */
+	/* The dictionary holds at most max_stacks plus one interval's new
+	 * stacks. Its buckets start small and grow: a table sized for the
+	 * bound (4 MiB by default) made every lookup a cache and TLB miss. */
 	s->max_stack_buckets = pow2_at_least(max_stacks + max_counts);
 	s->n_stack_buckets = s->max_stack_buckets < 1024 ? s->max_stack_buckets : 1024;
 	s->n_count_buckets = pow2_at_least(2 * max_counts);
