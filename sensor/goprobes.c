@@ -21,6 +21,7 @@
 #include "go_http_client.skel.h"
 #include "go_http_server.skel.h"
 #include "goprobes.h"
+#include "probes/go_http.h"
 #include "log.h"
 
 /* Bounds on what a plan may ask for. */
@@ -455,12 +456,54 @@ static void detach(struct attachment *a)
 	free(a->links);
 }
 
+/* Deletes the entries of pid from a map keyed by struct sonde_go_span_key:
+ * a process that exits mid-request leaves its per-call state and span
+ * behind, which a later process with the same pid and goroutine address
+ * would inherit (a wrong parent). Bounded by the map's size. */
+static void purge_pid(int fd, uint32_t pid)
+{
+	struct sonde_go_span_key key, next, gone[256];
+	size_t n = 0;
+	bool first = true;
+
+	if (fd < 0)
+		return;
+	for (unsigned i = 0; i < (1u << 16); i++) {
+		if (bpf_map_get_next_key(fd, first ? NULL : &key, &next) != 0)
+			break;
+		first = false;
+		key = next;
+		if (next.pid == pid && n < sizeof(gone) / sizeof(gone[0]))
+			gone[n++] = next;
+	}
+	for (size_t i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, &gone[i]);
+}
+
 void goprobes_process_gone(struct goprobes *gp, uint32_t pid)
 {
 	size_t kept = 0;
+	bool had = false;
 
 	if (!gp)
 		return;
+	for (size_t i = 0; i < gp->n_att; i++)
+		had = had || gp->att[i].pid == pid;
+	if (had) {
+		purge_pid(gp->spans_fd, pid);
+		for (size_t f = 0; f < gp->n_files; f++)
+			for (size_t k = 0; k < gp->files[f]->n_sets; k++) {
+				struct bpf_object *obj = gp->files[f]->sets[k].obj;
+				struct bpf_map *m;
+
+				if (!obj)
+					continue;
+				bpf_object__for_each_map(m, obj)
+					if (!strcmp(bpf_map__name(m), "server_calls") ||
+					    !strcmp(bpf_map__name(m), "client_calls"))
+						purge_pid(bpf_map__fd(m), pid);
+			}
+	}
 	for (size_t i = 0; i < gp->n_att; i++) {
 		if (gp->att[i].pid == pid)
 			detach(&gp->att[i]);

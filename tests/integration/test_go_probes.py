@@ -11,6 +11,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -235,18 +236,46 @@ def bpf_links(pid):
     return n
 
 
+def go_spans_pids():
+    """The pids in the go_spans maps (bpftool; key: u32 pid, u32 pad, u64 g)."""
+    out = subprocess.run(["bpftool", "-j", "map", "dump", "name", "go_spans"], capture_output=True,
+                         text=True).stdout
+    pids = set()
+    try:
+        dumps = json.loads(out) if out.strip() else []
+    except json.JSONDecodeError:
+        return pids
+    for e in dumps:
+        for el in (e.get("elements", [e]) if isinstance(e, dict) else []):
+            key = el.get("key")
+            if isinstance(key, list) and len(key) >= 4:
+                pids.add(int.from_bytes(bytes(int(b, 16) for b in key[:4]), "little"))
+    return pids
+
+
 def test_detached_on_exit(rig, gohttp):
     base = bpf_links(rig.sensor.pid)
     server = rig.start([str(gohttp), "server"], stdout=subprocess.PIPE, text=True)
-    server.stdout.readline()
+    server_port = int(server.stdout.readline())
     rig.attached(server.pid, "go_http_server")
     rig.attached(server.pid, "go_http_client")
     plan = json.loads((rig.tmp / "plan.json").read_text())
     n_uprobes = sum(len(ps["attaches"]) for ps in plan["probes"])
     assert bpf_links(rig.sensor.pid) == base + n_uprobes
+    # Killed mid-request: its span and per-call state must not outlive it
+    # (a later process with its pid and goroutine address would inherit
+    # them as a parent).
+    def slow_request():
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{server_port}/burn?ms=5000", timeout=10).read()
+        except OSError:
+            pass  # the server is killed under it
+    threading.Thread(target=slow_request, daemon=True).start()
+    wait_for(lambda: server.pid in go_spans_pids() or None, 10, "the request's span in go_spans")
     server.kill()
     server.wait()
     wait_for(lambda: bpf_links(rig.sensor.pid) == base, 10, "the uprobes to be detached")
+    wait_for(lambda: server.pid not in go_spans_pids() or None, 10, "its go_spans entry removed")
     rig.log()  # still running
 
 
