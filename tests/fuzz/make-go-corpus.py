@@ -10,7 +10,8 @@ control character in it, bytes flipped (fixed seed).
 go_plan: small ELF files assembled with gcc (a real Go binary is megabytes):
 that .go.buildinfo, and the two hooked functions under their Go names in
 .symtab with a RET and a RET imm16; the same as go1.16 (no register ABI),
-with .symtab stripped (nothing to find), and cut short."""
+with .symtab stripped (nothing to find), and cut short; and go1.17 and
+go1.16 with the pre-1.18 layout (pointers to the version string)."""
 import os
 import pathlib
 import random
@@ -20,10 +21,23 @@ import tempfile
 HERE = pathlib.Path(__file__).resolve().parent
 GO = "/usr/lib/go-1.19/bin/go"
 
+# Before Go 1.18: the header, then pointers to the version's and the
+# module info's string headers {data, len}.
+POINTERS = r'''
+	.ascii "\377 Go buildinf:"
+	.byte 8, 0
+	.quad ver_hdr, 0
+	.section .rodata
+ver_hdr:
+	.quad ver_str, {n}
+ver_str:
+	.ascii "{ver}"
+'''
+
 ASM = r'''
 	.section .go.buildinfo,"aw"
 	.balign 16
-	.byte {bytes}
+{buildinfo}
 	.text
 	.globl "net/http.serverHandler.ServeHTTP"
 	.type "net/http.serverHandler.ServeHTTP",@function
@@ -65,11 +79,20 @@ def with_version(bi, ver):
 
 
 def elf(tmp, bi, name, strip=False):
+    """An ELF with the hooked functions; bi: the buildinfo's bytes, or a
+    version string for the pre-1.18 pointer layout."""
     s = pathlib.Path(tmp) / (name + ".s")
     exe = pathlib.Path(tmp) / name
-    s.write_text(ASM.replace("{bytes}", ",".join(str(b) for b in bi)))
+    if isinstance(bi, str):
+        info = POINTERS.replace("{n}", str(len(bi))).replace("{ver}", bi)
+    else:
+        info = "\t.byte " + ",".join(str(b) for b in bi)
+    s.write_text(ASM.replace("{buildinfo}", info))
+    # Assembled apart under a fixed name, so that the FILE symbol is the
+    # same each time (the corpus is reproducible).
+    subprocess.run(["gcc", "-c", "-o", name + ".o", name + ".s"], check=True, cwd=tmp)
     subprocess.run(["gcc", "-nostdlib", "-static", "-Wl,--build-id=none", "-Wl,-z,norelro",
-                    "-Wl,-z,noseparate-code", "-o", str(exe), str(s)], check=True)
+                    "-Wl,-z,noseparate-code", "-o", name, name + ".o"], check=True, cwd=tmp)
     if strip:
         subprocess.run(["strip", "-s", str(exe)], check=True)
     return exe.read_bytes()
@@ -85,7 +108,7 @@ def main():
         env = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod",
                    GOCACHE=str(pathlib.Path(tmp) / "cache"), GOPATH=str(pathlib.Path(tmp) / "gopath"),
                    HOME=tmp)
-        subprocess.run([GO, "build", "-o", str(exe), "."], check=True, env=env,
+        subprocess.run([GO, "build", "-buildvcs=false", "-o", str(exe), "."], check=True, env=env,
                        cwd=HERE.parent / "workload" / "gohttp")
         bi = section(exe, ".go.buildinfo")
         assert bi[:14] == b"\xff Go buildinf:" and bi[15] & 2, "not a Go 1.18+ buildinfo"
@@ -109,6 +132,8 @@ def main():
         (pout / "go1.16-symtab").write_bytes(elf(tmp, with_version(bi, b"go1.16.15"), "go116"))
         (pout / "go1.19-stripped").write_bytes(elf(tmp, bi, "go119s", strip=True))
         (pout / "go1.19-cut").write_bytes(good[:len(good) // 2])
+        (pout / "go1.17-pointers").write_bytes(elf(tmp, "go1.17.13", "go117p"))
+        (pout / "go1.16-pointers").write_bytes(elf(tmp, "go1.16.15", "go116p"))
 
 
 if __name__ == "__main__":
