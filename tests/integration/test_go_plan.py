@@ -163,3 +163,38 @@ def test_buildinfo_layouts_and_versions(gobins):
         assert len(ref[syms["go_http_server"]]) == 3  # ret and ret $8
     finally:
         subprocess.run(["rm", "-rf", str(tmp)])
+
+
+def test_go_file_cached_before_plans_is_planned(gobins):
+    """A cache from before probe plans (schema 7 and older) has the Go
+    executable's unwind table but no plan; analysis, which makes both,
+    would never run for it again. Opening that cache forgets the unwind
+    tables once (schema 8), so the file is read and planned again."""
+    import sqlite3
+    full, _ = gobins
+    tmp = make_tmp()
+    sym = Symbolizer(tmp)
+    try:
+        ps = PySensor(sym.address, {str(full): full.read_bytes()})
+        ps.hello()
+        ps.process(779, "gohttp", [str(full)])
+        wait_for(lambda: ps.plans or None, 60, "a ProbePlan from the symbolizer", interval=0.2)
+        ps.close()
+        sym.stop()
+        db = sqlite3.connect(str(sym.cache))
+        assert db.execute("SELECT count(*) FROM unwind").fetchone()[0] >= 1
+        db.execute("DELETE FROM probe_plans")
+        db.execute("PRAGMA user_version = 7")
+        db.commit()
+        db.close()
+
+        sym = Symbolizer(tmp)
+        ps = PySensor(sym.address, {str(full): full.read_bytes()})
+        ps.hello()
+        ps.process(780, "gohttp", [str(full)])
+        wait_for(lambda: ps.plans or None, 60, "the ProbePlan made again", interval=0.2)
+        assert ps.reads, "the file was read again"
+        assert ps.plans[0].error == "" and ps.plans[0].file_id == ps.ids[str(full)]
+        ps.close()
+    finally:
+        sym.stop()
