@@ -133,7 +133,9 @@ static const char schema_v6[] =
 	" PRIMARY KEY (minute, pid, tid, span, stack_id)) WITHOUT ROWID;";
 
 /* The probe plan of a Go executable (docs/go-probes.md): a packed
- * sonde.v1.ProbePlan, sent as it is to the sensors that map the file. */
+ * sonde.v1.ProbePlan, sent as it is to the sensors that map the file.
+ * IF NOT EXISTS: a cache whose version was set back (as
+ * test_source_index_rebuilt_for_files_analysed_before_it does) has it. */
 static const char schema_v7[] =
 	"CREATE TABLE IF NOT EXISTS probe_plans ("
 	" file_id BLOB PRIMARY KEY NOT NULL CHECK (length(file_id) = 16),"
