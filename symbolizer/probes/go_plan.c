@@ -315,6 +315,37 @@ static void add_const(struct go_plan_probe *p, const char *name, uint64_t v)
 	p->n_consts++;
 }
 
+/* Before Go 1.18, .go.buildinfo holds (after the 16-byte header) a pointer
+ * to the version's string header {data, len} instead of the string. Only
+ * 8-byte little-endian pointers; each read goes through the PT_LOADs. */
+static int buildinfo_version_by_pointer(Elf *e, const uint8_t *data, size_t size, const uint8_t *bi,
+					size_t bi_size, char *ver, size_t cap)
+{
+	uint64_t hdr, str, len;
+	int64_t off;
+
+	if (bi_size < 24 || memcmp(bi, "\xff Go buildinf:", 14) != 0 || bi[14] != 8 ||
+	    (bi[15] & 0x3) != 0)
+		return -EBADMSG;
+	memcpy(&hdr, bi + 16, 8);
+	off = file_offset(e, hdr, 16);
+	if (off < 0 || size < 16 || (uint64_t)off > size - 16)
+		return -EBADMSG;
+	memcpy(&str, data + off, 8);
+	memcpy(&len, data + off + 8, 8);
+	if (len == 0 || len >= cap)
+		return -EBADMSG;
+	off = file_offset(e, str, len);
+	if (off < 0 || size < len || (uint64_t)off > size - len)
+		return -EBADMSG;
+	memcpy(ver, data + off, len);
+	ver[len] = '\0';
+	for (size_t i = 0; i < len; i++)
+		if (ver[i] < 0x21 || ver[i] > 0x7e)
+			return -EBADMSG;
+	return 0;
+}
+
 /* Whether header_lookup applies: the classic hash map of Go < 1.24. */
 static bool classic_maps(const char *v)
 {
@@ -354,8 +385,11 @@ int go_plan_build(uint8_t *data, size_t size, struct go_plan *out)
 		r = -ENOENT;
 		goto cleanup;
 	}
-	if (go_buildinfo_version(bi, sh.sh_size, out->go_version, sizeof(out->go_version)) < 0) {
-		out->error = "a Go binary of a version before 1.18 (or a damaged .go.buildinfo)";
+	if (go_buildinfo_version(bi, sh.sh_size, out->go_version, sizeof(out->go_version)) < 0 &&
+	    buildinfo_version_by_pointer(e, data, size, bi, sh.sh_size, out->go_version,
+					 sizeof(out->go_version)) < 0) {
+		out->go_version[0] = '\0';
+		out->error = "a damaged .go.buildinfo (no Go version in it)";
 		goto cleanup;
 	}
 	if (!has_regabi(out->go_version)) {

@@ -1,7 +1,8 @@
 /* go_plan.h - the probe plan of a Go executable (docs/go-probes.md): which
  * uprobes to attach where, with which constants, computed from the file's
  * own bytes (untrusted: every read is bounded). Go version from
- * .go.buildinfo; functions from .symtab, else .gopclntab; the entry and
+ * .go.buildinfo (the inline string of Go 1.18+, or the pointer to it of
+ * earlier versions; < 1.17 has no register ABI and gets an error); functions from .symtab, else .gopclntab; the entry and
  * every RET of each hooked function found with capstone (Go moves
  * goroutine stacks, so uretprobes must not be used); struct field offsets
  * from the binary's DWARF, else a table for the Go versions known here.

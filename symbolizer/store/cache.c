@@ -133,7 +133,9 @@ static const char schema_v6[] =
 	" PRIMARY KEY (minute, pid, tid, span, stack_id)) WITHOUT ROWID;";
 
 /* The probe plan of a Go executable (docs/go-probes.md): a packed
- * sonde.v1.ProbePlan, sent as it is to the sensors that map the file. */
+ * sonde.v1.ProbePlan, sent as it is to the sensors that map the file.
+ * IF NOT EXISTS: a cache whose version was set back (as
+ * test_source_index_rebuilt_for_files_analysed_before_it does) has it. */
 static const char schema_v7[] =
 	"CREATE TABLE IF NOT EXISTS probe_plans ("
 	" file_id BLOB PRIMARY KEY NOT NULL CHECK (length(file_id) = 16),"
@@ -141,11 +143,20 @@ static const char schema_v7[] =
 	" plan BLOB NOT NULL"
 	") WITHOUT ROWID;";
 
+/* Plans are made in a file's analysis with its unwind table, so a Go
+ * executable whose unwind table was cached before schema 7 never got one,
+ * and plans of older planners may lack what is read now (go1.17's
+ * buildinfo layout): forget unwind tables and plans once, so every
+ * executable a sensor maps is analysed, and planned, again. */
+static const char schema_v8[] =
+	"DELETE FROM probe_plans;"
+	"DELETE FROM unwind;";
+
 /* Migrations from version i to i + 1 go here as they appear; index 0
  * creates the schema in an empty database. */
 static const char *const migrations[CACHE_SCHEMA_VERSION] = { schema_v1, schema_v2, schema_v3,
 									 schema_v4, schema_v5, schema_v6,
-									 schema_v7 };
+									 schema_v7, schema_v8 };
 
 static int sqlite_to_errno(int rc)
 {

@@ -25,8 +25,9 @@
  * 4: profiles keep raw stacks and thread IDs (stacks.raw, samples.tid).
  * 5: files without a source index are forgotten once (analysed again).
  * 6: samples carry the span they were taken in.
- * 7: probe plans of Go executables (table probe_plans). */
-#define CACHE_SCHEMA_VERSION 7
+ * 7: probe plans of Go executables (table probe_plans).
+ * 8: unwind tables and plans forgotten once (analysed and planned again). */
+#define CACHE_SCHEMA_VERSION 8
 
 struct cache;
 

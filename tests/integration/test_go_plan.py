@@ -104,3 +104,97 @@ def test_symbolizer_sends_the_plan(gobins):
         ps.close()
     finally:
         sym.stop()
+
+
+def test_buildinfo_layouts_and_versions(gobins):
+    """Small ELFs assembled by tests/fuzz/make-go-corpus.py (the fuzz
+    seeds' maker) with the two hooked functions: the Go 1.18+ inline
+    version and the older pointer layout are both read; go1.16 has no
+    register ABI; and the plan's entries and RETs are where objdump puts
+    those symbols and their ret instructions."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("make_go_corpus", SRC / "tests" / "fuzz" / "make-go-corpus.py")
+    mk = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mk)
+    full, _ = gobins
+    bi = mk.section(full, ".go.buildinfo")
+    tmp = make_tmp("sonde-gobi.")
+    try:
+        inline = tmp / "inline"
+        inline.write_bytes(mk.elf(str(tmp), bi, "a"))
+        old = tmp / "pointers"
+        old.write_bytes(mk.elf(str(tmp), "go1.17.13", "b"))
+        older = tmp / "pointers16"
+        older.write_bytes(mk.elf(str(tmp), "go1.16.15", "c"))
+
+        d = dump(old)
+        assert d["go"] and d["go_version"] == "go1.17.13"
+        # No DWARF and not a version of the table: said so, no probes.
+        assert "offset table" in d["error"] and d["probes"] == []
+        d = dump(older)
+        assert d["go_version"] == "go1.16.15" and "register ABI" in d["error"]
+
+        d = dump(inline)
+        assert d["error"] is None and d["offsets_from"] == "table"
+        assert d["go_version"] == subprocess.run(
+            [go_plan.GO, "version", str(full)], capture_output=True, text=True).stdout.split()[1]
+        # Reference: objdump's symbol addresses and ret instructions,
+        # through readelf's program headers to file offsets.
+        dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(inline)],
+                             capture_output=True, text=True, check=True).stdout
+        ref, cur = {}, None
+        for line in dis.splitlines():
+            if line.endswith(">:"):
+                cur = line.split("<", 1)[1][:-2]
+                ref[cur] = [int(line.split()[0], 16)]
+            elif cur and "\tret" in line:
+                ref[cur].append(int(line.split(":")[0], 16))
+        ph = subprocess.run(["readelf", "-lW", str(inline)], capture_output=True, text=True).stdout
+        loads = [[int(x, 16) for x in l.split()[1:4]] for l in ph.splitlines() if l.strip().startswith("LOAD")]
+
+        def off(v):
+            return next(o + v - va for o, va, _ in sorted(loads, key=lambda x: -x[1]) if va <= v)
+        syms = {"go_http_server": "net/http.serverHandler.ServeHTTP",
+                "go_http_client": "net/http.(*Transport).roundTrip"}
+        for p in d["probes"]:
+            assert p["error"] is None, p
+            want = [off(a) for a in ref[syms[p["probe"]]]]
+            assert [a["file_offset"] for a in p["attaches"]] == want, p["probe"]
+        assert len(ref[syms["go_http_server"]]) == 3  # ret and ret $8
+    finally:
+        subprocess.run(["rm", "-rf", str(tmp)])
+
+
+def test_go_file_cached_before_plans_is_planned(gobins):
+    """A cache from before probe plans (schema 7 and older) has the Go
+    executable's unwind table but no plan; analysis, which makes both,
+    would never run for it again. Opening that cache forgets the unwind
+    tables once (schema 8), so the file is read and planned again."""
+    import sqlite3
+    full, _ = gobins
+    tmp = make_tmp()
+    sym = Symbolizer(tmp)
+    try:
+        ps = PySensor(sym.address, {str(full): full.read_bytes()})
+        ps.hello()
+        ps.process(779, "gohttp", [str(full)])
+        wait_for(lambda: ps.plans or None, 60, "a ProbePlan from the symbolizer", interval=0.2)
+        ps.close()
+        sym.stop()
+        db = sqlite3.connect(str(sym.cache))
+        assert db.execute("SELECT count(*) FROM unwind").fetchone()[0] >= 1
+        db.execute("DELETE FROM probe_plans")
+        db.execute("PRAGMA user_version = 7")
+        db.commit()
+        db.close()
+
+        sym = Symbolizer(tmp)
+        ps = PySensor(sym.address, {str(full): full.read_bytes()})
+        ps.hello()
+        ps.process(780, "gohttp", [str(full)])
+        wait_for(lambda: ps.plans or None, 60, "the ProbePlan made again", interval=0.2)
+        assert ps.reads, "the file was read again"
+        assert ps.plans[0].error == "" and ps.plans[0].file_id == ps.ids[str(full)]
+        ps.close()
+    finally:
+        sym.stop()
