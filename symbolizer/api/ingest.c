@@ -33,6 +33,9 @@
 #include "rawstack.h"
 #include "service.h"
 #include "unwind_table.h"
+#include "cpython.h"
+#include "cpython_layout.h"
+#include "interp_loader.h"
 #include "ingest.pb-c.h"
 
 #define COMM_MAX 64
@@ -84,6 +87,7 @@ struct table_send {
 	enum table_state state;
 	uint32_t next_row; /* rows sent so far */
 	struct table_send *qnext;
+	bool interp_done; /* InterpreterConfig sent, or none is due */
 };
 
 struct stackdef {
@@ -133,6 +137,8 @@ struct session {
 	struct table_send *tq_head, *tq_tail;
 	size_t n_tables_waiting;
 	uint64_t tables_sent, table_rows_sent;
+	size_t n_interp_waiting; /* table_sends without interp_done */
+	uint64_t interp_sent;
 };
 
 struct session *session_next(const struct session *s)
@@ -260,6 +266,95 @@ static void table_check(struct session *s, struct table_send *t)
 		log_debug("cannot start the analysis of a file for its unwind table");
 }
 
+/* ---- interpreter configs ---- */
+
+static void interp_mark_done(struct session *s, struct table_send *t)
+{
+	t->interp_done = true;
+	s->n_interp_waiting--;
+}
+
+/* Sends the InterpreterConfig of t's file if it is an interpreter whose
+ * Data is cached; starts an analysis for a file cached before interpreter
+ * Data existed. One small message per file and session. */
+static void interp_check(struct session *s, struct table_send *t)
+{
+	Sonde__V1__SymbolizerMessage m = SONDE__V1__SYMBOLIZER_MESSAGE__INIT;
+	Sonde__V1__InterpreterConfig ic = SONDE__V1__INTERPRETER_CONFIG__INIT;
+	struct service *svc = s->svc;
+	const char *name = service_file_name(svc, &t->id);
+	const struct cpython_layout *l;
+	struct sonde_cpython_offsets off;
+	struct interp_data d;
+	const int64_t *retry_at;
+	int r;
+
+	if (t->interp_done || !s->call || s->finished || !s->hello)
+		return;
+	if (!name || !interp_loader_wants(name)) {
+		interp_mark_done(s, t);
+		return;
+	}
+	switch (cache_lookup_interp(svc->cache, &t->id, &d, NULL, 0)) {
+	case CACHE_ERROR:
+		interp_mark_done(s, t); /* said once in the log by the analysis */
+		return;
+	case CACHE_MISS:
+		if (analysis_running(svc, &t->id) || !cache_contains(svc->cache, &t->id))
+			return; /* the running (or coming) job stores it */
+		retry_at = hmap_get(svc->retry, &t->id, sizeof(t->id));
+		if (retry_at && service_now_ms() < *retry_at)
+			return;
+		if (analysis_start(svc, &t->id) < 0)
+			log_debug("cannot start the analysis of an interpreter file");
+		return;
+	case CACHE_OK:
+		break;
+	}
+	l = d.kind == INTERP_CPYTHON ? cpython_layout_for(d.major, d.minor) : NULL;
+	if (!l) {
+		interp_mark_done(s, t);
+		return;
+	}
+	cpython_layout_pack(l, &off);
+	ic.file_id.data = (uint8_t *)t->id.bytes;
+	ic.file_id.len = FILEID_LEN;
+	ic.kind = SONDE__V1__INTERPRETER_CONFIG__KIND__CPYTHON;
+	ic.format_version = SONDE_CPYTHON_FORMAT_VERSION;
+	ic.runtime_offset = d.runtime_offset;
+	ic.layout.data = (uint8_t *)&off;
+	ic.layout.len = sizeof(off);
+	m.kind_case = SONDE__V1__SYMBOLIZER_MESSAGE__KIND_INTERPRETER_CONFIG;
+	m.interpreter_config = &ic;
+	r = rpc_call_write(s->call, &m.base);
+	if (r == -ENOBUFS)
+		return; /* the tick tries again */
+	if (r == -EPIPE) {
+		s->finished = true;
+		return;
+	}
+	if (r == 0) {
+		char hex[FILEID_HEX_LEN + 1];
+
+		s->interp_sent++;
+		log_debug("sent the CPython %u.%u config of %.100s (%s) to %.100s", d.major,
+			  d.minor, name, fileid_to_hex(&t->id, hex), s->hostname);
+	}
+	interp_mark_done(s, t);
+}
+
+static void session_tick_interp(struct session *s)
+{
+	struct hmap_iter it;
+	void *val;
+
+	if (!s->n_interp_waiting)
+		return;
+	hmap_iter_init(s->tables, &it);
+	while (hmap_next(s->tables, &it, NULL, NULL, &val))
+		interp_check(s, val);
+}
+
 static void session_want_table(struct session *s, const struct fileid *id)
 {
 	struct table_send *t;
@@ -276,7 +371,9 @@ static void session_want_table(struct session *s, const struct fileid *id)
 		return;
 	}
 	s->n_tables_waiting++;
+	s->n_interp_waiting++;
 	table_check(s, t);
+	interp_check(s, t);
 }
 
 /* Writes the next message of the queue head. Returns 0 (sent), -ENOBUFS
@@ -405,6 +502,7 @@ void ingest_unwind_done(struct service *svc, const struct fileid *id)
 			continue;
 		table_check(s, t);
 		session_pump_tables(s);
+		interp_check(s, t);
 	}
 }
 
@@ -1217,6 +1315,7 @@ void ingest_tick(struct service *svc)
 {
 	for (struct session *s = svc->sessions; s; s = s->next) {
 		session_tick_tables(s);
+		session_tick_interp(s);
 		session_retry_pending(s, true);
 		session_try_finish(s);
 	}

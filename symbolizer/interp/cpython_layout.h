@@ -49,3 +49,7 @@ const struct cpython_layout *cpython_layout_for(unsigned major, unsigned minor);
  * libpython3.11.so.1.0 (basename or path). Returns 0 with major and minor
  * set, or -ENOENT. */
 int cpython_version_from_name(const char *path, unsigned *major, unsigned *minor);
+
+struct sonde_cpython_offsets;
+/* l as the BPF walker's offsets (bpf/cpython.h). */
+void cpython_layout_pack(const struct cpython_layout *l, struct sonde_cpython_offsets *ret);

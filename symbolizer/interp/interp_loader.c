@@ -89,18 +89,32 @@ int interp_loader_analyse(const struct file_image *img, const char *path, struct
 	*reason = "CPython version without a layout";
 	if (!cpython_layout_for(major, minor))
 		goto out;
-	/* Its file offset, through the load segment that holds its bytes
-	 * (it is initialised data, so it is in the file, not in .bss). */
+	/* The sensor knows only the executable mappings of a process, so the
+	 * runtime's place is given in the executable segment's file
+	 * coordinates: address = that mapping's start - its offset + this.
+	 * _PyRuntime itself must be in some load segment. */
 	r = -EBADMSG;
-	*reason = RUNTIME_SYMBOL " is not in a loaded part of the file";
+	*reason = RUNTIME_SYMBOL " is not in a load segment";
 	for (size_t i = 0; i < layout->n_segments; i++) {
 		const struct elf_segment *g = &layout->segments[i];
 
-		if (g->type != PT_LOAD || vaddr < g->vaddr || vaddr - g->vaddr >= g->filesz)
+		if (g->type == PT_LOAD && vaddr >= g->vaddr && vaddr - g->vaddr < g->memsz)
+			r = 0;
+	}
+	if (r < 0)
+		goto out;
+	r = -EBADMSG;
+	*reason = "no executable load segment";
+	for (size_t i = 0; i < layout->n_segments; i++) {
+		const struct elf_segment *g = &layout->segments[i];
+
+		if (g->type != PT_LOAD || !(g->flags & PF_X))
 			continue;
+		if (vaddr - g->vaddr + g->offset < vaddr - g->vaddr) /* wrapped */
+			break;
 		*ret = (struct interp_data){ .kind = INTERP_CPYTHON, .major = (uint8_t)major,
 					     .minor = (uint8_t)minor,
-					     .runtime_offset = g->offset + (vaddr - g->vaddr) };
+					     .runtime_offset = vaddr - g->vaddr + g->offset };
 		*reason = NULL;
 		r = 0;
 		break;

@@ -23,7 +23,12 @@ enum interp_kind {
 struct interp_data {
 	uint32_t kind; /* enum interp_kind */
 	uint8_t major, minor;
-	uint64_t runtime_offset; /* file offset of _PyRuntime */
+	/* Where _PyRuntime is, in the file-offset coordinates of the first
+	 * executable load segment: its address in a process is the start of
+	 * that segment's mapping - the mapping's file offset + this (the
+	 * sensor knows only executable mappings; the data segment's
+	 * vaddr - offset often differs from the text's by a page). */
+	uint64_t runtime_offset;
 };
 
 /* Whether path's basename looks like an interpreter this loader knows

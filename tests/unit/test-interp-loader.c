@@ -1,8 +1,8 @@
 /* test-interp-loader.c - the interpreter Loader (symbolizer/interp/
  * interp_loader.c) on real interpreters: the image is filled the way the
  * service fills it (only what the symtab analysis asked for), and the
- * runtime's file offset is checked against nm -D (its address) and
- * readelf -lW (the load segment that holds it). Also: a non-interpreter
+ * runtime's offset is checked against nm -D (its address) and
+ * readelf -lW (the executable load segment it is measured from). Also: a non-interpreter
  * under an interpreter's name, an unknown version, other names.
  */
 #include <errno.h>
@@ -51,8 +51,8 @@ static struct file_image *fetched_image(const char *path)
 	return img;
 }
 
-/* _PyRuntime's file offset as binutils see it: its address from nm -D,
- * through the PT_LOAD line of readelf -lW that holds it. */
+/* _PyRuntime's offset as binutils see it: its address from nm -D, in the
+ * coordinates of the executable PT_LOAD line of readelf -lW. */
 static uint64_t binutils_offset(const char *path)
 {
 	char cmd[512], line[512];
@@ -76,12 +76,12 @@ static uint64_t binutils_offset(const char *path)
 	f = popen(cmd, "r");
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f)) {
-		uint64_t off, va, pa, filesz;
+		uint64_t off, va, pa, filesz, memsz;
 
-		if (sscanf(line, " LOAD 0x%" SCNx64 " 0x%" SCNx64 " 0x%" SCNx64 " 0x%" SCNx64, &off,
-			   &va, &pa, &filesz) == 4 &&
-		    vaddr >= va && vaddr < va + filesz)
-			ret = off + (vaddr - va);
+		if (sscanf(line, " LOAD 0x%" SCNx64 " 0x%" SCNx64 " 0x%" SCNx64 " 0x%" SCNx64
+			   " 0x%" SCNx64, &off, &va, &pa, &filesz, &memsz) == 5 &&
+		    strstr(line, " R E ") && !ret)
+			ret = vaddr - va + off;
 	}
 	pclose(f);
 	assert_int_not_equal(ret, 0);
