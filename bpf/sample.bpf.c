@@ -26,6 +26,7 @@
 #include "sample.h"
 #include "unwind.h"
 #include "probes/go_spans_map.h"
+#include "cpython.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -57,6 +58,17 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } errors SEC(".maps");
+
+/* tgid -> where its CPython runtime is and the offsets to walk it
+ * (bpf/cpython.h). Filled by the sensor from the symbolizer's
+ * InterpreterConfig (sensor/interp_maps.c); the walker is issue 5's
+ * next step. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct sonde_cpython_proc);
+} cpython_procs SEC(".maps");
 
 /* tgid -> 1. Filled by the sensor for --pid, extended on fork. */
 struct {

@@ -43,6 +43,7 @@
 #include "sample.skel.h"
 #include "stacks.h"
 #include "unwind_bpf.h"
+#include "interp_maps.h"
 #include "unwind_maps.h"
 #include "uplink.h"
 
@@ -112,6 +113,8 @@ static struct sensor {
 	struct unwind_maps *unwind;
 	struct unwind_bpf unwind_bpf;
 	struct goprobes *goprobes; /* Go probes (docs/go-probes.md) */
+	struct interp_maps *interp; /* InterpreterConfigs -> cpython_procs */
+	int cpython_fd;
 	int64_t mono_to_real_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at start */
 	uint64_t samples_taken;
 	uint64_t sent_gen;
@@ -451,6 +454,35 @@ static void on_proc(const struct sonde_proc_event *ev, void *ctx)
 
 /* ---- unwind tables: keep the BPF entries in step with the process table ---- */
 
+static void interp_report(const struct proc *pr)
+{
+	struct interp_mapping *m;
+	size_t n = 0;
+
+	if (!S.interp)
+		return;
+	m = calloc(pr->n_maps ? pr->n_maps : 1, sizeof(*m));
+	if (!m)
+		return;
+	for (size_t i = 0; i < pr->n_maps; i++) {
+		if (!pr->maps[i].file)
+			continue;
+		m[n].start = pr->maps[i].start;
+		m[n].offset = pr->maps[i].offset;
+		memcpy(m[n].file_id, pr->maps[i].info.id.bytes, sizeof(m[n].file_id));
+		n++;
+	}
+	interp_maps_set_process(S.interp, pr->pid, m, n);
+	free(m);
+}
+
+static int interp_report_one(const struct proc *pr, void *ctx)
+{
+	(void)ctx;
+	interp_report(pr);
+	return 0;
+}
+
 static void on_maps_changed(const struct proc *pr, void *ctx)
 {
 	struct unwind_mapping *m = calloc(pr->n_maps ? pr->n_maps : 1, sizeof(*m));
@@ -473,12 +505,47 @@ static void on_maps_changed(const struct proc *pr, void *ctx)
 		log_warn("out of memory for the unwind entries of pid %" PRIu32 ", ignoring", pr->pid);
 	free(m);
 	goprobes_process(S.goprobes, pr);
+	interp_report(pr);
 }
 
 static void on_proc_gone(uint32_t pid, void *ctx)
 {
 	unwind_maps_remove_process(S.unwind, pid);
 	goprobes_process_gone(S.goprobes, pid);
+	if (S.interp)
+		interp_maps_remove_process(S.interp, pid);
+}
+
+/* ---- interpreter configs (sensor/interp_maps.c) ---- */
+
+static int cpython_update(void *ctx, uint32_t pid, const struct sonde_cpython_proc *v)
+{
+	(void)ctx;
+	return bpf_map_update_elem(S.cpython_fd, &pid, v, BPF_ANY) ? -errno : 0;
+}
+
+static int cpython_remove(void *ctx, uint32_t pid)
+{
+	(void)ctx;
+	return bpf_map_delete_elem(S.cpython_fd, &pid) ? -errno : 0;
+}
+
+static const struct interp_map_ops cpython_ops = {
+	.update = cpython_update,
+	.remove = cpython_remove,
+};
+
+/* On the uplink's thread. */
+static void on_interpreter_config(void *ctx, const Sonde__V1__InterpreterConfig *c)
+{
+	(void)ctx;
+	if (c->error && c->error[0])
+		return;
+	if (c->kind != SONDE__V1__INTERPRETER_CONFIG__KIND__CPYTHON ||
+	    interp_maps_add_config(S.interp, c->file_id.data, c->format_version, c->runtime_offset,
+				   c->layout.data, c->layout.len) < 0)
+		log_debug("InterpreterConfig rejected (kind %d, version %u, %zu-byte layout)",
+			  (int)c->kind, c->format_version, c->layout.len);
 }
 
 static const struct procs_observer unwind_observer = {
@@ -1008,6 +1075,13 @@ int main(int argc, char **argv)
 		log_error("out of memory");
 		goto cleanup;
 	}
+	S.cpython_fd = bpf_map__fd(skel->maps.cpython_procs);
+	S.interp = interp_maps_new(&cpython_ops, NULL);
+	if (!S.interp) {
+		err = -ENOMEM;
+		log_error("out of memory");
+		goto cleanup;
+	}
 	procs_set_observer(S.procs, &unwind_observer, NULL);
 	ev = events_new(bpf_map__fd(skel->maps.events), &handlers);
 	if (!ev) {
@@ -1038,6 +1112,7 @@ int main(int argc, char **argv)
 	}
 	uplink_set_unwind_maps(S.uplink, S.unwind);
 	uplink_set_goprobes(S.uplink, S.goprobes);
+	uplink_set_interp_handler(S.uplink, on_interpreter_config, NULL);
 	wfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (wfd < 0) {
 		err = -errno;
@@ -1134,6 +1209,10 @@ int main(int argc, char **argv)
 			/* A connection was made (flushed just above) or a table
 			 * loaded: Status shows it now, not at the next flush. */
 			eventfd_read(wfd, &v);
+			/* An interpreter config: entries for the processes
+			 * that already map its file. */
+			if (interp_maps_take_pending(S.interp))
+				procs_visit(S.procs, interp_report_one, NULL);
 			sensor_flush_stats(skel);
 		}
 		if (pfd[1].revents) {
@@ -1200,6 +1279,7 @@ cleanup:
 		procs_set_observer(S.procs, NULL, NULL);
 	unwind_maps_free(S.unwind);
 	goprobes_free(S.goprobes); /* detaches; before the sampler owning go_spans */
+	interp_maps_free(S.interp);
 	events_free(ev);
 	sample_bpf__destroy(skel);
 	stacks_free(S.stacks);

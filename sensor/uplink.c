@@ -317,8 +317,10 @@ static int handle_interpreter_config(struct uplink *u, struct rpc_stream *s,
 		log_warn("InterpreterConfig with a %zu-byte file ID", c ? c->file_id.len : 0);
 		return -EPROTO;
 	}
-	if (u->on_interp)
+	if (u->on_interp) {
 		u->on_interp(u->on_interp_ctx, c);
+		wake_main(u); /* the main thread makes the entries */
+	}
 	return 0;
 }
 
