@@ -114,6 +114,8 @@ static struct sensor {
 	struct unwind_bpf unwind_bpf;
 	struct goprobes *goprobes; /* Go probes (docs/go-probes.md) */
 	struct interp_maps *interp; /* InterpreterConfigs -> cpython_procs */
+	uint64_t cpython_samples; /* of processes with a CPython config */
+	uint64_t python_samples, python_frames;
 	int cpython_fd;
 	int64_t mono_to_real_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at start */
 	uint64_t samples_taken;
@@ -356,6 +358,12 @@ static void on_sample(const struct sonde_sample *rec, void *ctx)
 	char comm[SONDE_COMM_LEN + 1];
 	/* events.c checked both counts against the maximum and the size. */
 	uint32_t n_user = rec->n_user, n_kernel = rec->n_kernel;
+
+	/* CPython frames are not forwarded yet (issue 5, step 3 of 5):
+	 * counted for the exit summary. */
+	S.cpython_samples += (rec->flags & SONDE_SAMPLE_CPYTHON) != 0;
+	S.python_samples += rec->n_python > 0;
+	S.python_frames += rec->n_python;
 	const __u64 *rec_user = rec->frames + n_kernel;
 	bool rescanned = false;
 
@@ -1252,6 +1260,9 @@ int main(int argc, char **argv)
 		 " ranges served; %" PRIu64 " malformed records",
 		 c.samples_taken, c.samples_lost, c.samples_dropped, ss.stacks, c.processes,
 		 c.files, uplink_read_ranges(S.uplink), events_malformed(ev));
+	log_info("cpython: %" PRIu64 " samples of configured processes, %" PRIu64
+		 " with %" PRIu64 " interpreter frames, %" PRIu64 " code object records",
+		 S.cpython_samples, S.python_samples, S.python_frames, events_cpython_meta(ev));
 	log_info("accounting: last connection took %" PRIu64 " (%" PRIu64 " sent, %" PRIu64
 		 " dropped); %" PRIu64 " were accounted to connections that broke",
 		 c.connection_samples_taken, S.conn_sent, c.connection_samples_dropped,

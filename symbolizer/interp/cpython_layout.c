@@ -21,6 +21,7 @@ static const struct cpython_layout layout_311 = {
 	.frame_previous = 48,
 	.frame_prev_instr = 56,
 	.frame_owner = 69,
+	.frame_is_entry = 68, /* int stacktop at 64, then bool is_entry, then owner */
 	.code_qualname = 128,
 	.code_filename = 112,
 	.code_firstlineno = 72,
@@ -94,5 +95,6 @@ void cpython_layout_pack(const struct cpython_layout *l, struct sonde_cpython_of
 		.ascii_data = l->ascii_data,
 		.bytes_data = l->bytes_data,
 		.var_size = l->var_size,
+		.frame_is_entry = l->frame_is_entry,
 	};
 }

@@ -30,6 +30,7 @@ struct cpython_layout {
 	uint16_t frame_previous;
 	uint16_t frame_prev_instr;
 	uint16_t frame_owner;            /* u8: 3 = owned by the C stack (an entry frame) */
+	uint16_t frame_is_entry;         /* bool (3.11): the first frame of a C call */
 	/* PyCodeObject */
 	uint16_t code_qualname;
 	uint16_t code_filename;
