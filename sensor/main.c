@@ -359,8 +359,8 @@ static void on_sample(const struct sonde_sample *rec, void *ctx)
 	/* events.c checked both counts against the maximum and the size. */
 	uint32_t n_user = rec->n_user, n_kernel = rec->n_kernel;
 
-	/* CPython frames are not forwarded yet (issue 5, step 3 of 5):
-	 * counted for the exit summary. */
+	/* CPython frames follow the user frames (bpf/cpython.h); events.c
+	 * checked that they fit. */
 	S.cpython_samples += (rec->flags & SONDE_SAMPLE_CPYTHON) != 0;
 	S.python_samples += rec->n_python > 0;
 	S.python_frames += rec->n_python;
@@ -394,6 +394,8 @@ static void on_sample(const struct sonde_sample *rec, void *ctx)
 	in.n_kernel = n_kernel;
 	in.user = user;
 	in.n_user = n_user;
+	in.python = (const uint64_t *)rec->frames + n_kernel + rec->n_user;
+	in.n_python = rec->n_python;
 	in.outcome = rec->outcome;
 	in.pid = rec->pid;
 	in.tid = rec->tid;
@@ -403,6 +405,25 @@ static void on_sample(const struct sonde_sample *rec, void *ctx)
 	memcpy(in.span, rec->trace_id, sizeof(rec->trace_id));
 	memcpy(in.span + sizeof(rec->trace_id), rec->span_id, sizeof(rec->span_id));
 	stacks_add(S.stacks, &in); /* failures are counted inside */
+}
+
+/* Code object metadata waiting for the next flush; a full buffer drops
+ * (counted): those frames are then named "<unknown python frame>". */
+#define CPYTHON_RECORDS_MAX 2048
+static struct sonde_cpython_meta_rec *cpython_records;
+static size_t n_cpython_records;
+static uint64_t cpython_records_dropped;
+
+static void on_cpython_meta(const struct sonde_cpython_meta_rec *r, void *ctx)
+{
+	(void)ctx;
+	if (!cpython_records)
+		cpython_records = calloc(CPYTHON_RECORDS_MAX, sizeof(*cpython_records));
+	if (!cpython_records || n_cpython_records == CPYTHON_RECORDS_MAX) {
+		cpython_records_dropped++;
+		return;
+	}
+	cpython_records[n_cpython_records++] = *r;
 }
 
 static void young_add(uint32_t pid)
@@ -768,6 +789,22 @@ static void counters(struct sample_bpf *skel, struct sensor_counters *c)
 	c->samples_unconfirmed = S.prev_taken;
 }
 
+/* A new session knows no code objects: BPF must send each again. */
+static void cpython_reset_connection(struct sample_bpf *skel)
+{
+	int fd = bpf_map__fd(skel->maps.cpython_codes);
+	struct sonde_cpython_code_key key, next;
+	unsigned n = 0;
+
+	n_cpython_records = 0;
+	/* Deleting the first key each time: bounded by the map's size. */
+	while (n++ < 16384 && !bpf_map_get_next_key(fd, NULL, &next)) {
+		key = next;
+		if (bpf_map_delete_elem(fd, &key))
+			break;
+	}
+}
+
 /* Sends what is pending on the current connection. Returns 0, -ENOTCONN
  * while there is none, or the uplink's error (retried at the next flush). */
 static int sensor_flush(struct sample_bpf *skel, uint64_t *ret_gen)
@@ -782,6 +819,7 @@ static int sensor_flush(struct sample_bpf *skel, uint64_t *ret_gen)
 		/* Ids and everything the symbolizer knew are void. */
 		stacks_reset_connection(S.stacks);
 		procs_reset_connection(S.procs);
+		cpython_reset_connection(skel);
 		S.kallsyms_pending = true;
 		/* The old connection broke: what it got may be lost with it.
 		 * Drops not reported on it are this one's to report. */
@@ -804,6 +842,10 @@ static int sensor_flush(struct sample_bpf *skel, uint64_t *ret_gen)
 	r = flush_exits(S.uplink, gen, S.procs);
 	if (r < 0)
 		return r;
+	r = flush_interp_records(S.uplink, gen, cpython_records, n_cpython_records);
+	if (r < 0)
+		return r;
+	n_cpython_records = 0;
 	r = flush_stacks(S.uplink, gen, S.stacks, uplink_max_message_bytes(S.uplink), &sent);
 	S.conn_sent += sent;
 	if (r < 0)
@@ -907,7 +949,8 @@ static void raise_nofile(void)
 
 int main(int argc, char **argv)
 {
-	struct events_handlers handlers = {.on_sample = on_sample, .on_proc = on_proc};
+	struct events_handlers handlers = {.on_sample = on_sample, .on_proc = on_proc,
+					   .on_cpython_meta = on_cpython_meta};
 	static const char *const err_names[] = SONDE_ERR_NAMES;
 	uint64_t errs[SONDE_ERR__COUNT], cgroup_id = 0, end_ns = 0;
 	struct perf_sampler *sampler = NULL;
@@ -1261,8 +1304,10 @@ int main(int argc, char **argv)
 		 c.samples_taken, c.samples_lost, c.samples_dropped, ss.stacks, c.processes,
 		 c.files, uplink_read_ranges(S.uplink), events_malformed(ev));
 	log_info("cpython: %" PRIu64 " samples of configured processes, %" PRIu64
-		 " with %" PRIu64 " interpreter frames, %" PRIu64 " code object records",
-		 S.cpython_samples, S.python_samples, S.python_frames, events_cpython_meta(ev));
+		 " with %" PRIu64 " interpreter frames, %" PRIu64 " code object records (%" PRIu64
+		 " dropped)",
+		 S.cpython_samples, S.python_samples, S.python_frames, events_cpython_meta(ev),
+		 cpython_records_dropped);
 	log_info("accounting: last connection took %" PRIu64 " (%" PRIu64 " sent, %" PRIu64
 		 " dropped); %" PRIu64 " were accounted to connections that broke",
 		 c.connection_samples_taken, S.conn_sent, c.connection_samples_dropped,
@@ -1295,6 +1340,7 @@ cleanup:
 	sample_bpf__destroy(skel);
 	stacks_free(S.stacks);
 	flush_release();
+	free(cpython_records);
 	procs_free(S.procs);
 	fileids_free(S.fileids);
 	free(cgroup_rel);
