@@ -23,6 +23,7 @@ enum sonde_record_type {
 	SONDE_REC_EXEC = 2, /* a process called execve: new mappings */
 	SONDE_REC_EXIT = 3, /* a thread-group leader exited */
 	SONDE_REC_FORK = 4, /* a new process (not a thread) was created */
+	SONDE_REC_CPYTHON_META = 5, /* a code object's metadata (bpf/cpython.h) */
 };
 
 /* Same numbers as sonde.v1.StackOutcome; 0 = no user stack (kernel thread,
@@ -46,6 +47,9 @@ enum sonde_stack_outcome {
 /* Some frame had no unwind table (no LPM entry, or an UNSUPPORTED row) and
  * was unwound with its frame pointer. */
 #define SONDE_SAMPLE_FP_FALLBACK 0x4u
+/* The process runs CPython with a config (bpf/cpython.h): n_python says
+ * how many interpreter frames the walker found. */
+#define SONDE_SAMPLE_CPYTHON 0x8u
 
 struct sonde_sample {
 	__u32 type; /* SONDE_REC_SAMPLE */
@@ -59,12 +63,14 @@ struct sonde_sample {
 	__u16 n_kernel;
 	__u16 n_user;
 	__u8 outcome; /* enum sonde_stack_outcome */
-	__u8 pad[7];
+	__u8 n_python; /* CPython frames after the user frames (bpf/cpython.h) */
+	__u8 pad[6];
 	/* Go probes (docs/go-probes.md): the span the sampled goroutine was
 	 * serving, from go_spans; all zeros when none. */
 	__u8 trace_id[16];
 	__u8 span_id[8];
-	/* n_kernel kernel frames, then n_user user frames, each leaf first.
+	/* n_kernel kernel frames, then n_user user frames, then n_python
+	 * CPython frames (SONDE_CPYTHON_FRAME), each leaf first.
 	 * Only these go on the ring: a record is SONDE_SAMPLE_SIZE(n_kernel,
 	 * n_user) bytes (typical stacks are a tenth of the maximum). */
 	__u64 frames[SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES];

@@ -10,6 +10,7 @@ struct events {
 	struct ring_buffer *rb;
 	struct events_handlers h;
 	uint64_t malformed;
+	uint64_t cpython_meta;
 };
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -29,7 +30,9 @@ static int on_record(void *ctx, void *data, size_t size)
 		/* The frame counts must fit the maximum and the record. */
 		if (size < SONDE_SAMPLE_HEADER || rec->n_kernel > SONDE_MAX_KERNEL_FRAMES ||
 		    rec->n_user > SONDE_MAX_USER_FRAMES ||
-		    size != SONDE_SAMPLE_SIZE(rec->n_kernel, rec->n_user))
+		    rec->n_kernel + rec->n_user + rec->n_python >
+			    SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES ||
+		    size != SONDE_SAMPLE_SIZE(rec->n_kernel, rec->n_user + rec->n_python))
 			break;
 		ev->h.on_sample(rec, ev->h.ctx);
 		return 0;
@@ -40,6 +43,14 @@ static int on_record(void *ctx, void *data, size_t size)
 		if (size != sizeof(struct sonde_proc_event))
 			break;
 		ev->h.on_proc(data, ev->h.ctx);
+		return 0;
+	case SONDE_REC_CPYTHON_META:
+		/* Opaque: only its size is checked; the symbolizer decodes it. */
+		if (size != sizeof(struct sonde_cpython_meta_rec))
+			break;
+		ev->cpython_meta++;
+		if (ev->h.on_cpython_meta)
+			ev->h.on_cpython_meta(data, ev->h.ctx);
 		return 0;
 	}
 	ev->malformed++;
@@ -82,4 +93,9 @@ int events_consume(struct events *ev)
 uint64_t events_malformed(const struct events *ev)
 {
 	return ev->malformed;
+}
+
+uint64_t events_cpython_meta(struct events *ev)
+{
+	return ev->cpython_meta;
 }

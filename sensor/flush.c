@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "flush.h"
+#include "cpython.h"
 #include "uplink.h"
 
 #define BATCH_MAX_ENTRIES 2000
@@ -108,6 +109,8 @@ struct batch {
 	Sonde__V1__StackDef *def_ptrs[BATCH_MAX_ENTRIES];
 	Sonde__V1__Frame *frames[BATCH_MAX_ENTRIES];       /* per def, owned */
 	Sonde__V1__Frame **frame_ptrs[BATCH_MAX_ENTRIES];  /* per def, owned */
+	Sonde__V1__PythonFrame *py[BATCH_MAX_ENTRIES];       /* per def, owned */
+	Sonde__V1__PythonFrame **py_ptrs[BATCH_MAX_ENTRIES]; /* per def, owned */
 	size_t n_defs;
 	Sonde__V1__SampleCount counts[BATCH_MAX_ENTRIES];
 	Sonde__V1__SampleCount *count_ptrs[BATCH_MAX_ENTRIES];
@@ -121,6 +124,8 @@ static void batch_clear(struct batch *b)
 	for (size_t i = 0; i < b->n_defs; i++) {
 		free(b->frames[i]);
 		free(b->frame_ptrs[i]);
+		free(b->py[i]);
+		free(b->py_ptrs[i]);
 	}
 	b->n_defs = b->n_counts = 0;
 	b->samples = 0;
@@ -160,7 +165,8 @@ static int batch_make_room(struct batch *b, size_t est)
 static int add_def(const struct stack_def *d, void *ctx)
 {
 	struct batch *b = ctx;
-	size_t est = 16 + 11 * (size_t)d->n_kernel + 34 * (size_t)d->n_user;
+	size_t est = 16 + 11 * (size_t)d->n_kernel + 34 * (size_t)d->n_user +
+		     20 * (size_t)d->n_python;
 	Sonde__V1__StackDef *sd;
 	size_t i;
 	int r;
@@ -173,12 +179,35 @@ static int add_def(const struct stack_def *d, void *ctx)
 	sonde__v1__stack_def__init(sd);
 	b->frames[i] = NULL;
 	b->frame_ptrs[i] = NULL;
+	b->py[i] = NULL;
+	b->py_ptrs[i] = NULL;
+	if (d->n_python) {
+		/* Opaque values from BPF: only split into their fields. */
+		b->py[i] = calloc(d->n_python, sizeof(Sonde__V1__PythonFrame));
+		b->py_ptrs[i] = calloc(d->n_python, sizeof(Sonde__V1__PythonFrame *));
+		if (!b->py[i] || !b->py_ptrs[i]) {
+			free(b->py[i]);
+			free(b->py_ptrs[i]);
+			return -ENOMEM;
+		}
+		for (uint32_t k = 0; k < d->n_python; k++) {
+			Sonde__V1__PythonFrame *f = &b->py[i][k];
+
+			sonde__v1__python_frame__init(f);
+			f->code = SONDE_CPYTHON_FRAME_CODE(d->python[k]);
+			f->offset = (uint32_t)SONDE_CPYTHON_FRAME_INSTR(d->python[k]);
+			f->entry = (d->python[k] & SONDE_CPYTHON_FRAME_ENTRY) != 0;
+			b->py_ptrs[i][k] = f;
+		}
+	}
 	if (d->n_user) {
 		b->frames[i] = calloc(d->n_user, sizeof(Sonde__V1__Frame));
 		b->frame_ptrs[i] = calloc(d->n_user, sizeof(Sonde__V1__Frame *));
 		if (!b->frames[i] || !b->frame_ptrs[i]) {
 			free(b->frames[i]);
 			free(b->frame_ptrs[i]);
+			free(b->py[i]);
+			free(b->py_ptrs[i]);
 			return -ENOMEM;
 		}
 	}
@@ -199,6 +228,9 @@ static int add_def(const struct stack_def *d, void *ctx)
 	sd->n_user = d->n_user;
 	sd->user = b->frame_ptrs[i];
 	sd->outcome = (Sonde__V1__StackOutcome)d->outcome;
+	sd->n_python = d->n_python;
+	sd->python = b->py_ptrs[i];
+	sd->pid = d->python_pid;
 	b->def_ptrs[i] = sd;
 	b->n_defs++;
 	b->bytes += est;
@@ -271,6 +303,47 @@ int flush_stacks(struct uplink *u, uint64_t gen, struct stacks *s, size_t max_by
 	*ret_samples = b->samples_sent;
 	if (r == 0)
 		stacks_flush_done(s);
+	return r;
+}
+
+int flush_interp_records(struct uplink *u, uint64_t gen, const struct sonde_cpython_meta_rec *recs,
+			 size_t n)
+{
+	Sonde__V1__SensorMessage msg = SONDE__V1__SENSOR_MESSAGE__INIT;
+	Sonde__V1__InterpreterRecords ir = SONDE__V1__INTERPRETER_RECORDS__INIT;
+	Sonde__V1__InterpreterRecord *one, **ptrs;
+	/* 1440 bytes each: 512 stay under the 1 MiB message size. */
+	const size_t per_message = 512;
+	int r = 0;
+
+	if (!n)
+		return 0;
+	one = calloc(per_message, sizeof(*one));
+	ptrs = calloc(per_message, sizeof(*ptrs));
+	if (!one || !ptrs) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t done = 0; done < n && r == 0;) {
+		size_t k = n - done < per_message ? n - done : per_message;
+
+		for (size_t i = 0; i < k; i++) {
+			sonde__v1__interpreter_record__init(&one[i]);
+			one[i].pid = recs[done + i].pid;
+			one[i].data.data = (uint8_t *)&recs[done + i].meta;
+			one[i].data.len = sizeof(recs[done + i].meta);
+			ptrs[i] = &one[i];
+		}
+		ir.n_records = k;
+		ir.records = ptrs;
+		msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_INTERP_RECORDS;
+		msg.interp_records = &ir;
+		r = uplink_send(u, gen, &msg, true);
+		done += k;
+	}
+out:
+	free(one);
+	free(ptrs);
 	return r;
 }
 

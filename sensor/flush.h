@@ -40,4 +40,9 @@ int flush_stacks(struct uplink *u, uint64_t gen, struct stacks *s, size_t max_by
 /* Frees the buffer flush_stacks() keeps between calls. */
 void flush_release(void);
 /* more: another message follows in this burst. */
+struct sonde_cpython_meta_rec;
+/* Sends recs[0..n) (opaque code object metadata, bpf/cpython.h) as
+ * InterpreterRecords, before the stacks whose frames need them. */
+int flush_interp_records(struct uplink *u, uint64_t gen, const struct sonde_cpython_meta_rec *recs,
+			 size_t n);
 int flush_stats(struct uplink *u, uint64_t gen, const struct sensor_counters *c, bool more);

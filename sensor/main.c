@@ -43,6 +43,7 @@
 #include "sample.skel.h"
 #include "stacks.h"
 #include "unwind_bpf.h"
+#include "interp_maps.h"
 #include "unwind_maps.h"
 #include "uplink.h"
 
@@ -112,6 +113,10 @@ static struct sensor {
 	struct unwind_maps *unwind;
 	struct unwind_bpf unwind_bpf;
 	struct goprobes *goprobes; /* Go probes (docs/go-probes.md) */
+	struct interp_maps *interp; /* InterpreterConfigs -> cpython_procs */
+	uint64_t cpython_samples; /* of processes with a CPython config */
+	uint64_t python_samples, python_frames;
+	int cpython_fd;
 	int64_t mono_to_real_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at start */
 	uint64_t samples_taken;
 	uint64_t sent_gen;
@@ -353,6 +358,12 @@ static void on_sample(const struct sonde_sample *rec, void *ctx)
 	char comm[SONDE_COMM_LEN + 1];
 	/* events.c checked both counts against the maximum and the size. */
 	uint32_t n_user = rec->n_user, n_kernel = rec->n_kernel;
+
+	/* CPython frames follow the user frames (bpf/cpython.h); events.c
+	 * checked that they fit. */
+	S.cpython_samples += (rec->flags & SONDE_SAMPLE_CPYTHON) != 0;
+	S.python_samples += rec->n_python > 0;
+	S.python_frames += rec->n_python;
 	const __u64 *rec_user = rec->frames + n_kernel;
 	bool rescanned = false;
 
@@ -383,6 +394,8 @@ static void on_sample(const struct sonde_sample *rec, void *ctx)
 	in.n_kernel = n_kernel;
 	in.user = user;
 	in.n_user = n_user;
+	in.python = (const uint64_t *)rec->frames + n_kernel + rec->n_user;
+	in.n_python = rec->n_python;
 	in.outcome = rec->outcome;
 	in.pid = rec->pid;
 	in.tid = rec->tid;
@@ -392,6 +405,25 @@ static void on_sample(const struct sonde_sample *rec, void *ctx)
 	memcpy(in.span, rec->trace_id, sizeof(rec->trace_id));
 	memcpy(in.span + sizeof(rec->trace_id), rec->span_id, sizeof(rec->span_id));
 	stacks_add(S.stacks, &in); /* failures are counted inside */
+}
+
+/* Code object metadata waiting for the next flush; a full buffer drops
+ * (counted): those frames are then named "<unknown python frame>". */
+#define CPYTHON_RECORDS_MAX 2048
+static struct sonde_cpython_meta_rec *cpython_records;
+static size_t n_cpython_records;
+static uint64_t cpython_records_dropped;
+
+static void on_cpython_meta(const struct sonde_cpython_meta_rec *r, void *ctx)
+{
+	(void)ctx;
+	if (!cpython_records)
+		cpython_records = calloc(CPYTHON_RECORDS_MAX, sizeof(*cpython_records));
+	if (!cpython_records || n_cpython_records == CPYTHON_RECORDS_MAX) {
+		cpython_records_dropped++;
+		return;
+	}
+	cpython_records[n_cpython_records++] = *r;
 }
 
 static void young_add(uint32_t pid)
@@ -451,6 +483,35 @@ static void on_proc(const struct sonde_proc_event *ev, void *ctx)
 
 /* ---- unwind tables: keep the BPF entries in step with the process table ---- */
 
+static void interp_report(const struct proc *pr)
+{
+	struct interp_mapping *m;
+	size_t n = 0;
+
+	if (!S.interp)
+		return;
+	m = calloc(pr->n_maps ? pr->n_maps : 1, sizeof(*m));
+	if (!m)
+		return;
+	for (size_t i = 0; i < pr->n_maps; i++) {
+		if (!pr->maps[i].file)
+			continue;
+		m[n].start = pr->maps[i].start;
+		m[n].offset = pr->maps[i].offset;
+		memcpy(m[n].file_id, pr->maps[i].info.id.bytes, sizeof(m[n].file_id));
+		n++;
+	}
+	interp_maps_set_process(S.interp, pr->pid, m, n);
+	free(m);
+}
+
+static int interp_report_one(const struct proc *pr, void *ctx)
+{
+	(void)ctx;
+	interp_report(pr);
+	return 0;
+}
+
 static void on_maps_changed(const struct proc *pr, void *ctx)
 {
 	struct unwind_mapping *m = calloc(pr->n_maps ? pr->n_maps : 1, sizeof(*m));
@@ -473,12 +534,47 @@ static void on_maps_changed(const struct proc *pr, void *ctx)
 		log_warn("out of memory for the unwind entries of pid %" PRIu32 ", ignoring", pr->pid);
 	free(m);
 	goprobes_process(S.goprobes, pr);
+	interp_report(pr);
 }
 
 static void on_proc_gone(uint32_t pid, void *ctx)
 {
 	unwind_maps_remove_process(S.unwind, pid);
 	goprobes_process_gone(S.goprobes, pid);
+	if (S.interp)
+		interp_maps_remove_process(S.interp, pid);
+}
+
+/* ---- interpreter configs (sensor/interp_maps.c) ---- */
+
+static int cpython_update(void *ctx, uint32_t pid, const struct sonde_cpython_proc *v)
+{
+	(void)ctx;
+	return bpf_map_update_elem(S.cpython_fd, &pid, v, BPF_ANY) ? -errno : 0;
+}
+
+static int cpython_remove(void *ctx, uint32_t pid)
+{
+	(void)ctx;
+	return bpf_map_delete_elem(S.cpython_fd, &pid) ? -errno : 0;
+}
+
+static const struct interp_map_ops cpython_ops = {
+	.update = cpython_update,
+	.remove = cpython_remove,
+};
+
+/* On the uplink's thread. */
+static void on_interpreter_config(void *ctx, const Sonde__V1__InterpreterConfig *c)
+{
+	(void)ctx;
+	if (c->error && c->error[0])
+		return;
+	if (c->kind != SONDE__V1__INTERPRETER_CONFIG__KIND__CPYTHON ||
+	    interp_maps_add_config(S.interp, c->file_id.data, c->format_version, c->runtime_offset,
+				   c->layout.data, c->layout.len) < 0)
+		log_debug("InterpreterConfig rejected (kind %d, version %u, %zu-byte layout)",
+			  (int)c->kind, c->format_version, c->layout.len);
 }
 
 static const struct procs_observer unwind_observer = {
@@ -693,6 +789,22 @@ static void counters(struct sample_bpf *skel, struct sensor_counters *c)
 	c->samples_unconfirmed = S.prev_taken;
 }
 
+/* A new session knows no code objects: BPF must send each again. */
+static void cpython_reset_connection(struct sample_bpf *skel)
+{
+	int fd = bpf_map__fd(skel->maps.cpython_codes);
+	struct sonde_cpython_code_key key, next;
+	unsigned n = 0;
+
+	n_cpython_records = 0;
+	/* Deleting the first key each time: bounded by the map's size. */
+	while (n++ < 16384 && !bpf_map_get_next_key(fd, NULL, &next)) {
+		key = next;
+		if (bpf_map_delete_elem(fd, &key))
+			break;
+	}
+}
+
 /* Sends what is pending on the current connection. Returns 0, -ENOTCONN
  * while there is none, or the uplink's error (retried at the next flush). */
 static int sensor_flush(struct sample_bpf *skel, uint64_t *ret_gen)
@@ -707,6 +819,7 @@ static int sensor_flush(struct sample_bpf *skel, uint64_t *ret_gen)
 		/* Ids and everything the symbolizer knew are void. */
 		stacks_reset_connection(S.stacks);
 		procs_reset_connection(S.procs);
+		cpython_reset_connection(skel);
 		S.kallsyms_pending = true;
 		/* The old connection broke: what it got may be lost with it.
 		 * Drops not reported on it are this one's to report. */
@@ -729,6 +842,10 @@ static int sensor_flush(struct sample_bpf *skel, uint64_t *ret_gen)
 	r = flush_exits(S.uplink, gen, S.procs);
 	if (r < 0)
 		return r;
+	r = flush_interp_records(S.uplink, gen, cpython_records, n_cpython_records);
+	if (r < 0)
+		return r;
+	n_cpython_records = 0;
 	r = flush_stacks(S.uplink, gen, S.stacks, uplink_max_message_bytes(S.uplink), &sent);
 	S.conn_sent += sent;
 	if (r < 0)
@@ -832,7 +949,8 @@ static void raise_nofile(void)
 
 int main(int argc, char **argv)
 {
-	struct events_handlers handlers = {.on_sample = on_sample, .on_proc = on_proc};
+	struct events_handlers handlers = {.on_sample = on_sample, .on_proc = on_proc,
+					   .on_cpython_meta = on_cpython_meta};
 	static const char *const err_names[] = SONDE_ERR_NAMES;
 	uint64_t errs[SONDE_ERR__COUNT], cgroup_id = 0, end_ns = 0;
 	struct perf_sampler *sampler = NULL;
@@ -1008,6 +1126,13 @@ int main(int argc, char **argv)
 		log_error("out of memory");
 		goto cleanup;
 	}
+	S.cpython_fd = bpf_map__fd(skel->maps.cpython_procs);
+	S.interp = interp_maps_new(&cpython_ops, NULL);
+	if (!S.interp) {
+		err = -ENOMEM;
+		log_error("out of memory");
+		goto cleanup;
+	}
 	procs_set_observer(S.procs, &unwind_observer, NULL);
 	ev = events_new(bpf_map__fd(skel->maps.events), &handlers);
 	if (!ev) {
@@ -1038,6 +1163,7 @@ int main(int argc, char **argv)
 	}
 	uplink_set_unwind_maps(S.uplink, S.unwind);
 	uplink_set_goprobes(S.uplink, S.goprobes);
+	uplink_set_interp_handler(S.uplink, on_interpreter_config, NULL);
 	wfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (wfd < 0) {
 		err = -errno;
@@ -1134,6 +1260,10 @@ int main(int argc, char **argv)
 			/* A connection was made (flushed just above) or a table
 			 * loaded: Status shows it now, not at the next flush. */
 			eventfd_read(wfd, &v);
+			/* An interpreter config: entries for the processes
+			 * that already map its file. */
+			if (interp_maps_take_pending(S.interp))
+				procs_visit(S.procs, interp_report_one, NULL);
 			sensor_flush_stats(skel);
 		}
 		if (pfd[1].revents) {
@@ -1173,6 +1303,11 @@ int main(int argc, char **argv)
 		 " ranges served; %" PRIu64 " malformed records",
 		 c.samples_taken, c.samples_lost, c.samples_dropped, ss.stacks, c.processes,
 		 c.files, uplink_read_ranges(S.uplink), events_malformed(ev));
+	log_info("cpython: %" PRIu64 " samples of configured processes, %" PRIu64
+		 " with %" PRIu64 " interpreter frames, %" PRIu64 " code object records (%" PRIu64
+		 " dropped)",
+		 S.cpython_samples, S.python_samples, S.python_frames, events_cpython_meta(ev),
+		 cpython_records_dropped);
 	log_info("accounting: last connection took %" PRIu64 " (%" PRIu64 " sent, %" PRIu64
 		 " dropped); %" PRIu64 " were accounted to connections that broke",
 		 c.connection_samples_taken, S.conn_sent, c.connection_samples_dropped,
@@ -1200,10 +1335,12 @@ cleanup:
 		procs_set_observer(S.procs, NULL, NULL);
 	unwind_maps_free(S.unwind);
 	goprobes_free(S.goprobes); /* detaches; before the sampler owning go_spans */
+	interp_maps_free(S.interp);
 	events_free(ev);
 	sample_bpf__destroy(skel);
 	stacks_free(S.stacks);
 	flush_release();
+	free(cpython_records);
 	procs_free(S.procs);
 	fileids_free(S.fileids);
 	free(cgroup_rel);

@@ -21,9 +21,11 @@ struct stack {
 	uint64_t last_ns; /* latest sample of this stack */
 	uint32_t n_kernel;
 	uint32_t n_user;
+	uint32_t n_python, python_pid;
 	uint8_t outcome;
 	uint64_t *kernel;         /* points into the same allocation */
 	struct stack_frame *user; /* likewise */
+	uint64_t *python;         /* likewise */
 };
 
 struct count {
@@ -196,6 +198,11 @@ static uint64_t hash_input(const struct stack_input *in)
 	uint64_t h = mix(0x5bd1e995ull, ((uint64_t)in->n_kernel << 32) | in->n_user);
 
 	h = mix(h, in->outcome);
+	if (in->n_python) {
+		h = mix(mix(h, in->n_python), in->pid);
+		for (uint32_t i = 0; i < in->n_python; i++)
+			h = mix(h, in->python[i]);
+	}
 	for (uint32_t i = 0; i < in->n_kernel; i++)
 		h = mix(h, in->kernel[i]);
 	for (uint32_t i = 0; i < in->n_user; i++) {
@@ -224,7 +231,10 @@ static struct stack *find_stack(struct stacks *s, const struct stack_input *in, 
 
 	for (; st; st = st->next)
 		if (st->hash == h && st->n_kernel == in->n_kernel && st->n_user == in->n_user &&
-		    st->outcome == in->outcome &&
+		    st->outcome == in->outcome && st->n_python == in->n_python &&
+		    (in->n_python == 0 ||
+		     (st->python_pid == in->pid &&
+		      memcmp(st->python, in->python, in->n_python * sizeof(uint64_t)) == 0)) &&
 		    (in->n_kernel == 0 ||
 		     memcmp(st->kernel, in->kernel, in->n_kernel * sizeof(uint64_t)) == 0) &&
 		    frames_equal(st->user, in->user, in->n_user))
@@ -258,7 +268,7 @@ static void maybe_grow(struct stacks *s)
 static struct stack *new_stack(struct stacks *s, const struct stack_input *in, uint64_t h)
 {
 	size_t size = sizeof(struct stack) + in->n_user * sizeof(struct stack_frame) +
-		      in->n_kernel * sizeof(uint64_t);
+		      (in->n_kernel + in->n_python) * sizeof(uint64_t);
 	struct stack *st;
 	size_t b;
 
@@ -280,6 +290,11 @@ static struct stack *new_stack(struct stacks *s, const struct stack_input *in, u
 		memcpy(st->user, in->user, in->n_user * sizeof(struct stack_frame));
 	if (in->n_kernel)
 		memcpy(st->kernel, in->kernel, in->n_kernel * sizeof(uint64_t));
+	st->n_python = in->n_python;
+	st->python_pid = in->n_python ? in->pid : 0;
+	st->python = st->kernel + in->n_kernel;
+	if (in->n_python)
+		memcpy(st->python, in->python, in->n_python * sizeof(uint64_t));
 	st->next = s->stack_buckets[b];
 	s->stack_buckets[b] = st;
 	lru_push_newest(s, st);
@@ -302,7 +317,8 @@ int stacks_add(struct stacks *s, const struct stack_input *in)
 	uint64_t h;
 	size_t b;
 
-	if (in->n_kernel > STACKS_MAX_FRAMES || in->n_user > STACKS_MAX_FRAMES) {
+	if (in->n_kernel > STACKS_MAX_FRAMES || in->n_user > STACKS_MAX_FRAMES ||
+	    in->n_python > STACKS_MAX_FRAMES) {
 		s->dropped++; /* every sample is accounted for, even a malformed one */
 		return -EINVAL;
 	}
@@ -383,6 +399,9 @@ int stacks_foreach_new_def(struct stacks *s, int (*fn)(const struct stack_def *d
 			.user = st->user,
 			.n_user = st->n_user,
 			.outcome = st->outcome,
+			.python = st->python,
+			.n_python = st->n_python,
+			.python_pid = st->python_pid,
 		};
 		r = fn(&d, ctx);
 		if (r)

@@ -38,6 +38,8 @@ struct uplink {
 	struct fileids *fileids;
 	struct unwind_maps *unwind; /* may be NULL */
 	struct goprobes *goprobes;  /* may be NULL */
+	uplink_interp_fn on_interp; /* may be NULL */
+	void *on_interp_ctx;
 	int wake_fd;                /* eventfd of the main loop; -1: none */
 	pthread_t thread;
 	bool started;
@@ -303,6 +305,25 @@ static int handle_probe_plan(struct uplink *u, struct rpc_stream *s,
 	return 0;
 }
 
+/* Shape checks only, like UnwindTable; interp_maps (when set) keeps the
+ * config for the processes that map the file. */
+static int handle_interpreter_config(struct uplink *u, struct rpc_stream *s,
+				     const Sonde__V1__SymbolizerMessage *m)
+{
+	const Sonde__V1__InterpreterConfig *c = m->interpreter_config;
+
+	(void)s;
+	if (!c || c->file_id.len != FILEID_LEN) {
+		log_warn("InterpreterConfig with a %zu-byte file ID", c ? c->file_id.len : 0);
+		return -EPROTO;
+	}
+	if (u->on_interp) {
+		u->on_interp(u->on_interp_ctx, c);
+		wake_main(u); /* the main thread makes the entries */
+	}
+	return 0;
+}
+
 static const struct handler handlers[] = {
 	{SONDE__V1__SYMBOLIZER_MESSAGE__KIND_WELCOME, "Welcome", STATE_HANDSHAKE, handle_welcome},
 	{SONDE__V1__SYMBOLIZER_MESSAGE__KIND_READ_RANGE, "ReadRange", STATE_READY,
@@ -310,6 +331,8 @@ static const struct handler handlers[] = {
 	{SONDE__V1__SYMBOLIZER_MESSAGE__KIND_UNWIND_TABLE, "UnwindTable", STATE_READY,
 	 handle_unwind_table},
 	{SONDE__V1__SYMBOLIZER_MESSAGE__KIND_PROBE_PLAN, "ProbePlan", STATE_READY, handle_probe_plan},
+	{SONDE__V1__SYMBOLIZER_MESSAGE__KIND_INTERPRETER_CONFIG, "InterpreterConfig", STATE_READY,
+	 handle_interpreter_config},
 };
 
 /* Reads and handles one message. Returns 0, -ENODATA at a clean end, or
@@ -463,6 +486,12 @@ void uplink_set_goprobes(struct uplink *u, struct goprobes *gp)
 void uplink_set_unwind_maps(struct uplink *u, struct unwind_maps *um)
 {
 	u->unwind = um;
+}
+
+void uplink_set_interp_handler(struct uplink *u, uplink_interp_fn fn, void *ctx)
+{
+	u->on_interp = fn;
+	u->on_interp_ctx = ctx;
 }
 
 void uplink_set_wakeup(struct uplink *u, int efd)

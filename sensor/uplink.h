@@ -34,6 +34,11 @@ void uplink_set_unwind_maps(struct uplink *u, struct unwind_maps *um);
  * dropped). The reader thread queues each with goprobes_queue_plan() and
  * wakes the main loop, which loads them. Call before uplink_start(). */
 void uplink_set_goprobes(struct uplink *u, struct goprobes *gp);
+/* Where InterpreterConfig messages go (file ID length checked): fn runs
+ * on the connection thread, with the message borrowed for the call.
+ * NULL: they are dropped. Before uplink_start(). */
+typedef void (*uplink_interp_fn)(void *ctx, const Sonde__V1__InterpreterConfig *c);
+void uplink_set_interp_handler(struct uplink *u, uplink_interp_fn fn, void *ctx);
 /* An eventfd the connection thread signals when a connection is made and
  * when an unwind table is loaded, so the main loop need not poll for
  * either. Before uplink_start. */

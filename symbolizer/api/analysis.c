@@ -38,6 +38,7 @@
 #include "line_index.h"
 #include "minidebug.h"
 #include "go_plan.h"
+#include "interp_loader.h"
 #include "service.h"
 
 /* Debug sections fetched from a sensor for the source index, at most. */
@@ -587,6 +588,34 @@ static void queue_done(const struct fileid *id)
 	done_ids[n_done++] = *id;
 }
 
+/* The interpreter Loader, for files named like interpreters: its Data or
+ * why not, into the cache (img holds the dynamic symbols the symtab
+ * analysis fetched). An unsupported version is said once, here. */
+static void interp_analyse(struct service *svc, const struct fileid *id,
+			   const struct file_image *img, const char *name)
+{
+	struct interp_data d;
+	const char *reason = NULL;
+	int r;
+
+	if (!interp_loader_wants(name))
+		return;
+	r = img ? interp_loader_analyse(img, name, &d, &reason) : -EBADMSG;
+	if (r == 0) {
+		log_info("%.100s is CPython %u.%u, _PyRuntime at file offset 0x%llx", name,
+			 d.major, d.minor, (unsigned long long)d.runtime_offset);
+	} else if (r == -EPROTONOSUPPORT) {
+		log_warn("%.100s: unsupported interpreter (%s); its frames stay native", name,
+			 reason);
+	} else {
+		log_debug("%.100s is no interpreter: %s", name, reason ? reason : "?");
+	}
+	if (cache_store_interp(svc->cache, id, r == 0 ? &d : NULL,
+			       reason ? reason : "not an interpreter", (int64_t)time(NULL)) < 0)
+		log_warn("cannot write the interpreter data of %.100s to the cache, ignoring",
+			 name);
+}
+
 static void job_end(struct service *svc, struct job *j, struct symtab *t, const char *error,
 		    bool permanent)
 {
@@ -635,6 +664,7 @@ static void job_end(struct service *svc, struct job *j, struct symtab *t, const 
 				unwind_table_free(ut);
 			}
 		}
+		interp_analyse(svc, &j->id, j->img, name);
 		/* The index is built on the worker thread (index_worker.c); it
 		 * takes both images. */
 		if (index_worker_submit(&j->id, j->img, dimg, j->lines_sparse, name) < 0)
@@ -658,6 +688,7 @@ static void job_end(struct service *svc, struct job *j, struct symtab *t, const 
 			log_warn("cannot write the failure of %.100s to the cache, ignoring", name);
 		if (cache_store_unwind(svc->cache, &j->id, NULL, error, (int64_t)time(NULL)) < 0)
 			log_warn("cannot write the failure of %.100s to the cache, ignoring", name);
+		interp_analyse(svc, &j->id, NULL, name);
 	} else {
 		int64_t *at = malloc(sizeof(*at)), *old = NULL;
 

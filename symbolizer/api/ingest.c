@@ -33,6 +33,10 @@
 #include "rawstack.h"
 #include "service.h"
 #include "unwind_table.h"
+#include "cpython.h"
+#include "cpython_code.h"
+#include "cpython_layout.h"
+#include "interp_loader.h"
 #include "ingest.pb-c.h"
 
 #define COMM_MAX 64
@@ -63,6 +67,13 @@ struct uframe {
 	uint64_t addr;
 };
 
+/* A Python frame BPF walked (PythonFrame). */
+struct pyframe {
+	uint64_t code, checksum;
+	uint32_t offset;
+	bool entry;
+};
+
 /* A SampleCount, checked; its comm is the thread's. */
 struct pending_sample {
 	uint64_t first_ns, last_ns;
@@ -84,6 +95,7 @@ struct table_send {
 	enum table_state state;
 	uint32_t next_row; /* rows sent so far */
 	struct table_send *qnext;
+	bool interp_done; /* InterpreterConfig sent, or none is due */
 };
 
 struct stackdef {
@@ -92,6 +104,8 @@ struct stackdef {
 	uint32_t n_kernel, n_user; /* leaf first */
 	uint64_t *kernel;
 	struct uframe *user;
+	struct pyframe *py; /* leaf first, of process py_pid */
+	uint32_t n_py, py_pid;
 	char *text; /* folded frames, root first, without comm; NULL: pending */
 	uint8_t *raw; /* the raw stack (export/rawstack.h), with text */
 	size_t raw_len, text_len;
@@ -133,6 +147,10 @@ struct session {
 	struct table_send *tq_head, *tq_tail;
 	size_t n_tables_waiting;
 	uint64_t tables_sent, table_rows_sent;
+	size_t n_interp_waiting; /* table_sends without interp_done */
+	uint64_t interp_sent;
+	struct cpython_codes *codes; /* from InterpreterRecords; NULL until one */
+	bool codes_refused_logged;
 };
 
 struct session *session_next(const struct session *s)
@@ -159,6 +177,7 @@ static void stackdef_free(void *p)
 		return;
 	free(d->kernel);
 	free(d->user);
+	free(d->py);
 	free(d->text);
 	free(d->raw);
 	free(d->samples);
@@ -260,6 +279,95 @@ static void table_check(struct session *s, struct table_send *t)
 		log_debug("cannot start the analysis of a file for its unwind table");
 }
 
+/* ---- interpreter configs ---- */
+
+static void interp_mark_done(struct session *s, struct table_send *t)
+{
+	t->interp_done = true;
+	s->n_interp_waiting--;
+}
+
+/* Sends the InterpreterConfig of t's file if it is an interpreter whose
+ * Data is cached; starts an analysis for a file cached before interpreter
+ * Data existed. One small message per file and session. */
+static void interp_check(struct session *s, struct table_send *t)
+{
+	Sonde__V1__SymbolizerMessage m = SONDE__V1__SYMBOLIZER_MESSAGE__INIT;
+	Sonde__V1__InterpreterConfig ic = SONDE__V1__INTERPRETER_CONFIG__INIT;
+	struct service *svc = s->svc;
+	const char *name = service_file_name(svc, &t->id);
+	const struct cpython_layout *l;
+	struct sonde_cpython_offsets off;
+	struct interp_data d;
+	const int64_t *retry_at;
+	int r;
+
+	if (t->interp_done || !s->call || s->finished || !s->hello)
+		return;
+	if (!name || !interp_loader_wants(name)) {
+		interp_mark_done(s, t);
+		return;
+	}
+	switch (cache_lookup_interp(svc->cache, &t->id, &d, NULL, 0)) {
+	case CACHE_ERROR:
+		interp_mark_done(s, t); /* said once in the log by the analysis */
+		return;
+	case CACHE_MISS:
+		if (analysis_running(svc, &t->id) || !cache_contains(svc->cache, &t->id))
+			return; /* the running (or coming) job stores it */
+		retry_at = hmap_get(svc->retry, &t->id, sizeof(t->id));
+		if (retry_at && service_now_ms() < *retry_at)
+			return;
+		if (analysis_start(svc, &t->id) < 0)
+			log_debug("cannot start the analysis of an interpreter file");
+		return;
+	case CACHE_OK:
+		break;
+	}
+	l = d.kind == INTERP_CPYTHON ? cpython_layout_for(d.major, d.minor) : NULL;
+	if (!l) {
+		interp_mark_done(s, t);
+		return;
+	}
+	cpython_layout_pack(l, &off);
+	ic.file_id.data = (uint8_t *)t->id.bytes;
+	ic.file_id.len = FILEID_LEN;
+	ic.kind = SONDE__V1__INTERPRETER_CONFIG__KIND__CPYTHON;
+	ic.format_version = SONDE_CPYTHON_FORMAT_VERSION;
+	ic.runtime_offset = d.runtime_offset;
+	ic.layout.data = (uint8_t *)&off;
+	ic.layout.len = sizeof(off);
+	m.kind_case = SONDE__V1__SYMBOLIZER_MESSAGE__KIND_INTERPRETER_CONFIG;
+	m.interpreter_config = &ic;
+	r = rpc_call_write(s->call, &m.base);
+	if (r == -ENOBUFS)
+		return; /* the tick tries again */
+	if (r == -EPIPE) {
+		s->finished = true;
+		return;
+	}
+	if (r == 0) {
+		char hex[FILEID_HEX_LEN + 1];
+
+		s->interp_sent++;
+		log_debug("sent the CPython %u.%u config of %.100s (%s) to %.100s", d.major,
+			  d.minor, name, fileid_to_hex(&t->id, hex), s->hostname);
+	}
+	interp_mark_done(s, t);
+}
+
+static void session_tick_interp(struct session *s)
+{
+	struct hmap_iter it;
+	void *val;
+
+	if (!s->n_interp_waiting)
+		return;
+	hmap_iter_init(s->tables, &it);
+	while (hmap_next(s->tables, &it, NULL, NULL, &val))
+		interp_check(s, val);
+}
+
 static void session_want_table(struct session *s, const struct fileid *id)
 {
 	struct table_send *t;
@@ -276,7 +384,9 @@ static void session_want_table(struct session *s, const struct fileid *id)
 		return;
 	}
 	s->n_tables_waiting++;
+	s->n_interp_waiting++;
 	table_check(s, t);
+	interp_check(s, t);
 }
 
 /* Writes the next message of the queue head. Returns 0 (sent), -ENOBUFS
@@ -405,6 +515,7 @@ void ingest_unwind_done(struct service *svc, const struct fileid *id)
 			continue;
 		table_check(s, t);
 		session_pump_tables(s);
+		interp_check(s, t);
 	}
 }
 
@@ -468,16 +579,16 @@ static bool stack_ready(struct session *s, const struct stackdef *d)
 	return true;
 }
 
-static int push_user_frame(struct session *s, struct folded *f, const struct uframe *u,
-			   bool return_address)
+/* The symbol of user frame u (borrowed from its file's table), or NULL. */
+static const char *user_frame_symbol(struct session *s, const struct uframe *u,
+				     bool return_address)
 {
 	const struct symtab *t = NULL;
 	struct symtab_lookup l;
-	char buf[PROFILE_MAX_NAME];
 	uint64_t vaddr;
 
 	if (!u->has_file)
-		return folded_push(f, "[unknown]", false);
+		return NULL;
 	if (service_file_state(s->svc, &u->id, false, &t, NULL) == FILE_READY && t &&
 	    symtab_offset_to_vaddr(t, u->addr, &vaddr) == 0) {
 		/* A return address points after the call; the call itself may
@@ -485,12 +596,130 @@ static int push_user_frame(struct session *s, struct folded *f, const struct ufr
 		if (return_address && vaddr > 0)
 			vaddr--;
 		if (symtab_lookup(t, vaddr, &l) == 0 && l.name && *l.name)
-			return folded_push(f, service_frame_name(s->svc, &u->id, l.name, u->addr,
-								 buf, sizeof(buf)),
-					   false);
+			return l.name;
 	}
+	return NULL;
+}
+
+static int push_user_frame(struct session *s, struct folded *f, const struct uframe *u,
+			   const char *symbol)
+{
+	char buf[PROFILE_MAX_NAME];
+
+	if (!u->has_file)
+		return folded_push(f, "[unknown]", false);
+	if (symbol)
+		return folded_push(f, service_frame_name(s->svc, &u->id, symbol, u->addr, buf,
+							 sizeof(buf)),
+				   false);
 	service_frame_name(s->svc, &u->id, NULL, u->addr, buf, sizeof(buf));
 	return folded_push(f, buf, false);
+}
+
+/* ---- Python frames (issue 5, docs/interpreters.md) ---- */
+
+/* The eval loop's native frame: each one runs the Python frames of one
+ * run, which the splice puts in its place. */
+#define CPYTHON_EVAL_SYMBOL "_PyEval_EvalFrameDefault"
+
+/* The user frames in root-first order after the splice: a native frame
+ * is its index in d->user, a Python frame ORDER_PY | its index in d->py. */
+#define ORDER_PY 0x80000000u
+
+static void python_frame_name(const struct session *s, const struct stackdef *d, uint32_t k,
+			      char *buf, size_t len)
+{
+	const struct pyframe *p = &d->py[k];
+	const struct cpython_code *c =
+		s->codes ? cpython_codes_get(s->codes, d->py_pid, p->code, p->checksum) : NULL;
+
+	cpython_code_frame_name(c, p->offset, buf, len);
+}
+
+/* d->py[from, to) root first, named from the session's code objects. */
+static int push_python_frames(struct session *s, struct folded *f, const struct stackdef *d,
+			      uint32_t from, uint32_t to, uint32_t *order, uint32_t *n_order)
+{
+	char buf[PROFILE_MAX_NAME];
+	int r = 0;
+
+	for (uint32_t k = to; k-- > from && r != -ENOMEM;) {
+		python_frame_name(s, d, k, buf, sizeof(buf));
+		r = folded_push(f, buf, false);
+		order[(*n_order)++] = ORDER_PY | k;
+	}
+	return r;
+}
+
+/* The user frames of d, root first, into f, with the Python frames
+ * spliced in: runs are d->py split after each entry frame (leaf first);
+ * the root-most eval frame gets the root-most run, and so on; the
+ * leaf-most eval frame also gets any runs left over. With no eval frame
+ * at all (a symbol not found), the Python frames go on top. */
+static int push_user_frames(struct session *s, struct folded *f, const struct stackdef *d,
+			    uint32_t *order, uint32_t *n_order)
+{
+	uint32_t bounds[SESSION_MAX_FRAMES + 1], n_runs = 0, evals = 0, seen = 0;
+	const char **syms = NULL;
+	int r = 0;
+
+	if (d->n_user) {
+		syms = calloc(d->n_user, sizeof(*syms));
+		if (!syms)
+			return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < d->n_user; i++) {
+		syms[i] = user_frame_symbol(s, &d->user[i], i != 0);
+		if (syms[i] && !strcmp(syms[i], CPYTHON_EVAL_SYMBOL))
+			evals++;
+	}
+	bounds[0] = 0;
+	for (uint32_t i = 0; i < d->n_py; i++)
+		if (d->py[i].entry || i + 1 == d->n_py)
+			bounds[++n_runs] = i + 1;
+	for (uint32_t i = d->n_user; i-- > 0 && r != -ENOMEM;) {
+		if (n_runs && syms[i] && !strcmp(syms[i], CPYTHON_EVAL_SYMBOL)) {
+			if (++seen == evals) {
+				r = push_python_frames(s, f, d, 0, bounds[n_runs], order, n_order);
+				n_runs = 0;
+			} else {
+				r = push_python_frames(s, f, d, bounds[n_runs - 1], bounds[n_runs],
+						       order, n_order);
+				n_runs--;
+			}
+			continue;
+		}
+		r = push_user_frame(s, f, &d->user[i], syms[i]);
+		order[(*n_order)++] = i;
+	}
+	if (n_runs && r != -ENOMEM)
+		r = push_python_frames(s, f, d, 0, bounds[n_runs], order, n_order);
+	free(syms);
+	return r;
+}
+
+static void on_interp_records(struct session *s, const Sonde__V1__InterpreterRecords *m)
+{
+	if (m->n_records > SESSION_MAX_INTERP_RECORDS) {
+		session_fail(s, RPC_INVALID_ARGUMENT, "more than 65536 interpreter records in a message");
+		return;
+	}
+	if (!s->codes && m->n_records && !(s->codes = cpython_codes_new())) {
+		log_warn("out of memory for Python code objects; their frames stay unnamed");
+		return;
+	}
+	for (size_t i = 0; i < m->n_records; i++) {
+		const Sonde__V1__InterpreterRecord *rec = m->records[i];
+
+		if (cpython_codes_put(s->codes, rec->pid, rec->data.data, rec->data.len) == -EBADMSG &&
+		    !s->codes_refused_logged) {
+			/* Said once per session: a hostile process can send many. */
+			log_info("pid %" PRIu32 " sent a damaged Python code record (%zu bytes); its"
+				 " frames are " CPYTHON_UNKNOWN_FRAME,
+				 rec->pid, rec->data.len);
+			s->codes_refused_logged = true;
+		}
+	}
 }
 
 /* Stores p's samples of the resolved stack d and hands them to the
@@ -537,8 +766,11 @@ static void emit(struct session *s, const struct stackdef *d, const struct pendi
 }
 
 /* The raw stack of d, leaf first: kernel frames (named with this
- * session's kernel symbols: the snapshot is per sensor), then user frames. */
-static void build_raw(struct session *s, struct stackdef *d)
+ * session's kernel symbols: the snapshot is per sensor), then user frames
+ * in the reverse of order (push_user_frames), Python frames with their
+ * names (the code objects are the process's). */
+static void build_raw(struct session *s, struct stackdef *d, const uint32_t *order,
+		      uint32_t n_order)
 {
 	struct rawstack_builder b;
 	struct ksyms_lookup kl;
@@ -555,10 +787,27 @@ static void build_raw(struct session *s, struct stackdef *d)
 		}
 		rawstack_push(&b, &f);
 	}
-	for (uint32_t i = 0; i < d->n_user; i++) {
-		struct rawframe f = { .kind = d->user[i].has_file ? RAW_USER_FILE : RAW_USER_ANON,
-				      .address = d->user[i].addr };
+	for (uint32_t j = n_order; j-- > 0;) {
+		uint32_t i = order[j];
+		struct rawframe f;
 
+		if (i & ORDER_PY) {
+			char name[PROFILE_MAX_NAME];
+			size_t n;
+
+			python_frame_name(s, d, i & ~ORDER_PY, name, sizeof(name));
+			n = strlen(name);
+			f = (struct rawframe){ .kind = RAW_CPYTHON,
+					       .address = profile_stack_hash(name, NULL, 0),
+					       .name = name,
+					       .name_len = (uint8_t)(n > RAWSTACK_MAX_NAME
+									     ? RAWSTACK_MAX_NAME
+									     : n) };
+			rawstack_push(&b, &f);
+			continue;
+		}
+		f = (struct rawframe){ .kind = d->user[i].has_file ? RAW_USER_FILE : RAW_USER_ANON,
+				       .address = d->user[i].addr };
 		if (d->user[i].has_file)
 			memcpy(f.file_id, d->user[i].id.bytes, FILEID_LEN);
 		rawstack_push(&b, &f);
@@ -575,10 +824,11 @@ static void stack_resolve(struct session *s, struct stackdef *d)
 {
 	struct folded f = { 0 };
 	struct ksyms_lookup kl;
+	uint32_t *order, n_order = 0;
 	int r = 0;
 
-	for (uint32_t i = d->n_user; i-- > 0 && r != -ENOMEM;)
-		r = push_user_frame(s, &f, &d->user[i], i != 0);
+	order = calloc(d->n_user + d->n_py + 1, sizeof(*order));
+	r = order ? push_user_frames(s, &f, d, order, &n_order) : -ENOMEM;
 	for (uint32_t i = d->n_kernel; i-- > 0 && r != -ENOMEM;) {
 		if (ksyms_lookup(s->ksyms, d->kernel[i], &kl) == 0)
 			r = folded_push(&f, kl.name, true);
@@ -591,7 +841,13 @@ static void stack_resolve(struct session *s, struct stackdef *d)
 		d->text = NULL;
 		log_warn("out of memory symbolizing a stack, dropping its samples");
 	}
-	build_raw(s, d);
+	if (!order) {
+		free(d->text);
+		d->text = NULL;
+	} else {
+		build_raw(s, d, order, n_order);
+	}
+	free(order);
 	if (d->text) {
 		d->text_len = strlen(d->text);
 		d->hash = profile_stack_hash(d->text, d->raw, d->raw_len);
@@ -599,9 +855,11 @@ static void stack_resolve(struct session *s, struct stackdef *d)
 	s->n_frames_held -= d->n_kernel + d->n_user;
 	free(d->kernel);
 	free(d->user);
+	free(d->py);
 	d->kernel = NULL;
 	d->user = NULL;
-	d->n_kernel = d->n_user = 0;
+	d->py = NULL;
+	d->n_kernel = d->n_user = d->n_py = 0;
 	for (size_t i = 0; i < d->n_samples; i++) {
 		if (d->text)
 			emit(s, d, &d->samples[i]);
@@ -878,7 +1136,8 @@ static int add_stackdef(struct session *s, const Sonde__V1__StackDef *sd)
 {
 	struct stackdef *d, *old = NULL;
 
-	if (sd->n_kernel > SESSION_MAX_FRAMES || sd->n_user > SESSION_MAX_FRAMES) {
+	if (sd->n_kernel > SESSION_MAX_FRAMES || sd->n_user > SESSION_MAX_FRAMES ||
+	    sd->n_python > SESSION_MAX_FRAMES) {
 		session_fail(s, RPC_INVALID_ARGUMENT, "stack with more than 256 frames");
 		return -EINVAL;
 	}
@@ -929,6 +1188,18 @@ static int add_stackdef(struct session *s, const Sonde__V1__StackDef *sd)
 				d->user[i].has_file = true;
 			}
 		}
+	}
+	if (sd->n_python) {
+		d->py = calloc(sd->n_python, sizeof(*d->py));
+		if (!d->py)
+			goto nomem;
+		d->n_py = (uint32_t)sd->n_python;
+		d->py_pid = sd->pid;
+		for (uint32_t i = 0; i < d->n_py; i++)
+			d->py[i] = (struct pyframe){ .code = sd->python[i]->code,
+						     .checksum = sd->python[i]->checksum,
+						     .offset = sd->python[i]->offset,
+						     .entry = sd->python[i]->entry };
 	}
 	s->n_frames_held += d->n_kernel + d->n_user;
 	if (hmap_put_u64(s->stacks, d->id, d, NULL) < 0) {
@@ -1154,6 +1425,9 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 	case SONDE__V1__SENSOR_MESSAGE__KIND_STACKS:
 		on_stacks(s, m->stacks);
 		break;
+	case SONDE__V1__SENSOR_MESSAGE__KIND_INTERP_RECORDS:
+		on_interp_records(s, m->interp_records);
+		break;
 	case SONDE__V1__SENSOR_MESSAGE__KIND_FILE_RANGE:
 		on_file_range(s, m->file_range);
 		break;
@@ -1208,6 +1482,7 @@ void ingest_on_close(struct rpc_call *call, void *ctx)
 	hmap_free(s->files, free);
 	hmap_free(s->stacks, stackdef_free);
 	hmap_free(s->tables, free);
+	cpython_codes_free(s->codes);
 	ksyms_free(s->ksyms);
 	free(s);
 	analysis_flush_done(svc);
@@ -1217,6 +1492,7 @@ void ingest_tick(struct service *svc)
 {
 	for (struct session *s = svc->sessions; s; s = s->next) {
 		session_tick_tables(s);
+		session_tick_interp(s);
 		session_retry_pending(s, true);
 		session_try_finish(s);
 	}

@@ -38,6 +38,7 @@
 #define SESSION_MAX_FILES 100000u
 #define SESSION_MAX_PATH 4096u
 #define SESSION_MAX_FRAMES 256u               /* per stack, kernel and user each */
+#define SESSION_MAX_INTERP_RECORDS 65536u     /* per InterpreterRecords message */
 #define SESSION_MAX_STACKS 1000000u
 #define SESSION_MAX_STACK_FRAMES (16u << 20)  /* unresolved frames held */
 #define SESSION_MAX_PENDING_STACKS 10000u

@@ -117,7 +117,10 @@ static int user_frame(struct pmodel *m, struct service *svc, const struct rawfra
 			 ret);
 }
 
-static int kernel_frame(struct pmodel *m, const struct rawframe *f, uint32_t *ret)
+/* A frame named at ingest: kernel, or Python (its key is a hash of the
+ * name, so equal keys are equal frames). */
+static int named_frame(struct pmodel *m, const struct rawframe *f, enum pm_frame_type type,
+		       uint32_t *ret)
 {
 	char name[RAWSTACK_MAX_NAME + 1] = "[unknown]";
 
@@ -127,7 +130,7 @@ static int kernel_frame(struct pmodel *m, const struct rawframe *f, uint32_t *re
 		memcpy(name, f->name, f->name_len);
 		name[f->name_len] = '\0';
 	}
-	return name_only(m, 0, f->address, PM_FRAME_KERNEL, name, ret);
+	return name_only(m, 0, f->address, type, name, ret);
 }
 
 int pm_add_export_sample(struct pmodel *m, struct service *svc, const struct export_sample *s)
@@ -152,7 +155,10 @@ int pm_add_export_sample(struct pmodel *m, struct service *svc, const struct exp
 		return r;
 	while ((r = rawstack_next(&it, &f)) > 0) {
 		if (f.kind == RAW_KERNEL) {
-			r = kernel_frame(m, &f, &locs[n]);
+			r = named_frame(m, &f, PM_FRAME_KERNEL, &locs[n]);
+		} else if (f.kind == RAW_CPYTHON) {
+			r = named_frame(m, &f, PM_FRAME_CPYTHON, &locs[n]);
+			user_seen = true;
 		} else if (f.kind == RAW_USER_FILE) {
 			/* Every user frame but the leaf is a return address. */
 			r = user_frame(m, svc, &f, user_seen, &locs[n]);

@@ -39,7 +39,7 @@ void rawstack_push(struct rawstack_builder *b, const struct rawframe *f)
 	}
 	if (f->kind == RAW_USER_FILE) {
 		need += 16;
-	} else if (f->kind == RAW_KERNEL) {
+	} else if (f->kind == RAW_KERNEL || f->kind == RAW_CPYTHON) {
 		name_len = f->name ? f->name_len : 0;
 		need += 1 + name_len;
 	} else if (f->kind != RAW_USER_ANON) {
@@ -66,7 +66,7 @@ void rawstack_push(struct rawstack_builder *b, const struct rawframe *f)
 	if (f->kind == RAW_USER_FILE)
 		put(b, f->file_id, 16);
 	put_u64(b, f->address);
-	if (f->kind == RAW_KERNEL) {
+	if (f->kind == RAW_KERNEL || f->kind == RAW_CPYTHON) {
 		b->buf[b->len++] = (uint8_t)name_len;
 		if (name_len)
 			put(b, f->name, name_len);
@@ -144,6 +144,7 @@ int rawstack_next(struct rawstack_iter *it, struct rawframe *f)
 		it->p += 8;
 		break;
 	case RAW_KERNEL:
+	case RAW_CPYTHON:
 		if (avail < 9 || avail - 9 < it->p[8])
 			return -EBADMSG;
 		f->address = get_u64(it->p);

@@ -10,6 +10,10 @@
  *   RAW_USER_FILE    file ID (16 bytes), u64 offset in the file
  *   RAW_USER_ANON    u64 virtual address (no file mapped there)
  *   RAW_KERNEL       u64 address, u8 name length, the name (no NUL)
+ *   RAW_CPYTHON      u64 key, u8 name length, the name: a Python frame as
+ *                    ingest named it ("qualname (file.py:LINE)"; its code
+ *                    object was the process's); the key, a hash of the
+ *                    name, tells locations apart
  * Everything read back is checked: a damaged string is rejected whole.
  */
 #pragma once
@@ -26,13 +30,14 @@ enum rawframe_kind {
 	RAW_USER_FILE = 1,
 	RAW_USER_ANON = 2,
 	RAW_KERNEL = 3,
+	RAW_CPYTHON = 4,
 };
 
 struct rawframe {
 	uint8_t kind;       /* enum rawframe_kind */
 	uint8_t file_id[16];/* RAW_USER_FILE */
 	uint64_t address;   /* file offset, virtual or kernel address */
-	const char *name;   /* RAW_KERNEL: borrowed from the string, not NUL-terminated; may be NULL */
+	const char *name;   /* RAW_KERNEL, RAW_CPYTHON: borrowed from the string, not NUL-terminated; may be NULL */
 	uint8_t name_len;
 };
 

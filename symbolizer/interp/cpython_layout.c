@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "cpython.h"
 #include "cpython_layout.h"
 
 /* 3.11 on x86-64 (Include/internal/pycore_frame.h, pycore_interp.h,
@@ -20,6 +21,7 @@ static const struct cpython_layout layout_311 = {
 	.frame_previous = 48,
 	.frame_prev_instr = 56,
 	.frame_owner = 69,
+	.frame_is_entry = 68, /* int stacktop at 64, then bool is_entry, then owner */
 	.code_qualname = 128,
 	.code_filename = 112,
 	.code_firstlineno = 72,
@@ -68,4 +70,31 @@ int cpython_version_from_name(const char *path, unsigned *major, unsigned *minor
 	*major = ma;
 	*minor = mi;
 	return 0;
+}
+
+void cpython_layout_pack(const struct cpython_layout *l, struct sonde_cpython_offsets *ret)
+{
+	*ret = (struct sonde_cpython_offsets){
+		.major = l->major,
+		.minor = l->minor,
+		.runtime_interpreters_head = l->runtime_interpreters_head,
+		.interp_threads_head = l->interp_threads_head,
+		.tstate_next = l->tstate_next,
+		.tstate_native_thread_id = l->tstate_native_thread_id,
+		.tstate_cframe = l->tstate_cframe,
+		.cframe_current_frame = l->cframe_current_frame,
+		.frame_code = l->frame_code,
+		.frame_previous = l->frame_previous,
+		.frame_prev_instr = l->frame_prev_instr,
+		.frame_owner = l->frame_owner,
+		.code_qualname = l->code_qualname,
+		.code_filename = l->code_filename,
+		.code_firstlineno = l->code_firstlineno,
+		.code_linetable = l->code_linetable,
+		.code_code_adaptive = l->code_code_adaptive,
+		.ascii_data = l->ascii_data,
+		.bytes_data = l->bytes_data,
+		.var_size = l->var_size,
+		.frame_is_entry = l->frame_is_entry,
+	};
 }

@@ -30,6 +30,7 @@ struct cpython_layout {
 	uint16_t frame_previous;
 	uint16_t frame_prev_instr;
 	uint16_t frame_owner;            /* u8: 3 = owned by the C stack (an entry frame) */
+	uint16_t frame_is_entry;         /* bool (3.11): the first frame of a C call */
 	/* PyCodeObject */
 	uint16_t code_qualname;
 	uint16_t code_filename;
@@ -49,3 +50,7 @@ const struct cpython_layout *cpython_layout_for(unsigned major, unsigned minor);
  * libpython3.11.so.1.0 (basename or path). Returns 0 with major and minor
  * set, or -ENOENT. */
 int cpython_version_from_name(const char *path, unsigned *major, unsigned *minor);
+
+struct sonde_cpython_offsets;
+/* l as the BPF walker's offsets (bpf/cpython.h). */
+void cpython_layout_pack(const struct cpython_layout *l, struct sonde_cpython_offsets *ret);

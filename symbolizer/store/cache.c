@@ -59,6 +59,7 @@ struct cache {
 	sqlite3_stmt *st_uget, *st_uput, *st_udel, *st_ucount;
 	sqlite3_stmt *st_lget, *st_lput, *st_ldel;
 	sqlite3_stmt *st_pget, *st_pput;
+	sqlite3_stmt *st_iget, *st_iput;
 	struct hmap *mem; /* mem_key -> mem_entry */
 	struct mem_entry *head, *tail;
 	size_t mem_bytes;
@@ -152,11 +153,27 @@ static const char schema_v8[] =
 	"DELETE FROM probe_plans;"
 	"DELETE FROM unwind;";
 
+/* The interpreter Loader's Data (symbolizer/interp/interp_loader.h), a
+ * fourth product, for files named like interpreters only: status 0 with
+ * kind, version and runtime offset, or 1 with why not. Small: no blob, no
+ * memory entry. */
+static const char schema_v9[] =
+	"CREATE TABLE IF NOT EXISTS interp ("
+	" file_id BLOB PRIMARY KEY NOT NULL CHECK (length(file_id) = 16),"
+	" status INTEGER NOT NULL,"
+	" error TEXT,"
+	" analysed_at INTEGER NOT NULL,"
+	" kind INTEGER NOT NULL DEFAULT 0,"
+	" major INTEGER NOT NULL DEFAULT 0,"
+	" minor INTEGER NOT NULL DEFAULT 0,"
+	" runtime_offset INTEGER NOT NULL DEFAULT 0"
+	") WITHOUT ROWID;";
+
 /* Migrations from version i to i + 1 go here as they appear; index 0
  * creates the schema in an empty database. */
 static const char *const migrations[CACHE_SCHEMA_VERSION] = { schema_v1, schema_v2, schema_v3,
 									 schema_v4, schema_v5, schema_v6,
-									 schema_v7, schema_v8 };
+									 schema_v7, schema_v8, schema_v9 };
 
 static int sqlite_to_errno(int rc)
 {
@@ -389,7 +406,15 @@ int cache_open(const char *path, const struct cache_opts *opts, struct cache **r
 	    (r = prepare(c->db,
 			 "INSERT OR REPLACE INTO probe_plans (file_id, analysed_at, plan)"
 			 " VALUES (?1, ?2, ?3)",
-			 &c->st_pput)) < 0)
+			 &c->st_pput)) < 0 ||
+	    (r = prepare(c->db,
+			 "SELECT status, error, kind, major, minor, runtime_offset FROM interp"
+			 " WHERE file_id = ?1",
+			 &c->st_iget)) < 0 ||
+	    (r = prepare(c->db,
+			 "INSERT OR REPLACE INTO interp (file_id, status, error, analysed_at, kind,"
+			 " major, minor, runtime_offset) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+			 &c->st_iput)) < 0)
 		goto cleanup;
 	*ret = c;
 	c = NULL;
@@ -433,6 +458,8 @@ void cache_close(struct cache *c)
 	sqlite3_finalize(c->st_ldel);
 	sqlite3_finalize(c->st_pget);
 	sqlite3_finalize(c->st_pput);
+	sqlite3_finalize(c->st_iget);
+	sqlite3_finalize(c->st_iput);
 	if (c->db) {
 		/* Fold the WAL back so the file is self-contained at rest. */
 		sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
@@ -983,5 +1010,70 @@ memory:
 	free(blob);
 	mem_insert3(c, id, MEM_INDEX, ix ? CACHE_OK : CACHE_ERROR, NULL, NULL, ix,
 		    ix ? NULL : (error ? error : "no source index"), size);
+	return r;
+}
+
+enum cache_status cache_lookup_interp(struct cache *c, const struct fileid *id,
+				      struct interp_data *ret, char *errbuf, size_t errlen)
+{
+	enum cache_status status = CACHE_MISS;
+	int rc;
+
+	sqlite3_reset(c->st_iget);
+	sqlite3_bind_blob(c->st_iget, 1, id, sizeof(*id), SQLITE_STATIC);
+	rc = sqlite3_step(c->st_iget);
+	if (rc == SQLITE_ROW) {
+		if (sqlite3_column_int(c->st_iget, 0) == 0) {
+			int64_t major = sqlite3_column_int64(c->st_iget, 3);
+			int64_t minor = sqlite3_column_int64(c->st_iget, 4);
+
+			status = CACHE_OK;
+			if (ret)
+				*ret = (struct interp_data){
+					.kind = (uint32_t)sqlite3_column_int64(c->st_iget, 2),
+					.major = (uint8_t)major, .minor = (uint8_t)minor,
+					.runtime_offset = (uint64_t)sqlite3_column_int64(c->st_iget, 5),
+				};
+		} else {
+			const char *e = (const char *)sqlite3_column_text(c->st_iget, 1);
+
+			status = CACHE_ERROR;
+			if (errbuf && errlen)
+				snprintf(errbuf, errlen, "%s", e ? e : "not an interpreter");
+		}
+	} else if (rc != SQLITE_DONE) {
+		log_debug("cache lookup failed: %s", sqlite3_errmsg(c->db));
+	}
+	sqlite3_reset(c->st_iget);
+	return status;
+}
+
+int cache_store_interp(struct cache *c, const struct fileid *id, const struct interp_data *d,
+		       const char *error, int64_t analysed_at)
+{
+	int rc, r = 0;
+
+	sqlite3_reset(c->st_iput);
+	sqlite3_bind_blob(c->st_iput, 1, id, sizeof(*id), SQLITE_STATIC);
+	sqlite3_bind_int(c->st_iput, 2, d ? 0 : 1);
+	if (d)
+		sqlite3_bind_null(c->st_iput, 3);
+	else
+		sqlite3_bind_text(c->st_iput, 3, error ? error : "not an interpreter", -1,
+				  SQLITE_STATIC);
+	sqlite3_bind_int64(c->st_iput, 4, analysed_at);
+	sqlite3_bind_int64(c->st_iput, 5, d ? d->kind : 0);
+	sqlite3_bind_int64(c->st_iput, 6, d ? d->major : 0);
+	sqlite3_bind_int64(c->st_iput, 7, d ? d->minor : 0);
+	sqlite3_bind_int64(c->st_iput, 8, d ? (int64_t)d->runtime_offset : 0);
+	rc = sqlite3_step(c->st_iput);
+	if (rc != SQLITE_DONE) {
+		r = sqlite_to_errno(rc);
+		if (r == 0)
+			r = -EIO;
+		log_debug("cache store failed: %s", sqlite3_errmsg(c->db));
+	}
+	sqlite3_reset(c->st_iput);
+	sqlite3_clear_bindings(c->st_iput);
 	return r;
 }

@@ -19,6 +19,7 @@
 #include "symtab.h"
 #include "unwind_table.h"
 #include "line_index.h"
+#include "interp_loader.h"
 
 /* 2: the unwind table, a second product per file (table unwind).
  * 3: the source index (line_index.h), a third product (table lines).
@@ -26,8 +27,9 @@
  * 5: files without a source index are forgotten once (analysed again).
  * 6: samples carry the span they were taken in.
  * 7: probe plans of Go executables (table probe_plans).
- * 8: unwind tables and plans forgotten once (analysed and planned again). */
-#define CACHE_SCHEMA_VERSION 8
+ * 8: unwind tables and plans forgotten once (analysed and planned again).
+ * 9: the interpreter Loader's Data (table interp). */
+#define CACHE_SCHEMA_VERSION 9
 
 struct cache;
 
@@ -112,3 +114,14 @@ enum cache_status cache_lookup_index(struct cache *c, const struct fileid *id,
  * error (copied). Returns 0 or a negative errno. */
 int cache_store_index(struct cache *c, const struct fileid *id, struct line_index *ix,
 		      const char *error, int64_t analysed_at);
+
+/* The interpreter Data of id (interp_loader.h): CACHE_OK with *ret,
+ * CACHE_ERROR when the file was looked at and is not a supported
+ * interpreter (why copied into errbuf), or CACHE_MISS. ret and errbuf may
+ * be NULL. */
+enum cache_status cache_lookup_interp(struct cache *c, const struct fileid *id,
+				      struct interp_data *ret, char *errbuf, size_t errlen);
+/* Stores d (copied) or, with d == NULL, error. Returns 0 or a negative
+ * errno. */
+int cache_store_interp(struct cache *c, const struct fileid *id, const struct interp_data *d,
+		       const char *error, int64_t analysed_at);

@@ -128,6 +128,29 @@ write("ingest", "symbols-without-first", hello() + msg(kernel_symbols=pb.KernelS
     last=True, symbols=[pb.KernelSymbol(address=1, name="x")])))
 write("ingest", "undecodable", hello() + rec(0, b"\xff\xff\xff\xff\x0f"))
 
+
+def code_record(code, addr, size=1440):
+    """A CPython code object record as BPF copies it (cpython_code.h)."""
+    q, f, t = code.co_qualname.encode(), code.co_filename.encode(), code.co_linetable
+    h = struct.pack("<HBBIQQHHHBB", size, 1, 11, code.co_firstlineno, addr, addr ^ 1, len(q),
+                    len(f), len(t), 0, 0)
+    return h + q.ljust(128, b"\0") + f.ljust(256, b"\0") + t.ljust(1024, b"\0")
+
+
+# Python frames (issue 5): two records (one cut short), a stack whose
+# native frames are replaced by the Python ones where the eval loop is.
+PY_CODE = compile("def hot(n):\n    t = 0\n    for i in range(n):\n        t += i\n",
+                  "/srv/hot.py", "exec").co_consts[0]
+write("ingest", "python-frames", hello() + process() + msg(interp_records=pb.InterpreterRecords(
+    records=[pb.InterpreterRecord(pid=4242, data=code_record(PY_CODE, 0x7f1000)),
+             pb.InterpreterRecord(pid=4242, data=code_record(PY_CODE, 0x7f2000)[:100])])) +
+      msg(stacks=pb.StackBatch(stacks=[pb.StackDef(
+          id=1, user=[pb.Frame(file_id=ELF_ID, address=0x1139), pb.Frame(file_id=ELF_ID, address=0x1160)],
+          python=[pb.PythonFrame(code=0x7f1000, offset=8, checksum=0x7f1001),
+                  pb.PythonFrame(code=0x7f2000, offset=0, entry=True)], pid=4242, outcome=1)],
+          samples=[pb.SampleCount(stack_id=1, pid=4242, tid=4242, count=4, comm="python3")])) +
+      SERVE + TICK + HALF_CLOSE)
+
 # ---- symbols_api: 0 Symbolize, 1 Upload, 2 Top, 3 Folded, 4 Status ----
 def call(op, m):
     return rec(op, m.SerializeToString())

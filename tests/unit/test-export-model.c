@@ -97,8 +97,11 @@ static void test_rawstack_roundtrip(void **state)
 	rawstack_push(&b, &f);
 	f = (struct rawframe){ .kind = RAW_USER_ANON, .address = 0x7fff0000 };
 	rawstack_push(&b, &f);
+	f = (struct rawframe){ .kind = RAW_CPYTHON, .address = 0x1234abcd5678ef00ull,
+			       .name = "leaf (/a.py:4)", .name_len = 14 };
+	rawstack_push(&b, &f);
 	assert_int_equal(rawstack_end(&b, &raw, &len), 0);
-	assert_int_equal(rawstack_count(raw, len), 4);
+	assert_int_equal(rawstack_count(raw, len), 5);
 
 	assert_int_equal(rawstack_iter_init(&it, raw, len), 0);
 	assert_int_equal(rawstack_next(&it, &f), 1);
@@ -113,6 +116,11 @@ static void test_rawstack_roundtrip(void **state)
 	assert_int_equal(f.file_id[1], 8);
 	assert_int_equal(rawstack_next(&it, &f), 1);
 	assert_int_equal(f.address, 0x7fff0000);
+	assert_int_equal(rawstack_next(&it, &f), 1);
+	assert_int_equal(f.kind, RAW_CPYTHON);
+	assert_int_equal(f.address, 0x1234abcd5678ef00ull);
+	assert_int_equal(f.name_len, 14);
+	assert_memory_equal(f.name, "leaf (/a.py:4)", 14);
 	assert_int_equal(rawstack_next(&it, &f), 0);
 
 	/* Every truncation is rejected, never read past the end. */

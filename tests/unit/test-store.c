@@ -446,6 +446,32 @@ static void test_profile_flush_in_steps(void **state)
 	arena_free(a);
 }
 
+/* The interpreter Data: found, refused, unknown, and kept across a reopen. */
+static void test_cache_interp(void **state)
+{
+	struct cache *c = NULL;
+	struct fileid py = { { 3, 11 } }, ls = { { 4 } }, none = { { 5 } };
+	struct interp_data d = { .kind = INTERP_CPYTHON, .major = 3, .minor = 11,
+				 .runtime_offset = 0xa5b740 }, got = { 0 };
+	char err[64] = "";
+
+	(void)state;
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	assert_int_equal(cache_store_interp(c, &py, &d, NULL, 1), 0);
+	assert_int_equal(cache_store_interp(c, &ls, NULL, "no _PyRuntime", 1), 0);
+	cache_close(c);
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	assert_int_equal(cache_lookup_interp(c, &py, &got, err, sizeof(err)), CACHE_OK);
+	assert_int_equal(got.kind, INTERP_CPYTHON);
+	assert_int_equal(got.major, 3);
+	assert_int_equal(got.minor, 11);
+	assert_int_equal(got.runtime_offset, 0xa5b740);
+	assert_int_equal(cache_lookup_interp(c, &ls, &got, err, sizeof(err)), CACHE_ERROR);
+	assert_string_equal(err, "no _PyRuntime");
+	assert_int_equal(cache_lookup_interp(c, &none, NULL, NULL, 0), CACHE_MISS);
+	cache_close(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -453,6 +479,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cache_lru_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_corrupt_moved_aside, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_schema_version, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache_interp, setup, teardown),
 		cmocka_unit_test(test_folded_push),
 		cmocka_unit_test_setup_teardown(test_profile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile_survives_reopen, setup, teardown),

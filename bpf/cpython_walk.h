@@ -1,0 +1,168 @@
+/* cpython_walk.h - the CPython frame walker of sample.bpf.c (issue 5,
+ * docs/interpreters.md). For a tgid with a cpython_procs entry: find the
+ * sampled thread's PyThreadState (bounded walk of the interpreter's thread
+ * list, matching native_thread_id), walk its _PyInterpreterFrame chain
+ * (at most SONDE_CPYTHON_MAX_FRAMES) and record each frame's code object
+ * and instruction offset after the native frames. The first time a code
+ * object (with its checksum) is seen in a process, its metadata goes out
+ * as a SONDE_REC_CPYTHON_META record.
+ *
+ * Everything is read with bpf_probe_read_user at offsets the symbolizer
+ * chose for the version: a wrong offset or a racing interpreter gives a
+ * wrong or short Python stack, never more. Included by sample.bpf.c after
+ * its maps (events, cpython_procs) and count_err().
+ */
+#pragma once
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct sonde_cpython_code_key);
+	__type(value, __u64); /* checksum */
+} cpython_codes SEC(".maps");
+
+static __always_inline __u64 cpy_ptr(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
+		return 0;
+	return v;
+}
+
+/* A compact ASCII str's characters into dst; returns the length copied. */
+static __always_inline __u16 cpy_str(char *dst, __u32 size, __u64 obj, __u16 data_off,
+				     __u8 *flags, __u8 cut)
+{
+	long n;
+
+	if (!obj)
+		return 0;
+	n = bpf_probe_read_user_str(dst, size, (const void *)(obj + data_off));
+	if (n <= 0)
+		return 0;
+	if (n == size)
+		*flags |= cut; /* filled the slot: maybe cut */
+	return (__u16)(n - 1);
+}
+
+/* (BPF functions take 5 arguments: the names and line are read again;
+ * this runs once per code object.) */
+static __noinline int cpython_emit_meta(__u32 tgid, __u64 code, __u64 sum,
+					const struct sonde_cpython_proc *p)
+{
+	__u64 qualname = cpy_ptr(code + p->off.code_qualname);
+	__u64 filename = cpy_ptr(code + p->off.code_filename);
+	struct sonde_cpython_meta_rec *r;
+	struct sonde_cpython_meta *m;
+	__u32 firstlineno = 0;
+	__u64 lt;
+	__s64 len = 0;
+	__u32 n;
+
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count_err(SONDE_ERR_RINGBUF_FULL_EVENT);
+		return -1;
+	}
+	r->type = SONDE_REC_CPYTHON_META;
+	r->pid = tgid;
+	m = &r->meta;
+	m->size = sizeof(*m);
+	m->version = SONDE_CPYTHON_META_VERSION;
+	m->minor = p->off.minor;
+	bpf_probe_read_user(&firstlineno, sizeof(firstlineno),
+			    (const void *)(code + p->off.code_firstlineno));
+	m->firstlineno = firstlineno;
+	m->code_addr = code;
+	m->checksum = sum;
+	m->flags = 0;
+	m->pad = 0;
+	m->qualname_len = cpy_str(m->qualname, sizeof(m->qualname), qualname, p->off.ascii_data,
+				  &m->flags, SONDE_CPYTHON_META_QUALNAME_CUT);
+	m->filename_len = cpy_str(m->filename, sizeof(m->filename), filename, p->off.ascii_data,
+				  &m->flags, SONDE_CPYTHON_META_FILENAME_CUT);
+	lt = cpy_ptr(code + p->off.code_linetable);
+	if (lt)
+		len = (__s64)cpy_ptr(lt + p->off.var_size);
+	if (len < 0)
+		len = 0;
+	if (len > (__s64)sizeof(m->linetable)) {
+		len = sizeof(m->linetable);
+		m->flags |= SONDE_CPYTHON_META_LINETABLE_CUT;
+	}
+	n = (__u32)len;
+	if (n > 0 && n <= sizeof(m->linetable) &&
+	    bpf_probe_read_user(m->linetable, n, (const void *)(lt + p->off.bytes_data)))
+		n = 0;
+	m->linetable_len = (__u16)n;
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+/* Sends code's metadata unless this process's copy was sent already. */
+static __always_inline void cpython_note_code(__u32 tgid, __u64 code,
+					      const struct sonde_cpython_proc *p)
+{
+	struct sonde_cpython_code_key key = { .tgid = tgid, .code_addr = code };
+	__u64 qualname = cpy_ptr(code + p->off.code_qualname);
+	__u64 filename = cpy_ptr(code + p->off.code_filename);
+	__u32 first = 0;
+	__u64 sum, *seen;
+
+	bpf_probe_read_user(&first, sizeof(first), (const void *)(code + p->off.code_firstlineno));
+	/* A freed and reused code object has other names or lines. */
+	sum = qualname ^ (filename << 1) ^ ((__u64)first << 32);
+	seen = bpf_map_lookup_elem(&cpython_codes, &key);
+	if (seen && *seen == sum)
+		return;
+	if (cpython_emit_meta(tgid, code, sum, p) == 0)
+		bpf_map_update_elem(&cpython_codes, &key, &sum, BPF_ANY);
+}
+
+/* Records the Python frames of thread tid of tgid at rec->frames[at..].
+ * Returns how many, or -1 when tgid has no CPython config. */
+static __noinline int cpython_walk(struct sonde_sample *rec, __u32 tgid, __u32 tid, __u32 at)
+{
+	const struct sonde_cpython_proc *p = bpf_map_lookup_elem(&cpython_procs, &tgid);
+	__u64 ts, frame;
+	__u32 n = 0, i;
+
+	if (!p)
+		return -1;
+	ts = cpy_ptr(p->runtime_addr + p->off.runtime_interpreters_head);
+	if (!ts)
+		return 0;
+	ts = cpy_ptr(ts + p->off.interp_threads_head);
+	for (i = 0; i < SONDE_CPYTHON_MAX_THREADS && ts; i++) {
+		if (cpy_ptr(ts + p->off.tstate_native_thread_id) == tid)
+			break;
+		ts = cpy_ptr(ts + p->off.tstate_next);
+	}
+	if (!ts || i == SONDE_CPYTHON_MAX_THREADS)
+		return 0;
+	frame = cpy_ptr(ts + p->off.tstate_cframe);
+	if (!frame)
+		return 0;
+	frame = cpy_ptr(frame + p->off.cframe_current_frame);
+	for (i = 0; i < SONDE_CPYTHON_MAX_FRAMES && frame; i++) {
+		__u64 code = cpy_ptr(frame + p->off.frame_code);
+		__u64 prev = cpy_ptr(frame + p->off.frame_prev_instr);
+		__u64 start = code + p->off.code_code_adaptive;
+		__u32 idx = at + n;
+
+		if (!code || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
+			break;
+		/* A bound the verifier follows: the scratch has room for
+		 * 256 frames (unwind_scratch.cpython_slack). */
+		idx &= 0xff;
+		__u8 entry = 0;
+
+		bpf_probe_read_user(&entry, 1, (const void *)(frame + p->off.frame_is_entry));
+		rec->frames[idx] = SONDE_CPYTHON_FRAME(code, prev >= start ? prev - start : 0, entry);
+		n++;
+		cpython_note_code(tgid, code, p);
+		frame = cpy_ptr(frame + p->off.frame_previous);
+	}
+	return n;
+}

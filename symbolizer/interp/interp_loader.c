@@ -1,0 +1,125 @@
+/* interp_loader.c - the interpreter Loader (see interp_loader.h). */
+#include <elf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpython_layout.h"
+#include "elf_analysis.h"
+#include "interp_loader.h"
+
+#define RUNTIME_SYMBOL "_PyRuntime"
+
+int interp_loader_wants(const char *path)
+{
+	unsigned major, minor;
+
+	return cpython_version_from_name(path, &major, &minor) == 0;
+}
+
+/* The dynamic symbol `name`'s value, scanning .dynsym (bounded by its
+ * size and ELF_ANALYSIS_MAX_SYMBOLS). */
+static int find_dynsym(const uint8_t *data, const struct elf_section *sym,
+		       const struct elf_section *str, const char *name, uint64_t *ret)
+{
+	size_t n = sym->size / sizeof(Elf64_Sym), len = strlen(name);
+
+	if (n > ELF_ANALYSIS_MAX_SYMBOLS)
+		n = ELF_ANALYSIS_MAX_SYMBOLS;
+	for (size_t i = 1; i < n; i++) {
+		Elf64_Sym s;
+
+		memcpy(&s, data + sym->offset + i * sizeof(s), sizeof(s));
+		if (s.st_shndx == SHN_UNDEF || s.st_name >= str->size ||
+		    str->size - s.st_name < len + 1)
+			continue;
+		if (!memcmp(data + str->offset + s.st_name, name, len + 1)) {
+			*ret = s.st_value;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int interp_loader_analyse(const struct file_image *img, const char *path, struct interp_data *ret,
+			  const char **reason)
+{
+	static const char *const names[] = { ".dynsym", ".dynstr" };
+	struct elf_section secs[2];
+	struct elf_layout *layout = NULL; /* large: 64 segments */
+	struct elf_need need = { 0 };
+	const char *why = NULL;
+	unsigned major, minor;
+	uint64_t vaddr = 0;
+	int r;
+
+	*reason = "not a known interpreter file name";
+	if (cpython_version_from_name(path, &major, &minor) < 0)
+		return -ENOENT;
+	layout = malloc(sizeof(*layout));
+	*reason = "out of memory";
+	r = -ENOMEM;
+	if (!layout)
+		goto out;
+	r = elf_sections(img, &need, names, 2, secs, layout, &why);
+	if (r < 0) {
+		*reason = r == -EAGAIN ? "ELF headers not fetched" : (why ? why : "bad ELF");
+		r = -EBADMSG;
+		goto out;
+	}
+	r = -EPROTONOSUPPORT;
+	*reason = "not a little-endian x86-64 ELF file";
+	if (!layout->is64 || !layout->little_endian || layout->machine != EM_X86_64)
+		goto out;
+	r = -ENOENT;
+	*reason = "no .dynsym/.dynstr";
+	if (!secs[0].found || !secs[1].found || secs[0].type != SHT_DYNSYM ||
+	    secs[1].type != SHT_STRTAB)
+		goto out;
+	r = -EBADMSG;
+	*reason = ".dynsym/.dynstr not fetched";
+	if (!file_image_has(img, secs[0].offset, secs[0].size) ||
+	    !file_image_has(img, secs[1].offset, secs[1].size))
+		goto out;
+	r = -ENOENT;
+	*reason = "no " RUNTIME_SYMBOL " in the dynamic symbols";
+	if (find_dynsym(file_image_data(img), &secs[0], &secs[1], RUNTIME_SYMBOL, &vaddr) < 0)
+		goto out;
+	r = -EPROTONOSUPPORT;
+	*reason = "CPython version without a layout";
+	if (!cpython_layout_for(major, minor))
+		goto out;
+	/* The sensor knows only the executable mappings of a process, so the
+	 * runtime's place is given in the executable segment's file
+	 * coordinates: address = that mapping's start - its offset + this.
+	 * _PyRuntime itself must be in some load segment. */
+	r = -EBADMSG;
+	*reason = RUNTIME_SYMBOL " is not in a load segment";
+	for (size_t i = 0; i < layout->n_segments; i++) {
+		const struct elf_segment *g = &layout->segments[i];
+
+		if (g->type == PT_LOAD && vaddr >= g->vaddr && vaddr - g->vaddr < g->memsz)
+			r = 0;
+	}
+	if (r < 0)
+		goto out;
+	r = -EBADMSG;
+	*reason = "no executable load segment";
+	for (size_t i = 0; i < layout->n_segments; i++) {
+		const struct elf_segment *g = &layout->segments[i];
+
+		if (g->type != PT_LOAD || !(g->flags & PF_X))
+			continue;
+		if (vaddr - g->vaddr + g->offset < vaddr - g->vaddr) /* wrapped */
+			break;
+		*ret = (struct interp_data){ .kind = INTERP_CPYTHON, .major = (uint8_t)major,
+					     .minor = (uint8_t)minor,
+					     .runtime_offset = vaddr - g->vaddr + g->offset };
+		*reason = NULL;
+		r = 0;
+		break;
+	}
+out:
+	free(layout);
+	return r;
+}
