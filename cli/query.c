@@ -472,6 +472,11 @@ int cmd_status(int argc, char **argv)
 		{ "unwind_tables_loaded", st->unwind_tables_loaded },
 		{ "unwind_rows_loaded", st->unwind_rows_loaded },
 		{ "bpf_map_bytes", st->bpf_map_bytes },
+		{ "go_probe_files", st->go_probe_files },
+		{ "go_probe_links", st->go_probe_links },
+		{ "go_probe_attach_failures", st->go_probe_attach_failures },
+		{ "go_probe_records", st->go_probe_records },
+		{ "go_probe_records_lost", st->go_probe_records_lost },
 		{ "uptime_s", st->uptime_s },
 	};
 	const Sonde__V1__OtlpStatus *o = st->otlp;

@@ -364,6 +364,11 @@ int flush_stats(struct uplink *u, uint64_t gen, const struct sensor_counters *c,
 	st.connection_samples_taken = c->connection_samples_taken;
 	st.connection_samples_dropped = c->connection_samples_dropped;
 	st.samples_unconfirmed = c->samples_unconfirmed;
+	st.go_probe_files = c->go_probe_files;
+	st.go_probe_links = c->go_probe_links;
+	st.go_probe_attach_failures = c->go_probe_attach_failures;
+	st.go_probe_records = c->go_probe_records;
+	st.go_probe_records_lost = c->go_probe_records_lost;
 	msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_STATS;
 	msg.stats = &st;
 	return uplink_send(u, gen, &msg, more);

@@ -25,6 +25,8 @@ struct sensor_counters {
 	uint64_t connection_samples_taken;
 	uint64_t connection_samples_dropped;
 	uint64_t samples_unconfirmed;
+	uint64_t go_probe_files, go_probe_links, go_probe_attach_failures;
+	uint64_t go_probe_records, go_probe_records_lost;
 };
 
 /* all: every process (after a (re)connect), else only the dirty ones. */

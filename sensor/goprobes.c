@@ -670,8 +670,12 @@ int goprobes_flush(struct goprobes *gp, struct uplink *u, uint64_t gen, size_t m
 void goprobes_get_stats(const struct goprobes *gp, struct goprobes_stats *st)
 {
 	memset(st, 0, sizeof(*st));
-	if (gp)
-		*st = gp->st;
+	if (!gp)
+		return;
+	*st = gp->st;
+	st->files = gp->n_files;
+	for (size_t i = 0; i < gp->n_att; i++)
+		st->links += gp->att[i].n_links;
 }
 
 /* ---- life cycle ---- */

@@ -51,5 +51,6 @@ int goprobes_flush(struct goprobes *gp, struct uplink *u, uint64_t gen, size_t m
 
 struct goprobes_stats {
 	uint64_t plans, files_loaded, load_failures, attached, attach_failures, records, lost;
+	uint64_t files, links; /* now */
 };
 void goprobes_get_stats(const struct goprobes *gp, struct goprobes_stats *st);

@@ -772,7 +772,9 @@ static void counters(struct sample_bpf *skel, struct sensor_counters *c)
 	uint64_t errs[SONDE_ERR__COUNT];
 	struct unwind_maps_stats us;
 	struct stacks_stats ss;
+	struct goprobes_stats gs;
 
+	goprobes_get_stats(S.goprobes, &gs);
 	stacks_get_stats(S.stacks, &ss);
 	unwind_maps_get_stats(S.unwind, &us);
 	c->samples_taken = S.samples_taken;
@@ -787,6 +789,11 @@ static void counters(struct sample_bpf *skel, struct sensor_counters *c)
 	c->connection_samples_dropped = ss.dropped - S.dropped_base;
 	c->connection_samples_taken = S.conn_sent + c->connection_samples_dropped;
 	c->samples_unconfirmed = S.prev_taken;
+	c->go_probe_files = gs.files;
+	c->go_probe_links = gs.links;
+	c->go_probe_attach_failures = gs.attach_failures;
+	c->go_probe_records = gs.records;
+	c->go_probe_records_lost = gs.lost;
 }
 
 /* A new session knows no code objects: BPF must send each again. */

@@ -1442,6 +1442,11 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 		s->stats.session_dropped = m->stats->connection_samples_dropped;
 		s->stats.samples_unconfirmed = m->stats->samples_unconfirmed;
 		s->stats.processes = m->stats->processes;
+		s->stats.go_files = m->stats->go_probe_files;
+		s->stats.go_links = m->stats->go_probe_links;
+		s->stats.go_attach_failures = m->stats->go_probe_attach_failures;
+		s->stats.go_records = m->stats->go_probe_records;
+		s->stats.go_records_lost = m->stats->go_probe_records_lost;
 		break;
 	default:
 		session_fail(s, RPC_INVALID_ARGUMENT, "empty or unknown SensorMessage");
@@ -1521,6 +1526,11 @@ void ingest_sum_counters(struct service *svc, struct sensor_counters *ret)
 		ret->samples_unconfirmed += s->stats.samples_unconfirmed;
 		ret->samples_waiting += s->waiting_count;
 		ret->processes += s->stats.processes;
+		ret->go_files += s->stats.go_files;
+		ret->go_links += s->stats.go_links;
+		ret->go_attach_failures += s->stats.go_attach_failures;
+		ret->go_records += s->stats.go_records;
+		ret->go_records_lost += s->stats.go_records_lost;
 	}
 }
 

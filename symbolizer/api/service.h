@@ -55,6 +55,8 @@ struct sensor_counters {
 	uint64_t unwind_tables_loaded, unwind_rows_loaded, bpf_map_bytes;
 	uint64_t samples_waiting; /* held until their stacks' files are analysed */
 	uint64_t processes;       /* latest, summed over connected sensors */
+	/* Go probes: latest, summed over connected sensors */
+	uint64_t go_files, go_links, go_attach_failures, go_records, go_records_lost;
 };
 
 /* How user stacks ended, by samples: index = sonde.v1.StackOutcome

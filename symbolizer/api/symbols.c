@@ -588,6 +588,11 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	r.unwind_tables_loaded = sc.unwind_tables_loaded;
 	r.unwind_rows_loaded = sc.unwind_rows_loaded;
 	r.bpf_map_bytes = sc.bpf_map_bytes;
+	r.go_probe_files = sc.go_files;
+	r.go_probe_links = sc.go_links;
+	r.go_probe_attach_failures = sc.go_attach_failures;
+	r.go_probe_records = sc.go_records;
+	r.go_probe_records_lost = sc.go_records_lost;
 	if (svc->otlp) {
 		otlp_exporter_counters(svc->otlp, &oc);
 		otlp.requests = oc.requests;

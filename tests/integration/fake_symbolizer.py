@@ -306,6 +306,11 @@ class Ingest(pb_grpc.IngestServicer):
                         st = m.stats
                         with STATS.lock:
                             STATS.last_stats = st
+                        record({"kind": "stats", "go_probe_files": st.go_probe_files,
+                                "go_probe_links": st.go_probe_links,
+                                "go_probe_attach_failures": st.go_probe_attach_failures,
+                                "go_probe_records": st.go_probe_records,
+                                "go_probe_records_lost": st.go_probe_records_lost})
                         log(f"stats: taken {st.samples_taken} lost {st.samples_lost} "
                             f"dropped {st.samples_dropped} procs {st.processes} "
                             f"files {st.files} tables {st.unwind_tables_loaded} "

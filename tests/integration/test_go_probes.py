@@ -217,6 +217,16 @@ def test_http_server_and_client_spans(rig, gohttp):
     assert not any(e["flags"] & go_plan.HAS_PARENT for e in srv if e not in outer)
     assert len({e["span_id"] for e in events}) == len(events)
 
+    # The sensor's own counters agree (SensorStats, sent at each flush).
+    def stats():
+        st = [json.loads(line) for line in rig.rec.read_text().splitlines()]
+        st = [o for o in st if o["kind"] == "stats"]
+        return st[-1] if st and st[-1]["go_probe_records"] >= len(events) else None
+    st = wait_for(stats, 10, "SensorStats with the probe records")
+    assert st["go_probe_records"] == len(events) and st["go_probe_records_lost"] == 0
+    assert st["go_probe_files"] == 1 and st["go_probe_attach_failures"] == 0
+    assert st["go_probe_links"] > 0
+
     assert procs[server.pid]["otel_service_name"] == "go-probe-test"
     assert procs[client.pid]["otel_service_name"] == ""
     print(f"{N} requests ({n_nested} nested): |client span - measured| max {max(diffs) / 1e3:.0f} us "
@@ -356,6 +366,20 @@ def test_real_symbolizer_end_to_end(gohttp, start_sensor, symbolizer):
             collections.Counter((r["method"], r["path"], r["status"]) for r in results)
         remote = [s for s in srv if s.get("remote_parent")]
         assert len(remote) == sum(bool(r["traceparent"]) for r in results)
+
+        # The sensor's probe counters reach `sonde status` (SensorStats).
+        def status():
+            st = json.loads(subprocess.run([str(SONDE), "status", "--json", "--symbolizer",
+                                            symbolizer.address], capture_output=True, text=True,
+                                           timeout=30, check=True).stdout)
+            return st if st["go_probe_records"] >= 2 * (n + n_nested) else None
+        st = wait_for(status, 30, "the probe counters in sonde status", interval=0.5)
+        assert st["go_probe_files"] == 1 and st["go_probe_attach_failures"] == 0
+        assert st["go_probe_records"] == 2 * (n + n_nested) and st["go_probe_records_lost"] == 0
+        # The server still runs with both probes (one link per uprobe of
+        # the plan, computed here independently); the client exited.
+        plan = go_plan.plan_for(str(gohttp), str(gohttp))
+        assert st["go_probe_links"] == sum(len(ps["attaches"]) for ps in plan["probes"])
     finally:
         for p in procs:
             if p.poll() is None:
