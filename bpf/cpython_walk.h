@@ -126,8 +126,15 @@ static __noinline int cpython_walk(struct sonde_sample *rec, __u32 tgid, __u32 t
 {
 	const struct sonde_cpython_proc *p = bpf_map_lookup_elem(&cpython_procs, &tgid);
 	__u64 ts, frame;
-	__u32 n = 0, i;
+	__u32 n = 0, i, config_tgid;
 
+	if (!p) {
+		/* A fork's child not bound yet: its parent's runtime, at the
+		 * same address in the copied address space. */
+		config_tgid = lpm_tgid(tgid);
+		if (config_tgid != tgid)
+			p = bpf_map_lookup_elem(&cpython_procs, &config_tgid);
+	}
 	if (!p)
 		return -1;
 	ts = cpy_ptr(p->runtime_addr + p->off.runtime_interpreters_head);

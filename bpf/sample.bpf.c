@@ -78,6 +78,29 @@ struct {
 	__type(value, __u8);
 } allowed_tgids SEC(".maps");
 
+/* tgid -> the tgid whose unwind_lpm (and cpython_procs) entries it uses
+ * until the sensor gives it its own; 0: none are valid (frame pointers).
+ * A fork's child has its parent's address space, so it unwinds with the
+ * parent's entries from its first instruction, and the sensor reads
+ * nothing for children that exec or exit within the next flush (most
+ * do). An exec makes the old entries wrong until the sensor's first scan
+ * of the new image. Deleted at exit, and by the sensor when it binds the
+ * process, so only processes younger than that are here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u32);
+} lpm_redirect SEC(".maps");
+
+/* The tgid whose unwind entries tgid uses (see lpm_redirect). */
+static __always_inline __u32 lpm_tgid(__u32 tgid)
+{
+	__u32 *r = bpf_map_lookup_elem(&lpm_redirect, &tgid);
+
+	return r ? *r : tgid;
+}
+
 /* The record is built here, then copied onto the ring with its frames
  * only (bpf_ringbuf_output): bpf_loop() callbacks cannot carry a ring
  * buffer reservation, and reserving the maximum would copy and send
@@ -594,7 +617,7 @@ static __always_inline __u8 walk_init(struct bpf_perf_event_data *ctx, bool in_u
 		count_err(SONDE_ERR_NO_USER_REGS);
 		return SONDE_OUTCOME_READ_ERROR;
 	}
-	st->tgid = tgid;
+	st->tgid = lpm_tgid(tgid);
 	st->base = base;
 	st->exact_pc = 1;
 	st->outcome = SONDE_OUTCOME_TRUNCATED; /* unless the walk says otherwise */
@@ -867,7 +890,8 @@ int sonde_sample_tail(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-static __always_inline void send_proc_event(__u32 type, __u32 pid, __u32 ppid)
+static __always_inline void send_proc_event(__u32 type, __u32 pid, __u32 ppid,
+					    __u64 start_ticks, __u64 wake)
 {
 	struct sonde_proc_event *ev;
 
@@ -881,18 +905,17 @@ static __always_inline void send_proc_event(__u32 type, __u32 pid, __u32 ppid)
 	ev->ppid = ppid;
 	ev->pad = 0;
 	ev->ktime_ns = bpf_ktime_get_ns();
+	ev->start_ticks = start_ticks;
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
-	/* Always wake the sensor: samples do not (wakeup_bytes), so it is
-	 * usually behind, and the default (wake only a caught-up consumer)
-	 * would leave a new process unseen until the next timed drain. */
-	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
+	bpf_ringbuf_submit(ev, wake);
 }
 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(sonde_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u32 ptgid = parent->tgid, ctgid = child->tgid, redirect;
 	__u8 one = 1;
+	__u64 start;
 
 	if (ptgid == ctgid)
 		return 0; /* a new thread, not a new process */
@@ -906,18 +929,34 @@ int BPF_PROG(sonde_fork, struct task_struct *parent, struct task_struct *child)
 	}
 	if (!task_allowed(ptgid))
 		return 0;
-	send_proc_event(SONDE_REC_FORK, ctgid, ptgid);
+	/* The child unwinds with what its parent unwinds with. */
+	redirect = lpm_tgid(ptgid);
+	if (bpf_map_update_elem(&lpm_redirect, &ctgid, &redirect, BPF_ANY))
+		count_err(SONDE_ERR_REDIRECT_FULL);
+	/* /proc/PID/stat's starttime: start_boottime in USER_HZ (100) ticks. */
+	start = BPF_CORE_READ(child, start_boottime) / 10000000ull;
+	/* No wakeup: the sensor needs nothing from /proc for a fork (the
+	 * child is a copy of its parent), and it sees the event before the
+	 * child's samples, which follow it in the ring. */
+	send_proc_event(SONDE_REC_FORK, ctgid, ptgid, start, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(sonde_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, none = 0;
 
 	if (!task_allowed(tgid))
 		return 0;
-	send_proc_event(SONDE_REC_EXEC, tgid, 0);
+	/* The old image's entries are wrong now: frame pointers until the
+	 * sensor has scanned the new one. */
+	if (bpf_map_update_elem(&lpm_redirect, &tgid, &none, BPF_ANY))
+		count_err(SONDE_ERR_REDIRECT_FULL);
+	/* Wake the sensor: samples do not (wakeup_bytes), so it is usually
+	 * behind, and the default (wake only a caught-up consumer) would
+	 * leave the new image unscanned until the next timed drain. */
+	send_proc_event(SONDE_REC_EXEC, tgid, 0, 0, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 
@@ -936,6 +975,8 @@ int BPF_PROG(sonde_exit, struct task_struct *p)
 		return 0;
 	if (filter_enabled && filter_tgids)
 		bpf_map_delete_elem(&allowed_tgids, &tgid);
-	send_proc_event(SONDE_REC_EXIT, tgid, 0);
+	bpf_map_delete_elem(&lpm_redirect, &tgid);
+	/* No wakeup: an exit is handled at the next drain, in ring order. */
+	send_proc_event(SONDE_REC_EXIT, tgid, 0, 0, BPF_RB_NO_WAKEUP);
 	return 0;
 }

@@ -90,9 +90,12 @@ struct sonde_proc_event {
 	__u32 ppid; /* SONDE_REC_FORK: the parent's tgid; else 0 */
 	__u32 pad;
 	__u64 ktime_ns;
+	/* SONDE_REC_FORK: the child's start, as /proc/PID/stat's starttime
+	 * counts it (clock ticks since boot); else 0. */
+	__u64 start_ticks;
 	__u8 comm[SONDE_COMM_LEN];
 };
-_Static_assert(sizeof(struct sonde_proc_event) == 40, "sonde_proc_event layout");
+_Static_assert(sizeof(struct sonde_proc_event) == 48, "sonde_proc_event layout");
 
 /* Why the BPF side lost something: index of the per-CPU `errors` array. */
 enum sonde_bpf_err {
@@ -117,6 +120,7 @@ enum sonde_bpf_err {
 	SONDE_ERR_UNWIND_SIGNAL,       /* the signal frame's sigcontext could not be read */
 	SONDE_ERR_UNWIND_FP_FALLBACK,  /* the frame pointer step failed in a frame without a table */
 	SONDE_ERR_UNWIND_INDEX,        /* a page index entry missing or out of order: whole-table search */
+	SONDE_ERR_REDIRECT_FULL,       /* fork or exec not noted in lpm_redirect */
 	SONDE_ERR__COUNT,
 };
 
@@ -128,5 +132,5 @@ enum sonde_bpf_err {
 			"unwind_offset", "unwind_row_lookup", "unwind_no_row", \
 			"unwind_bad_rule", "unwind_bad_cfa", "unwind_read_ra", \
 			"unwind_read_fp", "unwind_signal", "unwind_fp_fallback", \
-			"unwind_index",                                       \
+			"unwind_index", "redirect_full",                      \
 	}

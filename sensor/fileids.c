@@ -157,6 +157,16 @@ fail:
 	return r;
 }
 
+struct fileid_entry *fileids_ref(struct fileids *f, struct fileid_entry *e)
+{
+	if (!e)
+		return NULL;
+	pthread_mutex_lock(&f->lock);
+	e->refs++;
+	pthread_mutex_unlock(&f->lock);
+	return e;
+}
+
 void fileids_unref(struct fileids *f, struct fileid_entry *e)
 {
 	if (!e)

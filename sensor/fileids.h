@@ -38,6 +38,9 @@ void fileids_free(struct fileids *f);
  * errno of stat/open/read. Outputs untouched on failure. */
 int fileids_register(struct fileids *f, const char *path, struct fileid_entry **ret_entry,
 		     struct fileid_info *ret_info);
+/* Another reference to a registered file (e for a fork's copy of its
+ * parent's mapping). Returns e; accepts NULL. */
+struct fileid_entry *fileids_ref(struct fileids *f, struct fileid_entry *e);
 /* Drops a reference. Unreferenced files stay cached until room is needed.
  * Accepts NULL. */
 void fileids_unref(struct fileids *f, struct fileid_entry *e);

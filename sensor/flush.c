@@ -65,14 +65,14 @@ static int send_process(const struct proc *pr, void *ctx)
 	return r;
 }
 
-int flush_processes(struct uplink *u, uint64_t gen, struct procs *p, bool all)
+int flush_processes(struct uplink *u, uint64_t gen, struct procs *p, enum procs_select sel)
 {
 	struct {
 		struct uplink *u;
 		uint64_t gen;
 	} c = {u, gen};
 
-	return procs_foreach(p, all, send_process, &c);
+	return procs_foreach(p, sel, send_process, &c);
 }
 
 static int send_exit(uint32_t pid, void *ctx)

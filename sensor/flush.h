@@ -30,7 +30,7 @@ struct sensor_counters {
 };
 
 /* all: every process (after a (re)connect), else only the dirty ones. */
-int flush_processes(struct uplink *u, uint64_t gen, struct procs *p, bool all);
+int flush_processes(struct uplink *u, uint64_t gen, struct procs *p, enum procs_select sel);
 int flush_exits(struct uplink *u, uint64_t gen, struct procs *p);
 /* Stack defs (those new on this connection) first, then the counts; at
  * most ~2,000 entries or max_bytes per StackBatch. On success the counts

@@ -74,6 +74,11 @@
  * more definition on the wire. */
 #define STACK_IDLE_NS 30000000000ull
 static const uint32_t young_rescan_ms[] = { 2, 10, 40, 150 };
+/* A fork's child that has neither exec'd nor exited by then gets its own
+ * scan (and unwind entries); before, it uses its parent's. */
+#define YOUNG_FORK_SCAN_MS 500
+
+enum young_kind { YOUNG_EXEC, YOUNG_FORK };
 
 /* How BPF walks user stacks (bpf/sample.bpf.c). */
 enum bpf_walk { WALK_AUTO, WALK_LOOP, WALK_TAIL };
@@ -117,6 +122,7 @@ static struct sensor {
 	uint64_t cpython_samples; /* of processes with a CPython config */
 	uint64_t python_samples, python_frames;
 	int cpython_fd;
+	int redirect_fd; /* lpm_redirect */
 	int64_t mono_to_real_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at start */
 	uint64_t samples_taken;
 	uint64_t sent_gen;
@@ -137,7 +143,8 @@ static struct sensor {
 	 * rescan_young()). */
 	struct young {
 		uint32_t pid;
-		uint32_t step;
+		uint16_t step;
+		uint16_t kind; /* enum young_kind */
 		uint64_t due_ns; /* CLOCK_MONOTONIC */
 	} young[YOUNG_MAX];
 	size_t n_young;
@@ -366,9 +373,12 @@ static void on_sample(const struct sonde_sample *rec, void *ctx)
 	S.python_frames += rec->n_python;
 	const __u64 *rec_user = rec->frames + n_kernel;
 	bool rescanned = false;
+	const struct proc *pr = procs_find(S.procs, rec->pid);
 
 	S.samples_taken++;
-	if (n_user > 0 && rec->pid != 0 && !procs_find(S.procs, rec->pid)) {
+	/* Unknown, or exec'd since its last scan (the exec is ahead of this
+	 * sample in the ring): its mappings are to be read now. */
+	if (n_user > 0 && rec->pid != 0 && (!pr || pr->exec_pending)) {
 		procs_scan(S.procs, rec->pid);
 		rescanned = true;
 	}
@@ -426,13 +436,18 @@ static void on_cpython_meta(const struct sonde_cpython_meta_rec *r, void *ctx)
 	cpython_records[n_cpython_records++] = *r;
 }
 
-static void young_add(uint32_t pid)
+static void young_add(uint32_t pid, enum young_kind kind)
 {
+	uint32_t ms = kind == YOUNG_FORK ? YOUNG_FORK_SCAN_MS : young_rescan_ms[0];
+
+	/* Full: a sample of an exec'd process scans it (on_sample), and a
+	 * fork's child keeps its parent's unwind entries. */
 	if (S.n_young == YOUNG_MAX)
-		return; /* the unknown-address rescan covers the rest */
+		return;
 	S.young[S.n_young++] = (struct young){
 		.pid = pid,
-		.due_ns = clock_ns(CLOCK_MONOTONIC) + young_rescan_ms[0] * 1000000ull,
+		.kind = kind,
+		.due_ns = clock_ns(CLOCK_MONOTONIC) + ms * 1000000ull,
 	};
 }
 
@@ -447,9 +462,14 @@ static int rescan_young(void)
 		struct young y = S.young[i];
 
 		if (y.due_ns <= now) {
-			int r = procs_scan(S.procs, y.pid);
+			/* After an exec's first scan only the mappings change
+			 * (ld.so, then dlopen); comm, exe, cgroup and the
+			 * environment were read by it. */
+			int r = y.kind == YOUNG_EXEC && y.step == 0 ? procs_scan(S.procs, y.pid)
+								   : procs_rescan_maps(S.procs, y.pid);
 
-			if (r == -ESRCH || ++y.step == sizeof(young_rescan_ms) / sizeof(young_rescan_ms[0]))
+			if (r == -ESRCH || y.kind == YOUNG_FORK ||
+			    ++y.step == sizeof(young_rescan_ms) / sizeof(young_rescan_ms[0]))
 				continue;
 			y.due_ns += (young_rescan_ms[y.step] - young_rescan_ms[y.step - 1]) * 1000000ull;
 		}
@@ -468,12 +488,23 @@ static void on_proc(const struct sonde_proc_event *ev, void *ctx)
 	S.last_proc_event_ns = clock_ns(CLOCK_MONOTONIC);
 	switch (ev->type) {
 	case SONDE_REC_FORK:
+		/* A copy of the parent, nothing read: most children exec or
+		 * exit before the next flush. One that lives on is scanned
+		 * when its fork step comes due (young_add). */
+		r = procs_fork(S.procs, ev->pid, ev->ppid, ev->start_ticks);
+		if (r == -ESRCH)
+			r = procs_scan(S.procs, ev->pid);
+		if (r == 0)
+			young_add(ev->pid, YOUNG_FORK);
+		else if (r != -ESRCH && r != -ENOEXEC && r != -EEXIST)
+			log_debug("pid %" PRIu32 ": fork not followed: %d", ev->pid, r);
+		break;
 	case SONDE_REC_EXEC:
-		r = procs_scan(S.procs, ev->pid);
-		if (r < 0 && r != -ESRCH && r != -ENOEXEC)
-			log_debug("pid %" PRIu32 ": scan failed: %d", ev->pid, r);
-		if (ev->type == SONDE_REC_EXEC && r == 0)
-			young_add(ev->pid);
+		/* The new image's libraries are mapped by ld.so in its first
+		 * milliseconds: the first scan is the first young step, and
+		 * a sample before it rescans (on_sample). */
+		procs_exec(S.procs, ev->pid);
+		young_add(ev->pid, YOUNG_EXEC);
 		break;
 	case SONDE_REC_EXIT:
 		procs_exit(S.procs, ev->pid);
@@ -533,6 +564,10 @@ static void on_maps_changed(const struct proc *pr, void *ctx)
 	if (unwind_maps_set_process(S.unwind, pr->pid, m, n) < 0)
 		log_warn("out of memory for the unwind entries of pid %" PRIu32 ", ignoring", pr->pid);
 	free(m);
+	/* Its own entries now, not its parent's or its old image's. */
+	uint32_t pid = pr->pid;
+	if (bpf_map_delete_elem(S.redirect_fd, &pid) < 0 && errno != ENOENT)
+		log_debug("pid %" PRIu32 ": lpm_redirect not cleared: %d", pid, -errno);
 	goprobes_process(S.goprobes, pr);
 	interp_report(pr);
 }
@@ -836,7 +871,7 @@ static int sensor_flush(struct sample_bpf *skel, uint64_t *ret_gen)
 		S.dropped_base = S.dropped_reported;
 		S.sent_gen = gen;
 	}
-	r = flush_processes(S.uplink, gen, S.procs, false);
+	r = flush_processes(S.uplink, gen, S.procs, PROCS_DIRTY);
 	if (r < 0)
 		return r;
 	if (S.kallsyms_pending) {
@@ -885,7 +920,7 @@ static void sensor_flush_new_processes(struct sample_bpf *skel)
 	if (gen && gen != S.sent_gen)
 		sensor_flush(skel, NULL); /* retried at the flush */
 	else if (gen)
-		flush_processes(S.uplink, gen, S.procs, false); /* retried at the flush */
+		flush_processes(S.uplink, gen, S.procs, PROCS_DIRTY_URGENT); /* retried at the flush */
 }
 
 /* The counters alone, once the current connection had its full flush. */
@@ -1134,6 +1169,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	S.cpython_fd = bpf_map__fd(skel->maps.cpython_procs);
+	S.redirect_fd = bpf_map__fd(skel->maps.lpm_redirect);
 	S.interp = interp_maps_new(&cpython_ops, NULL);
 	if (!S.interp) {
 		err = -ENOMEM;

@@ -329,7 +329,9 @@ static void read_service_name(const char *dir, char *out, size_t size)
 	free(buf);
 }
 
-int procs_scan(struct procs *p, uint32_t pid)
+/* Reads /proc/PID: everything, or (maps_only, for a known process that
+ * did not exec since its last scan) only stat and maps. */
+static int scan(struct procs *p, uint32_t pid, bool maps_only)
 {
 	char dir[96], path[128], buf[4096], exe[PATH_MAX];
 	struct proc_mapping *maps = NULL;
@@ -356,11 +358,16 @@ int procs_scan(struct procs *p, uint32_t pid)
 		remove_node(p, pid);
 		old = NULL;
 	}
+	if (!old || old->exec_pending)
+		maps_only = false;
 
-	len = readlink((snprintf(path, sizeof(path), "%s/exe", dir), path), exe, sizeof(exe) - 1);
-	if (len < 0)
-		return errno == ENOENT ? -ENOEXEC : -errno; /* kernel thread, or gone */
-	exe[len] = '\0';
+	if (!maps_only) {
+		len = readlink((snprintf(path, sizeof(path), "%s/exe", dir), path), exe,
+			       sizeof(exe) - 1);
+		if (len < 0)
+			return errno == ENOENT ? -ENOEXEC : -errno; /* kernel thread, or gone */
+		exe[len] = '\0';
+	}
 
 	if (!old && p->n >= p->max)
 		return -ENOSPC;
@@ -368,8 +375,10 @@ int procs_scan(struct procs *p, uint32_t pid)
 	r = read_maps(p, pid, dir, old, &maps, &n_maps);
 	if (r < 0)
 		return r;
-	cgroup = read_cgroup(dir);
-	exe_copy = strdup(exe);
+	if (!maps_only) {
+		cgroup = read_cgroup(dir);
+		exe_copy = strdup(exe);
+	}
 	if (!old) {
 		node = calloc(1, sizeof(*node));
 		if (!node || !cgroup || !exe_copy) {
@@ -385,19 +394,21 @@ int procs_scan(struct procs *p, uint32_t pid)
 		old = &node->pr;
 		old->dirty = true;
 		changed = true;
-	} else if (!cgroup || !exe_copy) {
+	} else if (!maps_only && (!cgroup || !exe_copy)) {
 		r = -ENOMEM;
 		goto fail;
 	}
 
-	snprintf(path, sizeof(path), "%s/comm", dir);
-	len = read_small(path, buf, sizeof(old->comm) + 1);
-	if (len > 0) {
-		buf[strcspn(buf, "\n")] = '\0';
-		buf[sizeof(old->comm) - 1] = '\0';
-		if (strcmp(old->comm, buf)) {
-			memcpy(old->comm, buf, sizeof(old->comm));
-			old->dirty = true;
+	if (!maps_only) {
+		snprintf(path, sizeof(path), "%s/comm", dir);
+		len = read_small(path, buf, sizeof(old->comm) + 1);
+		if (len > 0) {
+			buf[strcspn(buf, "\n")] = '\0';
+			buf[sizeof(old->comm) - 1] = '\0';
+			if (strcmp(old->comm, buf)) {
+				memcpy(old->comm, buf, sizeof(old->comm));
+				old->dirty = true;
+			}
 		}
 	}
 	if (!maps_equal(old->maps, old->n_maps, maps, n_maps)) {
@@ -405,18 +416,27 @@ int procs_scan(struct procs *p, uint32_t pid)
 		old->dirty = true;
 		changed = true;
 	}
-	/* The environment is read once per exe: at the first scan and after
-	 * an exec (when the environment may change, so may the exe). */
-	if (!old->exe || strcmp(old->exe, exe_copy)) {
-		read_service_name(dir, old->otel_service_name, sizeof(old->otel_service_name));
-		old->dirty = true;
+	/* A fork's copy gets unwind entries of its own now. */
+	if (old->cloned)
+		changed = true;
+	old->cloned = false;
+	old->exec_pending = false;
+	if (!maps_only) {
+		/* The environment is read once per exe: at the first scan
+		 * and after an exec (when the environment may change, so may
+		 * the exe). */
+		if (!old->exe || strcmp(old->exe, exe_copy)) {
+			read_service_name(dir, old->otel_service_name,
+					  sizeof(old->otel_service_name));
+			old->dirty = true;
+		}
+		if (!old->cgroup || strcmp(old->cgroup, cgroup))
+			old->dirty = true;
+		free(old->exe);
+		free(old->cgroup);
+		old->exe = exe_copy;
+		old->cgroup = cgroup;
 	}
-	if (!old->cgroup || strcmp(old->cgroup, cgroup))
-		old->dirty = true;
-	free(old->exe);
-	free(old->cgroup);
-	old->exe = exe_copy;
-	old->cgroup = cgroup;
 	maps_free(p, old->maps, old->n_maps);
 	old->maps = maps;
 	old->n_maps = n_maps;
@@ -431,6 +451,84 @@ fail:
 	free(cgroup);
 	free(exe_copy);
 	return r;
+}
+
+int procs_scan(struct procs *p, uint32_t pid)
+{
+	return scan(p, pid, false);
+}
+
+int procs_rescan_maps(struct procs *p, uint32_t pid)
+{
+	return scan(p, pid, true);
+}
+
+int procs_fork(struct procs *p, uint32_t child, uint32_t parent, uint64_t start_ticks)
+{
+	struct proc *pa = procs_find(p, parent), *c;
+	struct proc_node *node;
+	struct proc_mapping *maps = NULL;
+
+	if (!pa || pa->exited || pa->exec_pending)
+		return -ESRCH;
+	c = procs_find(p, child);
+	if (c && !c->exited)
+		return -EEXIST;
+	if (c)
+		remove_node(p, child); /* the pid was reused */
+	if (p->n >= p->max)
+		return -ENOSPC;
+	node = calloc(1, sizeof(*node));
+	if (!node)
+		return -ENOMEM;
+	if (pa->n_maps && !(maps = calloc(pa->n_maps, sizeof(*maps))))
+		goto nomem;
+	for (size_t i = 0; i < pa->n_maps; i++) {
+		maps[i] = pa->maps[i];
+		maps[i].path = strdup(pa->maps[i].path);
+		maps[i].file = NULL;
+		if (!maps[i].path) {
+			maps_free(p, maps, i);
+			maps = NULL;
+			goto nomem;
+		}
+		maps[i].file = fileids_ref(p->fileids, pa->maps[i].file);
+	}
+	c = &node->pr;
+	c->maps = maps;
+	c->n_maps = pa->n_maps;
+	c->exe = strdup(pa->exe ? pa->exe : "");
+	c->cgroup = strdup(pa->cgroup ? pa->cgroup : "");
+	if (!c->exe || !c->cgroup) {
+		node_free(p, node);
+		return -ENOMEM;
+	}
+	c->pid = child;
+	c->ppid = parent;
+	memcpy(c->comm, pa->comm, sizeof(c->comm));
+	memcpy(c->otel_service_name, pa->otel_service_name, sizeof(c->otel_service_name));
+	c->start_ticks = start_ticks;
+	c->last_scan_ns = now_ns();
+	c->dirty = true;
+	c->cloned = true;
+	node->next = p->buckets[child % PROCS_BUCKETS];
+	p->buckets[child % PROCS_BUCKETS] = node;
+	p->n++;
+	p->n_live++;
+	return 0;
+nomem:
+	free(node);
+	return -ENOMEM;
+}
+
+bool procs_exec(struct procs *p, uint32_t pid)
+{
+	struct proc *pr = procs_find(p, pid);
+
+	if (!pr || pr->exited)
+		return false;
+	pr->exec_pending = true;
+	return true;
 }
 
 int procs_rescan_limited(struct procs *p, uint32_t pid, uint64_t min_interval_ns)
@@ -468,6 +566,11 @@ void procs_exit(struct procs *p, uint32_t pid)
 {
 	struct proc *pr = procs_find(p, pid);
 
+	if (pr && !pr->exited && pr->cloned && pr->dirty && !pr->sampled) {
+		/* A fork's copy that nobody heard of and no sample needs. */
+		remove_node(p, pid);
+		return;
+	}
 	if (pr && !pr->exited) {
 		pr->exited = true;
 		pr->exit_sent = false;
@@ -512,6 +615,7 @@ int procs_resolve(struct procs *p, uint32_t pid, uint64_t addr, struct stack_fra
 
 	if (!pr)
 		return -ENOENT;
+	pr->sampled = true;
 	hi = pr->n_maps;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -533,14 +637,16 @@ int procs_resolve(struct procs *p, uint32_t pid, uint64_t addr, struct stack_fra
 	return -ENOENT;
 }
 
-int procs_foreach(struct procs *p, bool all, int (*fn)(const struct proc *pr, void *ctx),
-		  void *ctx)
+int procs_foreach(struct procs *p, enum procs_select sel,
+		  int (*fn)(const struct proc *pr, void *ctx), void *ctx)
 {
 	for (size_t b = 0; b < PROCS_BUCKETS; b++)
 		for (struct proc_node *n = p->buckets[b]; n; n = n->next) {
 			int r;
 
-			if (!all && !n->pr.dirty)
+			if (sel != PROCS_ALL && !n->pr.dirty)
+				continue;
+			if (sel == PROCS_DIRTY_URGENT && n->pr.cloned)
 				continue;
 			r = fn(&n->pr, ctx);
 			if (r)

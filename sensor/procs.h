@@ -39,6 +39,13 @@ struct proc {
 	uint64_t rescan_gap_ns; /* procs_rescan_limited's current interval */
 	uint32_t maps_gen;     /* bumped whenever the mappings change */
 	bool dirty;            /* not sent on this connection since it changed */
+	/* A fork's copy of its parent (procs_fork), not read from /proc: it
+	 * goes out at the next flush, not at once, and is forgotten quietly
+	 * if it exits unsampled before that. Its unwind entries are its
+	 * parent's (BPF lpm_redirect) until it is scanned. */
+	bool cloned;
+	bool exec_pending;     /* exec'd since the last scan: maps are the old image's */
+	bool sampled;          /* a sample of it was resolved */
 	bool exited;           /* kept until its exit was sent, then reaped */
 	bool exit_sent;
 };
@@ -67,6 +74,19 @@ void procs_set_observer(struct procs *p, const struct procs_observer *obs, void 
  * Returns 0, -ESRCH when it is gone, -ENOSPC when the table is full, or
  * another negative errno. */
 int procs_scan(struct procs *p, uint32_t pid);
+/* A rescan of a known process that reads only its stat and maps (comm,
+ * exe, cgroup and environment are read by procs_scan at exec); an unknown
+ * or exec'd one gets a full procs_scan(). Same returns. */
+int procs_rescan_maps(struct procs *p, uint32_t pid);
+/* A fork: child gets a copy of parent's entry, without reading /proc
+ * (fork copies the address space). start_ticks: the child's, as
+ * /proc/PID/stat counts them. Returns 0, -ESRCH when the parent is not
+ * known (scan the child instead), -EEXIST when the child already is,
+ * -ENOSPC or -ENOMEM. */
+int procs_fork(struct procs *p, uint32_t child, uint32_t parent, uint64_t start_ticks);
+/* An exec: the entry's mappings are the old image's until the next
+ * procs_scan(). Returns true if pid is known. */
+bool procs_exec(struct procs *p, uint32_t pid);
 /* Like procs_scan(), rate-limited per known pid: used when a sample hits
  * an address in no known mapping. The gap starts at min_interval_ns and
  * doubles (up to 64x) while rescans find no new mapping. Returns 1 if it
@@ -88,11 +108,15 @@ struct proc *procs_find(struct procs *p, uint32_t pid);
  * the raw address). */
 int procs_resolve(struct procs *p, uint32_t pid, uint64_t addr, struct stack_frame *ret);
 
-/* Calls fn for every process, exited ones included (all = true), or only
- * for dirty ones,
- * clearing their dirty mark when fn returns 0. Stops at a non-zero return. */
-int procs_foreach(struct procs *p, bool all, int (*fn)(const struct proc *pr, void *ctx),
-		  void *ctx);
+enum procs_select {
+	PROCS_ALL,          /* every process, exited ones included */
+	PROCS_DIRTY,        /* the dirty ones */
+	PROCS_DIRTY_URGENT, /* the dirty ones that are not fork copies */
+};
+/* Calls fn for the selected processes, clearing their dirty mark when fn
+ * returns 0. Stops at a non-zero return. */
+int procs_foreach(struct procs *p, enum procs_select sel,
+		  int (*fn)(const struct proc *pr, void *ctx), void *ctx);
 /* Calls fn for every live process, changing nothing (no dirty marks).
  * Stops at a non-zero return. */
 int procs_visit(struct procs *p, int (*fn)(const struct proc *pr, void *ctx), void *ctx);
