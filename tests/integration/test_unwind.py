@@ -398,3 +398,43 @@ def test_restart_loads_tables_within_seconds():
         work.wait()
         sensor.stop()
         sym.stop()
+
+
+def test_forked_child(services):
+    """A fork's child that does not exec unwinds fully from its first
+    samples: it uses its parent's unwind entries (and CPython config) until
+    the sensor scans it, 500 ms after the fork."""
+    tmp, sym = services
+    warm_cache(services, ["/usr/bin/python3.11", "-c", "import time; time.sleep(2)"])
+    code = ("import os, time\n"
+            "child = os.fork()\n"
+            "t = time.time() + 1.5\n"
+            "while time.time() < t:\n"
+            "    for i in range(100000): pass\n"
+            "if child: os.waitpid(child, 0)\n")
+    parent = subprocess.Popen(["sh", "-c", 'read go; exec "$@"', "sh", "/usr/bin/python3.11", "-c", code],
+                              stdin=subprocess.PIPE, text=True)
+    sensor = Sensor(tmp, sym.address, ["--pid", str(parent.pid), "--frequency", str(PYTHON_HZ)])
+    try:
+        wait_for(lambda: sym.status().sensors_connected >= 1, 15, "the sensor to connect")
+        wait_for(stable(lambda: sym.status().unwind_tables_loaded), 15, "the loaded tables to settle")
+        parent.stdin.write("go\n")
+        parent.stdin.close()
+        parent.wait(30)
+        time.sleep(2.2)
+        st = sym.status()
+        kids = [p for p in st.processes if p.pid != parent.pid and p.comm.startswith("python3")]
+        assert kids, f"the forked child is not in Status: {[(p.pid, p.comm) for p in st.processes]}"
+        child = kids[0]
+        o = child.outcomes
+        total = o.complete + o.truncated + o.no_table + o.read_error
+        print(f"forked child {child.pid}: {o.complete}/{total} complete")
+        assert total > 200, f"only {total} samples of the child"
+        assert o.complete >= 0.95 * total, str(o)
+        r = sym.symbols.Folded(symbols_pb2.ProfileQuery(pid=child.pid), timeout=30)
+        mine = [(list(s.frames), s.count) for s in r.stacks]
+        with_py = sum(c for f, c in mine if any(PYTHON_FRAME.match(x) for x in f))
+        print(f"forked child: {with_py}/{sum(c for _, c in mine)} samples with Python frames")
+        assert with_py >= 0.9 * sum(c for _, c in mine)
+    finally:
+        sensor.stop()
