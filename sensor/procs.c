@@ -30,6 +30,9 @@ struct procs {
 	struct fileids *fileids;
 	char proc_root[64];
 	size_t max, n, n_live;
+	/* Some process may be dirty and not a fork copy: a PROCS_DIRTY_URGENT
+	 * pass is needed (it runs after every drain; most find nothing). */
+	bool urgent_hint;
 	const struct procs_observer *obs;
 	void *obs_ctx;
 	struct proc_node *buckets[PROCS_BUCKETS];
@@ -443,6 +446,8 @@ static int scan(struct procs *p, uint32_t pid, bool maps_only)
 	old->ppid = ppid;
 	old->start_ticks = start;
 	old->last_scan_ns = now_ns();
+	if (old->dirty)
+		p->urgent_hint = true;
 	if (changed && p->obs && p->obs->maps_changed)
 		p->obs->maps_changed(old, p->obs_ctx);
 	return 0;
@@ -605,6 +610,7 @@ void procs_reset_connection(struct procs *p)
 		for (struct proc_node *n = p->buckets[b]; n; n = n->next) {
 			n->pr.dirty = true;
 			n->pr.exit_sent = false;
+			p->urgent_hint = true;
 		}
 }
 
@@ -640,6 +646,8 @@ int procs_resolve(struct procs *p, uint32_t pid, uint64_t addr, struct stack_fra
 int procs_foreach(struct procs *p, enum procs_select sel,
 		  int (*fn)(const struct proc *pr, void *ctx), void *ctx)
 {
+	if (sel == PROCS_DIRTY_URGENT && !p->urgent_hint)
+		return 0;
 	for (size_t b = 0; b < PROCS_BUCKETS; b++)
 		for (struct proc_node *n = p->buckets[b]; n; n = n->next) {
 			int r;
@@ -653,6 +661,8 @@ int procs_foreach(struct procs *p, enum procs_select sel,
 				return r;
 			n->pr.dirty = false;
 		}
+	if (sel != PROCS_ALL)
+		p->urgent_hint = false; /* every dirty one was sent */
 	return 0;
 }
 
