@@ -996,7 +996,7 @@ struct rpc_server *rpc_server_new(const struct rpc_method *methods, size_t n_met
 	pthread_condattr_t cattr;
 	struct rpc_server *s = NULL;
 	grpc_channel_args args;
-	grpc_arg arg[2];
+	grpc_arg arg[3];
 	size_t max_msg;
 
 	if (!methods && n_methods > 0) {
@@ -1072,7 +1072,14 @@ struct rpc_server *rpc_server_new(const struct rpc_method *methods, size_t n_met
 	arg[1].type = GRPC_ARG_INTEGER;
 	arg[1].key = GRPC_ARG_HTTP2_BDP_PROBE;
 	arg[1].value.integer = 0;
-	args.num_args = 2;
+	/* No keepalive timer (the server default is a ping every 2 h): gRPC
+	 * re-arms it on every read, and any pending timer makes its timer
+	 * thread wake about once a second; a dead sensor shows as a closed
+	 * or reset connection, and sensors send every second. */
+	arg[2].type = GRPC_ARG_INTEGER;
+	arg[2].key = GRPC_ARG_KEEPALIVE_TIME_MS;
+	arg[2].value.integer = INT_MAX;
+	args.num_args = 3;
 	args.args = arg;
 
 	s->cq = grpc_completion_queue_create_for_next(NULL);
@@ -1670,7 +1677,7 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
 	struct rpc_channel *ch = NULL;
 	struct channel_tls own = { 0 };
 	grpc_channel_args args;
-	grpc_arg arg[8];
+	grpc_arg arg[10];
 	char *gtarget = NULL;
 	const char *ca = client_tls.ca, *cert = client_tls.cert, *key = client_tls.key;
 	const char *server_name = client_tls.server_name;
@@ -1732,6 +1739,11 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
 	arg[args.num_args].type = GRPC_ARG_INTEGER;
 	arg[args.num_args].key = GRPC_ARG_HTTP2_BDP_PROBE;
 	arg[args.num_args].value.integer = 0;
+	args.num_args++;
+	/* No keepalive timer either (see rpc_server_new). */
+	arg[args.num_args].type = GRPC_ARG_INTEGER;
+	arg[args.num_args].key = GRPC_ARG_KEEPALIVE_TIME_MS;
+	arg[args.num_args].value.integer = INT_MAX;
 	args.num_args++;
 	if (opts && opts->gzip) {
 		arg[args.num_args].type = GRPC_ARG_INTEGER;

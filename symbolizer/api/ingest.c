@@ -59,6 +59,9 @@ struct process {
 
 struct sfile {
 	uint64_t size;
+	/* Known to be analysed: later processes mapping it skip the cache
+	 * lookup (one SQLite query per mapping of every ProcessUpdate). */
+	bool in_cache;
 };
 
 struct uframe {
@@ -1049,9 +1052,10 @@ static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
 			service_note_path(s->svc, &id, m->path);
 		if (!m->file_size)
 			continue; /* cannot be read back; frames get basename+offset */
-		if (!hmap_get(s->files, &id, sizeof(id))) {
-			struct sfile *f = calloc(1, sizeof(*f));
+		struct sfile *f = hmap_get(s->files, &id, sizeof(id));
 
+		if (!f) {
+			f = calloc(1, sizeof(*f));
 			if (!f)
 				continue;
 			f->size = m->file_size;
@@ -1062,8 +1066,12 @@ static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
 			}
 		}
 		/* Analyse executable files now, so their stacks do not wait. */
-		if (m->executable && !cache_contains(s->svc->cache, &id))
-			service_file_state(s->svc, &id, true, NULL, NULL);
+		if (m->executable && !f->in_cache) {
+			if (cache_contains(s->svc->cache, &id) == 1)
+				f->in_cache = true;
+			else
+				service_file_state(s->svc, &id, true, NULL, NULL);
+		}
 		if (m->executable)
 			session_want_table(s, &id);
 	}
