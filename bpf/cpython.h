@@ -14,7 +14,24 @@
 #include <linux/types.h>
 #endif
 
-#define SONDE_CPYTHON_FORMAT_VERSION 1
+#define SONDE_CPYTHON_FORMAT_VERSION 2
+
+/* sonde_cpython_offsets.flags: how a version differs from 3.11's shape. */
+/* tstate_cframe is the current frame itself (3.10 tstate->frame, 3.13
+ * tstate->current_frame): no _PyCFrame in between. */
+#define SONDE_CPYTHON_TSTATE_FRAME 0x1
+/* An entry frame is the one below a shim frame whose owner byte is
+ * FRAME_OWNED_BY_CSTACK (3.12, 3.13); the shim itself is not recorded. */
+#define SONDE_CPYTHON_ENTRY_SHIM 0x2
+/* Every frame is an entry frame: one eval call per frame (3.10). */
+#define SONDE_CPYTHON_ENTRY_ALL 0x4
+/* frame_prev_instr is an int, the index of the last instruction in code
+ * units (3.10 f_lasti), not a pointer into the bytecode. */
+#define SONDE_CPYTHON_LASTI_INDEX 0x8
+/* tstate_native_thread_id holds pthread_self(), not the kernel's thread
+ * id (3.10 has only thread_id): it is matched with the thread's fs base. */
+#define SONDE_CPYTHON_PTHREAD_ID 0x10
+#define SONDE_CPYTHON_OWNED_BY_CSTACK 3
 
 struct sonde_cpython_offsets {
 	__u8 major, minor;
@@ -42,15 +59,18 @@ struct sonde_cpython_offsets {
 	__u16 bytes_data;
 	__u16 var_size;
 	__u16 frame_is_entry;   /* bool: the first frame of a C-level call of the eval loop */
+	__u16 flags;            /* SONDE_CPYTHON_* above */
+	__u16 pad;
 };
-_Static_assert(sizeof(struct sonde_cpython_offsets) == 40, "sonde_cpython_offsets layout");
+_Static_assert(sizeof(struct sonde_cpython_offsets) == 44, "sonde_cpython_offsets layout");
 
 /* The value of the per-tgid map: where this process's _PyRuntime is. */
 struct sonde_cpython_proc {
 	__u64 runtime_addr;
 	struct sonde_cpython_offsets off;
+	__u32 pad;
 };
-_Static_assert(sizeof(struct sonde_cpython_proc) == 48, "sonde_cpython_proc layout");
+_Static_assert(sizeof(struct sonde_cpython_proc) == 56, "sonde_cpython_proc layout");
 
 /* ---- what the BPF walker records (bpf/cpython_walk.h) ---- */
 

@@ -120,6 +120,94 @@ static __always_inline void cpython_note_code(__u32 tgid, __u64 code,
 		bpf_map_update_elem(&cpython_codes, &key, &sum, BPF_ANY);
 }
 
+/* The sampled thread's PyThreadState in p's interpreter, or 0. */
+static __always_inline __u64 cpython_tstate(const struct sonde_cpython_proc *p, __u32 tid)
+{
+	__u64 want = tid, ts;
+	__u32 i;
+
+	if (p->off.flags & SONDE_CPYTHON_PTHREAD_ID) {
+		/* pthread_self() is the thread's TCB, which is its fs base. */
+		struct task_struct *task = bpf_get_current_task_btf();
+
+		want = BPF_CORE_READ(task, thread.fsbase);
+	}
+	ts = cpy_ptr(p->runtime_addr + p->off.runtime_interpreters_head);
+	if (!ts)
+		return 0;
+	ts = cpy_ptr(ts + p->off.interp_threads_head);
+	for (i = 0; i < SONDE_CPYTHON_MAX_THREADS && ts; i++) {
+		if (cpy_ptr(ts + p->off.tstate_native_thread_id) == want)
+			return ts;
+		ts = cpy_ptr(ts + p->off.tstate_next);
+	}
+	return 0;
+}
+
+/* Whether frame is a 3.12+ shim frame: one per C call of the eval loop,
+ * owned by the C stack, below the first frame that call runs. */
+static __always_inline int cpython_is_shim(const struct sonde_cpython_proc *p, __u64 frame)
+{
+	__u8 owner = 0;
+
+	if (!(p->off.flags & SONDE_CPYTHON_ENTRY_SHIM) || !frame)
+		return 0;
+	bpf_probe_read_user(&owner, 1, (const void *)(frame + p->off.frame_owner));
+	return owner == SONDE_CPYTHON_OWNED_BY_CSTACK;
+}
+
+/* One frame as its SONDE_CPYTHON_FRAME word (0: stop), and in *next the
+ * frame below it, shim frames stepped over (the frame above a shim is an
+ * entry frame). A global function: the verifier checks it once, not once
+ * per frame of the walk (with every version's branches inline, the walk
+ * passed a million instructions). */
+__noinline __u64 cpython_frame_word(const struct sonde_cpython_proc *p, __u64 frame, __u64 *next)
+{
+	__u64 code, prev, instr = 0;
+	__u8 entry = 0;
+	__u16 flags;
+
+	if (!p || !next)
+		return 0;
+	*next = 0;
+	if (cpython_is_shim(p, frame))
+		frame = cpy_ptr(frame + p->off.frame_previous);
+	if (!frame)
+		return 0;
+	flags = p->off.flags;
+	code = cpy_ptr(frame + p->off.frame_code);
+	if (!code)
+		return 0;
+	if (flags & SONDE_CPYTHON_LASTI_INDEX) {
+		__s32 lasti = 0;
+
+		/* 3.10 f_lasti counts code units; -1 before the first. */
+		bpf_probe_read_user(&lasti, sizeof(lasti),
+				    (const void *)(frame + p->off.frame_prev_instr));
+		if (lasti > 0)
+			instr = (__u64)lasti * 2;
+	} else {
+		__u64 last = cpy_ptr(frame + p->off.frame_prev_instr);
+		__u64 start = code + p->off.code_code_adaptive;
+
+		if (last >= start)
+			instr = last - start;
+	}
+	prev = cpy_ptr(frame + p->off.frame_previous);
+	if (flags & SONDE_CPYTHON_ENTRY_ALL) {
+		entry = 1;
+	} else if (flags & SONDE_CPYTHON_ENTRY_SHIM) {
+		if (cpython_is_shim(p, prev)) {
+			entry = 1;
+			prev = cpy_ptr(prev + p->off.frame_previous);
+		}
+	} else {
+		bpf_probe_read_user(&entry, 1, (const void *)(frame + p->off.frame_is_entry));
+	}
+	*next = prev;
+	return SONDE_CPYTHON_FRAME(code, instr, entry);
+}
+
 /* Records the Python frames of thread tid of tgid at rec->frames[at..].
  * Returns how many, or -1 when tgid has no CPython config. */
 static __noinline int cpython_walk(struct sonde_sample *rec, __u32 tgid, __u32 tid, __u32 at)
@@ -137,39 +225,26 @@ static __noinline int cpython_walk(struct sonde_sample *rec, __u32 tgid, __u32 t
 	}
 	if (!p)
 		return -1;
-	ts = cpy_ptr(p->runtime_addr + p->off.runtime_interpreters_head);
+	ts = cpython_tstate(p, tid);
 	if (!ts)
-		return 0;
-	ts = cpy_ptr(ts + p->off.interp_threads_head);
-	for (i = 0; i < SONDE_CPYTHON_MAX_THREADS && ts; i++) {
-		if (cpy_ptr(ts + p->off.tstate_native_thread_id) == tid)
-			break;
-		ts = cpy_ptr(ts + p->off.tstate_next);
-	}
-	if (!ts || i == SONDE_CPYTHON_MAX_THREADS)
 		return 0;
 	frame = cpy_ptr(ts + p->off.tstate_cframe);
 	if (!frame)
 		return 0;
-	frame = cpy_ptr(frame + p->off.cframe_current_frame);
+	if (!(p->off.flags & SONDE_CPYTHON_TSTATE_FRAME))
+		frame = cpy_ptr(frame + p->off.cframe_current_frame);
 	for (i = 0; i < SONDE_CPYTHON_MAX_FRAMES && frame; i++) {
-		__u64 code = cpy_ptr(frame + p->off.frame_code);
-		__u64 prev = cpy_ptr(frame + p->off.frame_prev_instr);
-		__u64 start = code + p->off.code_code_adaptive;
+		__u64 next = 0, word = cpython_frame_word(p, frame, &next);
 		__u32 idx = at + n;
 
-		if (!code || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
+		if (!word || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
 			break;
 		/* A bound the verifier follows: the scratch has room for
 		 * 256 frames (unwind_scratch.cpython_slack). */
-		idx &= 0xff;
-		__u8 entry = 0;
-
-		bpf_probe_read_user(&entry, 1, (const void *)(frame + p->off.frame_is_entry));
-		rec->frames[idx] = SONDE_CPYTHON_FRAME(code, prev >= start ? prev - start : 0, entry);
+		rec->frames[idx & 0xff] = word;
 		n++;
-		cpython_note_code(tgid, code, p);
-		frame = cpy_ptr(frame + p->off.frame_previous);
+		cpython_note_code(tgid, SONDE_CPYTHON_FRAME_CODE(word), p);
+		frame = next;
 	}
 	return n;
 }

@@ -23,7 +23,7 @@ sonde_test_packages=(
   libclang-rt-14-dev                       # libFuzzer + sanitizer runtimes (tests/fuzz/run)
   libc6-dbg                                # libc's debug files: symbolization accuracy test (llvm-symbolizer comes with llvm)
   golang-1.19                              # builds the Go test program (stripped: .gopclntab only)
-  xz-utils                                 # makes the MiniDebugInfo test binary
+  xz-utils curl                            # the MiniDebugInfo test binary; fetching Debian 13 python3.13
   chromium                                 # a real browser for the HTML flame graph
   openssl python3-yaml yamllint systemd    # mTLS certificates; manifest and unit checks
 )

@@ -2,28 +2,30 @@
  * offsets BPF needs to find a thread's state, walk its interpreter frames
  * and copy a code object's name, file and line table. The symbolizer
  * picks the layout for a version (the interpreter's Loader, issue 5) and
- * the sensor will hand it to BPF as a config; nothing reads these yet.
+ * sends it packed (cpython_layout_pack) to the sensor, which hands it to
+ * BPF without reading it.
  *
- * Only 3.11 is here: it is the one version this machine runs, and its
- * table is checked against the DWARF of a real build (pyenv's
- * libpython3.11, tests/integration/test_cpython_lines.py). 3.10 (no
- * _PyInterpreterFrame yet), 3.12 and 3.13 (no cframe; f_code becomes
- * f_executable) lay these out differently; they are to be added from
- * their headers, with the same check wherever a build can be had.
+ * 3.10 to 3.13 are here (cpython_layout.c says where each table comes
+ * from and which are checked against a real build); flags say how a
+ * version's frame chain differs from 3.11's (SONDE_CPYTHON_* in
+ * bpf/cpython.h).
  */
 #pragma once
 
 #include <stdint.h>
 
+#include "cpython.h"
+
 struct cpython_layout {
 	uint8_t major, minor;
+	uint16_t flags;                  /* SONDE_CPYTHON_* */
 	/* _PyRuntime -> the first interpreter -> its threads */
 	uint16_t runtime_interpreters_head;
 	uint16_t interp_threads_head;
 	/* PyThreadState */
 	uint16_t tstate_next;
 	uint16_t tstate_native_thread_id;
-	uint16_t tstate_cframe;          /* 3.11-3.12: _PyCFrame * */
+	uint16_t tstate_cframe;          /* 3.11-3.12: _PyCFrame *; else the frame */
 	uint16_t cframe_current_frame;
 	/* _PyInterpreterFrame */
 	uint16_t frame_code;             /* f_code */

@@ -7,8 +7,10 @@ is checked by re-encoding the same ranges the way 3.10's compiler writes
 them (byte deltas up to 254, line deltas up to +-127, -128 for none): this
 tests the decoder against the documented format, not against a 3.10."""
 import glob
+import os
 import pathlib
 import shutil
+import struct
 import subprocess
 import types
 
@@ -141,6 +143,7 @@ GDB_FIELDS = {
     "frame_previous": "&((_PyInterpreterFrame*)0)->previous",
     "frame_prev_instr": "&((_PyInterpreterFrame*)0)->prev_instr",
     "frame_owner": "&((_PyInterpreterFrame*)0)->owner",
+    "frame_is_entry": "&((_PyInterpreterFrame*)0)->is_entry",
     "code_qualname": "&((PyCodeObject*)0)->co_qualname",
     "code_filename": "&((PyCodeObject*)0)->co_filename",
     "code_firstlineno": "&((PyCodeObject*)0)->co_firstlineno",
@@ -158,6 +161,7 @@ def test_layout_311_matches_the_dwarf_of_a_real_build():
         pytest.skip("no CPython 3.11 build with DWARF (pyenv) or no gdb here")
     p = subprocess.run([str(DUMP), "--layout", "3", "11"], capture_output=True, text=True, check=True)
     ours = dict((k, int(v)) for k, v in (l.split() for l in p.stdout.splitlines()))
+    assert ours.pop("flags") == 0  # 3.11 is the shape the flags differ from
     assert set(ours) == set(GDB_FIELDS)
     cmd = ["gdb", "-batch", "-nx", str(PYENV_LIBPYTHON)]
     for expr in GDB_FIELDS.values():
@@ -174,7 +178,8 @@ def test_version_from_interpreter_file_names():
         "/usr/bin/python3.11": "3 11",
         "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0": "3 11",
         "libpython3.12.so": "3 12",
-        "python3.13t": "3 13",
+        "python3.13t": "none",  # free-threaded: another object header
+        "libpython3.13t.so.1.0": "none",
         "python3.10d": "3 10",
         "/usr/bin/python3": "none",
         "python3.11-config": "none",
@@ -185,5 +190,67 @@ def test_version_from_interpreter_file_names():
     for name, v in want.items():
         p = subprocess.run([str(DUMP), "--name", name], capture_output=True, text=True, check=True)
         assert p.stdout.strip() == v, (name, p.stdout)
-    p = subprocess.run([str(DUMP), "--layout", "3", "12"], capture_output=True, text=True, check=True)
+    for v in ("12", "13", "10"):
+        p = subprocess.run([str(DUMP), "--layout", "3", v], capture_output=True, text=True,
+                           check=True)
+        assert p.stdout.strip() != "none", v
+    p = subprocess.run([str(DUMP), "--layout", "3", "14"], capture_output=True, text=True, check=True)
     assert p.stdout.strip() == "none"
+
+
+# 3.13 describes itself: _PyRuntime starts with _Py_DebugOffsets (cookie
+# "xdebugpy", then u64s). Byte positions of what the layout needs, in the
+# shape 3.13's pycore_runtime.h gives that struct; "size" fields frame them.
+DEBUG_OFFSETS_313 = {
+    "runtime_interpreters_head": 40,
+    "interp_threads_head": 72,
+    "tstate_next": 168,
+    "tstate_cframe": 184,            # current_frame
+    "tstate_native_thread_id": 200,
+    "frame_previous": 232,
+    "frame_code": 240,               # executable
+    "frame_prev_instr": 248,         # instr_ptr
+    "frame_owner": 264,
+    "code_filename": 280,
+    "code_qualname": 296,
+    "code_linetable": 304,
+    "code_firstlineno": 312,
+    "code_code_adaptive": 344,
+    "var_size": 520,                 # bytes_object.ob_size
+    "bytes_data": 528,               # bytes_object.ob_sval
+    "ascii_data": 560,               # unicode_object.asciiobject_size
+}
+
+
+def runtime_bytes(path, n):
+    """The first n bytes of _PyRuntime's initial value in the ELF file."""
+    data = pathlib.Path(path).read_bytes()
+    nm = subprocess.run(["nm", "-D", str(path)], capture_output=True, text=True, check=True)
+    addr = next(int(l.split()[0], 16) for l in nm.stdout.splitlines()
+                if l.split()[-1] == "_PyRuntime")
+    phoff, = struct.unpack_from("<Q", data, 32)
+    phentsize, phnum = struct.unpack_from("<HH", data, 54)
+    for i in range(phnum):
+        typ, _, off, vaddr, _, filesz, _, _ = struct.unpack_from("<IIQQQQQQ", data,
+                                                                 phoff + i * phentsize)
+        if typ == 1 and vaddr <= addr < vaddr + filesz:
+            return data[off + addr - vaddr:off + addr - vaddr + n]
+    raise AssertionError("_PyRuntime is not in the file's data")
+
+
+def test_layout_313_matches_the_debug_offsets_of_a_real_build():
+    run = os.environ.get("SONDE_PYTHON313")
+    if not run:
+        pytest.skip("no python3.13 (tests/run fetches Debian 13's: tests/workload/fetch-python3.13)")
+    binary = pathlib.Path(run).parent / "root" / "usr" / "bin" / "python3.13"
+    raw = runtime_bytes(binary, 600)
+    u64 = lambda at: struct.unpack_from("<Q", raw, at)[0]
+    assert raw[:8] == b"xdebugpy", raw[:8]
+    assert u64(8) >> 16 == 0x030D, hex(u64(8))       # 3.13
+    assert u64(16) == 0                                # not free-threaded
+    assert (u64(224), u64(272), u64(352)) == (80, 208, 16), "the struct's shape moved"
+    p = subprocess.run([str(DUMP), "--layout", "3", "13"], capture_output=True, text=True,
+                       check=True)
+    ours = dict((k, int(v)) for k, v in (l.split() for l in p.stdout.splitlines()))
+    bad = {k: (ours[k], u64(at)) for k, at in DEBUG_OFFSETS_313.items() if ours[k] != u64(at)}
+    assert not bad, bad

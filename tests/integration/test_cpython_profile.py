@@ -1,6 +1,7 @@
 """Python stacks end to end (issue 5, step 5): the real sensor and
 symbolizer profile python3.11 (Debian's stripped executable, and pyenv's
-build whose interpreter is libpython3.11.so) running nested functions and a
+build whose interpreter is libpython3.11.so) and python3.13 (Debian 13's,
+fetched by tests/run, on its own glibc) running nested functions and a
 method on the main thread and a generator on a second thread. In the
 symbolizer's folded output:
   - >= 95 % of each thread's samples carry its expected Python chain, in
@@ -24,7 +25,8 @@ from test_cpython_procs import cpython_map_id, entries
 
 DEBIAN = "/usr/bin/python3.11"
 PYENV = "/root/.pyenv/versions/3.11.7/bin/python3.11"
-PYTHONS = [p for p in (DEBIAN, PYENV) if os.path.exists(p)]
+PY313 = os.environ.get("SONDE_PYTHON313", "")
+PYTHONS = [p for p in (DEBIAN, PYENV, PY313) if p and os.path.exists(p)]
 
 THREADS = """\
 import sys, threading
@@ -202,8 +204,9 @@ def test_exited_script_is_named(symbolizer, start_sensor, tmp_path, python):
     assert any(want in f for f, _ in stacks), stacks[:3]
 
 
-def test_python_above_zlib(symbolizer, start_sensor, tmp_path):
-    path, py = start(tmp_path, DEBIAN, ZLIB, "zlib_hot.py")
+@pytest.mark.parametrize("python", [p for p in PYTHONS if p != PYENV])
+def test_python_above_zlib(symbolizer, start_sensor, tmp_path, python):
+    path, py = start(tmp_path, python, ZLIB, "zlib_hot.py")
     try:
         assert py.stdout.readline().strip() == "ready"
         sensor = profile(symbolizer, start_sensor, py)
@@ -225,5 +228,5 @@ def test_python_above_zlib(symbolizer, start_sensor, tmp_path):
                    "libz" in x for x in below):
                 mixed += c
     total = sum(c for f, c in stacks if "compress_all" in python_chain(f))
-    print(f"{mixed} of {total} samples show libz under compress_all")
+    print(f"{python}: {mixed} of {total} samples show libz under compress_all")
     assert mixed >= 0.8 * total, (mixed, total, stacks[:3])

@@ -31,6 +31,7 @@ static int dump_layout(unsigned major, unsigned minor)
 		return 0;
 	}
 #define F(name) printf(#name " %u\n", (unsigned)l->name)
+	F(flags);
 	F(runtime_interpreters_head);
 	F(interp_threads_head);
 	F(tstate_next);
@@ -41,6 +42,7 @@ static int dump_layout(unsigned major, unsigned minor)
 	F(frame_previous);
 	F(frame_prev_instr);
 	F(frame_owner);
+	F(frame_is_entry);
 	F(code_qualname);
 	F(code_filename);
 	F(code_firstlineno);
