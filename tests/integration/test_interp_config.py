@@ -19,7 +19,7 @@ from pysensor import PySensor
 PYTHON = "/usr/bin/python3.11"
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
 # struct sonde_cpython_offsets: two u8, 19 u16 (the last is padding).
-OFFSETS = struct.Struct("<BB19H")
+OFFSETS = struct.Struct("<BB21H")  # bpf/cpython.h: major, minor, 19 offsets, flags, pad
 
 
 class ConfigSensor(PySensor):
@@ -69,12 +69,12 @@ def binutils_runtime_offset(path):
 
 def check_config(c, path):
     assert c.kind == ingest_pb2.InterpreterConfig.CPYTHON
-    assert c.format_version == 1 and not c.error
+    assert c.format_version == 2 and not c.error
     assert c.runtime_offset == binutils_runtime_offset(path)
     off = OFFSETS.unpack(c.layout)
     assert off[:2] == (3, 11)
     # tstate_native_thread_id and frame_code of 3.11 (cpython_layout.c).
-    assert off[5] == 160 and off[8] == 32
+    assert off[5] == 160 and off[8] == 32 and off[21] == 0  # 3.11: no flags
 
 
 @pytest.mark.skipif(not __import__("os").path.exists(PYTHON), reason="no python3.11")
