@@ -156,11 +156,11 @@ static __always_inline int cpython_is_shim(const struct sonde_cpython_proc *p, _
 	return owner == SONDE_CPYTHON_OWNED_BY_CSTACK;
 }
 
-/* One frame as its SONDE_CPYTHON_FRAME word (0: stop), and in *next the
- * frame below it, shim frames stepped over (the frame above a shim is an
- * entry frame). A global function: the verifier checks it once, not once
- * per frame of the walk (with every version's branches inline, the walk
- * passed a million instructions). */
+/* One frame (not a shim) as its SONDE_CPYTHON_FRAME word (0: stop), and in
+ * *next the frame below it, a shim below it stepped over (the frame above
+ * a shim is an entry frame). A global function: the verifier checks it
+ * once, not once per frame of the walk (with every version's branches
+ * inline, the walk passed a million instructions). */
 __noinline __u64 cpython_frame_word(const struct sonde_cpython_proc *p, __u64 frame, __u64 *next)
 {
 	__u64 code, prev, instr = 0;
@@ -170,8 +170,6 @@ __noinline __u64 cpython_frame_word(const struct sonde_cpython_proc *p, __u64 fr
 	if (!p || !next)
 		return 0;
 	*next = 0;
-	if (cpython_is_shim(p, frame))
-		frame = cpy_ptr(frame + p->off.frame_previous);
 	if (!frame)
 		return 0;
 	flags = p->off.flags;
@@ -233,6 +231,11 @@ static __noinline int cpython_walk(struct sonde_sample *rec, __u32 tgid, __u32 t
 		return 0;
 	if (!(p->off.flags & SONDE_CPYTHON_TSTATE_FRAME))
 		frame = cpy_ptr(frame + p->off.cframe_current_frame);
+	/* Only the innermost frame can be a shim not yet stepped over (a C
+	 * call of the eval loop that has not pushed its first frame yet);
+	 * cpython_frame_word steps over every shim below a frame. */
+	if (cpython_is_shim(p, frame))
+		frame = cpy_ptr(frame + p->off.frame_previous);
 	for (i = 0; i < SONDE_CPYTHON_MAX_FRAMES && frame; i++) {
 		__u64 next = 0, word = cpython_frame_word(p, frame, &next);
 		__u32 idx = at + n;
