@@ -17,6 +17,7 @@ import types
 import pytest
 
 from conftest import BUILD
+from readelf_tables import load_segments
 
 DUMP = BUILD / "tests" / "unit" / "cpython-dump"
 
@@ -224,17 +225,14 @@ DEBUG_OFFSETS_313 = {
 
 def runtime_bytes(path, n):
     """The first n bytes of _PyRuntime's initial value in the ELF file."""
-    data = pathlib.Path(path).read_bytes()
     nm = subprocess.run(["nm", "-D", str(path)], capture_output=True, text=True, check=True)
     addr = next(int(l.split()[0], 16) for l in nm.stdout.splitlines()
                 if l.split()[-1] == "_PyRuntime")
-    phoff, = struct.unpack_from("<Q", data, 32)
-    phentsize, phnum = struct.unpack_from("<HH", data, 54)
-    for i in range(phnum):
-        typ, _, off, vaddr, _, filesz, _, _ = struct.unpack_from("<IIQQQQQQ", data,
-                                                                 phoff + i * phentsize)
-        if typ == 1 and vaddr <= addr < vaddr + filesz:
-            return data[off + addr - vaddr:off + addr - vaddr + n]
+    for start, end, off in load_segments(str(path)):
+        if start <= addr < end:
+            with open(path, "rb") as f:
+                f.seek(off + addr - start)
+                return f.read(n)
     raise AssertionError("_PyRuntime is not in the file's data")
 
 

@@ -18,8 +18,8 @@ from pysensor import PySensor
 
 PYTHON = "/usr/bin/python3.11"
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
-# struct sonde_cpython_offsets: two u8, 19 u16 (the last is padding).
-OFFSETS = struct.Struct("<BB21H")  # bpf/cpython.h: major, minor, 19 offsets, flags, pad
+# struct sonde_cpython_offsets (bpf/cpython.h): two u8, 19 offsets, flags, pad.
+OFFSETS = struct.Struct("<BB21H")
 
 
 class ConfigSensor(PySensor):
