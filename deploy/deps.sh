@@ -23,6 +23,7 @@ sonde_test_packages=(
   libclang-rt-14-dev                       # libFuzzer + sanitizer runtimes (tests/fuzz/run)
   libc6-dbg                                # libc's debug files: symbolization accuracy test (llvm-symbolizer comes with llvm)
   golang-1.19                              # builds the Go test program (stripped: .gopclntab only)
+  golang-1.21-go golang-1.22-go golang-1.23-go # newer Go (bookworm-backports): probe plans + e2e
   xz-utils curl                            # the MiniDebugInfo test binary; fetching Debian 13 python3.13
   chromium                                 # a real browser for the HTML flame graph
   openssl python3-yaml yamllint systemd    # mTLS certificates; manifest and unit checks
@@ -40,6 +41,7 @@ sonde_install_deps() {
   done
   if [ ${#missing[@]} -gt 0 ]; then
     echo "sonde: installing ${missing[*]}" >&2
+    [ "${1:-build}" = test ] && { sonde_add_backports || return 1; }
     if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >/tmp/sonde-apt.log 2>&1; then
       echo "sonde: apt-get install failed; see /tmp/sonde-apt.log" >&2
       tail -20 /tmp/sonde-apt.log >&2
@@ -50,6 +52,21 @@ sonde_install_deps() {
   if ! getent passwd sonde >/dev/null; then
     useradd --system --no-create-home --shell /usr/sbin/nologin sonde || return 1
   fi
+}
+
+# The newer Go toolchains the tests build with are only in bookworm-backports:
+# add it (signed by the Debian archive key, like the main archive) unless
+# some source already has it. Backports' default pin (100) means nothing
+# else is upgraded from it.
+sonde_add_backports() {
+  grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/ && return 0
+  cat >/etc/apt/sources.list.d/sonde-bookworm-backports.sources <<'EOF'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
 }
 
 # sonde_build DIR: configures (once) and builds into DIR.

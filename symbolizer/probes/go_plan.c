@@ -39,18 +39,22 @@ static const struct {
 };
 
 /* For binaries without DWARF (-w): the offsets of the Go versions whose
- * DWARF was read on this machine (Debian's golang-1.19, go1.19.8, amd64;
- * the layout of these structs did not change within 1.19). Other
- * versions without DWARF get no plan. */
-static const struct {
-	const char *version_prefix;
-	uint64_t off[N_FIELDS];
-} fallback[] = {
-	{ "go1.19.", { [F_REQ_METHOD] = 0, [F_REQ_URL] = 16, [F_REQ_HOST] = 128,
-		       [F_REQ_HEADER] = 56, [F_URL_PATH] = 56, [F_URL_HOST] = 40,
-		       [F_URL_SCHEME] = 0, [F_RESPONSE_STATUS] = 120,
-		       [F_RESP_STATUS_CODE] = 16 } },
+ * DWARF was read on this machine (amd64, Debian's golang-1.19 (go1.19.8)
+ * and bookworm-backports' golang-1.21, -1.22 and -1.23 (go1.21.13,
+ * go1.22.12, go1.23.5): the nine fields sit at the same offsets in all of
+ * them; test_go_plan.py checks this against the DWARF of the installed
+ * ones). Other versions without DWARF (1.20 was not read here, 1.24 moved
+ * to Swiss-table maps) get no plan. */
+static const uint64_t fallback_off[N_FIELDS] = {
+	[F_REQ_METHOD] = 0, [F_REQ_URL] = 16, [F_REQ_HOST] = 128,
+	[F_REQ_HEADER] = 56, [F_URL_PATH] = 56, [F_URL_HOST] = 40,
+	[F_URL_SCHEME] = 0, [F_RESPONSE_STATUS] = 120,
+	[F_RESP_STATUS_CODE] = 16,
 };
+static const char *const fallback_versions[] = {
+	"go1.19.", "go1.21.", "go1.22.", "go1.23.",
+};
+#define N_FALLBACK_VERSIONS (sizeof(fallback_versions) / sizeof(fallback_versions[0]))
 
 int go_buildinfo_version(const uint8_t *sec, size_t size, char *ver, size_t cap)
 {
@@ -413,15 +417,15 @@ int go_plan_build(uint8_t *data, size_t size, struct go_plan *out)
 	} else {
 		size_t i;
 
-		for (i = 0; i < sizeof(fallback) / sizeof(fallback[0]); i++)
-			if (!strncmp(out->go_version, fallback[i].version_prefix,
-				     strlen(fallback[i].version_prefix)))
+		for (i = 0; i < N_FALLBACK_VERSIONS; i++)
+			if (!strncmp(out->go_version, fallback_versions[i],
+				     strlen(fallback_versions[i])))
 				break;
-		if (i == sizeof(fallback) / sizeof(fallback[0])) {
+		if (i == N_FALLBACK_VERSIONS) {
 			out->error = "no DWARF for the struct offsets, and a Go version the offset table does not have";
 			goto cleanup;
 		}
-		memcpy(off, fallback[i].off, sizeof(off));
+		memcpy(off, fallback_off, sizeof(off));
 		out->offsets_from = "table";
 	}
 	{

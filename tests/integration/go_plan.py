@@ -9,6 +9,10 @@ import struct
 import subprocess
 
 GO = "/usr/lib/go-1.19/bin/go"
+# bookworm-backports' Go toolchains (deploy/deps.sh installs them for tests);
+# GO_NEW is the newest.
+GO_BACKPORTS = [f"/usr/lib/go-1.{n}/bin/go" for n in (21, 22, 23)]
+GO_NEW = GO_BACKPORTS[-1]
 
 SERVER_FN = "net/http.serverHandler.ServeHTTP"
 CLIENT_FN = "net/http.(*Transport).roundTrip"
@@ -100,7 +104,8 @@ def plan_for(binary, path_in_maps):
 
     return {
         "path": path_in_maps,
-        "go_version": "go1.19",
+        "go_version": subprocess.run([GO, "version", binary], check=True, capture_output=True,
+                                     text=True).stdout.split()[1],
         "probes": [
             {"probe": "go_http_server",
              "consts": {"req_method_off": req["Method"], "req_url_off": req["URL"],

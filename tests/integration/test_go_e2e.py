@@ -27,15 +27,23 @@ import go_plan
 N = int(os.environ.get("SONDE_GO_E2E_REQUESTS", "1000"))
 
 
-@pytest.fixture(scope="module")
-def gohttp():
+# (toolchain, linker flags): Debian 12's Go 1.19 and the newest Go in
+# bookworm-backports (1.23), each with DWARF (struct offsets from it) and
+# stripped (-s -w: functions from .gopclntab, offsets from the table).
+BUILDS = [(go_plan.GO, ""), (go_plan.GO, "-s -w"), (go_plan.GO_NEW, ""), (go_plan.GO_NEW, "-s -w")]
+
+
+@pytest.fixture(scope="module", params=BUILDS,
+                ids=lambda b: b[0].split("/")[-3] + ("-stripped" if b[1] else ""))
+def gohttp(request):
+    go, ldflags = request.param
     tmp = make_tmp("sonde-gohttp.")
     env = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod",
                GOCACHE=str(tmp / "gocache"), GOPATH=str(tmp / "gopath"), HOME=str(tmp))
     out = tmp / "gohttp"
-    subprocess.run([go_plan.GO, "build", "-o", str(out), "."], check=True, env=env,
+    subprocess.run([go, "build", "-ldflags=" + ldflags, "-o", str(out), "."], check=True, env=env,
                    cwd=SRC / "tests" / "workload" / "gohttp", timeout=300)
-    yield out
+    yield out, "table" if ldflags else "dwarf"
     subprocess.run(["rm", "-rf", str(tmp)])
 
 
@@ -44,6 +52,7 @@ def attrs(span):
 
 
 def test_go_spans_end_to_end(gohttp):
+    gohttp, offsets_from = gohttp
     tmp = make_tmp()
     recv = TraceReceiver()
     sym = Symbolizer(tmp, ["--otlp-endpoint", f"127.0.0.1:{recv.port}", "--otlp-insecure",
@@ -64,6 +73,8 @@ def test_go_spans_end_to_end(gohttp):
                            (client.pid, "go_http_client")):
             wait_for(lambda: f"pid {pid}: {probe} attached" in sensor.logtext() or None, 90,
                      f"{probe} on pid {pid} (plan from the symbolizer)", interval=0.5)
+
+        assert f"probe plan made (offsets from {offsets_from})" in sym.logtext(), sym.logtext()[-1500:]
 
         out, _ = client.communicate("go\n", timeout=600)
         assert client.returncode == 0

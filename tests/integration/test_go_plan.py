@@ -18,17 +18,22 @@ import go_plan
 DUMP = BUILD / "tests" / "unit" / "go-plan-dump"
 
 
-@pytest.fixture(scope="module")
-def gobins():
-    tmp = make_tmp("sonde-goplan.")
+def build_pair(go, tmp):
+    """gohttp built by the toolchain go, with DWARF and -s -w."""
     env = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod",
                GOCACHE=str(tmp / "gocache"), GOPATH=str(tmp / "gopath"), HOME=str(tmp))
     src = SRC / "tests" / "workload" / "gohttp"
     full, stripped = tmp / "gohttp", tmp / "gohttp-stripped"
-    subprocess.run([go_plan.GO, "build", "-o", str(full), "."], check=True, env=env, cwd=src, timeout=300)
-    subprocess.run([go_plan.GO, "build", "-ldflags=-s -w", "-o", str(stripped), "."], check=True, env=env,
+    subprocess.run([go, "build", "-o", str(full), "."], check=True, env=env, cwd=src, timeout=300)
+    subprocess.run([go, "build", "-ldflags=-s -w", "-o", str(stripped), "."], check=True, env=env,
                    cwd=src, timeout=300)
-    yield full, stripped
+    return full, stripped
+
+
+@pytest.fixture(scope="module")
+def gobins():
+    tmp = make_tmp("sonde-goplan.")
+    yield build_pair(go_plan.GO, tmp)
     subprocess.run(["rm", "-rf", str(tmp)])
 
 
@@ -49,12 +54,17 @@ def compare(mine, ref):
             assert mp["consts"][k] == v, (mp["probe"], k, mp["consts"][k], v)
 
 
-def test_plan_matches_objdump_and_dwarf(gobins):
-    full, stripped = gobins
+# Every Go here: each build with DWARF against objdump and its DWARF; each
+# -s -w build (functions from .gopclntab, the table's offsets) against the
+# same.
+@pytest.mark.parametrize("go", [go_plan.GO] + go_plan.GO_BACKPORTS, ids=lambda go: go.split("/")[-3])
+def test_plan_matches_objdump_and_dwarf(go, gobins, tmp_path):
+    full, stripped = gobins if go == go_plan.GO else build_pair(go, tmp_path)
     mine = dump(full)
     assert mine["offsets_from"] == "dwarf"
     compare(mine, go_plan.plan_for(str(full), str(full)))
-    # Stripped: functions from .gopclntab, offsets from the go1.19 table.
+    # Stripped: functions from .gopclntab, offsets from the table (which
+    # compare() checks against the DWARF build's offsets).
     # go tool objdump cannot read it; -s -w drops symbols and DWARF but
     # not code, so the reference is the DWARF build's plan, checked
     # against the stripped file's own bytes (a RET at every RET offset,
