@@ -202,6 +202,40 @@ static int64_t file_offset(Elf *e, uint64_t vaddr, uint64_t len)
 	return -1;
 }
 
+/* Where the entry probe goes: on the stack check's conditional jump when
+ * the function starts with Go's stack check (`cmp rsp, 16(r14)`, or for
+ * larger frames `lea r12, -N(rsp)` + `cmp r12, 16(r14)`), else on the
+ * first byte. The kernel emulates a conditional jump but single-steps a
+ * cmp out of line, which costs a second trap: on this project's VMs a hit
+ * at the jump took ~5 us against ~18 us at the cmp (docs/go-probes.md).
+ * Every register the probes read (arguments, r14, rsp) is the same at
+ * the jump as at the entry: only flags and the scratch r12 have changed,
+ * and stack growth re-runs the prologue, jump included. Returns the
+ * offset from the function's start. */
+static uint64_t entry_offset(csh cs, cs_insn *insn, const uint8_t *code, size_t size, uint64_t addr)
+{
+	const uint64_t start = addr;
+	bool cmp_seen = false;
+
+	for (int n = 0; n < 3 && cs_disasm_iter(cs, &code, &size, &addr, insn); n++) {
+		const cs_x86 *x = &insn->detail->x86;
+
+		if (insn->id == X86_INS_LEA && x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
+		    x->operands[0].reg == X86_REG_R12 && !cmp_seen)
+			continue;
+		if (insn->id == X86_INS_CMP && x->op_count == 2 && x->operands[1].type == X86_OP_MEM &&
+		    x->operands[1].mem.base == X86_REG_R14 && x->operands[1].mem.disp == 16 &&
+		    !cmp_seen) {
+			cmp_seen = true;
+			continue;
+		}
+		if (cmp_seen && (insn->id == X86_INS_JBE || insn->id == X86_INS_JB))
+			return insn->address - start;
+		break;
+	}
+	return 0;
+}
+
 /* The entry and every RET of fn as attaches of p. */
 static const char *attach_func(Elf *e, const uint8_t *data, size_t size, const struct func *fn,
 			       const char *enter, const char *ret, struct go_plan_probe *p)
@@ -209,7 +243,7 @@ static const char *attach_func(Elf *e, const uint8_t *data, size_t size, const s
 	int64_t off = fn->lo ? file_offset(e, fn->lo, fn->hi - fn->lo) : -1;
 	const uint8_t *code;
 	size_t code_size;
-	uint64_t addr;
+	uint64_t addr, entry;
 	csh cs;
 	cs_insn *insn;
 
@@ -220,19 +254,24 @@ static const char *attach_func(Elf *e, const uint8_t *data, size_t size, const s
 		return "function bytes outside the file";
 	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
 		return "capstone unavailable";
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
 	insn = cs_malloc(cs);
 	if (!insn) {
 		cs_close(&cs);
 		return "out of memory";
 	}
-	p->n_attach = 0;
-	p->attach[0].program = enter;
-	p->attach[0].file_offset = (uint64_t)off;
-	snprintf(p->attach[0].symbol, sizeof(p->attach[0].symbol), "%s", fn->name);
-	p->n_attach = 1;
 	code = data + off;
 	code_size = fn->hi - fn->lo;
 	addr = fn->lo;
+	entry = entry_offset(cs, insn, code, code_size, addr);
+	p->attach[0].program = enter;
+	p->attach[0].file_offset = (uint64_t)off + entry;
+	if (entry)
+		snprintf(p->attach[0].symbol, sizeof(p->attach[0].symbol), "%s+0x%llx", fn->name,
+			 (unsigned long long)entry);
+	else
+		snprintf(p->attach[0].symbol, sizeof(p->attach[0].symbol), "%s", fn->name);
+	p->n_attach = 1;
 	while (code_size > 0) {
 		const uint8_t *at = code;
 

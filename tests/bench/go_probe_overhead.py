@@ -17,6 +17,7 @@ that does some work). Prints the median req/s and the ratio to "none".
   sudo tests/bench/go_probe_overhead.py [--build DIR] [--rounds N] [--seconds S]
 """
 import argparse
+import json
 import os
 import pathlib
 import shutil
@@ -57,6 +58,9 @@ def main():
     if os.geteuid() != 0:
         sys.exit("run as root")
     build = pathlib.Path(args.build)
+    # BPF run time per program (adds two clock reads per program run).
+    stats_before = open("/proc/sys/kernel/bpf_stats_enabled").read().strip()
+    subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=True)
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="sonde-gobench."))
     tmp.chmod(0o755)
     procs = []
@@ -91,13 +95,33 @@ def main():
                                   str(args.seconds)], capture_output=True, text=True, check=True).stdout
             return float(out.strip())
 
+        def cpu_s(pid):
+            f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+        def bpf_ns():
+            progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True,
+                                              text=True, check=True).stdout)
+            return sum(p.get("run_time_ns", 0) for p in progs
+                       if p.get("name", "").startswith(("server_", "client_")))
+
         paths = ["/ok", "/burn?ms=1"]
         res = {(m, p): [] for m in ("none", "sensor", "probes") for p in paths}
+        # Where a traced /ok request's extra time goes (probes mode): BPF
+        # programs, sensor and symbolizer CPU, each per request.
+        cost = {"bpf": [], "sensor": [], "symbolizer": []}
         for r in range(args.rounds):
             for mode in ("none", "sensor", "probes"):
                 sensor = start_sensor(mode == "probes") if mode != "none" else None
                 for p in paths:
+                    if mode == "probes" and p == "/ok":
+                        b0, s0, y0 = bpf_ns(), cpu_s(sensor.pid), cpu_s(sym.pid)
                     res[(mode, p)].append(load(p))
+                    if mode == "probes" and p == "/ok":
+                        n = res[(mode, p)][-1] * args.seconds
+                        cost["bpf"].append((bpf_ns() - b0) / 1e3 / n)
+                        cost["sensor"].append((cpu_s(sensor.pid) - s0) * 1e6 / n)
+                        cost["symbolizer"].append((cpu_s(sym.pid) - y0) * 1e6 / n)
                 if sensor:
                     sensor.terminate()
                     sensor.wait(30)
@@ -112,7 +136,15 @@ def main():
             sen = statistics.median(res[("sensor", p)])
             prb = statistics.median(res[("probes", p)])
             print(f"| {p} | {none:.0f} | {sen:.0f} | {sen / none:.2f}x | {prb:.0f} | {prb / none:.2f}x |")
+        none, prb = statistics.median(res[("none", "/ok")]), statistics.median(res[("probes", "/ok")])
+        extra = 1e6 / prb - 1e6 / none
+        bpf, sen, sy = (statistics.median(cost[k]) for k in ("bpf", "sensor", "symbolizer"))
+        print(f"\n/ok with --go-probes, per request: {extra:.1f} us longer than untraced; "
+              f"BPF programs {bpf:.1f} us, sensor CPU {sen:.1f} us, symbolizer CPU {sy:.1f} us; "
+              f"the rest ({extra - bpf:.1f} us beyond the BPF run time) is the uprobe traps and "
+              f"the CPU the services take from the server and the load generator")
     finally:
+        subprocess.run(["sysctl", "-q", f"kernel.bpf_stats_enabled={stats_before}"])
         for p in procs:
             if p.poll() is None:
                 p.terminate()

@@ -36,18 +36,28 @@ def file_offset(segs, vaddr):
 
 
 def entry_and_rets(binary, fn):
-    """(entry address, [RET addresses]) of fn, from go tool objdump."""
+    """(function start, entry probe address, [RET addresses]) of fn, from
+    go tool objdump. The entry probe sits on the stack check's JBE when fn
+    starts with one ([LEAQ -N(SP), R12;] CMPQ SP|R12, 0x10(R14); JBE):
+    the kernel emulates the jump instead of single-stepping the compare."""
     out = subprocess.run([GO, "tool", "objdump", "-s", "^" + re.escape(fn) + "$", binary],
                          check=True, capture_output=True, text=True).stdout
-    addrs, rets = [], []
+    insns, rets = [], []
     for line in out.splitlines():
-        f = line.split()
+        f = line.split(None, 3)
         if len(f) >= 4 and f[1].startswith("0x"):
-            addrs.append(int(f[1], 16))
-            if f[3] == "RET":
+            insns.append((int(f[1], 16), f[3].split()))
+            if f[3].split()[0] == "RET":
                 rets.append(int(f[1], 16))
-    assert addrs and rets, f"{fn} not found or without RET in {binary}"
-    return addrs[0], rets
+    assert insns and rets, f"{fn} not found or without RET in {binary}"
+    # Operands as a set: this objdump prints CMPQ's in either order.
+    ops = [(i[1][0], set(" ".join(i[1][1:]).split(", "))) for i in insns[:3]]
+    probe = insns[0][0]
+    at = 1 if ops[0][0] == "LEAQ" and "R12" in ops[0][1] else 0
+    if len(ops) > at + 1 and ops[at][0] == "CMPQ" and "0x10(R14)" in ops[at][1] and \
+            ops[at][1] & {"SP", "R12"} and ops[at + 1][0] == "JBE":
+        probe = insns[at + 1][0]
+    return insns[0][0], probe, rets
 
 
 def struct_fields(binary, wanted):
@@ -97,8 +107,8 @@ def plan_for(binary, path_in_maps):
     segs = load_segments(binary)
 
     def attaches(fn, enter, ret):
-        entry, rets = entry_and_rets(binary, fn)
-        return ([{"program": enter, "file_offset": file_offset(segs, entry), "symbol": fn}] +
+        entry, probe, rets = entry_and_rets(binary, fn)
+        return ([{"program": enter, "file_offset": file_offset(segs, probe), "symbol": fn}] +
                 [{"program": ret, "file_offset": file_offset(segs, r), "symbol": f"{fn}+0x{r - entry:x}"}
                  for r in rets])
 
