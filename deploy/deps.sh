@@ -24,7 +24,7 @@ sonde_test_packages=(
   libc6-dbg                                # libc's debug files: symbolization accuracy test (llvm-symbolizer comes with llvm)
   golang-1.19                              # builds the Go test program (stripped: .gopclntab only)
   golang-1.21-go golang-1.22-go golang-1.23-go # newer Go (bookworm-backports): probe plans + e2e
-  xz-utils curl                            # the MiniDebugInfo test binary; fetching Debian 13 python3.13
+  xz-utils curl gpgv debian-archive-keyring # the MiniDebugInfo test binary; fetching (and checking) Debian 13 python3.13
   chromium                                 # a real browser for the HTML flame graph
   openssl python3-yaml yamllint systemd    # mTLS certificates; manifest and unit checks
 )
