@@ -518,9 +518,9 @@ int cmd_status(int argc, char **argv)
 			       otlp_rows[i].value);
 		printf("%s}\n", n_otlp ? "}" : "");
 	} else {
-		printf("%-21s %s\n", "version", st->version);
+		printf("%-24s %s\n", "version", st->version);
 		for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-			printf("%-21s %" PRIu64 "\n", rows[i].key, rows[i].value);
+			printf("%-24s %" PRIu64 "\n", rows[i].key, rows[i].value);
 		printf("\nuser stacks (samples)   %10s %10s %10s %10s %10s\n", "complete", "truncated",
 		       "no_table", "read_error", "none");
 		print_outcomes_row("all processes", st->outcomes);
@@ -533,7 +533,7 @@ int cmd_status(int argc, char **argv)
 		if (n_otlp)
 			printf("\nOTLP export\n");
 		for (size_t i = 0; i < n_otlp; i++)
-			printf("%-21s %" PRIu64 "\n", otlp_rows[i].key, otlp_rows[i].value);
+			printf("%-24s %" PRIu64 "\n", otlp_rows[i].key, otlp_rows[i].value);
 	}
 	rpc_message_free(&st->base);
 	return 0;

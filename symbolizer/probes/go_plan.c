@@ -223,9 +223,10 @@ static uint64_t entry_offset(csh cs, cs_insn *insn, const uint8_t *code, size_t 
 		if (insn->id == X86_INS_LEA && x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
 		    x->operands[0].reg == X86_REG_R12 && !cmp_seen)
 			continue;
-		if (insn->id == X86_INS_CMP && x->op_count == 2 && x->operands[1].type == X86_OP_MEM &&
-		    x->operands[1].mem.base == X86_REG_R14 && x->operands[1].mem.disp == 16 &&
-		    !cmp_seen) {
+		if (insn->id == X86_INS_CMP && x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
+		    (x->operands[0].reg == X86_REG_RSP || x->operands[0].reg == X86_REG_R12) &&
+		    x->operands[1].type == X86_OP_MEM && x->operands[1].mem.base == X86_REG_R14 &&
+		    x->operands[1].mem.disp == 16 && !cmp_seen) {
 			cmp_seen = true;
 			continue;
 		}

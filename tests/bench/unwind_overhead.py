@@ -19,6 +19,13 @@ frame pointers) on a fixed input, one instance per CPU.
 With --rounds N each tool's run alternates with an unprofiled one and
 every figure is the median of N.
 
+  sudo tests/bench/unwind_overhead.py --slowdown N [--hz 99] [--mb MB]
+
+measures only the workload's slowdown under sonde, closely: N pairs of
+runs (unprofiled, sonde; the order alternating between pairs so that a
+drift in the machine's speed cancels), each pair's ratio, and their mean
+with a 95 % confidence interval.
+
 Ratios matter, not absolute times: this machine is shared and noisy.
 """
 import argparse
@@ -77,12 +84,19 @@ def bpf_maps():
     return {m["id"]: m for m in json.loads(out or "[]")}
 
 
-def run_workload(inp, ncpu):
+def run_workload(inp, ncpu, cpu=None):
+    """Wall seconds of ncpu xz runs side by side; their CPU seconds
+    (user + system, from wait4) appended to cpu when given."""
     t0 = time.monotonic()
     procs = [subprocess.Popen(["xz", "-9", "-T1", "-c", str(inp)], stdout=subprocess.DEVNULL)
              for _ in range(ncpu)]
+    used = 0.0
     for p in procs:
-        p.wait()
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        used += ru.ru_utime + ru.ru_stime
+    if cpu is not None:
+        cpu.append(used)
     return time.monotonic() - t0
 
 
@@ -167,11 +181,65 @@ class Tool:
         return res
 
 
+# Two-sided 95 % Student t quantiles by degrees of freedom (beyond 30: 2.0).
+T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,
+       10: 2.23, 11: 2.20, 12: 2.18, 13: 2.16, 14: 2.14, 15: 2.13, 19: 2.09, 24: 2.06, 29: 2.05}
+
+
+def mean_ci(ratios):
+    """Mean of the ratios and the half-width of its 95 % interval."""
+    n = len(ratios)
+    # Missing df rows take the next smaller df's (wider) quantile.
+    t = T95[max(k for k in T95 if k <= n - 1)] if n - 1 < 30 else 2.0
+    return statistics.mean(ratios), t * statistics.stdev(ratios) / n ** 0.5
+
+
+def slowdown(args, inp, ncpu, tmp):
+    """Wall time is what a user sees; the workload's own CPU time is the
+    steadier figure on a shared VM (time stolen by neighbours is in the
+    wall time, not in it), and it includes the BPF programs, which run in
+    the workload's context. Time the sensor and symbolizer take from the
+    workload's CPUs shows only in the wall time; their own CPU time is
+    printed beside it."""
+    wall, cpu, tool_cpu, sonde_cpu = [], [], [], []
+    print("| pair | unprofiled wall s | sonde wall s | wall ratio | unprofiled CPU s | sonde CPU s | CPU ratio | sonde processes CPU s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for i in range(args.slowdown):
+        got, used = {}, {}
+        for which in (("none", "sonde") if i % 2 == 0 else ("sonde", "none")):
+            c = []
+            if which == "none":
+                got["none"] = run_workload(inp, ncpu, c)
+            else:
+                t = Tool("sonde", args.hz, args.build, tmp)
+                t.start()
+                got["sonde"] = run_workload(inp, ncpu, c)
+                tool_cpu.append(t.stop()["cpu_s"])
+            used[which] = c[0]
+        sonde_cpu.append(used["sonde"])
+        wall.append(got["sonde"] / got["none"])
+        cpu.append(used["sonde"] / used["none"])
+        print(f"| {i + 1} | {got['none']:.3f} | {got['sonde']:.3f} | {wall[-1]:.4f} | "
+              f"{used['none']:.3f} | {used['sonde']:.3f} | {cpu[-1]:.4f} | {tool_cpu[-1]:.3f} |",
+              flush=True)
+    print(f"\nxz -9 on {args.mb} MB, {ncpu} instances (one per CPU), sonde at {args.hz} Hz, "
+          f"{len(wall)} pairs:")
+    for name, r in (("wall time", wall), ("workload CPU time", cpu)):
+        mean, half = mean_ci(r) if len(r) > 1 else (r[0], float("nan"))
+        print(f"- {name}: mean {100 * (mean - 1):+.2f}% (95% CI {100 * (mean - half - 1):+.2f}% to "
+              f"{100 * (mean + half - 1):+.2f}%), median {100 * (statistics.median(r) - 1):+.2f}%")
+    print(f"- sonde's processes: {statistics.mean(tool_cpu):.3f} CPU s per run, "
+          f"{100 * sum(tool_cpu) / sum(sonde_cpu):.2f}% of the workload's CPU time under sonde")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=str(SRC / "build"))
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--mb", type=int, default=24, help="size of the xz input")
+    ap.add_argument("--slowdown", type=int, default=0, metavar="N",
+                    help="only the workload's slowdown under sonde, from N paired runs")
+    ap.add_argument("--hz", type=int, default=99, help="sampling frequency for --slowdown")
     ap.add_argument("--cold", action="store_true",
                     help="measure sonde with an empty cache (default: warm it first, as a "
                          "restarted sonde finds it)")
@@ -198,6 +266,9 @@ def main():
             t.start()
             run_workload(inp, ncpu)
             t.stop()
+        if args.slowdown:
+            slowdown(args, inp, ncpu, tmp)
+            return
         for hz in (19, 99):
             # Rounds interleave the unprofiled run and the tools, so that a
             # burst of load elsewhere on the machine hits them alike; each

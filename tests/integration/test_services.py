@@ -164,6 +164,10 @@ def test_status_cli(symbolizer):
     out = subprocess.run([str(SONDE), "status", "--symbolizer", symbolizer.address], capture_output=True,
                          text=True, timeout=20)
     assert out.returncode == 0 and "files_analysed" in out.stdout, out.stderr
+    # One column of values, the longest key included.
+    block = out.stdout.split("\n\n")[0].splitlines()
+    assert any(l.startswith("go_probe_attach_failures ") for l in block), block
+    assert all(len(l) > 25 and l[24] == " " and l[25] != " " for l in block), block
     js = subprocess.run([str(SONDE), "status", "--json", "--symbolizer", symbolizer.address],
                         capture_output=True, text=True, timeout=20)
     import json
