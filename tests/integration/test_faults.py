@@ -256,8 +256,11 @@ def test_stalled_symbolizer_bounds_sensor_memory(tmp_path, start_sensor):
     sym = Symbolizer(tmp_path)
     work = subprocess.Popen([str(WORKLOAD), "40"])
     # Many distinct (stack, pid, tid) entries are what fills the buffer:
-    # a small bound makes the drop path run in a short test.
-    bound = 16
+    # a small bound makes the drop path run in a short test. The workload
+    # has three hot stacks on two threads, always busy, so each flush has
+    # at least three entries; with 16 a quiet machine (few distinct kernel
+    # stacks under them) stayed under the bound for all 20 s.
+    bound = 2
     try:
         sensor = start_sensor(sym.address, "--pid", str(work.pid), "--frequency", "999",
                               "--buffer-stacks", str(bound))
@@ -286,7 +289,7 @@ def test_stalled_symbolizer_bounds_sensor_memory(tmp_path, start_sensor):
         st = sym.status()
         print(f"taken {st.session_samples_taken}, stored {st.samples_stored}, "
               f"dropped {st.session_samples_dropped}, lost in the ring {st.samples_lost}")
-        # The bound is below the entries of one flush, so it overflows (and a
+        # The bound is below the entries of any flush, so it overflows (and a
         # long stall fills gRPC's window, then the sensor's writes wait, the
         # ring buffer fills and BPF counts what it could not queue (lost);
         # either way the loss is counted, not silent).
