@@ -22,6 +22,7 @@ sonde_test_packages=(
   linux-perf binutils                      # perf and nm as reference tools
   libclang-rt-14-dev                       # libFuzzer + sanitizer runtimes (tests/fuzz/run)
   libc6-dbg                                # libc's debug files: symbolization accuracy test (llvm-symbolizer comes with llvm)
+  dwz                                      # DWZ multifiles (.gnu_debugaltlink) for the symbolization test
   golang-1.19                              # builds the Go test program (stripped: .gopclntab only)
   golang-1.21-go golang-1.22-go golang-1.23-go # newer Go (bookworm-backports): probe plans + e2e
   xz-utils curl gpgv debian-archive-keyring # the MiniDebugInfo test binary; fetching (and checking) Debian 13 python3.13

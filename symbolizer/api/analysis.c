@@ -504,12 +504,38 @@ cleanup:
 	return t;
 }
 
+/* The DWZ alternate file of the DWARF the index will read (the debug
+ * file's, else the file's own unless sparse), from a configured debug
+ * directory; NULL when there is none. Local, like the debug file. */
+static struct file_image *open_alt_file(struct service *svc, struct file_image *img,
+					struct file_image *dimg, bool sparse)
+{
+	struct file_image *src = dimg ? dimg : (sparse ? NULL : img);
+	struct file_image *aimg = NULL;
+	char *path;
+
+	if (!src || !svc->debug_dirs || !svc->debug_dirs[0])
+		return NULL;
+	path = elf_find_alt_file(svc->debug_dirs, (void *)file_image_data(src),
+				 file_image_size(src));
+	if (!path)
+		return NULL;
+	aimg = file_image_open(path);
+	if (!aimg)
+		log_debug("cannot open DWZ alternate file %s", path);
+	else
+		log_debug("DWZ alternate file %s", path);
+	free(path);
+	return aimg;
+}
+
 /* Builds and caches the source index: DWARF from the debug file when
  * there is one, else from the file itself (unless its debug sections were
  * not fetched: sparse). A failure is cached too; symbolization then falls
  * back to the symtab's names. */
 static void store_index(struct service *svc, const struct fileid *id, struct file_image *img,
-			struct file_image *dimg, bool sparse, const char *name)
+			struct file_image *dimg, struct file_image *aimg, bool sparse,
+			const char *name)
 {
 	struct line_index *ix = NULL;
 	const char *reason = NULL;
@@ -520,7 +546,9 @@ static void store_index(struct service *svc, const struct fileid *id, struct fil
 	 * libelf needs to decompress sections. */
 	r = line_index_build((void *)file_image_data(img), file_image_size(img),
 			     dimg ? (void *)file_image_data(dimg) : NULL,
-			     dimg ? file_image_size(dimg) : 0, sparse ? LINE_INDEX_SYMBOLS_ONLY : 0,
+			     dimg ? file_image_size(dimg) : 0,
+			     aimg ? (void *)file_image_data(aimg) : NULL,
+			     aimg ? file_image_size(aimg) : 0, sparse ? LINE_INDEX_SYMBOLS_ONLY : 0,
 			     &ix, &reason);
 	if (r < 0) {
 		log_warn("source index of %.100s: %s, ignoring", name,
@@ -667,7 +695,9 @@ static void job_end(struct service *svc, struct job *j, struct symtab *t, const 
 		interp_analyse(svc, &j->id, j->img, name);
 		/* The index is built on the worker thread (index_worker.c); it
 		 * takes both images. */
-		if (index_worker_submit(&j->id, j->img, dimg, j->lines_sparse, name) < 0)
+		if (index_worker_submit(&j->id, j->img, dimg,
+					open_alt_file(svc, j->img, dimg, j->lines_sparse),
+					j->lines_sparse, name) < 0)
 			log_warn("cannot queue the source index of %.100s, ignoring", name);
 		j->img = NULL;
 		log_info("analysed %.100s (%s): %zu symbols, %zu unwind rows%s%s, %llu bytes in %u reads, %u round trips, %lld ms",
@@ -937,7 +967,12 @@ int analysis_whole(struct service *svc, const struct fileid *id, struct file_ima
 			unwind_table_free(dut);
 		}
 	}
-	store_index(svc, id, img, dimg, false, name);
+	{
+		struct file_image *aimg = open_alt_file(svc, img, dimg, false);
+
+		store_index(svc, id, img, dimg, aimg, false, name);
+		file_image_free(aimg);
+	}
 	file_image_free(dimg);
 	log_info("analysed uploaded %.100s: %zu symbols, %zu unwind rows, %lld ms", name,
 		 symtab_count(t), ut ? unwind_table_count(ut) : 0,

@@ -30,7 +30,7 @@
 struct index_task {
 	struct index_task *next;
 	struct fileid id;
-	struct file_image *img, *dimg; /* taken */
+	struct file_image *img, *dimg, *aimg; /* taken */
 	bool sparse;
 	char name[128];
 	struct line_index *ix; /* result */
@@ -51,6 +51,7 @@ static void task_free(struct index_task *t)
 		return;
 	file_image_free(t->img);
 	file_image_free(t->dimg);
+	file_image_free(t->aimg);
 	line_index_free(t->ix);
 	free(t);
 }
@@ -78,6 +79,8 @@ static void *worker(void *arg)
 		t->err = line_index_build((void *)file_image_data(t->img), file_image_size(t->img),
 					  t->dimg ? (void *)file_image_data(t->dimg) : NULL,
 					  t->dimg ? file_image_size(t->dimg) : 0,
+					  t->aimg ? (void *)file_image_data(t->aimg) : NULL,
+					  t->aimg ? file_image_size(t->aimg) : 0,
 					  t->sparse ? LINE_INDEX_SYMBOLS_ONLY : 0, &t->ix, &t->reason);
 		pthread_mutex_lock(&mu);
 		running = NULL;
@@ -89,7 +92,7 @@ static void *worker(void *arg)
 }
 
 int index_worker_submit(const struct fileid *id, struct file_image *img, struct file_image *dimg,
-			bool sparse, const char *name)
+			struct file_image *aimg, bool sparse, const char *name)
 {
 	struct index_task *t = calloc(1, sizeof(*t));
 	int err = 0;
@@ -97,11 +100,13 @@ int index_worker_submit(const struct fileid *id, struct file_image *img, struct 
 	if (!t) {
 		file_image_free(img);
 		file_image_free(dimg);
+		file_image_free(aimg);
 		return -ENOMEM;
 	}
 	t->id = *id;
 	t->img = img;
 	t->dimg = dimg;
+	t->aimg = aimg;
 	t->sparse = sparse;
 	snprintf(t->name, sizeof(t->name), "%s", name);
 	pthread_mutex_lock(&mu);

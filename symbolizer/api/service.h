@@ -244,10 +244,11 @@ void spans_call(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 /* ---- pprof_call.c ---- */
 void pprof_call(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 /* ---- index_worker.c ---- */
-/* Queues the source index of id for the worker thread; takes img and
- * dimg (may be NULL) in any case. Returns 0 or a negative errno. */
+/* Queues the source index of id for the worker thread; takes img, dimg
+ * (the debug file) and aimg (its DWZ alternate file; both may be NULL) in
+ * any case. Returns 0 or a negative errno. */
 int index_worker_submit(const struct fileid *id, struct file_image *img, struct file_image *dimg,
-			bool sparse, const char *name);
+			struct file_image *aimg, bool sparse, const char *name);
 /* Whether the index of id is queued, being built or not collected yet. */
 bool index_worker_pending(const struct fileid *id);
 /* Whether a task is queued, running or waits to be collected. */

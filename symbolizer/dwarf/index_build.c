@@ -30,6 +30,7 @@
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 
 #include "debug_line.h"
 #include "demangle.h"
@@ -630,11 +631,34 @@ cleanup:
 	return err;
 }
 
-static int read_dwarf(struct builder *b, Elf *elf, bool *ret_any)
+/* The DWZ alternate file (alt_elf, may be NULL) for dw, when dw's
+ * .gnu_debugaltlink names it by build ID: then names, types and abstract
+ * origins that dwz moved out (DW_FORM_GNU_ref_alt, DW_FORM_GNU_strp_alt)
+ * resolve. Returns the alternate's Dwarf (owned) or NULL. */
+static Dwarf *set_alt(Dwarf *dw, Elf *alt_elf)
+{
+	const char *name;
+	const void *want, *have;
+	ssize_t want_len, have_len;
+	Dwarf *alt;
+
+	if (!alt_elf)
+		return NULL;
+	want_len = dwelf_dwarf_gnu_debugaltlink(dw, &name, &want);
+	have_len = dwelf_elf_gnu_build_id(alt_elf, &have);
+	if (want_len <= 0 || have_len != want_len || memcmp(want, have, (size_t)want_len) != 0)
+		return NULL;
+	alt = dwarf_begin_elf(alt_elf, DWARF_C_READ, NULL);
+	if (alt)
+		dwarf_setalt(dw, alt);
+	return alt;
+}
+
+static int read_dwarf(struct builder *b, Elf *elf, Elf *alt_elf, bool *ret_any)
 {
 	struct debug_line_sections secs = { 0 };
 	Elf_Data *d;
-	Dwarf *dw = NULL;
+	Dwarf *dw = NULL, *alt = NULL;
 	Dwarf_CU *cu = NULL, *next;
 	Dwarf_Half version;
 	uint8_t unit_type;
@@ -644,6 +668,7 @@ static int read_dwarf(struct builder *b, Elf *elf, bool *ret_any)
 	dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
 	if (!dw)
 		return 0;
+	alt = set_alt(dw, alt_elf);
 	if ((d = section_data(elf, ".debug_line"))) {
 		secs.line = d->d_buf;
 		secs.line_size = d->d_size;
@@ -683,6 +708,7 @@ static int read_dwarf(struct builder *b, Elf *elf, bool *ret_any)
 	}
 cleanup:
 	dwarf_end(dw);
+	dwarf_end(alt); /* after dw, which refers to it */
 	return err;
 }
 
@@ -947,11 +973,11 @@ static bool native_elf64(const uint8_t *p, size_t size)
 	       p[EI_DATA] == ELFDATA2LSB;
 }
 
-int line_index_build(void *file, size_t file_size, void *debug, size_t debug_size,
-		     unsigned flags, struct line_index **ret, const char **reason)
+int line_index_build(void *file, size_t file_size, void *debug, size_t debug_size, void *alt,
+		     size_t alt_size, unsigned flags, struct line_index **ret, const char **reason)
 {
 	struct builder b = { 0 };
-	Elf *elf = NULL, *delf = NULL;
+	Elf *elf = NULL, *delf = NULL, *aelf = NULL;
 	struct lix_row *rows = NULL;
 	struct lix_seg *segs = NULL;
 	size_t n_rows = 0, n_segs = 0;
@@ -981,16 +1007,23 @@ int line_index_build(void *file, size_t file_size, void *debug, size_t debug_siz
 			delf = NULL;
 		}
 	}
+	if (alt && native_elf64(alt, alt_size)) {
+		aelf = elf_memory(alt, alt_size);
+		if (aelf && elf_kind(aelf) != ELF_K_ELF) {
+			elf_end(aelf);
+			aelf = NULL;
+		}
+	}
 	err = read_symbols(&b, elf);
 	if (err < 0)
 		goto cleanup;
 	if (delf || !(flags & LINE_INDEX_SYMBOLS_ONLY)) {
-		err = read_dwarf(&b, delf ? delf : elf, &any_dwarf);
+		err = read_dwarf(&b, delf ? delf : elf, aelf, &any_dwarf);
 		if (err < 0)
 			goto cleanup;
 	}
 	if (!any_dwarf && delf && !(flags & LINE_INDEX_SYMBOLS_ONLY)) {
-		err = read_dwarf(&b, elf, &any_dwarf);
+		err = read_dwarf(&b, elf, aelf, &any_dwarf);
 		if (err < 0)
 			goto cleanup;
 	}
@@ -1032,6 +1065,7 @@ cleanup:
 	free(rows);
 	free(segs);
 	builder_done(&b);
+	elf_end(aelf);
 	elf_end(delf);
 	elf_end(elf);
 	return err;

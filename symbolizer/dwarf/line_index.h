@@ -65,10 +65,12 @@ void line_index_free(struct line_index *ix);
  * both buffers must be private and writable, e.g. a MAP_PRIVATE mapping). Symbol names come from file's .symtab (else .dynsym); source
  * information from debug (a separate debug file, may be NULL) or else from
  * file itself (DWARF, or .gopclntab for Go), unless flags has
- * LINE_INDEX_SYMBOLS_ONLY (file is a sparse image without them). A file with neither gets an
+ * LINE_INDEX_SYMBOLS_ONLY (file is a sparse image without them); alt (may be NULL) is
+ * the DWZ alternate file that the DWARF's .gnu_debugaltlink names, used only
+ * when its build ID matches the link. A file with neither gets an
  * index of symbol names only. Returns 0 and *ret (owned), -EBADMSG (not
  * ELF; *reason says why), -E2BIG over a cap, or -ENOMEM. Malformed
  * DWARF units are skipped, never trusted. */
 #define LINE_INDEX_SYMBOLS_ONLY 1u /* file's debug sections are not there */
-int line_index_build(void *file, size_t file_size, void *debug, size_t debug_size,
-		     unsigned flags, struct line_index **ret, const char **reason);
+int line_index_build(void *file, size_t file_size, void *debug, size_t debug_size, void *alt,
+		     size_t alt_size, unsigned flags, struct line_index **ret, const char **reason);

@@ -10,6 +10,13 @@
  *                                 if the CRC-32 of the whole file matches.
  * The debuglink name comes from the analysed (untrusted) file, so it must
  * be a plain file name: no '/', no "..", so the path stays under DIR.
+ *
+ * Also the DWZ "alternate" file that a debug file's .gnu_debugaltlink
+ * names (dwz -m moves what several debug files share into one; Debian's
+ * -dbgsym packages use it): by its build ID as above, then by the name
+ * the link holds when that is an absolute path inside a configured
+ * directory (Debian: /usr/lib/debug/.dwz/<triplet>/<package>.debug). The
+ * reader of the DWARF checks the file's build ID against the link's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +26,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <gelf.h>
+#include <libelf.h>
 #include <zlib.h>
 
 #include "elf_analysis.h"
@@ -142,4 +151,76 @@ char *elf_find_debug_file(const char *const *dirs, const uint8_t *build_id, size
 		}
 	}
 	return NULL;
+}
+
+/* Whether the untrusted name is an absolute path inside dir: dir + '/' +
+ * a rest with no "." or ".." component and no empty one. */
+static bool alt_name_inside(const char *name, const char *dir)
+{
+	size_t n = strlen(dir);
+	const char *p;
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	if (name[0] != '/' || strncmp(name, dir, n) != 0 || name[n] != '/')
+		return false;
+	for (p = name + n; *p; ) {
+		const char *seg = p + 1, *end = strchr(seg, '/');
+		size_t len = end ? (size_t)(end - seg) : strlen(seg);
+
+		if (len == 0 || (len == 1 && seg[0] == '.') || (len == 2 && !strncmp(seg, "..", 2)))
+			return false;
+		p = seg + len;
+	}
+	return true;
+}
+
+char *elf_find_alt_file(const char *const *dirs, void *data, size_t size)
+{
+	Elf *e = NULL;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	char *path = NULL;
+
+	if (!dirs || !data)
+		return NULL;
+	elf_version(EV_CURRENT);
+	e = elf_memory(data, size);
+	if (!e || elf_kind(e) != ELF_K_ELF || elf_getshdrstrndx(e, &shstrndx) != 0)
+		goto cleanup;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *sname;
+		Elf_Data *d;
+		const char *name;
+		size_t name_len;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+		    !(sname = elf_strptr(e, shstrndx, sh.sh_name)) ||
+		    strcmp(sname, ".gnu_debugaltlink") != 0)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf || d->d_size < 2)
+			break;
+		/* A NUL-terminated name, then the build ID to its end. */
+		name = d->d_buf;
+		name_len = strnlen(name, d->d_size);
+		if (name_len == d->d_size)
+			break;
+		path = elf_find_debug_file(dirs, (const uint8_t *)name + name_len + 1,
+					   d->d_size - name_len - 1, NULL, 0);
+		if (path || name_len > 4096)
+			break;
+		for (size_t i = 0; dirs[i]; i++) {
+			if (dirs[i][0] && alt_name_inside(name, dirs[i]) && is_regular_file(name)) {
+				path = strdup(name);
+				break;
+			}
+		}
+		break;
+	}
+cleanup:
+	if (e)
+		elf_end(e);
+	return path;
 }

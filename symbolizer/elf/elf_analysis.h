@@ -105,3 +105,10 @@ struct symtab *symtab_merge_debug(const struct symtab *base, const struct symtab
  * path or NULL. dirs is a NULL-terminated list. */
 char *elf_find_debug_file(const char *const *dirs, const uint8_t *build_id, size_t build_id_len,
 			  const char *debuglink, uint32_t debuglink_crc);
+
+/* The DWZ alternate file named by the .gnu_debugaltlink of the ELF image
+ * at data (size bytes; read, not changed): by its build ID under dirs,
+ * else by the link's absolute name when inside one of dirs (debug.c).
+ * Returns a malloc'd path, or NULL (no link, or no such file). The caller
+ * checks the file's build ID against the link before using it. */
+char *elf_find_alt_file(const char *const *dirs, void *data, size_t size);

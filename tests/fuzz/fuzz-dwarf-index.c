@@ -3,7 +3,8 @@
  * the symbol table, the sweep that flattens scopes; then lookups, and the
  * blob's round trip. The input is also read as a line program on its own
  * (debug_line_read at offset 0) and as a cache blob
- * (line_index_deserialize), since both are outside input too.
+ * (line_index_deserialize), since both are outside input too, and its
+ * .gnu_debugaltlink is parsed (elf_find_alt_file).
  *
  * Build with libFuzzer:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -DSONDE_LIBFUZZER \
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "debug_line.h"
+#include "elf_analysis.h"
 #include "line_index.h"
 
 #define FUZZ_MAX_INPUT (4u << 20)
@@ -84,7 +86,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!buf)
 		return 0;
 	memcpy(buf, data, size);
-	r = line_index_build(buf, size, NULL, 0, 0, &ix, &reason);
+	/* Its .gnu_debugaltlink (a directory that does not exist: the parse
+	 * runs, no file is found). */
+	{
+		static const char *const dirs[] = { "/nonexistent-sonde-fuzz", NULL };
+
+		free(elf_find_alt_file(dirs, buf, size));
+	}
+	r = line_index_build(buf, size, NULL, 0, NULL, 0, 0, &ix, &reason);
 	if (r == 0) {
 		exercise(ix, size);
 		line_index_free(ix);

@@ -78,7 +78,7 @@ static struct line_index *index_of_self(void)
 	size_t size;
 	void *buf = read_self(&size);
 
-	assert_int_equal(line_index_build(buf, size, NULL, 0, 0, &ix, &reason), 0);
+	assert_int_equal(line_index_build(buf, size, NULL, 0, NULL, 0, 0, &ix, &reason), 0);
 	free(buf);
 	assert_true(line_index_has_lines(ix));
 	return ix;
@@ -152,7 +152,7 @@ static void test_not_elf(void **state)
 	const char *reason = NULL;
 
 	(void)state;
-	assert_int_equal(line_index_build(junk, sizeof(junk), NULL, 0, 0, &ix, &reason), -EBADMSG);
+	assert_int_equal(line_index_build(junk, sizeof(junk), NULL, 0, NULL, 0, 0, &ix, &reason), -EBADMSG);
 	assert_non_null(reason);
 	assert_null(ix);
 }
