@@ -17,7 +17,7 @@
 
 /* Bump when the builder would produce a different index from the same
  * file: cached blobs of another version are dropped and rebuilt. */
-#define LINE_INDEX_VERSION 2 /* 2: LLVM-style demangling, first unit wins */
+#define LINE_INDEX_VERSION 3 /* 2: LLVM-style demangling, first unit wins; 3: DWZ alternates */
 #define LINE_INDEX_MAX_FRAMES 64 /* inline depth reported per address */
 
 struct line_index;
