@@ -184,6 +184,12 @@ char *elf_find_alt_file(const char *const *dirs, void *data, size_t size)
 
 	if (!dirs || !data)
 		return NULL;
+	/* libelf converts other byte orders in place: native files only, the
+	 * image is read again by the index builder. */
+	if (size < EI_NIDENT || memcmp(data, ELFMAG, SELFMAG) != 0 ||
+	    ((const uint8_t *)data)[EI_CLASS] != ELFCLASS64 ||
+	    ((const uint8_t *)data)[EI_DATA] != ELFDATA2LSB)
+		return NULL;
 	elf_version(EV_CURRENT);
 	e = elf_memory(data, size);
 	if (!e || elf_kind(e) != ELF_K_ELF || elf_getshdrstrndx(e, &shstrndx) != 0)
