@@ -169,11 +169,23 @@ static const char schema_v9[] =
 	" runtime_offset INTEGER NOT NULL DEFAULT 0"
 	") WITHOUT ROWID;";
 
+/* Source indexes of format 3 (DWZ alternate files read): an index of an
+ * older format does not load, and nothing would build it again for a file
+ * whose analysis is cached, so forget every analysis once: each file is
+ * analysed again, as in a new cache, when a sensor or client next has it. */
+static const char schema_v10[] =
+	"DELETE FROM lines;"
+	"DELETE FROM unwind;"
+	"DELETE FROM probe_plans;"
+	"DELETE FROM interp;"
+	"DELETE FROM files;";
+
 /* Migrations from version i to i + 1 go here as they appear; index 0
  * creates the schema in an empty database. */
 static const char *const migrations[CACHE_SCHEMA_VERSION] = { schema_v1, schema_v2, schema_v3,
 									 schema_v4, schema_v5, schema_v6,
-									 schema_v7, schema_v8, schema_v9 };
+									 schema_v7, schema_v8, schema_v9,
+									 schema_v10 };
 
 static int sqlite_to_errno(int rc)
 {
