@@ -27,6 +27,8 @@ import sys
 import tempfile
 import time
 
+from unwind_overhead import proc_cpu_s  # schedstat ns, not 10 ms ticks
+
 SRC = pathlib.Path(__file__).resolve().parents[2]
 GO = "/usr/lib/go-1.19/bin/go"
 
@@ -95,10 +97,6 @@ def main():
                                   str(args.seconds)], capture_output=True, text=True, check=True).stdout
             return float(out.strip())
 
-        def cpu_s(pid):
-            f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-            return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
-
         def bpf_ns():
             progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True,
                                               text=True, check=True).stdout)
@@ -115,13 +113,13 @@ def main():
                 sensor = start_sensor(mode == "probes") if mode != "none" else None
                 for p in paths:
                     if mode == "probes" and p == "/ok":
-                        b0, s0, y0 = bpf_ns(), cpu_s(sensor.pid), cpu_s(sym.pid)
+                        b0, s0, y0 = bpf_ns(), proc_cpu_s(sensor.pid), proc_cpu_s(sym.pid)
                     res[(mode, p)].append(load(p))
                     if mode == "probes" and p == "/ok":
                         n = res[(mode, p)][-1] * args.seconds
                         cost["bpf"].append((bpf_ns() - b0) / 1e3 / n)
-                        cost["sensor"].append((cpu_s(sensor.pid) - s0) * 1e6 / n)
-                        cost["symbolizer"].append((cpu_s(sym.pid) - y0) * 1e6 / n)
+                        cost["sensor"].append((proc_cpu_s(sensor.pid) - s0) * 1e6 / n)
+                        cost["symbolizer"].append((proc_cpu_s(sym.pid) - y0) * 1e6 / n)
                 if sensor:
                     sensor.terminate()
                     sensor.wait(30)

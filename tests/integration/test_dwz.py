@@ -18,13 +18,10 @@ import subprocess
 import pytest
 
 from conftest import SONDE, SRC, Symbolizer, make_tmp
+from test_symbolize import nm_functions
+from test_symbolize_accuracy import build_id
 
 N_ADDRS = 300
-
-
-def build_id(path):
-    out = subprocess.run(["readelf", "-n", str(path)], capture_output=True, text=True, check=True).stdout
-    return next(l.split()[-1] for l in out.splitlines() if "Build ID:" in l)
 
 
 def by_build_id(debug_dir, debug_file, bid):
@@ -34,13 +31,10 @@ def by_build_id(debug_dir, debug_file, bid):
 
 
 def addresses(path, n, seed):
-    """n addresses inside the defined functions of path (nm, with sizes)."""
-    out = subprocess.run(["nm", "-S", "--defined-only", str(path)], capture_output=True, text=True,
-                         check=True).stdout
-    funcs = [(int(f[0], 16), int(f[1], 16)) for f in (l.split() for l in out.splitlines())
-             if len(f) == 4 and f[2] in "Tt" and int(f[1], 16) > 0]
+    """n addresses inside the defined functions of path."""
+    funcs = nm_functions(str(path), False)
     rnd = random.Random(seed)
-    return [start + rnd.randrange(size) for start, size in (rnd.choice(funcs) for _ in range(n))]
+    return [start + rnd.randrange(size) for start, size, _ in (rnd.choice(funcs) for _ in range(n))]
 
 
 def symbolize(tmp, debug_dir, path, addrs):
