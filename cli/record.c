@@ -461,6 +461,10 @@ int cmd_record(int argc, char **argv)
 		argv_sen[n++] = address;
 		argv_sen[n++] = "--frequency";
 		argv_sen[n++] = freq;
+		/* The progress line counts what arrived: every second, not
+		 * at the sensor's default 5 s. */
+		argv_sen[n++] = "--flush-ms";
+		argv_sen[n++] = "1000";
 		if (env.cmd || env.pid) {
 			snprintf(pidbuf, sizeof(pidbuf), "%d", env.cmd ? (int)child : (int)env.pid);
 			argv_sen[n++] = "--pid";

@@ -64,8 +64,10 @@
  * can arrive between two turns of the loop without waiting. */
 #define REQUESTS_PER_METHOD 4
 /* The loop wakes at least this often, so a timer added after start is
- * noticed (the C API has no way to wake a NEXT queue from outside). */
-#define LOOP_MAX_SLEEP_MS 1000
+ * noticed (the C API has no way to wake a NEXT queue from outside). Not
+ * more often: an idle symbolizer's timer sleeps 5 s, and each wakeup
+ * costs hundreds of microseconds of CPU on a VM. */
+#define LOOP_MAX_SLEEP_MS 5000
 /* After the server's end of stream, how long a reader waits for the
  * status that says whether the end was clean. The status follows the
  * trailers at once; this only bounds a misbehaving peer. */

@@ -150,7 +150,7 @@ int rpc_server_listen(struct rpc_server *s, const char *addr, int *ret_port);
 int rpc_server_start(struct rpc_server *s);
 /* Periodic callback on the loop thread, every interval_ms, until stop.
  * Before or after start (a timer added after start may first fire up to
- * a second late: the loop is woken only by its own deadline). Returns 0 or
+ * 5 s late: the loop is woken only by its own deadline). Returns 0 or
  * a negative errno. */
 int rpc_server_add_timer(struct rpc_server *s, int interval_ms,
 			 void (*fn)(void *ctx), void *ctx);

@@ -602,6 +602,11 @@ int goprobes_consume(struct goprobes *gp)
 	return ring_buffer__consume(gp->ring);
 }
 
+bool goprobes_half_full(const struct goprobes *gp)
+{
+	return gp && (gp->n_pending >= MAX_PENDING / 2 || gp->buf_used >= (size_t)MAX_PENDING * 256);
+}
+
 /* Ring-full drops BPF counted since the last call. */
 static uint64_t bpf_lost_delta(struct goprobes *gp)
 {

@@ -42,6 +42,9 @@ int goprobes_fd(struct goprobes *gp);
 /* Drains `go_events` into the pending batch. Returns the records read or a
  * negative errno. */
 int goprobes_consume(struct goprobes *gp);
+/* True when half the pending batch is used: flush before the timer, or
+ * records would be lost between two flushes of a busy service. */
+bool goprobes_half_full(const struct goprobes *gp);
 /* Sends the pending records as ProbeEvents (several messages if they do
  * not fit max_bytes). mono_to_real_ns: CLOCK_REALTIME - CLOCK_MONOTONIC.
  * Returns 0 or a negative errno (the batch is then dropped and counted

@@ -104,7 +104,11 @@ static struct env {
 } env = {
 	.frequency = 19,
 	.buffer_stacks = 65536,
-	.flush_ms = 1000,
+	/* Every 5 s, as other continuous profilers report: each flush wakes
+	 * both services and gRPC's threads (hundreds of microseconds of CPU
+	 * on a VM), and nobody reads a profile within seconds of a sample.
+	 * Short-lived processes are drained sooner anyway (EVENTS_DRAIN_MS). */
+	.flush_ms = 5000,
 	.ringbuf_mb = 0,
 	.unwind_rows = 2097152,
 };
@@ -160,7 +164,7 @@ static const char usage[] =
 	"  --cgroup PATH         profile only this cgroup v2 (and below)\n"
 	"  --duration S          stop after S seconds (default 0: until SIGINT/SIGTERM)\n"
 	"  --buffer-stacks N     bound on buffered (stack, pid, tid) entries (default 65536)\n"
-	"  --flush-ms MS         flush interval (default 1000)\n"
+	"  --flush-ms MS         how often stacks, spans and counters are sent (default 5000)\n"
 	"  --ringbuf-mb MB       BPF ring buffer size, a power of two (default: a second\n"
 	"                        of samples of every CPU, 256 KiB to 64 MiB)\n"
 	"  --unwind-rows N       unwind table rows in BPF, 12 bytes each (default 2097152;\n"
@@ -908,6 +912,18 @@ static int sensor_flush(struct sample_bpf *skel, uint64_t *ret_gen)
 	return 0;
 }
 
+/* Buffers that fill up between two flushes (a burst of new stacks, a busy
+ * Go service, many new Python code objects) are sent at half, before the
+ * timer: full, they would drop. */
+static bool buffers_half_full(void)
+{
+	struct stacks_stats ss;
+
+	stacks_get_stats(S.stacks, &ss);
+	return ss.counts >= env.buffer_stacks / 2 || goprobes_half_full(S.goprobes) ||
+	       n_cpython_records >= CPYTHON_RECORDS_MAX / 2;
+}
+
 /* New processes go out at once, not at the next flush: the symbolizer
  * sends their unwind tables when it sees them, and a process that lives
  * 200 ms needs them before it is gone. A new connection gets everything
@@ -1322,15 +1338,18 @@ int main(int argc, char **argv)
 				break;
 			}
 		}
+		bool due = false;
+
 		if (pfd[2].revents) {
 			uint64_t ticks;
 
-			if (read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks)) {
-				int r = sensor_flush(skel, NULL);
+			due = read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks);
+		}
+		if (due || buffers_half_full()) {
+			int r = sensor_flush(skel, NULL);
 
-				if (r < 0 && r != -ENOTCONN)
-					log_debug("flush failed: %d, retrying later", r);
-			}
+			if (r < 0 && r != -ENOTCONN)
+				log_debug("flush failed: %d, retrying later", r);
 		}
 	}
 

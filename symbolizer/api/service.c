@@ -109,7 +109,21 @@ struct service *service_new(const struct service_opts *opts)
  * every TICK_IDLE_MS: each wakeup costs tens of microseconds on a VM, and
  * a steady sensor stream needs none. */
 #define TICK_BUSY_MS 200
-#define TICK_IDLE_MS 1000
+#define TICK_IDLE_MS 5000
+
+/* The next idle tick: at TICK_IDLE_MS, or sooner where the OTLP window or
+ * the profile store's next write is due. */
+static int idle_delay_ms(struct service *svc, int64_t now)
+{
+	int64_t ms = TICK_IDLE_MS, due = otlp_exporter_due_ms(svc->otlp, now);
+
+	if (due < ms)
+		ms = due;
+	due = svc->last_flush_ms + PROFILE_FLUSH_MS - now;
+	if (due < ms)
+		ms = due;
+	return ms < 1 ? 1 : (int)ms;
+}
 
 static bool service_busy(struct service *svc)
 {
@@ -168,8 +182,8 @@ static void tick(void *ctx)
 			log_warn_errno(r, "expiring old profiles failed, ignoring");
 		forget_exited(svc, now);
 	}
-	rpc_server_timer_delay(svc->server, tick, service_busy(svc) ? TICK_BUSY_MS : TICK_IDLE_MS,
-			       false);
+	rpc_server_timer_delay(svc->server, tick,
+			       service_busy(svc) ? TICK_BUSY_MS : idle_delay_ms(svc, now), false);
 }
 
 void service_poke(struct service *svc)

@@ -582,6 +582,16 @@ void otlp_exporter_tick(struct otlp_exporter *x, int64_t now_ms)
 	}
 }
 
+int64_t otlp_exporter_due_ms(const struct otlp_exporter *x, int64_t now_ms)
+{
+	int64_t left;
+
+	if (!x)
+		return INT64_MAX;
+	left = x->window_start_ms + (int64_t)x->o.interval_ms - now_ms;
+	return left > 0 ? left : 0;
+}
+
 void otlp_exporter_counters(struct otlp_exporter *x, struct otlp_counters *ret)
 {
 	memset(ret, 0, sizeof(*ret));

@@ -57,6 +57,9 @@ void otlp_exporter_add_span(struct otlp_exporter *x, const struct trace_span *sp
 /* From the service timer: once the interval is over, builds and queues
  * the window's request(s). now_ms is monotonic. */
 void otlp_exporter_tick(struct otlp_exporter *x, int64_t now_ms);
+/* Milliseconds from now_ms until the current window is over (0 if it is);
+ * INT64_MAX for x == NULL. */
+int64_t otlp_exporter_due_ms(const struct otlp_exporter *x, int64_t now_ms);
 /* Counters, consistent with each other. */
 void otlp_exporter_counters(struct otlp_exporter *x, struct otlp_counters *ret);
 /* Queues what is held, gives the sender up to drain_ms to deliver the

@@ -101,6 +101,9 @@ class Sensor:
     def __init__(self, tmp, address, args=()):
         self.log_path = pathlib.Path(tmp) / f"sensor.{time.monotonic_ns()}.log"
         self.log = open(self.log_path, "w")
+        # Tests wait for what a flush sends: a second, not the default 5 s.
+        if "--flush-ms" not in args:
+            args = ["--flush-ms", "1000", *args]
         self.proc = subprocess.Popen([str(SENSOR), "--symbolizer", address, *args],
                                      stdout=self.log, stderr=subprocess.STDOUT)
 
