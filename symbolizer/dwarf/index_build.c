@@ -34,6 +34,7 @@
 
 #include "debug_line.h"
 #include "demangle.h"
+#include "elf_section.h"
 #include "line_index.h"
 #include "line_index_format.h"
 #include "pclntab.h"
@@ -367,25 +368,14 @@ cleanup:
 
 static Elf_Data *section_data(Elf *elf, const char *want)
 {
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
+	Elf_Scn *scn = elf_section_by_name(elf, want, &sh);
 
-	if (elf_getshdrstrndx(elf, &shstrndx) < 0)
+	if (!scn || sh.sh_type == SHT_NOBITS)
 		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *name;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
-			continue;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (!name || strcmp(name, want) != 0)
-			continue;
-		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
-			return NULL;
-		return elf_getdata(scn, NULL);
-	}
-	return NULL;
+	if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
+		return NULL;
+	return elf_getdata(scn, NULL);
 }
 
 /* Adds the rows of one unit's program, as sequences, and maps its file
@@ -801,8 +791,6 @@ static int read_pclntab(struct builder *b, Elf *elf)
 {
 	Elf_Data *tab = section_data(elf, ".gopclntab");
 	uint64_t text = 0;
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
 	struct go_state g = { .b = b };
 	struct pclntab_sink sink = { .func = go_func, .row = go_row, .end = go_end, .ctx = &g };
@@ -810,19 +798,8 @@ static int read_pclntab(struct builder *b, Elf *elf)
 
 	if (!tab || !tab->d_buf)
 		return 0;
-	if (elf_getshdrstrndx(elf, &shstrndx) == 0) {
-		while ((scn = elf_nextscn(elf, scn))) {
-			const char *name;
-
-			if (!gelf_getshdr(scn, &sh))
-				continue;
-			name = elf_strptr(elf, shstrndx, sh.sh_name);
-			if (name && strcmp(name, ".text") == 0) {
-				text = sh.sh_addr;
-				break;
-			}
-		}
-	}
+	if (elf_section_by_name(elf, ".text", &sh))
+		text = sh.sh_addr;
 	r = pclntab_read(tab->d_buf, tab->d_size, text, &sink);
 	if (r == -ENOMEM)
 		return r;

@@ -31,6 +31,7 @@
 #include <zlib.h>
 
 #include "elf_analysis.h"
+#include "elf_section.h"
 #include "symtab_build.h"
 
 /* Whether path names a regular file we can open. */
@@ -178,8 +179,11 @@ static bool alt_name_inside(const char *name, const char *dir)
 char *elf_find_alt_file(const char *const *dirs, void *data, size_t size)
 {
 	Elf *e = NULL;
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+	Elf_Data *d;
+	const char *name;
+	size_t name_len;
 	char *path = NULL;
 
 	if (!dirs || !data)
@@ -192,38 +196,28 @@ char *elf_find_alt_file(const char *const *dirs, void *data, size_t size)
 		return NULL;
 	elf_version(EV_CURRENT);
 	e = elf_memory(data, size);
-	if (!e || elf_kind(e) != ELF_K_ELF || elf_getshdrstrndx(e, &shstrndx) != 0)
+	if (!e || elf_kind(e) != ELF_K_ELF)
 		goto cleanup;
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		const char *sname;
-		Elf_Data *d;
-		const char *name;
-		size_t name_len;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
-		    !(sname = elf_strptr(e, shstrndx, sh.sh_name)) ||
-		    strcmp(sname, ".gnu_debugaltlink") != 0)
-			continue;
-		d = elf_getdata(scn, NULL);
-		if (!d || !d->d_buf || d->d_size < 2)
+	scn = elf_section_by_name(e, ".gnu_debugaltlink", &sh);
+	if (!scn || sh.sh_type == SHT_NOBITS)
+		goto cleanup;
+	d = elf_getdata(scn, NULL);
+	if (!d || !d->d_buf || d->d_size < 2)
+		goto cleanup;
+	/* A NUL-terminated name, then the build ID to its end. */
+	name = d->d_buf;
+	name_len = strnlen(name, d->d_size);
+	if (name_len == d->d_size)
+		goto cleanup;
+	path = elf_find_debug_file(dirs, (const uint8_t *)name + name_len + 1,
+				   d->d_size - name_len - 1, NULL, 0);
+	if (path || name_len > 4096)
+		goto cleanup;
+	for (size_t i = 0; dirs[i]; i++) {
+		if (dirs[i][0] && alt_name_inside(name, dirs[i]) && is_regular_file(name)) {
+			path = strdup(name);
 			break;
-		/* A NUL-terminated name, then the build ID to its end. */
-		name = d->d_buf;
-		name_len = strnlen(name, d->d_size);
-		if (name_len == d->d_size)
-			break;
-		path = elf_find_debug_file(dirs, (const uint8_t *)name + name_len + 1,
-					   d->d_size - name_len - 1, NULL, 0);
-		if (path || name_len > 4096)
-			break;
-		for (size_t i = 0; dirs[i]; i++) {
-			if (dirs[i][0] && alt_name_inside(name, dirs[i]) && is_regular_file(name)) {
-				path = strdup(name);
-				break;
-			}
 		}
-		break;
 	}
 cleanup:
 	if (e)

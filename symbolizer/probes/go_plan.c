@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "elf_section.h"
 #include "go_plan.h"
 #include "pclntab.h"
 
@@ -98,22 +99,6 @@ struct func {
 	const char *name;
 	uint64_t lo, hi; /* [lo, hi) vaddr; 0: not found */
 };
-
-static Elf_Scn *section(Elf *e, size_t shstrndx, const char *name, GElf_Shdr *sh)
-{
-	Elf_Scn *scn = NULL;
-
-	while ((scn = elf_nextscn(e, scn))) {
-		const char *n;
-
-		if (!gelf_getshdr(scn, sh))
-			continue;
-		n = elf_strptr(e, shstrndx, sh->sh_name);
-		if (n && !strcmp(n, name))
-			return scn;
-	}
-	return NULL;
-}
 
 /* The bytes of a section inside the file, or NULL (none, or outside). */
 static const uint8_t *section_bytes(const uint8_t *data, size_t size, const GElf_Shdr *sh)
@@ -423,7 +408,7 @@ int go_plan_build(uint8_t *data, size_t size, struct go_plan *out)
 		r = -EBADMSG;
 		goto cleanup;
 	}
-	scn = section(e, shstrndx, ".go.buildinfo", &sh);
+	scn = elf_section_by_name(e, ".go.buildinfo", &sh);
 	bi = scn ? section_bytes(data, size, &sh) : NULL;
 	if (!bi) {
 		r = -ENOENT;
@@ -443,8 +428,8 @@ int go_plan_build(uint8_t *data, size_t size, struct go_plan *out)
 	funcs_from_symtab(e, fn, 2);
 	if (!fn[0].lo || !fn[1].lo) {
 		GElf_Shdr th;
-		Elf_Scn *pscn = section(e, shstrndx, ".gopclntab", &sh);
-		Elf_Scn *tscn = section(e, shstrndx, ".text", &th);
+		Elf_Scn *pscn = elf_section_by_name(e, ".gopclntab", &sh);
+		Elf_Scn *tscn = elf_section_by_name(e, ".text", &th);
 		const uint8_t *pcln = pscn ? section_bytes(data, size, &sh) : NULL;
 		struct pcln_ctx c = { fn, 2 };
 		struct pclntab_sink sink = { pcln_func, pcln_row, pcln_end, &c };
