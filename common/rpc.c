@@ -1071,14 +1071,14 @@ struct rpc_server *rpc_server_new(const struct rpc_method *methods, size_t n_met
 	arg[0].value.integer = (int)max_msg;
 	/* No bandwidth-delay probes: each is a PING and a wakeup on both
 	 * sides per burst of data, for window tuning a sensor stream does not
-	 * need (it sends a batch a second). */
+	 * need (it sends a batch every few seconds). */
 	arg[1].type = GRPC_ARG_INTEGER;
 	arg[1].key = GRPC_ARG_HTTP2_BDP_PROBE;
 	arg[1].value.integer = 0;
 	/* No keepalive timer (the server default is a ping every 2 h): gRPC
 	 * re-arms it on every read, and any pending timer makes its timer
 	 * thread wake about once a second; a dead sensor shows as a closed
-	 * or reset connection, and sensors send every second. */
+	 * or reset connection, and sensors send every few seconds. */
 	arg[2].type = GRPC_ARG_INTEGER;
 	arg[2].key = GRPC_ARG_KEEPALIVE_TIME_MS;
 	arg[2].value.integer = INT_MAX;

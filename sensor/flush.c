@@ -268,7 +268,7 @@ static int add_count(const struct stack_count *c, void *ctx)
 	return 0;
 }
 
-/* Kept between flushes: at ~400 KiB a fresh one each second came from mmap
+/* Kept between flushes: at ~400 KiB a fresh one each flush came from mmap
  * (the sensor's malloc threshold is 128 KiB) and cost page faults and an
  * munmap every flush, a tenth of the sensor's CPU. */
 static struct batch *batch_kept;
