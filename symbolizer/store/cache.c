@@ -7,6 +7,7 @@
  *          analysed_at INT, n_rows INT, tbl BLOB)     -- since version 2
  *   lines(file_id BLOB PK, status INT, error TEXT, analysed_at INT,
  *         idx BLOB)                                    -- since version 3
+ *   meta(key TEXT PK, value INT): 'line_index_version' -- since version 11
  * A version 1 cache gets the unwind table added; its files then have a
  * symtab but no unwind row, which the service treats as "analyse again".
  *   stacks(id INTEGER PK, text TEXT UNIQUE)           -- profile.c
@@ -180,12 +181,23 @@ static const char schema_v10[] =
 	"DELETE FROM interp;"
 	"DELETE FROM files;";
 
+/* The source index format the cached indexes were built with: a
+ * different LINE_INDEX_VERSION forgets every analysis at open
+ * (forget_other_index_formats), without a schema step of its own. Every
+ * index was of format 3 after step 10. */
+static const char schema_v11[] =
+	"CREATE TABLE IF NOT EXISTS meta ("
+	" key TEXT PRIMARY KEY NOT NULL,"
+	" value INTEGER NOT NULL"
+	") WITHOUT ROWID;"
+	"INSERT OR IGNORE INTO meta (key, value) VALUES ('line_index_version', 3);";
+
 /* Migrations from version i to i + 1 go here as they appear; index 0
  * creates the schema in an empty database. */
 static const char *const migrations[CACHE_SCHEMA_VERSION] = { schema_v1, schema_v2, schema_v3,
 									 schema_v4, schema_v5, schema_v6,
 									 schema_v7, schema_v8, schema_v9,
-									 schema_v10 };
+									 schema_v10, schema_v11 };
 
 static int sqlite_to_errno(int rc)
 {
@@ -228,6 +240,41 @@ static int exec_int(sqlite3 *db, const char *sql, int64_t *ret)
 	}
 	sqlite3_finalize(st);
 	return sqlite_to_errno(rc);
+}
+
+/* Source indexes of another LINE_INDEX_VERSION do not load, and nothing
+ * would build one again for a file whose analysis is cached. When the
+ * cache's indexes are of another format than ours, forget every analysis
+ * once (one transaction) and record ours: each file is analysed again, as
+ * in a new cache, when a sensor or client next has it. */
+static int forget_other_index_formats(sqlite3 *db)
+{
+	int64_t have = -1;
+	char sql[512], *errmsg = NULL;
+	int rc, r;
+
+	r = exec_int(db, "SELECT value FROM meta WHERE key = 'line_index_version'", &have);
+	if (r < 0 || have == LINE_INDEX_VERSION)
+		return r;
+	snprintf(sql, sizeof(sql),
+		 "BEGIN IMMEDIATE;"
+		 "DELETE FROM lines; DELETE FROM unwind; DELETE FROM probe_plans;"
+		 "DELETE FROM interp; DELETE FROM files;"
+		 "INSERT OR REPLACE INTO meta (key, value) VALUES ('line_index_version', %d);"
+		 "COMMIT;",
+		 LINE_INDEX_VERSION);
+	rc = sqlite3_exec(db, sql, NULL, NULL, &errmsg);
+	if (rc != SQLITE_OK) {
+		log_debug("forgetting analyses of index format %lld failed: %s", (long long)have,
+			  errmsg ? errmsg : "?");
+		sqlite3_free(errmsg);
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		r = sqlite_to_errno(rc);
+		return r ? r : -EIO;
+	}
+	log_info("cached source indexes are of format %lld, this symbolizer builds %d: "
+		 "every file will be analysed again", (long long)have, LINE_INDEX_VERSION);
+	return 0;
 }
 
 /* Opens path and brings it to our schema. -EBADMSG: not a database or
@@ -310,6 +357,9 @@ static int db_open_once(const char *path, sqlite3 **ret_db)
 			goto cleanup;
 		}
 	}
+	r = forget_other_index_formats(db);
+	if (r < 0)
+		goto cleanup;
 	r = exec_int(db, "PRAGMA synchronous=NORMAL", NULL);
 	if (r < 0)
 		goto cleanup;

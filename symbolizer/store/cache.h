@@ -29,7 +29,7 @@
  * 7: probe plans of Go executables (table probe_plans).
  * 8: unwind tables and plans forgotten once (analysed and planned again).
  * 9: the interpreter Loader's Data (table interp). */
-#define CACHE_SCHEMA_VERSION 10
+#define CACHE_SCHEMA_VERSION 11
 
 struct cache;
 

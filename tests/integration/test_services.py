@@ -11,7 +11,7 @@ import time
 import grpc
 import pytest
 
-from conftest import (SONDE, SYMBOLIZER, WORKLOAD, Sensor, Symbolizer, make_tmp, parse_folded,
+from conftest import (SONDE, SYMBOLIZER, WORK_LIB, WORKLOAD, Sensor, Symbolizer, make_tmp, parse_folded,
                       symbols_pb2, wait_for)
 from pysensor import PySensor
 
@@ -166,6 +166,48 @@ def test_half_full_buffer_is_sent_before_the_flush_timer(tmp_path, start_sensor)
         work.kill()
         work.wait()
         sym.stop()
+
+
+def test_cache_of_another_index_format_is_analysed_again():
+    """A source index of another LINE_INDEX_VERSION does not load: a cache
+    whose indexes another version built (meta says so) forgets its
+    analyses at open, so the CLI uploads the file again and the answer
+    keeps its lines instead of losing them for good."""
+    import json
+    import sqlite3
+    from test_symbolize import nm_functions
+    tmp = make_tmp()
+    lib = str(WORK_LIB)
+    start, size, _ = nm_functions(lib, True)[0]
+    addrs = [hex(start), hex(start + size // 2)]
+
+    def symbolize(sym):
+        p = subprocess.run([str(SONDE), "symbolize", "--json", "--symbolizer", sym.address, "--file", lib,
+                            *addrs], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        return [json.loads(ln) for ln in p.stdout.splitlines()]
+    sym = Symbolizer(tmp)
+    try:
+        first = symbolize(sym)
+    finally:
+        sym.stop()
+    assert all(f["line"] > 0 for r in first for f in r["frames"]), first
+    # As an older symbolizer would leave it: its version in meta, and
+    # index blobs of that version (the header's second u32).
+    db = sqlite3.connect(str(sym.cache))
+    db.execute("UPDATE meta SET value = 2 WHERE key = 'line_index_version'")
+    db.execute("UPDATE lines SET idx = substr(idx, 1, 4) || x'02000000' || substr(idx, 9) "
+               "WHERE idx IS NOT NULL")
+    db.commit()
+    db.close()
+    sym = Symbolizer(tmp)
+    try:
+        again = symbolize(sym)
+        log = sym.logtext()
+    finally:
+        sym.stop()
+    assert again == first, (again, first)
+    assert "analysed again" in log, log
 
 
 def bpf_prog_ids():
