@@ -920,7 +920,7 @@ static bool buffers_half_full(void)
 	struct stacks_stats ss;
 
 	stacks_get_stats(S.stacks, &ss);
-	return ss.counts >= env.buffer_stacks / 2 || goprobes_half_full(S.goprobes) ||
+	return (ss.counts && 2 * ss.counts >= env.buffer_stacks) || goprobes_half_full(S.goprobes) ||
 	       n_cpython_records >= CPYTHON_RECORDS_MAX / 2;
 }
 

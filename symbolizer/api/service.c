@@ -106,7 +106,7 @@ struct service *service_new(const struct service_opts *opts)
 /* The tick runs every TICK_BUSY_MS while something waits for it (stacks
  * for their files, tables for room in a stream, jobs, indexes, deferred
  * calls, uploads, a profile batch being written a slice a tick), else
- * every TICK_IDLE_MS: each wakeup costs tens of microseconds on a VM, and
+ * every TICK_IDLE_MS: each wakeup costs hundreds of microseconds on a VM, and
  * a steady sensor stream needs none. */
 #define TICK_BUSY_MS 200
 #define TICK_IDLE_MS 5000
