@@ -67,11 +67,15 @@ static void dir_build(struct bucket_dir *d, const uint8_t *keys, size_t stride, 
 	}
 	d->base = lo;
 	for (uint32_t b = 0; b <= d->n; b++) {
-		/* Bucket b starts at lo + b * 2^shift (b <= n keeps this
-		 * below lo + span + 2^shift, which may pass 2^64: clamp). */
-		uint64_t off = (uint64_t)b << d->shift;
-		uint64_t start = off > UINT64_MAX - lo ? UINT64_MAX : lo + off;
+		uint64_t start;
 
+		/* Bucket b starts at lo + b * 2^shift; one that would start
+		 * past 2^64 - 1 holds no address, so every key is below it. */
+		if (b > (UINT64_MAX - lo) >> d->shift) {
+			d->first[b] = count;
+			continue;
+		}
+		start = lo + ((uint64_t)b << d->shift);
 		while (j < count && KEY(j) < start)
 			j++;
 		d->first[b] = j;

@@ -17,6 +17,7 @@
 
 #include "demangle.h"
 #include "line_index.h"
+#include "line_index_format.h"
 
 static int probe_line;
 
@@ -145,6 +146,97 @@ static void test_blob_round_trip_and_damage(void **state)
 	line_index_free(ix);
 }
 
+static uint64_t next_rand(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* The row a lookup finds for addr, by a scan: the last at or below it. */
+static long scan_last(const struct lix_row *rows, uint32_t n, uint64_t addr)
+{
+	long last = -1;
+
+	for (uint32_t i = 0; i < n && rows[i].addr <= addr; i++)
+		last = (long)i;
+	return last;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Lookups bounded by the bucket directories find what a scan finds: dense
+ * and sparse rows, gaps, and keys at both ends of the address space. */
+static void test_bucket_directory_agrees_with_a_scan(void **state)
+{
+	static const char pool[] = "f.c";
+	const uint32_t files[] = { 0 };
+	enum { N = 3000 };
+	uint64_t keys[N], x = 0x9e3779b97f4a7c15ull;
+	struct lix_row rows[N];
+	struct line_frame fr[LINE_INDEX_MAX_FRAMES];
+	uint32_t n = 0;
+
+	(void)state;
+	for (int i = 0; i < N; i++) {
+		uint64_t r = next_rand(&x);
+
+		/* Most in a small range (code), some anywhere. */
+		keys[i] = i < 2 ? (i ? UINT64_MAX : 0) : (r % 8 ? 0x400000 + r % 200000 : r);
+	}
+	qsort(keys, N, sizeof(keys[0]), cmp_u64);
+	for (int i = 0; i < N; i++) {
+		if (n && keys[i] == rows[n - 1].addr)
+			continue;
+		rows[n] = (struct lix_row){ .addr = keys[i], .file = i % 11 ? 0 : LIX_NONE,
+					    .line = (uint32_t)i + 1 };
+		n++;
+	}
+	for (int round = 0; round < 2; round++) {
+		/* pack, then the blob's way in: both build the directories. */
+		struct line_index *ix = line_index_pack(LIX_FLAG_LINES, NULL, 0, NULL, 0, rows, n, NULL,
+							0, files, 1, pool, sizeof(pool));
+		size_t size;
+		void *blob;
+
+		assert_non_null(ix);
+		if (round) {
+			blob = line_index_serialize(ix, &size);
+			line_index_free(ix);
+			ix = line_index_deserialize(blob, size);
+			free(blob);
+			assert_non_null(ix);
+		}
+		for (int q = 0; q < 20000; q++) {
+			uint64_t r = next_rand(&x), addr;
+			long want;
+			size_t got;
+
+			switch (q % 4) {
+			case 0: addr = rows[r % n].addr; break;
+			case 1: addr = rows[r % n].addr - 1; break;
+			case 2: addr = 0x400000 + r % 210000; break;
+			default: addr = r; break;
+			}
+			want = scan_last(rows, n, addr);
+			got = line_index_lookup(ix, addr, fr, LINE_INDEX_MAX_FRAMES);
+			if (want < 0 || rows[want].file == LIX_NONE) {
+				assert_int_equal(got, 0);
+			} else {
+				assert_int_equal(got, 1);
+				assert_int_equal(fr[0].line, rows[want].line);
+			}
+		}
+		line_index_free(ix);
+	}
+}
+
 static void test_not_elf(void **state)
 {
 	char junk[256] = "not an ELF file";
@@ -163,6 +255,7 @@ int main(void)
 		cmocka_unit_test(test_demangle_as_llvm_spells_it),
 		cmocka_unit_test(test_names_a_function_of_this_binary),
 		cmocka_unit_test(test_blob_round_trip_and_damage),
+		cmocka_unit_test(test_bucket_directory_agrees_with_a_scan),
 		cmocka_unit_test(test_not_elf),
 	};
 
