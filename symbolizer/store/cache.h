@@ -28,7 +28,10 @@
  * 6: samples carry the span they were taken in.
  * 7: probe plans of Go executables (table probe_plans).
  * 8: unwind tables and plans forgotten once (analysed and planned again).
- * 9: the interpreter Loader's Data (table interp). */
+ * 9: the interpreter Loader's Data (table interp).
+ * 10: every analysis forgotten once (source index format 3).
+ * 11: the source index format in table meta; another one at open forgets
+ *     every analysis (cache.c forget_other_index_formats). */
 #define CACHE_SCHEMA_VERSION 11
 
 struct cache;
