@@ -36,6 +36,7 @@
 #define EVENTS_BYTES (1u << 20)
 #define MAX_RECORD 4096
 #define MAX_PENDING 16384
+#define PENDING_BYTES ((size_t)MAX_PENDING * 512) /* their bytes, in all */
 
 /* The probes this sensor can load: name (ProbeSet.probe) -> object. */
 static const struct probe_def {
@@ -579,7 +580,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct goprobes *gp = ctx;
 
 	if (size == 0 || size > MAX_RECORD || gp->n_pending == MAX_PENDING ||
-	    gp->buf_used + size > (size_t)MAX_PENDING * 512) {
+	    gp->buf_used + size > PENDING_BYTES) {
 		gp->lost_unsent++;
 		return 0;
 	}
@@ -604,7 +605,7 @@ int goprobes_consume(struct goprobes *gp)
 
 bool goprobes_half_full(const struct goprobes *gp)
 {
-	return gp && (gp->n_pending >= MAX_PENDING / 2 || gp->buf_used >= (size_t)MAX_PENDING * 256);
+	return gp && (gp->n_pending >= MAX_PENDING / 2 || gp->buf_used >= PENDING_BYTES / 2);
 }
 
 /* Ring-full drops BPF counted since the last call. */
@@ -695,7 +696,7 @@ struct goprobes *goprobes_new(int spans_fd)
 	gp->events_fd = gp->lost_fd = -1;
 	pthread_mutex_init(&gp->lock, NULL);
 	gp->queue_tail = &gp->queue;
-	gp->buf = malloc((size_t)MAX_PENDING * 512);
+	gp->buf = malloc(PENDING_BYTES);
 	gp->events_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "go_events", 0, 0, EVENTS_BYTES, NULL);
 	gp->lost_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "go_lost", sizeof(uint32_t),
 				     sizeof(uint64_t), 1, NULL);
