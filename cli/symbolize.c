@@ -15,7 +15,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,39 +39,6 @@ static int parse_addr(const char *s, uint64_t *ret)
 	if (!strncmp(s, "0x", 2) || !strncmp(s, "0X", 2))
 		s += 2;
 	return parse_u64(s, 16, ret);
-}
-
-/* The common line, [0x]hex digits with at most 16 significant, without
- * strtoull; false for anything else, which parse_addr() then judges. */
-static bool parse_addr_fast(const char *s, size_t len, uint64_t *ret)
-{
-	uint64_t v = 0;
-	size_t i = 0, sig = 0;
-
-	if (len > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
-		i = 2;
-	if (i == len)
-		return false;
-	for (; i < len; i++) {
-		char c = s[i];
-		unsigned d;
-
-		if (c >= '0' && c <= '9')
-			d = (unsigned)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			d = (unsigned)(c - 'a' + 10);
-		else if (c >= 'A' && c <= 'F')
-			d = (unsigned)(c - 'A' + 10);
-		else
-			return false;
-		if (v || d)
-			sig++;
-		if (sig > 16)
-			return false;
-		v = v << 4 | d;
-	}
-	*ret = v;
-	return true;
 }
 
 /* Addresses from argv, or from stdin (one per line, blank lines skipped).
@@ -102,7 +68,7 @@ static int read_addresses(int n, char **argv, uint64_t **ret, size_t *ret_n)
 		return 0;
 	}
 	/* One lock for the whole read, not one a line (gRPC's threads make
-	 * stdio lock): reading and parsing were a sixth of the CLI's time. */
+	 * stdio lock). */
 	flockfile(stdin);
 	while ((len = getline(&line, &lcap, stdin)) >= 0) {
 		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' '))
@@ -125,7 +91,7 @@ static int read_addresses(int n, char **argv, uint64_t **ret, size_t *ret_n)
 			}
 			a = p;
 		}
-		if (!parse_addr_fast(line, (size_t)len, &a[cnt]) && parse_addr(line, &a[cnt]) < 0) {
+		if (parse_addr(line, &a[cnt]) < 0) {
 			fprintf(stderr, "sonde: '%.64s' is not a hex address\n", line);
 			rc = 2;
 			goto fail;
