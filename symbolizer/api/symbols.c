@@ -504,6 +504,12 @@ void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *msg, void 
 		if (q->n)
 			memcpy(addrs, qq->addresses, q->n * sizeof(*addrs));
 		q->addrs = addrs;
+		/* A source index that does not load forgets the file's
+		 * analysis (cache.h): finding out now lets this query analyse
+		 * the file again (or the client upload it) instead of being
+		 * answered without lines. */
+		if (q->known)
+			cache_lookup_index(svc->cache, &q->id, NULL, NULL);
 		/* Starts the analysis of files a sensor has but nobody asked for yet. */
 		if (q->known &&
 		    service_file_state(svc, &q->id, true, NULL, NULL) == FILE_UNKNOWN)

@@ -51,6 +51,9 @@ struct mem_entry {
 	struct line_index *index;
 	char *error;
 	size_t bytes;
+	/* The analysis was forgotten (a damaged source index): dropped at
+	 * the next lookup, not now, since a caller may hold its symtab. */
+	bool stale;
 	struct mem_entry *prev, *next; /* LRU list, most recent first */
 };
 
@@ -559,20 +562,22 @@ static void lru_push_front(struct cache *c, struct mem_entry *e)
 		c->tail = e;
 }
 
+static void mem_drop(struct cache *c, struct mem_entry *e)
+{
+	lru_unlink(c, e);
+	hmap_remove(c->mem, &e->key, sizeof(e->key));
+	c->mem_bytes -= e->bytes;
+	mem_entry_free(e);
+}
+
 static void mem_evict(struct cache *c)
 {
 	/* The two newest entries always stay, even if they alone are over the
 	 * cap: the caller is about to use them (a symtab and the source index
 	 * of one file are looked up together). */
 	while (c->tail && c->tail != c->head && c->tail != c->head->next &&
-	       (hmap_count(c->mem) > c->max_entries || c->mem_bytes > c->max_bytes)) {
-		struct mem_entry *e = c->tail;
-
-		lru_unlink(c, e);
-		hmap_remove(c->mem, &e->key, sizeof(e->key));
-		c->mem_bytes -= e->bytes;
-		mem_entry_free(e);
-	}
+	       (hmap_count(c->mem) > c->max_entries || c->mem_bytes > c->max_bytes))
+		mem_drop(c, c->tail);
 }
 
 static struct mem_key mem_key(const struct fileid *id, enum mem_kind kind)
@@ -664,6 +669,10 @@ enum cache_status cache_lookup(struct cache *c, const struct fileid *id,
 	int size, rc;
 	const char *error = NULL;
 
+	if (e && e->stale) {
+		mem_drop(c, e);
+		e = NULL;
+	}
 	if (e) {
 		c->stats.mem_hits++;
 		if (e != c->head) {
@@ -719,10 +728,11 @@ enum cache_status cache_lookup(struct cache *c, const struct fileid *id,
 int cache_contains(struct cache *c, const struct fileid *id)
 {
 	struct mem_key key = mem_key(id, MEM_SYMTAB);
+	const struct mem_entry *e = hmap_get(c->mem, &key, sizeof(key));
 	int rc;
 
-	if (hmap_get(c->mem, &key, sizeof(key)))
-		return 1;
+	if (e)
+		return !e->stale;
 	sqlite3_reset(c->st_has);
 	sqlite3_bind_blob(c->st_has, 1, id, sizeof(*id), SQLITE_STATIC);
 	rc = sqlite3_step(c->st_has);
@@ -972,6 +982,25 @@ int cache_store_plan(struct cache *c, const struct fileid *id, const void *plan,
 	return r;
 }
 
+/* Deletes id's analysis (its symtab row and source index row) and marks
+ * its memory entry stale. */
+static void forget_analysis(struct cache *c, const struct fileid *id)
+{
+	struct mem_key key = mem_key(id, MEM_SYMTAB);
+	struct mem_entry *e = hmap_get(c->mem, &key, sizeof(key));
+	sqlite3_stmt *del[] = {c->st_ldel, c->st_del};
+
+	for (size_t i = 0; i < sizeof(del) / sizeof(del[0]); i++) {
+		sqlite3_reset(del[i]);
+		sqlite3_bind_blob(del[i], 1, id, sizeof(*id), SQLITE_STATIC);
+		if (sqlite3_step(del[i]) != SQLITE_DONE)
+			log_debug("cache delete failed: %s", sqlite3_errmsg(c->db));
+		sqlite3_reset(del[i]);
+	}
+	if (e)
+		e->stale = true;
+}
+
 enum cache_status cache_lookup_index(struct cache *c, const struct fileid *id,
 				     const struct line_index **ret_index, const char **ret_error)
 {
@@ -1002,14 +1031,13 @@ enum cache_status cache_lookup_index(struct cache *c, const struct fileid *id,
 			if (status == CACHE_MISS) {
 				char hex[FILEID_HEX_LEN + 1];
 
-				/* Damaged, or from another LINE_INDEX_VERSION. */
-				log_debug("line index of %s does not deserialise; dropping it",
-					  fileid_to_hex(id, hex));
+				/* Damaged (another LINE_INDEX_VERSION was forgotten at
+				 * open): nothing would build it again for a file whose
+				 * analysis is cached, so forget that too. */
+				log_warn("source index of %s does not deserialise; forgetting the file's analysis so it is analysed again",
+					 fileid_to_hex(id, hex));
 				sqlite3_reset(c->st_lget);
-				sqlite3_reset(c->st_ldel);
-				sqlite3_bind_blob(c->st_ldel, 1, id, sizeof(*id), SQLITE_STATIC);
-				sqlite3_step(c->st_ldel);
-				sqlite3_reset(c->st_ldel);
+				forget_analysis(c, id);
 			} else {
 				e = mem_insert3(c, id, MEM_INDEX, status, NULL, NULL, ix, error,
 						ix ? (size_t)size : 0);

@@ -109,8 +109,11 @@ int cache_store_plan(struct cache *c, const struct fileid *id, const void *plan,
 		     int64_t analysed_at);
 /* The source index of id, like cache_lookup_unwind: CACHE_OK with
  * *ret_index (borrowed, valid until the next lookup or store), CACHE_ERROR,
- * or CACHE_MISS (never built, or built by another LINE_INDEX_VERSION: the
- * row is dropped). */
+ * or CACHE_MISS (not built, or not yet). An index that does not
+ * deserialise (damaged: another LINE_INDEX_VERSION is forgotten at open)
+ * forgets the file's whole analysis, so the file is analysed again: the
+ * next cache_lookup of id misses (a symtab it returned before stays valid
+ * until then). ret pointers may be NULL. */
 enum cache_status cache_lookup_index(struct cache *c, const struct fileid *id,
 				     const struct line_index **ret_index, const char **ret_error);
 /* Stores the index of id: ix (taken, also on failure) or ix == NULL and

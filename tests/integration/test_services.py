@@ -168,11 +168,26 @@ def test_half_full_buffer_is_sent_before_the_flush_timer(tmp_path, start_sensor)
         sym.stop()
 
 
-def test_cache_of_another_index_format_is_analysed_again():
-    """A source index of another LINE_INDEX_VERSION does not load: a cache
-    whose indexes another version built (meta says so) forgets its
-    analyses at open, so the CLI uploads the file again and the answer
-    keeps its lines instead of losing them for good."""
+def other_index_format(db):
+    # As an older symbolizer would leave it: its version in meta, and
+    # index blobs of that version (the header's second u32).
+    db.execute("UPDATE meta SET value = 2 WHERE key = 'line_index_version'")
+    db.execute("UPDATE lines SET idx = substr(idx, 1, 4) || x'02000000' || substr(idx, 9) "
+               "WHERE idx IS NOT NULL")
+
+
+def damaged_index(db):
+    # Cut in half: the blob no longer deserialises; meta is untouched.
+    db.execute("UPDATE lines SET idx = substr(idx, 1, length(idx) / 2) WHERE idx IS NOT NULL")
+
+
+@pytest.mark.parametrize("spoil", [other_index_format, damaged_index])
+def test_cache_with_unusable_index_is_analysed_again(spoil):
+    """A source index that does not load must not lose the file's lines
+    for good. A cache whose indexes another LINE_INDEX_VERSION built (meta
+    says so) forgets its analyses at open; a damaged index blob forgets
+    its file's analysis when it is looked up. Either way the CLI uploads
+    the file again and the answer keeps its lines."""
     import json
     import sqlite3
     from test_symbolize import nm_functions
@@ -192,12 +207,8 @@ def test_cache_of_another_index_format_is_analysed_again():
     finally:
         sym.stop()
     assert all(f["line"] > 0 for r in first for f in r["frames"]), first
-    # As an older symbolizer would leave it: its version in meta, and
-    # index blobs of that version (the header's second u32).
     db = sqlite3.connect(str(sym.cache))
-    db.execute("UPDATE meta SET value = 2 WHERE key = 'line_index_version'")
-    db.execute("UPDATE lines SET idx = substr(idx, 1, 4) || x'02000000' || substr(idx, 9) "
-               "WHERE idx IS NOT NULL")
+    spoil(db)
     db.commit()
     db.close()
     sym = Symbolizer(tmp)

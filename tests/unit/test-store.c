@@ -1,7 +1,8 @@
 /* test-store.c - the SQLite file-analysis cache and the profile store:
  * round trip, analysed-once across reopen, a corrupt file moved aside, the
  * schema version check, and profile insert/Top/Folded over windows and a
- * pid filter. The symtab comes from analysing this test's own binary. */
+ * pid filter, a damaged source index. The symtab and source index come
+ * from analysing this test's own binary. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,8 @@
 #include "cache.h"
 #include "profile.h"
 #include "elf_analysis.h"
+#include "file_image.h"
+#include "line_index.h"
 
 static char dir[256];
 static char db_path[300];
@@ -114,6 +117,53 @@ static void test_cache_round_trip(void **state)
 	assert_string_equal(err, "not an ELF file");
 	cache_get_stats(c, &st);
 	assert_int_equal(st.db_hits, 2);
+	cache_close(c);
+}
+
+/* A source index blob that does not deserialise forgets its file's
+ * analysis, or nothing would build the index again: the symtab handed out
+ * before stays valid until the next lookup, which misses, in memory and
+ * after a reopen. */
+static void test_cache_damaged_index_forgets_analysis(void **state)
+{
+	struct fileid a = {{5}};
+	struct file_image *img = file_image_open("/proc/self/exe");
+	struct line_index *built = NULL;
+	const struct line_index *ix = NULL;
+	const struct symtab *got = NULL;
+	const char *reason = NULL;
+	struct cache *c;
+	sqlite3 *db;
+	size_t n;
+
+	assert_non_null(img);
+	assert_int_equal(line_index_build((void *)file_image_data(img), file_image_size(img), NULL,
+					  0, NULL, 0, 0, &built, &reason),
+			 0);
+	file_image_free(img);
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	assert_int_equal(cache_store(c, &a, own_symtab(), NULL, 1), 0);
+	assert_int_equal(cache_store_index(c, &a, built, NULL, 1), 0);
+	cache_close(c);
+
+	assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "UPDATE lines SET idx = substr(idx, 1, length(idx) / 2)",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	assert_int_equal(cache_lookup(c, &a, &got, NULL), CACHE_OK);
+	n = symtab_count(got);
+	assert_true(n > 0);
+	assert_int_equal(cache_lookup_index(c, &a, &ix, NULL), CACHE_MISS);
+	assert_int_equal(symtab_count(got), n); /* still valid */
+	assert_false(cache_contains(c, &a));
+	assert_int_equal(cache_lookup(c, &a, &got, NULL), CACHE_MISS);
+	cache_close(c);
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	assert_int_equal(cache_lookup(c, &a, &got, NULL), CACHE_MISS);
+	assert_int_equal(cache_lookup_index(c, &a, &ix, NULL), CACHE_MISS);
 	cache_close(c);
 }
 
@@ -476,6 +526,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_cache_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache_damaged_index_forgets_analysis, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_cache_lru_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_corrupt_moved_aside, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_schema_version, setup, teardown),
