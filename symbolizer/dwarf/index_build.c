@@ -709,7 +709,34 @@ struct go_state {
 	size_t seq_first; /* first row of the current function */
 	uint64_t lo;
 	bool open;
+	uint32_t func_scope; /* the current function's scope */
+	/* Scopes of the current function's inline tree nodes: node_scope[i]
+	 * holds for node i when node_gen[i] == gen. */
+	uint32_t *node_scope, *node_gen, gen;
 };
+
+/* The files index of a Go file name, interned. */
+static int go_file(struct builder *b, const char *file, size_t file_len, uint32_t *ret)
+{
+	struct intern_slot *s;
+	int err = 0;
+
+	*ret = LIX_NONE;
+	if (!file || !file_len)
+		return 0;
+	s = intern(b, file, file_len, &err);
+	if (!s)
+		return err;
+	if (s->file == LIX_NONE) {
+		GROW(b->files, b->n_files, b->cap_files, DEBUG_LINE_MAX_FILES * 16u, err);
+		if (err < 0)
+			return err;
+		b->files[b->n_files] = s->off;
+		s->file = (uint32_t)b->n_files++;
+	}
+	*ret = s->file;
+	return 0;
+}
 
 static int go_func(void *ctx, uint64_t lo, uint64_t hi, const char *name, size_t name_len)
 {
@@ -733,6 +760,8 @@ static int go_func(void *ctx, uint64_t lo, uint64_t hi, const char *name, size_t
 	g->seq_first = b->n_rows;
 	g->lo = lo;
 	g->open = true;
+	g->func_scope = (uint32_t)(b->n_scopes - 1);
+	g->gen++;
 	return 0;
 }
 
@@ -740,23 +769,11 @@ static int go_row(void *ctx, uint64_t addr, const char *file, size_t file_len, u
 {
 	struct go_state *g = ctx;
 	struct builder *b = g->b;
-	uint32_t fidx = LIX_NONE;
-	int err = 0;
+	uint32_t fidx;
+	int err = go_file(b, file, file_len, &fidx);
 
-	if (file && file_len) {
-		struct intern_slot *s = intern(b, file, file_len, &err);
-
-		if (!s)
-			return err;
-		if (s->file == LIX_NONE) {
-			GROW(b->files, b->n_files, b->cap_files, DEBUG_LINE_MAX_FILES * 16u, err);
-			if (err < 0)
-				return err;
-			b->files[b->n_files] = s->off;
-			s->file = (uint32_t)b->n_files++;
-		}
-		fidx = s->file;
-	}
+	if (err < 0)
+		return err;
 	GROW(b->rows, b->n_rows, b->cap_rows, LINE_INDEX_MAX_ROWS, err);
 	if (err < 0)
 		return err;
@@ -785,22 +802,110 @@ static int go_end(void *ctx, uint64_t addr)
 	return 0;
 }
 
-/* Scopes and rows from .gopclntab, for Go binaries without DWARF. A
- * damaged table keeps what was read before the damage. */
+/* An inlined call: a scope inside its caller's (the function's, or
+ * another inlined call's), named for the callee, at the call site. */
+static int go_inline_call(void *ctx, int32_t node, int32_t parent, const char *name,
+			  size_t name_len, const char *call_file, size_t call_file_len,
+			  uint32_t call_line)
+{
+	struct go_state *g = ctx;
+	struct builder *b = g->b;
+	struct lix_scope sc = { .parent = g->func_scope, .call_line = call_line };
+	int err;
+
+	if (node < 0 || (uint32_t)node >= PCLNTAB_MAX_INLINE_NODES)
+		return -EBADMSG;
+	if (!g->node_scope) {
+		g->node_scope = calloc(PCLNTAB_MAX_INLINE_NODES, sizeof(*g->node_scope));
+		g->node_gen = calloc(PCLNTAB_MAX_INLINE_NODES, sizeof(*g->node_gen));
+		if (!g->node_scope || !g->node_gen)
+			return -ENOMEM;
+	}
+	if (parent >= 0 && (uint32_t)parent < PCLNTAB_MAX_INLINE_NODES &&
+	    g->node_gen[parent] == g->gen)
+		sc.parent = g->node_scope[parent];
+	err = go_file(b, call_file, call_file_len, &sc.call_file);
+	if (err < 0)
+		return err;
+	err = intern_function(b, name, name_len, &sc.name, &sc.dname);
+	if (err < 0)
+		return err;
+	GROW(b->scopes, b->n_scopes, b->cap_scopes, LINE_INDEX_MAX_SCOPES, err);
+	if (err < 0)
+		return err;
+	b->scopes[b->n_scopes] = sc;
+	g->node_scope[node] = (uint32_t)b->n_scopes++;
+	g->node_gen[node] = g->gen;
+	return 0;
+}
+
+/* Code of an inlined call: the innermost scope there (flatten_scopes
+ * names the segment after it; its callers follow the parents). */
+static int go_inline_range(void *ctx, uint64_t lo, uint64_t hi, int32_t node)
+{
+	struct go_state *g = ctx;
+	struct builder *b = g->b;
+	int err = 0;
+
+	if (node < 0 || (uint32_t)node >= PCLNTAB_MAX_INLINE_NODES || !g->node_gen ||
+	    g->node_gen[node] != g->gen || lo >= hi)
+		return 0;
+	GROW(b->ranges, b->n_ranges, b->cap_ranges, LINE_INDEX_MAX_SCOPES * 4u, err);
+	if (err < 0)
+		return err;
+	b->ranges[b->n_ranges++] = (struct range){ .lo = lo, .hi = hi,
+						   .scope = g->node_scope[node], .depth = 2 };
+	return 0;
+}
+
+/* Where a Go 1.20+ binary keeps its inline trees (pclntab.h): the
+ * moduledata in .noptrdata points at the table and holds gofunc, which
+ * lies in .rodata. False when not found (older Go, PIE, damage). */
+static bool go_funcdata(Elf *elf, Elf_Data *tab, uint64_t tab_addr, struct pclntab_funcdata *ret)
+{
+	Elf_Data *nd = section_data(elf, ".noptrdata"), *rd = section_data(elf, ".rodata");
+	GElf_Shdr sh;
+	uint64_t gofunc;
+
+	if (!nd || !nd->d_buf || !rd || !rd->d_buf || !elf_section_by_name(elf, ".rodata", &sh))
+		return false;
+	if (pclntab_find_gofunc(tab->d_buf, tab->d_size, tab_addr, nd->d_buf, nd->d_size,
+				&gofunc) < 0)
+		return false;
+	if (gofunc < sh.sh_addr || gofunc - sh.sh_addr >= rd->d_size)
+		return false;
+	*ret = (struct pclntab_funcdata){ .data = rd->d_buf, .size = rd->d_size,
+					  .addr = sh.sh_addr, .gofunc = gofunc };
+	return true;
+}
+
+/* Scopes and rows from .gopclntab, for Go binaries without DWARF, with
+ * inlined calls where the inline trees can be found. A damaged table
+ * keeps what was read before the damage. */
 static int read_pclntab(struct builder *b, Elf *elf)
 {
-	Elf_Data *tab = section_data(elf, ".gopclntab");
-	uint64_t text = 0;
+	Elf_Scn *scn;
+	Elf_Data *tab;
+	uint64_t text = 0, tab_addr;
 	GElf_Shdr sh;
 	struct go_state g = { .b = b };
-	struct pclntab_sink sink = { .func = go_func, .row = go_row, .end = go_end, .ctx = &g };
+	struct pclntab_sink sink = { .func = go_func, .row = go_row, .end = go_end,
+				     .inline_call = go_inline_call,
+				     .inline_range = go_inline_range, .ctx = &g };
+	struct pclntab_funcdata fd;
+	bool have_fd = false;
 	int r;
 
-	if (!tab || !tab->d_buf)
+	scn = elf_section_gopclntab(elf, &sh);
+	if (!scn || sh.sh_type == SHT_NOBITS || !(tab = elf_getdata(scn, NULL)) || !tab->d_buf)
 		return 0;
+	tab_addr = sh.sh_addr;
 	if (elf_section_by_name(elf, ".text", &sh))
 		text = sh.sh_addr;
-	r = pclntab_read(tab->d_buf, tab->d_size, text, &sink);
+	have_fd = go_funcdata(elf, tab, tab_addr, &fd);
+	r = pclntab_read_inlined(tab->d_buf, tab->d_size, text, have_fd ? &fd : NULL, &sink);
+	free(g.node_scope);
+	free(g.node_gen);
 	if (r == -ENOMEM)
 		return r;
 	/* A function whose rows were cut short still ends. */

@@ -21,3 +21,10 @@ Elf_Scn *elf_section_by_name(Elf *e, const char *name, GElf_Shdr *ret_sh)
 	}
 	return NULL;
 }
+
+Elf_Scn *elf_section_gopclntab(Elf *e, GElf_Shdr *ret_sh)
+{
+	Elf_Scn *scn = elf_section_by_name(e, ".gopclntab", ret_sh);
+
+	return scn ? scn : elf_section_by_name(e, ".data.rel.ro.gopclntab", ret_sh);
+}

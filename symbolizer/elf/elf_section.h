@@ -9,3 +9,6 @@
  * caller that wants bytes checks sh_type), its header in *ret_sh. NULL if
  * there is none or the section names cannot be read. */
 Elf_Scn *elf_section_by_name(Elf *e, const char *name, GElf_Shdr *ret_sh);
+/* Go's function table: .gopclntab, or .data.rel.ro.gopclntab in PIE
+ * builds (the linker puts it among the data that relocations fill). */
+Elf_Scn *elf_section_gopclntab(Elf *e, GElf_Shdr *ret_sh);

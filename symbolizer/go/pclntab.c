@@ -17,15 +17,33 @@
  *           after the first pair ends the table
  *   file names: cutab[cuOffset + file] is an offset into filetab, where
  *           the name is NUL-terminated
+ * Go 1.20+ (magic 0xfffffff1) also has, in _func: i32 startLine at 36,
+ * u8 nfuncdata at 43, then npcdata u32 pcdata offsets (into pctab) from
+ * 44, then nfuncdata u32 funcdata offsets (from moduledata.gofunc;
+ * 0xffffffff: none). pcdata[2] (PCDATA_InlTreeIndex) maps each pc to a
+ * node of the inline tree at funcdata[3] (FUNCDATA_InlTree), or -1; a node
+ * is 16 bytes: u8 funcID, 3 pad, i32 nameOff (into funcnametab), i32
+ * parentPc (from the entry: an instruction at the call site, whose own
+ * tree index is the node's parent and whose file:line is the call's),
+ * i32 startLine. moduledata (runtime/symtab.go) starts with the pcHeader
+ * pointer and the funcnametab slice; gofunc is its word 40 (byte 320).
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pclntab.h"
 
 #define HEADER_SIZE (8 + 8 * 8)
 #define FUNC_MIN_SIZE 36
+#define MAGIC_GO120 0xfffffff1u
+#define FUNC_GO120_SIZE 44
+#define PCDATA_INLTREE 2
+#define FUNCDATA_INLTREE 3
+#define INLINE_NODE_SIZE 16
+#define MODULEDATA_GOFUNC 320
+#define MAX_PCDATA 1024u
 
 struct tab {
 	const uint8_t *p;
@@ -34,6 +52,12 @@ struct tab {
 	uint8_t quantum;
 	uint64_t nfunc, funcname, cu, filetab, pctab, pcln;
 	size_t steps;
+	/* Inline trees: where they are (NULL: not read), the steps spent on
+	 * them, and which nodes of the current function were reported
+	 * (seen[i] == gen). */
+	const struct pclntab_funcdata *fd;
+	size_t inline_steps;
+	uint32_t *seen, gen;
 };
 
 static uint32_t u32(const uint8_t *p)
@@ -135,6 +159,135 @@ static const char *file_name(const struct tab *t, uint32_t cu_off, int32_t filen
 	return str_at(t, t->filetab, u32(t->p + t->cu + idx * 4), ret_len);
 }
 
+/* The value of table off (into pctab) at pc, in a function at entry:
+ * *ret, or false if pc is not covered or the table is damaged. Its steps
+ * count as inline work, never against the rows' budget. */
+static bool value_at(struct tab *t, uint32_t off, uint64_t entry, uint64_t pc, int32_t *ret)
+{
+	size_t before = t->steps;
+	bool found = false;
+	uint64_t from;
+	struct pcv v;
+
+	if (!pcv_init(t, &v, off, entry))
+		return false;
+	while (step(t, &v, &from)) {
+		if (pc < from)
+			break;
+		if (pc < v.pc) {
+			*ret = v.val;
+			found = true;
+			break;
+		}
+	}
+	t->inline_steps += t->steps - before;
+	t->steps = before;
+	return found;
+}
+
+struct func_tables {
+	uint64_t entry, end;
+	uint32_t pcfile, pcln, cu_off, inltree_pc;
+	uint64_t tree; /* offset of the inline tree in fd->data */
+};
+
+/* Reports node (its ancestors first) once per function. */
+static int report_node(struct tab *t, const struct pclntab_sink *sink, const struct func_tables *ft,
+		       int32_t node, unsigned depth)
+{
+	const char *name, *file = NULL;
+	size_t name_len = 0, file_len = 0;
+	int32_t parent = -1, fileno = -1, line = 0;
+	uint64_t call_pc, at;
+	const uint8_t *n;
+	int r;
+
+	if (node < 0 || (uint32_t)node >= PCLNTAB_MAX_INLINE_NODES || depth > PCLNTAB_MAX_INLINE_DEPTH)
+		return -EBADMSG;
+	if (t->seen[node] == t->gen)
+		return 0;
+	if (t->inline_steps > PCLNTAB_MAX_INLINE_STEPS)
+		return -E2BIG;
+	at = ft->tree + (uint64_t)node * INLINE_NODE_SIZE;
+	if (at > t->fd->size || INLINE_NODE_SIZE > t->fd->size - at)
+		return -EBADMSG;
+	n = t->fd->data + at;
+	name = str_at(t, t->funcname, u32(n + 4), &name_len);
+	call_pc = ft->entry + (uint64_t)(int64_t)(int32_t)u32(n + 8);
+	if (!name || !name_len || call_pc < ft->entry || call_pc >= ft->end)
+		return -EBADMSG;
+	if (!value_at(t, ft->inltree_pc, ft->entry, call_pc, &parent) || parent < 0)
+		parent = -1;
+	if (parent == node)
+		return -EBADMSG;
+	if (parent >= 0) {
+		r = report_node(t, sink, ft, parent, depth + 1);
+		if (r < 0)
+			return r;
+	}
+	if (value_at(t, ft->pcfile, ft->entry, call_pc, &fileno))
+		file = file_name(t, ft->cu_off, fileno, &file_len);
+	if (!value_at(t, ft->pcln, ft->entry, call_pc, &line) || line < 0)
+		line = 0;
+	r = sink->inline_call(sink->ctx, node, parent, name, name_len, file, file_len,
+			      (uint32_t)line);
+	if (r < 0)
+		return r;
+	t->seen[node] = t->gen;
+	return 0;
+}
+
+/* The inlined calls of one Go 1.20+ function f (avail bytes of the table
+ * from f on, at least FUNC_GO120_SIZE). -EBADMSG: its tree is damaged
+ * (the caller drops only its inlined calls); -E2BIG past the step cap; or
+ * a sink's error. */
+static int func_inlines(struct tab *t, const struct pclntab_sink *sink, const uint8_t *f,
+			size_t avail, const struct func_tables *ft0)
+{
+	struct func_tables ft = *ft0;
+	uint32_t npcdata = u32(f + 28), nfuncdata = f[43], fdoff;
+	uint64_t from;
+	struct pcv v;
+	int r;
+
+	if (npcdata <= PCDATA_INLTREE || nfuncdata <= FUNCDATA_INLTREE || npcdata > MAX_PCDATA ||
+	    FUNC_GO120_SIZE + 4 * ((size_t)npcdata + nfuncdata) > avail)
+		return 0;
+	ft.inltree_pc = u32(f + FUNC_GO120_SIZE + 4 * PCDATA_INLTREE);
+	fdoff = u32(f + FUNC_GO120_SIZE + 4 * (size_t)npcdata + 4 * FUNCDATA_INLTREE);
+	if (ft.inltree_pc == 0 || fdoff == UINT32_MAX)
+		return 0;
+	if (t->fd->gofunc + fdoff < t->fd->addr || t->fd->gofunc + fdoff - t->fd->addr >= t->fd->size)
+		return -EBADMSG;
+	ft.tree = t->fd->gofunc + fdoff - t->fd->addr;
+	if (++t->gen == 0) { /* wrapped: forget every old mark */
+		memset(t->seen, 0, PCLNTAB_MAX_INLINE_NODES * sizeof(*t->seen));
+		t->gen = 1;
+	}
+	if (!pcv_init(t, &v, ft.inltree_pc, ft.entry))
+		return -EBADMSG;
+	for (;;) {
+		size_t before = t->steps;
+		bool more = step(t, &v, &from);
+
+		t->inline_steps += t->steps - before;
+		t->steps = before;
+		if (!more || from >= ft.end)
+			break;
+		if (v.val < 0 || v.pc <= from)
+			continue;
+		r = report_node(t, sink, &ft, v.val, 0);
+		if (r < 0)
+			return r;
+		r = sink->inline_range(sink->ctx, from, v.pc < ft.end ? v.pc : ft.end, v.val);
+		if (r < 0)
+			return r;
+		if (t->inline_steps > PCLNTAB_MAX_INLINE_STEPS)
+			return -E2BIG;
+	}
+	return 0;
+}
+
 /* Rows of one function: merges its line and file tables, reporting a row
  * wherever either changes. */
 static int func_rows(struct tab *t, const struct pclntab_sink *sink, uint64_t entry, uint64_t end,
@@ -180,7 +333,29 @@ static int func_rows(struct tab *t, const struct pclntab_sink *sink, uint64_t en
 int pclntab_read(const uint8_t *data, size_t size, uint64_t text_addr,
 		 const struct pclntab_sink *sink)
 {
-	struct tab t = { .p = data, .size = size };
+	return pclntab_read_inlined(data, size, text_addr, NULL, sink);
+}
+
+int pclntab_find_gofunc(const uint8_t *tab, size_t tab_size, uint64_t tab_addr,
+			const uint8_t *data, size_t size, uint64_t *ret)
+{
+	uint64_t funcnametab;
+
+	if (!tab || tab_size < HEADER_SIZE || u32(tab) != MAGIC_GO120 || !data)
+		return -ENOENT;
+	funcnametab = tab_addr + u64(tab + 32);
+	for (size_t off = 0; off + MODULEDATA_GOFUNC + 8 <= size; off += 8)
+		if (u64(data + off) == tab_addr && u64(data + off + 8) == funcnametab) {
+			*ret = u64(data + off + MODULEDATA_GOFUNC);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+int pclntab_read_inlined(const uint8_t *data, size_t size, uint64_t text_addr,
+			 const struct pclntab_funcdata *fd, const struct pclntab_sink *sink)
+{
+	struct tab t = { .p = data, .size = size, .fd = fd };
 	uint32_t magic;
 	uint64_t functab_bytes;
 	int r;
@@ -188,8 +363,10 @@ int pclntab_read(const uint8_t *data, size_t size, uint64_t text_addr,
 	if (!data || size < HEADER_SIZE)
 		return -EBADMSG;
 	magic = u32(data);
-	if ((magic != 0xfffffff0u && magic != 0xfffffff1u) || data[4] || data[5] || data[7] != 8)
+	if ((magic != 0xfffffff0u && magic != MAGIC_GO120) || data[4] || data[5] || data[7] != 8)
 		return -EBADMSG;
+	if (magic != MAGIC_GO120 || !fd || !fd->data || !sink->inline_call || !sink->inline_range)
+		t.fd = NULL;
 	t.quantum = data[6];
 	if (t.quantum == 0 || t.quantum > 16)
 		return -EBADMSG;
@@ -208,6 +385,8 @@ int pclntab_read(const uint8_t *data, size_t size, uint64_t text_addr,
 	if (t.pcln > size || functab_bytes > size - t.pcln || t.funcname > size || t.cu > size ||
 	    t.filetab > size || t.pctab > size)
 		return -EBADMSG;
+	if (t.fd && !(t.seen = calloc(PCLNTAB_MAX_INLINE_NODES, sizeof(*t.seen))))
+		return -ENOMEM;
 	for (uint64_t i = 0; i < t.nfunc; i++) {
 		const uint8_t *ft = data + t.pcln + i * 8;
 		uint64_t entry = t.text + u32(ft), end = t.text + u32(ft + 8);
@@ -216,8 +395,10 @@ int pclntab_read(const uint8_t *data, size_t size, uint64_t text_addr,
 		const char *name;
 		size_t name_len = 0;
 
-		if (t.pcln + foff > size || FUNC_MIN_SIZE > size - t.pcln - foff)
-			return -EBADMSG;
+		if (t.pcln + foff > size || FUNC_MIN_SIZE > size - t.pcln - foff) {
+			r = -EBADMSG;
+			goto out;
+		}
 		f = data + t.pcln + foff;
 		if (end <= entry || t.text + u32(f) != entry)
 			continue; /* not in order, or a _func that does not match */
@@ -226,12 +407,27 @@ int pclntab_read(const uint8_t *data, size_t size, uint64_t text_addr,
 			continue;
 		r = sink->func(sink->ctx, entry, end, name, name_len);
 		if (r < 0)
-			return r;
+			goto out;
 		r = func_rows(&t, sink, entry, end, u32(f + 20), u32(f + 24), u32(f + 32));
 		if (r < 0)
-			return r;
-		if (t.steps > PCLNTAB_MAX_STEPS)
-			return -E2BIG;
+			goto out;
+		if (t.steps > PCLNTAB_MAX_STEPS) {
+			r = -E2BIG;
+			goto out;
+		}
+		if (t.fd && size - t.pcln - foff >= FUNC_GO120_SIZE) {
+			struct func_tables ft = { .entry = entry, .end = end, .pcfile = u32(f + 20),
+						  .pcln = u32(f + 24), .cu_off = u32(f + 32) };
+
+			r = func_inlines(&t, sink, f, size - t.pcln - foff, &ft);
+			if (r == -E2BIG)
+				t.fd = NULL; /* the rest without inlined calls */
+			else if (r < 0 && r != -EBADMSG)
+				goto out;
+		}
 	}
-	return 0;
+	r = 0;
+out:
+	free(t.seen);
+	return r;
 }

@@ -5,9 +5,12 @@
  *
  * Every offset in the table is checked against the section; a damaged
  * table gives -EBADMSG, and what was reported before stays reported (the
- * caller decides). Inlined frames (the FUNCDATA inline tree) are not read
- * yet: an address in inlined code gets the line of the inlined code and
- * the name of the function it was inlined into.
+ * caller decides). Inlined calls come from each function's inline tree
+ * (FUNCDATA_InlTree, indexed by PCDATA_InlTreeIndex) for Go 1.20 and
+ * later (magic 0xfffffff1), when the caller finds where the trees are
+ * (moduledata.gofunc, pclntab_find_gofunc); without that, an address in
+ * inlined code gets the line of the inlined code and the name of the
+ * function it was inlined into.
  */
 #pragma once
 
@@ -26,8 +29,31 @@ struct pclntab_sink {
 	int (*row)(void *ctx, uint64_t addr, const char *file, size_t file_len, uint32_t line);
 	/* The last function's rows end at addr. */
 	int (*end)(void *ctx, uint64_t addr);
+	/* Optional (NULL: not asked for). An inlined call in the last
+	 * function: node (its index in the function's inline tree) calls
+	 * name, from parent (a node reported before, or -1: the function
+	 * itself) at call_file:call_line (call_file NULL when unknown).
+	 * Reported after the function's rows, before the ranges that use it. */
+	int (*inline_call)(void *ctx, int32_t node, int32_t parent, const char *name,
+			   size_t name_len, const char *call_file, size_t call_file_len,
+			   uint32_t call_line);
+	/* [lo, hi), inside the last function, is code of node's callee. */
+	int (*inline_range)(void *ctx, uint64_t lo, uint64_t hi, int32_t node);
 	void *ctx;
 };
+
+/* Where the inline trees are: the bytes of the section that holds Go's
+ * go:func.* symbols (.rodata), its address, and moduledata.gofunc. */
+struct pclntab_funcdata {
+	const uint8_t *data;
+	size_t size;
+	uint64_t addr;
+	uint64_t gofunc;
+};
+
+#define PCLNTAB_MAX_INLINE_NODES 65536u  /* per function */
+#define PCLNTAB_MAX_INLINE_DEPTH 64u
+#define PCLNTAB_MAX_INLINE_STEPS (64u << 20) /* pc/value pairs, in all */
 
 /* Reads the table (data, size: the section's bytes). text_addr is the
  * .text section's address, used when the header's textStart is 0 (PIE:
@@ -35,3 +61,17 @@ struct pclntab_sink {
  * we read, or damaged), -E2BIG over a cap, or what a sink returned. */
 int pclntab_read(const uint8_t *data, size_t size, uint64_t text_addr,
 		 const struct pclntab_sink *sink);
+/* Like pclntab_read, and reports inlined calls through the sink when fd
+ * (may be NULL) says where the inline trees are. A damaged inline tree
+ * loses that function's inlined calls (or, past the step cap, all later
+ * ones), never its rows. */
+int pclntab_read_inlined(const uint8_t *data, size_t size, uint64_t text_addr,
+			 const struct pclntab_funcdata *fd, const struct pclntab_sink *sink);
+
+/* Finds moduledata.gofunc in data (size bytes of the section that holds
+ * runtime.firstmoduledata, .noptrdata), given the table (tab, tab_size)
+ * and its address: moduledata starts with a pointer to the table and then
+ * its funcnametab slice, which must agree with the table's header. Go
+ * 1.20+ layout only. Returns 0 with *ret, or -ENOENT. */
+int pclntab_find_gofunc(const uint8_t *tab, size_t tab_size, uint64_t tab_addr,
+			const uint8_t *data, size_t size, uint64_t *ret);

@@ -428,11 +428,12 @@ int go_plan_build(uint8_t *data, size_t size, struct go_plan *out)
 	funcs_from_symtab(e, fn, 2);
 	if (!fn[0].lo || !fn[1].lo) {
 		GElf_Shdr th;
-		Elf_Scn *pscn = elf_section_by_name(e, ".gopclntab", &sh);
+		Elf_Scn *pscn = elf_section_gopclntab(e, &sh);
 		Elf_Scn *tscn = elf_section_by_name(e, ".text", &th);
 		const uint8_t *pcln = pscn ? section_bytes(data, size, &sh) : NULL;
 		struct pcln_ctx c = { fn, 2 };
-		struct pclntab_sink sink = { pcln_func, pcln_row, pcln_end, &c };
+		struct pclntab_sink sink = { .func = pcln_func, .row = pcln_row, .end = pcln_end,
+					     .ctx = &c };
 
 		if (pcln)
 			pclntab_read(pcln, sh.sh_size, tscn ? th.sh_addr : 0, &sink);

@@ -1,7 +1,10 @@
 /* fuzz-pclntab.c - fuzzes the Go function table reader
  * (symbolizer/go/pclntab.c) on the bytes of a .gopclntab section, and
  * checks what it reports: functions with lo < hi, rows inside the
- * function and in address order, file names of the stated length.
+ * function and in address order, file names of the stated length. A
+ * second pass reads inline trees too, from the same bytes (moduledata.gofunc
+ * at their start): inlined calls whose parents came first, ranges inside
+ * the function naming reported calls.
  *
  * Build with libFuzzer:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -DSONDE_LIBFUZZER \
@@ -23,6 +26,7 @@ struct check {
 	uint64_t lo, hi, last;
 	size_t funcs, rows;
 	int in_func;
+	uint32_t gen, *seen; /* seen[node] == gen: reported in this function */
 };
 
 static int on_func(void *ctx, uint64_t lo, uint64_t hi, const char *name, size_t len)
@@ -36,6 +40,7 @@ static int on_func(void *ctx, uint64_t lo, uint64_t hi, const char *name, size_t
 	c->last = lo;
 	c->in_func = 1;
 	c->funcs++;
+	c->gen++;
 	return 0;
 }
 
@@ -63,12 +68,41 @@ static int on_end(void *ctx, uint64_t addr)
 	return 0;
 }
 
+static int on_inline_call(void *ctx, int32_t node, int32_t parent, const char *name,
+			  size_t name_len, const char *file, size_t file_len, uint32_t line)
+{
+	struct check *c = ctx;
+
+	if (node < 0 || (uint32_t)node >= PCLNTAB_MAX_INLINE_NODES ||
+	    c->seen[node] == c->gen)
+		abort();
+	if (parent != -1 && (parent < 0 || (uint32_t)parent >= PCLNTAB_MAX_INLINE_NODES ||
+			     c->seen[parent] != c->gen))
+		abort();
+	if (name_len == 0 || memchr(name, 0, name_len) || (file && memchr(file, 0, file_len)))
+		abort();
+	(void)line;
+	c->seen[node] = c->gen;
+	return 0;
+}
+
+static int on_inline_range(void *ctx, uint64_t lo, uint64_t hi, int32_t node)
+{
+	struct check *c = ctx;
+
+	if (lo >= hi || lo < c->lo || hi > c->hi || node < 0 ||
+	    (uint32_t)node >= PCLNTAB_MAX_INLINE_NODES || c->seen[node] != c->gen)
+		abort();
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct check c = { 0 };
 	struct pclntab_sink sink = { .func = on_func, .row = on_row, .end = on_end, .ctx = &c };
+	struct pclntab_funcdata fd;
 	uint8_t *copy;
 	int r;
 
@@ -82,6 +116,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r = pclntab_read(copy, size, 0x401000, &sink);
 	if (r != 0 && r != -EBADMSG && r != -E2BIG)
 		abort();
+	/* The trees in the same bytes: gofunc at their start. */
+	fd = (struct pclntab_funcdata){ .data = copy, .size = size, .addr = 0x800000,
+					.gofunc = 0x800000 };
+	memset(&c, 0, sizeof(c));
+	c.seen = calloc(PCLNTAB_MAX_INLINE_NODES, sizeof(*c.seen));
+	if (c.seen) {
+		sink.inline_call = on_inline_call;
+		sink.inline_range = on_inline_range;
+		r = pclntab_read_inlined(copy, size, 0x401000, &fd, &sink);
+		if (r != 0 && r != -EBADMSG && r != -E2BIG && r != -ENOMEM)
+			abort();
+		free(c.seen);
+	}
 	free(copy);
 	return 0;
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes the seed and regression corpus of fuzz-pclntab into
 tests/fuzz/corpus/pclntab/: the .gopclntab of tests/workload/go built
-stripped with Go 1.19, its first 64 KiB, and copies of those with bytes
-flipped and ranges zeroed (fixed seed)."""
+stripped with Go 1.19 and with Go 1.23 (a table with inline trees, magic
+0xfffffff1), their first 64 KiB, and copies of those with bytes flipped
+and ranges zeroed (fixed seed)."""
 import os
 import pathlib
 import random
@@ -11,7 +12,6 @@ import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
 OUT = HERE / "corpus" / "pclntab"
-GO = "/usr/lib/go-1.19/bin/go"
 
 
 def section(path, name):
@@ -24,29 +24,36 @@ def section(path, name):
     raise SystemExit(f"{name} not in {path}")
 
 
-def main():
-    OUT.mkdir(parents=True, exist_ok=True)
-    rng = random.Random(7)
+def write(version, rng):
+    go = f"/usr/lib/go-{version}/bin/go"
     with tempfile.TemporaryDirectory() as tmp:
         exe = pathlib.Path(tmp) / "goworkload"
         env = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod",
                    GOCACHE=str(pathlib.Path(tmp) / "cache"))
-        subprocess.run([GO, "build", "-ldflags=-s -w", "-o", str(exe), "."], check=True, env=env,
+        subprocess.run([go, "build", "-ldflags=-s -w", "-o", str(exe), "."], check=True, env=env,
                        cwd=HERE.parent / "workload" / "go")
         tab = section(exe, ".gopclntab")
-    (OUT / "go1.19").write_bytes(tab)
+    name = f"go{version}"
+    (OUT / name).write_bytes(tab)
     head = tab[:65536]
-    (OUT / "go1.19.head").write_bytes(head)
+    (OUT / f"{name}.head").write_bytes(head)
     for i in range(4):
         bad = bytearray(head)
         for _ in range(64):
             bad[rng.randrange(len(bad))] = rng.randrange(256)
-        (OUT / f"go1.19.flip{i}").write_bytes(bytes(bad))
+        (OUT / f"{name}.flip{i}").write_bytes(bytes(bad))
     cut = bytearray(head)
     cut[72:4096] = bytes(4096 - 72)
-    (OUT / "go1.19.zero").write_bytes(bytes(cut))
-    (OUT / "header-only").write_bytes(tab[:72])
+    (OUT / f"{name}.zero").write_bytes(bytes(cut))
+    return tab
 
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(7)
+    tab = write("1.19", rng)
+    (OUT / "header-only").write_bytes(tab[:72])
+    write("1.23", rng)
 
 if __name__ == "__main__":
     main()
