@@ -37,6 +37,7 @@
 #include "elf_section.h"
 #include "line_index.h"
 #include "line_index_format.h"
+#include "buildinfo.h"
 #include "pclntab.h"
 #include "minidebug.h"
 
@@ -858,24 +859,30 @@ static int go_inline_range(void *ctx, uint64_t lo, uint64_t hi, int32_t node)
 	return 0;
 }
 
-/* Where a Go 1.20+ binary keeps its inline trees (pclntab.h): the
+/* Where a Go 1.19+ binary keeps its inline trees (pclntab.h): the
  * moduledata in .noptrdata points at the table and holds gofunc, which
- * lies in .rodata. False when not found (older Go, PIE, damage). */
+ * lies in .rodata. False when not found (Go 1.18, damage). */
 static bool go_funcdata(Elf *elf, Elf_Data *tab, uint64_t tab_addr, struct pclntab_funcdata *ret)
 {
 	Elf_Data *nd = section_data(elf, ".noptrdata"), *rd = section_data(elf, ".rodata");
+	Elf_Data *bi = section_data(elf, ".go.buildinfo");
+	char ver[64];
+	bool go119;
 	GElf_Shdr sh;
 	uint64_t gofunc;
 
 	if (!nd || !nd->d_buf || !rd || !rd->d_buf || !elf_section_by_name(elf, ".rodata", &sh))
 		return false;
-	if (pclntab_find_gofunc(tab->d_buf, tab->d_size, tab_addr, nd->d_buf, nd->d_size,
+	/* 1.18 and 1.19 share the table's magic: the version tells them apart. */
+	go119 = bi && bi->d_buf && go_buildinfo_version(bi->d_buf, bi->d_size, ver, sizeof(ver)) == 0 &&
+		go_version_minor(ver) == 19;
+	if (pclntab_find_gofunc(tab->d_buf, tab->d_size, tab_addr, nd->d_buf, nd->d_size, go119,
 				&gofunc) < 0)
 		return false;
 	if (gofunc < sh.sh_addr || gofunc - sh.sh_addr >= rd->d_size)
 		return false;
 	*ret = (struct pclntab_funcdata){ .data = rd->d_buf, .size = rd->d_size,
-					  .addr = sh.sh_addr, .gofunc = gofunc };
+					  .addr = sh.sh_addr, .gofunc = gofunc, .go119 = go119 };
 	return true;
 }
 

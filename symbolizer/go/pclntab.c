@@ -27,6 +27,11 @@
  * tree index is the node's parent and whose file:line is the call's),
  * i32 startLine. moduledata (runtime/symtab.go) starts with the pcHeader
  * pointer and the funcnametab slice; gofunc is its word 40 (byte 320).
+ * Go 1.19 (magic 0xfffffff0): no startLine, so nfuncdata is at 39 and
+ * pcdata starts at 40; a node is 20 bytes (i16 parent, u8 funcID, pad,
+ * i32 file, i32 line, i32 nameOff at 12, i32 parentPc at 16); moduledata
+ * has no coverage counters, so gofunc is word 38 (byte 304). The runtime
+ * walks both the same way: name from the node, caller from parentPc.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -37,12 +42,23 @@
 
 #define HEADER_SIZE (8 + 8 * 8)
 #define FUNC_MIN_SIZE 36
+#define MAGIC_GO118 0xfffffff0u
 #define MAGIC_GO120 0xfffffff1u
-#define FUNC_GO120_SIZE 44
 #define PCDATA_INLTREE 2
 #define FUNCDATA_INLTREE 3
-#define INLINE_NODE_SIZE 16
-#define MODULEDATA_GOFUNC 320
+#define MODULEDATA_GOFUNC_GO119 304
+#define MODULEDATA_GOFUNC_GO120 320
+
+/* What differs between the layouts with inline trees read here. */
+struct inline_layout {
+	size_t func_size;  /* _func up to pcdata */
+	size_t nfuncdata;  /* its byte */
+	size_t node_size;
+	size_t node_name;  /* nameOff in a node */
+	size_t node_parent_pc;
+};
+static const struct inline_layout layout_go119 = { 40, 39, 20, 12, 16 };
+static const struct inline_layout layout_go120 = { 44, 43, 16, 4, 8 };
 #define MAX_PCDATA 1024u
 
 struct tab {
@@ -56,6 +72,7 @@ struct tab {
 	 * them, and which nodes of the current function were reported
 	 * (seen[i] == gen). */
 	const struct pclntab_funcdata *fd;
+	const struct inline_layout *layout;
 	size_t inline_steps;
 	uint32_t *seen, gen;
 };
@@ -208,12 +225,12 @@ static int report_node(struct tab *t, const struct pclntab_sink *sink, const str
 		return 0;
 	if (t->inline_steps > PCLNTAB_MAX_INLINE_STEPS)
 		return -E2BIG;
-	at = ft->tree + (uint64_t)node * INLINE_NODE_SIZE;
-	if (at > t->fd->size || INLINE_NODE_SIZE > t->fd->size - at)
+	at = ft->tree + (uint64_t)node * t->layout->node_size;
+	if (at > t->fd->size || t->layout->node_size > t->fd->size - at)
 		return -EBADMSG;
 	n = t->fd->data + at;
-	name = str_at(t, t->funcname, u32(n + 4), &name_len);
-	call_pc = ft->entry + (uint64_t)(int64_t)(int32_t)u32(n + 8);
+	name = str_at(t, t->funcname, u32(n + t->layout->node_name), &name_len);
+	call_pc = ft->entry + (uint64_t)(int64_t)(int32_t)u32(n + t->layout->node_parent_pc);
 	if (!name || !name_len || call_pc < ft->entry || call_pc >= ft->end)
 		return -EBADMSG;
 	if (!value_at(t, ft->inltree_pc, ft->entry, call_pc, &parent) || parent < 0)
@@ -237,24 +254,25 @@ static int report_node(struct tab *t, const struct pclntab_sink *sink, const str
 	return 0;
 }
 
-/* The inlined calls of one Go 1.20+ function f (avail bytes of the table
- * from f on, at least FUNC_GO120_SIZE). -EBADMSG: its tree is damaged
- * (the caller drops only its inlined calls); -E2BIG past the step cap; or
- * a sink's error. */
+/* The inlined calls of one function f (avail bytes of the table from f
+ * on, at least t->layout->func_size). -EBADMSG: its tree is damaged (the
+ * caller drops only its inlined calls); -E2BIG past the step cap; or a
+ * sink's error. */
 static int func_inlines(struct tab *t, const struct pclntab_sink *sink, const uint8_t *f,
 			size_t avail, const struct func_tables *ft0)
 {
+	const struct inline_layout *l = t->layout;
 	struct func_tables ft = *ft0;
-	uint32_t npcdata = u32(f + 28), nfuncdata = f[43], fdoff;
+	uint32_t npcdata = u32(f + 28), nfuncdata = f[l->nfuncdata], fdoff;
 	uint64_t from;
 	struct pcv v;
 	int r;
 
 	if (npcdata <= PCDATA_INLTREE || nfuncdata <= FUNCDATA_INLTREE || npcdata > MAX_PCDATA ||
-	    FUNC_GO120_SIZE + 4 * ((size_t)npcdata + nfuncdata) > avail)
+	    l->func_size + 4 * ((size_t)npcdata + nfuncdata) > avail)
 		return 0;
-	ft.inltree_pc = u32(f + FUNC_GO120_SIZE + 4 * PCDATA_INLTREE);
-	fdoff = u32(f + FUNC_GO120_SIZE + 4 * (size_t)npcdata + 4 * FUNCDATA_INLTREE);
+	ft.inltree_pc = u32(f + l->func_size + 4 * PCDATA_INLTREE);
+	fdoff = u32(f + l->func_size + 4 * (size_t)npcdata + 4 * FUNCDATA_INLTREE);
 	if (ft.inltree_pc == 0 || fdoff == UINT32_MAX)
 		return 0;
 	if (t->fd->gofunc + fdoff < t->fd->addr || t->fd->gofunc + fdoff - t->fd->addr >= t->fd->size)
@@ -337,16 +355,23 @@ int pclntab_read(const uint8_t *data, size_t size, uint64_t text_addr,
 }
 
 int pclntab_find_gofunc(const uint8_t *tab, size_t tab_size, uint64_t tab_addr,
-			const uint8_t *data, size_t size, uint64_t *ret)
+			const uint8_t *data, size_t size, bool go119, uint64_t *ret)
 {
 	uint64_t funcnametab;
+	size_t at;
 
-	if (!tab || tab_size < HEADER_SIZE || u32(tab) != MAGIC_GO120 || !data)
+	if (!tab || tab_size < HEADER_SIZE || !data)
+		return -ENOENT;
+	if (u32(tab) == MAGIC_GO120)
+		at = MODULEDATA_GOFUNC_GO120;
+	else if (u32(tab) == MAGIC_GO118 && go119)
+		at = MODULEDATA_GOFUNC_GO119;
+	else
 		return -ENOENT;
 	funcnametab = tab_addr + u64(tab + 32);
-	for (size_t off = 0; off + MODULEDATA_GOFUNC + 8 <= size; off += 8)
+	for (size_t off = 0; off + at + 8 <= size; off += 8)
 		if (u64(data + off) == tab_addr && u64(data + off + 8) == funcnametab) {
-			*ret = u64(data + off + MODULEDATA_GOFUNC);
+			*ret = u64(data + off + at);
 			return 0;
 		}
 	return -ENOENT;
@@ -363,9 +388,13 @@ int pclntab_read_inlined(const uint8_t *data, size_t size, uint64_t text_addr,
 	if (!data || size < HEADER_SIZE)
 		return -EBADMSG;
 	magic = u32(data);
-	if ((magic != 0xfffffff0u && magic != MAGIC_GO120) || data[4] || data[5] || data[7] != 8)
+	if ((magic != MAGIC_GO118 && magic != MAGIC_GO120) || data[4] || data[5] || data[7] != 8)
 		return -EBADMSG;
-	if (magic != MAGIC_GO120 || !fd || !fd->data || !sink->inline_call || !sink->inline_range)
+	if (fd && magic == MAGIC_GO120)
+		t.layout = &layout_go120;
+	else if (fd && fd->go119)
+		t.layout = &layout_go119;
+	if (!t.layout || !fd->data || !sink->inline_call || !sink->inline_range)
 		t.fd = NULL;
 	t.quantum = data[6];
 	if (t.quantum == 0 || t.quantum > 16)
@@ -415,7 +444,7 @@ int pclntab_read_inlined(const uint8_t *data, size_t size, uint64_t text_addr,
 			r = -E2BIG;
 			goto out;
 		}
-		if (t.fd && size - t.pcln - foff >= FUNC_GO120_SIZE) {
+		if (t.fd && size - t.pcln - foff >= t.layout->func_size) {
 			struct func_tables ft = { .entry = entry, .end = end, .pcfile = u32(f + 20),
 						  .pcln = u32(f + 24), .cu_off = u32(f + 32) };
 

@@ -6,14 +6,17 @@
  * Every offset in the table is checked against the section; a damaged
  * table gives -EBADMSG, and what was reported before stays reported (the
  * caller decides). Inlined calls come from each function's inline tree
- * (FUNCDATA_InlTree, indexed by PCDATA_InlTreeIndex) for Go 1.20 and
- * later (magic 0xfffffff1), when the caller finds where the trees are
- * (moduledata.gofunc, pclntab_find_gofunc); without that, an address in
- * inlined code gets the line of the inlined code and the name of the
- * function it was inlined into.
+ * (FUNCDATA_InlTree, indexed by PCDATA_InlTreeIndex) for Go 1.19 and
+ * later, when the caller finds where the trees are (moduledata.gofunc,
+ * pclntab_find_gofunc); without that, an address in inlined code gets the
+ * line of the inlined code and the name of the function it was inlined
+ * into. Go 1.18 and 1.19 share a table magic (0xfffffff0) but not their
+ * funcdata (1.18: pointers), so only the caller can tell them apart (by
+ * .go.buildinfo's version).
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +52,9 @@ struct pclntab_funcdata {
 	size_t size;
 	uint64_t addr;
 	uint64_t gofunc;
+	/* A 0xfffffff0 table is Go 1.19's (else 1.18's, whose trees are not
+	 * read). */
+	bool go119;
 };
 
 #define PCLNTAB_MAX_INLINE_NODES 65536u  /* per function */
@@ -71,7 +77,8 @@ int pclntab_read_inlined(const uint8_t *data, size_t size, uint64_t text_addr,
 /* Finds moduledata.gofunc in data (size bytes of the section that holds
  * runtime.firstmoduledata, .noptrdata), given the table (tab, tab_size)
  * and its address: moduledata starts with a pointer to the table and then
- * its funcnametab slice, which must agree with the table's header. Go
- * 1.20+ layout only. Returns 0 with *ret, or -ENOENT. */
+ * its funcnametab slice, which must agree with the table's header. go119:
+ * as in struct pclntab_funcdata. Returns 0 with *ret, or -ENOENT (Go
+ * 1.18, or not found). */
 int pclntab_find_gofunc(const uint8_t *tab, size_t tab_size, uint64_t tab_addr,
-			const uint8_t *data, size_t size, uint64_t *ret);
+			const uint8_t *data, size_t size, bool go119, uint64_t *ret);

@@ -57,36 +57,6 @@ static const char *const fallback_versions[] = {
 };
 #define N_FALLBACK_VERSIONS (sizeof(fallback_versions) / sizeof(fallback_versions[0]))
 
-int go_buildinfo_version(const uint8_t *sec, size_t size, char *ver, size_t cap)
-{
-	static const char magic[14] = "\xff Go buildinf:";
-	uint64_t len = 0;
-	size_t at = 32;
-	int shift = 0;
-
-	if (size < 33 || memcmp(sec, magic, sizeof(magic)) != 0)
-		return -EBADMSG;
-	if (!(sec[15] & 0x2))
-		return -EBADMSG; /* pointers to strings: Go before 1.18 */
-	/* A uvarint length, then the version string. */
-	for (;;) {
-		if (at >= size || shift > 63)
-			return -EBADMSG;
-		len |= (uint64_t)(sec[at] & 0x7f) << shift;
-		if (!(sec[at++] & 0x80))
-			break;
-		shift += 7;
-	}
-	if (len == 0 || len >= cap || len > size - at)
-		return -EBADMSG;
-	memcpy(ver, sec + at, len);
-	ver[len] = '\0';
-	for (size_t i = 0; i < len; i++)
-		if (ver[i] < 0x21 || ver[i] > 0x7e)
-			return -EBADMSG;
-	return 0;
-}
-
 /* Go 1.17 introduced the register ABI on amd64: "go1.X..." with X >= 17. */
 static bool has_regabi(const char *v)
 {

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buildinfo.h"
+
 #define GO_PLAN_MAX_CONSTS 12
 #define GO_PLAN_MAX_ATTACH 64 /* entry + RETs of one function, per probe */
 
@@ -47,6 +49,3 @@ struct go_plan {
  * -ENOMEM. */
 int go_plan_build(uint8_t *data, size_t size, struct go_plan *out);
 
-/* The Go version of a .go.buildinfo section (Go 1.18+ layout), into ver
- * (cap bytes). Returns 0, or -EBADMSG (not one, or an older layout). */
-int go_buildinfo_version(const uint8_t *sec, size_t size, char *ver, size_t cap);

@@ -1,6 +1,6 @@
 /* fuzz-go-buildinfo.c - fuzzes the reader of a Go executable's
  * .go.buildinfo section (go_buildinfo_version() in
- * symbolizer/probes/go_plan.c): bytes the target's build controls. Any
+ * symbolizer/go/buildinfo.c): bytes the target's build controls. Any
  * input must give a terminated, printable version that fits the buffer,
  * or be rejected; and the answer must not depend on the buffer's size
  * beyond the version fitting in it. */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "go_plan.h"
+#include "buildinfo.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

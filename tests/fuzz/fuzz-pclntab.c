@@ -118,7 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	/* The trees in the same bytes: gofunc at their start. */
 	fd = (struct pclntab_funcdata){ .data = copy, .size = size, .addr = 0x800000,
-					.gofunc = 0x800000 };
+					.gofunc = 0x800000, .go119 = true };
 	memset(&c, 0, sizeof(c));
 	c.seen = calloc(PCLNTAB_MAX_INLINE_NODES, sizeof(*c.seen));
 	if (c.seen) {

@@ -1,0 +1,14 @@
+/* buildinfo.h - the Go version a Go executable was built with, from its
+ * .go.buildinfo section: which layouts of the runtime's tables
+ * (pclntab.h) and structs (symbolizer/probes) apply. Bounded: the section's
+ * bytes are the target's. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The Go version of a .go.buildinfo section (Go 1.18+ layout), into ver
+ * (cap bytes). Returns 0, or -EBADMSG (not one, or an older layout). */
+int go_buildinfo_version(const uint8_t *sec, size_t size, char *ver, size_t cap);
+/* X of "go1.X..."; -1 for anything else. */
+int go_version_minor(const char *ver);
