@@ -18,15 +18,16 @@ import go_plan
 DUMP = BUILD / "tests" / "unit" / "go-plan-dump"
 
 
-def build_pair(go, tmp):
+def build_pair(go, tmp, mode="exe"):
     """gohttp built by the toolchain go, with DWARF and -s -w."""
     env = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod",
                GOCACHE=str(tmp / "gocache"), GOPATH=str(tmp / "gopath"), HOME=str(tmp))
     src = SRC / "tests" / "workload" / "gohttp"
-    full, stripped = tmp / "gohttp", tmp / "gohttp-stripped"
-    subprocess.run([go, "build", "-o", str(full), "."], check=True, env=env, cwd=src, timeout=300)
-    subprocess.run([go, "build", "-ldflags=-s -w", "-o", str(stripped), "."], check=True, env=env,
+    full, stripped = tmp / f"gohttp-{mode}", tmp / f"gohttp-{mode}-stripped"
+    subprocess.run([go, "build", f"-buildmode={mode}", "-o", str(full), "."], check=True, env=env,
                    cwd=src, timeout=300)
+    subprocess.run([go, "build", f"-buildmode={mode}", "-ldflags=-s -w", "-o", str(stripped), "."],
+                   check=True, env=env, cwd=src, timeout=300)
     return full, stripped
 
 
@@ -57,9 +58,13 @@ def compare(mine, ref):
 # Every Go here: each build with DWARF against objdump and its DWARF; each
 # -s -w build (functions from .gopclntab, the table's offsets) against the
 # same.
-@pytest.mark.parametrize("go", [go_plan.GO] + go_plan.GO_BACKPORTS, ids=lambda go: go.split("/")[-3])
-def test_plan_matches_objdump_and_dwarf(go, gobins, tmp_path):
-    full, stripped = gobins if go == go_plan.GO else build_pair(go, tmp_path)
+# A PIE build too: its table is .data.rel.ro.gopclntab, its offsets the
+# same computation.
+@pytest.mark.parametrize("go,mode", [(go_plan.GO, "exe")] + [(g, "exe") for g in go_plan.GO_BACKPORTS] +
+                         [(go_plan.GO, "pie")],
+                         ids=lambda v: v.split("/")[-3] if "/" in v else v)
+def test_plan_matches_objdump_and_dwarf(go, mode, gobins, tmp_path):
+    full, stripped = gobins if (go, mode) == (go_plan.GO, "exe") else build_pair(go, tmp_path, mode)
     mine = dump(full)
     assert mine["offsets_from"] == "dwarf"
     compare(mine, go_plan.plan_for(str(full), str(full)))
