@@ -12,7 +12,8 @@
  * index_worker.c). Each round steps the analyses and folds
  * their needs into one request list, so no byte is fetched twice. The
  * source index wants the file's debug sections (when it has them, up to
- * LINES_MAX_FETCH) or else a separate debug file found locally.
+ * LINES_MAX_FETCH) or else a separate debug file found locally; a Go
+ * binary without DWARF, the sections its .gopclntab reader uses.
  *
  * Uploaded files (upload.c) are whole from the start and go through
  * analysis_whole() instead: the same products, in one go.
@@ -52,6 +53,13 @@ static const char *const debug_section_names[] = {
 	".gnu_debugdata", /* last: MiniDebugInfo, see merge_minidebug */
 };
 #define N_DEBUG_SECTIONS (sizeof(debug_section_names) / sizeof(debug_section_names[0]))
+/* A Go binary without DWARF: lines and inlined calls from its function
+ * table (first two: either name), the inline trees in .rodata found
+ * through moduledata in .noptrdata, the version in .go.buildinfo. */
+static const char *const go_section_names[] = {
+	".gopclntab", ".data.rel.ro.gopclntab", ".noptrdata", ".rodata", ".go.buildinfo",
+};
+#define N_GO_SECTIONS (sizeof(go_section_names) / sizeof(go_section_names[0]))
 
 struct job {
 	struct fileid id;
@@ -252,9 +260,47 @@ static void job_reroute(struct service *svc, struct job *j)
 	job_step(svc, j);
 }
 
-/* The debug sections the source index reads, if the file has them.
- * Returns 0 (all there, or none to fetch), -EAGAIN (*need says what),
- * -E2BIG (too large: the index gets symbol names only), -EBADMSG. */
+/* Asks for the sections of secs[0..n) not in img yet (SHT_NOBITS has
+ * no bytes). */
+static void need_sections(const struct file_image *img, const struct elf_section *secs, size_t n,
+			  struct elf_need *need)
+{
+	for (size_t i = 0; i < n; i++)
+		if (secs[i].found && secs[i].type != 8 /* SHT_NOBITS */ &&
+		    !file_image_has(img, secs[i].offset, secs[i].size))
+			elf_need_add(need, secs[i].offset, secs[i].size);
+}
+
+/* Go's sections for a file without DWARF: 0 (there, or not a Go
+ * binary: -ENOENT), -EAGAIN, -E2BIG. */
+static int go_lines_step(const struct file_image *img, struct elf_need *need)
+{
+	struct elf_section secs[N_GO_SECTIONS];
+	struct elf_layout *layout = malloc(sizeof(*layout));
+	uint64_t total = 0;
+	int r;
+
+	if (!layout)
+		return -ENOMEM;
+	r = elf_sections(img, need, go_section_names, N_GO_SECTIONS, secs, layout, NULL);
+	free(layout);
+	if (r < 0)
+		return r;
+	if (!(secs[0].found && secs[0].type != 8) && !(secs[1].found && secs[1].type != 8))
+		return -ENOENT;
+	for (size_t i = 0; i < N_GO_SECTIONS; i++)
+		if (secs[i].found && secs[i].type != 8)
+			total += secs[i].size;
+	if (total > LINES_MAX_FETCH)
+		return -E2BIG;
+	need_sections(img, secs, N_GO_SECTIONS, need);
+	return need->n ? -EAGAIN : 0;
+}
+
+/* The debug sections the source index reads, if the file has them (or a
+ * Go binary's). Returns 0 (all there, or none to fetch), -EAGAIN (*need
+ * says what), -E2BIG (too large: the index gets symbol names only),
+ * -ENOENT (nothing to read), -EBADMSG. */
 static int lines_step(const struct file_image *img, struct elf_need *need)
 {
 	struct elf_section secs[N_DEBUG_SECTIONS];
@@ -276,12 +322,10 @@ static int lines_step(const struct file_image *img, struct elf_need *need)
 		total += secs[i].size;
 	}
 	if (!any)
-		return -ENOENT;
+		return go_lines_step(img, need);
 	if (total > LINES_MAX_FETCH)
 		return -E2BIG;
-	for (size_t i = 0; i < N_DEBUG_SECTIONS; i++)
-		if (secs[i].found && secs[i].type != 8 && !file_image_has(img, secs[i].offset, secs[i].size))
-			elf_need_add(need, secs[i].offset, secs[i].size);
+	need_sections(img, secs, N_DEBUG_SECTIONS, need);
 	return need->n ? -EAGAIN : 0;
 }
 

@@ -9,7 +9,10 @@
  *      the header uses extended numbering);
  *   3. the section-name strings, .symtab/.strtab, .dynsym/.dynstr and the
  *      note sections (PT_NOTE segments when there are no note sections);
- *   4. .gnu_debuglink, which can only be found by name.
+ *   4. .gnu_debuglink, which can only be found by name, and, in a file
+ *      without .symtab, Go's function table (.gopclntab, or
+ *      .data.rel.ro.gopclntab in PIE builds): a stripped Go binary's
+ *      functions are named from it, as the Go runtime names them.
  * A typical library needs 4-5 round trips and a few hundred KB.
  *
  * Structures are walked by hand, because libelf's elf_memory() wants a
@@ -36,6 +39,7 @@
 #include <libelf.h>
 
 #include "elf_analysis.h"
+#include "pclntab.h"
 #include "symtab_build.h"
 
 #define ELF_MAX_PHNUM 65536u
@@ -46,6 +50,9 @@
 #define ELF_DEBUGLINK_WINDOW 260u
 /* Ranges closer than this are fetched as one. */
 #define ELF_NEED_GAP 4096u
+/* Go's function table, read only to name functions: 1 GiB is far above
+ * any real binary's. */
+#define ELF_MAX_PCLNTAB (1ull << 30)
 
 struct elf_ctx {
 	const struct file_image *img;
@@ -74,6 +81,9 @@ struct elf_plan {
 	uint64_t note_align[ELF_MAX_NOTES];
 	bool has_debuglink;
 	struct elf_range debuglink;
+	bool has_pclntab;
+	struct elf_range pclntab;
+	uint64_t text_addr; /* .text's, for a table whose textStart is 0 (PIE) */
 };
 
 static int bad(struct elf_ctx *c, const char *reason)
@@ -431,6 +441,17 @@ static int stage_sections(struct elf_ctx *c, struct elf_plan *plan)
 			break;
 		case SHT_PROGBITS:
 			name = section_name(c, plan, &sh);
+			if (name && strcmp(name, ".text") == 0)
+				plan->text_addr = sh.sh_addr;
+			if (name && !plan->has_pclntab && (strcmp(name, ".gopclntab") == 0 ||
+							   strcmp(name, ".data.rel.ro.gopclntab") == 0)) {
+				err = check_data(c, &sh, "Go function table past the end of the file");
+				if (err)
+					return err;
+				plan->has_pclntab = sh.sh_size > 0 && sh.sh_size <= ELF_MAX_PCLNTAB;
+				plan->pclntab = (struct elf_range){ sh.sh_offset, sh.sh_size };
+				break;
+			}
 			if (plan->has_debuglink || !name || strcmp(name, ".gnu_debuglink") != 0)
 				break;
 			err = check_data(c, &sh, "debuglink section past the end of the file");
@@ -466,6 +487,12 @@ static int stage_sections(struct elf_ctx *c, struct elf_plan *plan)
 		want(c, plan->notes[k].offset, plan->notes[k].length);
 	if (plan->has_debuglink)
 		want(c, plan->debuglink.offset, plan->debuglink.length);
+	/* A symbol table names functions better (and has the ABI suffixes
+	 * perf shows); Go's table is the fallback for stripped binaries. */
+	if (plan->has_table[0])
+		plan->has_pclntab = false;
+	if (plan->has_pclntab)
+		want(c, plan->pclntab.offset, plan->pclntab.length);
 	return c->missing ? -EAGAIN : 0;
 }
 
@@ -536,6 +563,28 @@ static int add_symbols(struct elf_ctx *c, struct symtab_builder *b, const GElf_S
 			return err;
 	}
 	return 0;
+}
+
+static int add_go_func(void *ctx, uint64_t lo, uint64_t hi, const char *name, size_t name_len)
+{
+	int err = symtab_builder_add(ctx, lo, hi - lo, name, name_len,
+				     symbol_rank(STT_FUNC, STB_GLOBAL));
+
+	/* Over the symtab's cap, told apart from the table's own. */
+	return err == -E2BIG ? -EOVERFLOW : err;
+}
+
+/* Functions of a stripped Go binary, from its table. A damaged table (or
+ * one over the reader's caps) keeps the functions read before. */
+static int add_go_functions(struct elf_ctx *c, struct symtab_builder *b, const struct elf_plan *plan)
+{
+	struct pclntab_sink sink = { .func = add_go_func, .ctx = b };
+	int err = pclntab_read(c->data + plan->pclntab.offset, plan->pclntab.length,
+			       plan->text_addr, &sink);
+
+	if (err == -EOVERFLOW)
+		return bad(c, "symbols over the cap");
+	return err == -ENOMEM ? err : 0;
 }
 
 static void add_segments(struct elf_ctx *c, struct symtab_builder *b)
@@ -618,6 +667,11 @@ static int stage_build(struct elf_ctx *c, const struct elf_plan *plan, struct sy
 		if (!plan->has_table[k])
 			continue;
 		err = add_symbols(c, b, &plan->table[k], &plan->strings[k]);
+		if (err)
+			goto cleanup;
+	}
+	if (plan->has_pclntab) {
+		err = add_go_functions(c, b, plan);
 		if (err)
 			goto cleanup;
 	}

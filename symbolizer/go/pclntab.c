@@ -437,6 +437,8 @@ int pclntab_read_inlined(const uint8_t *data, size_t size, uint64_t text_addr,
 		r = sink->func(sink->ctx, entry, end, name, name_len);
 		if (r < 0)
 			goto out;
+		if (!sink->row)
+			continue; /* functions only */
 		r = func_rows(&t, sink, entry, end, u32(f + 20), u32(f + 24), u32(f + 32));
 		if (r < 0)
 			goto out;

@@ -28,7 +28,8 @@ struct pclntab_sink {
 	 * necessarily). Return 0 or a negative errno to stop. */
 	int (*func)(void *ctx, uint64_t lo, uint64_t hi, const char *name, size_t name_len);
 	/* From addr on (inside the last function), file:line; file NULL when
-	 * unknown. Rows of one function come in address order. */
+	 * unknown. Rows of one function come in address order. NULL: only
+	 * functions are read (no rows, end or inlined calls). */
 	int (*row)(void *ctx, uint64_t addr, const char *file, size_t file_len, uint32_t line);
 	/* The last function's rows end at addr. */
 	int (*end)(void *ctx, uint64_t addr);

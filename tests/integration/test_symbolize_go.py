@@ -23,7 +23,7 @@ import subprocess
 
 import pytest
 
-from conftest import SONDE, SRC, Symbolizer, make_tmp
+from conftest import SONDE, SRC, Sensor, Symbolizer, contains_chain, make_tmp, symbols_pb2, wait_for
 
 N = 3000
 
@@ -109,3 +109,52 @@ def test_stripped_go_binary_from_pclntab(go_binaries):
     assert inlined >= 100, "too few inlined addresses to judge"
     assert inlined_ok >= 0.99 * inlined
     assert chain_ok >= 0.99 * N
+
+
+def test_stripped_go_program_profiled_through_the_sensor():
+    """The sensor path: a sensor serves only the byte ranges an analysis
+    asks for, so a stripped Go binary's functions (its symtab, no .symtab)
+    and its source index come from the .gopclntab (and the sections the
+    inline trees need) fetched from the sensor. Profiles name its frames,
+    and the index has the inlined call, without any upload."""
+    tmp = make_tmp()
+    env = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod",
+               GOCACHE=str(tmp / "gocache"), HOME=str(tmp))
+    full, stripped = tmp / "gospin-full", tmp / "gospin"
+    for out, flags in ((full, []), (stripped, ["-ldflags=-s -w"])):
+        subprocess.run(["/usr/lib/go-1.23/bin/go", "build", *flags, "-o", str(out), "."], check=True,
+                       env=env, cwd=SRC / "tests" / "workload" / "gospin", timeout=300)
+    sym = Symbolizer(tmp)
+    parent = subprocess.Popen(["sh", "-c", f"read go; exec {stripped} 30"], stdin=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL, text=True)
+    sensor = Sensor(tmp, sym.address, ["--pid", str(parent.pid), "--frequency", "99"])
+    try:
+        wait_for(lambda: sym.status().sensors_connected >= 1, 15, "the sensor to connect")
+        parent.stdin.write("go\n")
+        parent.stdin.close()
+        parent.wait(60)
+
+        def spin_samples():
+            r = sym.symbols.Folded(symbols_pb2.ProfileQuery(), timeout=30)
+            return sum(s.count for s in r.stacks if s.comm == "gospin" and
+                       contains_chain(list(s.frames), ["runtime.main", "main.spin"])) or None
+        n = wait_for(spin_samples, 30, "named stacks of the stripped Go program")
+        print(f"stripped Go via the sensor: {n} samples in runtime.main > main.spin")
+        # The index the sensor path built: main.spin's code (the stripped
+        # build's text is the full build's, -s -w drops only symbols and
+        # DWARF) has addresses in the inlined main.mix.
+        nm = subprocess.run(["nm", "-S", str(full)], capture_output=True, text=True).stdout
+        start, size = next((int(p[0], 16), int(p[1], 16)) for p in (l.split() for l in nm.splitlines())
+                           if len(p) == 4 and p[3] == "main.spin")
+        out = subprocess.run([str(SONDE), "symbolize", "--json", "--symbolizer", sym.address,
+                              "--file", str(stripped)],
+                             input="\n".join("%x" % a for a in range(start, start + size)),
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        chains = [[f["function"] for f in json.loads(l)["frames"]] for l in out.stdout.splitlines()]
+        assert all(c and c[-1] == "main.spin" for c in chains), chains
+        assert any(c == ["main.mix", "main.spin"] for c in chains), chains
+        assert "uploaded" not in sym.logtext()
+    finally:
+        sensor.stop()
+        sym.stop()
