@@ -70,8 +70,8 @@ int pclntab_read(const uint8_t *data, size_t size, uint64_t text_addr,
 		 const struct pclntab_sink *sink);
 /* Like pclntab_read, and reports inlined calls through the sink when fd
  * (may be NULL) says where the inline trees are. A damaged inline tree
- * loses that function's inlined calls (or, past the step cap, all later
- * ones), never its rows. */
+ * loses the rest of that function's inlined calls (past the step cap, all
+ * later functions' too), never rows. */
 int pclntab_read_inlined(const uint8_t *data, size_t size, uint64_t text_addr,
 			 const struct pclntab_funcdata *fd, const struct pclntab_sink *sink);
 

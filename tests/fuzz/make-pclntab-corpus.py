@@ -48,12 +48,27 @@ def write(version, rng):
     return tab
 
 
+def elf_with_table(tab, out):
+    with tempfile.TemporaryDirectory() as tmp:
+        t = pathlib.Path(tmp)
+        (t / "tab.bin").write_bytes(tab)
+        (t / "go.s").write_text('\t.section .gopclntab,"a"\n\t.incbin "tab.bin"\n'
+                                '\t.text\n\t.globl _start\n_start:\n\tud2\n')
+        subprocess.run(["gcc", "-c", "-o", "go.o", "go.s"], check=True, cwd=tmp)
+        subprocess.run(["gcc", "-nostdlib", "-static", "-Wl,--build-id=none", "-o", "go", "go.o"],
+                       check=True, cwd=tmp)
+        subprocess.run(["strip", "-s", "go"], check=True, cwd=tmp)
+        out.write_bytes((t / "go").read_bytes())
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     rng = random.Random(7)
     tab = write("1.19", rng)
     (OUT / "header-only").write_bytes(tab[:72])
-    write("1.23", rng)
+    tab = write("1.23", rng)
+    elf_with_table(tab, HERE / "corpus" / "elf" / "go1.23-pclntab-only")
+
 
 if __name__ == "__main__":
     main()
