@@ -260,6 +260,20 @@ static void job_reroute(struct service *svc, struct job *j)
 	job_step(svc, j);
 }
 
+/* elf_sections() with the layout it needs for itself. */
+static int find_sections(const struct file_image *img, struct elf_need *need,
+			 const char *const *names, size_t n, struct elf_section *secs)
+{
+	struct elf_layout *layout = malloc(sizeof(*layout));
+	int r;
+
+	if (!layout)
+		return -ENOMEM;
+	r = elf_sections(img, need, names, n, secs, layout, NULL);
+	free(layout);
+	return r;
+}
+
 /* Asks for the sections of secs[0..n) not in img yet (SHT_NOBITS has
  * no bytes). */
 static void need_sections(const struct file_image *img, const struct elf_section *secs, size_t n,
@@ -276,14 +290,9 @@ static void need_sections(const struct file_image *img, const struct elf_section
 static int go_lines_step(const struct file_image *img, struct elf_need *need)
 {
 	struct elf_section secs[N_GO_SECTIONS];
-	struct elf_layout *layout = malloc(sizeof(*layout));
 	uint64_t total = 0;
-	int r;
+	int r = find_sections(img, need, go_section_names, N_GO_SECTIONS, secs);
 
-	if (!layout)
-		return -ENOMEM;
-	r = elf_sections(img, need, go_section_names, N_GO_SECTIONS, secs, layout, NULL);
-	free(layout);
 	if (r < 0)
 		return r;
 	if (!(secs[0].found && secs[0].type != 8) && !(secs[1].found && secs[1].type != 8))
@@ -304,15 +313,10 @@ static int go_lines_step(const struct file_image *img, struct elf_need *need)
 static int lines_step(const struct file_image *img, struct elf_need *need)
 {
 	struct elf_section secs[N_DEBUG_SECTIONS];
-	struct elf_layout *layout = malloc(sizeof(*layout));
 	uint64_t total = 0;
 	bool any = false;
-	int r;
+	int r = find_sections(img, need, debug_section_names, N_DEBUG_SECTIONS, secs);
 
-	if (!layout)
-		return -ENOMEM;
-	r = elf_sections(img, need, debug_section_names, N_DEBUG_SECTIONS, secs, layout, NULL);
-	free(layout);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < N_DEBUG_SECTIONS; i++) {
@@ -338,16 +342,11 @@ static int plan_step(struct service *svc, struct job *j, struct elf_need *need)
 {
 	static const char *const names[] = { ".go.buildinfo" };
 	struct elf_section sec;
-	struct elf_layout *layout = malloc(sizeof(*layout));
 	struct go_plan *plan = NULL;
 	uint8_t *copy = NULL, *packed = NULL;
 	size_t len = 0;
-	int r;
+	int r = find_sections(j->img, need, names, 1, &sec);
 
-	if (!layout)
-		return -ENOMEM;
-	r = elf_sections(j->img, need, names, 1, &sec, layout, NULL);
-	free(layout);
 	if (r < 0)
 		return r;
 	if (!sec.found)
@@ -616,7 +615,6 @@ static struct symtab *merge_minidebug(struct symtab *t, const struct file_image 
 {
 	static const char *const names[] = { ".gnu_debugdata" };
 	struct elf_section sec;
-	struct elf_layout *layout = malloc(sizeof(*layout));
 	struct file_image *mimg = NULL;
 	struct symtab *dt = NULL, *merged;
 	struct elf_need need = { 0 };
@@ -624,9 +622,7 @@ static struct symtab *merge_minidebug(struct symtab *t, const struct file_image 
 	size_t len = 0;
 	int r = -EAGAIN;
 
-	if (!layout)
-		return t;
-	if (elf_sections(img, &need, names, 1, &sec, layout, NULL) < 0 || !sec.found ||
+	if (find_sections(img, &need, names, 1, &sec) < 0 || !sec.found ||
 	    sec.type == 8 /* SHT_NOBITS */ || !file_image_has(img, sec.offset, sec.size) ||
 	    minidebug_decompress(file_image_data(img) + sec.offset, sec.size, &buf, &len) < 0 ||
 	    !(mimg = file_image_new(len)) || file_image_put(mimg, 0, buf, len) < 0)
@@ -642,7 +638,6 @@ cleanup:
 	symtab_free(dt);
 	file_image_free(mimg);
 	free(buf);
-	free(layout);
 	return t;
 }
 

@@ -716,6 +716,22 @@ struct go_state {
 	uint32_t *node_scope, *node_gen, gen;
 };
 
+/* Adds scope sc named name (interned here) as *ret. */
+static int go_scope(struct builder *b, struct lix_scope sc, const char *name, size_t name_len,
+		    uint32_t *ret)
+{
+	int err = intern_function(b, name, name_len, &sc.name, &sc.dname);
+
+	if (err < 0)
+		return err;
+	GROW(b->scopes, b->n_scopes, b->cap_scopes, LINE_INDEX_MAX_SCOPES, err);
+	if (err < 0)
+		return err;
+	b->scopes[b->n_scopes] = sc;
+	*ret = (uint32_t)b->n_scopes++;
+	return 0;
+}
+
 /* The files index of a Go file name, interned. */
 static int go_file(struct builder *b, const char *file, size_t file_len, uint32_t *ret)
 {
@@ -744,24 +760,20 @@ static int go_func(void *ctx, uint64_t lo, uint64_t hi, const char *name, size_t
 	struct go_state *g = ctx;
 	struct builder *b = g->b;
 	struct lix_scope sc = { .parent = LIX_NONE, .call_file = LIX_NONE };
-	int err = 0;
+	uint32_t scope;
+	int err = go_scope(b, sc, name, name_len, &scope);
 
-	err = intern_function(b, name, name_len, &sc.name, &sc.dname);
 	if (err < 0)
 		return err;
-	GROW(b->scopes, b->n_scopes, b->cap_scopes, LINE_INDEX_MAX_SCOPES, err);
-	if (err < 0)
-		return err;
-	b->scopes[b->n_scopes] = sc;
 	GROW(b->ranges, b->n_ranges, b->cap_ranges, LINE_INDEX_MAX_SCOPES * 4u, err);
 	if (err < 0)
 		return err;
-	b->ranges[b->n_ranges++] = (struct range){ .lo = lo, .hi = hi,
-						   .scope = (uint32_t)b->n_scopes++, .depth = 1 };
+	b->ranges[b->n_ranges++] = (struct range){ .lo = lo, .hi = hi, .scope = scope,
+						   .depth = 1 };
 	g->seq_first = b->n_rows;
 	g->lo = lo;
 	g->open = true;
-	g->func_scope = (uint32_t)(b->n_scopes - 1);
+	g->func_scope = scope;
 	g->gen++;
 	return 0;
 }
@@ -828,14 +840,9 @@ static int go_inline_call(void *ctx, int32_t node, int32_t parent, const char *n
 	err = go_file(b, call_file, call_file_len, &sc.call_file);
 	if (err < 0)
 		return err;
-	err = intern_function(b, name, name_len, &sc.name, &sc.dname);
+	err = go_scope(b, sc, name, name_len, &g->node_scope[node]);
 	if (err < 0)
 		return err;
-	GROW(b->scopes, b->n_scopes, b->cap_scopes, LINE_INDEX_MAX_SCOPES, err);
-	if (err < 0)
-		return err;
-	b->scopes[b->n_scopes] = sc;
-	g->node_scope[node] = (uint32_t)b->n_scopes++;
 	g->node_gen[node] = g->gen;
 	return 0;
 }

@@ -31,9 +31,16 @@ int go_buildinfo_version(const uint8_t *sec, size_t size, char *ver, size_t cap)
 			break;
 		shift += 7;
 	}
-	if (len == 0 || len >= cap || len > size - at)
+	if (len > size - at)
 		return -EBADMSG;
-	memcpy(ver, sec + at, len);
+	return go_version_copy(sec + at, len, ver, cap);
+}
+
+int go_version_copy(const uint8_t *src, uint64_t len, char *ver, size_t cap)
+{
+	if (len == 0 || len >= cap)
+		return -EBADMSG;
+	memcpy(ver, src, len);
 	ver[len] = '\0';
 	for (size_t i = 0; i < len; i++)
 		if (ver[i] < 0x21 || ver[i] > 0x7e)

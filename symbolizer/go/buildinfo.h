@@ -10,5 +10,9 @@
 /* The Go version of a .go.buildinfo section (Go 1.18+ layout), into ver
  * (cap bytes). Returns 0, or -EBADMSG (not one, or an older layout). */
 int go_buildinfo_version(const uint8_t *sec, size_t size, char *ver, size_t cap);
+/* Copies a version string of len bytes (the file's) into ver (cap bytes,
+ * NUL-terminated): 0, or -EBADMSG when empty, too long or not printable
+ * ASCII without spaces. */
+int go_version_copy(const uint8_t *src, uint64_t len, char *ver, size_t cap);
 /* X of "go1.X..."; -1 for anything else. */
 int go_version_minor(const char *ver);

@@ -337,12 +337,7 @@ static int buildinfo_version_by_pointer(Elf *e, const uint8_t *data, size_t size
 	off = file_offset(e, str, len);
 	if (off < 0 || size < len || (uint64_t)off > size - len)
 		return -EBADMSG;
-	memcpy(ver, data + off, len);
-	ver[len] = '\0';
-	for (size_t i = 0; i < len; i++)
-		if (ver[i] < 0x21 || ver[i] > 0x7e)
-			return -EBADMSG;
-	return 0;
+	return go_version_copy(data + off, len, ver, cap);
 }
 
 /* Whether header_lookup applies: the classic hash map of Go < 1.24. */
