@@ -158,6 +158,22 @@ def start_sensor(tmp_path):
         s.stop()
 
 
+@pytest.fixture
+def start_workload():
+    """Starts tests/workload's CPU burner for the given seconds; whatever
+    is still running is killed at teardown."""
+    procs = []
+
+    def start(seconds):
+        p = subprocess.Popen([str(WORKLOAD), str(seconds)])
+        procs.append(p)
+        return p
+    yield start
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
 def parse_folded(text):
     """folded text -> list of (frames, count)"""
     stacks = []

@@ -122,9 +122,9 @@ def test_cache_survives_restart(tmp_path):
         sym.stop()
 
 
-def test_sensor_reconnects_after_symbolizer_restart(tmp_path, start_sensor):
+def test_sensor_reconnects_after_symbolizer_restart(tmp_path, start_sensor, start_workload):
     sym = Symbolizer(tmp_path)
-    work = subprocess.Popen([str(WORKLOAD), "20"])
+    work = start_workload(20)
     try:
         sensor = start_sensor(sym.address, "--pid", str(work.pid), "--frequency", "49")
         wait_for(lambda: sym.status().samples_received > 0, 20, "samples before the restart")
@@ -140,32 +140,25 @@ def test_sensor_reconnects_after_symbolizer_restart(tmp_path, start_sensor):
         print(f"sensor reconnected {reconnect:.2f} s after the symbolizer came back")
         assert sensor.proc.poll() is None, sensor.logtext()
     finally:
-        work.kill()
-        work.wait()
         sym.stop()
 
 
-def test_half_full_buffer_is_sent_before_the_flush_timer(tmp_path, start_sensor):
+def test_half_full_buffer_is_sent_before_the_flush_timer(symbolizer, start_sensor, start_workload):
     """With a flush interval far longer than the test, stacks still arrive
     within seconds: a buffer half full is sent before the timer
     (sensor/main.c buffers_half_full). The workload has three hot stacks
     on two threads, so a bound of 4 (stack, pid, tid) entries is half
     full at every drain."""
-    sym = Symbolizer(tmp_path)
-    work = subprocess.Popen([str(WORKLOAD), "20"])
-    try:
-        sensor = start_sensor(sym.address, "--pid", str(work.pid), "--frequency", "199",
-                              "--flush-ms", "600000", "--buffer-stacks", "4")
-        t0 = time.monotonic()
-        # Drains come at a quarter ring (seconds at 199 Hz) or while
-        # processes are being made: allow a few, far from 600 s.
-        wait_for(lambda: sym.status().samples_received > 100, 45, "samples long before the 600 s flush")
-        print(f"100 samples received {time.monotonic() - t0:.1f} s after the sensor's start")
-        assert sensor.proc.poll() is None, sensor.logtext()
-    finally:
-        work.kill()
-        work.wait()
-        sym.stop()
+    work = start_workload(20)
+    sensor = start_sensor(symbolizer.address, "--pid", str(work.pid), "--frequency", "199",
+                          "--flush-ms", "600000", "--buffer-stacks", "4")
+    t0 = time.monotonic()
+    # Drains come at a quarter ring (seconds at 199 Hz) or while
+    # processes are being made: allow a few, far from 600 s.
+    wait_for(lambda: symbolizer.status().samples_received > 100, 45,
+             "samples long before the 600 s flush")
+    print(f"100 samples received {time.monotonic() - t0:.1f} s after the sensor's start")
+    assert sensor.proc.poll() is None, sensor.logtext()
 
 
 def other_index_format(db):
