@@ -39,6 +39,7 @@
 #include "line_index.h"
 #include "minidebug.h"
 #include "go_plan.h"
+#include "pclntab.h"
 #include "interp_loader.h"
 #include "service.h"
 
@@ -57,7 +58,7 @@ static const char *const debug_section_names[] = {
  * table (first two: either name), the inline trees in .rodata found
  * through moduledata in .noptrdata, the version in .go.buildinfo. */
 static const char *const go_section_names[] = {
-	".gopclntab", ".data.rel.ro.gopclntab", ".noptrdata", ".rodata", ".go.buildinfo",
+	PCLNTAB_SECTION, PCLNTAB_SECTION_PIE, ".noptrdata", ".rodata", ".go.buildinfo",
 };
 #define N_GO_SECTIONS (sizeof(go_section_names) / sizeof(go_section_names[0]))
 

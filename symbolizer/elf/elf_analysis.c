@@ -443,8 +443,8 @@ static int stage_sections(struct elf_ctx *c, struct elf_plan *plan)
 			name = section_name(c, plan, &sh);
 			if (name && strcmp(name, ".text") == 0)
 				plan->text_addr = sh.sh_addr;
-			if (name && !plan->has_pclntab && (strcmp(name, ".gopclntab") == 0 ||
-							   strcmp(name, ".data.rel.ro.gopclntab") == 0)) {
+			if (name && !plan->has_pclntab && (strcmp(name, PCLNTAB_SECTION) == 0 ||
+							   strcmp(name, PCLNTAB_SECTION_PIE) == 0)) {
 				err = check_data(c, &sh, "Go function table past the end of the file");
 				if (err)
 					return err;

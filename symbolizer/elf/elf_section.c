@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "elf_section.h"
+#include "pclntab.h"
 
 Elf_Scn *elf_section_by_name(Elf *e, const char *name, GElf_Shdr *ret_sh)
 {
@@ -24,7 +25,7 @@ Elf_Scn *elf_section_by_name(Elf *e, const char *name, GElf_Shdr *ret_sh)
 
 Elf_Scn *elf_section_gopclntab(Elf *e, GElf_Shdr *ret_sh)
 {
-	Elf_Scn *scn = elf_section_by_name(e, ".gopclntab", ret_sh);
+	Elf_Scn *scn = elf_section_by_name(e, PCLNTAB_SECTION, ret_sh);
 
-	return scn ? scn : elf_section_by_name(e, ".data.rel.ro.gopclntab", ret_sh);
+	return scn ? scn : elf_section_by_name(e, PCLNTAB_SECTION_PIE, ret_sh);
 }

@@ -20,6 +20,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The table's section: PIE builds put it among the data that relocations
+ * fill. */
+#define PCLNTAB_SECTION ".gopclntab"
+#define PCLNTAB_SECTION_PIE ".data.rel.ro.gopclntab"
+
 #define PCLNTAB_MAX_FUNCS (4u << 20)
 #define PCLNTAB_MAX_STEPS (64u << 20) /* pc/value pairs decoded, in all */
 
