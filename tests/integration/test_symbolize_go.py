@@ -28,12 +28,12 @@ from conftest import SONDE, SRC, Sensor, Symbolizer, contains_chain, make_tmp, s
 N = 3000
 
 
-def build(go, tmp, out, ldflags, mode):
+def build(go, tmp, out, ldflags, mode="exe", workload="go"):
     env = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod",
                GOCACHE=str(tmp / "gocache"), HOME=str(tmp))
     subprocess.run([go, "build", f"-buildmode={mode}", *(["-ldflags=" + ldflags] if ldflags else []),
                     "-o", str(out), "."],
-                   check=True, env=env, cwd=SRC / "tests" / "workload" / "go", timeout=300)
+                   check=True, env=env, cwd=SRC / "tests" / "workload" / workload, timeout=300)
 
 
 def norm_function(name):
@@ -118,12 +118,9 @@ def test_stripped_go_program_profiled_through_the_sensor():
     inline trees need) fetched from the sensor. Profiles name its frames,
     and the index has the inlined call, without any upload."""
     tmp = make_tmp()
-    env = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod",
-               GOCACHE=str(tmp / "gocache"), HOME=str(tmp))
     full, stripped = tmp / "gospin-full", tmp / "gospin"
-    for out, flags in ((full, []), (stripped, ["-ldflags=-s -w"])):
-        subprocess.run(["/usr/lib/go-1.23/bin/go", "build", *flags, "-o", str(out), "."], check=True,
-                       env=env, cwd=SRC / "tests" / "workload" / "gospin", timeout=300)
+    build("/usr/lib/go-1.23/bin/go", tmp, full, None, workload="gospin")
+    build("/usr/lib/go-1.23/bin/go", tmp, stripped, "-s -w", workload="gospin")
     sym = Symbolizer(tmp)
     parent = subprocess.Popen(["sh", "-c", f"read go; exec {stripped} 30"], stdin=subprocess.PIPE,
                               stdout=subprocess.DEVNULL, text=True)
