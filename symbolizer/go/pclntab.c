@@ -10,7 +10,8 @@
  *           entryoff is the end of the text
  *   _func:  u32 entryoff, i32 nameoff (into funcnametab), i32 args,
  *           u32 deferreturn, u32 pcsp, u32 pcfile, u32 pcln, u32 npcdata,
- *           u32 cuOffset (index into cutab), ...
+ *           u32 cuOffset (index into cutab), ..., u8 funcID, u8 flag
+ *           (byte 37; 41 in Go 1.20+: TOPFRAME 1, SPWRITE 2)
  *   pcvalue tables at pctabOffset + pcfile/pcln: pairs of varints
  *           (zigzag value delta, pc delta * minLC), the value starting at
  *           -1 and the pc at the function's entry; a value delta of 0
@@ -48,6 +49,8 @@
 #define FUNCDATA_INLTREE 3
 #define MODULEDATA_GOFUNC_GO119 304
 #define MODULEDATA_GOFUNC_GO120 320
+#define FLAG_GO118 37 /* _func.flag: after funcID */
+#define FLAG_GO120 41
 
 /* What differs between the layouts with inline trees read here. */
 struct inline_layout {
@@ -66,6 +69,7 @@ struct tab {
 	size_t size;
 	uint64_t text;
 	uint8_t quantum;
+	bool go120;
 	uint64_t nfunc, funcname, cu, filetab, pctab, pcln;
 	size_t steps;
 	/* Inline trees: where they are (NULL: not read), the steps spent on
@@ -377,60 +381,88 @@ int pclntab_find_gofunc(const uint8_t *tab, size_t tab_size, uint64_t tab_addr,
 	return -ENOENT;
 }
 
-int pclntab_read_inlined(const uint8_t *data, size_t size, uint64_t text_addr,
-			 const struct pclntab_funcdata *fd, const struct pclntab_sink *sink)
+/* Checks the header and fills t's offsets (t->p and t->size set).
+ * Returns 0, -EBADMSG or -E2BIG. */
+static int tab_open(struct tab *t, uint64_t text_addr)
 {
-	struct tab t = { .p = data, .size = size, .fd = fd };
+	const uint8_t *data = t->p;
 	uint32_t magic;
 	uint64_t functab_bytes;
-	int r;
 
-	if (!data || size < HEADER_SIZE)
+	if (!data || t->size < HEADER_SIZE)
 		return -EBADMSG;
 	magic = u32(data);
 	if ((magic != MAGIC_GO118 && magic != MAGIC_GO120) || data[4] || data[5] || data[7] != 8)
 		return -EBADMSG;
-	if (fd && magic == MAGIC_GO120)
+	t->go120 = magic == MAGIC_GO120;
+	t->quantum = data[6];
+	if (t->quantum == 0 || t->quantum > 16)
+		return -EBADMSG;
+	t->nfunc = u64(data + 8);
+	t->text = u64(data + 24);
+	t->funcname = u64(data + 32);
+	t->cu = u64(data + 40);
+	t->filetab = u64(data + 48);
+	t->pctab = u64(data + 56);
+	t->pcln = u64(data + 64);
+	if (!t->text)
+		t->text = text_addr;
+	if (t->nfunc > PCLNTAB_MAX_FUNCS)
+		return -E2BIG;
+	functab_bytes = (t->nfunc + 1) * 8;
+	if (t->pcln > t->size || functab_bytes > t->size - t->pcln || t->funcname > t->size ||
+	    t->cu > t->size || t->filetab > t->size || t->pctab > t->size)
+		return -EBADMSG;
+	return 0;
+}
+
+/* Function i of the function table: its _func (*ret_f, with *ret_avail
+ * bytes of the table from it on) and range. Returns 0, 1 to skip it (out
+ * of order, or a _func that does not match), or -EBADMSG. */
+static int func_at(const struct tab *t, uint64_t i, const uint8_t **ret_f, size_t *ret_avail,
+		   uint64_t *ret_entry, uint64_t *ret_end)
+{
+	const uint8_t *ft = t->p + t->pcln + i * 8;
+	uint64_t entry = t->text + u32(ft), end = t->text + u32(ft + 8);
+	uint64_t foff = u32(ft + 4);
+
+	if (t->pcln + foff > t->size || FUNC_MIN_SIZE > t->size - t->pcln - foff)
+		return -EBADMSG;
+	*ret_f = t->p + t->pcln + foff;
+	*ret_avail = t->size - t->pcln - foff;
+	*ret_entry = entry;
+	*ret_end = end;
+	return end <= entry || t->text + u32(*ret_f) != entry ? 1 : 0;
+}
+
+int pclntab_read_inlined(const uint8_t *data, size_t size, uint64_t text_addr,
+			 const struct pclntab_funcdata *fd, const struct pclntab_sink *sink)
+{
+	struct tab t = { .p = data, .size = size, .fd = fd };
+	int r;
+
+	r = tab_open(&t, text_addr);
+	if (r < 0)
+		return r;
+	if (fd && t.go120)
 		t.layout = &layout_go120;
 	else if (fd && fd->go119)
 		t.layout = &layout_go119;
 	if (!t.layout || !fd->data || !sink->inline_call || !sink->inline_range)
 		t.fd = NULL;
-	t.quantum = data[6];
-	if (t.quantum == 0 || t.quantum > 16)
-		return -EBADMSG;
-	t.nfunc = u64(data + 8);
-	t.text = u64(data + 24);
-	t.funcname = u64(data + 32);
-	t.cu = u64(data + 40);
-	t.filetab = u64(data + 48);
-	t.pctab = u64(data + 56);
-	t.pcln = u64(data + 64);
-	if (!t.text)
-		t.text = text_addr;
-	if (t.nfunc > PCLNTAB_MAX_FUNCS)
-		return -E2BIG;
-	functab_bytes = (t.nfunc + 1) * 8;
-	if (t.pcln > size || functab_bytes > size - t.pcln || t.funcname > size || t.cu > size ||
-	    t.filetab > size || t.pctab > size)
-		return -EBADMSG;
 	if (t.fd && !(t.seen = calloc(PCLNTAB_MAX_INLINE_NODES, sizeof(*t.seen))))
 		return -ENOMEM;
 	for (uint64_t i = 0; i < t.nfunc; i++) {
-		const uint8_t *ft = data + t.pcln + i * 8;
-		uint64_t entry = t.text + u32(ft), end = t.text + u32(ft + 8);
-		uint64_t foff = u32(ft + 4);
 		const uint8_t *f;
 		const char *name;
-		size_t name_len = 0;
+		size_t name_len = 0, avail;
+		uint64_t entry, end;
 
-		if (t.pcln + foff > size || FUNC_MIN_SIZE > size - t.pcln - foff) {
-			r = -EBADMSG;
+		r = func_at(&t, i, &f, &avail, &entry, &end);
+		if (r < 0)
 			goto out;
-		}
-		f = data + t.pcln + foff;
-		if (end <= entry || t.text + u32(f) != entry)
-			continue; /* not in order, or a _func that does not match */
+		if (r > 0)
+			continue;
 		name = str_at(&t, t.funcname, (uint32_t)u32(f + 4), &name_len);
 		if (!name || !name_len)
 			continue;
@@ -446,11 +478,11 @@ int pclntab_read_inlined(const uint8_t *data, size_t size, uint64_t text_addr,
 			r = -E2BIG;
 			goto out;
 		}
-		if (t.fd && size - t.pcln - foff >= t.layout->func_size) {
+		if (t.fd && avail >= t.layout->func_size) {
 			struct func_tables ft = { .entry = entry, .end = end, .pcfile = u32(f + 20),
 						  .pcln = u32(f + 24), .cu_off = u32(f + 32) };
 
-			r = func_inlines(&t, sink, f, size - t.pcln - foff, &ft);
+			r = func_inlines(&t, sink, f, avail, &ft);
 			if (r == -E2BIG)
 				t.fd = NULL; /* the rest without inlined calls */
 			else if (r < 0 && r != -EBADMSG)
@@ -461,4 +493,43 @@ int pclntab_read_inlined(const uint8_t *data, size_t size, uint64_t text_addr,
 out:
 	free(t.seen);
 	return r;
+}
+
+int pclntab_read_frames(const uint8_t *data, size_t size, uint64_t text_addr,
+			const struct pclntab_frame_sink *sink)
+{
+	struct tab t = { .p = data, .size = size };
+	int r;
+
+	r = tab_open(&t, text_addr);
+	if (r < 0)
+		return r;
+	for (uint64_t i = 0; i < t.nfunc; i++) {
+		size_t flag_at = t.go120 ? FLAG_GO120 : FLAG_GO118, avail;
+		const uint8_t *f;
+		uint64_t entry, end, from;
+		unsigned flags;
+		struct pcv v;
+
+		r = func_at(&t, i, &f, &avail, &entry, &end);
+		if (r < 0)
+			return r;
+		if (r > 0 || avail <= flag_at)
+			continue;
+		flags = f[flag_at] & (PCLNTAB_FUNC_TOPFRAME | PCLNTAB_FUNC_SPWRITE);
+		if (!pcv_init(&t, &v, u32(f + 16), entry))
+			continue; /* no SP table: nothing known */
+		while (step(&t, &v, &from) && from < end) {
+			uint64_t hi = v.pc < end ? v.pc : end;
+
+			if (hi <= from)
+				continue;
+			r = sink->frame(sink->ctx, from, hi, v.val, flags);
+			if (r < 0)
+				return r;
+		}
+		if (t.steps > PCLNTAB_MAX_STEPS)
+			return -E2BIG;
+	}
+	return 0;
 }

@@ -1,7 +1,7 @@
 /* pclntab.h - a bounded reader of Go's .gopclntab (Go 1.18 and later,
- * magic 0xfffffff0/0xfffffff1): function names, ranges and line tables,
- * which Go keeps in every binary, stripped or not (the runtime needs them
- * for tracebacks).
+ * magic 0xfffffff0/0xfffffff1): function names, ranges, line tables and
+ * frame sizes, which Go keeps in every binary, stripped or not (the
+ * runtime needs them for tracebacks).
  *
  * Every offset in the table is checked against the section; a damaged
  * table gives -EBADMSG, and what was reported before stays reported (the
@@ -79,6 +79,26 @@ int pclntab_read(const uint8_t *data, size_t size, uint64_t text_addr,
  * later functions' too), never rows. */
 int pclntab_read_inlined(const uint8_t *data, size_t size, uint64_t text_addr,
 			 const struct pclntab_funcdata *fd, const struct pclntab_sink *sink);
+
+/* Go functions' frames, for unwinding (Go binaries have no .eh_frame,
+ * and small leaf functions no frame pointer). */
+#define PCLNTAB_FUNC_TOPFRAME 1u /* the outermost frame of its stack */
+#define PCLNTAB_FUNC_SPWRITE 2u  /* writes SP: its SP offsets are unreliable */
+
+struct pclntab_frame_sink {
+	/* In [lo, hi), inside a function with flags (PCLNTAB_FUNC_*), SP is
+	 * sp_delta bytes below its value at the function's entry (where the
+	 * return address is at SP). Return 0 or a negative errno to stop. */
+	int (*frame)(void *ctx, uint64_t lo, uint64_t hi, int32_t sp_delta, unsigned flags);
+	void *ctx;
+};
+
+/* Reads every function's SP table (pcsp), in function order. A function
+ * without one, or whose table is damaged, reports nothing (from the
+ * damage on). Returns 0, -EBADMSG, -E2BIG over a cap, or what the sink
+ * returned. */
+int pclntab_read_frames(const uint8_t *data, size_t size, uint64_t text_addr,
+			const struct pclntab_frame_sink *sink);
 
 /* Finds moduledata.gofunc in data (size bytes of the section that holds
  * runtime.firstmoduledata, .noptrdata), given the table (tab, tab_size)

@@ -18,6 +18,7 @@
 #include <elf.h>
 #include <zlib.h>
 
+#include "pclntab.h"
 #include "unwind_analysis.h"
 
 enum {
@@ -29,11 +30,14 @@ enum {
 	SEC_PLT_GOT,
 	SEC_TEXT,
 	SEC_GOT,
+	SEC_GOPCLNTAB,
+	SEC_GOPCLNTAB_PIE,
 	N_SECTIONS,
 };
 
 static const char *const section_names[N_SECTIONS] = {
 	".eh_frame", ".eh_frame_hdr", ".debug_frame", ".plt", ".plt.sec", ".plt.got", ".text", ".got",
+	PCLNTAB_SECTION, PCLNTAB_SECTION_PIE,
 };
 
 #define PLT_ENTRY 16
@@ -177,6 +181,52 @@ static int parse_source(const uint8_t *data, const struct source *s, enum cfi_ki
 	return err == -EBADMSG ? 0 : err;
 }
 
+struct go_convert {
+	struct convert *cv;
+	uint64_t n_spans;
+};
+
+/* A Go function's frame at one point: the return address is at the
+ * entry's SP, so CFA = SP + sp_delta + 8; a function with a frame saved
+ * the caller's rbp just below the return address (Go's prologue, with
+ * frame pointers on since Go 1.7). docs/unwind-tables.md has the cases
+ * where that is not exact. */
+static int add_go_frame(void *ctx, uint64_t lo, uint64_t hi, int32_t sp_delta, unsigned flags)
+{
+	struct sonde_unwind_row row = { .cfa_kind = SONDE_CFA_UNSUPPORTED };
+	struct go_convert *gc = ctx;
+
+	if (flags & PCLNTAB_FUNC_TOPFRAME) {
+		row.cfa_kind = SONDE_CFA_STOP; /* runtime.goexit, mstart, rt0_go */
+	} else if (!(flags & PCLNTAB_FUNC_SPWRITE) && sp_delta >= 0 && sp_delta < INT32_MAX - 8) {
+		row.cfa_kind = SONDE_CFA_SP;
+		row.cfa_off = sp_delta + 8;
+		if (sp_delta > 0) {
+			row.fp_kind = SONDE_FP_AT_CFA;
+			row.fp_off = -16;
+		}
+	}
+	gc->n_spans++;
+	return add_vaddr_range(gc->cv, lo, hi, &row);
+}
+
+static int parse_gopclntab(const uint8_t *data, const struct source *s,
+			   const struct elf_section *secs, struct convert *cv, uint64_t *ret_spans)
+{
+	struct go_convert gc = { cv, 0 };
+	struct pclntab_frame_sink sink = { add_go_frame, &gc };
+	int err;
+
+	if (s->compressed)
+		return 0; /* not Go's: the runtime reads the table in place */
+	cv->src = UNWIND_SRC_GOPCLNTAB;
+	err = pclntab_read_frames(data + s->offset, s->size,
+				  secs[SEC_TEXT].found ? secs[SEC_TEXT].addr : 0, &sink);
+	*ret_spans = gc.n_spans;
+	/* A damaged table keeps what it gave before the damage. */
+	return err == -EBADMSG ? 0 : err;
+}
+
 /* .plt sections that no FDE describes (older or unusual linkers): the
  * classic lazy PLT is SONDE_CFA_PLT after PLT0, whose own rule is known;
  * .plt.sec/.plt.got entries are a single indirect jump. */
@@ -276,7 +326,7 @@ int unwind_analysis_step(const struct file_image *img, const struct file_image *
 	struct elf_section secs[N_SECTIONS], dsecs[N_SECTIONS];
 	struct elf_layout *layout = NULL, *dlayout = NULL;
 	struct unwind_analysis_info inf = { 0 };
-	struct source eh, hdr, dbg;
+	struct source eh, hdr, dbg, go;
 	struct unwind_builder *b = NULL;
 	struct unwind_table *t = NULL;
 	struct convert cv;
@@ -301,6 +351,9 @@ int unwind_analysis_step(const struct file_image *img, const struct file_image *
 	from_section(&eh, &secs[SEC_EH_FRAME]);
 	from_section(&hdr, &secs[SEC_EH_FRAME_HDR]);
 	from_section(&dbg, &secs[SEC_DEBUG_FRAME]);
+	from_section(&go, &secs[SEC_GOPCLNTAB]);
+	if (!go.present)
+		from_section(&go, &secs[SEC_GOPCLNTAB_PIE]);
 	if (!secs[SEC_EH_FRAME].found && !secs[SEC_EH_FRAME_HDR].found &&
 	    !find_by_eh_frame_hdr(img, need, layout, &hdr, &eh, &inf.eh_frame_hdr_fdes)) {
 		err = -EAGAIN;
@@ -309,6 +362,7 @@ int unwind_analysis_step(const struct file_image *img, const struct file_image *
 	want(img, need, &eh);
 	want(img, need, &hdr);
 	want(img, need, &dbg);
+	want(img, need, &go);
 	if (need->n) {
 		err = -EAGAIN;
 		goto out;
@@ -316,6 +370,7 @@ int unwind_analysis_step(const struct file_image *img, const struct file_image *
 	inf.has_eh_frame = eh.present;
 	inf.has_eh_frame_hdr = hdr.present;
 	inf.has_debug_frame = dbg.present;
+	inf.has_gopclntab = go.present;
 	if (hdr.present && !inf.eh_frame_hdr_fdes)
 		inf.eh_frame_hdr_fdes = hdr_fde_count(data, &hdr);
 
@@ -327,6 +382,11 @@ int unwind_analysis_step(const struct file_image *img, const struct file_image *
 	cv = (struct convert){ b, layout, UNWIND_SRC_EH_FRAME };
 	if (eh.present) {
 		err = parse_source(data, &eh, CFI_EH_FRAME, secs, &cv, &inf.eh_frame);
+		if (err)
+			goto out;
+	}
+	if (go.present) {
+		err = parse_gopclntab(data, &go, secs, &cv, &inf.go_spans);
 		if (err)
 			goto out;
 	}
@@ -363,9 +423,9 @@ int unwind_analysis_step(const struct file_image *img, const struct file_image *
 		goto out;
 	if (unwind_table_count(t) == 0) {
 		if (reason)
-			*reason = eh.present || dbg.present
+			*reason = eh.present || dbg.present || go.present
 					  ? "no usable call frame information"
-					  : "no .eh_frame or .debug_frame";
+					  : "no .eh_frame, .debug_frame or .gopclntab";
 		err = -EBADMSG;
 		goto out;
 	}

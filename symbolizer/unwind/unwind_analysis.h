@@ -2,12 +2,14 @@
  * arrive in pieces, the same resumable way as elf_analysis.h: each step
  * looks at what the image holds and either finishes, fails, or names the
  * byte ranges it needs next (ELF header, header tables, section names,
- * then .eh_frame, .eh_frame_hdr and .debug_frame). A caller that also runs
+ * then .eh_frame, .eh_frame_hdr, .debug_frame and .gopclntab). A caller that also runs
  * elf_analysis_step() on the same image folds both needs into one request
  * list (elf_need_add), so the file is fetched once.
  *
  * Sources, by priority where they overlap: the mapped file's .eh_frame,
- * then .debug_frame (the file's own, then that of a local separate debug
+ * then Go's function table (.gopclntab: each function's SP offsets; Go
+ * writes no .eh_frame, and its .debug_frame says nothing of rbp or of the
+ * goroutine's outermost frame), then .debug_frame (the file's own, then that of a local separate debug
  * file), then rules synthesised for .plt/.plt.sec/.plt.got sections that
  * no FDE covers. FDE address ranges are turned into file offsets through
  * the mapped file's PT_LOAD segments; what lies outside every segment's
@@ -28,9 +30,10 @@
 
 struct unwind_analysis_info {
 	struct cfi_stats eh_frame, debug_frame, debug_file;
-	bool has_eh_frame, has_eh_frame_hdr, has_debug_frame, has_debug_file;
+	bool has_eh_frame, has_eh_frame_hdr, has_debug_frame, has_debug_file, has_gopclntab;
 	uint64_t eh_frame_hdr_fdes; /* fde_count of .eh_frame_hdr, 0 if none */
 	uint64_t synthetic_spans;   /* .plt* ranges without FDEs */
+	uint64_t go_spans;          /* ranges from Go's function table */
 };
 
 /* debug_img: an optional whole image of a separate debug file (borrowed,

@@ -14,7 +14,7 @@
 /* Version of the cache blob, and of what the compiler produces: bump it
  * whenever the same file would now compile to a different table, so that
  * blobs of the older compiler are dropped and rebuilt. */
-#define UNWIND_BLOB_VERSION 1
+#define UNWIND_BLOB_VERSION 2 /* 2: Go functions from .gopclntab */
 /* Rows per UnwindTable message: about 1 MiB of rows. */
 #define UNWIND_CHUNK_ROWS ((1u << 20) / sizeof(struct sonde_unwind_row))
 /* Ranges a builder accepts (before merging). */
@@ -24,7 +24,8 @@
 enum unwind_source {
 	UNWIND_SRC_SYNTHETIC = 1, /* .plt rules for sections without FDEs */
 	UNWIND_SRC_DEBUG_FRAME = 2,
-	UNWIND_SRC_EH_FRAME = 3,
+	UNWIND_SRC_GOPCLNTAB = 3, /* Go's own frame sizes beat its .debug_frame */
+	UNWIND_SRC_EH_FRAME = 4,
 };
 
 struct unwind_table;

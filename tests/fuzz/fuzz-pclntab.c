@@ -4,7 +4,8 @@
  * function and in address order, file names of the stated length. A
  * second pass reads inline trees too, from the same bytes (moduledata.gofunc
  * at their start): inlined calls whose parents came first, ranges inside
- * the function naming reported calls.
+ * the function naming reported calls. A third reads the SP tables
+ * (frames for unwinding): non-empty ranges and known flags.
  *
  * Build with libFuzzer:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -DSONDE_LIBFUZZER \
@@ -96,6 +97,15 @@ static int on_inline_range(void *ctx, uint64_t lo, uint64_t hi, int32_t node)
 	return 0;
 }
 
+static int on_frame(void *ctx, uint64_t lo, uint64_t hi, int32_t sp_delta, unsigned flags)
+{
+	if (lo >= hi || (flags & ~(PCLNTAB_FUNC_TOPFRAME | PCLNTAB_FUNC_SPWRITE)))
+		abort();
+	(void)ctx;
+	(void)sp_delta;
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -128,6 +138,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (r != 0 && r != -EBADMSG && r != -E2BIG && r != -ENOMEM)
 			abort();
 		free(c.seen);
+	}
+	{
+		struct pclntab_frame_sink fs = { on_frame, NULL };
+
+		r = pclntab_read_frames(copy, size, 0x401000, &fs);
+		if (r != 0 && r != -EBADMSG && r != -E2BIG)
+			abort();
 	}
 	free(copy);
 	return 0;

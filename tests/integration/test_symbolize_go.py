@@ -15,11 +15,13 @@ Generated code (wrappers, type equality functions) is
 Inlined frames come from each function's inline tree (found through
 moduledata.gofunc; Go 1.19 and 1.20+ lay them out differently), so whole
 chains are compared too, and as PIE (the table in another section)."""
+import collections
 import json
 import os
 import random
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -111,32 +113,73 @@ def test_stripped_go_binary_from_pclntab(go_binaries):
     assert chain_ok >= 0.99 * N
 
 
+def run_held(tmp, sym, cmd):
+    """Runs cmd to its end under a sensor following it from its exec;
+    returns its pid and the sensor."""
+    proc = subprocess.Popen(["sh", "-c", 'read go; exec "$@"', "sh"] + cmd, stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, text=True)
+    sensor = Sensor(tmp, sym.address, ["--pid", str(proc.pid), "--frequency", "99"])
+    wait_for(lambda: sym.status().sensors_connected >= 1, 15, "the sensor to connect")
+    proc.stdin.write("go\n")
+    proc.stdin.close()
+    proc.wait(120)
+    return proc.pid, sensor
+
+
 def test_stripped_go_program_profiled_through_the_sensor():
     """The sensor path: a sensor serves only the byte ranges an analysis
     asks for, so a stripped Go binary's functions (its symtab, no .symtab)
     and its source index come from the .gopclntab (and the sections the
     inline trees need) fetched from the sensor. Profiles name its frames,
-    and the index has the inlined call, without any upload."""
+    and the index has the inlined call, without any upload.
+
+    Its stacks are whole: main.spin is a leaf without a frame (Go saves no
+    frame pointer there), so a frame-pointer walk skips its caller
+    main.main; the unwind table compiled from the pclntab's SP offsets
+    does not, and ends at runtime.goexit (the goroutine's outermost
+    frame) as a complete stack."""
     tmp = make_tmp()
     full, stripped = tmp / "gospin-full", tmp / "gospin"
     build("/usr/lib/go-1.23/bin/go", tmp, full, None, workload="gospin")
     build("/usr/lib/go-1.23/bin/go", tmp, stripped, "-s -w", workload="gospin")
     sym = Symbolizer(tmp)
-    parent = subprocess.Popen(["sh", "-c", f"read go; exec {stripped} 30"], stdin=subprocess.PIPE,
-                              stdout=subprocess.DEVNULL, text=True)
-    sensor = Sensor(tmp, sym.address, ["--pid", str(parent.pid), "--frequency", "99"])
+    sensor = None
     try:
-        wait_for(lambda: sym.status().sensors_connected >= 1, 15, "the sensor to connect")
-        parent.stdin.write("go\n")
-        parent.stdin.close()
-        parent.wait(60)
+        # First run: the binary is new, so its first samples are walked
+        # with frame pointers until its table arrives.
+        pid, sensor = run_held(tmp, sym, [str(stripped), "30"])
 
         def spin_samples():
             r = sym.symbols.Folded(symbols_pb2.ProfileQuery(), timeout=30)
             return sum(s.count for s in r.stacks if s.comm == "gospin" and
                        contains_chain(list(s.frames), ["runtime.main", "main.spin"])) or None
-        n = wait_for(spin_samples, 30, "named stacks of the stripped Go program")
-        print(f"stripped Go via the sensor: {n} samples in runtime.main > main.spin")
+        wait_for(spin_samples, 30, "named stacks of the stripped Go program")
+        sensor.stop()
+        wait_for(lambda: sym.status().sensors_connected == 0, 15, "the sensor to go")
+        # Second run, the table cached (as on a node that ran it before).
+        since = int(time.time())
+        pid, sensor = run_held(tmp, sym, [str(stripped), "200"])
+
+        def spin_stacks():
+            r = sym.symbols.Folded(symbols_pb2.ProfileQuery(since_unix_s=since, pid=pid), timeout=30)
+            spin = collections.Counter()
+            for s in r.stacks:
+                frames = [f for f in s.frames if not f.endswith("_[k]")]
+                if "main.spin" in frames:
+                    at = frames.index("main.spin")
+                    spin[";".join(frames[max(at - 3, 0):at + 1])] += s.count
+            return spin
+        wait_for(lambda: sum(spin_stacks().values()) > 50, 30, "the second run's samples")
+        time.sleep(2)  # the sensor's last flush
+        spin = spin_stacks()
+        whole = spin["runtime.goexit;runtime.main;main.main;main.spin"]
+        print(f"stripped Go via the sensor: {sum(spin.values())} samples in main.spin, {whole} with "
+              f"runtime.goexit;runtime.main;main.main above it; {spin.most_common(4)}")
+        assert whole >= 0.95 * sum(spin.values()) and whole > 50, spin.most_common(5)
+        o = next(p.outcomes for p in sym.status().processes if p.pid == pid)
+        total = o.complete + o.truncated + o.no_table + o.read_error
+        print(f"outcomes: {o.complete}/{total} complete, {o.no_table} without a table")
+        assert o.complete >= 0.95 * total, o
         # The index the sensor path built: main.spin's code (the stripped
         # build's text is the full build's, -s -w drops only symbols and
         # DWARF) has addresses in the inlined main.mix.
@@ -153,5 +196,6 @@ def test_stripped_go_program_profiled_through_the_sensor():
         assert any(c == ["main.mix", "main.spin"] for c in chains), chains
         assert "uploaded" not in sym.logtext()
     finally:
-        sensor.stop()
+        if sensor:
+            sensor.stop()
         sym.stop()

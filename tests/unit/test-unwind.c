@@ -3,7 +3,8 @@
  * exactly like the service does (elf_analysis_step and
  * unwind_analysis_step on one sparse image, needs folded together,
  * ranges read from the file), and checked against an independent
- * reference: `readelf --debug-dump=frames-interp -W`, row by row. Plus the
+ * reference: `readelf --debug-dump=frames-interp -W`, row by row; Go
+ * binaries (.gopclntab) against their own prologues' machine code. Plus the
  * cache blob (round trip, truncations, bit flips) and hostile CFI
  * (garbage, truncation, CIE pointer games, huge lengths, deep
  * remember_state).
@@ -26,6 +27,7 @@
 #include "elf_analysis.h"
 #include "file_image.h"
 #include "eh_frame.h"
+#include "pclntab.h"
 #include "unwind_analysis.h"
 #include "unwind_table.h"
 
@@ -657,6 +659,152 @@ static void test_compiled_program(void **state)
 	(void)state;
 }
 
+/* ---- Go: frames from .gopclntab ---- */
+
+struct go_funcs {
+	uint64_t *lo, *hi;
+	size_t n, cap;
+	uint64_t goexit;
+};
+
+static int go_func(void *ctx, uint64_t lo, uint64_t hi, const char *name, size_t len)
+{
+	struct go_funcs *g = ctx;
+
+	if (g->n == g->cap) {
+		g->cap = g->cap ? 2 * g->cap : 4096;
+		g->lo = realloc(g->lo, g->cap * sizeof(*g->lo));
+		g->hi = realloc(g->hi, g->cap * sizeof(*g->hi));
+		assert_non_null(g->lo);
+		assert_non_null(g->hi);
+	}
+	g->lo[g->n] = lo;
+	g->hi[g->n++] = hi;
+	if (len == 14 && memcmp(name, "runtime.goexit", 14) == 0)
+		g->goexit = lo;
+	return 0;
+}
+
+/* Checks a Go binary's table against its machine code, an independent
+ * witness of the SP offsets: every function whose first instructions
+ * include `sub $n, %rsp` (Go's prologue: after the stack check, and after
+ * `push %rbp; mov %rsp, %rbp` since Go 1.21) must have CFA = rsp + n + 8
+ * (+ 8 after that push) right after it, with the caller's rbp saved at
+ * CFA - 16; every function's first byte CFA = rsp + 8; runtime.goexit is
+ * the goroutine's outermost frame. */
+static void check_go(const char *path, bool pushes_bp)
+{
+	static const char *const names[] = { ".gopclntab", ".text" };
+	struct go_funcs g = { 0 };
+	struct pclntab_sink sink = { .func = go_func, .ctx = &g };
+	struct elf_section secs[2];
+	struct elf_layout layout;
+	struct file_image *img;
+	struct elf_need need;
+	struct sonde_unwind_row row;
+	struct compiled c;
+	unsigned prologues = 0, entries = 0, spwrite = 0, bad = 0;
+	uint64_t off = 0;
+
+	if (access(path, R_OK) != 0) {
+		print_message("%s missing, skipped\n", path);
+		skip();
+	}
+	assert_int_equal(compile_file(path, &c), 0);
+	check_sorted(c.t);
+	assert_true(c.info.has_gopclntab);
+	img = file_image_new(c.size);
+	assert_non_null(img);
+	assert_int_equal(file_image_put(img, 0, c.whole, c.size), 0);
+	assert_int_equal(elf_sections(img, &need, names, 2, secs, &layout, NULL), 0);
+	assert_true(secs[0].found);
+	assert_int_equal(pclntab_read(c.whole + secs[0].offset, secs[0].size, secs[1].addr, &sink), 0);
+	for (size_t i = 0; i < g.n; i++) {
+		const uint8_t *p;
+		uint64_t n = 0;
+		size_t at;
+
+		/* (go.buildid, a function at the start of the text, has no
+		 * SP table and so no row) */
+		if (!to_offset(&c.layout, g.lo[i], &off) || off + 48 > c.size ||
+		    unwind_table_lookup(c.t, off, &row) != 0)
+			continue;
+		if (row.cfa_kind == SONDE_CFA_SP) {
+			entries++;
+			bad += !(row.cfa_off == 8 && row.fp_kind == SONDE_FP_SAME);
+		}
+		p = c.whole + off;
+		for (at = 0; at < 32 && g.lo[i] + at + 7 <= g.hi[i]; at++) {
+			if (p[at] == 0x48 && p[at + 1] == 0x83 && p[at + 2] == 0xec) {
+				n = p[at + 3];
+				at += 4;
+				break;
+			}
+			if (p[at] == 0x48 && p[at + 1] == 0x81 && p[at + 2] == 0xec) {
+				n = (uint64_t)p[at + 3] | (uint64_t)p[at + 4] << 8 |
+				    (uint64_t)p[at + 5] << 16 | (uint64_t)p[at + 6] << 24;
+				at += 7;
+				break;
+			}
+		}
+		if (!n || (at < 8 && pushes_bp))
+			continue;
+		/* The prologue: after `push %rbp; mov %rsp, %rbp` (Go 1.21+),
+		 * or followed by `mov %rbp, n-8(%rsp)` (before). */
+		if (pushes_bp && !(p[at - 8] == 0x55 && p[at - 7] == 0x48 && p[at - 6] == 0x89 &&
+				   p[at - 5] == 0xe5) && !(p[at - 11] == 0x55 && p[at - 10] == 0x48 &&
+							   p[at - 9] == 0x89 && p[at - 8] == 0xe5))
+			continue;
+		if (!pushes_bp && !(p[at] == 0x48 && p[at + 1] == 0x89 &&
+				    (p[at + 2] == 0x6c || p[at + 2] == 0xac) && p[at + 3] == 0x24))
+			continue;
+		assert_int_equal(unwind_table_lookup(c.t, off + at, &row), 0);
+		if (row.cfa_kind == SONDE_CFA_UNSUPPORTED) {
+			spwrite++; /* assembly that sets SP itself (Go's SPWRITE) */
+			continue;
+		}
+		if (row.cfa_kind == SONDE_CFA_STOP)
+			continue; /* TOPFRAME: rt0_go, mstart, ... */
+		prologues++;
+		if (row.cfa_kind != SONDE_CFA_SP || row.cfa_off != (int32_t)n + 8 + (pushes_bp ? 8 : 0) ||
+		    row.fp_kind != SONDE_FP_AT_CFA || row.fp_off != -16) {
+			if (bad++ < 5)
+				print_message("%s: function at %#llx: after sub $%llu, rsp: kind %u cfa %d fp %u/%d\n",
+					      path, (unsigned long long)g.lo[i], (unsigned long long)n,
+					      row.cfa_kind, row.cfa_off, row.fp_kind, row.fp_off);
+		}
+	}
+	print_message("%s: %zu functions, %u rows, fetched %llu KiB, %.1f ms; %u entries SP+8, "
+		      "%u prologues checked, %u wrong, %u SPWRITE\n",
+		      path, g.n, (unsigned)unwind_table_count(c.t), (unsigned long long)c.bytes / 1024,
+		      c.ms, entries, prologues, bad, spwrite);
+	assert_true(g.n > 1000);
+	assert_true(entries > g.n * 9 / 10);
+	assert_true(prologues > g.n / 3);
+	assert_int_equal(bad, 0);
+	assert_true(spwrite < prologues / 100);
+	assert_true(g.goexit);
+	assert_true(to_offset(&c.layout, g.goexit, &off));
+	assert_int_equal(unwind_table_lookup(c.t, off, &row), 0);
+	assert_int_equal(row.cfa_kind, SONDE_CFA_STOP);
+	file_image_free(img);
+	free(g.lo);
+	free(g.hi);
+	compiled_done(&c);
+}
+
+static void test_go119(void **state)
+{
+	check_go("/usr/lib/go-1.19/bin/go", false);
+	(void)state;
+}
+
+static void test_go123(void **state)
+{
+	check_go("/usr/lib/go-1.23/pkg/tool/linux_amd64/compile", true);
+	(void)state;
+}
+
 /* ---- serialisation ---- */
 
 static struct unwind_table *small_table(void)
@@ -978,6 +1126,8 @@ int main(void)
 		cmocka_unit_test(test_xz),
 		cmocka_unit_test(test_sort),
 		cmocka_unit_test(test_compiled_program),
+		cmocka_unit_test(test_go119),
+		cmocka_unit_test(test_go123),
 		cmocka_unit_test(test_real_blob),
 		cmocka_unit_test(test_hostile_files),
 	};
