@@ -1,12 +1,12 @@
-/* fuzz-elf.c - fuzzes the resumable ELF analysis (symbolizer/elf) the way
- * the service drives it: an empty image of the input's size, then step,
- * satisfy the named ranges from the input, put, step again. A finished
- * symtab is also looked up, serialised and deserialised.
+/* fuzz-elf.c - fuzzes the resumable ELF analysis (symbolizer/elf) and the
+ * unwind table compiler (symbolizer/unwind: .eh_frame, .debug_frame,
+ * .gopclntab) the way the service drives them: an empty image of the
+ * input's size, then step both, satisfy the named ranges (both lists
+ * folded) from the input, put, step again. A finished symtab is also
+ * looked up, serialised and deserialised; a finished table must be
+ * sorted and survive its own blob.
  *
- * Build with libFuzzer:
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -DSONDE_LIBFUZZER \
- *     -D_GNU_SOURCE -Isymbolizer/elf tests/fuzz/fuzz-elf.c \
- *     symbolizer/elf/{file_image,elf_analysis,symtab,debug}.c -lelf -lz
+ * Build: tests/fuzz/run (meson, -Dfuzzing=true).
  * Without SONDE_LIBFUZZER, main() replays the files named on the command
  * line (for a corpus run under meson, or to reproduce a crash).
  */
@@ -19,6 +19,8 @@
 #include "elf_analysis.h"
 #include "file_image.h"
 #include "symtab.h"
+#include "unwind_analysis.h"
+#include "unwind_table.h"
 
 /* Inputs above this are not interesting and only slow the fuzzer. */
 #define FUZZ_MAX_INPUT (1u << 20)
@@ -57,15 +59,39 @@ static void exercise(const struct symtab *t, size_t size)
 	free(blob);
 }
 
+static void exercise_unwind(const struct unwind_table *t)
+{
+	struct unwind_table *u;
+	const struct sonde_unwind_row *rows;
+	size_t n, blob_size;
+	void *blob;
+
+	rows = unwind_table_rows(t, &n);
+	if (n == 0)
+		abort(); /* a finished table has a row */
+	for (size_t i = 1; i < n; i++)
+		if (rows[i].pc <= rows[i - 1].pc)
+			abort();
+	blob = unwind_table_serialize(t, &blob_size);
+	if (!blob)
+		return;
+	u = unwind_table_deserialize(blob, blob_size);
+	if (!u || unwind_table_count(u) != n)
+		abort(); /* our own blob must always load */
+	unwind_table_free(u);
+	free(blob);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct file_image *img;
 	struct symtab *t = NULL;
-	struct elf_need need;
-	const char *reason = NULL;
-	int rc = -1, steps;
+	struct unwind_table *ut = NULL;
+	struct elf_need need, uneed;
+	const char *reason = NULL, *ureason = NULL;
+	int rc = -EAGAIN, urc = -EAGAIN, steps;
 
 	if (size == 0 || size > FUZZ_MAX_INPUT)
 		return 0;
@@ -73,8 +99,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!img)
 		return 0;
 	for (steps = 0; steps < FUZZ_MAX_STEPS; steps++) {
-		rc = elf_analysis_step(img, &need, &t, &reason);
-		if (rc != -EAGAIN)
+		need.n = 0;
+		if (rc == -EAGAIN)
+			rc = elf_analysis_step(img, &need, &t, &reason);
+		if (urc == -EAGAIN) {
+			urc = unwind_analysis_step(img, NULL, &uneed, &ut, NULL, &ureason);
+			if (urc == -EAGAIN && (uneed.n == 0 || uneed.n > ELF_ANALYSIS_MAX_RANGES))
+				abort(); /* no progress possible */
+			for (size_t i = 0; urc == -EAGAIN && i < uneed.n; i++)
+				elf_need_add(&need, uneed.ranges[i].offset, uneed.ranges[i].length);
+		}
+		if (rc != -EAGAIN && urc != -EAGAIN)
 			break;
 		if (need.n == 0 || need.n > ELF_ANALYSIS_MAX_RANGES)
 			abort(); /* no progress possible */
@@ -89,11 +124,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (steps == FUZZ_MAX_STEPS)
 		abort(); /* did not finish */
-	if (rc == -EBADMSG && !reason)
+	if ((rc == -EBADMSG && !reason) || (urc == -EBADMSG && !ureason))
 		abort();
 	if (rc == 0) {
 		exercise(t, size);
 		symtab_free(t);
+	}
+	if (urc == 0) {
+		exercise_unwind(ut);
+		unwind_table_free(ut);
 	}
 	file_image_free(img);
 	return 0;
