@@ -120,6 +120,9 @@ def run_held(tmp, sym, cmd):
                             stdout=subprocess.DEVNULL, text=True)
     sensor = Sensor(tmp, sym.address, ["--pid", str(proc.pid), "--frequency", "99"])
     wait_for(lambda: sym.status().sensors_connected >= 1, 15, "the sensor to connect")
+    # The held shell's tables (sh, libc) loaded: the sensor's start-up is
+    # over, and what follows the exec is what is measured.
+    wait_for(lambda: sym.status().unwind_tables_loaded >= 2, 15, "the shell's tables to load")
     proc.stdin.write("go\n")
     proc.stdin.close()
     proc.wait(120)
@@ -154,9 +157,26 @@ def test_stripped_go_program_profiled_through_the_sensor():
             return sum(s.count for s in r.stacks if s.comm == "gospin" and
                        contains_chain(list(s.frames), ["runtime.main", "main.spin"])) or None
         wait_for(spin_samples, 30, "named stacks of the stripped Go program")
+        # The index the sensor path built: main.spin's code (the stripped
+        # build's text is the full build's, -s -w drops only symbols and
+        # DWARF) has addresses in the inlined main.mix.
+        nm = subprocess.run(["nm", "-S", str(full)], capture_output=True, text=True).stdout
+        start, size = next((int(p[0], 16), int(p[1], 16)) for p in (l.split() for l in nm.splitlines())
+                           if len(p) == 4 and p[3] == "main.spin")
+        out = subprocess.run([str(SONDE), "symbolize", "--json", "--symbolizer", sym.address,
+                              "--file", str(stripped)],
+                             input="\n".join("%x" % a for a in range(start, start + size)),
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        chains = [[f["function"] for f in json.loads(l)["frames"]] for l in out.stdout.splitlines()]
+        assert all(c and c[-1] == "main.spin" for c in chains), chains
+        assert any(c == ["main.mix", "main.spin"] for c in chains), chains
+        assert "uploaded" not in sym.logtext()
         sensor.stop()
         wait_for(lambda: sym.status().sensors_connected == 0, 15, "the sensor to go")
-        # Second run, the table cached (as on a node that ran it before).
+        # Second run, the table cached (as on a node that ran it before),
+        # and the index built (the query above waited for it), so nothing
+        # competes with sending the table.
         since = int(time.time())
         pid, sensor = run_held(tmp, sym, [str(stripped), "200"])
 
@@ -175,26 +195,11 @@ def test_stripped_go_program_profiled_through_the_sensor():
         whole = spin["runtime.goexit;runtime.main;main.main;main.spin"]
         print(f"stripped Go via the sensor: {sum(spin.values())} samples in main.spin, {whole} with "
               f"runtime.goexit;runtime.main;main.main above it; {spin.most_common(4)}")
-        assert whole >= 0.95 * sum(spin.values()) and whole > 50, spin.most_common(5)
+        assert whole >= 0.99 * sum(spin.values()) and whole > 50, spin.most_common(5)
         o = next(p.outcomes for p in sym.status().processes if p.pid == pid)
         total = o.complete + o.truncated + o.no_table + o.read_error
         print(f"outcomes: {o.complete}/{total} complete, {o.no_table} without a table")
-        assert o.complete >= 0.95 * total, o
-        # The index the sensor path built: main.spin's code (the stripped
-        # build's text is the full build's, -s -w drops only symbols and
-        # DWARF) has addresses in the inlined main.mix.
-        nm = subprocess.run(["nm", "-S", str(full)], capture_output=True, text=True).stdout
-        start, size = next((int(p[0], 16), int(p[1], 16)) for p in (l.split() for l in nm.splitlines())
-                           if len(p) == 4 and p[3] == "main.spin")
-        out = subprocess.run([str(SONDE), "symbolize", "--json", "--symbolizer", sym.address,
-                              "--file", str(stripped)],
-                             input="\n".join("%x" % a for a in range(start, start + size)),
-                             capture_output=True, text=True, timeout=60)
-        assert out.returncode == 0, out.stderr
-        chains = [[f["function"] for f in json.loads(l)["frames"]] for l in out.stdout.splitlines()]
-        assert all(c and c[-1] == "main.spin" for c in chains), chains
-        assert any(c == ["main.mix", "main.spin"] for c in chains), chains
-        assert "uploaded" not in sym.logtext()
+        assert o.complete >= 0.99 * total, o
     finally:
         if sensor:
             sensor.stop()
