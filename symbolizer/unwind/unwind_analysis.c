@@ -196,9 +196,13 @@ static int add_go_frame(void *ctx, uint64_t lo, uint64_t hi, int32_t sp_delta, u
 	struct sonde_unwind_row row = { .cfa_kind = SONDE_CFA_UNSUPPORTED };
 	struct go_convert *gc = ctx;
 
-	if (flags & PCLNTAB_FUNC_TOPFRAME) {
-		row.cfa_kind = SONDE_CFA_STOP; /* runtime.goexit, mstart, rt0_go */
-	} else if (!(flags & PCLNTAB_FUNC_SPWRITE) && sp_delta >= 0 && sp_delta < INT32_MAX - 8) {
+	if (flags & (PCLNTAB_FUNC_TOPFRAME | PCLNTAB_FUNC_SPWRITE)) {
+		/* The outermost frame (runtime.goexit, mstart, rt0_go), or one
+		 * that switched stacks (systemstack, mcall, morestack: the
+		 * goroutine's SP is in its g, out of our reach); Go's own
+		 * profiler stops at both too. */
+		row.cfa_kind = SONDE_CFA_STOP;
+	} else if (sp_delta >= 0 && sp_delta < INT32_MAX - 8) {
 		row.cfa_kind = SONDE_CFA_SP;
 		row.cfa_off = sp_delta + 8;
 		if (sp_delta > 0) {

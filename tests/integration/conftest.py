@@ -123,6 +123,27 @@ class Sensor:
         return self.proc.returncode
 
 
+def run_held(tmp, sym, cmd, hz):
+    """Runs cmd to its end under a sensor (at hz) that follows it from its
+    exec; returns its pid and the sensor, still running. cmd waits in a
+    shell until the shell's own tables (sh, libc) are loaded: the sensor's
+    start-up is over, and what follows the exec is what is measured."""
+    proc = subprocess.Popen(["sh", "-c", 'read go; exec "$@"', "sh"] + cmd, stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, text=True)
+    sensor = Sensor(tmp, sym.address, ["--pid", str(proc.pid), "--frequency", str(hz)])
+    try:
+        wait_for(lambda: sym.status().sensors_connected >= 1, 15, "the sensor to connect")
+        wait_for(lambda: sym.status().unwind_tables_loaded >= 2, 15, "the shell's tables to load")
+        proc.stdin.write("go\n")
+        proc.stdin.close()
+        proc.wait(120)
+    except BaseException:
+        proc.kill()
+        sensor.stop()
+        raise
+    return proc.pid, sensor
+
+
 def make_tmp(prefix="sonde-test."):
     """A directory user sonde can reach: pytest's own tmp_path sits under a
     0700 directory of root's, which the dropped symbolizer cannot enter."""

@@ -25,7 +25,7 @@ import time
 
 import pytest
 
-from conftest import SONDE, SRC, Sensor, Symbolizer, contains_chain, make_tmp, symbols_pb2, wait_for
+from conftest import SONDE, SRC, Symbolizer, contains_chain, make_tmp, run_held, symbols_pb2, wait_for
 
 N = 3000
 
@@ -113,22 +113,6 @@ def test_stripped_go_binary_from_pclntab(go_binaries):
     assert chain_ok >= 0.99 * N
 
 
-def run_held(tmp, sym, cmd):
-    """Runs cmd to its end under a sensor following it from its exec;
-    returns its pid and the sensor."""
-    proc = subprocess.Popen(["sh", "-c", 'read go; exec "$@"', "sh"] + cmd, stdin=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, text=True)
-    sensor = Sensor(tmp, sym.address, ["--pid", str(proc.pid), "--frequency", "99"])
-    wait_for(lambda: sym.status().sensors_connected >= 1, 15, "the sensor to connect")
-    # The held shell's tables (sh, libc) loaded: the sensor's start-up is
-    # over, and what follows the exec is what is measured.
-    wait_for(lambda: sym.status().unwind_tables_loaded >= 2, 15, "the shell's tables to load")
-    proc.stdin.write("go\n")
-    proc.stdin.close()
-    proc.wait(120)
-    return proc.pid, sensor
-
-
 def test_stripped_go_program_profiled_through_the_sensor():
     """The sensor path: a sensor serves only the byte ranges an analysis
     asks for, so a stripped Go binary's functions (its symtab, no .symtab)
@@ -150,7 +134,7 @@ def test_stripped_go_program_profiled_through_the_sensor():
     try:
         # First run: the binary is new, so its first samples are walked
         # with frame pointers until its table arrives.
-        pid, sensor = run_held(tmp, sym, [str(stripped), "30"])
+        pid, sensor = run_held(tmp, sym, [str(stripped), "30"], 99)
 
         def spin_samples():
             r = sym.symbols.Folded(symbols_pb2.ProfileQuery(), timeout=30)
@@ -178,7 +162,7 @@ def test_stripped_go_program_profiled_through_the_sensor():
         # and the index built (the query above waited for it), so nothing
         # competes with sending the table.
         since = int(time.time())
-        pid, sensor = run_held(tmp, sym, [str(stripped), "200"])
+        pid, sensor = run_held(tmp, sym, [str(stripped), "200"], 99)
 
         def spin_stacks():
             r = sym.symbols.Folded(symbols_pb2.ProfileQuery(since_unix_s=since, pid=pid), timeout=30)

@@ -1,0 +1,117 @@
+"""Go stacks through the sensor, against Go's own profiler.
+
+Go binaries have no .eh_frame, and Go leaves small leaf functions without
+a frame pointer, so the sensor unwinds them with tables compiled from the
+binary's .gopclntab (docs/unwind-tables.md). The reference is the one the
+Go runtime itself gives: the workload (tests/workload/gowork) takes its
+own CPU profile with runtime/pprof while a sensor profiles it, and the two
+profiles' shares must agree: each leaf function's share of all samples,
+and each caller;leaf pair's share of that leaf's samples (leaves with
+PAIR_MIN samples or more), within 5 points for the chains Go's profile puts at 2 %
+or more. Both sides count inlined frames as frames (sonde's from its pprof
+export; its folded stacks name functions only). A walk that skipped the
+caller of a frameless leaf would put main.leaf under main.main.func1
+instead of main.spinner and fail. Built stripped (-s -w): names and tables
+come from .gopclntab alone; Go 1.19 and 1.23 lay out prologues
+differently."""
+import collections
+import gzip
+import subprocess
+
+import pytest
+
+from conftest import SONDE, Symbolizer, make_tmp, run_held, symbols_pb2, wait_for
+from test_span_samples import _pprof_module
+from test_symbolize_go import build
+
+SECONDS = 8
+HZ = 99
+# A caller;leaf share is compared for leaves with this many samples in
+# Go's profile: the two profilers sample the work at different moments, and
+# with ~100 samples of a leaf their shares of its callers differed by up to
+# 7.6 points from run to run, either way (a 30 s run: 4 points, the other
+# way round).
+PAIR_MIN = 150
+
+
+def pprof_stacks(path):
+    """A pprof file as (frames root first, inlined frames expanded, count)."""
+    profile_pb2 = _pprof_module()
+    prof = profile_pb2.Profile.FromString(gzip.decompress(path.read_bytes()))
+    st = prof.string_table
+    names = {f.id: st[f.name] for f in prof.function}
+    locs = {loc.id: [names[ln.function_id] for ln in loc.line] for loc in prof.location}
+    out = []
+    for s in prof.sample:
+        frames = []
+        for lid in reversed(s.location_id):
+            frames += reversed(locs[lid])  # a location's lines: innermost first
+        out.append((frames, s.value[0]))
+    return out
+
+
+def shares(stacks):
+    """Leaf shares of all samples, caller;leaf shares of the leaf's samples."""
+    total = sum(c for _, c in stacks) or 1
+    leaf, pair = collections.Counter(), collections.Counter()
+    for frames, c in stacks:
+        if frames:
+            leaf[frames[-1]] += c
+        if len(frames) >= 2:
+            pair[(frames[-2], frames[-1])] += c
+    got = {(k,): 100.0 * v / total for k, v in leaf.items()}
+    got.update({k: 100.0 * v / leaf[k[1]] for k, v in pair.items()})
+    return got, leaf
+
+
+@pytest.mark.parametrize("version", ["1.19", "1.23"])
+def test_go_stacks_match_go_profiler(version):
+    tmp = make_tmp()
+    exe = tmp / "gowork"
+    build(f"/usr/lib/go-{version}/bin/go", tmp, exe, "-s -w", workload="gowork")
+    sym = Symbolizer(tmp)
+    sensor = None
+    try:
+        # A first run caches the binary's table, as on a node that ran it
+        # before; until a new binary's table arrives it is walked with
+        # frame pointers (test_symbolize_go covers that start).
+        _, sensor = run_held(tmp, sym, [str(exe), str(tmp / "warm.pb.gz"), "1"], HZ)
+        sensor.stop()
+        wait_for(lambda: sym.status().sensors_connected == 0, 15, "the sensor to go")
+        pid, sensor = run_held(tmp, sym, [str(exe), str(tmp / "go.pb.gz"), str(SECONDS)], HZ)
+
+        def stored():
+            r = sym.symbols.Folded(symbols_pb2.ProfileQuery(pid=pid), timeout=30)
+            return sum(s.count for s in r.stacks)
+        wait_for(lambda: stored() > 0.9 * HZ * SECONDS, 30, "the run's samples")
+        sensor.stop()
+        sensor = None
+        # sonde's pprof export, which has the inlined frames (folded
+        # stacks name functions only), as Go's has.
+        subprocess.run([str(SONDE), "pprof", "--symbolizer", sym.address, "--pid", str(pid),
+                        "-o", str(tmp / "sonde.pb.gz")], check=True, capture_output=True, timeout=60)
+        mine = [([f for f in frames if not f.endswith("_[k]")], c)
+                for frames, c in pprof_stacks(tmp / "sonde.pb.gz")]
+        o = next(p.outcomes for p in sym.status().processes if p.pid == pid)
+        total = o.complete + o.truncated + o.no_table + o.read_error
+        print(f"go{version}: {o.complete}/{total} complete, {o.no_table} without a table, "
+              f"{o.read_error} read errors, {o.truncated} truncated")
+        assert o.complete >= 0.99 * total, o
+
+        # Go's pseudo-frames (runtime._GC, _System, _ExternalCode) stand
+        # for stacks its profiler did not unwind.
+        theirs = [(f, c) for f, c in pprof_stacks(tmp / "go.pb.gz")
+                  if not any(x.startswith("runtime._") for x in f)]
+        (gp, go_leaves), (sp, _) = shares(theirs), shares(mine)
+        ranked = [k for k, v in sorted(gp.items(), key=lambda kv: -kv[1])
+                  if v >= 2 and (len(k) == 1 or go_leaves[k[1]] >= PAIR_MIN)]
+        report = ", ".join(f"{';'.join(k)}: sonde {sp.get(k, 0):.1f}% go {gp[k]:.1f}%" for k in ranked)
+        print(f"go{version}: {sum(c for _, c in mine)} samples, Go's profile "
+              f"{sum(c for _, c in theirs)}; {report}")
+        assert ("main.spinner", "main.leaf") in ranked, report
+        bad = [k for k in ranked if abs(sp.get(k, 0) - gp[k]) > 5]
+        assert not bad, f"go{version}: {report}"
+    finally:
+        if sensor:
+            sensor.stop()
+        sym.stop()
