@@ -1040,7 +1040,7 @@ enum cache_status cache_lookup_index(struct cache *c, const struct fileid *id,
 				forget_analysis(c, id);
 			} else {
 				e = mem_insert3(c, id, MEM_INDEX, status, NULL, NULL, ix, error,
-						ix ? (size_t)size : 0);
+						ix ? line_index_bytes(ix) : 0);
 				ix = NULL;
 			}
 		} else if (rc != SQLITE_DONE) {
@@ -1099,7 +1099,7 @@ int cache_store_index(struct cache *c, const struct fileid *id, struct line_inde
 memory:
 	free(blob);
 	mem_insert3(c, id, MEM_INDEX, ix ? CACHE_OK : CACHE_ERROR, NULL, NULL, ix,
-		    ix ? NULL : (error ? error : "no source index"), size);
+		    ix ? NULL : (error ? error : "no source index"), ix ? line_index_bytes(ix) : 0);
 	return r;
 }
 

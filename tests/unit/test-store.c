@@ -167,6 +167,47 @@ static void test_cache_damaged_index_forgets_analysis(void **state)
 	cache_close(c);
 }
 
+/* A cached source index counts against the memory cap at what it holds in
+ * memory, its bucket directories included, not at its blob's size: both
+ * when stored and when read back from the database. */
+static void test_cache_index_memory_counted(void **state)
+{
+	struct fileid a = {{6}};
+	struct file_image *img = file_image_open("/proc/self/exe");
+	struct line_index *built = NULL;
+	const struct line_index *ix = NULL;
+	const char *reason = NULL;
+	struct cache_stats before, after;
+	struct cache *c;
+	size_t blob_size, mem;
+	void *blob;
+
+	assert_non_null(img);
+	assert_int_equal(line_index_build((void *)file_image_data(img), file_image_size(img), NULL,
+					  0, NULL, 0, 0, &built, &reason),
+			 0);
+	file_image_free(img);
+	mem = line_index_bytes(built);
+	blob = line_index_serialize(built, &blob_size);
+	assert_non_null(blob);
+	free(blob);
+	assert_true(mem > blob_size); /* the directories are not in the blob */
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	cache_get_stats(c, &before);
+	assert_int_equal(cache_store_index(c, &a, built, NULL, 1), 0);
+	cache_get_stats(c, &after);
+	assert_true(after.mem_bytes - before.mem_bytes >= mem);
+	cache_close(c);
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	cache_get_stats(c, &before);
+	assert_int_equal(cache_lookup_index(c, &a, &ix, NULL), CACHE_OK);
+	cache_get_stats(c, &after);
+	assert_true(after.mem_bytes - before.mem_bytes >= line_index_bytes(ix));
+	assert_true(line_index_bytes(ix) > blob_size);
+	cache_close(c);
+	(void)state;
+}
+
 static void test_cache_lru_bound(void **state)
 {
 	struct cache *c = NULL;
@@ -528,6 +569,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cache_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_damaged_index_forgets_analysis, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_cache_index_memory_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_lru_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_corrupt_moved_aside, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_schema_version, setup, teardown),
