@@ -37,6 +37,21 @@ def gohttp():
     subprocess.run(["rm", "-rf", str(tmp)])
 
 
+@pytest.fixture(scope="module")
+def gohttp_pie():
+    """The same program as a position-independent executable (Go's
+    -buildmode=pie: its table in .data.rel.ro.gopclntab, and loaded at a
+    random base, so every uprobe is placed by file offset)."""
+    tmp = make_tmp("sonde-gohttp-pie.")
+    env = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod",
+               GOCACHE=str(tmp / "gocache"), GOPATH=str(tmp / "gopath"), HOME=str(tmp))
+    out = tmp / "gohttp"
+    subprocess.run([go_plan.GO, "build", "-buildmode=pie", "-o", str(out), "."], check=True, env=env,
+                   cwd=SRC / "tests" / "workload" / "gohttp", timeout=300)
+    yield out
+    subprocess.run(["rm", "-rf", str(tmp)])
+
+
 def span_samples(path):
     """[(pid, trace_id, span_id, count)] of the sample counts tagged with a span."""
     out = []
@@ -232,6 +247,45 @@ def test_http_server_and_client_spans(rig, gohttp):
     print(f"{N} requests ({n_nested} nested): |client span - measured| max {max(diffs) / 1e3:.0f} us "
           f"({late} over 1 ms), "
           f"measured - server span max {max(sdiffs) / 1e3:.0f} us")
+
+
+def test_pie_server_and_client_spans(gohttp_pie):
+    """A PIE build: the plan's offsets hold at its random load address, and
+    the spans are those the client made."""
+    tmp = make_tmp("sonde-goprobes-pie.")
+    rig = Rig(tmp, gohttp_pie)
+    try:
+        server = rig.start([str(gohttp_pie), "server"], stdout=subprocess.PIPE, text=True)
+        port = int(server.stdout.readline())
+        rig.attached(server.pid, "go_http_server")
+        base = next(int(line.split("-")[0], 16) for line in open(f"/proc/{server.pid}/maps")
+                    if line.split()[-1] == str(gohttp_pie) and line.split()[2] == "00000000")
+        assert base >= 0x10000000000, f"not loaded at a PIE base: {base:#x}"
+        n = 40
+        client = rig.start([str(gohttp_pie), "client", f"http://127.0.0.1:{port}", str(n)],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        rig.attached(client.pid, "go_http_client")
+        out, _ = client.communicate("go\n", timeout=120)
+        assert client.returncode == 0
+        results = [json.loads(line) for line in out.splitlines()]
+        n_nested = sum(r["path"] == "/nested" for r in results)
+        wait_for(lambda: len(read_records(rig.rec)[1]) >= 2 * (n + n_nested), 30, "the records")
+        time.sleep(1)
+        _, events, lost = read_records(rig.rec)
+        assert lost == 0 and len(events) == 2 * (n + n_nested)
+        cli = sorted((e for e in events if e["kind"] == go_plan.CLIENT and e["pid"] == client.pid),
+                     key=lambda e: e["start"])
+        assert [(e["method"], e["path"], e["status"]) for e in cli] == \
+            [(r["method"], r["path"], r["status"]) for r in results]
+        srv = [e for e in events if e["kind"] == go_plan.SERVER]
+        assert all(e["pid"] == server.pid for e in srv) and len(srv) == n + n_nested
+        assert collections.Counter((e["method"], e["path"], e["status"]) for e in srv) == \
+            collections.Counter((r["method"], r["path"], r["status"]) for r in results) + \
+            collections.Counter({("GET", "/ok", 200): n_nested})
+        print(f"PIE at {base:#x}: {len(cli)} client spans, {len(srv)} server spans")
+    finally:
+        rig.stop()
+        subprocess.run(["rm", "-rf", str(tmp)])
 
 
 def bpf_links(pid):
