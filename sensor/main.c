@@ -43,6 +43,7 @@
 #include "sample.skel.h"
 #include "stacks.h"
 #include "unwind_bpf.h"
+#include "vdso.h"
 #include "interp_maps.h"
 #include "unwind_maps.h"
 #include "uplink.h"
@@ -1105,6 +1106,19 @@ int main(int argc, char **argv)
 		err = -ENOMEM;
 		log_error("out of memory");
 		goto cleanup;
+	}
+	{
+		struct fileid_entry *vdso;
+		struct fileid_info info;
+		int r = vdso_register(S.fileids, &vdso, &info);
+
+		/* Held for the sensor's life; without it vDSO frames are
+		 * unnamed and walked with frame pointers, as before. */
+		if (r == 0)
+			procs_set_vdso(S.procs, vdso, &info);
+		else
+			log_warn("the vDSO is not registered (%s): its frames stay unnamed",
+				 strerror(-r));
 	}
 
 	/* open -> configure -> load -> attach */

@@ -17,6 +17,7 @@
 #include "maps.h"
 #include "environ.h"
 #include "procs.h"
+#include "vdso.h"
 
 #define PROCS_BUCKETS 4096
 #define PROCS_MAX_MAPS 8192   /* executable file mappings per process */
@@ -28,6 +29,8 @@ struct proc_node {
 
 struct procs {
 	struct fileids *fileids;
+	struct fileid_entry *vdso; /* the kernel's vDSO (vdso.h), or NULL */
+	struct fileid_info vdso_info;
 	char proc_root[64];
 	size_t max, n, n_live;
 	/* Some process may be dirty and not a fork copy: a PROCS_DIRTY_URGENT
@@ -65,6 +68,12 @@ struct procs *procs_new(struct fileids *fileids, size_t max_procs, const char *p
 	p->max = max_procs;
 	strcpy(p->proc_root, proc_root);
 	return p;
+}
+
+void procs_set_vdso(struct procs *p, struct fileid_entry *e, const struct fileid_info *info)
+{
+	p->vdso = e;
+	p->vdso_info = *info;
 }
 
 static void maps_free(struct procs *p, struct proc_mapping *maps, size_t n)
@@ -207,6 +216,7 @@ static int read_maps(struct procs *p, uint32_t pid, const char *dir, struct proc
 	struct maps_line *l = NULL;
 	size_t n = 0, cap = 0;
 	FILE *f = NULL;
+	bool vdso;
 	int r = 0;
 
 	snprintf(path, sizeof(path), "%s/maps", dir);
@@ -233,7 +243,9 @@ static int read_maps(struct procs *p, uint32_t pid, const char *dir, struct proc
 			log_debug("pid %" PRIu32 ": unparsable maps line, ignoring", pid);
 			continue;
 		}
-		if (!maps_line_is_exec_file(l))
+		vdso = p->vdso && l->executable &&
+		       vdso_matches(&p->vdso_info, l->start, l->end, l->offset, l->path);
+		if (!vdso && !maps_line_is_exec_file(l))
 			continue;
 		if (n == PROCS_MAX_MAPS)
 			break;
@@ -260,6 +272,11 @@ static int read_maps(struct procs *p, uint32_t pid, const char *dir, struct proc
 			goto out;
 		}
 		n++;
+		if (vdso) {
+			m->file = fileids_ref(p->fileids, p->vdso);
+			m->info = p->vdso_info;
+			continue;
+		}
 
 		struct proc_mapping *o = old_mapping(old, l);
 		if (o) {

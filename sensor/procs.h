@@ -33,7 +33,7 @@ struct proc {
 	 * "" when unset (docs/go-probes.md). */
 	char otel_service_name[128];
 	uint64_t start_ticks;
-	struct proc_mapping *maps; /* sorted by start, executable files only */
+	struct proc_mapping *maps; /* sorted by start, executable files (and the vDSO) */
 	size_t n_maps;
 	uint64_t last_scan_ns; /* CLOCK_MONOTONIC */
 	uint64_t rescan_gap_ns; /* procs_rescan_limited's current interval */
@@ -67,6 +67,9 @@ struct procs_observer {
  * proc_root: "/proc" (tests may pass another directory). */
 struct procs *procs_new(struct fileids *fileids, size_t max_procs, const char *proc_root);
 void procs_free(struct procs *p);
+/* The vDSO's registration (vdso.h; e: a reference that outlives p):
+ * processes' [vdso] mappings that match it get its file ID. */
+void procs_set_vdso(struct procs *p, struct fileid_entry *e, const struct fileid_info *info);
 /* obs: borrowed, must outlive p (NULL: none). */
 void procs_set_observer(struct procs *p, const struct procs_observer *obs, void *ctx);
 

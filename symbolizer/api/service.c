@@ -233,8 +233,16 @@ void service_note_path(struct service *svc, const struct fileid *id, const char 
 	size_t len = strlen(path);
 	struct fileid *old = NULL, *copy;
 
-	if (len == 0 || path[0] != '/')
-		return; /* "[vdso]", "[heap]" and the like name no file */
+	if (len == 0)
+		return;
+	if (path[0] != '/') {
+		/* The kernel's vDSO, served by sensors (sensor/vdso.h), names
+		 * its frames; it is no path to look a file up by. "[heap]"
+		 * and the like name no file. */
+		if (strcmp(path, "[vdso]") != 0)
+			return;
+		goto name;
+	}
 	copy = hmap_get(svc->paths, path, len);
 	if (copy && memcmp(copy, id, sizeof(*id)) == 0)
 		goto name;
