@@ -7,7 +7,8 @@
  * Build with libFuzzer:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -DSONDE_LIBFUZZER \
  *     -D_GNU_SOURCE -Isymbolizer/unwind -Isymbolizer/elf -Ibpf \
- *     tests/fuzz/fuzz-eh-frame.c symbolizer/unwind/{eh_frame,table}.c -lz
+ *     tests/fuzz/fuzz-eh-frame.c tests/fuzz/check_unwind_table.c \
+ *     symbolizer/unwind/{eh_frame,table}.c -lz
  * Without SONDE_LIBFUZZER, main() replays the files named on the command
  * line (a corpus run, or to reproduce a crash). Corpus: tests/fuzz/corpus/
  * eh_frame/ (real sections extracted with objcopy).
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_unwind_table.h"
 #include "eh_frame.h"
 #include "unwind_table.h"
 
@@ -39,30 +41,6 @@ static int emit(void *p, uint64_t start, uint64_t end, const struct sonde_unwind
 	if (end <= (1ull << 32))
 		unwind_builder_add(c->b, start, end, row, UNWIND_SRC_EH_FRAME);
 	return 0;
-}
-
-static void check_table(struct unwind_table *t)
-{
-	size_t n, size;
-	const struct sonde_unwind_row *rows = unwind_table_rows(t, &n);
-	struct sonde_unwind_row r;
-	struct unwind_table *u;
-	void *blob;
-
-	for (size_t i = 1; i < n; i++)
-		if (rows[i].pc <= rows[i - 1].pc)
-			abort();
-	for (size_t i = 0; i < n && i < 64; i++)
-		if (unwind_table_lookup(t, rows[i].pc, &r) != 0 || r.pc != rows[i].pc)
-			abort();
-	blob = unwind_table_serialize(t, &size);
-	if (!blob)
-		return;
-	u = unwind_table_deserialize(blob, size);
-	if (!u || unwind_table_count(u) != n)
-		abort(); /* our own blob must always load */
-	unwind_table_free(u);
-	free(blob);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -91,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (r == -EBADMSG && !reason)
 			abort();
 		if (unwind_builder_finish(c.b, &t) == 0) {
-			check_table(t);
+			check_unwind_table(t);
 			unwind_table_free(t);
 		}
 		unwind_builder_free(c.b);

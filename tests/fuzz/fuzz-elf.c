@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_unwind_table.h"
 #include "elf_analysis.h"
 #include "file_image.h"
 #include "symtab.h"
@@ -56,29 +57,6 @@ static void exercise(const struct symtab *t, size_t size)
 	if (!u || symtab_count(u) != symtab_count(t))
 		abort(); /* our own blob must always load */
 	symtab_free(u);
-	free(blob);
-}
-
-static void exercise_unwind(const struct unwind_table *t)
-{
-	struct unwind_table *u;
-	const struct sonde_unwind_row *rows;
-	size_t n, blob_size;
-	void *blob;
-
-	rows = unwind_table_rows(t, &n);
-	if (n == 0)
-		abort(); /* a finished table has a row */
-	for (size_t i = 1; i < n; i++)
-		if (rows[i].pc <= rows[i - 1].pc)
-			abort();
-	blob = unwind_table_serialize(t, &blob_size);
-	if (!blob)
-		return;
-	u = unwind_table_deserialize(blob, blob_size);
-	if (!u || unwind_table_count(u) != n)
-		abort(); /* our own blob must always load */
-	unwind_table_free(u);
 	free(blob);
 }
 
@@ -131,7 +109,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		symtab_free(t);
 	}
 	if (urc == 0) {
-		exercise_unwind(ut);
+		if (unwind_table_count(ut) == 0)
+			abort(); /* a finished table has a row */
+		check_unwind_table(ut);
 		unwind_table_free(ut);
 	}
 	file_image_free(img);

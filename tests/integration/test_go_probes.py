@@ -25,16 +25,21 @@ PATHS = ["/ok", "/created", "/missing", "/fail", "/slow", "/nested"]
 FAKE = SRC / "tests" / "integration" / "fake_symbolizer.py"
 
 
-@pytest.fixture(scope="module")
-def gohttp():
-    tmp = make_tmp("sonde-gohttp.")
+def build_gohttp(prefix, *flags):
+    """Builds tests/workload/gohttp into a fresh directory; yields it, then removes it."""
+    tmp = make_tmp(prefix)
     env = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod",
                GOCACHE=str(tmp / "gocache"), GOPATH=str(tmp / "gopath"), HOME=str(tmp))
     out = tmp / "gohttp"
-    subprocess.run([go_plan.GO, "build", "-o", str(out), "."], check=True, env=env,
+    subprocess.run([go_plan.GO, "build", *flags, "-o", str(out), "."], check=True, env=env,
                    cwd=SRC / "tests" / "workload" / "gohttp", timeout=300)
     yield out
     subprocess.run(["rm", "-rf", str(tmp)])
+
+
+@pytest.fixture(scope="module")
+def gohttp():
+    yield from build_gohttp("sonde-gohttp.")
 
 
 @pytest.fixture(scope="module")
@@ -42,14 +47,7 @@ def gohttp_pie():
     """The same program as a position-independent executable (Go's
     -buildmode=pie: its table in .data.rel.ro.gopclntab, and loaded at a
     random base, so every uprobe is placed by file offset)."""
-    tmp = make_tmp("sonde-gohttp-pie.")
-    env = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod",
-               GOCACHE=str(tmp / "gocache"), GOPATH=str(tmp / "gopath"), HOME=str(tmp))
-    out = tmp / "gohttp"
-    subprocess.run([go_plan.GO, "build", "-buildmode=pie", "-o", str(out), "."], check=True, env=env,
-                   cwd=SRC / "tests" / "workload" / "gohttp", timeout=300)
-    yield out
-    subprocess.run(["rm", "-rf", str(tmp)])
+    yield from build_gohttp("sonde-gohttp-pie.", "-buildmode=pie")
 
 
 def span_samples(path):
@@ -126,6 +124,17 @@ class Rig:
         self.fake_log.close()
 
 
+def run_client(rig, binary, port, n):
+    """Runs the client for n requests once its probes are attached;
+    returns it (ended) and its results, one per request."""
+    client = rig.start([str(binary), "client", f"http://127.0.0.1:{port}", str(n)],
+                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    rig.attached(client.pid, "go_http_client")
+    out, _ = client.communicate("go\n", timeout=300)
+    assert client.returncode == 0
+    return client, [json.loads(line) for line in out.splitlines()]
+
+
 @pytest.fixture
 def rig(gohttp, request):
     tmp = make_tmp("sonde-goprobes.")
@@ -143,12 +152,7 @@ def test_http_server_and_client_spans(rig, gohttp):
     port = int(server.stdout.readline())
     rig.attached(server.pid, "go_http_server")
     rig.attached(server.pid, "go_http_client")
-    client = rig.start([str(gohttp), "client", f"http://127.0.0.1:{port}", str(N)],
-                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    rig.attached(client.pid, "go_http_client")
-    out, _ = client.communicate("go\n", timeout=300)
-    assert client.returncode == 0
-    results = [json.loads(line) for line in out.splitlines()]
+    client, results = run_client(rig, gohttp, port, N)
     assert len(results) == N
     n_nested = sum(r["path"] == "/nested" for r in results)
 
@@ -262,12 +266,7 @@ def test_pie_server_and_client_spans(gohttp_pie):
                     if line.split()[-1] == str(gohttp_pie) and line.split()[2] == "00000000")
         assert base >= 0x10000000000, f"not loaded at a PIE base: {base:#x}"
         n = 40
-        client = rig.start([str(gohttp_pie), "client", f"http://127.0.0.1:{port}", str(n)],
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        rig.attached(client.pid, "go_http_client")
-        out, _ = client.communicate("go\n", timeout=120)
-        assert client.returncode == 0
-        results = [json.loads(line) for line in out.splitlines()]
+        client, results = run_client(rig, gohttp_pie, port, n)
         n_nested = sum(r["path"] == "/nested" for r in results)
         wait_for(lambda: len(read_records(rig.rec)[1]) >= 2 * (n + n_nested), 30, "the records")
         time.sleep(1)
