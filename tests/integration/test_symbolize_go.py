@@ -134,7 +134,7 @@ def test_stripped_go_program_profiled_through_the_sensor():
     try:
         # First run: the binary is new, so its first samples are walked
         # with frame pointers until its table arrives.
-        pid, sensor = run_held(tmp, sym, [str(stripped), "30"], 99)
+        _, sensor = run_held(tmp, sym, [str(stripped), "30"], 99)
 
         def spin_samples():
             r = sym.symbols.Folded(symbols_pb2.ProfileQuery(), timeout=30)

@@ -5,15 +5,15 @@ a frame pointer, so the sensor unwinds them with tables compiled from the
 binary's .gopclntab (docs/unwind-tables.md). The reference is the one the
 Go runtime itself gives: the workload (tests/workload/gowork) takes its
 own CPU profile with runtime/pprof while a sensor profiles it, and the two
-profiles' shares must agree: each leaf function's share of all samples,
-and each caller;leaf pair's share of that leaf's samples (leaves with
-PAIR_MIN samples or more), within 5 points for the chains Go's profile puts at 2 %
-or more. Both sides count inlined frames as frames (sonde's from its pprof
-export; its folded stacks name functions only). A walk that skipped the
-caller of a frameless leaf would put main.leaf under main.main.func1
-instead of main.spinner and fail. Built stripped (-s -w): names and tables
-come from .gopclntab alone; Go 1.19 and 1.23 lay out prologues
-differently."""
+profiles' shares must agree within 5 points for the chains Go's profile
+puts at 2 % or more: each leaf function's share of all samples, and each
+caller;leaf pair's share of that leaf's samples (leaves with PAIR_MIN
+samples or more). Both sides count inlined frames as frames (sonde's from
+its pprof export; its folded stacks name functions only). A walk that
+skipped the caller of a frameless leaf would put main.leaf under the
+goroutine's closure instead of main.spinner and main.recurse, and fail.
+Built stripped (-s -w): names and tables come from .gopclntab alone; Go
+1.19 and 1.23 lay out prologues differently."""
 import collections
 import gzip
 import subprocess
