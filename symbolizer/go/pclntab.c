@@ -495,6 +495,27 @@ out:
 	return r;
 }
 
+int pclntab_locate(const uint8_t *data, size_t size, size_t *ret_off)
+{
+	for (size_t off = 0; size >= HEADER_SIZE && off <= size - HEADER_SIZE; off += 8) {
+		const uint8_t *h = data + off;
+		struct tab t = { .p = h, .size = size - off };
+		const uint8_t *f;
+		uint64_t entry, end;
+		size_t avail;
+
+		if ((u32(h) != MAGIC_GO118 && u32(h) != MAGIC_GO120) || h[4] || h[5] || h[7] != 8)
+			continue;
+		/* A header whose offsets fit, and whose first function's _func
+		 * says the entry its function table entry says. */
+		if (tab_open(&t, 1) == 0 && t.nfunc > 0 && func_at(&t, 0, &f, &avail, &entry, &end) == 0) {
+			*ret_off = off;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 int pclntab_read_frames(const uint8_t *data, size_t size, uint64_t text_addr,
 			const struct pclntab_frame_sink *sink)
 {

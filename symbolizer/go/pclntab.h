@@ -100,6 +100,13 @@ struct pclntab_frame_sink {
 int pclntab_read_frames(const uint8_t *data, size_t size, uint64_t text_addr,
 			const struct pclntab_frame_sink *sink);
 
+/* Finds a table inside other data (a cgo PIE linked by the system linker
+ * has no section of its own for it: it lies in .data.rel.ro): the first
+ * 8-aligned offset of data that holds a header whose offsets fit and whose
+ * first function is consistent. Its header's text start is then 0 in the
+ * file (a relocation fills it). Returns 0 with *ret_off, or -ENOENT. */
+int pclntab_locate(const uint8_t *data, size_t size, size_t *ret_off);
+
 /* Finds moduledata.gofunc in data (size bytes of the section that holds
  * runtime.firstmoduledata, .noptrdata), given the table (tab, tab_size)
  * and its address: moduledata starts with a pointer to the table and then

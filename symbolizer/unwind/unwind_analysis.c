@@ -32,12 +32,15 @@ enum {
 	SEC_GOT,
 	SEC_GOPCLNTAB,
 	SEC_GOPCLNTAB_PIE,
+	SEC_GO_BUILDINFO,
+	SEC_DATA_REL_RO,
+	SEC_RELA_DYN,
 	N_SECTIONS,
 };
 
 static const char *const section_names[N_SECTIONS] = {
 	".eh_frame", ".eh_frame_hdr", ".debug_frame", ".plt", ".plt.sec", ".plt.got", ".text", ".got",
-	PCLNTAB_SECTION, PCLNTAB_SECTION_PIE,
+	PCLNTAB_SECTION, PCLNTAB_SECTION_PIE, ".go.buildinfo", ".data.rel.ro", ".rela.dyn",
 };
 
 #define PLT_ENTRY 16
@@ -231,6 +234,46 @@ static int parse_gopclntab(const uint8_t *data, const struct source *s,
 	return err == -EBADMSG ? 0 : err;
 }
 
+/* The addend of the R_X86_64_RELATIVE relocation at where, from .rela.dyn's
+ * bytes. */
+static bool relative_addend(const uint8_t *rela, uint64_t size, uint64_t where, uint64_t *ret)
+{
+	for (uint64_t at = 0; at + sizeof(Elf64_Rela) <= size; at += sizeof(Elf64_Rela)) {
+		Elf64_Rela r;
+
+		memcpy(&r, rela + at, sizeof(r));
+		if (r.r_offset == where && ELF64_R_TYPE(r.r_info) == R_X86_64_RELATIVE) {
+			*ret = (uint64_t)r.r_addend;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* A cgo PIE linked by the system linker: the table lies inside
+ * .data.rel.ro, and its text start (header word 3) is filled by a
+ * relocation; .text begins with C start-up code, so only the relocation
+ * tells where Go's text starts. */
+static int parse_embedded_gopclntab(const uint8_t *data, const struct source *relro,
+				    const struct source *rela, struct convert *cv,
+				    uint64_t *ret_spans)
+{
+	struct go_convert gc = { cv, 0 };
+	struct pclntab_frame_sink sink = { add_go_frame, &gc };
+	uint64_t text;
+	size_t off;
+	int err;
+
+	if (relro->compressed || rela->compressed ||
+	    pclntab_locate(data + relro->offset, relro->size, &off) < 0 ||
+	    !relative_addend(data + rela->offset, rela->size, relro->addr + off + 24, &text))
+		return 0;
+	cv->src = UNWIND_SRC_GOPCLNTAB;
+	err = pclntab_read_frames(data + relro->offset + off, relro->size - off, text, &sink);
+	*ret_spans = gc.n_spans;
+	return err == -EBADMSG ? 0 : err;
+}
+
 /* .plt sections that no FDE describes (older or unusual linkers): the
  * classic lazy PLT is SONDE_CFA_PLT after PLT0, whose own rule is known;
  * .plt.sec/.plt.got entries are a single indirect jump. */
@@ -330,7 +373,7 @@ int unwind_analysis_step(const struct file_image *img, const struct file_image *
 	struct elf_section secs[N_SECTIONS], dsecs[N_SECTIONS];
 	struct elf_layout *layout = NULL, *dlayout = NULL;
 	struct unwind_analysis_info inf = { 0 };
-	struct source eh, hdr, dbg, go;
+	struct source eh, hdr, dbg, go, relro = { 0 }, rela = { 0 };
 	struct unwind_builder *b = NULL;
 	struct unwind_table *t = NULL;
 	struct convert cv;
@@ -358,6 +401,10 @@ int unwind_analysis_step(const struct file_image *img, const struct file_image *
 	from_section(&go, &secs[SEC_GOPCLNTAB]);
 	if (!go.present)
 		from_section(&go, &secs[SEC_GOPCLNTAB_PIE]);
+	if (!go.present && secs[SEC_GO_BUILDINFO].found) {
+		from_section(&relro, &secs[SEC_DATA_REL_RO]);
+		from_section(&rela, &secs[SEC_RELA_DYN]);
+	}
 	if (!secs[SEC_EH_FRAME].found && !secs[SEC_EH_FRAME_HDR].found &&
 	    !find_by_eh_frame_hdr(img, need, layout, &hdr, &eh, &inf.eh_frame_hdr_fdes)) {
 		err = -EAGAIN;
@@ -367,6 +414,8 @@ int unwind_analysis_step(const struct file_image *img, const struct file_image *
 	want(img, need, &hdr);
 	want(img, need, &dbg);
 	want(img, need, &go);
+	want(img, need, &relro);
+	want(img, need, &rela);
 	if (need->n) {
 		err = -EAGAIN;
 		goto out;
@@ -389,11 +438,13 @@ int unwind_analysis_step(const struct file_image *img, const struct file_image *
 		if (err)
 			goto out;
 	}
-	if (go.present) {
+	if (go.present)
 		err = parse_gopclntab(data, &go, secs, &cv, &inf.go_spans);
-		if (err)
-			goto out;
-	}
+	else if (relro.present && rela.present)
+		err = parse_embedded_gopclntab(data, &relro, &rela, &cv, &inf.go_spans);
+	if (err)
+		goto out;
+	inf.has_gopclntab = inf.has_gopclntab || inf.go_spans > 0;
 	cv.src = UNWIND_SRC_DEBUG_FRAME;
 	if (dbg.present) {
 		err = parse_source(data, &dbg, CFI_DEBUG_FRAME, secs, &cv, &inf.debug_frame);

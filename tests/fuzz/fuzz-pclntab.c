@@ -5,7 +5,8 @@
  * second pass reads inline trees too, from the same bytes (moduledata.gofunc
  * at their start): inlined calls whose parents came first, ranges inside
  * the function naming reported calls. A third reads the SP tables
- * (frames for unwinding): non-empty ranges and known flags.
+ * (frames for unwinding): non-empty ranges and known flags; and the table
+ * is looked for as inside other data (pclntab_locate).
  *
  * Build with libFuzzer:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -DSONDE_LIBFUZZER \
@@ -142,9 +143,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	{
 		struct pclntab_frame_sink fs = { on_frame, NULL };
 
+		size_t off;
+
 		r = pclntab_read_frames(copy, size, 0x401000, &fs);
 		if (r != 0 && r != -EBADMSG && r != -E2BIG)
 			abort();
+		/* Found inside other data, as in a cgo PIE's .data.rel.ro. */
+		if (pclntab_locate(copy, size, &off) == 0) {
+			if (off % 8 || off >= size)
+				abort();
+			r = pclntab_read_frames(copy + off, size - off, 0x401000, &fs);
+			if (r != 0 && r != -EBADMSG && r != -E2BIG)
+				abort();
+		}
 	}
 	free(copy);
 	return 0;
