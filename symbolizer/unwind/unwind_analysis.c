@@ -217,18 +217,17 @@ static int add_go_frame(void *ctx, uint64_t lo, uint64_t hi, int32_t sp_delta, u
 	return add_vaddr_range(gc->cv, lo, hi, &row);
 }
 
-static int parse_gopclntab(const uint8_t *data, const struct source *s,
-			   const struct elf_section *secs, struct convert *cv, uint64_t *ret_spans)
+/* Go's table at p (size bytes, or the rest of a section holding it);
+ * text: where Go's text starts when the header says 0 (PIE). */
+static int read_go_frames(const uint8_t *p, uint64_t size, uint64_t text, struct convert *cv,
+			  uint64_t *ret_spans)
 {
 	struct go_convert gc = { cv, 0 };
 	struct pclntab_frame_sink sink = { add_go_frame, &gc };
 	int err;
 
-	if (s->compressed)
-		return 0; /* not Go's: the runtime reads the table in place */
 	cv->src = UNWIND_SRC_GOPCLNTAB;
-	err = pclntab_read_frames(data + s->offset, s->size,
-				  secs[SEC_TEXT].found ? secs[SEC_TEXT].addr : 0, &sink);
+	err = pclntab_read_frames(p, size, text, &sink);
 	*ret_spans = gc.n_spans;
 	/* A damaged table keeps what it gave before the damage. */
 	return err == -EBADMSG ? 0 : err;
@@ -258,20 +257,14 @@ static int parse_embedded_gopclntab(const uint8_t *data, const struct source *re
 				    const struct source *rela, struct convert *cv,
 				    uint64_t *ret_spans)
 {
-	struct go_convert gc = { cv, 0 };
-	struct pclntab_frame_sink sink = { add_go_frame, &gc };
 	uint64_t text;
 	size_t off;
-	int err;
 
 	if (relro->compressed || rela->compressed ||
 	    pclntab_locate(data + relro->offset, relro->size, &off) < 0 ||
 	    !relative_addend(data + rela->offset, rela->size, relro->addr + off + 24, &text))
 		return 0;
-	cv->src = UNWIND_SRC_GOPCLNTAB;
-	err = pclntab_read_frames(data + relro->offset + off, relro->size - off, text, &sink);
-	*ret_spans = gc.n_spans;
-	return err == -EBADMSG ? 0 : err;
+	return read_go_frames(data + relro->offset + off, relro->size - off, text, cv, ret_spans);
 }
 
 /* .plt sections that no FDE describes (older or unusual linkers): the
@@ -438,8 +431,9 @@ int unwind_analysis_step(const struct file_image *img, const struct file_image *
 		if (err)
 			goto out;
 	}
-	if (go.present)
-		err = parse_gopclntab(data, &go, secs, &cv, &inf.go_spans);
+	if (go.present && !go.compressed)
+		err = read_go_frames(data + go.offset, go.size,
+				     secs[SEC_TEXT].found ? secs[SEC_TEXT].addr : 0, &cv, &inf.go_spans);
 	else if (relro.present && rela.present)
 		err = parse_embedded_gopclntab(data, &relro, &rela, &cv, &inf.go_spans);
 	if (err)
