@@ -48,11 +48,16 @@ int go_version_copy(const uint8_t *src, uint64_t len, char *ver, size_t cap)
 	return 0;
 }
 
+bool go_version_number(const char *ver, unsigned *major, unsigned *minor)
+{
+	return sscanf(ver, "go%u.%u", major, minor) == 2;
+}
+
 int go_version_minor(const char *ver)
 {
 	unsigned major = 0, minor = 0;
 
-	if (sscanf(ver, "go%u.%u", &major, &minor) != 2 || major != 1 || minor > 1000)
+	if (!go_version_number(ver, &major, &minor) || major != 1 || minor > 1000)
 		return -1;
 	return (int)minor;
 }

@@ -4,6 +4,7 @@
  * bytes are the target's. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,5 +15,7 @@ int go_buildinfo_version(const uint8_t *sec, size_t size, char *ver, size_t cap)
  * NUL-terminated): 0, or -EBADMSG when empty, too long or not printable
  * ASCII without spaces. */
 int go_version_copy(const uint8_t *src, uint64_t len, char *ver, size_t cap);
+/* M and X of "goM.X...": true, or false when ver does not start so. */
+bool go_version_number(const char *ver, unsigned *major, unsigned *minor);
 /* X of "go1.X..."; -1 for anything else. */
 int go_version_minor(const char *ver);

@@ -62,7 +62,7 @@ static bool has_regabi(const char *v)
 {
 	unsigned major = 0, minor = 0;
 
-	return sscanf(v, "go%u.%u", &major, &minor) == 2 && (major > 1 || minor >= 17);
+	return go_version_number(v, &major, &minor) && (major > 1 || minor >= 17);
 }
 
 struct func {
@@ -345,7 +345,7 @@ static bool classic_maps(const char *v)
 {
 	unsigned major = 0, minor = 0;
 
-	return sscanf(v, "go%u.%u", &major, &minor) == 2 && major == 1 && minor < 24;
+	return go_version_number(v, &major, &minor) && major == 1 && minor < 24;
 }
 
 int go_plan_build(uint8_t *data, size_t size, struct go_plan *out)
