@@ -275,14 +275,18 @@ static int find_sections(const struct file_image *img, struct elf_need *need,
 	return r;
 }
 
-/* Asks for the sections of secs[0..n) not in img yet (SHT_NOBITS has
- * no bytes). */
+/* A section that is there and has bytes in the file (not SHT_NOBITS). */
+static bool has_bytes(const struct elf_section *sec)
+{
+	return sec->found && sec->type != 8 /* SHT_NOBITS */;
+}
+
+/* Asks for the sections of secs[0..n) not in img yet. */
 static void need_sections(const struct file_image *img, const struct elf_section *secs, size_t n,
 			  struct elf_need *need)
 {
 	for (size_t i = 0; i < n; i++)
-		if (secs[i].found && secs[i].type != 8 /* SHT_NOBITS */ &&
-		    !file_image_has(img, secs[i].offset, secs[i].size))
+		if (has_bytes(&secs[i]) && !file_image_has(img, secs[i].offset, secs[i].size))
 			elf_need_add(need, secs[i].offset, secs[i].size);
 }
 
@@ -296,10 +300,10 @@ static int go_lines_step(const struct file_image *img, struct elf_need *need)
 
 	if (r < 0)
 		return r;
-	if (!(secs[0].found && secs[0].type != 8) && !(secs[1].found && secs[1].type != 8))
+	if (!has_bytes(&secs[0]) && !has_bytes(&secs[1]))
 		return -ENOENT;
 	for (size_t i = 0; i < N_GO_SECTIONS; i++)
-		if (secs[i].found && secs[i].type != 8)
+		if (has_bytes(&secs[i]))
 			total += secs[i].size;
 	if (total > LINES_MAX_FETCH)
 		return -E2BIG;
@@ -321,7 +325,7 @@ static int lines_step(const struct file_image *img, struct elf_need *need)
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < N_DEBUG_SECTIONS; i++) {
-		if (!secs[i].found || secs[i].type == 8 /* SHT_NOBITS */)
+		if (!has_bytes(&secs[i]))
 			continue;
 		any = i == 0 || i == N_DEBUG_SECTIONS - 1 || any;
 		total += secs[i].size;
@@ -623,8 +627,8 @@ static struct symtab *merge_minidebug(struct symtab *t, const struct file_image 
 	size_t len = 0;
 	int r = -EAGAIN;
 
-	if (find_sections(img, &need, names, 1, &sec) < 0 || !sec.found ||
-	    sec.type == 8 /* SHT_NOBITS */ || !file_image_has(img, sec.offset, sec.size) ||
+	if (find_sections(img, &need, names, 1, &sec) < 0 || !has_bytes(&sec) ||
+	    !file_image_has(img, sec.offset, sec.size) ||
 	    minidebug_decompress(file_image_data(img) + sec.offset, sec.size, &buf, &len) < 0 ||
 	    !(mimg = file_image_new(len)) || file_image_put(mimg, 0, buf, len) < 0)
 		goto cleanup;
