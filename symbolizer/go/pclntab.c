@@ -180,30 +180,35 @@ static const char *file_name(const struct tab *t, uint32_t cu_off, int32_t filen
 	return str_at(t, t->filetab, u32(t->p + t->cu + idx * 4), ret_len);
 }
 
-/* The value of table off (into pctab) at pc, in a function at entry:
- * *ret, or false if pc is not covered or the table is damaged. Its steps
- * count as inline work, never against the rows' budget. */
-static bool value_at(struct tab *t, uint32_t off, uint64_t entry, uint64_t pc, int32_t *ret)
+/* step(), counted as inline work, never against the rows' budget. */
+static bool step_inline(struct tab *t, struct pcv *v, uint64_t *ret_from)
 {
 	size_t before = t->steps;
-	bool found = false;
+	bool more = step(t, v, ret_from);
+
+	t->inline_steps += t->steps - before;
+	t->steps = before;
+	return more;
+}
+
+/* The value of table off (into pctab) at pc, in a function at entry:
+ * *ret, or false if pc is not covered or the table is damaged. */
+static bool value_at(struct tab *t, uint32_t off, uint64_t entry, uint64_t pc, int32_t *ret)
+{
 	uint64_t from;
 	struct pcv v;
 
 	if (!pcv_init(t, &v, off, entry))
 		return false;
-	while (step(t, &v, &from)) {
+	while (step_inline(t, &v, &from)) {
 		if (pc < from)
-			break;
+			return false;
 		if (pc < v.pc) {
 			*ret = v.val;
-			found = true;
-			break;
+			return true;
 		}
 	}
-	t->inline_steps += t->steps - before;
-	t->steps = before;
-	return found;
+	return false;
 }
 
 struct func_tables {
@@ -289,12 +294,7 @@ static int func_inlines(struct tab *t, const struct pclntab_sink *sink, const ui
 	if (!pcv_init(t, &v, ft.inltree_pc, ft.entry))
 		return -EBADMSG;
 	for (;;) {
-		size_t before = t->steps;
-		bool more = step(t, &v, &from);
-
-		t->inline_steps += t->steps - before;
-		t->steps = before;
-		if (!more || from >= ft.end)
+		if (!step_inline(t, &v, &from) || from >= ft.end)
 			break;
 		if (v.val < 0 || v.pc <= from)
 			continue;
