@@ -416,7 +416,6 @@ int unwind_analysis_step(const struct file_image *img, const struct file_image *
 	inf.has_eh_frame = eh.present;
 	inf.has_eh_frame_hdr = hdr.present;
 	inf.has_debug_frame = dbg.present;
-	inf.has_gopclntab = go.present;
 	if (hdr.present && !inf.eh_frame_hdr_fdes)
 		inf.eh_frame_hdr_fdes = hdr_fde_count(data, &hdr);
 
@@ -438,7 +437,6 @@ int unwind_analysis_step(const struct file_image *img, const struct file_image *
 		err = parse_embedded_gopclntab(data, &relro, &rela, &cv, &inf.go_spans);
 	if (err)
 		goto out;
-	inf.has_gopclntab = inf.has_gopclntab || inf.go_spans > 0;
 	cv.src = UNWIND_SRC_DEBUG_FRAME;
 	if (dbg.present) {
 		err = parse_source(data, &dbg, CFI_DEBUG_FRAME, secs, &cv, &inf.debug_frame);

@@ -30,10 +30,10 @@
 
 struct unwind_analysis_info {
 	struct cfi_stats eh_frame, debug_frame, debug_file;
-	bool has_eh_frame, has_eh_frame_hdr, has_debug_frame, has_debug_file, has_gopclntab;
+	bool has_eh_frame, has_eh_frame_hdr, has_debug_frame, has_debug_file;
 	uint64_t eh_frame_hdr_fdes; /* fde_count of .eh_frame_hdr, 0 if none */
 	uint64_t synthetic_spans;   /* .plt* ranges without FDEs */
-	uint64_t go_spans;          /* ranges from Go's function table */
+	uint64_t go_spans;          /* ranges from Go's function table (0: none read) */
 };
 
 /* debug_img: an optional whole image of a separate debug file (borrowed,
