@@ -34,9 +34,8 @@ HZ = 99
 PAIR_MIN = 150
 
 
-def pprof_stacks(path):
+def pprof_stacks(profile_pb2, path):
     """A pprof file as (frames root first, inlined frames expanded, count)."""
-    profile_pb2 = _pprof_module()
     prof = profile_pb2.Profile.FromString(gzip.decompress(path.read_bytes()))
     st = prof.string_table
     names = {f.id: st[f.name] for f in prof.function}
@@ -98,13 +97,14 @@ def test_go_stacks_match_go_profiler(version):
         wait_for(lambda: stored() > 0.9 * HZ * SECONDS, 30, "the run's samples")
         sensor.stop()
         sensor = None
+        profile_pb2 = _pprof_module()  # compiled once for both profiles
         # sonde's pprof export, which has the inlined frames (folded
         # stacks name functions only), as Go's has.
         subprocess.run([str(SONDE), "pprof", "--symbolizer", sym.address, "--pid", str(pid),
                         "-o", str(tmp / "sonde.pb.gz")], check=True, capture_output=True, timeout=60)
         # (.symtab spells assembly functions with their ABI, "x.abi0")
         mine = [([f.removesuffix(".abi0") for f in frames if not f.endswith("_[k]")], c)
-                for frames, c in pprof_stacks(tmp / "sonde.pb.gz")]
+                for frames, c in pprof_stacks(profile_pb2, tmp / "sonde.pb.gz")]
         o = next(p.outcomes for p in sym.status().processes if p.pid == pid)
         total = o.complete + o.truncated + o.no_table + o.read_error
         print(f"go{version}: {o.complete}/{total} complete, {o.no_table} without a table, "
@@ -113,7 +113,7 @@ def test_go_stacks_match_go_profiler(version):
 
         # Go's pseudo-frames (runtime._GC, _System, _ExternalCode) stand
         # for stacks its profiler did not unwind.
-        theirs = [(f, c) for f, c in pprof_stacks(tmp / "go.pb.gz")
+        theirs = [(f, c) for f, c in pprof_stacks(profile_pb2, tmp / "go.pb.gz")
                   if not any(x.startswith("runtime._") for x in f)]
         (gp, go_leaves), (sp, _) = shares(theirs), shares(mine)
         ranked = [k for k, v in sorted(gp.items(), key=lambda kv: -kv[1])
