@@ -235,14 +235,11 @@ void service_note_path(struct service *svc, const struct fileid *id, const char 
 
 	if (len == 0)
 		return;
-	if (path[0] != '/') {
-		/* The kernel's vDSO, served by sensors (sensor/vdso.h), names
-		 * its frames; it is no path to look a file up by. "[heap]"
-		 * and the like name no file. */
-		if (strcmp(path, "[vdso]") != 0)
-			return;
+	/* A file with a name that is no path (the kernel's "[vdso]", which
+	 * sensors serve: sensor/vdso.h) is named by it in frames, but cannot
+	 * be looked up by it. */
+	if (path[0] != '/')
 		goto name;
-	}
 	copy = hmap_get(svc->paths, path, len);
 	if (copy && memcmp(copy, id, sizeof(*id)) == 0)
 		goto name;
