@@ -868,22 +868,30 @@ static int go_inline_range(void *ctx, uint64_t lo, uint64_t hi, int32_t node)
 
 /* Where a Go 1.19+ binary keeps its inline trees (pclntab.h): the
  * moduledata in .noptrdata points at the table and holds gofunc, which
- * lies in .rodata. False when not found (Go 1.18, damage). */
-static bool go_funcdata(Elf *elf, Elf_Data *tab, uint64_t tab_addr, struct pclntab_funcdata *ret)
+ * lies in .rodata. In a PIE those pointers are relocations' (relative.h),
+ * so moduledata is read from a relocated copy (*ret_copy, the caller's to
+ * free). False when not found (Go 1.18, damage). */
+static bool go_funcdata(Elf *elf, const struct elf_go_table *tab, struct pclntab_funcdata *ret,
+			uint8_t **ret_copy)
 {
-	Elf_Data *nd = section_data(elf, ".noptrdata"), *rd = section_data(elf, ".rodata");
-	Elf_Data *bi = section_data(elf, ".go.buildinfo");
+	Elf_Data *rd = section_data(elf, ".rodata"), *bi = section_data(elf, ".go.buildinfo");
 	char ver[64];
 	bool go119;
-	GElf_Shdr sh;
+	GElf_Shdr sh, nsh;
 	uint64_t gofunc;
+	uint8_t *nd;
 
-	if (!nd || !nd->d_buf || !rd || !rd->d_buf || !elf_section_by_name(elf, ".rodata", &sh))
+	*ret_copy = NULL;
+	if (!rd || !rd->d_buf || !elf_section_by_name(elf, ".rodata", &sh))
 		return false;
+	nd = elf_section_relocated(elf, ".noptrdata", &nsh);
+	if (!nd)
+		return false;
+	*ret_copy = nd;
 	/* 1.18 and 1.19 share the table's magic: the version tells them apart. */
 	go119 = bi && bi->d_buf && go_buildinfo_version(bi->d_buf, bi->d_size, ver, sizeof(ver)) == 0 &&
 		go_version_minor(ver) == 19;
-	if (pclntab_find_gofunc(tab->d_buf, tab->d_size, tab_addr, nd->d_buf, nd->d_size, go119,
+	if (pclntab_find_gofunc(tab->data, tab->size, tab->addr, nd, nsh.sh_size, go119,
 				&gofunc) < 0)
 		return false;
 	if (gofunc < sh.sh_addr || gofunc - sh.sh_addr >= rd->d_size)
@@ -898,26 +906,21 @@ static bool go_funcdata(Elf *elf, Elf_Data *tab, uint64_t tab_addr, struct pclnt
  * keeps what was read before the damage. */
 static int read_pclntab(struct builder *b, Elf *elf)
 {
-	Elf_Scn *scn;
-	Elf_Data *tab;
-	uint64_t text = 0, tab_addr;
-	GElf_Shdr sh;
+	struct elf_go_table tab;
 	struct go_state g = { .b = b };
 	struct pclntab_sink sink = { .func = go_func, .row = go_row, .end = go_end,
 				     .inline_call = go_inline_call,
 				     .inline_range = go_inline_range, .ctx = &g };
 	struct pclntab_funcdata fd;
-	bool have_fd = false;
+	uint8_t *moduledata = NULL;
+	bool have_fd;
 	int r;
 
-	scn = elf_section_gopclntab(elf, &sh);
-	if (!scn || sh.sh_type == SHT_NOBITS || !(tab = elf_getdata(scn, NULL)) || !tab->d_buf)
+	if (!elf_go_table(elf, &tab))
 		return 0;
-	tab_addr = sh.sh_addr;
-	if (elf_section_by_name(elf, ".text", &sh))
-		text = sh.sh_addr;
-	have_fd = go_funcdata(elf, tab, tab_addr, &fd);
-	r = pclntab_read_inlined(tab->d_buf, tab->d_size, text, have_fd ? &fd : NULL, &sink);
+	have_fd = go_funcdata(elf, &tab, &fd, &moduledata);
+	r = pclntab_read_inlined(tab.data, tab.size, tab.text, have_fd ? &fd : NULL, &sink);
+	free(moduledata);
 	free(g.node_scope);
 	free(g.node_gen);
 	if (r == -ENOMEM)

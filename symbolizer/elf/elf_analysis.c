@@ -11,8 +11,10 @@
  *      note sections (PT_NOTE segments when there are no note sections);
  *   4. .gnu_debuglink, which can only be found by name, and, in a file
  *      without .symtab, Go's function table (.gopclntab, or
- *      .data.rel.ro.gopclntab in PIE builds): a stripped Go binary's
- *      functions are named from it, as the Go runtime names them.
+ *      .data.rel.ro.gopclntab in PIE builds; in a cgo PIE linked by the
+ *      system linker it has no section: it is found inside .data.rel.ro,
+ *      its text start in .rela.dyn): a stripped Go binary's functions are
+ *      named from it, as the Go runtime names them.
  * A typical library needs 4-5 round trips and a few hundred KB.
  *
  * Structures are walked by hand, because libelf's elf_memory() wants a
@@ -40,6 +42,7 @@
 
 #include "elf_analysis.h"
 #include "pclntab.h"
+#include "relative.h"
 #include "symtab_build.h"
 
 #define ELF_MAX_PHNUM 65536u
@@ -84,6 +87,10 @@ struct elf_plan {
 	bool has_pclntab;
 	struct elf_range pclntab;
 	uint64_t text_addr; /* .text's, for a table whose textStart is 0 (PIE) */
+	/* A Go binary (.go.buildinfo) whose table may lie inside .data.rel.ro. */
+	bool is_go, has_relro, has_rela, embedded_pclntab;
+	struct elf_range relro, rela;
+	uint64_t relro_addr;
 };
 
 static int bad(struct elf_ctx *c, const char *reason)
@@ -358,6 +365,13 @@ static int check_data(struct elf_ctx *c, const GElf_Shdr *sh, const char *reason
 	return 0;
 }
 
+/* A section read only if it is sound; a damaged one is left out. */
+static bool optional_data(struct elf_ctx *c, const GElf_Shdr *sh)
+{
+	return sh->sh_size > 0 && sh->sh_size <= ELF_MAX_PCLNTAB &&
+	       in_file(c, sh->sh_offset, sh->sh_size);
+}
+
 /* Section name of sh, or NULL if names are unknown or it is malformed. */
 static const char *section_name(const struct elf_ctx *c, const struct elf_plan *plan,
 				const GElf_Shdr *sh)
@@ -439,10 +453,24 @@ static int stage_sections(struct elf_ctx *c, struct elf_plan *plan)
 				return err;
 			plan_note(plan, sh.sh_offset, sh.sh_size, sh.sh_addralign);
 			break;
+		case SHT_RELA:
+			name = section_name(c, plan, &sh);
+			if (name && strcmp(name, ".rela.dyn") == 0 && optional_data(c, &sh)) {
+				plan->has_rela = true;
+				plan->rela = (struct elf_range){ sh.sh_offset, sh.sh_size };
+			}
+			break;
 		case SHT_PROGBITS:
 			name = section_name(c, plan, &sh);
 			if (name && strcmp(name, ".text") == 0)
 				plan->text_addr = sh.sh_addr;
+			if (name && strcmp(name, ".go.buildinfo") == 0)
+				plan->is_go = true;
+			if (name && strcmp(name, ".data.rel.ro") == 0 && optional_data(c, &sh)) {
+				plan->has_relro = true;
+				plan->relro = (struct elf_range){ sh.sh_offset, sh.sh_size };
+				plan->relro_addr = sh.sh_addr;
+			}
 			if (name && !plan->has_pclntab && (strcmp(name, PCLNTAB_SECTION) == 0 ||
 							   strcmp(name, PCLNTAB_SECTION_PIE) == 0)) {
 				err = check_data(c, &sh, "Go function table past the end of the file");
@@ -493,6 +521,12 @@ static int stage_sections(struct elf_ctx *c, struct elf_plan *plan)
 		plan->has_pclntab = false;
 	if (plan->has_pclntab)
 		want(c, plan->pclntab.offset, plan->pclntab.length);
+	plan->embedded_pclntab = !plan->has_table[0] && !plan->has_pclntab && plan->is_go &&
+				 plan->has_relro && plan->has_rela;
+	if (plan->embedded_pclntab) {
+		want(c, plan->relro.offset, plan->relro.length);
+		want(c, plan->rela.offset, plan->rela.length);
+	}
 	return c->missing ? -EAGAIN : 0;
 }
 
@@ -575,13 +609,25 @@ static int add_go_func(void *ctx, uint64_t lo, uint64_t hi, const char *name, si
 }
 
 /* Functions of a stripped Go binary, from its table. A damaged table (or
- * one over the reader's caps) keeps the functions read before. */
+ * one over the reader's caps) keeps the functions read before; a cgo PIE
+ * whose table is not found inside .data.rel.ro has none. */
 static int add_go_functions(struct elf_ctx *c, struct symtab_builder *b, const struct elf_plan *plan)
 {
 	struct pclntab_sink sink = { .func = add_go_func, .ctx = b };
-	int err = pclntab_read(c->data + plan->pclntab.offset, plan->pclntab.length,
-			       plan->text_addr, &sink);
+	const uint8_t *tab = c->data + plan->pclntab.offset;
+	uint64_t size = plan->pclntab.length, text = plan->text_addr;
+	size_t off;
+	int err;
 
+	if (plan->embedded_pclntab) {
+		if (pclntab_locate_relocated(c->data + plan->relro.offset, plan->relro.length,
+					     plan->relro_addr, c->data + plan->rela.offset,
+					     plan->rela.length, &off, &text) < 0)
+			return 0;
+		tab = c->data + plan->relro.offset + off;
+		size = plan->relro.length - off;
+	}
+	err = pclntab_read(tab, size, text, &sink);
 	if (err == -EOVERFLOW)
 		return bad(c, "symbols over the cap");
 	return err == -ENOMEM ? err : 0;
@@ -670,7 +716,7 @@ static int stage_build(struct elf_ctx *c, const struct elf_plan *plan, struct sy
 		if (err)
 			goto cleanup;
 	}
-	if (plan->has_pclntab) {
+	if (plan->has_pclntab || plan->embedded_pclntab) {
 		err = add_go_functions(c, b, plan);
 		if (err)
 			goto cleanup;

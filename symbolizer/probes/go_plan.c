@@ -392,16 +392,13 @@ int go_plan_build(uint8_t *data, size_t size, struct go_plan *out)
 	}
 	funcs_from_symtab(e, fn, 2);
 	if (!fn[0].lo || !fn[1].lo) {
-		GElf_Shdr th;
-		Elf_Scn *pscn = elf_section_gopclntab(e, &sh);
-		Elf_Scn *tscn = elf_section_by_name(e, ".text", &th);
-		const uint8_t *pcln = pscn ? section_bytes(data, size, &sh) : NULL;
+		struct elf_go_table tab;
 		struct pcln_ctx c = { fn, 2 };
 		struct pclntab_sink sink = { .func = pcln_func, .row = pcln_row, .end = pcln_end,
 					     .ctx = &c };
 
-		if (pcln)
-			pclntab_read(pcln, sh.sh_size, tscn ? th.sh_addr : 0, &sink);
+		if (elf_go_table(e, &tab))
+			pclntab_read(tab.data, tab.size, tab.text, &sink);
 	}
 	if (dwarf_fields(e, off, have) == N_FIELDS) {
 		out->offsets_from = "dwarf";

@@ -19,6 +19,7 @@
 #include <zlib.h>
 
 #include "pclntab.h"
+#include "relative.h"
 #include "unwind_analysis.h"
 
 enum {
@@ -233,26 +234,8 @@ static int read_go_frames(const uint8_t *p, uint64_t size, uint64_t text, struct
 	return err == -EBADMSG ? 0 : err;
 }
 
-/* The addend of the R_X86_64_RELATIVE relocation at where, from .rela.dyn's
- * bytes. */
-static bool relative_addend(const uint8_t *rela, uint64_t size, uint64_t where, uint64_t *ret)
-{
-	for (uint64_t at = 0; at + sizeof(Elf64_Rela) <= size; at += sizeof(Elf64_Rela)) {
-		Elf64_Rela r;
-
-		memcpy(&r, rela + at, sizeof(r));
-		if (r.r_offset == where && ELF64_R_TYPE(r.r_info) == R_X86_64_RELATIVE) {
-			*ret = (uint64_t)r.r_addend;
-			return true;
-		}
-	}
-	return false;
-}
-
 /* A cgo PIE linked by the system linker: the table lies inside
- * .data.rel.ro, and its text start (header word 3) is filled by a
- * relocation; .text begins with C start-up code, so only the relocation
- * tells where Go's text starts. */
+ * .data.rel.ro, its text start in a relocation (relative.h). */
 static int parse_embedded_gopclntab(const uint8_t *data, const struct source *relro,
 				    const struct source *rela, struct convert *cv,
 				    uint64_t *ret_spans)
@@ -261,8 +244,8 @@ static int parse_embedded_gopclntab(const uint8_t *data, const struct source *re
 	size_t off;
 
 	if (relro->compressed || rela->compressed ||
-	    pclntab_locate(data + relro->offset, relro->size, &off) < 0 ||
-	    !relative_addend(data + rela->offset, rela->size, relro->addr + off + 24, &text))
+	    pclntab_locate_relocated(data + relro->offset, relro->size, relro->addr,
+				     data + rela->offset, rela->size, &off, &text) < 0)
 		return 0;
 	return read_go_frames(data + relro->offset + off, relro->size - off, text, cv, ret_spans);
 }

@@ -6,11 +6,12 @@
  * at their start): inlined calls whose parents came first, ranges inside
  * the function naming reported calls. A third reads the SP tables
  * (frames for unwinding): non-empty ranges and known flags; and the table
- * is looked for as inside other data (pclntab_locate).
+ * is looked for as inside other data (pclntab_locate), and as a cgo PIE
+ * holds it, with the same bytes read as its relocations (relative.h).
  *
  * Build with libFuzzer:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -DSONDE_LIBFUZZER \
- *     -D_GNU_SOURCE -Isymbolizer/go tests/fuzz/fuzz-pclntab.c symbolizer/go/pclntab.c
+ *     -D_GNU_SOURCE -Isymbolizer/go tests/fuzz/fuzz-pclntab.c symbolizer/go/{pclntab,relative}.c
  * Without SONDE_LIBFUZZER, main() replays the files named on the command
  * line (the checked-in corpus under meson, or a crash to reproduce).
  */
@@ -21,6 +22,7 @@
 #include <string.h>
 
 #include "pclntab.h"
+#include "relative.h"
 
 #define FUZZ_MAX_INPUT (4u << 20)
 
@@ -155,6 +157,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			r = pclntab_read_frames(copy + off, size - off, 0x401000, &fs);
 			if (r != 0 && r != -EBADMSG && r != -E2BIG)
 				abort();
+		}
+	}
+	{
+		uint64_t text;
+		size_t off;
+		uint8_t *moved = malloc(size ? size : 1);
+
+		/* The input as data and as its own .rela.dyn. */
+		if (pclntab_locate_relocated(copy, size, 0x2000, copy, size, &off, &text) == 0 &&
+		    (off % 8 || off >= size))
+			abort();
+		if (moved) {
+			memcpy(moved, copy, size);
+			relative_apply(moved, size, 0x2000, copy, size);
+			free(moved);
 		}
 	}
 	free(copy);

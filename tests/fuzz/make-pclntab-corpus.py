@@ -3,7 +3,11 @@
 tests/fuzz/corpus/pclntab/: the .gopclntab of tests/workload/go built
 stripped with Go 1.19 and with Go 1.23 (a table with inline trees, magic
 0xfffffff1), their first 64 KiB, and copies of those with bytes flipped
-and ranges zeroed (fixed seed)."""
+and ranges zeroed (fixed seed). For fuzz-elf and fuzz-dwarf-index: small
+ELF files holding the Go 1.23 table in a .gopclntab section, and the Go
+1.19 table the way a cgo PIE linked by the system linker holds it: inside
+.data.rel.ro, its text start a relocation in .rela.dyn, beside a
+.go.buildinfo section."""
 import os
 import pathlib
 import random
@@ -61,11 +65,41 @@ def elf_with_table(tab, out):
         out.write_bytes((t / "go").read_bytes())
 
 
+# A PIE whose table has no section: .data.rel.ro holds some other data,
+# then the table with its text start (header word 3) relocated.
+CGO_PIE = """\t.section .go.buildinfo,"aw"
+\t.ascii "\\377 Go buildinf:"
+\t.section .data.rel.ro,"aw"
+\t.quad _start, 0, _start
+\t.incbin "tab.bin",0,24
+\t.quad _start
+\t.incbin "tab.bin",32
+\t.text
+\t.globl _start
+_start:
+\tud2
+"""
+
+
+def pie_with_embedded_table(tab, out):
+    with tempfile.TemporaryDirectory() as tmp:
+        t = pathlib.Path(tmp)
+        (t / "tab.bin").write_bytes(tab)
+        (t / "go.s").write_text(CGO_PIE)
+        subprocess.run(["gcc", "-c", "-o", "go.o", "go.s"], check=True, cwd=tmp)
+        subprocess.run(["gcc", "-nostdlib", "-pie", "-Wl,--build-id=none", "-o", "go", "go.o"],
+                       check=True, cwd=tmp)
+        subprocess.run(["strip", "-s", "go"], check=True, cwd=tmp)
+        out.write_bytes((t / "go").read_bytes())
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     rng = random.Random(7)
     tab = write("1.19", rng)
     (OUT / "header-only").write_bytes(tab[:72])
+    for target in ("elf", "dwarf_index"):
+        pie_with_embedded_table(tab, HERE / "corpus" / target / "go1.19-cgo-pie")
     tab = write("1.23", rng)
     elf_with_table(tab, HERE / "corpus" / "elf" / "go1.23-pclntab-only")
 

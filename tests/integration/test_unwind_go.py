@@ -64,13 +64,14 @@ def shares(stacks):
 
 
 # (Go, -ldflags, -buildmode): stripped builds (names and tables from the
-# table's own section), and a cgo PIE linked by the system linker, whose
-# table lies inside .data.rel.ro with its text start in a relocation (names
-# from its .symtab).
+# table's own section), and a stripped cgo PIE linked by the system linker,
+# whose table lies inside .data.rel.ro with its pointers (text start,
+# moduledata's) in relocations: names, inlined frames and tables all come
+# from that table.
 BUILDS = {
     "1.19": ("1.19", "-s -w", "exe"),
     "1.23": ("1.23", "-s -w", "exe"),
-    "1.23-cgo-pie": ("1.23", "-linkmode=external", "pie"),
+    "1.23-cgo-pie": ("1.23", "-linkmode=external -s -w", "pie"),
 }
 
 
