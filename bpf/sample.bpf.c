@@ -109,6 +109,7 @@ struct user_walk {
 	__u64 pc;
 	__u64 sp;
 	__u64 fp;
+	__u64 g;       /* r14 at the sample: Go's g register (Go 1.17+) */
 	__u32 n;       /* frames written */
 	__u32 base;    /* where they go: rec.frames[base + i] (after the kernel's) */
 	__u32 tgid;
@@ -467,6 +468,46 @@ static __always_inline int unwind_step_signal(struct user_walk *st)
 	return 0;
 }
 
+/* runtime.systemstack, after its switch to g0 (a return address into it:
+ * the switch is done): go on with the goroutine it came from, from what
+ * it saved in m.curg.sched, as Go's own profiler does. g must be the m's
+ * g0, else (r14 not g: a sample in C code, or the leaf is systemstack
+ * itself, before the switch) the stack ends here, as it did before Go
+ * stacks were followed across. curg_off, frame: the row's cfa_off and
+ * fp_off (bpf/unwind.h). Returns 1 to stop the walk, else 0.
+ *
+ * A global function, verified once on its own: inlined, its reads
+ * multiplied the walk loop's states past the verifier's budget. */
+__noinline int go_systemstack_step(struct user_walk *st, __s32 curg_off, __s32 frame)
+{
+	__u64 m, g0, curg, sp, bp, ra;
+
+	if (!st)
+		return 1;
+	if (st->exact_pc || !st->g || frame < 0 || frame > 64 ||
+	    bpf_probe_read_user(&m, sizeof(m), (const void *)(st->g + SONDE_GO_G_M)) ||
+	    bpf_probe_read_user(&g0, sizeof(g0), (const void *)(m + SONDE_GO_M_G0)) ||
+	    g0 != st->g ||
+	    bpf_probe_read_user(&curg, sizeof(curg), (const void *)(m + (__s64)curg_off)) ||
+	    !curg || curg == g0 ||
+	    bpf_probe_read_user(&sp, sizeof(sp),
+				(const void *)(curg + SONDE_GO_G_SCHED + SONDE_GO_GOBUF_SP)) ||
+	    bpf_probe_read_user(&bp, sizeof(bp),
+				(const void *)(curg + SONDE_GO_G_SCHED + SONDE_GO_GOBUF_BP)) || !sp ||
+	    bpf_probe_read_user(&ra, sizeof(ra), (const void *)(sp + frame)) || !ra ||
+	    (frame > 0 && bpf_probe_read_user(&bp, sizeof(bp), (const void *)(sp + frame - 8)))) {
+		count_err(SONDE_ERR_UNWIND_GO_SWITCH);
+		st->outcome = SONDE_OUTCOME_COMPLETE;
+		return 1;
+	}
+	/* sched.sp is systemstack's SP on the goroutine's stack. */
+	st->pc = ra;
+	st->sp = sp + frame + 8;
+	st->fp = bp;
+	st->exact_pc = 0;
+	return 0;
+}
+
 /* Applies a table row. Returns 1 to stop the walk (outcome set), else 0. */
 static __always_inline int unwind_step_table(struct user_walk *st, const struct walk_rule *rule)
 {
@@ -490,6 +531,9 @@ static __always_inline int unwind_step_table(struct user_walk *st, const struct 
 	case SONDE_CFA_STOP:
 		st->outcome = SONDE_OUTCOME_COMPLETE;
 		return 1;
+	case SONDE_CFA_GO_SYSTEMSTACK:
+		/* (a global function's result is any number to the verifier) */
+		return go_systemstack_step(st, rule->row.cfa_off, rule->row.fp_off) ? 1 : 0;
 	default:
 		count_err(SONDE_ERR_UNWIND_BAD_RULE);
 		st->outcome = SONDE_OUTCOME_READ_ERROR;
@@ -603,6 +647,7 @@ static __always_inline __u8 walk_init(struct bpf_perf_event_data *ctx, bool in_u
 		st->pc = ctx->regs.ip;
 		st->sp = ctx->regs.sp;
 		st->fp = ctx->regs.bp;
+		st->g = ctx->regs.r14;
 		*flags |= SONDE_SAMPLE_IN_USER;
 	} else {
 		if (!task_regs) {
@@ -612,6 +657,7 @@ static __always_inline __u8 walk_init(struct bpf_perf_event_data *ctx, bool in_u
 		st->pc = BPF_CORE_READ(task_regs, ip);
 		st->sp = BPF_CORE_READ(task_regs, sp);
 		st->fp = BPF_CORE_READ(task_regs, bp);
+		st->g = BPF_CORE_READ(task_regs, r14);
 	}
 	if (st->pc == 0) {
 		count_err(SONDE_ERR_NO_USER_REGS);

@@ -121,6 +121,7 @@ enum sonde_bpf_err {
 	SONDE_ERR_UNWIND_FP_FALLBACK,  /* the frame pointer step failed in a frame without a table */
 	SONDE_ERR_UNWIND_INDEX,        /* a page index entry missing or out of order: whole-table search */
 	SONDE_ERR_REDIRECT_FULL,       /* fork or exec not noted in lpm_redirect */
+	SONDE_ERR_UNWIND_GO_SWITCH,    /* at runtime.systemstack, no goroutine to go on with */
 	SONDE_ERR__COUNT,
 };
 
@@ -132,5 +133,5 @@ enum sonde_bpf_err {
 			"unwind_offset", "unwind_row_lookup", "unwind_no_row", \
 			"unwind_bad_rule", "unwind_bad_cfa", "unwind_read_ra", \
 			"unwind_read_fp", "unwind_signal", "unwind_fp_fallback", \
-			"unwind_index", "redirect_full",                      \
+			"unwind_index", "redirect_full", "unwind_go_switch",  \
 	}

@@ -38,7 +38,28 @@ enum sonde_cfa_kind {
 				    * the stack is complete here */
 	SONDE_CFA_UNSUPPORTED = 6, /* a rule the table cannot express: the
 				    * unwinder tries frame pointers */
+	SONDE_CFA_GO_SYSTEMSTACK = 7, /* Go's runtime.systemstack, after it
+				       * moved to the thread's g0 stack: its
+				       * SP and BP on the goroutine's stack
+				       * are in m.curg.sched, found from g
+				       * (r14 at the sample). cfa_off: m.curg's
+				       * offset (SONDE_GO_* below); fp_off:
+				       * systemstack's own frame there (0, or
+				       * 8 where the assembler saved rbp: Go
+				       * 1.21+), so CFA = sched.sp + fp_off +
+				       * 8, and the caller's rbp is at CFA - 16
+				       * if fp_off > 0, else sched.bp */
 };
+#define SONDE_CFA_MAX SONDE_CFA_GO_SYSTEMSTACK
+
+/* Go's runtime structures (Go 1.19-1.23, from their DWARF): g.m, g.sched
+ * (a gobuf: sp, pc, g, ctxt, ret, lr, bp) and m.g0. Only a row says where
+ * m.curg is, for the Go versions the symbolizer knows. */
+#define SONDE_GO_G_M 48
+#define SONDE_GO_G_SCHED 56
+#define SONDE_GO_GOBUF_SP 0
+#define SONDE_GO_GOBUF_BP 48
+#define SONDE_GO_M_G0 0
 
 /* Where the caller's rbp is. The return address is always at CFA - 8 on
  * x86-64 (a rule that says otherwise makes the row UNSUPPORTED). */

@@ -621,7 +621,7 @@ static int check_rows(const struct sonde_unwind_row *rows, uint32_t n, bool have
 		const struct sonde_unwind_row *r = &rows[i];
 		uint32_t pc = le32toh(r->pc);
 
-		if (r->cfa_kind < SONDE_CFA_SP || r->cfa_kind > SONDE_CFA_UNSUPPORTED ||
+		if (r->cfa_kind < SONDE_CFA_SP || r->cfa_kind > SONDE_CFA_MAX ||
 		    r->fp_kind > SONDE_FP_AT_CFA) {
 			*ret_why = UNWIND_REJECT_BAD_KIND;
 			return -EBADMSG;

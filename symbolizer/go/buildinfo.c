@@ -61,3 +61,10 @@ int go_version_minor(const char *ver)
 		return -1;
 	return (int)minor;
 }
+
+uint32_t go_m_curg_offset(const char *ver)
+{
+	int minor = go_version_minor(ver);
+
+	return minor >= 19 && minor <= 23 ? 192 : 0;
+}

@@ -19,3 +19,9 @@ int go_version_copy(const uint8_t *src, uint64_t len, char *ver, size_t cap);
 bool go_version_number(const char *ver, unsigned *major, unsigned *minor);
 /* X of "go1.X..."; -1 for anything else. */
 int go_version_minor(const char *ver);
+/* Where runtime.m keeps curg (the goroutine its thread runs) in a binary
+ * of Go version ver, for the BPF unwinder's step across
+ * runtime.systemstack (bpf/unwind.h): 192 for the versions whose DWARF
+ * was checked (1.19-1.23; the other offsets it reads agree there too),
+ * else 0 (unknown: the stack ends at systemstack). */
+uint32_t go_m_curg_offset(const char *ver);

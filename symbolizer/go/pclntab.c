@@ -51,6 +51,7 @@
 #define MODULEDATA_GOFUNC_GO120 320
 #define FLAG_GO118 37 /* _func.flag: after funcID */
 #define FLAG_GO120 41
+#define SYSTEMSTACK "runtime.systemstack"
 
 /* What differs between the layouts with inline trees read here. */
 struct inline_layout {
@@ -538,6 +539,14 @@ int pclntab_read_frames(const uint8_t *data, size_t size, uint64_t text_addr,
 		if (r > 0 || avail <= flag_at)
 			continue;
 		flags = f[flag_at] & (PCLNTAB_FUNC_TOPFRAME | PCLNTAB_FUNC_SPWRITE);
+		if (flags & PCLNTAB_FUNC_SPWRITE) {
+			size_t name_len;
+			const char *name = str_at(&t, t.funcname, u32(f + 4), &name_len);
+
+			if (name && name_len == sizeof(SYSTEMSTACK) - 1 &&
+			    memcmp(name, SYSTEMSTACK, name_len) == 0)
+				flags |= PCLNTAB_FUNC_SYSTEMSTACK;
+		}
 		if (!pcv_init(&t, &v, u32(f + 16), entry))
 			continue; /* no SP table: nothing known */
 		while (step(&t, &v, &from) && from < end) {

@@ -84,6 +84,9 @@ int pclntab_read_inlined(const uint8_t *data, size_t size, uint64_t text_addr,
  * and small leaf functions no frame pointer). */
 #define PCLNTAB_FUNC_TOPFRAME 1u /* the outermost frame of its stack */
 #define PCLNTAB_FUNC_SPWRITE 2u  /* writes SP: its SP offsets are unreliable */
+/* runtime.systemstack, which runs a function on the thread's g0 stack
+ * after saving the goroutine's SP, PC and BP in g.sched (also SPWRITE). */
+#define PCLNTAB_FUNC_SYSTEMSTACK 4u
 
 struct pclntab_frame_sink {
 	/* In [lo, hi), inside a function with flags (PCLNTAB_FUNC_*), SP is

@@ -63,12 +63,16 @@ static struct sonde_unwind_row normalise(const struct sonde_unwind_row *in)
 		if (in->fp_kind == SONDE_FP_AT_CFA)
 			r.fp_off = in->fp_off;
 	}
+	if (in->cfa_kind == SONDE_CFA_GO_SYSTEMSTACK) {
+		r.cfa_off = in->cfa_off; /* m.curg's offset */
+		r.fp_off = in->fp_off;   /* systemstack's frame */
+	}
 	return r;
 }
 
 static bool row_known(const struct sonde_unwind_row *r)
 {
-	return r->cfa_kind >= SONDE_CFA_SP && r->cfa_kind <= SONDE_CFA_UNSUPPORTED &&
+	return r->cfa_kind >= SONDE_CFA_SP && r->cfa_kind <= SONDE_CFA_MAX &&
 	       (r->fp_kind == SONDE_FP_SAME || r->fp_kind == SONDE_FP_AT_CFA);
 }
 

@@ -18,6 +18,7 @@
 #include <elf.h>
 #include <zlib.h>
 
+#include "buildinfo.h"
 #include "pclntab.h"
 #include "relative.h"
 #include "unwind_analysis.h"
@@ -46,6 +47,8 @@ static const char *const section_names[N_SECTIONS] = {
 
 #define PLT_ENTRY 16
 #define PLT0_PUSH_END 6 /* push GOT+8(%rip) is 6 bytes */
+/* runtime.systemstack's own frame on the goroutine's stack: 0, or 8 (a saved rbp). */
+#define SYSTEMSTACK_MAX_FRAME 64
 
 struct convert {
 	struct unwind_builder *b;
@@ -188,6 +191,7 @@ static int parse_source(const uint8_t *data, const struct source *s, enum cfi_ki
 struct go_convert {
 	struct convert *cv;
 	uint64_t n_spans;
+	uint32_t curg_off; /* go_m_curg_offset(); 0: unknown */
 };
 
 /* A Go function's frame at one point: the return address is at the
@@ -200,11 +204,21 @@ static int add_go_frame(void *ctx, uint64_t lo, uint64_t hi, int32_t sp_delta, u
 	struct sonde_unwind_row row = { .cfa_kind = SONDE_CFA_UNSUPPORTED };
 	struct go_convert *gc = ctx;
 
-	if (flags & (PCLNTAB_FUNC_TOPFRAME | PCLNTAB_FUNC_SPWRITE)) {
+	if ((flags & PCLNTAB_FUNC_SYSTEMSTACK) && gc->curg_off && sp_delta >= 0 &&
+	    sp_delta <= SYSTEMSTACK_MAX_FRAME) {
+		/* The walk goes on with the goroutine that asked for the
+		 * system stack, as Go's own profiler does. The SP table does
+		 * not see the switch: its offset after it is the frame
+		 * systemstack has on the goroutine's stack. */
+		row.cfa_kind = SONDE_CFA_GO_SYSTEMSTACK;
+		row.cfa_off = (int32_t)gc->curg_off;
+		row.fp_off = (int16_t)sp_delta;
+	} else if (flags & (PCLNTAB_FUNC_TOPFRAME | PCLNTAB_FUNC_SPWRITE)) {
 		/* The outermost frame (runtime.goexit, mstart, rt0_go), or one
-		 * that switched stacks (systemstack, mcall, morestack: the
-		 * goroutine's SP is in its g, out of our reach); Go's own
-		 * profiler stops at both too. */
+		 * that switched stacks (mcall and morestack, which never
+		 * return to the goroutine's code, systemstack in a Go version
+		 * whose layout we do not know); Go's own profiler stops at
+		 * those too. */
 		row.cfa_kind = SONDE_CFA_STOP;
 	} else if (sp_delta >= 0 && sp_delta < INT32_MAX - 8) {
 		row.cfa_kind = SONDE_CFA_SP;
@@ -220,10 +234,10 @@ static int add_go_frame(void *ctx, uint64_t lo, uint64_t hi, int32_t sp_delta, u
 
 /* Go's table at p (size bytes, or the rest of a section holding it);
  * text: where Go's text starts when the header says 0 (PIE). */
-static int read_go_frames(const uint8_t *p, uint64_t size, uint64_t text, struct convert *cv,
-			  uint64_t *ret_spans)
+static int read_go_frames(const uint8_t *p, uint64_t size, uint64_t text, uint32_t curg_off,
+			  struct convert *cv, uint64_t *ret_spans)
 {
-	struct go_convert gc = { cv, 0 };
+	struct go_convert gc = { cv, 0, curg_off };
 	struct pclntab_frame_sink sink = { add_go_frame, &gc };
 	int err;
 
@@ -237,8 +251,8 @@ static int read_go_frames(const uint8_t *p, uint64_t size, uint64_t text, struct
 /* A cgo PIE linked by the system linker: the table lies inside
  * .data.rel.ro, its text start in a relocation (relative.h). */
 static int parse_embedded_gopclntab(const uint8_t *data, const struct source *relro,
-				    const struct source *rela, struct convert *cv,
-				    uint64_t *ret_spans)
+				    const struct source *rela, uint32_t curg_off,
+				    struct convert *cv, uint64_t *ret_spans)
 {
 	uint64_t text;
 	size_t off;
@@ -247,7 +261,8 @@ static int parse_embedded_gopclntab(const uint8_t *data, const struct source *re
 	    pclntab_locate_relocated(data + relro->offset, relro->size, relro->addr,
 				     data + rela->offset, rela->size, &off, &text) < 0)
 		return 0;
-	return read_go_frames(data + relro->offset + off, relro->size - off, text, cv, ret_spans);
+	return read_go_frames(data + relro->offset + off, relro->size - off, text, curg_off, cv,
+			      ret_spans);
 }
 
 /* .plt sections that no FDE describes (older or unusual linkers): the
@@ -349,7 +364,9 @@ int unwind_analysis_step(const struct file_image *img, const struct file_image *
 	struct elf_section secs[N_SECTIONS], dsecs[N_SECTIONS];
 	struct elf_layout *layout = NULL, *dlayout = NULL;
 	struct unwind_analysis_info inf = { 0 };
-	struct source eh, hdr, dbg, go, relro = { 0 }, rela = { 0 };
+	struct source eh, hdr, dbg, go, bi, relro = { 0 }, rela = { 0 };
+	uint32_t curg_off = 0;
+	char ver[64];
 	struct unwind_builder *b = NULL;
 	struct unwind_table *t = NULL;
 	struct convert cv;
@@ -377,7 +394,8 @@ int unwind_analysis_step(const struct file_image *img, const struct file_image *
 	from_section(&go, &secs[SEC_GOPCLNTAB]);
 	if (!go.present)
 		from_section(&go, &secs[SEC_GOPCLNTAB_PIE]);
-	if (!go.present && secs[SEC_GO_BUILDINFO].found) {
+	from_section(&bi, &secs[SEC_GO_BUILDINFO]);
+	if (!go.present && bi.present) {
 		from_section(&relro, &secs[SEC_DATA_REL_RO]);
 		from_section(&rela, &secs[SEC_RELA_DYN]);
 	}
@@ -390,6 +408,8 @@ int unwind_analysis_step(const struct file_image *img, const struct file_image *
 	want(img, need, &hdr);
 	want(img, need, &dbg);
 	want(img, need, &go);
+	if (go.present || relro.present)
+		want(img, need, &bi);
 	want(img, need, &relro);
 	want(img, need, &rela);
 	if (need->n) {
@@ -413,11 +433,16 @@ int unwind_analysis_step(const struct file_image *img, const struct file_image *
 		if (err)
 			goto out;
 	}
+	/* The version says where runtime.m keeps curg. */
+	if ((go.present || relro.present) && bi.present && !bi.compressed &&
+	    go_buildinfo_version(data + bi.offset, bi.size, ver, sizeof(ver)) == 0)
+		curg_off = go_m_curg_offset(ver);
 	if (go.present && !go.compressed)
 		err = read_go_frames(data + go.offset, go.size,
-				     secs[SEC_TEXT].found ? secs[SEC_TEXT].addr : 0, &cv, &inf.go_spans);
+				     secs[SEC_TEXT].found ? secs[SEC_TEXT].addr : 0, curg_off, &cv,
+				     &inf.go_spans);
 	else if (relro.present && rela.present)
-		err = parse_embedded_gopclntab(data, &relro, &rela, &cv, &inf.go_spans);
+		err = parse_embedded_gopclntab(data, &relro, &rela, curg_off, &cv, &inf.go_spans);
 	if (err)
 		goto out;
 	cv.src = UNWIND_SRC_DEBUG_FRAME;

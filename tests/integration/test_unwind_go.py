@@ -13,7 +13,13 @@ its pprof export; its folded stacks name functions only). A walk that
 skipped the caller of a frameless leaf would put main.leaf under the
 goroutine's closure instead of main.spinner and main.recurse, and fail.
 Built stripped (-s -w): names and tables come from .gopclntab alone; Go
-1.19 and 1.23 lay out prologues differently."""
+1.19 and 1.23 lay out prologues differently.
+
+Work the runtime does on the thread's system stack (the scavenger, GC
+marking, some allocations: runtime.systemstack switches stacks) is
+followed back to the goroutine that asked for it, as Go's profiler does:
+every such stack (Go 1.23's profile has about 4 % of them here) must go on
+to the goroutine's root, runtime.goexit, not end at runtime.systemstack."""
 import collections
 import gzip
 import subprocess
@@ -116,6 +122,11 @@ def test_go_stacks_match_go_profiler(version):
         # for stacks its profiler did not unwind.
         theirs = [(f, c) for f, c in pprof_stacks(profile_pb2, tmp / "go.pb.gz")
                   if not any(x.startswith("runtime._") for x in f)]
+        through = [f for f, c in mine for _ in range(c) if "runtime.systemstack" in f]
+        whole = sum(f[0] == "runtime.goexit" for f in through)
+        print(f"go{version}: {len(through)} samples through runtime.systemstack, {whole} of them "
+              f"from runtime.goexit; roots {collections.Counter(f[0] for f in through).most_common(4)}")
+        assert len(through) >= 10 and whole >= 0.95 * len(through)
         (gp, go_leaves), (sp, _) = shares(theirs), shares(mine)
         ranked = [k for k, v in sorted(gp.items(), key=lambda kv: -kv[1])
                   if v >= 2 and (len(k) == 1 or go_leaves[k[1]] >= PAIR_MIN)]

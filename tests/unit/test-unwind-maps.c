@@ -565,7 +565,7 @@ static void test_validation(void **state)
 	expect_reject(e, &x, UNWIND_REJECT_UNSORTED);
 	bad[2] = row(0x30, 0, 8); /* cfa_kind 0 */
 	expect_reject(e, &x, UNWIND_REJECT_BAD_KIND);
-	bad[2] = row(0x30, SONDE_CFA_UNSUPPORTED + 1, 8);
+	bad[2] = row(0x30, SONDE_CFA_MAX + 1, 8);
 	expect_reject(e, &x, UNWIND_REJECT_BAD_KIND);
 	bad[2] = row(0x30, SONDE_CFA_SP, 8);
 	bad[2].fp_kind = 2;

@@ -664,7 +664,7 @@ static void test_compiled_program(void **state)
 struct go_funcs {
 	uint64_t *lo, *hi;
 	size_t n, cap;
-	uint64_t goexit;
+	uint64_t goexit, systemstack[2];
 };
 
 static int go_func(void *ctx, uint64_t lo, uint64_t hi, const char *name, size_t len)
@@ -682,6 +682,10 @@ static int go_func(void *ctx, uint64_t lo, uint64_t hi, const char *name, size_t
 	g->hi[g->n++] = hi;
 	if (len == 14 && memcmp(name, "runtime.goexit", 14) == 0)
 		g->goexit = lo;
+	if (len == 19 && memcmp(name, "runtime.systemstack", 19) == 0) {
+		g->systemstack[0] = lo;
+		g->systemstack[1] = hi;
+	}
 	return 0;
 }
 
@@ -692,7 +696,9 @@ static int go_func(void *ctx, uint64_t lo, uint64_t hi, const char *name, size_t
  * (+ 8 after that push) right after it, with the caller's rbp saved at
  * CFA - 16; every function's first byte CFA = rsp + 8; runtime.goexit is
  * the goroutine's outermost frame (STOP, like the few assembly functions
- * that are outermost or switch stacks). */
+ * that are outermost or switch stacks), and runtime.systemstack's whole
+ * range continues on the goroutine's stack, with m.curg at 192 (these
+ * binaries' versions, 1.19 and 1.23: DWARF says so). */
 static void check_go(const char *path, bool pushes_bp)
 {
 	static const char *const names[] = { ".gopclntab", ".text" };
@@ -704,7 +710,7 @@ static void check_go(const char *path, bool pushes_bp)
 	struct elf_need need;
 	struct sonde_unwind_row row;
 	struct compiled c;
-	unsigned prologues = 0, entries = 0, stops = 0, bad = 0;
+	unsigned prologues = 0, entries = 0, stops = 0, bad = 0, switches = 0, returns = 0;
 	uint64_t off = 0;
 
 	if (access(path, R_OK) != 0) {
@@ -786,6 +792,25 @@ static void check_go(const char *path, bool pushes_bp)
 	assert_true(to_offset(&c.layout, g.goexit, &off));
 	assert_int_equal(unwind_table_lookup(c.t, off, &row), 0);
 	assert_int_equal(row.cfa_kind, SONDE_CFA_STOP);
+	/* (the padding after its last instruction has no SP table) */
+	assert_true(g.systemstack[0] && g.systemstack[1] > g.systemstack[0]);
+	for (uint64_t a = g.systemstack[0]; a < g.systemstack[1]; a++) {
+		assert_true(to_offset(&c.layout, a, &off));
+		assert_int_equal(unwind_table_lookup(c.t, off, &row), 0);
+		if (row.cfa_kind == SONDE_CFA_UNSUPPORTED)
+			continue;
+		assert_int_equal(row.cfa_kind, SONDE_CFA_GO_SYSTEMSTACK);
+		assert_int_equal(row.cfa_off, 192);
+		switches++;
+		/* After `call *%rdi` (the function run on g0), systemstack's
+		 * frame on the goroutine's stack: the rbp Go 1.21+ saves. */
+		if (a >= g.systemstack[0] + 2 && c.whole[off - 2] == 0xff && c.whole[off - 1] == 0xd7) {
+			assert_int_equal(row.fp_off, pushes_bp ? 8 : 0);
+			returns++;
+		}
+	}
+	assert_true(switches > 64);
+	assert_int_equal(returns, 1);
 	file_image_free(img);
 	free(g.lo);
 	free(g.hi);
@@ -931,7 +956,7 @@ static int count_emit(void *ctx, uint64_t start, uint64_t end, const struct sond
 	struct counter *c = ctx;
 
 	assert_true(start < end);
-	assert_true(row->cfa_kind >= SONDE_CFA_SP && row->cfa_kind <= SONDE_CFA_UNSUPPORTED);
+	assert_true(row->cfa_kind >= SONDE_CFA_SP && row->cfa_kind <= SONDE_CFA_MAX);
 	c->n++;
 	c->last_end = end;
 	return 0;
