@@ -468,39 +468,74 @@ static __always_inline int unwind_step_signal(struct user_walk *st)
 	return 0;
 }
 
-/* runtime.systemstack, after its switch to g0 (a return address into it:
- * the switch is done): go on with the goroutine it came from, from what
- * it saved in m.curg.sched, as Go's own profiler does. g must be the m's
- * g0, else (r14 not g: a sample in C code, or the leaf is systemstack
- * itself, before the switch) the stack ends here, as it did before Go
- * stacks were followed across. curg_off, frame: the row's cfa_off and
- * fp_off (bpf/unwind.h). Returns 1 to stop the walk, else 0.
+/* Finds the goroutine a Go stack switch left, for a frame in
+ * runtime.systemstack or runtime.asmcgocall after the switch to the
+ * thread's g0 stack (a return address in it: the switch is done): its g,
+ * and the SP the switching function had on the goroutine's stack.
+ *  - systemstack: g is the m's curg (the row's off), m from g0, which r14
+ *    (Go's g register) holds in Go code; m.g0 must be r14. The SP is the
+ *    one it saved in curg.sched.
+ *  - asmcgocall: g is at CFA + off on the g0 stack, below it the depth of
+ *    the SP under g.stack.hi (the stack may have moved during a callback,
+ *    so not the SP itself), which must fall inside g's stack.
+ * Returns 0 with *ret_g, *ret_sp, else 1. */
+static __always_inline int go_switched_from(const struct user_walk *st, __s32 kind, __s32 off,
+					    __u64 *ret_g, __u64 *ret_sp)
+{
+	__u64 m, g0, g, depth, lo, hi;
+
+	if (kind == SONDE_CFA_GO_SYSTEMSTACK) {
+		if (!st->g ||
+		    bpf_probe_read_user(&m, sizeof(m), (const void *)(st->g + SONDE_GO_G_M)) ||
+		    bpf_probe_read_user(&g0, sizeof(g0), (const void *)(m + SONDE_GO_M_G0)) ||
+		    g0 != st->g ||
+		    bpf_probe_read_user(&g, sizeof(g), (const void *)(m + (__s64)off)) || !g ||
+		    g == g0 ||
+		    bpf_probe_read_user(ret_sp, sizeof(*ret_sp),
+					(const void *)(g + SONDE_GO_G_SCHED + SONDE_GO_GOBUF_SP)))
+			return 1;
+		*ret_g = g;
+		return 0;
+	}
+	if (off < 8 ||
+	    bpf_probe_read_user(&g, sizeof(g), (const void *)(st->sp + off)) || !g ||
+	    bpf_probe_read_user(&depth, sizeof(depth), (const void *)(st->sp + off - 8)) ||
+	    bpf_probe_read_user(&lo, sizeof(lo), (const void *)(g + SONDE_GO_G_STACK_LO)) ||
+	    bpf_probe_read_user(&hi, sizeof(hi), (const void *)(g + SONDE_GO_G_STACK_HI)) ||
+	    depth == 0 || depth > hi - lo)
+		return 1;
+	*ret_g = g;
+	*ret_sp = hi - depth;
+	return 0;
+}
+
+/* A frame in runtime.systemstack or asmcgocall after its stack switch:
+ * the walk goes on with the goroutine it came from (go_switched_from),
+ * as Go's own profiler does for systemstack. Where that fails (r14 not g,
+ * the leaf is the switching function itself, before the switch) the
+ * stack ends here, complete, as it did before switches were followed.
+ * kind, off, frame: the row's cfa_kind, cfa_off and fp_off
+ * (bpf/unwind.h). Returns 1 to stop the walk, else 0.
  *
  * A global function, verified once on its own: inlined, its reads
  * multiplied the walk loop's states past the verifier's budget. */
-__noinline int go_systemstack_step(struct user_walk *st, __s32 curg_off, __s32 frame)
+__noinline int go_switch_step(struct user_walk *st, __s32 kind, __s32 off, __s32 frame)
 {
-	__u64 m, g0, curg, sp, bp, ra;
+	__u64 g, sp, bp, ra;
 
 	if (!st)
 		return 1;
-	if (st->exact_pc || !st->g || frame < 0 || frame > 64 ||
-	    bpf_probe_read_user(&m, sizeof(m), (const void *)(st->g + SONDE_GO_G_M)) ||
-	    bpf_probe_read_user(&g0, sizeof(g0), (const void *)(m + SONDE_GO_M_G0)) ||
-	    g0 != st->g ||
-	    bpf_probe_read_user(&curg, sizeof(curg), (const void *)(m + (__s64)curg_off)) ||
-	    !curg || curg == g0 ||
-	    bpf_probe_read_user(&sp, sizeof(sp),
-				(const void *)(curg + SONDE_GO_G_SCHED + SONDE_GO_GOBUF_SP)) ||
+	if (st->exact_pc || frame < 0 || frame > 64 || go_switched_from(st, kind, off, &g, &sp) ||
+	    !sp ||
 	    bpf_probe_read_user(&bp, sizeof(bp),
-				(const void *)(curg + SONDE_GO_G_SCHED + SONDE_GO_GOBUF_BP)) || !sp ||
+				(const void *)(g + SONDE_GO_G_SCHED + SONDE_GO_GOBUF_BP)) ||
 	    bpf_probe_read_user(&ra, sizeof(ra), (const void *)(sp + frame)) || !ra ||
 	    (frame > 0 && bpf_probe_read_user(&bp, sizeof(bp), (const void *)(sp + frame - 8)))) {
 		count_err(SONDE_ERR_UNWIND_GO_SWITCH);
 		st->outcome = SONDE_OUTCOME_COMPLETE;
 		return 1;
 	}
-	/* sched.sp is systemstack's SP on the goroutine's stack. */
+	/* sp is the switching function's SP on the goroutine's stack. */
 	st->pc = ra;
 	st->sp = sp + frame + 8;
 	st->fp = bp;
@@ -532,8 +567,10 @@ static __always_inline int unwind_step_table(struct user_walk *st, const struct 
 		st->outcome = SONDE_OUTCOME_COMPLETE;
 		return 1;
 	case SONDE_CFA_GO_SYSTEMSTACK:
+	case SONDE_CFA_GO_ASMCGOCALL:
 		/* (a global function's result is any number to the verifier) */
-		return go_systemstack_step(st, rule->row.cfa_off, rule->row.fp_off) ? 1 : 0;
+		return go_switch_step(st, rule->row.cfa_kind, rule->row.cfa_off, rule->row.fp_off) ?
+			       1 : 0;
 	default:
 		count_err(SONDE_ERR_UNWIND_BAD_RULE);
 		st->outcome = SONDE_OUTCOME_READ_ERROR;

@@ -121,7 +121,7 @@ enum sonde_bpf_err {
 	SONDE_ERR_UNWIND_FP_FALLBACK,  /* the frame pointer step failed in a frame without a table */
 	SONDE_ERR_UNWIND_INDEX,        /* a page index entry missing or out of order: whole-table search */
 	SONDE_ERR_REDIRECT_FULL,       /* fork or exec not noted in lpm_redirect */
-	SONDE_ERR_UNWIND_GO_SWITCH,    /* at runtime.systemstack, no goroutine to go on with */
+	SONDE_ERR_UNWIND_GO_SWITCH,    /* at a Go stack switch, no goroutine to go on with */
 	SONDE_ERR__COUNT,
 };
 

@@ -49,12 +49,21 @@ enum sonde_cfa_kind {
 				       * 1.21+), so CFA = sched.sp + fp_off +
 				       * 8, and the caller's rbp is at CFA - 16
 				       * if fp_off > 0, else sched.bp */
+	SONDE_CFA_GO_ASMCGOCALL = 8,   /* Go's runtime.asmcgocall, after it
+					  * moved to g0 to call C: the
+					  * goroutine's g is at CFA + cfa_off
+					  * on the g0 stack, the depth of its
+					  * SP below g.stack.hi 8 bytes below
+					  * that; fp_off as above */
 };
-#define SONDE_CFA_MAX SONDE_CFA_GO_SYSTEMSTACK
+#define SONDE_CFA_MAX SONDE_CFA_GO_ASMCGOCALL
 
-/* Go's runtime structures (Go 1.19-1.23, from their DWARF): g.m, g.sched
- * (a gobuf: sp, pc, g, ctxt, ret, lr, bp) and m.g0. Only a row says where
- * m.curg is, for the Go versions the symbolizer knows. */
+/* Go's runtime structures (Go 1.19-1.23, from their DWARF): g.stack (lo,
+ * hi), g.m, g.sched (a gobuf: sp, pc, g, ctxt, ret, lr, bp) and m.g0.
+ * Only a row says where m.curg is, or where asmcgocall keeps g, for the Go
+ * versions the symbolizer knows. */
+#define SONDE_GO_G_STACK_LO 0
+#define SONDE_GO_G_STACK_HI 8
 #define SONDE_GO_G_M 48
 #define SONDE_GO_G_SCHED 56
 #define SONDE_GO_GOBUF_SP 0

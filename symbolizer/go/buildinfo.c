@@ -68,3 +68,12 @@ uint32_t go_m_curg_offset(const char *ver)
 
 	return minor >= 19 && minor <= 23 ? 192 : 0;
 }
+
+uint32_t go_asmcgocall_g_slot(const char *ver)
+{
+	int minor = go_version_minor(ver);
+
+	if (minor >= 19 && minor <= 21)
+		return 48;
+	return minor >= 22 && minor <= 23 ? 8 : 0;
+}

@@ -25,3 +25,7 @@ int go_version_minor(const char *ver);
  * was checked (1.19-1.23; the other offsets it reads agree there too),
  * else 0 (unknown: the stack ends at systemstack). */
 uint32_t go_m_curg_offset(const char *ver);
+/* Where runtime.asmcgocall keeps the goroutine's g on the g0 stack while
+ * C runs (the depth of its SP is 8 bytes below): 48 in Go 1.19-1.21, 8 in
+ * 1.22-1.23 (their asm_amd64.s), else 0 (unknown). */
+uint32_t go_asmcgocall_g_slot(const char *ver);

@@ -51,7 +51,9 @@
 #define MODULEDATA_GOFUNC_GO120 320
 #define FLAG_GO118 37 /* _func.flag: after funcID */
 #define FLAG_GO120 41
+#define FUNCFLAG_ASM 4 /* written in assembly (Go 1.19+) */
 #define SYSTEMSTACK "runtime.systemstack"
+#define ASMCGOCALL "runtime.asmcgocall"
 
 /* What differs between the layouts with inline trees read here. */
 struct inline_layout {
@@ -539,13 +541,19 @@ int pclntab_read_frames(const uint8_t *data, size_t size, uint64_t text_addr,
 		if (r > 0 || avail <= flag_at)
 			continue;
 		flags = f[flag_at] & (PCLNTAB_FUNC_TOPFRAME | PCLNTAB_FUNC_SPWRITE);
-		if (flags & PCLNTAB_FUNC_SPWRITE) {
+		/* By name, among assembly functions (asmcgocall's ABI wrapper
+		 * has the same name; Go 1.19 does not mark asmcgocall
+		 * SPWRITE). */
+		if (f[flag_at] & FUNCFLAG_ASM) {
 			size_t name_len;
 			const char *name = str_at(&t, t.funcname, u32(f + 4), &name_len);
 
 			if (name && name_len == sizeof(SYSTEMSTACK) - 1 &&
 			    memcmp(name, SYSTEMSTACK, name_len) == 0)
 				flags |= PCLNTAB_FUNC_SYSTEMSTACK;
+			if (name && name_len == sizeof(ASMCGOCALL) - 1 &&
+			    memcmp(name, ASMCGOCALL, name_len) == 0)
+				flags |= PCLNTAB_FUNC_ASMCGOCALL;
 		}
 		if (!pcv_init(&t, &v, u32(f + 16), entry))
 			continue; /* no SP table: nothing known */

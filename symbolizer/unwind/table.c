@@ -63,9 +63,9 @@ static struct sonde_unwind_row normalise(const struct sonde_unwind_row *in)
 		if (in->fp_kind == SONDE_FP_AT_CFA)
 			r.fp_off = in->fp_off;
 	}
-	if (in->cfa_kind == SONDE_CFA_GO_SYSTEMSTACK) {
-		r.cfa_off = in->cfa_off; /* m.curg's offset */
-		r.fp_off = in->fp_off;   /* systemstack's frame */
+	if (in->cfa_kind == SONDE_CFA_GO_SYSTEMSTACK || in->cfa_kind == SONDE_CFA_GO_ASMCGOCALL) {
+		r.cfa_off = in->cfa_off; /* m.curg's offset, or g's slot */
+		r.fp_off = in->fp_off;   /* the switching function's frame */
 	}
 	return r;
 }

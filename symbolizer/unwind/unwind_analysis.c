@@ -47,7 +47,8 @@ static const char *const section_names[N_SECTIONS] = {
 
 #define PLT_ENTRY 16
 #define PLT0_PUSH_END 6 /* push GOT+8(%rip) is 6 bytes */
-/* runtime.systemstack's own frame on the goroutine's stack: 0, or 8 (a saved rbp). */
+/* runtime.systemstack's and asmcgocall's own frame on the goroutine's
+ * stack: 0, or 8 (a saved rbp). */
 #define SYSTEMSTACK_MAX_FRAME 64
 
 struct convert {
@@ -192,6 +193,7 @@ struct go_convert {
 	struct convert *cv;
 	uint64_t n_spans;
 	uint32_t curg_off; /* go_m_curg_offset(); 0: unknown */
+	uint32_t g_slot;   /* go_asmcgocall_g_slot(); 0: unknown */
 };
 
 /* A Go function's frame at one point: the return address is at the
@@ -213,12 +215,21 @@ static int add_go_frame(void *ctx, uint64_t lo, uint64_t hi, int32_t sp_delta, u
 		row.cfa_kind = SONDE_CFA_GO_SYSTEMSTACK;
 		row.cfa_off = (int32_t)gc->curg_off;
 		row.fp_off = (int16_t)sp_delta;
+	} else if ((flags & PCLNTAB_FUNC_ASMCGOCALL) && gc->g_slot && sp_delta >= 0 &&
+		   sp_delta <= SYSTEMSTACK_MAX_FRAME) {
+		/* Likewise from C code called by the goroutine. */
+		row.cfa_kind = SONDE_CFA_GO_ASMCGOCALL;
+		row.cfa_off = (int32_t)gc->g_slot;
+		row.fp_off = (int16_t)sp_delta;
+	} else if (flags & PCLNTAB_FUNC_ASMCGOCALL) {
+		/* (Go 1.19 does not flag it SPWRITE) */
+		row.cfa_kind = SONDE_CFA_STOP;
 	} else if (flags & (PCLNTAB_FUNC_TOPFRAME | PCLNTAB_FUNC_SPWRITE)) {
 		/* The outermost frame (runtime.goexit, mstart, rt0_go), or one
 		 * that switched stacks (mcall and morestack, which never
-		 * return to the goroutine's code, systemstack in a Go version
-		 * whose layout we do not know); Go's own profiler stops at
-		 * those too. */
+		 * return to the goroutine's code, systemstack and asmcgocall
+		 * in a Go version whose layout we do not know); Go's own
+		 * profiler stops at those too. */
 		row.cfa_kind = SONDE_CFA_STOP;
 	} else if (sp_delta >= 0 && sp_delta < INT32_MAX - 8) {
 		row.cfa_kind = SONDE_CFA_SP;
@@ -234,10 +245,10 @@ static int add_go_frame(void *ctx, uint64_t lo, uint64_t hi, int32_t sp_delta, u
 
 /* Go's table at p (size bytes, or the rest of a section holding it);
  * text: where Go's text starts when the header says 0 (PIE). */
-static int read_go_frames(const uint8_t *p, uint64_t size, uint64_t text, uint32_t curg_off,
+static int read_go_frames(const uint8_t *p, uint64_t size, uint64_t text, const char *ver,
 			  struct convert *cv, uint64_t *ret_spans)
 {
-	struct go_convert gc = { cv, 0, curg_off };
+	struct go_convert gc = { cv, 0, go_m_curg_offset(ver), go_asmcgocall_g_slot(ver) };
 	struct pclntab_frame_sink sink = { add_go_frame, &gc };
 	int err;
 
@@ -251,7 +262,7 @@ static int read_go_frames(const uint8_t *p, uint64_t size, uint64_t text, uint32
 /* A cgo PIE linked by the system linker: the table lies inside
  * .data.rel.ro, its text start in a relocation (relative.h). */
 static int parse_embedded_gopclntab(const uint8_t *data, const struct source *relro,
-				    const struct source *rela, uint32_t curg_off,
+				    const struct source *rela, const char *ver,
 				    struct convert *cv, uint64_t *ret_spans)
 {
 	uint64_t text;
@@ -261,7 +272,7 @@ static int parse_embedded_gopclntab(const uint8_t *data, const struct source *re
 	    pclntab_locate_relocated(data + relro->offset, relro->size, relro->addr,
 				     data + rela->offset, rela->size, &off, &text) < 0)
 		return 0;
-	return read_go_frames(data + relro->offset + off, relro->size - off, text, curg_off, cv,
+	return read_go_frames(data + relro->offset + off, relro->size - off, text, ver, cv,
 			      ret_spans);
 }
 
@@ -365,8 +376,7 @@ int unwind_analysis_step(const struct file_image *img, const struct file_image *
 	struct elf_layout *layout = NULL, *dlayout = NULL;
 	struct unwind_analysis_info inf = { 0 };
 	struct source eh, hdr, dbg, go, bi, relro = { 0 }, rela = { 0 };
-	uint32_t curg_off = 0;
-	char ver[64];
+	char ver[64] = "";
 	struct unwind_builder *b = NULL;
 	struct unwind_table *t = NULL;
 	struct convert cv;
@@ -433,16 +443,17 @@ int unwind_analysis_step(const struct file_image *img, const struct file_image *
 		if (err)
 			goto out;
 	}
-	/* The version says where runtime.m keeps curg. */
+	/* The version says where the runtime keeps the goroutine a stack
+	 * switch left. */
 	if ((go.present || relro.present) && bi.present && !bi.compressed &&
-	    go_buildinfo_version(data + bi.offset, bi.size, ver, sizeof(ver)) == 0)
-		curg_off = go_m_curg_offset(ver);
+	    go_buildinfo_version(data + bi.offset, bi.size, ver, sizeof(ver)) < 0)
+		ver[0] = '\0';
 	if (go.present && !go.compressed)
 		err = read_go_frames(data + go.offset, go.size,
-				     secs[SEC_TEXT].found ? secs[SEC_TEXT].addr : 0, curg_off, &cv,
+				     secs[SEC_TEXT].found ? secs[SEC_TEXT].addr : 0, ver, &cv,
 				     &inf.go_spans);
 	else if (relro.present && rela.present)
-		err = parse_embedded_gopclntab(data, &relro, &rela, curg_off, &cv, &inf.go_spans);
+		err = parse_embedded_gopclntab(data, &relro, &rela, ver, &cv, &inf.go_spans);
 	if (err)
 		goto out;
 	cv.src = UNWIND_SRC_DEBUG_FRAME;

@@ -103,10 +103,11 @@ static int on_inline_range(void *ctx, uint64_t lo, uint64_t hi, int32_t node)
 static int on_frame(void *ctx, uint64_t lo, uint64_t hi, int32_t sp_delta, unsigned flags)
 {
 	if (lo >= hi ||
-	    (flags & ~(PCLNTAB_FUNC_TOPFRAME | PCLNTAB_FUNC_SPWRITE | PCLNTAB_FUNC_SYSTEMSTACK)))
+	    (flags & ~(PCLNTAB_FUNC_TOPFRAME | PCLNTAB_FUNC_SPWRITE | PCLNTAB_FUNC_SYSTEMSTACK |
+		       PCLNTAB_FUNC_ASMCGOCALL)))
 		abort();
-	/* systemstack is named only among the functions that write SP */
-	if ((flags & PCLNTAB_FUNC_SYSTEMSTACK) && !(flags & PCLNTAB_FUNC_SPWRITE))
+	/* one function has one name */
+	if ((flags & PCLNTAB_FUNC_SYSTEMSTACK) && (flags & PCLNTAB_FUNC_ASMCGOCALL))
 		abort();
 	(void)ctx;
 	(void)sp_delta;

@@ -140,3 +140,55 @@ def test_go_stacks_match_go_profiler(version):
         if sensor:
             sensor.stop()
         sym.stop()
+
+
+def in_order(frames, names):
+    """names are among frames, in that order (.symtab spells assembly
+    functions "x.abi0")."""
+    it = iter(f.removesuffix(".abi0") for f in frames)
+    return all(any(f == n for f in it) for n in names)
+
+
+@pytest.mark.parametrize("go", ["1.19", "1.23"])
+def test_cgo_stacks_reach_the_goroutine(go):
+    """C called through cgo runs on the thread's g0 stack
+    (runtime.asmcgocall): its frames unwind with gcc's .eh_frame, and the
+    walk goes on from asmcgocall to the goroutine that made the call (the
+    g it keeps on the g0 stack, where Go 1.19-1.21 and 1.22+ differ), up to
+    runtime.goexit. Go's own profiler does not follow C frames at all
+    without a cgo traceback function; before this, sonde's stacks ended at
+    runtime.asmcgocall."""
+    tmp = make_tmp()
+    exe = tmp / "gocgo"
+    build(f"/usr/lib/go-{go}/bin/go", tmp, exe, None, workload="gocgo")
+    sym = Symbolizer(tmp)
+    sensor = None
+    try:
+        _, sensor = run_held(tmp, sym, [str(exe), "1"], HZ)  # caches its tables
+        sensor.stop()
+        wait_for(lambda: sym.status().sensors_connected == 0, 15, "the sensor to go")
+        pid, sensor = run_held(tmp, sym, [str(exe), "6"], HZ)
+
+        def in_c():
+            r = sym.symbols.Folded(symbols_pb2.ProfileQuery(pid=pid), timeout=30)
+            return [([f for f in s.frames if not f.endswith("_[k]")], s.count) for s in r.stacks
+                    if "c_leaf" in s.frames]
+        wait_for(lambda: sum(c for _, c in in_c()) > 0.8 * HZ * 6, 30, "the run's samples")
+        sensor.stop()
+        sensor = None
+        stacks = in_c()
+        total = sum(c for _, c in stacks)
+        whole = sum(c for f, c in stacks if f[0].removesuffix(".abi0") == "runtime.goexit" and
+                    in_order(f, ["main.cwork", "runtime.cgocall", "runtime.asmcgocall", "c_spin"]))
+        top = collections.Counter()
+        for f, c in stacks:
+            top[";".join(f)] += c
+        print(f"go{go} cgo: {total} samples in c_leaf, {whole} from runtime.goexit through "
+              f"main.cwork; {top.most_common(2)}")
+        assert total > 300 and whole >= 0.95 * total, top.most_common(4)
+        o = next(p.outcomes for p in sym.status().processes if p.pid == pid)
+        assert o.complete >= 0.99 * (o.complete + o.truncated + o.no_table + o.read_error), o
+    finally:
+        if sensor:
+            sensor.stop()
+        sym.stop()

@@ -665,6 +665,9 @@ struct go_funcs {
 	uint64_t *lo, *hi;
 	size_t n, cap;
 	uint64_t goexit, systemstack[2];
+	/* asmcgocall and its ABI wrapper share the name */
+	uint64_t asmcgocall[2][2];
+	size_t n_asmcgocall;
 };
 
 static int go_func(void *ctx, uint64_t lo, uint64_t hi, const char *name, size_t len)
@@ -686,7 +689,74 @@ static int go_func(void *ctx, uint64_t lo, uint64_t hi, const char *name, size_t
 		g->systemstack[0] = lo;
 		g->systemstack[1] = hi;
 	}
+	if (len == 18 && memcmp(name, "runtime.asmcgocall", 18) == 0 && g->n_asmcgocall < 2) {
+		g->asmcgocall[g->n_asmcgocall][0] = lo;
+		g->asmcgocall[g->n_asmcgocall++][1] = hi;
+	}
 	return 0;
+}
+
+/* A function that switches to the g0 stack ([range[0], range[1])): every
+ * row (but the padding after its last instruction, which has no SP table)
+ * is kind with cfa_off off (the SP table does not count what they take of
+ * the g0 stack), and right after its call on g0 (`call *%rdi` or `*%rax`,
+ * or Go 1.22's asmcgocall_landingpad: the first call after a `mov
+ * ...,%rsp`) fp_off is its frame on the goroutine's stack: the rbp Go
+ * 1.21+ saves. */
+static void check_switch(const struct compiled *c, const uint64_t range[2], unsigned kind,
+			 int32_t off, bool pushes_bp)
+{
+	struct sonde_unwind_row row;
+	unsigned rows = 0, returns = 0;
+	bool switched = false;
+	uint64_t at = 0;
+
+	assert_true(range[0] && range[1] > range[0]);
+	for (uint64_t a = range[0]; a < range[1]; a++) {
+		assert_true(to_offset(&c->layout, a, &at));
+		assert_int_equal(unwind_table_lookup(c->t, at, &row), 0);
+		if (row.cfa_kind == SONDE_CFA_UNSUPPORTED)
+			continue;
+		assert_int_equal(row.cfa_kind, kind);
+		assert_int_equal(row.cfa_off, off);
+		rows++;
+		/* mov ...(%reg),%rsp: 48 8b 6x/62/60 .. */
+		if (at >= 4 && c->whole[at - 4] == 0x48 && c->whole[at - 3] == 0x8b &&
+		    (c->whole[at - 2] & 0xf8) == 0x60 && (c->whole[at - 2] & 7) != 4)
+			switched = true;
+		/* call rel32, or call *%reg */
+		if (switched && !returns && at >= 5 &&
+		    (c->whole[at - 5] == 0xe8 ||
+		     (c->whole[at - 2] == 0xff && (c->whole[at - 1] & 0xf8) == 0xd0))) {
+			assert_int_equal(row.fp_off, pushes_bp ? 8 : 0);
+			returns++;
+		}
+	}
+	assert_true(rows > 64);
+	assert_int_equal(returns, 1);
+}
+
+/* Which of the two functions named runtime.asmcgocall is the assembly one
+ * (the other is its ABI wrapper, an ordinary Go function): the one with
+ * GO_ASMCGOCALL rows, and only one may have them. */
+static size_t asm_function(const struct compiled *c, const struct go_funcs *g)
+{
+	struct sonde_unwind_row row;
+	size_t found = 2, n = 0;
+	uint64_t at;
+
+	for (size_t i = 0; i < g->n_asmcgocall; i++) {
+		for (uint64_t a = g->asmcgocall[i][0]; a < g->asmcgocall[i][1]; a++) {
+			if (to_offset(&c->layout, a, &at) && unwind_table_lookup(c->t, at, &row) == 0 &&
+			    row.cfa_kind == SONDE_CFA_GO_ASMCGOCALL) {
+				found = i;
+				n++;
+				break;
+			}
+		}
+	}
+	assert_int_equal(n, 1);
+	return found;
 }
 
 /* Checks a Go binary's table against its machine code, an independent
@@ -696,9 +766,10 @@ static int go_func(void *ctx, uint64_t lo, uint64_t hi, const char *name, size_t
  * (+ 8 after that push) right after it, with the caller's rbp saved at
  * CFA - 16; every function's first byte CFA = rsp + 8; runtime.goexit is
  * the goroutine's outermost frame (STOP, like the few assembly functions
- * that are outermost or switch stacks), and runtime.systemstack's whole
- * range continues on the goroutine's stack, with m.curg at 192 (these
- * binaries' versions, 1.19 and 1.23: DWARF says so). */
+ * that are outermost or switch stacks), and runtime.systemstack and
+ * runtime.asmcgocall continue on the goroutine's stack (check_switch),
+ * with m.curg at 192 (these binaries' versions, 1.19 and 1.23: DWARF says
+ * so) and g at 48 and 8 on the g0 stack (their asm_amd64.s). */
 static void check_go(const char *path, bool pushes_bp)
 {
 	static const char *const names[] = { ".gopclntab", ".text" };
@@ -710,7 +781,7 @@ static void check_go(const char *path, bool pushes_bp)
 	struct elf_need need;
 	struct sonde_unwind_row row;
 	struct compiled c;
-	unsigned prologues = 0, entries = 0, stops = 0, bad = 0, switches = 0, returns = 0;
+	unsigned prologues = 0, entries = 0, stops = 0, bad = 0;
 	uint64_t off = 0;
 
 	if (access(path, R_OK) != 0) {
@@ -792,25 +863,9 @@ static void check_go(const char *path, bool pushes_bp)
 	assert_true(to_offset(&c.layout, g.goexit, &off));
 	assert_int_equal(unwind_table_lookup(c.t, off, &row), 0);
 	assert_int_equal(row.cfa_kind, SONDE_CFA_STOP);
-	/* (the padding after its last instruction has no SP table) */
-	assert_true(g.systemstack[0] && g.systemstack[1] > g.systemstack[0]);
-	for (uint64_t a = g.systemstack[0]; a < g.systemstack[1]; a++) {
-		assert_true(to_offset(&c.layout, a, &off));
-		assert_int_equal(unwind_table_lookup(c.t, off, &row), 0);
-		if (row.cfa_kind == SONDE_CFA_UNSUPPORTED)
-			continue;
-		assert_int_equal(row.cfa_kind, SONDE_CFA_GO_SYSTEMSTACK);
-		assert_int_equal(row.cfa_off, 192);
-		switches++;
-		/* After `call *%rdi` (the function run on g0), systemstack's
-		 * frame on the goroutine's stack: the rbp Go 1.21+ saves. */
-		if (a >= g.systemstack[0] + 2 && c.whole[off - 2] == 0xff && c.whole[off - 1] == 0xd7) {
-			assert_int_equal(row.fp_off, pushes_bp ? 8 : 0);
-			returns++;
-		}
-	}
-	assert_true(switches > 64);
-	assert_int_equal(returns, 1);
+	check_switch(&c, g.systemstack, SONDE_CFA_GO_SYSTEMSTACK, 192, pushes_bp);
+	check_switch(&c, g.asmcgocall[asm_function(&c, &g)], SONDE_CFA_GO_ASMCGOCALL,
+		     pushes_bp ? 8 : 48, pushes_bp);
 	file_image_free(img);
 	free(g.lo);
 	free(g.hi);
