@@ -475,7 +475,7 @@ static __always_inline int unwind_step_signal(struct user_walk *st)
  *  - systemstack: g is the m's curg (the row's off), m from g0, which r14
  *    (Go's g register) holds in Go code; m.g0 must be r14. The SP is the
  *    one it saved in curg.sched.
- *  - asmcgocall: g is at CFA + off on the g0 stack, below it the depth of
+ *  - asmcgocall: g is at rsp + off on the g0 stack, below it the depth of
  *    the SP under g.stack.hi (the stack may have moved during a callback,
  *    so not the SP itself), which must fall inside g's stack.
  * Returns 0 with *ret_g, *ret_sp, else 1. */

@@ -51,8 +51,9 @@ enum sonde_cfa_kind {
 				       * if fp_off > 0, else sched.bp */
 	SONDE_CFA_GO_ASMCGOCALL = 8,   /* Go's runtime.asmcgocall, after it
 					  * moved to g0 to call C: the
-					  * goroutine's g is at CFA + cfa_off
-					  * on the g0 stack, the depth of its
+					  * goroutine's g is at rsp + cfa_off
+					  * (this frame's rsp, on the g0
+					  * stack), the depth of asmcgocall's
 					  * SP below g.stack.hi 8 bytes below
 					  * that; fp_off as above */
 };

@@ -14,7 +14,8 @@
 /* Version of the cache blob, and of what the compiler produces: bump it
  * whenever the same file would now compile to a different table, so that
  * blobs of the older compiler are dropped and rebuilt. */
-#define UNWIND_BLOB_VERSION 3 /* 2: Go functions from .gopclntab; 3: across systemstack */
+/* 2: Go functions from .gopclntab; 3: across systemstack and asmcgocall */
+#define UNWIND_BLOB_VERSION 3
 /* Rows per UnwindTable message: about 1 MiB of rows. */
 #define UNWIND_CHUNK_ROWS ((1u << 20) / sizeof(struct sonde_unwind_row))
 /* Ranges a builder accepts (before merging). */
