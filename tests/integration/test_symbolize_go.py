@@ -73,7 +73,7 @@ def test_stripped_go_binary_from_pclntab(go_binaries):
     full, stripped, version = go_binaries
     nm = subprocess.run(["nm", "-S", "--defined-only", str(full)], capture_output=True, text=True).stdout
     syms = [l.split() for l in nm.splitlines()]
-    text = {p[-1]: int(p[0], 16) for p in syms if p[-1] in ("runtime.text", "runtime.etext")}
+    text = {p[-1]: int(p[0], 16) for p in syms if p and p[-1] in ("runtime.text", "runtime.etext")}
     ranges = [(int(p[0], 16), int(p[1], 16)) for p in syms
               if len(p) == 4 and p[2] in "Tt" and int(p[1], 16) > 0 and
               text["runtime.text"] <= int(p[0], 16) < text["runtime.etext"]]
