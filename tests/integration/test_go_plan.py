@@ -19,15 +19,18 @@ DUMP = BUILD / "tests" / "unit" / "go-plan-dump"
 
 
 def build_pair(go, tmp, mode="exe"):
-    """gohttp built by the toolchain go, with DWARF and -s -w."""
+    """gohttp built by the toolchain go, with DWARF and -s -w. mode
+    "cgo-pie": a PIE linked by the system linker."""
+    link = ["-linkmode=external"] if mode == "cgo-pie" else []
+    mode = "pie" if mode == "cgo-pie" else mode
     env = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod",
                GOCACHE=str(tmp / "gocache"), GOPATH=str(tmp / "gopath"), HOME=str(tmp))
     src = SRC / "tests" / "workload" / "gohttp"
     full, stripped = tmp / f"gohttp-{mode}", tmp / f"gohttp-{mode}-stripped"
-    subprocess.run([go, "build", f"-buildmode={mode}", "-o", str(full), "."], check=True, env=env,
-                   cwd=src, timeout=300)
-    subprocess.run([go, "build", f"-buildmode={mode}", "-ldflags=-s -w", "-o", str(stripped), "."],
-                   check=True, env=env, cwd=src, timeout=300)
+    subprocess.run([go, "build", f"-buildmode={mode}", *(["-ldflags=" + link[0]] if link else []),
+                    "-o", str(full), "."], check=True, env=env, cwd=src, timeout=300)
+    subprocess.run([go, "build", f"-buildmode={mode}", "-ldflags=" + " ".join(link + ["-s -w"]),
+                    "-o", str(stripped), "."], check=True, env=env, cwd=src, timeout=300)
     return full, stripped
 
 
@@ -59,9 +62,10 @@ def compare(mine, ref):
 # -s -w build (functions from .gopclntab, the table's offsets) against the
 # same.
 # A PIE build too: its table is .data.rel.ro.gopclntab, its offsets the
-# same computation.
+# same computation; and a cgo PIE linked by the system linker, whose table
+# has no section (found inside .data.rel.ro, its text start relocated).
 @pytest.mark.parametrize("go,mode", [(go_plan.GO, "exe")] + [(g, "exe") for g in go_plan.GO_BACKPORTS] +
-                         [(go_plan.GO, "pie")],
+                         [(go_plan.GO, "pie"), (go_plan.GO, "cgo-pie")],
                          ids=lambda v: v.split("/")[-3] if "/" in v else v)
 def test_plan_matches_objdump_and_dwarf(go, mode, gobins, tmp_path):
     full, stripped = gobins if (go, mode) == (go_plan.GO, "exe") else build_pair(go, tmp_path, mode)
