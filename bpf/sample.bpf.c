@@ -525,8 +525,8 @@ __noinline int go_switch_step(struct user_walk *st, __s32 kind, __s32 off, __s32
 
 	if (!st)
 		return 1;
-	if (st->exact_pc || frame < 0 || frame > 64 || go_switched_from(st, kind, off, &g, &sp) ||
-	    !sp ||
+	if (st->exact_pc || frame < 0 || frame > SONDE_GO_MAX_SWITCH_FRAME ||
+	    go_switched_from(st, kind, off, &g, &sp) || !sp ||
 	    bpf_probe_read_user(&bp, sizeof(bp),
 				(const void *)(g + SONDE_GO_G_SCHED + SONDE_GO_GOBUF_BP)) ||
 	    bpf_probe_read_user(&ra, sizeof(ra), (const void *)(sp + frame)) || !ra ||

@@ -70,6 +70,10 @@ enum sonde_cfa_kind {
 #define SONDE_GO_GOBUF_SP 0
 #define SONDE_GO_GOBUF_BP 48
 #define SONDE_GO_M_G0 0
+/* The largest frame a switching function has on the goroutine's stack
+ * (fp_off of those rows: 0, or 8 for a saved rbp); the symbolizer writes
+ * no larger, the walker follows no larger. */
+#define SONDE_GO_MAX_SWITCH_FRAME 64
 
 /* Where the caller's rbp is. The return address is always at CFA - 8 on
  * x86-64 (a rule that says otherwise makes the row UNSUPPORTED). */

@@ -47,9 +47,6 @@ static const char *const section_names[N_SECTIONS] = {
 
 #define PLT_ENTRY 16
 #define PLT0_PUSH_END 6 /* push GOT+8(%rip) is 6 bytes */
-/* runtime.systemstack's and asmcgocall's own frame on the goroutine's
- * stack: 0, or 8 (a saved rbp). */
-#define SYSTEMSTACK_MAX_FRAME 64
 
 struct convert {
 	struct unwind_builder *b;
@@ -207,7 +204,7 @@ static int add_go_frame(void *ctx, uint64_t lo, uint64_t hi, int32_t sp_delta, u
 	struct go_convert *gc = ctx;
 
 	if ((flags & PCLNTAB_FUNC_SYSTEMSTACK) && gc->curg_off && sp_delta >= 0 &&
-	    sp_delta <= SYSTEMSTACK_MAX_FRAME) {
+	    sp_delta <= SONDE_GO_MAX_SWITCH_FRAME) {
 		/* The walk goes on with the goroutine that asked for the
 		 * system stack, as Go's own profiler does. The SP table does
 		 * not see the switch: its offset after it is the frame
@@ -216,7 +213,7 @@ static int add_go_frame(void *ctx, uint64_t lo, uint64_t hi, int32_t sp_delta, u
 		row.cfa_off = (int32_t)gc->curg_off;
 		row.fp_off = (int16_t)sp_delta;
 	} else if ((flags & PCLNTAB_FUNC_ASMCGOCALL) && gc->g_slot && sp_delta >= 0 &&
-		   sp_delta <= SYSTEMSTACK_MAX_FRAME) {
+		   sp_delta <= SONDE_GO_MAX_SWITCH_FRAME) {
 		/* Likewise from C code called by the goroutine. */
 		row.cfa_kind = SONDE_CFA_GO_ASMCGOCALL;
 		row.cfa_off = (int32_t)gc->g_slot;
