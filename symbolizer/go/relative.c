@@ -9,14 +9,26 @@
 /* The header's text start: the fourth 8-byte word (pclntab.c). */
 #define TEXT_START_AT 24u
 
+/* The next R_X86_64_RELATIVE relocation of .rela.dyn's bytes from *at
+ * on: true with *ret, *at past it; false at the end. */
+static bool next_relative(const uint8_t *rela, size_t size, size_t *at, Elf64_Rela *ret)
+{
+	while (size >= sizeof(Elf64_Rela) && *at <= size - sizeof(Elf64_Rela)) {
+		memcpy(ret, rela + *at, sizeof(*ret));
+		*at += sizeof(Elf64_Rela);
+		if (ELF64_R_TYPE(ret->r_info) == R_X86_64_RELATIVE)
+			return true;
+	}
+	return false;
+}
+
 bool relative_addend(const uint8_t *rela, size_t size, uint64_t where, uint64_t *ret)
 {
-	for (size_t at = 0; size >= sizeof(Elf64_Rela) && at <= size - sizeof(Elf64_Rela);
-	     at += sizeof(Elf64_Rela)) {
-		Elf64_Rela r;
+	size_t at = 0;
+	Elf64_Rela r;
 
-		memcpy(&r, rela + at, sizeof(r));
-		if (r.r_offset == where && ELF64_R_TYPE(r.r_info) == R_X86_64_RELATIVE) {
+	while (next_relative(rela, size, &at, &r)) {
+		if (r.r_offset == where) {
 			*ret = (uint64_t)r.r_addend;
 			return true;
 		}
@@ -27,16 +39,12 @@ bool relative_addend(const uint8_t *rela, size_t size, uint64_t where, uint64_t 
 void relative_apply(uint8_t *buf, size_t size, uint64_t addr, const uint8_t *rela,
 		    size_t rela_size)
 {
-	for (size_t at = 0; rela_size >= sizeof(Elf64_Rela) && at <= rela_size - sizeof(Elf64_Rela);
-	     at += sizeof(Elf64_Rela)) {
-		Elf64_Rela r;
+	size_t at = 0;
+	Elf64_Rela r;
 
-		memcpy(&r, rela + at, sizeof(r));
-		if (ELF64_R_TYPE(r.r_info) != R_X86_64_RELATIVE || r.r_offset < addr ||
-		    size < 8 || r.r_offset - addr > size - 8)
-			continue;
-		memcpy(buf + (r.r_offset - addr), &r.r_addend, 8);
-	}
+	while (next_relative(rela, rela_size, &at, &r))
+		if (r.r_offset >= addr && size >= 8 && r.r_offset - addr <= size - 8)
+			memcpy(buf + (r.r_offset - addr), &r.r_addend, 8);
 }
 
 int pclntab_locate_relocated(const uint8_t *relro, size_t size, uint64_t relro_addr,
