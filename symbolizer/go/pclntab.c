@@ -519,6 +519,12 @@ int pclntab_locate(const uint8_t *data, size_t size, size_t *ret_off)
 	return -ENOENT;
 }
 
+/* Whether a table name (len bytes, NULL: unreadable) is want. */
+static bool name_is(const char *name, size_t len, const char *want)
+{
+	return name && len == strlen(want) && memcmp(name, want, len) == 0;
+}
+
 int pclntab_read_frames(const uint8_t *data, size_t size, uint64_t text_addr,
 			const struct pclntab_frame_sink *sink)
 {
@@ -548,11 +554,9 @@ int pclntab_read_frames(const uint8_t *data, size_t size, uint64_t text_addr,
 			size_t name_len;
 			const char *name = str_at(&t, t.funcname, u32(f + 4), &name_len);
 
-			if (name && name_len == sizeof(SYSTEMSTACK) - 1 &&
-			    memcmp(name, SYSTEMSTACK, name_len) == 0)
+			if (name_is(name, name_len, SYSTEMSTACK))
 				flags |= PCLNTAB_FUNC_SYSTEMSTACK;
-			if (name && name_len == sizeof(ASMCGOCALL) - 1 &&
-			    memcmp(name, ASMCGOCALL, name_len) == 0)
+			if (name_is(name, name_len, ASMCGOCALL))
 				flags |= PCLNTAB_FUNC_ASMCGOCALL;
 		}
 		if (!pcv_init(&t, &v, u32(f + 16), entry))
