@@ -547,9 +547,8 @@ int pclntab_read_frames(const uint8_t *data, size_t size, uint64_t text_addr,
 		if (r > 0 || avail <= flag_at)
 			continue;
 		flags = f[flag_at] & (PCLNTAB_FUNC_TOPFRAME | PCLNTAB_FUNC_SPWRITE);
-		/* By name, among assembly functions (asmcgocall's ABI wrapper
-		 * has the same name; Go 1.19 does not mark asmcgocall
-		 * SPWRITE). */
+		/* By name, among assembly functions: asmcgocall's ABI
+		 * wrapper, an ordinary Go function, has the same name. */
 		if (f[flag_at] & FUNCFLAG_ASM) {
 			size_t name_len;
 			const char *name = str_at(&t, t.funcname, u32(f + 4), &name_len);

@@ -85,10 +85,10 @@ int pclntab_read_inlined(const uint8_t *data, size_t size, uint64_t text_addr,
 #define PCLNTAB_FUNC_TOPFRAME 1u /* the outermost frame of its stack */
 #define PCLNTAB_FUNC_SPWRITE 2u  /* writes SP: its SP offsets are unreliable */
 /* runtime.systemstack, which runs a function on the thread's g0 stack
- * after saving the goroutine's SP, PC and BP in g.sched. */
+ * after saving the goroutine's SP, PC and BP in g.sched (also SPWRITE). */
 #define PCLNTAB_FUNC_SYSTEMSTACK 4u
 /* runtime.asmcgocall, which calls C on the g0 stack, keeping the
- * goroutine's g there (Go 1.19 does not flag it SPWRITE). */
+ * goroutine's g there (also SPWRITE). */
 #define PCLNTAB_FUNC_ASMCGOCALL 8u
 
 struct pclntab_frame_sink {

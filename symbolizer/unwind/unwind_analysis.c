@@ -218,9 +218,6 @@ static int add_go_frame(void *ctx, uint64_t lo, uint64_t hi, int32_t sp_delta, u
 		row.cfa_kind = SONDE_CFA_GO_ASMCGOCALL;
 		row.cfa_off = (int32_t)gc->g_slot;
 		row.fp_off = (int16_t)sp_delta;
-	} else if (flags & PCLNTAB_FUNC_ASMCGOCALL) {
-		/* (Go 1.19 does not flag it SPWRITE) */
-		row.cfa_kind = SONDE_CFA_STOP;
 	} else if (flags & (PCLNTAB_FUNC_TOPFRAME | PCLNTAB_FUNC_SPWRITE)) {
 		/* The outermost frame (runtime.goexit, mstart, rt0_go), or one
 		 * that switched stacks (mcall and morestack, which never
