@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from conftest import SONDE, SRC, Sensor, Symbolizer, make_tmp, wait_for
+from conftest import SONDE, SRC, Sensor, Symbolizer, go_env, make_tmp, wait_for
 from test_otlp import free_port
 from test_probe_events import TraceReceiver
 from test_span_samples import _pprof_module
@@ -38,8 +38,7 @@ BUILDS = [(go_plan.GO, ""), (go_plan.GO, "-s -w"), (go_plan.GO_NEW, ""), (go_pla
 def gohttp(request):
     go, ldflags = request.param
     tmp = make_tmp("sonde-gohttp.")
-    env = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod",
-               GOCACHE=str(tmp / "gocache"), GOPATH=str(tmp / "gopath"), HOME=str(tmp))
+    env = go_env(tmp)
     out = tmp / "gohttp"
     subprocess.run([go, "build", "-ldflags=" + ldflags, "-o", str(out), "."], check=True, env=env,
                    cwd=SRC / "tests" / "workload" / "gohttp", timeout=300)

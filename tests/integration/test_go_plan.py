@@ -6,12 +6,11 @@ headers and the DWARF), for a build with DWARF and a `-s -w` one (symbols
 from .gopclntab, offsets from the table); and the real symbolizer sending
 that plan to a sensor that maps the file, as it does unwind tables."""
 import json
-import os
 import subprocess
 
 import pytest
 
-from conftest import BUILD, SRC, Symbolizer, make_tmp, wait_for
+from conftest import BUILD, SRC, Symbolizer, go_env, make_tmp, wait_for
 from pysensor import PySensor
 import go_plan
 
@@ -23,8 +22,7 @@ def build_pair(go, tmp, mode="exe"):
     "cgo-pie": a PIE linked by the system linker."""
     link = ["-linkmode=external"] if mode == "cgo-pie" else []
     mode = "pie" if mode == "cgo-pie" else mode
-    env = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod",
-               GOCACHE=str(tmp / "gocache"), GOPATH=str(tmp / "gopath"), HOME=str(tmp))
+    env = go_env(tmp)
     src = SRC / "tests" / "workload" / "gohttp"
     full, stripped = tmp / f"gohttp-{mode}", tmp / f"gohttp-{mode}-stripped"
     subprocess.run([go, "build", f"-buildmode={mode}", *(["-ldflags=" + link[0]] if link else []),

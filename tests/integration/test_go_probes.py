@@ -17,7 +17,7 @@ import urllib.request
 
 import pytest
 
-from conftest import SENSOR, SONDE, SRC, make_tmp, wait_for
+from conftest import SENSOR, SONDE, SRC, go_env, make_tmp, wait_for
 import go_plan
 
 N = int(os.environ.get("SONDE_GO_PROBE_REQUESTS", "300"))
@@ -28,8 +28,7 @@ FAKE = SRC / "tests" / "integration" / "fake_symbolizer.py"
 def build_gohttp(prefix, *flags):
     """Builds tests/workload/gohttp into a fresh directory; yields it, then removes it."""
     tmp = make_tmp(prefix)
-    env = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod",
-               GOCACHE=str(tmp / "gocache"), GOPATH=str(tmp / "gopath"), HOME=str(tmp))
+    env = go_env(tmp)
     out = tmp / "gohttp"
     subprocess.run([go_plan.GO, "build", *flags, "-o", str(out), "."], check=True, env=env,
                    cwd=SRC / "tests" / "workload" / "gohttp", timeout=300)

@@ -21,7 +21,6 @@ own, its pointers filled by relocations; addresses are drawn from Go's
 text only, as the C start-up code around it has no name once stripped)."""
 import collections
 import json
-import os
 import random
 import re
 import subprocess
@@ -29,14 +28,14 @@ import time
 
 import pytest
 
-from conftest import SONDE, SRC, Symbolizer, contains_chain, make_tmp, run_held, symbols_pb2, wait_for
+from conftest import (SONDE, SRC, Symbolizer, contains_chain, go_env, make_tmp, run_held, symbols_pb2,
+                      wait_for)
 
 N = 3000
 
 
 def build(go, tmp, out, ldflags, mode="exe", workload="go"):
-    env = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="-mod=mod",
-               GOCACHE=str(tmp / "gocache"), HOME=str(tmp))
+    env = go_env(tmp)
     subprocess.run([go, "build", f"-buildmode={mode}", *(["-ldflags=" + ldflags] if ldflags else []),
                     "-o", str(out), "."],
                    check=True, env=env, cwd=SRC / "tests" / "workload" / workload, timeout=300)
