@@ -25,7 +25,7 @@ import time
 
 PYTHON = "/usr/bin/python3.11"
 DEPTH = 12
-WORKLOAD = f"""
+WORKLOAD = """
 import sys
 def f0(n):
     t = 0

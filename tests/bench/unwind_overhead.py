@@ -32,7 +32,6 @@ import argparse
 import json
 import os
 import pathlib
-import re
 import shutil
 import signal
 import statistics

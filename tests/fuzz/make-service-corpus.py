@@ -9,7 +9,6 @@ of this machine's /proc/kallsyms, raw stacks as the store keeps them.
   /usr/bin/python3 tests/fuzz/make-service-corpus.py BUILD_DIR
 """
 import hashlib
-import os
 import pathlib
 import struct
 import subprocess

@@ -8,7 +8,6 @@ processes exit."""
 import json
 import os
 import subprocess
-import time
 
 import pytest
 

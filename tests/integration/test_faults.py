@@ -9,7 +9,7 @@ import signal
 import subprocess
 import time
 
-from conftest import (SONDE, WORKLOAD, Sensor, Symbolizer, symbols_pb2, wait_for)
+from conftest import (SONDE, WORKLOAD, Symbolizer, symbols_pb2, wait_for)
 from pysensor import PySensor
 
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"

@@ -19,7 +19,6 @@ import urllib.request
 import pytest
 
 from conftest import SONDE, SRC, Sensor, Symbolizer, go_env, make_tmp, wait_for
-from test_otlp import free_port
 from test_probe_events import TraceReceiver
 from test_span_samples import _pprof_module
 import go_plan

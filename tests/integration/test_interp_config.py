@@ -4,7 +4,6 @@ analyses both and sends an InterpreterConfig for python3.11 only, whose
 runtime offset matches nm -D and readelf -lW and whose layout is the 3.11
 table of bpf/cpython.h; a second symbolizer on the same cache sends it
 again from SQLite without reading the file."""
-import re
 import struct
 import subprocess
 import threading

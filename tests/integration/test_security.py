@@ -18,7 +18,7 @@ import grpc
 import pytest
 import yaml
 
-from conftest import (SENSOR, SRC, SYMBOLIZER, WORKLOAD, Sensor, Symbolizer, ingest_pb2, ingest_pb2_grpc,
+from conftest import (SENSOR, SRC, SYMBOLIZER, WORKLOAD, Symbolizer, ingest_pb2, ingest_pb2_grpc,
                       symbols_pb2, symbols_pb2_grpc, wait_for)
 from pysensor import PySensor
 

@@ -111,7 +111,7 @@ def test_cli_symbolize(seen):
     out = subprocess.run([str(SONDE), "symbolize", "--symbolizer", seen.address, "--path", str(WORKLOAD),
                           hex(start + 4)], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
-    assert f"leaf_b_hash+0x4" in out.stdout
+    assert "leaf_b_hash+0x4" in out.stdout
     js = subprocess.run([str(SONDE), "symbolize", "--json", "--symbolizer", seen.address, "--path",
                          str(WORKLOAD), hex(start)], capture_output=True, text=True, timeout=30)
     import json

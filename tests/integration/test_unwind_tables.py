@@ -9,7 +9,7 @@ import time
 
 import grpc
 
-from conftest import Symbolizer, ingest_pb2, symbols_pb2, wait_for
+from conftest import Symbolizer, ingest_pb2, wait_for
 from pysensor import PySensor
 
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
