@@ -90,8 +90,12 @@ struct builder {
 	size_t n_files, cap_files;
 	struct lix_sym *syms;
 	size_t n_syms, cap_syms;
-	size_t dies;
+	size_t dies, max_dies;
 	uint32_t unit; /* index of the unit being walked */
+	/* line_index_build_for: the only addresses asked about (sorted),
+	 * and how many units were read */
+	uint64_t *only;
+	size_t n_only, units_read;
 };
 
 static uint32_t hash_str(const char *s, size_t n)
@@ -228,6 +232,7 @@ static void builder_done(struct builder *b)
 	free(b->rows);
 	free(b->files);
 	free(b->syms);
+	free(b->only);
 }
 
 /* ---- symbols ---- */
@@ -570,7 +575,7 @@ static int walk_unit(struct builder *b, Dwarf_Die *cudie, const uint32_t *fmap, 
 		int tag = dwarf_tag(&fr->die);
 		uint32_t enclosing = LIX_NONE;
 
-		if (++b->dies > LINE_INDEX_MAX_DIES) {
+		if (++b->dies > b->max_dies) {
 			err = -E2BIG;
 			goto cleanup;
 		}
@@ -645,6 +650,42 @@ static Dwarf *set_alt(Dwarf *dw, Elf *alt_elf)
 	return alt;
 }
 
+/* Whether one of the sorted addrs lies in [lo, hi). */
+static bool holds_one(const uint64_t *addrs, size_t n, uint64_t lo, uint64_t hi)
+{
+	size_t l = 0, r = n;
+
+	while (l < r) {
+		size_t m = l + (r - l) / 2;
+
+		if (addrs[m] < lo)
+			l = m + 1;
+		else
+			r = m;
+	}
+	return l < n && addrs[l] < hi;
+}
+
+/* Whether the unit is to be read: always for a whole index; for
+ * line_index_build_for, when its ranges hold an address asked about, or
+ * when it states no ranges (then the whole index could use it too). */
+static bool unit_wanted(const struct builder *b, Dwarf_Die *cudie)
+{
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+	unsigned n = 0;
+	bool any = false;
+
+	if (!b->only)
+		return true;
+	while ((off = dwarf_ranges(cudie, off, &base, &lo, &hi)) > 0 && n++ < 65536) {
+		any = true;
+		if (lo < hi && holds_one(b->only, b->n_only, lo, hi))
+			return true;
+	}
+	return !any;
+}
+
 static int read_dwarf(struct builder *b, Elf *elf, Elf *alt_elf, bool *ret_any)
 {
 	struct debug_line_sections secs = { 0 };
@@ -683,6 +724,11 @@ static int read_dwarf(struct builder *b, Elf *elf, Elf *alt_elf, bool *ret_any)
 		if (unit_type != DW_UT_compile && unit_type != DW_UT_partial)
 			continue;
 		*ret_any = true;
+		if (!unit_wanted(b, &cudie)) {
+			b->unit++; /* numbered as in the whole index */
+			continue;
+		}
+		b->units_read++;
 		if (dwarf_attr(&cudie, DW_AT_comp_dir, &a))
 			comp_dir = dwarf_formstring(&a);
 		if (secs.line && dwarf_attr(&cudie, DW_AT_stmt_list, &a) &&
@@ -1072,10 +1118,26 @@ static bool native_elf64(const uint8_t *p, size_t size)
 	       p[EI_DATA] == ELFDATA2LSB;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 int line_index_build(void *file, size_t file_size, void *debug, size_t debug_size, void *alt,
 		     size_t alt_size, unsigned flags, struct line_index **ret, const char **reason)
 {
-	struct builder b = { 0 };
+	return line_index_build_for(file, file_size, debug, debug_size, alt, alt_size, flags, NULL,
+				    0, LINE_INDEX_MAX_DIES, NULL, ret, reason);
+}
+
+int line_index_build_for(void *file, size_t file_size, void *debug, size_t debug_size, void *alt,
+			 size_t alt_size, unsigned flags, const uint64_t *addrs, size_t n_addrs,
+			 size_t max_dies, size_t *ret_units, struct line_index **ret,
+			 const char **reason)
+{
+	struct builder b = { .max_dies = max_dies < LINE_INDEX_MAX_DIES ? max_dies : LINE_INDEX_MAX_DIES };
 	Elf *elf = NULL, *delf = NULL, *aelf = NULL;
 	struct lix_row *rows = NULL;
 	struct lix_seg *segs = NULL;
@@ -1112,6 +1174,16 @@ int line_index_build(void *file, size_t file_size, void *debug, size_t debug_siz
 			elf_end(aelf);
 			aelf = NULL;
 		}
+	}
+	if (addrs) {
+		b.only = malloc((n_addrs + 1) * sizeof(*b.only));
+		if (!b.only) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		memcpy(b.only, addrs, n_addrs * sizeof(*addrs));
+		qsort(b.only, n_addrs, sizeof(*b.only), cmp_u64);
+		b.n_only = n_addrs;
 	}
 	err = read_symbols(&b, elf);
 	if (err < 0)
@@ -1157,6 +1229,8 @@ int line_index_build(void *file, size_t file_size, void *debug, size_t debug_siz
 		goto cleanup;
 	}
 	*ret = ix;
+	if (ret_units)
+		*ret_units = b.units_read;
 	err = 0;
 cleanup:
 	if (err == -E2BIG && reason)

@@ -74,3 +74,13 @@ void line_index_free(struct line_index *ix);
 #define LINE_INDEX_SYMBOLS_ONLY 1u /* file's debug sections are not there */
 int line_index_build(void *file, size_t file_size, void *debug, size_t debug_size, void *alt,
 		     size_t alt_size, unsigned flags, struct line_index **ret, const char **reason);
+/* As line_index_build, but reads only the DWARF units whose address
+ * ranges hold one of the n_addrs addrs (any order), and at most max_dies
+ * DIEs (-E2BIG past that): an index that answers those addresses as the
+ * whole one does, built in a fraction of its time, for a first answer
+ * while the whole index is being built. *ret_units (may be NULL): the
+ * units read. A Go file without DWARF is read whole (its table is cheap). */
+int line_index_build_for(void *file, size_t file_size, void *debug, size_t debug_size, void *alt,
+			 size_t alt_size, unsigned flags, const uint64_t *addrs, size_t n_addrs,
+			 size_t max_dies, size_t *ret_units, struct line_index **ret,
+			 const char **reason);

@@ -1,7 +1,9 @@
 /* test-line-index.c - the source index (symbolizer/dwarf): LLVM-style
  * demangling, an index built from this very test binary (built with -g)
  * naming one of its functions with file and line, and the cache blob:
- * round trip, and damaged or truncated blobs refused without a crash. */
+ * round trip, and damaged or truncated blobs refused without a crash; an
+ * index built for a few addresses (line_index_build_for) answers them as
+ * the whole index does. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -56,19 +58,28 @@ static void test_demangle_as_llvm_spells_it(void **state)
 	expect_demangled("_Zgarbage", NULL);
 }
 
-static void *read_self(size_t *ret_size)
+static void *read_file(const char *path, size_t *ret_size)
 {
 	struct stat st;
 	void *buf;
-	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	assert_true(fd >= 0);
+	if (fd < 0)
+		return NULL;
 	assert_int_equal(fstat(fd, &st), 0);
 	buf = malloc((size_t)st.st_size);
 	assert_non_null(buf);
 	assert_int_equal(pread(fd, buf, (size_t)st.st_size, 0), st.st_size);
 	close(fd);
 	*ret_size = (size_t)st.st_size;
+	return buf;
+}
+
+static void *read_self(size_t *ret_size)
+{
+	void *buf = read_file("/proc/self/exe", ret_size);
+
+	assert_non_null(buf);
 	return buf;
 }
 
@@ -237,6 +248,100 @@ static void test_bucket_directory_agrees_with_a_scan(void **state)
 	}
 }
 
+static bool same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* Lookups of addrs in part equal those in whole, frame by frame. */
+static void expect_same_answers(const struct line_index *whole, const struct line_index *part,
+				const uint64_t *addrs, size_t n, const char *path)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct line_frame a[LINE_INDEX_MAX_FRAMES], b[LINE_INDEX_MAX_FRAMES];
+		size_t na = line_index_lookup(whole, addrs[i], a, LINE_INDEX_MAX_FRAMES);
+		size_t nb = line_index_lookup(part, addrs[i], b, LINE_INDEX_MAX_FRAMES);
+
+		if (na != nb)
+			fail_msg("%s %#llx: %zu frames whole, %zu partial", path,
+				 (unsigned long long)addrs[i], na, nb);
+		for (size_t k = 0; k < na; k++)
+			if (!same_str(a[k].function, b[k].function) || !same_str(a[k].raw, b[k].raw) ||
+			    !same_str(a[k].file, b[k].file) || a[k].line != b[k].line)
+				fail_msg("%s %#llx frame %zu: %s %s:%u whole, %s %s:%u partial", path,
+					 (unsigned long long)addrs[i], k, a[k].function, a[k].file,
+					 a[k].line, b[k].function, b[k].file, b[k].line);
+	}
+}
+
+/* Files with DWARF of their own: this binary, and GCC's sanitizer
+ * runtimes (C++ with deep inlining) when installed. */
+static void test_partial_index_answers_as_the_whole(void **state)
+{
+	static const char *const paths[] = { "/proc/self/exe",
+					     "/usr/lib/x86_64-linux-gnu/libasan.so.8",
+					     "/usr/lib/x86_64-linux-gnu/libtsan.so.2" };
+	uint64_t x = 0x2545f4914f6cdd1dull;
+	int files = 0;
+
+	(void)state;
+	for (size_t p = 0; p < sizeof(paths) / sizeof(paths[0]); p++) {
+		struct line_index *whole = NULL;
+		const char *reason = NULL;
+		size_t size, units_all = 0, hits = 0;
+		void *buf = read_file(paths[p], &size);
+
+		if (!buf)
+			continue;
+		assert_int_equal(line_index_build_for(buf, size, NULL, 0, NULL, 0, 0, NULL, 0,
+						      LINE_INDEX_MAX_DIES, &units_all, &whole, &reason), 0);
+		assert_true(units_all > 1);
+		files++;
+		for (int round = 0; round < 30; round++) {
+			struct line_frame fr[LINE_INDEX_MAX_FRAMES];
+			uint64_t addrs[64];
+			size_t n = round % 3 == 0 ? 1 : round % 3 == 1 ? 7 : 64, units = 0;
+			struct line_index *part = NULL;
+
+			/* Addresses in the file's first bytes, where its code
+			 * is (some land in data or padding: those must agree
+			 * too). */
+			for (size_t i = 0; i < n; i++)
+				addrs[i] = next_rand(&x) % (size < (16u << 20) ? size : (16u << 20));
+			assert_int_equal(line_index_build_for(buf, size, NULL, 0, NULL, 0, 0, addrs, n,
+							      LINE_INDEX_MAX_DIES, &units, &part, &reason), 0);
+			if (n == 1 && units * 2 > units_all)
+				fail_msg("%s: %zu of %zu units read for one address", paths[p], units, units_all);
+			expect_same_answers(whole, part, addrs, n, paths[p]);
+			for (size_t i = 0; i < n; i++)
+				hits += line_index_lookup(whole, addrs[i], fr, LINE_INDEX_MAX_FRAMES) > 1;
+			line_index_free(part);
+		}
+		/* Inline chains were compared, not only leaf names. */
+		if (p > 0)
+			assert_true(hits > 10);
+		line_index_free(whole);
+		free(buf);
+	}
+	assert_true(files >= 1);
+}
+
+/* Past its DIE budget a partial build gives up rather than grow. */
+static void test_partial_index_budget(void **state)
+{
+	struct line_index *ix = NULL;
+	const char *reason = NULL;
+	size_t size;
+	void *buf = read_self(&size);
+	uint64_t va = (uint64_t)((uintptr_t)&line_index_probe - (uintptr_t)&__executable_start);
+
+	(void)state;
+	assert_int_equal(line_index_build_for(buf, size, NULL, 0, NULL, 0, 0, &va, 1, 3, NULL, &ix,
+					      &reason), -E2BIG);
+	assert_null(ix);
+	free(buf);
+}
+
 static void test_not_elf(void **state)
 {
 	char junk[256] = "not an ELF file";
@@ -256,6 +361,8 @@ int main(void)
 		cmocka_unit_test(test_names_a_function_of_this_binary),
 		cmocka_unit_test(test_blob_round_trip_and_damage),
 		cmocka_unit_test(test_bucket_directory_agrees_with_a_scan),
+		cmocka_unit_test(test_partial_index_answers_as_the_whole),
+		cmocka_unit_test(test_partial_index_budget),
 		cmocka_unit_test(test_not_elf),
 	};
 
