@@ -577,42 +577,6 @@ static struct file_image *open_alt_file(struct service *svc, struct file_image *
 	return aimg;
 }
 
-/* Builds and caches the source index: DWARF from the debug file when
- * there is one, else from the file itself (unless its debug sections were
- * not fetched: sparse). A failure is cached too; symbolization then falls
- * back to the symtab's names. */
-static void store_index(struct service *svc, const struct fileid *id, struct file_image *img,
-			struct file_image *dimg, struct file_image *aimg, bool sparse,
-			const char *name)
-{
-	struct line_index *ix = NULL;
-	const char *reason = NULL;
-	int64_t t0 = service_now_ms();
-	int r;
-
-	/* Both images are private writable mappings (file_image.h), which
-	 * libelf needs to decompress sections. */
-	r = line_index_build((void *)file_image_data(img), file_image_size(img),
-			     dimg ? (void *)file_image_data(dimg) : NULL,
-			     dimg ? file_image_size(dimg) : 0,
-			     aimg ? (void *)file_image_data(aimg) : NULL,
-			     aimg ? file_image_size(aimg) : 0, sparse ? LINE_INDEX_SYMBOLS_ONLY : 0,
-			     &ix, &reason);
-	if (r < 0) {
-		log_warn("source index of %.100s: %s, ignoring", name,
-			 reason ? reason : strerror(-r));
-		if (cache_store_index(svc->cache, id, NULL, reason ? reason : strerror(-r),
-				      (int64_t)time(NULL)) < 0)
-			log_warn("cannot write the index failure of %.100s to the cache, ignoring", name);
-		return;
-	}
-	log_debug("source index of %.100s: %zu bytes%s in %lld ms", name, line_index_bytes(ix),
-		  line_index_has_lines(ix) ? "" : " (symbols only)",
-		  (long long)(service_now_ms() - t0));
-	if (cache_store_index(svc->cache, id, ix, NULL, (int64_t)time(NULL)) < 0)
-		log_warn("cannot write the source index of %.100s to the cache, ignoring", name);
-}
-
 /* MiniDebugInfo: a stripped file's .gnu_debugdata (xz) holds a .symtab
  * of the functions .dynsym leaves out; its names join t like a debug
  * file's. Used when no separate debug file was found. */
@@ -741,7 +705,7 @@ static void job_end(struct service *svc, struct job *j, struct symtab *t, const 
 		 * takes both images. */
 		if (index_worker_submit(&j->id, j->img, dimg,
 					open_alt_file(svc, j->img, dimg, j->lines_sparse),
-					j->lines_sparse, name) < 0)
+					j->lines_sparse, name, 0) < 0)
 			log_warn("cannot queue the source index of %.100s, ignoring", name);
 		j->img = NULL;
 		log_info("analysed %.100s (%s): %zu symbols, %zu unwind rows%s%s, %llu bytes in %u reads, %u round trips, %lld ms",
@@ -980,7 +944,7 @@ int analysis_whole(struct service *svc, const struct fileid *id, struct file_ima
 	for (int i = 0; i < 4 && r == -EAGAIN; i++)
 		r = elf_analysis_step(img, &need, &t, &reason);
 	if (r == -ENOMEM)
-		return r;
+		goto fail;
 	if (r < 0) {
 		const char *error = reason ? reason : "not a valid ELF file";
 
@@ -989,12 +953,13 @@ int analysis_whole(struct service *svc, const struct fileid *id, struct file_ima
 		cache_store_unwind(svc->cache, id, NULL, error, now);
 		cache_store_index(svc->cache, id, NULL, error, now);
 		*ret_error = error;
+		file_image_free(img);
 		goto done;
 	}
 	r = unwind_analysis_step(img, NULL, &need, &ut, NULL, &ureason);
 	if (r < 0 && r != -EBADMSG && r != -E2BIG && r != -EAGAIN) {
 		symtab_free(t);
-		return r;
+		goto fail;
 	}
 	t = merge_debug_file(svc, t, &dimg);
 	if (!dimg)
@@ -1011,13 +976,6 @@ int analysis_whole(struct service *svc, const struct fileid *id, struct file_ima
 			unwind_table_free(dut);
 		}
 	}
-	{
-		struct file_image *aimg = open_alt_file(svc, img, dimg, false);
-
-		store_index(svc, id, img, dimg, aimg, false, name);
-		file_image_free(aimg);
-	}
-	file_image_free(dimg);
 	log_info("analysed uploaded %.100s: %zu symbols, %zu unwind rows, %lld ms", name,
 		 symtab_count(t), ut ? unwind_table_count(ut) : 0,
 		 (long long)(service_now_ms() - t0));
@@ -1025,9 +983,20 @@ int analysis_whole(struct service *svc, const struct fileid *id, struct file_ima
 		log_warn("cannot write the analysis of %.100s to the cache, ignoring", name);
 	if (cache_store_unwind(svc->cache, id, ut, ut ? NULL : (ureason ? ureason : "no usable call frame information"), now) < 0)
 		log_warn("cannot write the unwind table of %.100s to the cache, ignoring", name);
+	/* The source index (the longest part: 80 ms for libasan's 6 MB of
+	 * DWARF) is built on the worker; the client that uploaded asks next,
+	 * and its first query is answered from the units it needs
+	 * (index_worker_first_answer) while the worker builds the rest. */
+	if (index_worker_submit(id, img, dimg, open_alt_file(svc, img, dimg, false), false, name,
+				service_now_ms() + UPLOAD_INDEX_HOLD_MS) < 0)
+		log_warn("cannot queue the source index of %.100s, ignoring", name);
 	*ret_error = NULL;
 done:
 	queue_done(id);
 	analysis_drain(svc);
 	return 0;
+fail:
+	file_image_free(dimg);
+	file_image_free(img);
+	return -ENOMEM;
 }

@@ -11,8 +11,14 @@
  * The thread is created after the sandbox is on, so it inherits the same
  * Landlock domain, seccomp filter and capabilities (none).
  *
- * Uploads do not come here: their client waits for the analysis anyway,
- * so analysis_whole() builds the index in line.
+ * A query that would wait for an index still queued gets a first answer
+ * instead (index_worker_first_answer): the loop thread takes the task off
+ * the queue, builds an index of only the units its addresses fall in
+ * (a few milliseconds), and puts the task back at the queue's head. An
+ * upload's task is held off the queue for a moment (index_worker_submit
+ * with hold_ms), as the client that uploaded asks next and the worker
+ * would otherwise have taken the task already; a held task goes to the
+ * queue when that first query comes, or when its time is up.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -26,12 +32,16 @@
 #include "service.h"
 
 #define WORKER_MAX_QUEUED 256u
+/* A first answer reads at most this many DIEs (a few ms); a query
+ * touching more waits for the whole index. */
+#define FIRST_ANSWER_MAX_DIES 200000u
 
 struct index_task {
 	struct index_task *next;
 	struct fileid id;
 	struct file_image *img, *dimg, *aimg; /* taken */
 	bool sparse;
+	int64_t held_until_ms; /* on the held list until then */
 	char name[128];
 	struct line_index *ix; /* result */
 	const char *reason;
@@ -40,7 +50,7 @@ struct index_task {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static struct index_task *todo, *todo_tail, *done, *running;
+static struct index_task *todo, *todo_tail, *done, *running, *held;
 static size_t n_todo;
 static bool started, stopping;
 static pthread_t thread;
@@ -91,8 +101,64 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* Under mu: queues t at the head (a query waits for it) or the tail. */
+static void enqueue(struct index_task *t, bool head)
+{
+	if (head) {
+		t->next = todo;
+		todo = t;
+		if (!todo_tail)
+			todo_tail = t;
+	} else {
+		t->next = NULL;
+		if (todo_tail)
+			todo_tail->next = t;
+		else
+			todo = t;
+		todo_tail = t;
+	}
+	n_todo++;
+	pthread_cond_signal(&cv);
+}
+
+/* Under mu: unlinks id's task from *list (not the queue), or NULL. */
+static struct index_task *unlink_from(struct index_task **list, const struct fileid *id)
+{
+	for (struct index_task **pp = list; *pp; pp = &(*pp)->next) {
+		struct index_task *t = *pp;
+
+		if (memcmp(&t->id, id, sizeof(*id)) == 0) {
+			*pp = t->next;
+			t->next = NULL;
+			return t;
+		}
+	}
+	return NULL;
+}
+
+/* Under mu: unlinks id's task from the queue, or NULL. */
+static struct index_task *unlink_queued(const struct fileid *id)
+{
+	struct index_task *prev = NULL;
+
+	for (struct index_task *t = todo; t; prev = t, t = t->next) {
+		if (memcmp(&t->id, id, sizeof(*id)) != 0)
+			continue;
+		if (prev)
+			prev->next = t->next;
+		else
+			todo = t->next;
+		if (todo_tail == t)
+			todo_tail = prev;
+		n_todo--;
+		t->next = NULL;
+		return t;
+	}
+	return NULL;
+}
+
 int index_worker_submit(const struct fileid *id, struct file_image *img, struct file_image *dimg,
-			struct file_image *aimg, bool sparse, const char *name)
+			struct file_image *aimg, bool sparse, const char *name, int64_t hold_until_ms)
 {
 	struct index_task *t = calloc(1, sizeof(*t));
 	int err = 0;
@@ -120,18 +186,76 @@ int index_worker_submit(const struct fileid *id, struct file_image *img, struct 
 			goto out;
 		started = true;
 	}
-	if (todo_tail)
-		todo_tail->next = t;
-	else
-		todo = t;
-	todo_tail = t;
-	n_todo++;
+	if (hold_until_ms) {
+		t->held_until_ms = hold_until_ms;
+		t->next = held;
+		held = t;
+	} else {
+		enqueue(t, false);
+	}
 	t = NULL;
-	pthread_cond_signal(&cv);
 out:
 	pthread_mutex_unlock(&mu);
 	task_free(t);
 	return err;
+}
+
+int index_worker_first_answer(const struct fileid *id, const uint64_t *addrs, size_t n,
+			      struct line_index **ret, size_t *ret_units)
+{
+	struct index_task *t;
+	const char *reason = NULL;
+	int err;
+
+	pthread_mutex_lock(&mu);
+	t = unlink_from(&held, id);
+	if (!t)
+		t = unlink_queued(id);
+	pthread_mutex_unlock(&mu);
+	if (!t)
+		return -ENOENT;
+	/* The task is off every list, so the worker cannot touch its
+	 * images meanwhile (libelf may write section headers in them). */
+	err = line_index_build_for((void *)file_image_data(t->img), file_image_size(t->img),
+				   t->dimg ? (void *)file_image_data(t->dimg) : NULL,
+				   t->dimg ? file_image_size(t->dimg) : 0,
+				   t->aimg ? (void *)file_image_data(t->aimg) : NULL,
+				   t->aimg ? file_image_size(t->aimg) : 0,
+				   t->sparse ? LINE_INDEX_SYMBOLS_ONLY : 0, addrs, n,
+				   FIRST_ANSWER_MAX_DIES, ret_units, ret, &reason);
+	pthread_mutex_lock(&mu);
+	enqueue(t, true);
+	pthread_mutex_unlock(&mu);
+	return err;
+}
+
+void index_worker_hurry(const struct fileid *id)
+{
+	struct index_task *t;
+
+	pthread_mutex_lock(&mu);
+	t = unlink_from(&held, id);
+	if (!t)
+		t = unlink_queued(id);
+	if (t)
+		enqueue(t, true);
+	pthread_mutex_unlock(&mu);
+}
+
+void index_worker_release_held(int64_t now_ms)
+{
+	pthread_mutex_lock(&mu);
+	for (struct index_task **pp = &held; *pp;) {
+		struct index_task *t = *pp;
+
+		if (now_ms < t->held_until_ms) {
+			pp = &t->next;
+			continue;
+		}
+		*pp = t->next;
+		enqueue(t, false);
+	}
+	pthread_mutex_unlock(&mu);
 }
 
 bool index_worker_pending(const struct fileid *id)
@@ -139,6 +263,8 @@ bool index_worker_pending(const struct fileid *id)
 	bool found = false;
 
 	pthread_mutex_lock(&mu);
+	for (struct index_task *t = held; t && !found; t = t->next)
+		found = memcmp(&t->id, id, sizeof(*id)) == 0;
 	for (struct index_task *t = todo; t && !found; t = t->next)
 		found = memcmp(&t->id, id, sizeof(*id)) == 0;
 	if (running && memcmp(&running->id, id, sizeof(*id)) == 0)
@@ -154,7 +280,7 @@ bool index_worker_busy(void)
 	bool busy;
 
 	pthread_mutex_lock(&mu);
-	busy = todo || running || done;
+	busy = todo || running || done || held;
 	pthread_mutex_unlock(&mu);
 	return busy;
 }
@@ -212,6 +338,10 @@ void index_worker_stop(void)
 	}
 	while ((t = done)) {
 		done = t->next;
+		task_free(t);
+	}
+	while ((t = held)) {
+		held = t->next;
 		task_free(t);
 	}
 	todo_tail = NULL;

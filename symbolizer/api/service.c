@@ -110,6 +110,14 @@ struct service *service_new(const struct service_opts *opts)
  * a steady sensor stream needs none. */
 #define TICK_BUSY_MS 200
 #define TICK_IDLE_MS 5000
+/* While a Symbolize call waits for an index the worker builds: the worker
+ * cannot wake the loop, so the loop looks often. */
+#define TICK_INDEX_WAIT_MS 5
+
+static int busy_delay_ms(struct service *svc)
+{
+	return svc->waits && index_worker_busy() ? TICK_INDEX_WAIT_MS : TICK_BUSY_MS;
+}
 
 /* The next idle tick: at TICK_IDLE_MS, or sooner where the OTLP window or
  * the profile store's next write is due. */
@@ -156,6 +164,7 @@ static void tick(void *ctx)
 	int r;
 
 	analysis_tick(svc);
+	index_worker_release_held(now);
 	index_worker_collect(svc);
 	ingest_tick(svc);
 	symbols_wake(svc, false);
@@ -183,13 +192,13 @@ static void tick(void *ctx)
 		forget_exited(svc, now);
 	}
 	rpc_server_timer_delay(svc->server, tick,
-			       service_busy(svc) ? TICK_BUSY_MS : idle_delay_ms(svc, now), false);
+			       service_busy(svc) ? busy_delay_ms(svc) : idle_delay_ms(svc, now), false);
 }
 
 void service_poke(struct service *svc)
 {
 	if (svc->server && service_busy(svc))
-		rpc_server_timer_delay(svc->server, tick, TICK_BUSY_MS, true);
+		rpc_server_timer_delay(svc->server, tick, busy_delay_ms(svc), true);
 }
 
 int service_attach(struct service *svc, struct rpc_server *server, struct cache *cache,

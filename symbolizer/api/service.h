@@ -46,6 +46,7 @@
 
 struct session;
 struct job;
+struct line_index;
 
 struct sensor_counters {
 	uint64_t samples_taken, samples_lost, samples_dropped;
@@ -202,10 +203,12 @@ bool analysis_running(struct service *svc, const struct fileid *id);
 int analysis_on_file_range(struct service *svc, struct session *s, uint64_t request_id,
 			   const uint8_t *file_id, size_t file_id_len, uint64_t offset,
 			   const uint8_t *data, size_t len, const char *error, const char **reason);
-/* Analyses a whole local image (an upload, taken as borrowed) of id in
- * one go and caches every product, like a job would. Returns 0 with
- * *ret_error NULL (analysed) or set (a property of the file, cached), or
- * -ENOMEM. */
+/* Analyses a whole local image (an upload; taken) of id in one go and
+ * caches every product, like a job would; the source index is queued on
+ * the worker, held UPLOAD_INDEX_HOLD_MS for the uploader's first query.
+ * Returns 0 with *ret_error NULL (analysed) or set (a property of the
+ * file, cached), or -ENOMEM. */
+#define UPLOAD_INDEX_HOLD_MS 250
 int analysis_whole(struct service *svc, const struct fileid *id, struct file_image *img,
 		   const char *name, const char **ret_error);
 /* s is going away: its jobs move to another session or fail. */
@@ -246,9 +249,24 @@ void pprof_call(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 /* ---- index_worker.c ---- */
 /* Queues the source index of id for the worker thread; takes img, dimg
  * (the debug file) and aimg (its DWZ alternate file; both may be NULL) in
- * any case. Returns 0 or a negative errno. */
+ * any case. hold_until_ms (service_now_ms() time, 0: none): keep the task
+ * off the queue until then or until a first answer is asked of it.
+ * Returns 0 or a negative errno. */
 int index_worker_submit(const struct fileid *id, struct file_image *img, struct file_image *dimg,
-			struct file_image *aimg, bool sparse, const char *name);
+			struct file_image *aimg, bool sparse, const char *name,
+			int64_t hold_until_ms);
+/* Loop thread: when id's index is held or queued (not yet being built),
+ * builds an index of only the units that hold addrs (vaddrs) into *ret
+ * (owned) and queues the task first. -ENOENT: no such task (building,
+ * or none); -E2BIG: the addresses need too much of the DWARF; -ENOMEM,
+ * -EBADMSG as line_index_build. *ret_units: the units read. */
+int index_worker_first_answer(const struct fileid *id, const uint64_t *addrs, size_t n,
+			      struct line_index **ret, size_t *ret_units);
+/* A query waits for id's whole index: its task (held or queued) goes to
+ * the queue's head. */
+void index_worker_hurry(const struct fileid *id);
+/* Queues the held tasks whose time is up at now_ms. */
+void index_worker_release_held(int64_t now_ms);
 /* Whether the index of id is queued, being built or not collected yet. */
 bool index_worker_pending(const struct fileid *id);
 /* Whether a task is queued, running or waits to be collected. */

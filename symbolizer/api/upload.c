@@ -112,6 +112,7 @@ void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 	const Sonde__V1__UploadRequest *req = (const Sonde__V1__UploadRequest *)msg;
 	struct upload *u;
 	struct fileid id, got;
+	struct file_image *img;
 	const char *error = NULL;
 	char hex[FILEID_HEX_LEN + 1];
 	int r;
@@ -203,7 +204,9 @@ void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 		return;
 	}
 	service_note_name(svc, &id, u->name[0] ? u->name : fileid_to_hex(&id, hex));
-	r = analysis_whole(svc, &id, u->img, u->name[0] ? u->name : fileid_to_hex(&id, hex), &error);
+	img = u->img;
+	u->img = NULL;
+	r = analysis_whole(svc, &id, img, u->name[0] ? u->name : fileid_to_hex(&id, hex), &error);
 	upload_free(svc, u);
 	if (r < 0) {
 		rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);

@@ -713,6 +713,24 @@ static int read_dwarf(struct builder *b, Elf *elf, Elf *alt_elf, bool *ret_any)
 		secs.line_str = d->d_buf;
 		secs.line_str_size = d->d_size;
 	}
+	/* A partial index wanting most units would cost what the whole one
+	 * does: better to wait for that (the caller does on -E2BIG). */
+	if (b->only) {
+		size_t units = 0, wanted = 0;
+
+		while (dwarf_get_units(dw, cu, &next, &version, &unit_type, &cudie, &subdie) == 0) {
+			cu = next;
+			if (unit_type != DW_UT_compile && unit_type != DW_UT_partial)
+				continue;
+			units++;
+			wanted += unit_wanted(b, &cudie);
+		}
+		cu = NULL;
+		if (wanted > 1 && wanted * 2 > units) {
+			err = -E2BIG;
+			goto cleanup;
+		}
+	}
 	while (dwarf_get_units(dw, cu, &next, &version, &unit_type, &cudie, &subdie) == 0) {
 		Dwarf_Attribute a;
 		Dwarf_Word stmt;
@@ -1118,6 +1136,50 @@ static bool native_elf64(const uint8_t *p, size_t size)
 	       p[EI_DATA] == ELFDATA2LSB;
 }
 
+/* libelf rewrites the section headers of compressed sections inside the
+ * buffer it reads (flags, size, alignment, once decompressed), so a
+ * second build over the same buffer would take compressed bytes for
+ * plain ones. A build keeps a copy of each buffer's section header table
+ * and puts it back when done: both index_worker.c's first answer and the
+ * whole index read the same images. */
+struct shdr_copy {
+	void *at;
+	void *saved;
+	size_t len;
+};
+
+static void shdr_save(struct shdr_copy *c, void *buf, size_t size)
+{
+	const Elf64_Ehdr *eh = buf;
+	uint64_t n, len;
+
+	*c = (struct shdr_copy){ 0 };
+	if (!buf || size < sizeof(*eh) || eh->e_shentsize != sizeof(Elf64_Shdr) || !eh->e_shoff ||
+	    eh->e_shoff > size || size - eh->e_shoff < sizeof(Elf64_Shdr))
+		return;
+	n = eh->e_shnum;
+	if (n == 0) /* extended numbering: the count is in section 0 */
+		memcpy(&n, (const uint8_t *)buf + eh->e_shoff + offsetof(Elf64_Shdr, sh_size),
+		       sizeof(n));
+	if (n == 0 || n > (size - eh->e_shoff) / sizeof(Elf64_Shdr))
+		return;
+	len = n * sizeof(Elf64_Shdr);
+	c->saved = malloc(len);
+	if (!c->saved)
+		return;
+	c->at = (uint8_t *)buf + eh->e_shoff;
+	c->len = len;
+	memcpy(c->saved, c->at, len);
+}
+
+static void shdr_restore(struct shdr_copy *c)
+{
+	if (c->saved)
+		memcpy(c->at, c->saved, c->len);
+	free(c->saved);
+	c->saved = NULL;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -1138,6 +1200,7 @@ int line_index_build_for(void *file, size_t file_size, void *debug, size_t debug
 			 const char **reason)
 {
 	struct builder b = { .max_dies = max_dies < LINE_INDEX_MAX_DIES ? max_dies : LINE_INDEX_MAX_DIES };
+	struct shdr_copy shdrs[3] = { 0 };
 	Elf *elf = NULL, *delf = NULL, *aelf = NULL;
 	struct lix_row *rows = NULL;
 	struct lix_seg *segs = NULL;
@@ -1154,6 +1217,11 @@ int line_index_build_for(void *file, size_t file_size, void *debug, size_t debug
 			*reason = "not a 64-bit little-endian ELF file";
 		return -EBADMSG;
 	}
+	shdr_save(&shdrs[0], file, file_size);
+	if (debug && native_elf64(debug, debug_size))
+		shdr_save(&shdrs[1], debug, debug_size);
+	if (alt && native_elf64(alt, alt_size))
+		shdr_save(&shdrs[2], alt, alt_size);
 	elf = elf_memory(file, file_size);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		if (reason)
@@ -1241,5 +1309,7 @@ cleanup:
 	elf_end(aelf);
 	elf_end(delf);
 	elf_end(elf);
+	for (int i = 0; i < 3; i++)
+		shdr_restore(&shdrs[i]);
 	return err;
 }

@@ -166,6 +166,9 @@ def test_accuracy_against_llvm_symbolizer(symbolizer):
     print(f"function names agree: {fn_ok}/{n} = {100.0 * fn_ok / n:.3f}%")
     print(f"file:line agree:      {line_ok}/{n} = {100.0 * line_ok / n:.3f}%")
     print(f"inline chains agree:  {chain_ok}/{n} = {100.0 * chain_ok / n:.3f}%")
+    # Each file's one query follows its upload: answered from the units
+    # its addresses need (first answers) unless they needed too much DWARF.
+    print(f"first answers: {symbolizer.logtext().count('first answer for')} of {len(files)} files")
     for path, bad in sorted(per_file_diffs.items()):
         print(f"  {bad} differences in {path}")
     for d in diffs:

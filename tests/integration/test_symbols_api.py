@@ -1,13 +1,18 @@
 """The Symbols API from a third-party client (Debian's python3-grpcio), as
 docs/symbols-api.md shows it: Upload a file the symbolizer has not seen,
 then Symbolize it by file ID with source frames; options; and the
-Upload checks (file ID must be the bytes' htlhash, sizes, order)."""
+Upload checks (file ID must be the bytes' htlhash, sizes, order); the
+first query after an upload answered before the whole source index is
+built, as the whole index answers it."""
 import hashlib
+import random
+import subprocess
+import time
 
 import grpc
 import pytest
 
-from conftest import WORKLOAD, symbols_pb2
+from conftest import SYMBOLIZER, WORKLOAD, symbols_pb2
 
 CHUNK = 4 << 20
 
@@ -25,7 +30,6 @@ def upload(stub, data, file_id, name):
 
 
 def nm_function(path, name):
-    import subprocess
     out = subprocess.run(["nm", "--defined-only", path], capture_output=True, text=True, check=True).stdout
     for line in out.splitlines():
         p = line.split()
@@ -53,6 +57,37 @@ def test_upload_then_symbolize_with_frames(symbolizer):
     again = symbolizer.symbols.Upload(symbols_pb2.UploadRequest(file_id=fid, size=len(data), offset=0,
                                                                 data=data[:16]), timeout=30)
     assert again.complete
+
+
+def frames_of(result):
+    return [(s.function, [(f.function, f.file, f.line) for f in s.frames]) for s in result.symbols]
+
+
+def test_first_answer_from_the_units_it_needs(symbolizer):
+    """The symbolizer's own binary (60 DWARF units): the query that follows
+    its upload is answered from an index of only the units its addresses
+    fall in (symbols.c first_answer) while the worker builds the whole
+    index; a later query, from the whole index, gets the same frames."""
+    data = SYMBOLIZER.read_bytes()
+    fid = htlhash(data)
+    out = subprocess.run(["nm", "--defined-only", "-S", str(SYMBOLIZER)], capture_output=True, text=True,
+                         check=True).stdout
+    funcs = [(int(p[0], 16), int(p[1], 16)) for p in (l.split() for l in out.splitlines())
+             if len(p) == 4 and p[2] in "tT" and int(p[1], 16) > 0]
+    rng = random.Random(7)
+    addrs = [start + rng.randrange(size) for start, size in rng.sample(funcs, 30)]
+    up = upload(symbolizer.symbols, data, fid, "sonde-symbolizer")
+    assert up.complete and not up.error, up.error
+    req = symbols_pb2.SymbolizeRequest(queries=[symbols_pb2.SymbolizeQuery(file_id=fid, addresses=addrs)])
+    first = symbolizer.symbols.Symbolize(req, timeout=30).results[0]
+    assert not first.error
+    log = symbolizer.logtext()
+    assert log.count("first answer for sonde-symbolizer: 30 addresses") == 1, log
+    time.sleep(2)  # the whole index is built (well under a second here)
+    whole = symbolizer.symbols.Symbolize(req, timeout=30).results[0]
+    assert symbolizer.logtext().count("first answer for") == 1, "the second query had no whole index"
+    assert sum(bool(s.frames and s.frames[0].line) for s in whole.symbols) >= 20
+    assert frames_of(first) == frames_of(whole)
 
 
 def test_options_and_inline_chain(symbolizer):

@@ -274,42 +274,63 @@ static void expect_same_answers(const struct line_index *whole, const struct lin
 	}
 }
 
-/* Files with DWARF of their own: this binary, and GCC's sanitizer
- * runtimes (C++ with deep inlining) when installed. */
+/* Files with DWARF of their own: this binary, a copy of it with
+ * compressed debug sections (libelf rewrites their section headers in the
+ * buffer it reads: every build must leave the buffer as it was, since a
+ * first answer and the whole index read the same image), and GCC's
+ * sanitizer runtimes (C++ with deep inlining) when installed. */
 static void test_partial_index_answers_as_the_whole(void **state)
 {
-	static const char *const paths[] = { "/proc/self/exe",
-					     "/usr/lib/x86_64-linux-gnu/libasan.so.8",
-					     "/usr/lib/x86_64-linux-gnu/libtsan.so.2" };
+	char zpath[] = "/tmp/test-line-index-z.XXXXXX";
+	const char *const paths[] = { "/proc/self/exe", zpath,
+				      "/usr/lib/x86_64-linux-gnu/libasan.so.8",
+				      "/usr/lib/x86_64-linux-gnu/libtsan.so.2" };
 	uint64_t x = 0x2545f4914f6cdd1dull;
-	int files = 0;
+	int files = 0, partial = 0, fd = mkstemp(zpath);
+	char self[512], cmd[1200];
+	ssize_t n_self = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
 	(void)state;
+	assert_true(fd >= 0 && n_self > 0);
+	close(fd);
+	self[n_self] = 0;
+	snprintf(cmd, sizeof(cmd), "objcopy --compress-debug-sections=zlib '%s' %s", self, zpath);
+	assert_int_equal(system(cmd), 0);
 	for (size_t p = 0; p < sizeof(paths) / sizeof(paths[0]); p++) {
 		struct line_index *whole = NULL;
 		const char *reason = NULL;
 		size_t size, units_all = 0, hits = 0;
-		void *buf = read_file(paths[p], &size);
+		void *buf = read_file(paths[p], &size), *pristine;
 
 		if (!buf)
 			continue;
+		pristine = malloc(size);
+		assert_non_null(pristine);
+		memcpy(pristine, buf, size);
 		assert_int_equal(line_index_build_for(buf, size, NULL, 0, NULL, 0, 0, NULL, 0,
 						      LINE_INDEX_MAX_DIES, &units_all, &whole, &reason), 0);
-		assert_true(units_all > 1);
+		if (units_all < 2)
+			fail_msg("%s: %zu units", paths[p], units_all);
 		files++;
 		for (int round = 0; round < 30; round++) {
 			struct line_frame fr[LINE_INDEX_MAX_FRAMES];
 			uint64_t addrs[64];
 			size_t n = round % 3 == 0 ? 1 : round % 3 == 1 ? 7 : 64, units = 0;
 			struct line_index *part = NULL;
+			int err;
 
 			/* Addresses in the file's first bytes, where its code
 			 * is (some land in data or padding: those must agree
 			 * too). */
 			for (size_t i = 0; i < n; i++)
 				addrs[i] = next_rand(&x) % (size < (16u << 20) ? size : (16u << 20));
-			assert_int_equal(line_index_build_for(buf, size, NULL, 0, NULL, 0, 0, addrs, n,
-							      LINE_INDEX_MAX_DIES, &units, &part, &reason), 0);
+			err = line_index_build_for(buf, size, NULL, 0, NULL, 0, 0, addrs, n,
+						   LINE_INDEX_MAX_DIES, &units, &part, &reason);
+			/* Wanting most units, a partial build declines. */
+			if (err == -E2BIG && n > 1)
+				continue;
+			assert_int_equal(err, 0);
+			partial += n > 1;
 			if (n == 1 && units * 2 > units_all)
 				fail_msg("%s: %zu of %zu units read for one address", paths[p], units, units_all);
 			expect_same_answers(whole, part, addrs, n, paths[p]);
@@ -318,12 +339,17 @@ static void test_partial_index_answers_as_the_whole(void **state)
 			line_index_free(part);
 		}
 		/* Inline chains were compared, not only leaf names. */
-		if (p > 0)
+		if (p > 1)
 			assert_true(hits > 10);
+		if (memcmp(buf, pristine, size) != 0)
+			fail_msg("%s: a build changed the buffer it read", paths[p]);
 		line_index_free(whole);
+		free(pristine);
 		free(buf);
 	}
-	assert_true(files >= 1);
+	unlink(zpath);
+	assert_true(files >= 2);
+	assert_true(partial >= 5); /* multi-address partial indexes were compared */
 }
 
 /* Past its DIE budget a partial build gives up rather than grow. */
