@@ -16,7 +16,7 @@
  * the queue, builds an index of only the units its addresses fall in
  * (a few milliseconds), and puts the task back at the queue's head. An
  * upload's task is held off the queue for a moment (index_worker_submit
- * with hold_ms), as the client that uploaded asks next and the worker
+ * with hold_until_ms), as the client that uploaded asks next and the worker
  * would otherwise have taken the task already; a held task goes to the
  * queue when that first query comes, or when its time is up.
  */
