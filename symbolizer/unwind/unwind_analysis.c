@@ -202,21 +202,20 @@ static int add_go_frame(void *ctx, uint64_t lo, uint64_t hi, int32_t sp_delta, u
 {
 	struct sonde_unwind_row row = { .cfa_kind = SONDE_CFA_UNSUPPORTED };
 	struct go_convert *gc = ctx;
+	/* systemstack (m.curg's offset) and asmcgocall (g's slot) switch to
+	 * g0; 0: this Go version's layout is unknown. */
+	uint32_t switch_off = (flags & PCLNTAB_FUNC_SYSTEMSTACK) ? gc->curg_off :
+			      (flags & PCLNTAB_FUNC_ASMCGOCALL)  ? gc->g_slot : 0;
 
-	if ((flags & PCLNTAB_FUNC_SYSTEMSTACK) && gc->curg_off && sp_delta >= 0 &&
-	    sp_delta <= SONDE_GO_MAX_SWITCH_FRAME) {
+	if (switch_off && sp_delta >= 0 && sp_delta <= SONDE_GO_MAX_SWITCH_FRAME) {
 		/* The walk goes on with the goroutine that asked for the
-		 * system stack, as Go's own profiler does. The SP table does
-		 * not see the switch: its offset after it is the frame
-		 * systemstack has on the goroutine's stack. */
-		row.cfa_kind = SONDE_CFA_GO_SYSTEMSTACK;
-		row.cfa_off = (int32_t)gc->curg_off;
-		row.fp_off = (int16_t)sp_delta;
-	} else if ((flags & PCLNTAB_FUNC_ASMCGOCALL) && gc->g_slot && sp_delta >= 0 &&
-		   sp_delta <= SONDE_GO_MAX_SWITCH_FRAME) {
-		/* Likewise from C code called by the goroutine. */
-		row.cfa_kind = SONDE_CFA_GO_ASMCGOCALL;
-		row.cfa_off = (int32_t)gc->g_slot;
+		 * system stack or called C, as Go's own profiler does for
+		 * systemstack. The SP table does not see the switch: its
+		 * offset after it is the frame the function has on the
+		 * goroutine's stack. */
+		row.cfa_kind = (flags & PCLNTAB_FUNC_SYSTEMSTACK) ? SONDE_CFA_GO_SYSTEMSTACK :
+								    SONDE_CFA_GO_ASMCGOCALL;
+		row.cfa_off = (int32_t)switch_off;
 		row.fp_off = (int16_t)sp_delta;
 	} else if (flags & (PCLNTAB_FUNC_TOPFRAME | PCLNTAB_FUNC_SPWRITE)) {
 		/* The outermost frame (runtime.goexit, mstart, rt0_go), or one
