@@ -121,10 +121,10 @@ static void enqueue(struct index_task *t, bool head)
 	pthread_cond_signal(&cv);
 }
 
-/* Under mu: unlinks id's task from *list (not the queue), or NULL. */
-static struct index_task *unlink_from(struct index_task **list, const struct fileid *id)
+/* Under mu: unlinks id's task from the held list, or NULL. */
+static struct index_task *unlink_held(const struct fileid *id)
 {
-	for (struct index_task **pp = list; *pp; pp = &(*pp)->next) {
+	for (struct index_task **pp = &held; *pp; pp = &(*pp)->next) {
 		struct index_task *t = *pp;
 
 		if (memcmp(&t->id, id, sizeof(*id)) == 0) {
@@ -155,6 +155,15 @@ static struct index_task *unlink_queued(const struct fileid *id)
 		return t;
 	}
 	return NULL;
+}
+
+/* Under mu: unlinks id's task, held or queued (not one being built), or
+ * NULL. */
+static struct index_task *unlink_waiting(const struct fileid *id)
+{
+	struct index_task *t = unlink_held(id);
+
+	return t ? t : unlink_queued(id);
 }
 
 int index_worker_submit(const struct fileid *id, struct file_image *img, struct file_image *dimg,
@@ -208,9 +217,7 @@ int index_worker_first_answer(const struct fileid *id, const uint64_t *addrs, si
 	int err;
 
 	pthread_mutex_lock(&mu);
-	t = unlink_from(&held, id);
-	if (!t)
-		t = unlink_queued(id);
+	t = unlink_waiting(id);
 	pthread_mutex_unlock(&mu);
 	if (!t)
 		return -ENOENT;
@@ -234,9 +241,7 @@ void index_worker_hurry(const struct fileid *id)
 	struct index_task *t;
 
 	pthread_mutex_lock(&mu);
-	t = unlink_from(&held, id);
-	if (!t)
-		t = unlink_queued(id);
+	t = unlink_waiting(id);
 	if (t)
 		enqueue(t, true);
 	pthread_mutex_unlock(&mu);
