@@ -1,8 +1,10 @@
 /* symbolize.c - sonde symbolize --file PATH: names addresses of any ELF
  * file the caller can read. The CLI computes the file's ID (the htlhash,
  * common/fileid.h), asks the symbolizer, and if the symbolizer has never
- * seen the file uploads it (Symbols.Upload, 4 MiB chunks) and asks again.
- * The symbolizer itself never opens the path: it only gets the bytes.
+ * seen the file uploads it and asks again: on a local Unix socket as a
+ * sealed memfd passed on the descriptor socket (common/fd_upload_wire.h),
+ * else in 4 MiB Symbols.Upload chunks. The symbolizer itself never opens
+ * the path: it only gets the bytes.
  *
  * Addresses go in batches (BATCH per call, one channel for all) so a
  * reply stays far under the message limit; while one batch is printed a
@@ -18,11 +20,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "fd_upload_wire.h"
 #include "fileid.h"
 #include "parse.h"
 
@@ -110,7 +118,128 @@ fail:
 	return rc;
 }
 
-/* Sends the file in order. Returns 0 (analysed or known) or -errno. */
+/* A sealed copy of fd's size bytes in a memfd (copied in the kernel).
+ * Returns the memfd or -errno. */
+static int sealed_copy(int fd, uint64_t size)
+{
+	loff_t off = 0;
+	int mfd, err;
+
+	mfd = memfd_create("sonde-upload", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (mfd < 0)
+		return -errno;
+	while ((uint64_t)off < size) {
+		ssize_t n = copy_file_range(fd, &off, mfd, NULL, size - (uint64_t)off, 0);
+
+		if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+			      errno == EOPNOTSUPP))
+			n = sendfile(mfd, fd, &off, size - (uint64_t)off); /* across file systems */
+		if (n <= 0) {
+			err = n == 0 ? -EIO : -errno; /* 0: the file shrank */
+			goto fail;
+		}
+	}
+	if (fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	return mfd;
+fail:
+	close(mfd);
+	return err;
+}
+
+/* Passes mfd with its hello on the descriptor socket beside the
+ * symbolizer's Unix socket path. Returns 0 when it holds it, else -errno
+ * (*why says what the symbolizer said, if it did). */
+static int pass_descriptor(const char *sock_path, int mfd, uint64_t size, const struct fileid *id,
+			   char *why, size_t why_size)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct fd_upload_hello h = { .size = size };
+	struct fd_upload_reply r;
+	struct timeval tv = { .tv_sec = 10 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u = { 0 };
+	struct iovec iov = { .iov_base = &h, .iov_len = sizeof(h) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	int sock, err;
+
+	why[0] = '\0';
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s%s", sock_path, FD_UPLOAD_SUFFIX) >=
+	    sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(h.magic, FD_UPLOAD_MAGIC, sizeof(h.magic));
+	memcpy(h.file_id, id->bytes, FILEID_LEN);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &mfd, sizeof(int));
+	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (sock < 0)
+		return -errno;
+	errno = 0; /* a short reply sets none */
+	if (setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    sendmsg(sock, &m, MSG_NOSIGNAL) != (ssize_t)sizeof(h) ||
+	    recv(sock, &r, sizeof(r), MSG_WAITALL) != (ssize_t)sizeof(r)) {
+		err = errno ? -errno : -EPROTO;
+		goto cleanup;
+	}
+	r.message[sizeof(r.message) - 1] = '\0';
+	snprintf(why, why_size, "%s", r.message);
+	err = r.status ? -(int)r.status : 0;
+cleanup:
+	close(sock);
+	return err;
+}
+
+/* Hands the file over by descriptor (fd_upload_wire.h) when the
+ * symbolizer is on a local Unix socket: the kernel copies the file once,
+ * and no bytes go through gRPC. Returns 0 (analysed or known), 1 (not
+ * possible here: send chunks) or -errno. SONDE_UPLOAD=chunks turns it
+ * off (tests of the chunked path). */
+static int upload_by_descriptor(struct rpc_channel *ch, const char *address, int fd, uint64_t size,
+				const char *name, const struct fileid *id)
+{
+	Sonde__V1__UploadRequest req = SONDE__V1__UPLOAD_REQUEST__INIT;
+	Sonde__V1__UploadResponse *resp = NULL;
+	const char *mode = getenv("SONDE_UPLOAD");
+	struct rpc_error rerr;
+	char why[128];
+	int mfd, err;
+
+	if (strncmp(address, "unix:", 5) != 0 || (mode && strcmp(mode, "chunks") == 0))
+		return 1;
+	mfd = sealed_copy(fd, size);
+	if (mfd < 0)
+		return 1;
+	err = pass_descriptor(address + 5, mfd, size, id, why, sizeof(why));
+	close(mfd); /* the symbolizer holds its own reference */
+	if (err < 0)
+		return 1; /* no descriptor socket (an older symbolizer), or refused */
+	req.file_id.data = (uint8_t *)id->bytes;
+	req.file_id.len = FILEID_LEN;
+	req.size = size;
+	req.name = (char *)name;
+	req.by_descriptor = true;
+	err = cli_call_on(ch, address, "/sonde.v1.Symbols/Upload", &req.base,
+			  &sonde__v1__upload_response__descriptor, UPLOAD_TIMEOUT_MS, false,
+			  (ProtobufCMessage **)&resp, &rerr);
+	if (err < 0)
+		return rerr.status == RPC_FAILED_PRECONDITION ? 1 : err;
+	if (resp->error && *resp->error)
+		fprintf(stderr, "sonde: the symbolizer could not analyse %s: %s\n", name, resp->error);
+	rpc_message_free(&resp->base);
+	return 0;
+}
+
+/* Sends the file: by descriptor where it can, else in order, in chunks.
+ * Returns 0 (analysed or known) or -errno. */
 static int upload(struct rpc_channel *ch, const char *address, const char *path,
 		  const struct fileid *id)
 {
@@ -128,6 +257,9 @@ static int upload(struct rpc_channel *ch, const char *address, const char *path,
 		fprintf(stderr, "sonde: %s: %s\n", path, strerror(errno));
 		goto cleanup;
 	}
+	err = upload_by_descriptor(ch, address, fd, (uint64_t)st.st_size, slash ? slash + 1 : path, id);
+	if (err <= 0)
+		goto cleanup;
 	buf = malloc(CHUNK);
 	if (!buf) {
 		err = -ENOMEM;

@@ -31,7 +31,9 @@
 #include "parse.h"
 #include "rpc.h"
 #include "cache.h"
+#include "api/fd_upload.h"
 #include "api/service.h"
+#include "fd_upload_wire.h"
 #include "sandbox.h"
 #include "otlp_exporter.h"
 
@@ -538,6 +540,7 @@ static int open_database(const char *path, struct cache **ret)
 /* As root: hands the databases and the unix sockets to the service user. */
 static int prepare_for_user(const struct passwd *pw)
 {
+	char fd_path[PATH_MAX];
 	int r;
 
 	r = prepare_db_for_user(env.cache, pw);
@@ -563,6 +566,14 @@ static int prepare_for_user(const struct passwd *pw)
 		if (chown(path, 0, pw->pw_gid) < 0 || chmod(path, 0660) < 0) {
 			r = -errno;
 			log_error_errno(r, "cannot hand socket %s to %s", path, pw->pw_name);
+			return r;
+		}
+		/* Its descriptor socket (fd_upload.h): the same people. */
+		if ((size_t)snprintf(fd_path, sizeof(fd_path), "%s%s", path, FD_UPLOAD_SUFFIX) <
+			    sizeof(fd_path) &&
+		    (chown(fd_path, 0, pw->pw_gid) < 0 || chmod(fd_path, 0660) < 0)) {
+			r = -errno;
+			log_error_errno(r, "cannot hand socket %s to %s", fd_path, pw->pw_name);
 			return r;
 		}
 	}
@@ -863,6 +874,16 @@ int main(int argc, char **argv)
 			log_error_errno(r, "cannot listen on %s", env.listen[i]);
 			goto cleanup;
 		}
+		if (strncmp(env.listen[i], "unix:", 5) == 0) {
+			char fd_path[PATH_MAX];
+
+			r = fd_upload_listen(env.listen[i] + 5, fd_path, sizeof(fd_path));
+			if (r < 0) {
+				log_error_errno(r, "cannot listen on the descriptor socket of %s",
+						env.listen[i]);
+				goto cleanup;
+			}
+		}
 	}
 	if (root) {
 		r = prepare_for_user(pw);
@@ -918,6 +939,11 @@ int main(int argc, char **argv)
 		log_error_errno(r, "cannot start the server");
 		goto cleanup;
 	}
+	r = fd_upload_start(authorize_peer);
+	if (r < 0) {
+		log_error_errno(r, "cannot start the descriptor socket");
+		goto cleanup;
+	}
 	log_info("sonde-symbolizer %s listening on %s%s, cache %s", SONDE_VERSION, env.listen[0],
 		 env.n_listen > 1 ? " and more" : "", env.cache);
 	if (sigwait(&sigs, &sig) != 0)
@@ -926,6 +952,7 @@ int main(int argc, char **argv)
 	rpc_server_stop(server, 2000);
 	r = 0;
 cleanup:
+	fd_upload_stop();
 	rpc_server_free(server);
 	free(methods);
 	service_free(svc);

@@ -13,12 +13,18 @@
  * bytes go into a file image (address space reserved, pages filled as
  * chunks come) and are parsed only by the same bounded analyses as
  * everything else, in the sandbox.
+ *
+ * A local client may instead hand the file over as a sealed memfd on the
+ * descriptor socket (fd_upload.c) and send one Upload with by_descriptor:
+ * no chunks, no copies; the same budget, ID check and analysis.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "fd_upload.h"
 #include "log.h"
 #include "service.h"
 #include "symbols.pb-c.h"
@@ -106,16 +112,81 @@ static void reply(struct rpc_call *call, uint64_t received, bool complete, const
 	rpc_call_finish(call, RPC_OK, NULL, &r.base);
 }
 
+/* A whole image of id (taken): the ID must be the bytes' own, or a client
+ * could plant an analysis under another file's ID. Then analysed like a
+ * file a sensor maps, and the call answered. */
+static void analyse(struct service *svc, struct rpc_call *call, const struct fileid *id,
+		    struct file_image *img, const char *name)
+{
+	uint64_t size = file_image_size(img);
+	const char *error = NULL;
+	char hex[FILEID_HEX_LEN + 1];
+	struct fileid got;
+	int r;
+
+	fileid_from_buffer(file_image_data(img), size, &got);
+	if (memcmp(got.bytes, id->bytes, FILEID_LEN) != 0) {
+		file_image_free(img);
+		rpc_call_finish(call, RPC_INVALID_ARGUMENT,
+				"file_id is not the htlhash of the uploaded bytes", NULL);
+		return;
+	}
+	if (!name[0])
+		name = fileid_to_hex(id, hex);
+	service_note_name(svc, id, name);
+	r = analysis_whole(svc, id, img, name, &error);
+	if (r < 0) {
+		rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
+		return;
+	}
+	reply(call, size, true, error);
+}
+
+/* The bytes came as a sealed memfd (fd_upload.c checked it and its ID). */
+static void upload_by_descriptor(struct service *svc, struct rpc_call *call,
+				 const Sonde__V1__UploadRequest *req, const struct fileid *id)
+{
+	struct file_image *img;
+	char name[UPLOAD_MAX_NAME + 1];
+	uint64_t size;
+	int fd;
+
+	if (req->data.len || req->offset) {
+		rpc_call_finish(call, RPC_INVALID_ARGUMENT, "by_descriptor carries no data", NULL);
+		return;
+	}
+	fd = fd_upload_take(id, &size);
+	if (fd < 0) {
+		rpc_call_finish(call, RPC_FAILED_PRECONDITION,
+				"no descriptor for this file_id on the descriptor socket", NULL);
+		return;
+	}
+	/* Analysis costs the same whichever way the bytes came. */
+	if (!take_budget(svc, size)) {
+		close(fd);
+		rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "upload budget used up, retry later", NULL);
+		return;
+	}
+	img = file_image_map_sealed(fd);
+	close(fd);
+	if (!img) {
+		rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "cannot map the descriptor", NULL);
+		return;
+	}
+	clean_name(req->name, name, sizeof(name));
+	log_info("upload of %s by descriptor: %llu bytes", name[0] ? name : "(no name)",
+		 (unsigned long long)size);
+	analyse(svc, call, id, img, name);
+}
+
 void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 {
 	struct service *svc = ctx;
 	const Sonde__V1__UploadRequest *req = (const Sonde__V1__UploadRequest *)msg;
 	struct upload *u;
-	struct fileid id, got;
+	struct fileid id;
 	struct file_image *img;
-	const char *error = NULL;
-	char hex[FILEID_HEX_LEN + 1];
-	int r;
+	char name[UPLOAD_MAX_NAME + 1];
 
 	if (req->file_id.len != FILEID_LEN) {
 		rpc_call_finish(call, RPC_INVALID_ARGUMENT, "file_id must be 16 bytes", NULL);
@@ -124,7 +195,18 @@ void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 	memcpy(id.bytes, req->file_id.data, FILEID_LEN);
 	/* Known already (analysed, by a sensor or an earlier upload). */
 	if (cache_contains(svc->cache, &id) == 1 || analysis_running(svc, &id)) {
+		if (req->by_descriptor) {
+			uint64_t size;
+			int fd = fd_upload_take(&id, &size);
+
+			if (fd >= 0)
+				close(fd);
+		}
 		reply(call, req->size, true, NULL);
+		return;
+	}
+	if (req->by_descriptor) {
+		upload_by_descriptor(svc, call, req, &id);
 		return;
 	}
 	if (req->size == 0 || req->size > UPLOAD_MAX_FILE) {
@@ -193,24 +275,10 @@ void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 		reply(call, u->received, false, NULL);
 		return;
 	}
-	/* Whole: the ID must be the bytes' own, or a client could plant an
-	 * analysis under another file's ID. */
+	memcpy(name, u->name, sizeof(name));
 	hmap_remove(svc->uploads, &id, sizeof(id));
-	fileid_from_buffer(file_image_data(u->img), u->size, &got);
-	if (memcmp(got.bytes, id.bytes, FILEID_LEN) != 0) {
-		upload_free(svc, u);
-		rpc_call_finish(call, RPC_INVALID_ARGUMENT,
-				"file_id is not the htlhash of the uploaded bytes", NULL);
-		return;
-	}
-	service_note_name(svc, &id, u->name[0] ? u->name : fileid_to_hex(&id, hex));
 	img = u->img;
 	u->img = NULL;
-	r = analysis_whole(svc, &id, img, u->name[0] ? u->name : fileid_to_hex(&id, hex), &error);
 	upload_free(svc, u);
-	if (r < 0) {
-		rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
-		return;
-	}
-	reply(call, req->size, true, error);
+	analyse(svc, call, &id, img, name);
 }

@@ -6,8 +6,8 @@
  * that have arrived are kept as a sorted list of disjoint, non-adjacent
  * intervals, so "has this range arrived" is one binary search.
  *
- * A local image (file_image_open) maps the file read-only; all of it is
- * present.
+ * A local image (file_image_open, file_image_map_sealed) maps the file
+ * copy-on-write; all of it is present.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,19 +68,15 @@ struct file_image *file_image_new(uint64_t size)
 	return img;
 }
 
-struct file_image *file_image_open(const char *path)
+/* Maps all of fd (a regular file, borrowed) as a present image;
+ * populate: map every page now (all of them are in memory). */
+static struct file_image *map_whole(int fd, bool populate)
 {
 	struct file_image *img = NULL;
 	struct stat st;
 	void *p;
-	int fd = -1;
 	int err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		err = errno;
-		goto cleanup;
-	}
 	if (fstat(fd, &st) < 0) {
 		err = errno;
 		goto cleanup;
@@ -103,12 +99,21 @@ struct file_image *file_image_open(const char *path)
 		err = ENOMEM;
 		goto cleanup;
 	}
-	/* Private: a debug file in a configured directory is trusted not to
-	 * be truncated under us (that would be SIGBUS). Writable copy-on-write,
-	 * because libelf rewrites the section headers of compressed debug
-	 * sections in its buffer when libdw decompresses them; nothing reaches
-	 * the file. */
-	p = mmap(NULL, img->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	/* Private, writable copy-on-write: libelf rewrites the section
+	 * headers of compressed debug sections in its buffer when libdw
+	 * decompresses them; nothing reaches the file. */
+	if (populate) {
+		/* Read-only first: populating a writable private mapping would
+		 * copy every page. Each fault costs ~10 us on this kind of VM. */
+		p = mmap(NULL, img->map_len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+		if (p != MAP_FAILED && mprotect(p, img->map_len, PROT_READ | PROT_WRITE) < 0) {
+			err = errno;
+			munmap(p, img->map_len);
+			goto cleanup;
+		}
+	} else {
+		p = mmap(NULL, img->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	}
 	if (p == MAP_FAILED) {
 		err = errno;
 		goto cleanup;
@@ -120,14 +125,42 @@ struct file_image *file_image_open(const char *path)
 	img->present = img->size;
 	err = 0;
 cleanup:
-	if (fd >= 0)
-		close(fd);
 	if (err) {
 		file_image_free(img);
 		errno = err;
 		return NULL;
 	}
 	return img;
+}
+
+struct file_image *file_image_open(const char *path)
+{
+	struct file_image *img;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return NULL;
+	/* A debug file in a configured directory is trusted not to be
+	 * truncated under us (that would be SIGBUS). */
+	img = map_whole(fd, false);
+	err = errno;
+	close(fd);
+	errno = err;
+	return img;
+}
+
+struct file_image *file_image_map_sealed(int fd)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	/* Only a memfd that cannot shrink cannot SIGBUS us; one that cannot
+	 * be written keeps the bytes whose ID was checked. */
+	if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_WRITE)) != (F_SEAL_SHRINK | F_SEAL_WRITE)) {
+		errno = EPERM;
+		return NULL;
+	}
+	return map_whole(fd, true);
 }
 
 void file_image_free(struct file_image *img)

@@ -21,13 +21,17 @@ struct file_image *file_image_new(uint64_t size);
 /* Image over a local file (a debug file in a configured directory): all of
  * it is present. NULL on failure, errno set. */
 struct file_image *file_image_open(const char *path);
+/* Image over a memfd sealed against shrinking and writes (F_SEAL_SHRINK,
+ * F_SEAL_WRITE; else EPERM), borrowed: a client's file handed over by
+ * descriptor. NULL on failure, errno set. */
+struct file_image *file_image_map_sealed(int fd);
 void file_image_free(struct file_image *img);
 
 uint64_t file_image_size(const struct file_image *img);
 /* The whole buffer (file_image_size bytes), borrowed. */
 const uint8_t *file_image_data(const struct file_image *img);
 /* Copies len bytes at off into the image. -ERANGE if outside the file,
- * -EPERM on an image from file_image_open (read-only, already whole),
+ * -EPERM on a mapped image (file_image_open, _map_sealed, already whole),
  * -ENOMEM. */
 int file_image_put(struct file_image *img, uint64_t off, const void *data, size_t len);
 /* Whether every byte of [off, off+len) has arrived (false if outside). */

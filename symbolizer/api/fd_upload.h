@@ -1,0 +1,31 @@
+/* fd_upload.h - the descriptor socket (common/fd_upload_wire.h): local
+ * clients hand over sealed memfds; Symbols.Upload with by_descriptor then
+ * takes them on the loop thread. One set per process.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fileid.h"
+#include "rpc.h"
+
+#define FD_UPLOAD_MAX_LISTENERS 4
+#define FD_UPLOAD_MAX_HELD 8          /* descriptors waiting for their Upload call */
+#define FD_UPLOAD_HOLD_MS 30000       /* then they are closed */
+#define FD_UPLOAD_MAX_SIZE (1ull << 30) /* as a chunked upload */
+#define FD_UPLOAD_CONN_TIMEOUT_MS 1000 /* for a client's hello */
+
+/* Before the privilege drop: listens on sock_path + FD_UPLOAD_SUFFIX (a
+ * stale socket there is replaced), mode 0660. The path is written to
+ * ret_path (size bytes). Returns 0 or a negative errno. */
+int fd_upload_listen(const char *sock_path, char *ret_path, size_t size);
+/* After the sandbox is on: the thread that accepts, asks authorize (role
+ * RPC_ROLE_CLIENT, as for Symbols calls) and checks each descriptor.
+ * Returns 0 or a negative errno (no listeners: 0, nothing started). */
+int fd_upload_start(bool (*authorize)(const struct rpc_peer *peer, enum rpc_role role, void *ctx));
+/* Stops the thread, closes the listeners and the held descriptors. */
+void fd_upload_stop(void);
+/* Loop thread: the memfd held for id (the caller owns it) with its size,
+ * or -ENOENT. */
+int fd_upload_take(const struct fileid *id, uint64_t *ret_size);
