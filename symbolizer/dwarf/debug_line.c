@@ -299,9 +299,32 @@ fail:
 	return err;
 }
 
+/* What to keep (debug_line_read_some). start: the first row of the
+ * current sequence; last: the address of the row before; backwards: the
+ * sequence went back (a whole table drops such a sequence: so does this). */
+struct seq_filter {
+	bool (*keep)(uint64_t lo, uint64_t hi, void *ctx);
+	void *ctx;
+	size_t start;
+	uint64_t last;
+	bool backwards;
+};
+
 static int add_row(struct debug_line_table *t, size_t *cap, size_t max_rows, uint64_t addr,
-		   uint64_t file, uint64_t line, bool end)
+		   uint64_t file, uint64_t line, bool end, struct seq_filter *f)
 {
+	if (f->keep && t->n_rows > f->start) {
+		struct debug_line_row *prev = &t->rows[t->n_rows - 1];
+
+		if (addr < f->last)
+			f->backwards = true;
+		/* The row before covers [prev->addr, addr): not needed when no
+		 * address asked about is there, unless it starts the sequence
+		 * (its bounds decide overlaps). Replaced by this row. */
+		if (t->n_rows - 1 > f->start && !f->keep(prev->addr, addr, f->ctx))
+			t->n_rows--;
+	}
+	f->last = addr;
 	if (t->n_rows == *cap) {
 		size_t ncap = *cap ? *cap * 2 : 256;
 		struct debug_line_row *p;
@@ -322,12 +345,29 @@ static int add_row(struct debug_line_table *t, size_t *cap, size_t max_rows, uin
 		.line = line > UINT32_MAX ? 0 : (uint32_t)line,
 		.end_sequence = end,
 	};
+	if (end && f->keep) {
+		/* A sequence that is not wanted gives its rows back at once,
+		 * so the table holds only what is kept. */
+		if (f->backwards || !f->keep(t->rows[f->start].addr, addr, f->ctx))
+			t->n_rows = f->start;
+		f->start = t->n_rows;
+		f->backwards = false;
+	}
 	return 0;
 }
 
 int debug_line_read(const struct debug_line_sections *s, uint64_t offset, const char *comp_dir,
 		    size_t max_rows, struct debug_line_table *t)
 {
+	return debug_line_read_some(s, offset, comp_dir, max_rows, NULL, NULL, t);
+}
+
+int debug_line_read_some(const struct debug_line_sections *s, uint64_t offset,
+			 const char *comp_dir, size_t max_rows,
+			 bool (*keep)(uint64_t lo, uint64_t hi, void *ctx), void *ctx,
+			 struct debug_line_table *t)
+{
+	struct seq_filter filter = { .keep = keep, .ctx = ctx };
 	struct cur c = { 0 }, prog;
 	uint64_t unit_length, header_length;
 	bool dwarf64 = false;
@@ -487,7 +527,7 @@ int debug_line_read(const struct debug_line_sections *s, uint64_t offset, const 
 
 				addr += (uint64_t)(adj / line_range) * min_inst;
 				line += (int64_t)line_base + adj % line_range;
-				err = add_row(t, &cap, max_rows, addr, file, line, false);
+				err = add_row(t, &cap, max_rows, addr, file, line, false, &filter);
 				if (err < 0)
 					goto cleanup;
 				continue;
@@ -505,7 +545,7 @@ int debug_line_read(const struct debug_line_sections *s, uint64_t offset, const 
 				next = prog.p + len;
 				sub = (uint8_t)rd(&prog, 1);
 				if (sub == DW_LNE_end_sequence) {
-					err = add_row(t, &cap, max_rows, addr, file, line, true);
+					err = add_row(t, &cap, max_rows, addr, file, line, true, &filter);
 					if (err < 0)
 						goto cleanup;
 					addr = 0;
@@ -523,7 +563,7 @@ int debug_line_read(const struct debug_line_sections *s, uint64_t offset, const 
 				break;
 			}
 			case DW_LNS_copy:
-				err = add_row(t, &cap, max_rows, addr, file, line, false);
+				err = add_row(t, &cap, max_rows, addr, file, line, false, &filter);
 				if (err < 0)
 					goto cleanup;
 				break;

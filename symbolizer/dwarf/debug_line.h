@@ -43,4 +43,15 @@ struct debug_line_table {
  * in any case (free it with debug_line_table_done). */
 int debug_line_read(const struct debug_line_sections *secs, uint64_t offset, const char *comp_dir,
 		    size_t max_rows, struct debug_line_table *t);
+/* The same, keeping only the sequences [lo, hi) (hi: the end_sequence
+ * row's address) for which keep says so, and in them the first row, the
+ * end row and the rows whose span up to the next row keep wants: a
+ * partial index reads only the code it was asked about, and the last row
+ * at or below such an address is the same as in the whole table. A
+ * sequence whose addresses go back is dropped, as a whole index drops it.
+ * keep NULL: all rows. */
+int debug_line_read_some(const struct debug_line_sections *secs, uint64_t offset,
+			 const char *comp_dir, size_t max_rows,
+			 bool (*keep)(uint64_t lo, uint64_t hi, void *ctx), void *ctx,
+			 struct debug_line_table *t);
 void debug_line_table_done(struct debug_line_table *t);

@@ -386,6 +386,31 @@ static Elf_Data *section_data(Elf *elf, const char *want)
 
 /* Adds the rows of one unit's program, as sequences, and maps its file
  * numbers to global file indexes (*ret_map, n entries, caller frees). */
+/* Whether one of the sorted addrs lies in [lo, hi). */
+static bool holds_one(const uint64_t *addrs, size_t n, uint64_t lo, uint64_t hi)
+{
+	size_t l = 0, r = n;
+
+	while (l < r) {
+		size_t m = l + (r - l) / 2;
+
+		if (addrs[m] < lo)
+			l = m + 1;
+		else
+			r = m;
+	}
+	return l < n && addrs[l] < hi;
+}
+
+/* A partial index keeps the line sequences that hold an address asked
+ * about: the lookup of such an address finds its row in its sequence. */
+static bool seq_wanted(uint64_t lo, uint64_t hi, void *ctx)
+{
+	const struct builder *b = ctx;
+
+	return lo < hi && holds_one(b->only, b->n_only, lo, hi);
+}
+
 static int add_line_program(struct builder *b, const struct debug_line_sections *secs,
 			    uint64_t offset, const char *comp_dir, uint32_t **ret_map, size_t *ret_n)
 {
@@ -394,7 +419,8 @@ static int add_line_program(struct builder *b, const struct debug_line_sections 
 	size_t start = 0;
 	int err;
 
-	err = debug_line_read(secs, offset, comp_dir, LINE_INDEX_MAX_ROWS - b->n_rows, &t);
+	err = debug_line_read_some(secs, offset, comp_dir, LINE_INDEX_MAX_ROWS - b->n_rows,
+				   b->only ? seq_wanted : NULL, b, &t);
 	if (err < 0 && err != -EBADMSG)
 		goto cleanup;
 	if (err == -EBADMSG) {
@@ -555,6 +581,19 @@ static int materialize(struct builder *b, struct frame *frames, uint32_t k, cons
 	return frames[k].scope == LIX_NONE ? -E2BIG : 0;
 }
 
+/* Whether the DIE's ranges hold one of the addresses asked about. */
+static bool die_holds_one(const struct builder *b, Dwarf_Die *die)
+{
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+	unsigned n = 0;
+
+	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0 && n++ < 65536)
+		if (lo < hi && holds_one(b->only, b->n_only, lo, hi))
+			return true;
+	return false;
+}
+
 static int walk_unit(struct builder *b, Dwarf_Die *cudie, const uint32_t *fmap, size_t n_fmap)
 {
 	struct frame *frames = NULL;
@@ -588,6 +627,11 @@ static int walk_unit(struct builder *b, Dwarf_Die *cudie, const uint32_t *fmap, 
 		fr->inlined = tag == DW_TAG_inlined_subroutine;
 		fr->scope = LIX_NONE;
 		fr->parent_frame = enclosing;
+		/* A partial index skips functions that hold no address asked
+		 * about, with all they contain (inlined calls lie within their
+		 * caller's ranges): in a large unit that is most of its DIEs. */
+		if (b->only && tag == DW_TAG_subprogram && !die_holds_one(b, &fr->die))
+			goto next_sibling;
 		if (fr->subroutine) {
 			Dwarf_Addr base, lo, hi;
 			ptrdiff_t off = 0;
@@ -616,6 +660,7 @@ static int walk_unit(struct builder *b, Dwarf_Die *cudie, const uint32_t *fmap, 
 			frames[++depth] = (struct frame){ .die = child };
 			continue;
 		}
+next_sibling:
 		while (depth > 0 && dwarf_siblingof(&frames[depth].die, &child) != 0)
 			depth--;
 		if (depth == 0)
@@ -648,22 +693,6 @@ static Dwarf *set_alt(Dwarf *dw, Elf *alt_elf)
 	if (alt)
 		dwarf_setalt(dw, alt);
 	return alt;
-}
-
-/* Whether one of the sorted addrs lies in [lo, hi). */
-static bool holds_one(const uint64_t *addrs, size_t n, uint64_t lo, uint64_t hi)
-{
-	size_t l = 0, r = n;
-
-	while (l < r) {
-		size_t m = l + (r - l) / 2;
-
-		if (addrs[m] < lo)
-			l = m + 1;
-		else
-			r = m;
-	}
-	return l < n && addrs[l] < hi;
 }
 
 /* Whether the unit is to be read: always for a whole index; for
