@@ -10,7 +10,7 @@ sonde_build_packages=(
   libelf-dev libdw-dev zlib1g-dev          # ELF symbols, DWARF (symbolizer only)
   libiberty-dev                            # C++/Rust demangling (symbolizer only)
   liblzma-dev                              # MiniDebugInfo (.gnu_debugdata is xz; symbolizer only)
-  libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
+  libgrpc-dev protobuf-c-compiler libprotobuf-c-dev  # also the .a files (with Abseil, c-ares, RE2): the CLI links them statically
   libsqlite3-dev libssl-dev                # cache + profile store, SHA-256
   libcmocka-dev                            # unit tests
   libseccomp-dev                           # seccomp allow-lists (symbolizer sandbox, sensor)
