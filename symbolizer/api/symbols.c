@@ -23,6 +23,7 @@
 #include "log.h"
 #include "arena.h"
 #include "service.h"
+#include "sort_order.h"
 #include "otlp_exporter.h"
 #include "line_index.h"
 #include "symbols.pb-c.h"
@@ -213,22 +214,6 @@ static uint32_t strtab_index(struct strtab *st, struct arena *a, const char *s)
 	return (uint32_t)st->n_strings++;
 }
 
-/* Appends v to a malloc'd u32 column. */
-static int push_u32(uint32_t **col, size_t *n, size_t *cap, uint32_t v)
-{
-	if (*n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 4096;
-		uint32_t *p = realloc(*col, ncap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		*col = p;
-		*cap = ncap;
-	}
-	(*col)[(*n)++] = v;
-	return 0;
-}
-
 /* Columns of res are malloc'd (listed in *cols for the caller to free
  * after the reply is packed); strings are arena copies. */
 struct columns {
@@ -247,53 +232,102 @@ static void columns_free(struct columns *c, size_t n)
 	}
 }
 
+/* One looked-up frame as the compact columns hold it. */
+struct frame_ref {
+	uint32_t function, file, line;
+};
+
+/* The addresses are looked up in address order (sort_order.h), which
+ * walks the index forward, and the columns are then written in the
+ * query's order. */
 static int fill_compact(struct arena *a, const struct sym_query *q, const struct symtab *t,
 			const struct line_index *ix, const struct sym_opts *o,
 			Sonde__V1__SymbolizeResult *res, struct columns *cols)
 {
 	struct strtab st = { 0 };
-	size_t n_counts = 0, cap_counts = 0, n_f = 0, cap_f = 0, n_fi = 0, cap_fi = 0, n_l = 0,
-	       cap_l = 0;
-	int err = 0;
+	uint64_t *vas = NULL;
+	uint32_t *order = NULL, *start = NULL;
+	struct frame_ref *refs = NULL;
+	size_t n_refs = 0, cap_refs = 0, n_f = 0;
+	int err = -ENOMEM;
 
+	vas = malloc((q->n + 1) * sizeof(*vas));
+	order = malloc((q->n + 1) * sizeof(*order));
+	start = malloc((q->n + 1) * sizeof(*start));
+	cols->counts = calloc(q->n + 1, sizeof(*cols->counts));
+	if (!vas || !order || !start || !cols->counts)
+		goto out;
 	for (size_t i = 0; i < q->n; i++) {
+		vas[i] = q->addrs[i];
+		/* No vaddr for this file offset: no frames (UINT64_MAX is in no
+		 * index's ranges). */
+		if (!t || !ix || (q->file_offset && symtab_offset_to_vaddr(t, q->addrs[i], &vas[i]) < 0))
+			vas[i] = UINT64_MAX;
+	}
+	if (sort_order(vas, q->n, order) == -E2BIG)
+		goto out;
+	for (size_t j = 0; j < q->n; j++) {
 		struct line_frame fr[LINE_INDEX_MAX_FRAMES];
-		uint64_t va = q->addrs[i];
+		uint32_t i = order[j];
 		size_t n = 0, first = 0;
 
-		if (t && (!q->file_offset || symtab_offset_to_vaddr(t, q->addrs[i], &va) == 0) && ix)
-			n = line_index_lookup(ix, va, fr, LINE_INDEX_MAX_FRAMES);
+		if (vas[i] != UINT64_MAX)
+			n = line_index_lookup(ix, vas[i], fr, LINE_INDEX_MAX_FRAMES);
 		if (n && !o->inlines)
 			first = n - 1;
-		if ((err = push_u32(&cols->counts, &n_counts, &cap_counts, (uint32_t)(n - first))) < 0)
-			goto out;
-		for (size_t k = first; k < n; k++) {
-			uint32_t fn = strtab_index(&st, a, o->demangle ? fr[k].function : fr[k].raw);
-			uint32_t fi = o->lines ? strtab_index(&st, a, fr[k].file) : 0;
+		start[i] = (uint32_t)n_refs;
+		cols->counts[i] = (uint32_t)(n - first);
+		if (n_refs + LINE_INDEX_MAX_FRAMES > cap_refs) {
+			size_t cap = cap_refs ? cap_refs * 2 : 4 * q->n + LINE_INDEX_MAX_FRAMES;
+			struct frame_ref *p = realloc(refs, cap * sizeof(*p));
 
-			if (fn == UINT32_MAX || fi == UINT32_MAX) {
-				err = -ENOMEM;
+			if (!p)
 				goto out;
-			}
-			if ((err = push_u32(&cols->functions, &n_f, &cap_f, fn)) < 0 ||
-			    (err = push_u32(&cols->files, &n_fi, &cap_fi, fi)) < 0 ||
-			    (err = push_u32(&cols->lines, &n_l, &cap_l, o->lines ? fr[k].line : 0)) < 0)
+			refs = p;
+			cap_refs = cap;
+		}
+		for (size_t k = first; k < n; k++) {
+			struct frame_ref *r = &refs[n_refs++];
+
+			r->function = strtab_index(&st, a, o->demangle ? fr[k].function : fr[k].raw);
+			r->file = o->lines ? strtab_index(&st, a, fr[k].file) : 0;
+			r->line = o->lines ? fr[k].line : 0;
+			if (r->function == UINT32_MAX || r->file == UINT32_MAX)
 				goto out;
 		}
 	}
+	cols->functions = malloc((n_refs + 1) * sizeof(*cols->functions));
+	cols->files = malloc((n_refs + 1) * sizeof(*cols->files));
+	cols->lines = malloc((n_refs + 1) * sizeof(*cols->lines));
+	if (!cols->functions || !cols->files || !cols->lines)
+		goto out;
+	for (size_t i = 0; i < q->n; i++) {
+		for (uint32_t k = 0; k < cols->counts[i]; k++, n_f++) {
+			const struct frame_ref *r = &refs[start[i] + k];
+
+			cols->functions[n_f] = r->function;
+			cols->files[n_f] = r->file;
+			cols->lines[n_f] = r->line;
+		}
+	}
 	res->frame_counts = cols->counts;
-	res->n_frame_counts = n_counts;
+	res->n_frame_counts = q->n;
 	res->frame_functions = cols->functions;
 	res->n_frame_functions = n_f;
 	res->frame_files = cols->files;
-	res->n_frame_files = n_fi;
+	res->n_frame_files = n_f;
 	res->frame_lines = cols->lines;
-	res->n_frame_lines = n_l;
+	res->n_frame_lines = n_f;
 	cols->strings = st.strings;
 	st.strings = NULL;
 	res->strings = cols->strings;
 	res->n_strings = st.n_strings;
+	err = 0;
 out:
+	free(vas);
+	free(order);
+	free(start);
+	free(refs);
 	strtab_done(&st);
 	return err;
 }
