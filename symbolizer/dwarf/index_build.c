@@ -1209,6 +1209,39 @@ static void shdr_restore(struct shdr_copy *c)
 	c->saved = NULL;
 }
 
+/* Debug sections the index never reads. libdw decompresses every debug
+ * section it knows when it opens a file; in glibc's debug files the
+ * location lists alone are a sixth of the compressed bytes. Their names
+ * are blanked (name offset 0: "") in the saved header table, so libdw
+ * passes them by; shdr_restore puts the names back. */
+static void hide_unread_sections(struct shdr_copy *c, const void *buf, size_t size)
+{
+	static const char *const unread[] = {
+		".debug_loc", ".debug_loclists", ".debug_macro", ".debug_macinfo",
+		".debug_aranges", ".debug_pubnames", ".debug_pubtypes",
+		".debug_gnu_pubnames", ".debug_gnu_pubtypes", ".debug_frame",
+	};
+	const Elf64_Ehdr *eh = buf;
+	Elf64_Shdr *sh = c->at;
+	size_t n = c->len / sizeof(Elf64_Shdr);
+	const Elf64_Shdr *strs;
+
+	if (!c->saved || eh->e_shstrndx >= n)
+		return;
+	strs = &sh[eh->e_shstrndx];
+	if (strs->sh_type != SHT_STRTAB || (strs->sh_flags & SHF_COMPRESSED) ||
+	    strs->sh_offset > size || strs->sh_size > size - strs->sh_offset)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const char *name = (const char *)buf + strs->sh_offset + sh[i].sh_name;
+		size_t room = sh[i].sh_name < strs->sh_size ? strs->sh_size - sh[i].sh_name : 0;
+
+		for (size_t k = 0; room && k < sizeof(unread) / sizeof(unread[0]); k++)
+			if (strnlen(name, room) == strlen(unread[k]) && strcmp(name, unread[k]) == 0)
+				sh[i].sh_name = 0;
+	}
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -1251,6 +1284,9 @@ int line_index_build_for(void *file, size_t file_size, void *debug, size_t debug
 		shdr_save(&shdrs[1], debug, debug_size);
 	if (alt && native_elf64(alt, alt_size))
 		shdr_save(&shdrs[2], alt, alt_size);
+	hide_unread_sections(&shdrs[0], file, file_size);
+	hide_unread_sections(&shdrs[1], debug, debug_size);
+	hide_unread_sections(&shdrs[2], alt, alt_size);
 	elf = elf_memory(file, file_size);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		if (reason)
