@@ -956,24 +956,26 @@ int analysis_whole(struct service *svc, const struct fileid *id, struct file_ima
 		file_image_free(img);
 		goto done;
 	}
-	r = unwind_analysis_step(img, NULL, &need, &ut, NULL, &ureason);
-	if (r < 0 && r != -EBADMSG && r != -E2BIG && r != -EAGAIN) {
-		symtab_free(t);
-		goto fail;
-	}
 	t = merge_debug_file(svc, t, &dimg);
 	if (!dimg)
 		t = merge_minidebug(t, img);
+	/* The unwind table with the debug file's .debug_frame where there is
+	 * one, else (or if that fails) from the file alone: one computation,
+	 * not both (for libc the larger part of an upload's analysis). */
 	if (dimg) {
-		struct unwind_table *dut = NULL;
 		struct unwind_analysis_info info;
 
-		if (unwind_analysis_step(img, dimg, &need, &dut, &info, NULL) == 0 &&
-		    info.has_debug_file) {
+		if (unwind_analysis_step(img, dimg, &need, &ut, &info, NULL) != 0 ||
+		    !info.has_debug_file) {
 			unwind_table_free(ut);
-			ut = dut;
-		} else {
-			unwind_table_free(dut);
+			ut = NULL;
+		}
+	}
+	if (!ut) {
+		r = unwind_analysis_step(img, NULL, &need, &ut, NULL, &ureason);
+		if (r < 0 && r != -EBADMSG && r != -E2BIG && r != -EAGAIN) {
+			symtab_free(t);
+			goto fail;
 		}
 	}
 	log_info("analysed uploaded %.100s: %zu symbols, %zu unwind rows, %lld ms", name,
