@@ -101,6 +101,7 @@ def memfds_held(sym):
 
 
 def symbolize_cli(sym, addr, env=None):
+    """sonde symbolize --json --file WORKLOAD ADDR: the one result."""
     out = subprocess.run([str(SONDE), "symbolize", "--json", "--symbolizer", sym.address, "--file",
                           str(WORKLOAD), hex(addr)], capture_output=True, text=True, timeout=120,
                          env={**os.environ, **(env or {})})
@@ -127,6 +128,21 @@ def test_cli_hands_the_file_over_by_descriptor(tmp_path):
     assert frames[-1]["function"] == "leaf_b_hash", frames
     assert frames[0]["file"].endswith("tests/workload/workload.c") and frames[0]["line"] > 0
     assert answers["descriptor"] == answers["chunks"]
+
+
+def test_cli_falls_back_to_chunks_without_a_descriptor_socket(tmp_path):
+    """A symbolizer without the descriptor socket (an older one; here the
+    socket file is gone): the CLI sends chunks and gets the same answer."""
+    addr = nm_function(str(WORKLOAD), "leaf_b_hash")
+    sym = Symbolizer(tmp_path)
+    try:
+        os.unlink(fd_path(sym))
+        frames = symbolize_cli(sym, addr)["frames"]
+        assert frames[-1]["function"] == "leaf_b_hash", frames
+        log = sym.logtext()
+        assert "analysed uploaded sonde-workload" in log and "by descriptor" not in log, log
+    finally:
+        sym.stop()
 
 
 def test_descriptor_socket_refuses_what_it_cannot_trust(tmp_path):
