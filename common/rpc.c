@@ -1162,18 +1162,39 @@ static int unix_listen(const char *path)
 	return fd;
 }
 
-/* Accepts one connection on a Unix listener, records who is on the other
- * side, and hands the socket to gRPC. */
-static void unix_accept_one(struct rpc_server *s, int lfd)
+int rpc_unix_peer(int fd, struct rpc_peer *ret)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	gid_t groups[RPC_PEER_MAX_GROUPS];
 	socklen_t glen = sizeof(groups);
+
+	/* The kernel records the credentials at connect(): the peer cannot
+	 * change them afterwards (a set-uid helper it execs included). */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return -errno;
+	if (len != sizeof(cred))
+		return -EINVAL;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) < 0) {
+		/* ERANGE: more groups than we keep; the primary gid still counts. */
+		glen = 0;
+	}
+	*ret = (struct rpc_peer){ .transport = RPC_TRANSPORT_UNIX, .uid = cred.uid, .gid = cred.gid,
+				  .pid = cred.pid, .n_groups = glen / sizeof(gid_t) };
+	for (size_t i = 0; i < ret->n_groups; i++)
+		ret->groups[i] = groups[i];
+	return 0;
+}
+
+/* Accepts one connection on a Unix listener, records who is on the other
+ * side, and hands the socket to gRPC. */
+static void unix_accept_one(struct rpc_server *s, int lfd)
+{
+	struct rpc_peer peer;
 	grpc_server_credentials *creds;
 	struct conn_entry *e;
 	char key[64];
-	int fd;
+	int fd, err;
 
 	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0) {
@@ -1181,16 +1202,11 @@ static void unix_accept_one(struct rpc_server *s, int lfd)
 			log_debug("accept4 on a Unix listener: %s", strerror(errno));
 		return;
 	}
-	/* The kernel records the credentials at connect(): the peer cannot
-	 * change them afterwards (a set-uid helper it execs included). */
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred)) {
-		log_debug("SO_PEERCRED: %s, closing the connection", strerror(errno));
+	err = rpc_unix_peer(fd, &peer);
+	if (err < 0) {
+		log_debug("SO_PEERCRED: %s, closing the connection", strerror(-err));
 		close(fd);
 		return;
-	}
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) < 0) {
-		/* ERANGE: more groups than we keep; the primary gid still counts. */
-		glen = 0;
 	}
 	conn_key_for_fd(fd, key, sizeof(key));
 	pthread_mutex_lock(&s->conn_lock);
@@ -1201,16 +1217,16 @@ static void unix_accept_one(struct rpc_server *s, int lfd)
 	snprintf(e->key, sizeof(e->key), "%s", key);
 	e->used = true;
 	e->is_unix = true;
-	e->uid = cred.uid;
-	e->gid = cred.gid;
-	e->pid = cred.pid;
-	e->n_groups = glen / sizeof(gid_t);
+	e->uid = peer.uid;
+	e->gid = peer.gid;
+	e->pid = peer.pid;
+	e->n_groups = peer.n_groups;
 	for (size_t i = 0; i < e->n_groups; i++)
-		e->groups[i] = groups[i];
+		e->groups[i] = peer.groups[i];
 	e->last_used = ++s->conn_clock;
 	pthread_mutex_unlock(&s->conn_lock);
-	log_debug("unix peer uid %u gid %u pid %d on %s", (unsigned)cred.uid, (unsigned)cred.gid,
-		  (int)cred.pid, key);
+	log_debug("unix peer uid %u gid %u pid %d on %s", (unsigned)peer.uid, (unsigned)peer.gid,
+		  (int)peer.pid, key);
 	/* gRPC 1.51 takes only insecure credentials here (a local socket). */
 	creds = grpc_insecure_server_credentials_create();
 	grpc_server_add_channel_from_fd(s->srv, fd, creds);

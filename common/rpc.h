@@ -82,6 +82,10 @@ struct rpc_peer {
 	size_t n_names;
 };
 
+/* The peer of a connected Unix socket fd as the kernel recorded it at
+ * connect() (SO_PEERCRED, SO_PEERGROUPS): 0, or a negative errno. */
+int rpc_unix_peer(int fd, struct rpc_peer *ret);
+
 /* TLS material (file paths, PEM). Server: cert+key of the server and
  * client_ca for client certificates (required and verified). Client: ca
  * to verify the server, cert+key for its own certificate, server_name to

@@ -99,23 +99,9 @@ static void reply(int conn, int status, const char *message)
 
 static bool authorized(int conn)
 {
-	struct rpc_peer peer = { .transport = RPC_TRANSPORT_UNIX };
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	gid_t groups[RPC_PEER_MAX_GROUPS];
-	socklen_t glen = sizeof(groups);
+	struct rpc_peer peer;
 
-	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred))
-		return false;
-	if (getsockopt(conn, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) < 0)
-		glen = 0; /* more groups than we keep: the primary gid still counts */
-	peer.uid = cred.uid;
-	peer.gid = cred.gid;
-	peer.pid = cred.pid;
-	peer.n_groups = glen / sizeof(gid_t);
-	for (size_t i = 0; i < peer.n_groups; i++)
-		peer.groups[i] = groups[i];
-	return fdu.authorize(&peer, RPC_ROLE_CLIENT, NULL);
+	return rpc_unix_peer(conn, &peer) == 0 && fdu.authorize(&peer, RPC_ROLE_CLIENT, NULL);
 }
 
 /* Receives the hello and its one descriptor into *ret_fd (-1 when none
