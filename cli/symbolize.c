@@ -152,9 +152,8 @@ fail:
 
 /* Passes mfd with its hello on the descriptor socket beside the
  * symbolizer's Unix socket path. Returns 0 when it holds it, else -errno
- * (*why says what the symbolizer said, if it did). */
-static int pass_descriptor(const char *sock_path, int mfd, uint64_t size, const struct fileid *id,
-			   char *why, size_t why_size)
+ * (the symbolizer's status, or the socket's error). */
+static int pass_descriptor(const char *sock_path, int mfd, uint64_t size, const struct fileid *id)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct fd_upload_hello h = { .size = size };
@@ -170,7 +169,6 @@ static int pass_descriptor(const char *sock_path, int mfd, uint64_t size, const 
 	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
 	int sock, err;
 
-	why[0] = '\0';
 	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s%s", sock_path, FD_UPLOAD_SUFFIX) >=
 	    sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
@@ -191,8 +189,8 @@ static int pass_descriptor(const char *sock_path, int mfd, uint64_t size, const 
 		err = errno ? -errno : -EPROTO;
 		goto cleanup;
 	}
-	r.message[sizeof(r.message) - 1] = '\0';
-	snprintf(why, why_size, "%s", r.message);
+	/* Refused (r.message says why): the caller sends chunks, whose
+	 * answer states any real problem with the file. */
 	err = r.status ? -(int)r.status : 0;
 cleanup:
 	close(sock);
@@ -211,7 +209,6 @@ static int upload_by_descriptor(struct rpc_channel *ch, const char *address, int
 	Sonde__V1__UploadResponse *resp = NULL;
 	const char *mode = getenv("SONDE_UPLOAD");
 	struct rpc_error rerr;
-	char why[128];
 	int mfd, err;
 
 	if (strncmp(address, "unix:", 5) != 0 || (mode && strcmp(mode, "chunks") == 0))
@@ -219,7 +216,7 @@ static int upload_by_descriptor(struct rpc_channel *ch, const char *address, int
 	mfd = sealed_copy(fd, size);
 	if (mfd < 0)
 		return 1;
-	err = pass_descriptor(address + 5, mfd, size, id, why, sizeof(why));
+	err = pass_descriptor(address + 5, mfd, size, id);
 	close(mfd); /* the symbolizer holds its own reference */
 	if (err < 0)
 		return 1; /* no descriptor socket (an older symbolizer), or refused */
