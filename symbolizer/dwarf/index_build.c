@@ -627,12 +627,11 @@ static int walk_unit(struct builder *b, Dwarf_Die *cudie, const uint32_t *fmap, 
 		fr->inlined = tag == DW_TAG_inlined_subroutine;
 		fr->scope = LIX_NONE;
 		fr->parent_frame = enclosing;
-		/* A partial index skips functions that hold no address asked
-		 * about, with all they contain (inlined calls lie within their
-		 * caller's ranges): in a large unit that is most of its DIEs. */
-		if (b->only && tag == DW_TAG_subprogram && !die_holds_one(b, &fr->die))
-			goto next_sibling;
-		if (fr->subroutine) {
+		/* A partial index records (and names) only the functions and
+		 * inlined calls that hold an address asked about; it still
+		 * walks into the others, whose children may be functions of
+		 * their own (GNU C nested functions). */
+		if (fr->subroutine && (!b->only || die_holds_one(b, &fr->die))) {
 			Dwarf_Addr base, lo, hi;
 			ptrdiff_t off = 0;
 			unsigned n = 0;
@@ -660,7 +659,6 @@ static int walk_unit(struct builder *b, Dwarf_Die *cudie, const uint32_t *fmap, 
 			frames[++depth] = (struct frame){ .die = child };
 			continue;
 		}
-next_sibling:
 		while (depth > 0 && dwarf_siblingof(&frames[depth].die, &child) != 0)
 			depth--;
 		if (depth == 0)
@@ -1232,13 +1230,23 @@ static void hide_unread_sections(struct shdr_copy *c, const void *buf, size_t si
 	if (strs->sh_type != SHT_STRTAB || (strs->sh_flags & SHF_COMPRESSED) ||
 	    strs->sh_offset > size || strs->sh_size > size - strs->sh_offset)
 		return;
+	/* Offset 0 must be the empty name the blanked ones will have. */
+	if (strs->sh_size == 0 || ((const char *)buf)[strs->sh_offset] != '\0')
+		return;
 	for (size_t i = 0; i < n; i++) {
-		const char *name = (const char *)buf + strs->sh_offset + sh[i].sh_name;
-		size_t room = sh[i].sh_name < strs->sh_size ? strs->sh_size - sh[i].sh_name : 0;
+		const char *name;
+		size_t room;
 
-		for (size_t k = 0; room && k < sizeof(unread) / sizeof(unread[0]); k++)
-			if (strnlen(name, room) == strlen(unread[k]) && strcmp(name, unread[k]) == 0)
+		if (sh[i].sh_name >= strs->sh_size)
+			continue;
+		name = (const char *)buf + strs->sh_offset + sh[i].sh_name;
+		room = strs->sh_size - sh[i].sh_name;
+		for (size_t k = 0; k < sizeof(unread) / sizeof(unread[0]); k++) {
+			size_t len = strlen(unread[k]);
+
+			if (len < room && name[len] == '\0' && memcmp(name, unread[k], len) == 0)
 				sh[i].sh_name = 0;
+		}
 	}
 }
 
