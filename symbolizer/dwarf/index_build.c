@@ -502,6 +502,7 @@ struct frame {
 	bool inlined;
 	uint32_t scope; /* LIX_NONE until some range needs it */
 	uint32_t parent_frame; /* index of the enclosing subroutine frame, or LIX_NONE */
+	bool holds; /* partial index: its ranges hold an address asked about */
 };
 
 static bool descend(int tag)
@@ -628,10 +629,18 @@ static int walk_unit(struct builder *b, Dwarf_Die *cudie, const uint32_t *fmap, 
 		fr->scope = LIX_NONE;
 		fr->parent_frame = enclosing;
 		/* A partial index records (and names) only the functions and
-		 * inlined calls that hold an address asked about; it still
+		 * inlined calls that hold an address asked about. It still
 		 * walks into the others, whose children may be functions of
-		 * their own (GNU C nested functions). */
-		if (fr->subroutine && (!b->only || die_holds_one(b, &fr->die))) {
+		 * their own (GNU C nested functions), but an inlined call in a
+		 * caller that holds none holds none either (the whole index
+		 * clips a call to its caller's ranges), so only functions'
+		 * ranges are read there. */
+		fr->holds = false;
+		if (b->only && fr->subroutine)
+			fr->holds = (fr->inlined && (enclosing == LIX_NONE || !frames[enclosing].holds))
+					    ? false
+					    : die_holds_one(b, &fr->die);
+		if (fr->subroutine && (!b->only || fr->holds)) {
 			Dwarf_Addr base, lo, hi;
 			ptrdiff_t off = 0;
 			unsigned n = 0;
