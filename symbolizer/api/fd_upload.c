@@ -157,14 +157,16 @@ static int check(int fd, const struct fd_upload_hello *h, const char **why)
 	struct stat st;
 	int seals;
 
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		*why = "not a regular file (send a sealed memfd)";
-		return EINVAL;
-	}
+	/* The seals first: asking them never leaves the kernel, whereas an
+	 * fstat of a FUSE file could wait on whoever serves it. */
 	seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || (seals & REQUIRED_SEALS) != REQUIRED_SEALS) {
 		*why = "not a memfd sealed against writes, growing and shrinking";
 		return EPERM;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		*why = "not a regular file (send a sealed memfd)";
+		return EINVAL;
 	}
 	if (h->size == 0 || h->size > FD_UPLOAD_MAX_SIZE) {
 		*why = "size must be 1 byte to 1 GiB";

@@ -162,7 +162,7 @@ def test_descriptor_socket_refuses_what_it_cannot_trust(tmp_path):
         r, w = os.pipe()
         fds += [plain, unsealed, growable, good, r, w]
         refused(hello(fid, len(data)), [plain], "not a memfd sealed")
-        refused(hello(fid, len(data)), [r], "sealed memfd")
+        refused(hello(fid, len(data)), [r], "not a memfd sealed")
         refused(hello(fid, len(data)), [unsealed], "sealed against")
         refused(hello(fid, len(data)), [growable], "sealed against")
         refused(hello(bytes(16), len(data)), [good], "htlhash")
