@@ -374,14 +374,15 @@ def test_xz(services, big_file):
 
 
 def test_sort(services, big_file):
-    # Three times the file (120 MB): each sort runs ~3 s, not ~1 s. A
+    # Five times the file (200 MB): each sort runs ~5 s, not ~1 s. A
     # process's first milliseconds, before the sensor has scanned its new
-    # image, can give a sample without a table (about one a process at
+    # image, can give a sample without a table (one or two a process at
     # 99 Hz with perf --call-graph dwarf busy beside it); with a sort a
-    # second that alone came to 1.2 % of the samples in one run.
+    # second that alone came to 1.2 % of the samples in one run, and with
+    # three times the file (a sort every ~3 s) 7 of 784 in another.
     bigger = big_file.with_name("bigger.txt")
     with open(bigger, "wb") as out:
-        for _ in range(3):
+        for _ in range(5):
             out.write(big_file.read_bytes())
     cmd = ["sh", "-c", f"end=$(( $(date +%s) + {SECONDS} )); "
            f"while [ $(date +%s) -lt $end ]; do sort --parallel=1 -S 64M {bigger} >/dev/null; done"]
