@@ -169,8 +169,7 @@ static int pass_descriptor(const char *sock_path, int mfd, uint64_t size, const 
 	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
 	int sock, err;
 
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s%s", sock_path, FD_UPLOAD_SUFFIX) >=
-	    sizeof(sa.sun_path))
+	if (!fd_upload_socket_path(sock_path, sa.sun_path, sizeof(sa.sun_path)))
 		return -ENAMETOOLONG;
 	memcpy(h.magic, FD_UPLOAD_MAGIC, sizeof(h.magic));
 	memcpy(h.file_id, id->bytes, FILEID_LEN);

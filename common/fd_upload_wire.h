@@ -12,10 +12,20 @@
  */
 #pragma once
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define FD_UPLOAD_SUFFIX ".fd"
 #define FD_UPLOAD_MAGIC "SONDEFD1" /* 8 bytes, no NUL on the wire */
+
+/* The descriptor socket of the Unix socket at sock_path, into buf (size
+ * bytes); false when it does not fit. */
+static inline bool fd_upload_socket_path(const char *sock_path, char *buf, size_t size)
+{
+	return (size_t)snprintf(buf, size, "%s%s", sock_path, FD_UPLOAD_SUFFIX) < size;
+}
 
 /* Client to symbolizer, with exactly one descriptor attached. Host byte
  * order: both ends are on the same machine. */

@@ -569,8 +569,7 @@ static int prepare_for_user(const struct passwd *pw)
 			return r;
 		}
 		/* Its descriptor socket (fd_upload.h): the same people. */
-		if ((size_t)snprintf(fd_path, sizeof(fd_path), "%s%s", path, FD_UPLOAD_SUFFIX) <
-			    sizeof(fd_path) &&
+		if (fd_upload_socket_path(path, fd_path, sizeof(fd_path)) &&
 		    (chown(fd_path, 0, pw->pw_gid) < 0 || chmod(fd_path, 0660) < 0)) {
 			r = -errno;
 			log_error_errno(r, "cannot hand socket %s to %s", fd_path, pw->pw_name);
@@ -875,9 +874,7 @@ int main(int argc, char **argv)
 			goto cleanup;
 		}
 		if (strncmp(env.listen[i], "unix:", 5) == 0) {
-			char fd_path[PATH_MAX];
-
-			r = fd_upload_listen(env.listen[i] + 5, fd_path, sizeof(fd_path));
+			r = fd_upload_listen(env.listen[i] + 5);
 			if (r < 0) {
 				log_error_errno(r, "cannot listen on the descriptor socket of %s",
 						env.listen[i]);

@@ -24,12 +24,12 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "fd_upload.h"
 #include "fd_upload_wire.h"
 #include "log.h"
+#include "service.h"
 
 #define REQUIRED_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
 #define MAX_FDS_A_MESSAGE 8 /* room to see (and close) extra descriptors */
@@ -53,15 +53,7 @@ static struct {
 	struct held held[FD_UPLOAD_MAX_HELD];
 } fdu = { .stop_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int fd_upload_listen(const char *sock_path, char *ret_path, size_t size)
+int fd_upload_listen(const char *sock_path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct stat st;
@@ -69,16 +61,14 @@ int fd_upload_listen(const char *sock_path, char *ret_path, size_t size)
 
 	if (fdu.n_listeners == FD_UPLOAD_MAX_LISTENERS)
 		return -EMFILE;
-	if ((size_t)snprintf(ret_path, size, "%s%s", sock_path, FD_UPLOAD_SUFFIX) >= size ||
-	    strlen(ret_path) >= sizeof(sa.sun_path))
+	if (!fd_upload_socket_path(sock_path, sa.sun_path, sizeof(sa.sun_path)))
 		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, ret_path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
-	if (lstat(ret_path, &st) == 0 && S_ISSOCK(st.st_mode))
-		unlink(ret_path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(ret_path, 0660) < 0 ||
+	if (lstat(sa.sun_path, &st) == 0 && S_ISSOCK(st.st_mode))
+		unlink(sa.sun_path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(sa.sun_path, 0660) < 0 ||
 	    listen(fd, 16) < 0) {
 		err = -errno;
 		close(fd);
@@ -186,7 +176,7 @@ static int check(int fd, const struct fd_upload_hello *h, const char **why)
 /* Holds fd for id (taken). Returns 0 or EBUSY when every slot is full. */
 static int hold(const struct fileid *id, int fd, uint64_t size)
 {
-	int64_t now = now_ms();
+	int64_t now = service_now_ms();
 	struct held *free_slot = NULL;
 
 	pthread_mutex_lock(&fdu.lock);

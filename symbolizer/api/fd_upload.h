@@ -16,10 +16,10 @@
 #define FD_UPLOAD_MAX_SIZE (1ull << 30) /* as a chunked upload */
 #define FD_UPLOAD_CONN_TIMEOUT_MS 1000 /* for a client's hello */
 
-/* Before the privilege drop: listens on sock_path + FD_UPLOAD_SUFFIX (a
- * stale socket there is replaced), mode 0660. The path is written to
- * ret_path (size bytes). Returns 0 or a negative errno. */
-int fd_upload_listen(const char *sock_path, char *ret_path, size_t size);
+/* Before the privilege drop: listens on sock_path's descriptor socket
+ * (fd_upload_socket_path; a stale socket there is replaced), mode 0660.
+ * Returns 0 or a negative errno. */
+int fd_upload_listen(const char *sock_path);
 /* After the sandbox is on: the thread that accepts, asks authorize (role
  * RPC_ROLE_CLIENT, as for Symbols calls) and checks each descriptor.
  * Returns 0 or a negative errno (no listeners: 0, nothing started). */
