@@ -386,7 +386,7 @@ static Elf_Data *section_data(Elf *elf, const char *want)
 
 /* Adds the rows of one unit's program, as sequences, and maps its file
  * numbers to global file indexes (*ret_map, n entries, caller frees). */
-/* Whether one of the sorted addrs lies in [lo, hi). */
+/* Whether one of the sorted addrs lies in [lo, hi) (never, when lo >= hi). */
 static bool holds_one(const uint64_t *addrs, size_t n, uint64_t lo, uint64_t hi)
 {
 	size_t l = 0, r = n;
@@ -408,7 +408,7 @@ static bool seq_wanted(uint64_t lo, uint64_t hi, void *ctx)
 {
 	const struct builder *b = ctx;
 
-	return lo < hi && holds_one(b->only, b->n_only, lo, hi);
+	return holds_one(b->only, b->n_only, lo, hi);
 }
 
 static int add_line_program(struct builder *b, const struct debug_line_sections *secs,
@@ -582,16 +582,22 @@ static int materialize(struct builder *b, struct frame *frames, uint32_t k, cons
 	return frames[k].scope == LIX_NONE ? -E2BIG : 0;
 }
 
-/* Whether the DIE's ranges hold one of the addresses asked about. */
-static bool die_holds_one(const struct builder *b, Dwarf_Die *die)
+/* Whether the DIE's ranges hold one of the addresses asked about;
+ * *ret_any (may be NULL): whether it states any range. */
+static bool die_holds_one(const struct builder *b, Dwarf_Die *die, bool *ret_any)
 {
 	Dwarf_Addr base, lo, hi;
 	ptrdiff_t off = 0;
 	unsigned n = 0;
 
-	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0 && n++ < 65536)
-		if (lo < hi && holds_one(b->only, b->n_only, lo, hi))
+	if (ret_any)
+		*ret_any = false;
+	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0 && n++ < 65536) {
+		if (ret_any)
+			*ret_any = true;
+		if (holds_one(b->only, b->n_only, lo, hi))
 			return true;
+	}
 	return false;
 }
 
@@ -639,7 +645,7 @@ static int walk_unit(struct builder *b, Dwarf_Die *cudie, const uint32_t *fmap, 
 		if (b->only && fr->subroutine)
 			fr->holds = (fr->inlined && (enclosing == LIX_NONE || !frames[enclosing].holds))
 					    ? false
-					    : die_holds_one(b, &fr->die);
+					    : die_holds_one(b, &fr->die, NULL);
 		if (fr->subroutine && (!b->only || fr->holds)) {
 			Dwarf_Addr base, lo, hi;
 			ptrdiff_t off = 0;
@@ -707,19 +713,9 @@ static Dwarf *set_alt(Dwarf *dw, Elf *alt_elf)
  * when it states no ranges (then the whole index could use it too). */
 static bool unit_wanted(const struct builder *b, Dwarf_Die *cudie)
 {
-	Dwarf_Addr base, lo, hi;
-	ptrdiff_t off = 0;
-	unsigned n = 0;
-	bool any = false;
+	bool any;
 
-	if (!b->only)
-		return true;
-	while ((off = dwarf_ranges(cudie, off, &base, &lo, &hi)) > 0 && n++ < 65536) {
-		any = true;
-		if (lo < hi && holds_one(b->only, b->n_only, lo, hi))
-			return true;
-	}
-	return !any;
+	return !b->only || die_holds_one(b, cudie, &any) || !any;
 }
 
 static int read_dwarf(struct builder *b, Elf *elf, Elf *alt_elf, bool *ret_any)
