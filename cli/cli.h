@@ -49,6 +49,9 @@ struct cli_symbolize_opts {
 int cli_symbolize_file(const struct cli_symbolize_opts *o, int n, char **addrs);
 /* Writes s as a JSON string (quoted, escaped). */
 void cli_json_string(FILE *out, const char *s);
+/* The same into out, which holds 6 * strlen(s) + 3 bytes (s NULL: "");
+ * NUL-terminated. Returns the end (at the NUL). */
+char *cli_json_quote_into(char *out, const char *s);
 
 /* Prints the top table (at most limit rows). */
 void cli_print_top(FILE *out, const Sonde__V1__TopResponse *top, unsigned limit);

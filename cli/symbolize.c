@@ -318,31 +318,14 @@ cleanup:
 }
 
 /* A string as a JSON value, with its quotes, malloc'd; *ret_len its
- * length. Escaped as cli_json_string does, without a stream per string
- * (a batch has thousands). */
+ * length. */
 static char *json_quote(const char *s, size_t *ret_len)
 {
-	size_t len = strlen(s);
-	char *buf = malloc(len * 6 + 3), *p = buf;
+	char *buf = malloc(strlen(s) * 6 + 3);
 
 	if (!buf)
 		return NULL;
-	*p++ = '"';
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\') {
-			*p++ = '\\';
-			*p++ = (char)ch;
-		} else if (ch < 0x20) {
-			p += sprintf(p, "\\u%04x", ch);
-		} else {
-			*p++ = (char)ch;
-		}
-	}
-	*p++ = '"';
-	*p = '\0';
-	*ret_len = (size_t)(p - buf);
+	*ret_len = (size_t)(cli_json_quote_into(buf, s) - buf);
 	return buf;
 }
 
