@@ -11,6 +11,7 @@ import grp
 import json
 import os
 import pwd
+import shutil
 import socket
 import struct
 import subprocess
@@ -19,73 +20,19 @@ import sys
 import grpc
 import pytest
 
+import fd_wire
 from conftest import SONDE, WORKLOAD, Symbolizer, symbols_pb2
+from fd_wire import hello, sealed_memfd
 from test_symbols_api import htlhash, nm_function
-
-SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
-
-# Run as another user: passes a sealed memfd of argv[2] and prints the
-# symbolizer's status and message.
-PASS_AS = r"""
-import fcntl, hashlib, os, socket, struct, sys
-data = open(sys.argv[2], "rb").read()
-fid = hashlib.sha256(data[:4096] + data[-4096:] + len(data).to_bytes(8, "big")).digest()[:16]
-fd = os.memfd_create("t", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-os.write(fd, data)
-fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE)
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.settimeout(10)
-try:
-    s.connect(sys.argv[1])
-except OSError as e:
-    print("connect", e.errno)
-    sys.exit(0)
-try:
-    socket.send_fds(s, [b"SONDEFD1" + fid + struct.pack("=Q", len(data))], [fd])
-except OSError:
-    pass  # refused before the hello was read: the reply is there
-r = b""
-while len(r) < 128:
-    b = s.recv(128 - len(r))
-    if not b:
-        break
-    r += b
-print("status", struct.unpack("=I", r[:4])[0], r[4:].split(b"\0")[0].decode())
-"""
 
 
 def fd_path(sym):
     return str(sym.sock) + ".fd"
 
 
-def sealed_memfd(data, seals=SEALS):
-    fd = os.memfd_create("sonde-test", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-    if seals:
-        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
-    return fd
-
-
 def hand_over(sym, payload, fds):
-    """Sends payload with fds on the descriptor socket: (status, message)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(10)
-        s.connect(fd_path(sym))
-        socket.send_fds(s, [payload], fds)
-        r = b""
-        while len(r) < 128:
-            b = s.recv(128 - len(r))
-            if not b:
-                break
-            r += b
-    assert len(r) == 128, r
-    return struct.unpack("=I", r[:4])[0], r[4:].split(b"\0")[0].decode()
-
-
-def hello(fid, size):
-    return b"SONDEFD1" + fid + struct.pack("=Q", size)
+    """Sends payload with fds on sym's descriptor socket: (status, message)."""
+    return fd_wire.hand_over(fd_path(sym), payload, fds)
 
 
 def memfds_held(sym):
@@ -215,18 +162,22 @@ def test_descriptor_socket_asks_the_symbols_policy(tmp_path):
     sonde_gid = grp.getgrnam("sonde").gr_gid
     clients = grp.getgrnam("nogroup").gr_gid
     sym = Symbolizer(tmp_path, extra=["--client-group", "nogroup"])
-    # nobody must be able to read the file it hands over.
+    # nobody must be able to read the file it hands over, and the script.
     copy = tmp_path / "workload-copy"
     copy.write_bytes(WORKLOAD.read_bytes())
     copy.chmod(0o644)
+    script = tmp_path / "fd_wire.py"
+    shutil.copy(fd_wire.__file__, script)
+    script.chmod(0o644)
     tmp_path.chmod(0o755)
+    fid = htlhash(copy.read_bytes()).hex()
 
     def run_as(groups):
         def demote():
             os.setgroups(groups)
             os.setgid(groups[0])
             os.setuid(nobody)
-        p = subprocess.run([sys.executable, "-c", PASS_AS, fd_path(sym), str(copy)], preexec_fn=demote,
+        p = subprocess.run([sys.executable, str(script), fd_path(sym), str(copy), fid], preexec_fn=demote,
                            capture_output=True, text=True, timeout=60, cwd="/")
         assert p.returncode == 0, p.stderr
         return p.stdout.strip()
