@@ -68,9 +68,8 @@ struct file_image *file_image_new(uint64_t size)
 	return img;
 }
 
-/* Maps all of fd (a regular file, borrowed) as a present image;
- * populate: map every page now (all of them are in memory). */
-static struct file_image *map_whole(int fd, bool populate)
+/* Maps all of fd (a regular file, borrowed) as a present image. */
+static struct file_image *map_whole(int fd)
 {
 	struct file_image *img = NULL;
 	struct stat st;
@@ -102,18 +101,7 @@ static struct file_image *map_whole(int fd, bool populate)
 	/* Private, writable copy-on-write: libelf rewrites the section
 	 * headers of compressed debug sections in its buffer when libdw
 	 * decompresses them; nothing reaches the file. */
-	if (populate) {
-		/* Read-only first: populating a writable private mapping would
-		 * copy every page. Each fault costs ~10 us on this kind of VM. */
-		p = mmap(NULL, img->map_len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-		if (p != MAP_FAILED && mprotect(p, img->map_len, PROT_READ | PROT_WRITE) < 0) {
-			err = errno;
-			munmap(p, img->map_len);
-			goto cleanup;
-		}
-	} else {
-		p = mmap(NULL, img->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-	}
+	p = mmap(NULL, img->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
 	if (p == MAP_FAILED) {
 		err = errno;
 		goto cleanup;
@@ -143,7 +131,7 @@ struct file_image *file_image_open(const char *path)
 		return NULL;
 	/* A debug file in a configured directory is trusted not to be
 	 * truncated under us (that would be SIGBUS). */
-	img = map_whole(fd, false);
+	img = map_whole(fd);
 	err = errno;
 	close(fd);
 	errno = err;
@@ -160,7 +148,7 @@ struct file_image *file_image_map_sealed(int fd)
 		errno = EPERM;
 		return NULL;
 	}
-	return map_whole(fd, true);
+	return map_whole(fd);
 }
 
 void file_image_free(struct file_image *img)
