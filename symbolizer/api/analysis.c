@@ -705,7 +705,7 @@ static void job_end(struct service *svc, struct job *j, struct symtab *t, const 
 		 * takes both images. */
 		if (index_worker_submit(&j->id, j->img, dimg,
 					open_alt_file(svc, j->img, dimg, j->lines_sparse),
-					j->lines_sparse, name, 0) < 0)
+					j->lines_sparse ? INDEX_TASK_SPARSE : 0, name, 0) < 0)
 			log_warn("cannot queue the source index of %.100s, ignoring", name);
 		j->img = NULL;
 		log_info("analysed %.100s (%s): %zu symbols, %zu unwind rows%s%s, %llu bytes in %u reads, %u round trips, %lld ms",
@@ -932,10 +932,9 @@ int analysis_whole(struct service *svc, const struct fileid *id, struct file_ima
 		   const char *name, const char **ret_error)
 {
 	struct symtab *t = NULL;
-	struct unwind_table *ut = NULL;
 	struct file_image *dimg = NULL;
 	struct elf_need need;
-	const char *reason = NULL, *ureason = NULL;
+	const char *reason = NULL;
 	int64_t t0 = service_now_ms(), now = (int64_t)time(NULL);
 	int r = -EAGAIN;
 
@@ -959,38 +958,17 @@ int analysis_whole(struct service *svc, const struct fileid *id, struct file_ima
 	t = merge_debug_file(svc, t, &dimg);
 	if (!dimg)
 		t = merge_minidebug(t, img);
-	/* The unwind table with the debug file's .debug_frame where there is
-	 * one, else (or if that fails) from the file alone: one computation,
-	 * not both (for libc the larger part of an upload's analysis). */
-	if (dimg) {
-		struct unwind_analysis_info info;
-
-		if (unwind_analysis_step(img, dimg, &need, &ut, &info, NULL) != 0 ||
-		    !info.has_debug_file) {
-			unwind_table_free(ut);
-			ut = NULL;
-		}
-	}
-	if (!ut) {
-		r = unwind_analysis_step(img, NULL, &need, &ut, NULL, &ureason);
-		if (r < 0 && r != -EBADMSG && r != -E2BIG && r != -EAGAIN) {
-			symtab_free(t);
-			goto fail;
-		}
-	}
-	log_info("analysed uploaded %.100s: %zu symbols, %zu unwind rows, %lld ms", name,
-		 symtab_count(t), ut ? unwind_table_count(ut) : 0,
+	log_info("analysed uploaded %.100s: %zu symbols, %lld ms", name, symtab_count(t),
 		 (long long)(service_now_ms() - t0));
 	if (cache_store(svc->cache, id, t, NULL, now) < 0)
 		log_warn("cannot write the analysis of %.100s to the cache, ignoring", name);
-	if (cache_store_unwind(svc->cache, id, ut, ut ? NULL : (ureason ? ureason : "no usable call frame information"), now) < 0)
-		log_warn("cannot write the unwind table of %.100s to the cache, ignoring", name);
 	/* The source index (the longest part: 80 ms for libasan's 6 MB of
 	 * DWARF) is built on the worker; the client that uploaded asks next,
 	 * and its first query is answered from the units it needs
-	 * (index_worker_first_answer) while the worker builds the rest. */
-	if (index_worker_submit(id, img, dimg, open_alt_file(svc, img, dimg, false), false, name,
-				service_now_ms() + UPLOAD_INDEX_HOLD_MS) < 0)
+	 * (index_worker_first_answer) while the worker builds the rest. The
+	 * unwind table comes after the index, on the worker too. */
+	if (index_worker_submit(id, img, dimg, open_alt_file(svc, img, dimg, false),
+				INDEX_TASK_UNWIND, name, service_now_ms() + UPLOAD_INDEX_HOLD_MS) < 0)
 		log_warn("cannot queue the source index of %.100s, ignoring", name);
 	*ret_error = NULL;
 done:

@@ -19,6 +19,11 @@
  * with hold_until_ms), as the client that uploaded asks next and the worker
  * would otherwise have taken the task already; a held task goes to the
  * queue when that first query comes, or when its time is up.
+ *
+ * An upload's task also computes the file's unwind table, after the index
+ * (INDEX_TASK_UNWIND): on the loop thread it was most of the time between
+ * the upload and the client's first answer. Here it cannot race a first
+ * answer's build over the same images, as a running task is on no list.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -30,6 +35,7 @@
 #include "log.h"
 #include "line_index.h"
 #include "service.h"
+#include "unwind_analysis.h"
 
 #define WORKER_MAX_QUEUED 256u
 /* A first answer reads at most this many DIEs (a few ms); a query
@@ -40,12 +46,15 @@ struct index_task {
 	struct index_task *next;
 	struct fileid id;
 	struct file_image *img, *dimg, *aimg; /* taken */
-	bool sparse;
+	unsigned flags; /* INDEX_TASK_* */
 	int64_t held_until_ms; /* on the held list until then */
 	char name[128];
 	struct line_index *ix; /* result */
 	const char *reason;
 	int err;
+	struct unwind_table *ut; /* INDEX_TASK_UNWIND: result, or NULL and ureason */
+	const char *ureason;
+	int uerr;
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -63,6 +72,7 @@ static void task_free(struct index_task *t)
 	file_image_free(t->dimg);
 	file_image_free(t->aimg);
 	line_index_free(t->ix);
+	unwind_table_free(t->ut);
 	free(t);
 }
 
@@ -91,7 +101,10 @@ static void *worker(void *arg)
 					  t->dimg ? file_image_size(t->dimg) : 0,
 					  t->aimg ? (void *)file_image_data(t->aimg) : NULL,
 					  t->aimg ? file_image_size(t->aimg) : 0,
-					  t->sparse ? LINE_INDEX_SYMBOLS_ONLY : 0, &t->ix, &t->reason);
+					  (t->flags & INDEX_TASK_SPARSE) ? LINE_INDEX_SYMBOLS_ONLY : 0,
+					  &t->ix, &t->reason);
+		if (t->flags & INDEX_TASK_UNWIND)
+			t->uerr = unwind_analysis_whole(t->img, t->dimg, &t->ut, &t->ureason);
 		pthread_mutex_lock(&mu);
 		running = NULL;
 		t->next = done;
@@ -167,7 +180,7 @@ static struct index_task *unlink_waiting(const struct fileid *id)
 }
 
 int index_worker_submit(const struct fileid *id, struct file_image *img, struct file_image *dimg,
-			struct file_image *aimg, bool sparse, const char *name, int64_t hold_until_ms)
+			struct file_image *aimg, unsigned flags, const char *name, int64_t hold_until_ms)
 {
 	struct index_task *t = calloc(1, sizeof(*t));
 	int err = 0;
@@ -182,7 +195,7 @@ int index_worker_submit(const struct fileid *id, struct file_image *img, struct 
 	t->img = img;
 	t->dimg = dimg;
 	t->aimg = aimg;
-	t->sparse = sparse;
+	t->flags = flags;
 	snprintf(t->name, sizeof(t->name), "%s", name);
 	pthread_mutex_lock(&mu);
 	if (n_todo >= WORKER_MAX_QUEUED) {
@@ -228,7 +241,7 @@ int index_worker_first_answer(const struct fileid *id, const uint64_t *addrs, si
 				   t->dimg ? file_image_size(t->dimg) : 0,
 				   t->aimg ? (void *)file_image_data(t->aimg) : NULL,
 				   t->aimg ? file_image_size(t->aimg) : 0,
-				   t->sparse ? LINE_INDEX_SYMBOLS_ONLY : 0, addrs, n,
+				   (t->flags & INDEX_TASK_SPARSE) ? LINE_INDEX_SYMBOLS_ONLY : 0, addrs, n,
 				   FIRST_ANSWER_MAX_DIES, ret_units, ret, &reason);
 	pthread_mutex_lock(&mu);
 	enqueue(t, true);
@@ -290,6 +303,25 @@ bool index_worker_busy(void)
 	return busy;
 }
 
+/* Loop thread: the unwind table an upload's task computed goes to the
+ * cache, and sessions whose sensors map the file are told (as when an
+ * analysis job ends). */
+static void store_unwind(struct service *svc, struct index_task *t)
+{
+	if (t->uerr < 0) {
+		log_warn("unwind table of %.100s: %s, ignoring", t->name, strerror(-t->uerr));
+		return;
+	}
+	log_debug("unwind table of %.100s: %zu rows%s%s", t->name,
+		  t->ut ? unwind_table_count(t->ut) : 0, t->ut ? "" : ": ",
+		  t->ut ? "" : t->ureason);
+	if (cache_store_unwind(svc->cache, &t->id, t->ut, t->ut ? NULL : t->ureason,
+			       (int64_t)time(NULL)) < 0)
+		log_warn("cannot write the unwind table of %.100s to the cache, ignoring", t->name);
+	t->ut = NULL; /* the cache took it */
+	service_file_done(svc, &t->id);
+}
+
 void index_worker_collect(struct service *svc)
 {
 	struct index_task *list;
@@ -319,6 +351,8 @@ void index_worker_collect(struct service *svc)
 					 t->name);
 			t->ix = NULL; /* the cache took it */
 		}
+		if (t->flags & INDEX_TASK_UNWIND)
+			store_unwind(svc, t);
 		task_free(t);
 		any = true;
 	}

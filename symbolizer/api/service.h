@@ -247,13 +247,19 @@ void spans_call(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 /* ---- pprof_call.c ---- */
 void pprof_call(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 /* ---- index_worker.c ---- */
+/* index_worker_submit flags. */
+#define INDEX_TASK_SPARSE 1u /* symbols only (LINE_INDEX_SYMBOLS_ONLY) */
+/* Also the unwind table, after the index, stored when collected: an
+ * upload's client waits for its answers, not for a table that only a
+ * sensor mapping the file would load. */
+#define INDEX_TASK_UNWIND 2u
 /* Queues the source index of id for the worker thread; takes img, dimg
  * (the debug file) and aimg (its DWZ alternate file; both may be NULL) in
  * any case. hold_until_ms (service_now_ms() time, 0: none): keep the task
  * off the queue until then or until a first answer is asked of it.
  * Returns 0 or a negative errno. */
 int index_worker_submit(const struct fileid *id, struct file_image *img, struct file_image *dimg,
-			struct file_image *aimg, bool sparse, const char *name,
+			struct file_image *aimg, unsigned flags, const char *name,
 			int64_t hold_until_ms);
 /* Loop thread: when id's index is held or queued (not yet being built),
  * builds an index of only the units that hold addrs (vaddrs) into *ret
@@ -271,7 +277,8 @@ void index_worker_release_held(int64_t now_ms);
 bool index_worker_pending(const struct fileid *id);
 /* Whether a task is queued, running or waits to be collected. */
 bool index_worker_busy(void);
-/* Loop thread: stores finished indexes in the cache, wakes waiters. */
+/* Loop thread: stores finished indexes (and unwind tables) in the
+ * cache, wakes waiters. */
 void index_worker_collect(struct service *svc);
 /* Joins the worker and drops what is left. */
 void index_worker_stop(void);

@@ -501,3 +501,37 @@ out:
 	free(dlayout);
 	return err;
 }
+
+int unwind_analysis_whole(const struct file_image *img, const struct file_image *debug_img,
+			  struct unwind_table **ret_table, const char **reason)
+{
+	struct unwind_analysis_info info;
+	struct unwind_table *t = NULL;
+	struct elf_need need;
+	int r;
+
+	*ret_table = NULL;
+	*reason = NULL;
+	if (debug_img) {
+		r = unwind_analysis_step(img, debug_img, &need, &t, &info, NULL);
+		if (r == 0 && info.has_debug_file) {
+			*ret_table = t;
+			return 0;
+		}
+		unwind_table_free(t);
+		t = NULL;
+		if (r == -ENOMEM)
+			return r;
+	}
+	r = unwind_analysis_step(img, NULL, &need, &t, NULL, reason);
+	if (r == 0) {
+		*ret_table = t;
+		return 0;
+	}
+	if (r == -ENOMEM)
+		return r;
+	if (!*reason)
+		*reason = r == -E2BIG ? "more unwind rows than a table may have"
+				      : "no usable call frame information";
+	return 0;
+}

@@ -48,3 +48,10 @@ struct unwind_analysis_info {
 int unwind_analysis_step(const struct file_image *img, const struct file_image *debug_img,
 			 struct elf_need *need, struct unwind_table **ret_table,
 			 struct unwind_analysis_info *info, const char **reason);
+
+/* For a whole image (every byte present, as an upload's): the table with
+ * the debug file's .debug_frame where debug_img has one, else from img
+ * alone; one computation, not both. No usable table is not an error:
+ * *ret_table NULL and *reason says why. Returns 0 or -ENOMEM. */
+int unwind_analysis_whole(const struct file_image *img, const struct file_image *debug_img,
+			  struct unwind_table **ret_table, const char **reason);

@@ -2,14 +2,17 @@
 and receives its UnwindTable (rows decode as bpf/unwind.h's 12-byte
 little-endian struct, sorted and consistent); a second symbolizer on the
 same cache sends the table again with no ReadRange at all, within 1 s;
-a file with no usable table gets one UnwindTable with error set."""
+a file with no usable table gets one UnwindTable with error set; a file
+a client uploaded gets its table too (computed after its source index),
+the same rows as from a sensor's bytes."""
 import struct
+import subprocess
 import threading
 import time
 
 import grpc
 
-from conftest import Symbolizer, ingest_pb2, wait_for
+from conftest import SONDE, Symbolizer, ingest_pb2, wait_for
 from pysensor import PySensor
 
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
@@ -122,6 +125,49 @@ def test_unwind_table_sent_and_cached(tmp_path):
         s.close()
     finally:
         sym.stop()
+
+
+def sensor_rows(sym, libc):
+    """libc's table as a new Python sensor mapping it receives: (rows,
+    ReadRange count)."""
+    s = TableSensor(sym.address, {LIBC: libc})
+    try:
+        s.hello()
+        fid = s.ids[LIBC]
+        s.process(4242, "pytest", [LIBC])
+        wait_for(lambda: fid in s.table_done, 20, "libc's unwind table")
+        return s.rows(fid), len(s.reads)
+    finally:
+        s.close()
+
+
+def test_uploaded_file_gets_its_table(tmp_path):
+    """An upload's analysis leaves the unwind table to the index worker
+    (the client waits for its answers, not for the table); the table still
+    reaches the cache and a sensor that maps the file, without a read."""
+    libc = open(LIBC, "rb").read()
+    for d in "ab":
+        (tmp_path / d).mkdir()
+    sym = Symbolizer(tmp_path / "a")
+    try:
+        out = subprocess.run([str(SONDE), "symbolize", "--json", "--symbolizer", sym.address,
+                              "--file", LIBC, "0x28000"], capture_output=True, text=True,
+                             timeout=120)
+        assert out.returncode == 0, out.stderr
+        wait_for(lambda: sym.status().unwind_tables_built >= 1, 20,
+                 "the uploaded file's unwind table in the cache")
+        rows, reads = sensor_rows(sym, libc)
+        assert reads == 0, f"libc was read from the sensor: {reads} ReadRange"
+        check_rows(rows, len(libc))
+    finally:
+        sym.stop()
+    sym = Symbolizer(tmp_path / "b")
+    try:
+        expect, reads = sensor_rows(sym, libc)
+        assert reads, "the table was not computed from the sensor's bytes"
+    finally:
+        sym.stop()
+    assert rows == expect
 
 
 def test_unwind_error_for_a_file_without_tables(tmp_path):
