@@ -34,6 +34,7 @@
 #include "api/fd_upload.h"
 #include "api/service.h"
 #include "fd_upload_wire.h"
+#include "malloc_tuning.h"
 #include "sandbox.h"
 #include "otlp_exporter.h"
 
@@ -744,10 +745,13 @@ int main(int argc, char **argv)
 	char dir[PATH_MAX];
 	int r, sig = 0;
 
+	malloc_tuning_apply(argv);
 	if (parse_args(argc, argv) < 0)
 		return 2;
 	tls = (struct rpc_tls){ .ca = env.tls_client_ca, .cert = env.tls_cert, .key = env.tls_key };
 	log_init("sonde-symbolizer", env.verbose ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO);
+	if (!malloc_tuning_active())
+		log_info("GLIBC_TUNABLES set by the caller: the heap is not asked for huge pages");
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);

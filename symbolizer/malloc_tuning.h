@@ -1,0 +1,13 @@
+/* malloc_tuning.h - the symbolizer's heap on transparent huge pages. */
+#pragma once
+
+#include <stdbool.h>
+
+/* Re-executes the program (/proc/self/exe, same argv) with GLIBC_TUNABLES
+ * set to MALLOC_TUNABLES, unless GLIBC_TUNABLES is set already (the
+ * operator's own choice, or this exec done). Returns only if it did not
+ * exec; call it first in main, before any thread, descriptor or output. */
+void malloc_tuning_apply(char **argv);
+
+/* Whether this process runs with MALLOC_TUNABLES. */
+bool malloc_tuning_active(void);

@@ -1,0 +1,49 @@
+"""The symbolizer re-executes itself with glibc's malloc tunables
+(symbolizer/malloc_tuning.c): its heap is advised for huge pages, and one
+arena serves every thread. A caller's own GLIBC_TUNABLES is left alone."""
+import os
+
+from conftest import Symbolizer
+
+
+def environ(pid):
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        return dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+
+
+def heap_flags(pid):
+    """VmFlags of the [heap] mappings."""
+    flags, in_heap = [], False
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            if "-" in line.split()[0] and len(line.split()) >= 5:
+                in_heap = line.rstrip().endswith("[heap]")
+            elif in_heap and line.startswith("VmFlags:"):
+                flags.append(line.split()[1:])
+    return flags
+
+
+def test_heap_on_huge_pages(tmp_path):
+    sym = Symbolizer(tmp_path)
+    try:
+        st = sym.status()  # it serves after the exec (same pid)
+        assert st.version
+        env = environ(sym.proc.pid)
+        assert env.get(b"GLIBC_TUNABLES", b"").startswith(b"glibc.malloc.hugetlb=1"), env
+        flags = heap_flags(sym.proc.pid)
+        assert any("hg" in f for f in flags), f"no [heap] mapping advised for huge pages: {flags}"
+    finally:
+        sym.stop()
+    assert "not asked for huge pages" not in open(tmp_path / "symbolizer.log").read()
+
+
+def test_callers_tunables_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.tcache_count=7")
+    sym = Symbolizer(tmp_path)
+    try:
+        assert sym.status().version
+        assert environ(sym.proc.pid)[b"GLIBC_TUNABLES"] == b"glibc.malloc.tcache_count=7"
+        assert not any("hg" in f for f in heap_flags(sym.proc.pid))
+    finally:
+        sym.stop()
+    assert "not asked for huge pages" in open(tmp_path / "symbolizer.log").read()
