@@ -50,15 +50,71 @@ static int parse_addr(const char *s, uint64_t *ret)
 	return parse_u64(s, 16, ret);
 }
 
+/* One address line [p, end) without its newline: blanks around, an
+ * optional 0x, hex digits. Returns 0, 1 (blank: skip) or -EINVAL. */
+static int parse_line(const char *p, const char *end, uint64_t *ret)
+{
+	uint64_t v = 0;
+	size_t digits = 0;
+
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	while (end > p && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
+		end--;
+	if (p == end)
+		return 1;
+	if (end - p > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+		p += 2;
+	for (; p < end; p++, digits++) {
+		unsigned d;
+
+		if (*p >= '0' && *p <= '9')
+			d = (unsigned)(*p - '0');
+		else if ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'f')
+			d = (unsigned)((*p | 0x20) - 'a' + 10);
+		else
+			return -EINVAL;
+		if (v >> 60)
+			return -EINVAL; /* more than 64 bits */
+		v = v << 4 | d;
+	}
+	*ret = v;
+	return 0;
+}
+
+/* Appends v to *a (growing it, up to MAX_ADDRESSES). Returns 0 or an
+ * exit code. */
+static int push_address(uint64_t **a, size_t *cnt, size_t *cap, uint64_t v)
+{
+	if (*cnt == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 4096;
+		uint64_t *p;
+
+		if (ncap > MAX_ADDRESSES) {
+			fprintf(stderr, "sonde: more than %u addresses\n", MAX_ADDRESSES);
+			return 2;
+		}
+		p = realloc(*a, ncap * sizeof(*p));
+		if (!p)
+			return 1;
+		*a = p;
+		*cap = ncap;
+	}
+	(*a)[(*cnt)++] = v;
+	return 0;
+}
+
 /* Addresses from argv, or from stdin (one per line, blank lines skipped).
+ * stdin is read in large blocks and parsed in place: 100,000 addresses
+ * took 10 ms through getline and strtoull, a seventh of a warm run.
  * Returns 0 or an exit code. */
 static int read_addresses(int n, char **argv, uint64_t **ret, size_t *ret_n)
 {
+	enum { BLOCK = 1 << 16, MAX_LINE = 256 };
 	uint64_t *a = NULL;
-	size_t cnt = 0, cap = 0;
-	char *line = NULL;
-	size_t lcap = 0;
-	ssize_t len;
+	size_t cnt = 0, cap = 0, have = 0;
+	char *buf = NULL;
+	bool eof = false;
 	int rc = 0;
 
 	if (n > 0) {
@@ -76,45 +132,58 @@ static int read_addresses(int n, char **argv, uint64_t **ret, size_t *ret_n)
 		*ret_n = cnt;
 		return 0;
 	}
-	/* One lock for the whole read, not one a line (gRPC's threads make
-	 * stdio lock). */
-	flockfile(stdin);
-	while ((len = getline(&line, &lcap, stdin)) >= 0) {
-		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' '))
-			line[--len] = '\0';
-		if (len == 0)
-			continue;
-		if (cnt == cap) {
-			uint64_t *p;
+	/* A block, plus room for the unfinished line carried over. */
+	buf = malloc(BLOCK + MAX_LINE);
+	if (!buf)
+		return 1;
+	while (!eof) {
+		ssize_t k = read(STDIN_FILENO, buf + have, BLOCK + MAX_LINE - have);
+		const char *p = buf, *end;
 
-			cap = cap ? cap * 2 : 4096;
-			if (cap > MAX_ADDRESSES) {
-				fprintf(stderr, "sonde: more than %u addresses\n", MAX_ADDRESSES);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			fprintf(stderr, "sonde: reading addresses: %s\n", strerror(errno));
+			rc = 1;
+			goto fail;
+		}
+		eof = k == 0;
+		have += (size_t)k;
+		end = buf + have;
+		for (;;) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			uint64_t v;
+			int r;
+
+			if (!nl && !(eof && p < end))
+				break;
+			if (!nl)
+				nl = end;
+			r = parse_line(p, nl, &v);
+			if (r < 0) {
+				fprintf(stderr, "sonde: '%.*s' is not a hex address\n",
+					(int)(nl - p < 64 ? nl - p : 64), p);
 				rc = 2;
 				goto fail;
 			}
-			p = realloc(a, cap * sizeof(*a));
-			if (!p) {
-				rc = 1;
+			if (r == 0 && (rc = push_address(&a, &cnt, &cap, v)))
 				goto fail;
-			}
-			a = p;
+			p = nl < end ? nl + 1 : end;
 		}
-		if (parse_addr(line, &a[cnt]) < 0) {
-			fprintf(stderr, "sonde: '%.64s' is not a hex address\n", line);
+		have = (size_t)(end - p);
+		if (have >= MAX_LINE) {
+			fprintf(stderr, "sonde: '%.64s' is not a hex address\n", p);
 			rc = 2;
 			goto fail;
 		}
-		cnt++;
+		memmove(buf, p, have);
 	}
-	funlockfile(stdin);
-	free(line);
+	free(buf);
 	*ret = a;
 	*ret_n = cnt;
 	return 0;
 fail:
-	funlockfile(stdin);
-	free(line);
+	free(buf);
 	free(a);
 	return rc;
 }

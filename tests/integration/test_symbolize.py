@@ -148,3 +148,37 @@ def test_source_frames_of_files_a_sensor_maps(seen):
         with_lines = sum(bool(s.frames) and s.frames[0].line > 0 for s in result.symbols)
         print(f"{path}: {with_lines}/{len(addrs)} with a source line")
         assert with_lines >= 0.8 * len(addrs)
+
+
+def test_cli_reads_addresses_from_stdin(tmp_path):
+    """`sonde symbolize --file` with addresses on stdin: blanks around them,
+    0x/0X or none, CRLF, blank lines, no newline at the end, more than one
+    read's worth of input; the answers are those for the same addresses
+    given as arguments. A line that is not an address is named and the
+    exit code is 2."""
+    import json
+    from conftest import SONDE, Symbolizer
+    syms = nm_functions(str(WORKLOAD), False)
+    addrs = pick_addresses(syms, 40, random.Random(3))
+    sym = Symbolizer(tmp_path)
+    try:
+        def run(args, stdin=None):
+            return subprocess.run([str(SONDE), "symbolize", "--json", "--symbolizer", sym.address,
+                                   "--file", str(WORKLOAD), *args], input=stdin,
+                                  capture_output=True, text=True, timeout=120)
+        want = run([hex(a) for a in addrs])
+        assert want.returncode == 0, want.stderr
+        lines = [s for i, a in enumerate(addrs) for s in
+                 ([f"  {a:#x}\t", f"0X{a:X}\r", f"{a:x}"][i % 3], *([""] if i % 5 == 0 else []))]
+        # Padding lines of blanks make the input span several reads.
+        text = "\n".join(lines[:20]) + "\n" + (" " * 200 + "\n") * 2000 + "\n".join(lines[20:])
+        got = run([], text)
+        assert got.returncode == 0, got.stderr
+        assert got.stdout == want.stdout
+        assert [json.loads(l)["address"] for l in got.stdout.splitlines()] == [hex(a) for a in addrs]
+        bad = run([], f"{addrs[0]:#x}\nnot-an-address\n")
+        assert bad.returncode == 2 and "'not-an-address' is not a hex address" in bad.stderr
+        long = run([], "1" * 300 + "\n")
+        assert long.returncode == 2 and "is not a hex address" in long.stderr
+    finally:
+        sym.stop()
