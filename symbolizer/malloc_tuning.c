@@ -39,6 +39,7 @@ bool malloc_tuning_active(void)
 {
 	const char *t = getenv("GLIBC_TUNABLES");
 
-	/* glibc cuts the variable at the first ':' as it parses it. */
+	/* As a prefix: glibc's parser may end the string after the first
+	 * tunable in place (/proc/PID/environ shows it so here). */
 	return t && strncmp(t, MALLOC_TUNABLES, strlen(t)) == 0 && *t;
 }
