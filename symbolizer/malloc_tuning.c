@@ -14,6 +14,7 @@
  * so one arena's lock costs little. Large buffers stay on the heap (up to
  * 64 MiB) rather than being mmap'd a page fault at a time.
  */
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,12 +27,23 @@
 
 void malloc_tuning_apply(char **argv)
 {
+	char self[PATH_MAX];
+	ssize_t n;
+
 	if (getenv("GLIBC_TUNABLES"))
 		return;
+	/* The file's own path, not /proc/self/exe: the process is named
+	 * after what was executed ("exe" otherwise, in ps and top). A
+	 * binary deleted since (an upgrade) reads "... (deleted)" and the
+	 * exec fails. */
+	n = readlink("/proc/self/exe", self, sizeof(self));
+	if (n <= 0 || (size_t)n >= sizeof(self))
+		return;
+	self[n] = '\0';
 	if (setenv("GLIBC_TUNABLES", MALLOC_TUNABLES, 1) < 0)
 		return;
-	execv("/proc/self/exe", argv);
-	/* No /proc (or no exec): run as we are. */
+	execv(self, argv);
+	/* No exec: run as we are. */
 	unsetenv("GLIBC_TUNABLES");
 }
 

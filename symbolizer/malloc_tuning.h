@@ -3,7 +3,7 @@
 
 #include <stdbool.h>
 
-/* Re-executes the program (/proc/self/exe, same argv) with GLIBC_TUNABLES
+/* Re-executes the program (the file /proc/self/exe names, same argv) with GLIBC_TUNABLES
  * set to MALLOC_TUNABLES, unless GLIBC_TUNABLES is set already (the
  * operator's own choice, or this exec done). Returns only if it did not
  * exec; call it first in main, before any thread, descriptor or output. */

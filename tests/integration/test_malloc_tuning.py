@@ -28,6 +28,8 @@ def test_heap_on_huge_pages(tmp_path):
     try:
         st = sym.status()  # it serves after the exec (same pid)
         assert st.version
+        with open(f"/proc/{sym.proc.pid}/comm") as f:
+            assert f.read().strip() == "sonde-symbolize"  # not "exe"
         env = environ(sym.proc.pid)
         assert env.get(b"GLIBC_TUNABLES", b"").startswith(b"glibc.malloc.hugetlb=1"), env
         flags = heap_flags(sym.proc.pid)
