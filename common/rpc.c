@@ -1806,6 +1806,12 @@ fail:
 	return NULL;
 }
 
+void rpc_channel_connect(struct rpc_channel *ch)
+{
+	if (ch && ch->ch)
+		grpc_channel_check_connectivity_state(ch->ch, 1);
+}
+
 void rpc_channel_free(struct rpc_channel *ch)
 {
 	if (!ch)

@@ -229,6 +229,9 @@ int rpc_client_set_tls(const struct rpc_tls *tls);
 /* target: "unix:/abs/path" or "tcp:HOST:PORT". NULL on failure. */
 struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel_opts *opts);
 void rpc_channel_free(struct rpc_channel *ch);
+/* Starts connecting now, in gRPC's threads, instead of at the first
+ * call: the caller can do other work meanwhile. */
+void rpc_channel_connect(struct rpc_channel *ch);
 
 /* Blocking unary call. On success *ret_reply is an owned message (free it
  * with rpc_message_free) and 0 is returned; otherwise a negative errno
