@@ -82,54 +82,75 @@ static int parse_line(const char *p, const char *end, uint64_t *ret)
 	return 0;
 }
 
-/* Appends v to *a (growing it, up to MAX_ADDRESSES). Returns 0 or an
- * exit code. */
-static int push_address(uint64_t **a, size_t *cnt, size_t *cap, uint64_t v)
+/* The addresses, in anonymous memory of their own: grown by mremap, which
+ * moves the pages instead of copying them, and advised for huge pages.
+ * With realloc, 100,000 addresses cost ~500 page faults (new pages, then
+ * the copy's) at ~12 us each on this kind of VM; this way one 2 MiB page
+ * where the kernel has them. */
+struct addr_vec {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+#define ADDR_FIRST_CAP ((2u << 20) / sizeof(uint64_t))
+
+/* Appends x. Returns 0 or an exit code. */
+static int addr_push(struct addr_vec *a, uint64_t x)
 {
-	if (*cnt == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 4096;
-		uint64_t *p;
+	if (a->n == a->cap) {
+		size_t ncap = a->cap ? a->cap * 2 : ADDR_FIRST_CAP;
+		void *p;
 
 		if (ncap > MAX_ADDRESSES) {
 			fprintf(stderr, "sonde: more than %u addresses\n", MAX_ADDRESSES);
 			return 2;
 		}
-		p = realloc(*a, ncap * sizeof(*p));
-		if (!p)
+		p = a->v ? mremap(a->v, a->cap * sizeof(*a->v), ncap * sizeof(*a->v), MREMAP_MAYMOVE)
+			 : mmap(NULL, ncap * sizeof(*a->v), PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
 			return 1;
-		*a = p;
-		*cap = ncap;
+		madvise(p, ncap * sizeof(*a->v), MADV_HUGEPAGE); /* advice only */
+		a->v = p;
+		a->cap = ncap;
 	}
-	(*a)[(*cnt)++] = v;
+	a->v[a->n++] = x;
 	return 0;
+}
+
+static void addr_free(struct addr_vec *a)
+{
+	if (a->v)
+		munmap(a->v, a->cap * sizeof(*a->v));
+	*a = (struct addr_vec){ 0 };
 }
 
 /* Addresses from argv, or from stdin (one per line, blank lines skipped).
  * stdin is read in large blocks and parsed in place: 100,000 addresses
  * took 10 ms through getline and strtoull, a seventh of a warm run.
  * Returns 0 or an exit code. */
-static int read_addresses(int n, char **argv, uint64_t **ret, size_t *ret_n)
+static int read_addresses(int n, char **argv, struct addr_vec *a)
 {
 	enum { BLOCK = 1 << 16, MAX_LINE = 256 };
-	uint64_t *a = NULL;
-	size_t cnt = 0, cap = 0, have = 0;
+	size_t have = 0;
 	char *buf = NULL;
 	bool eof = false;
 	int rc = 0;
 
 	if (n > 0) {
-		a = calloc((size_t)n, sizeof(*a));
-		if (!a)
-			return 1;
 		for (int i = 0; i < n; i++) {
-			if (parse_addr(argv[i], &a[cnt++]) < 0) {
+			uint64_t v;
+
+			if (parse_addr(argv[i], &v) < 0) {
 				fprintf(stderr, "sonde: '%.64s' is not a hex address\n", argv[i]);
-				free(a);
+				addr_free(a);
 				return 2;
 			}
+			if ((rc = addr_push(a, v))) {
+				addr_free(a);
+				return rc;
+			}
 		}
-		*ret = a;
-		*ret_n = cnt;
 		return 0;
 	}
 	/* A block, plus room for the unfinished line carried over. */
@@ -166,7 +187,7 @@ static int read_addresses(int n, char **argv, uint64_t **ret, size_t *ret_n)
 				rc = 2;
 				goto fail;
 			}
-			if (r == 0 && (rc = push_address(&a, &cnt, &cap, v)))
+			if (r == 0 && (rc = addr_push(a, v)))
 				goto fail;
 			p = nl < end ? nl + 1 : end;
 		}
@@ -179,12 +200,10 @@ static int read_addresses(int n, char **argv, uint64_t **ret, size_t *ret_n)
 		memmove(buf, p, have);
 	}
 	free(buf);
-	*ret = a;
-	*ret_n = cnt;
 	return 0;
 fail:
 	free(buf);
-	free(a);
+	addr_free(a);
 	return rc;
 }
 
@@ -598,8 +617,9 @@ int cli_symbolize_file(const struct cli_symbolize_opts *o, int n, char **argv)
 {
 	struct fetch cur = { 0 }, next = { 0 };
 	struct rpc_channel *ch = NULL;
-	uint64_t *addrs = NULL;
-	size_t n_addrs = 0;
+	struct addr_vec av = { 0 };
+	uint64_t *addrs;
+	size_t n_addrs;
 	struct fileid id;
 	pthread_t helper;
 	bool helper_running = false;
@@ -623,9 +643,11 @@ int cli_symbolize_file(const struct cli_symbolize_opts *o, int n, char **argv)
 		fprintf(stderr, "sonde: %s: %s\n", o->file, strerror(-err));
 		goto cleanup;
 	}
-	rc = read_addresses(n, argv, &addrs, &n_addrs);
+	rc = read_addresses(n, argv, &av);
 	if (rc)
 		goto cleanup;
+	addrs = av.v;
+	n_addrs = av.n;
 	rc = 1;
 	if (n_addrs == 0) {
 		rc = 0;
@@ -691,6 +713,6 @@ cleanup:
 	fetch_done(&next);
 	fetch_done(&cur);
 	rpc_channel_free(ch);
-	free(addrs);
+	addr_free(&av);
 	return rc;
 }
