@@ -127,7 +127,7 @@ static void addr_free(struct addr_vec *a)
 
 /* Addresses from argv, or from stdin (one per line, blank lines skipped).
  * stdin is read in large blocks and parsed in place: 100,000 addresses
- * took 10 ms through getline and strtoull, a seventh of a warm run.
+ * took 7-9 ms through getline and strtoull, a tenth of a warm run.
  * Returns 0 or an exit code. */
 static int read_addresses(int n, char **argv, struct addr_vec *a)
 {
