@@ -55,6 +55,9 @@ struct index_task {
 	struct unwind_table *ut; /* INDEX_TASK_UNWIND: result, or NULL and ureason */
 	const char *ureason;
 	int uerr;
+	/* The index went ahead on a task of its own (publish_index); this one
+	 * only carries the unwind table. Under mu. */
+	bool index_published;
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -74,6 +77,28 @@ static void task_free(struct index_task *t)
 	line_index_free(t->ix);
 	unwind_table_free(t->ut);
 	free(t);
+}
+
+/* Worker thread, for a task that computes an unwind table after its
+ * index: hands the index over on a task of its own first, so queries
+ * waiting for it (and a stop) need not wait for the table too. */
+static void publish_index(struct index_task *t)
+{
+	struct index_task *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return; /* both go together then */
+	r->id = t->id;
+	memcpy(r->name, t->name, sizeof(r->name));
+	r->ix = t->ix;
+	r->reason = t->reason;
+	r->err = t->err;
+	t->ix = NULL;
+	pthread_mutex_lock(&mu);
+	t->index_published = true;
+	r->next = done;
+	done = r;
+	pthread_mutex_unlock(&mu);
 }
 
 static void *worker(void *arg)
@@ -103,8 +128,10 @@ static void *worker(void *arg)
 					  t->aimg ? file_image_size(t->aimg) : 0,
 					  (t->flags & INDEX_TASK_SPARSE) ? LINE_INDEX_SYMBOLS_ONLY : 0,
 					  &t->ix, &t->reason);
-		if (t->flags & INDEX_TASK_UNWIND)
+		if (t->flags & INDEX_TASK_UNWIND) {
+			publish_index(t);
 			t->uerr = unwind_analysis_whole(t->img, t->dimg, &t->ut, &t->ureason);
+		}
 		pthread_mutex_lock(&mu);
 		running = NULL;
 		t->next = done;
@@ -285,10 +312,10 @@ bool index_worker_pending(const struct fileid *id)
 		found = memcmp(&t->id, id, sizeof(*id)) == 0;
 	for (struct index_task *t = todo; t && !found; t = t->next)
 		found = memcmp(&t->id, id, sizeof(*id)) == 0;
-	if (running && memcmp(&running->id, id, sizeof(*id)) == 0)
+	if (running && !running->index_published && memcmp(&running->id, id, sizeof(*id)) == 0)
 		found = true;
 	for (struct index_task *t = done; t && !found; t = t->next)
-		found = memcmp(&t->id, id, sizeof(*id)) == 0;
+		found = !t->index_published && memcmp(&t->id, id, sizeof(*id)) == 0;
 	pthread_mutex_unlock(&mu);
 	return found;
 }
@@ -335,7 +362,9 @@ void index_worker_collect(struct service *svc)
 		struct index_task *t = list;
 
 		list = t->next;
-		if (t->err < 0) {
+		if (t->index_published) {
+			/* stored from its own task */
+		} else if (t->err < 0) {
 			const char *why = t->reason ? t->reason : strerror(-t->err);
 
 			log_warn("source index of %.100s: %s, ignoring", t->name, why);
@@ -360,7 +389,7 @@ void index_worker_collect(struct service *svc)
 		symbols_wake(svc, false);
 }
 
-void index_worker_stop(void)
+void index_worker_stop(struct service *svc)
 {
 	struct index_task *t;
 
@@ -371,6 +400,10 @@ void index_worker_stop(void)
 	if (started)
 		pthread_join(thread, NULL);
 	started = false;
+	/* What the worker finished is stored, not dropped: a symbolizer
+	 * stopped right after an upload's answer would otherwise restart
+	 * with the file's symbols cached and no index that anything builds. */
+	index_worker_collect(svc);
 	while ((t = todo)) {
 		todo = t->next;
 		task_free(t);

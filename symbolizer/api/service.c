@@ -220,7 +220,7 @@ void service_free(struct service *svc)
 	 * OTLP window is symbolized while the cache is still there. */
 	otlp_exporter_free(svc->otlp, OTLP_DRAIN_MS);
 	svc->otlp = NULL;
-	index_worker_stop();
+	index_worker_stop(svc);
 	symbols_wake(svc, true);
 	if (svc->uploads)
 		upload_expire(svc, true);

@@ -280,8 +280,9 @@ bool index_worker_busy(void);
 /* Loop thread: stores finished indexes (and unwind tables) in the
  * cache, wakes waiters. */
 void index_worker_collect(struct service *svc);
-/* Joins the worker and drops what is left. */
-void index_worker_stop(void);
+/* Joins the worker (after the task it is on), stores what it finished
+ * and drops what is left. */
+void index_worker_stop(struct service *svc);
 /* ---- upload.c ---- */
 void upload_call(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 /* Drops uploads idle for UPLOAD_IDLE_MS (from the timer), or all. */
