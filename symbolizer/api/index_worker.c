@@ -331,8 +331,7 @@ bool index_worker_busy(void)
 }
 
 /* Loop thread: the unwind table an upload's task computed goes to the
- * cache, and sessions whose sensors map the file are told (as when an
- * analysis job ends). */
+ * cache (index_worker_collect then tells the sessions). */
 static void store_unwind(struct service *svc, struct index_task *t)
 {
 	if (t->uerr < 0) {
@@ -346,22 +345,22 @@ static void store_unwind(struct service *svc, struct index_task *t)
 			       (int64_t)time(NULL)) < 0)
 		log_warn("cannot write the unwind table of %.100s to the cache, ignoring", t->name);
 	t->ut = NULL; /* the cache took it */
-	service_file_done(svc, &t->id);
 }
 
 void index_worker_collect(struct service *svc)
 {
-	struct index_task *list;
-	bool any = false;
+	struct index_task *list, *t;
 
 	pthread_mutex_lock(&mu);
 	list = done;
 	done = NULL;
 	pthread_mutex_unlock(&mu);
-	while (list) {
-		struct index_task *t = list;
-
-		list = t->next;
+	if (!list)
+		return;
+	/* Everything goes into the cache before anyone is woken: a wakeup
+	 * answers the queries that no longer wait for the worker, and an
+	 * upload's index and table can come in the same list. */
+	for (t = list; t; t = t->next) {
 		if (t->index_published) {
 			/* stored from its own task */
 		} else if (t->err < 0) {
@@ -382,11 +381,16 @@ void index_worker_collect(struct service *svc)
 		}
 		if (t->flags & INDEX_TASK_UNWIND)
 			store_unwind(svc, t);
-		task_free(t);
-		any = true;
 	}
-	if (any)
-		symbols_wake(svc, false);
+	while ((t = list)) {
+		list = t->next;
+		/* Sessions whose sensors map an uploaded file get its table,
+		 * as when an analysis job ends. */
+		if (t->flags & INDEX_TASK_UNWIND)
+			service_file_done(svc, &t->id);
+		task_free(t);
+	}
+	symbols_wake(svc, false);
 }
 
 void index_worker_stop(struct service *svc)
