@@ -33,22 +33,12 @@
 #include "cli.h"
 #include "fd_upload_wire.h"
 #include "fileid.h"
-#include "parse.h"
 
 #define BATCH 20000u
 #define CHUNK (4u << 20)
 #define MAX_ADDRESSES (64u << 20)
 #define UPLOAD_TIMEOUT_MS 300000 /* the last chunk waits for the analysis */
 #define UPLOAD_RETRIES 120       /* on RESOURCE_EXHAUSTED, one second apart */
-
-static int parse_addr(const char *s, uint64_t *ret)
-{
-	while (*s == ' ' || *s == '\t')
-		s++;
-	if (!strncmp(s, "0x", 2) || !strncmp(s, "0X", 2))
-		s += 2;
-	return parse_u64(s, 16, ret);
-}
 
 /* One address line [p, end) without its newline: blanks around, an
  * optional 0x, hex digits. Returns 0, 1 (blank: skip) or -EINVAL. */
@@ -80,6 +70,12 @@ static int parse_line(const char *p, const char *end, uint64_t *ret)
 	}
 	*ret = v;
 	return 0;
+}
+
+/* One address given as an argument: a line's grammar, not blank. */
+static int parse_addr(const char *s, uint64_t *ret)
+{
+	return parse_line(s, s + strlen(s), ret) == 0 ? 0 : -EINVAL;
 }
 
 /* The addresses, in anonymous memory of their own: grown by mremap, which
@@ -618,8 +614,6 @@ int cli_symbolize_file(const struct cli_symbolize_opts *o, int n, char **argv)
 	struct fetch cur = { 0 }, next = { 0 };
 	struct rpc_channel *ch = NULL;
 	struct addr_vec av = { 0 };
-	uint64_t *addrs;
-	size_t n_addrs;
 	struct fileid id;
 	pthread_t helper;
 	bool helper_running = false;
@@ -646,15 +640,13 @@ int cli_symbolize_file(const struct cli_symbolize_opts *o, int n, char **argv)
 	rc = read_addresses(n, argv, &av);
 	if (rc)
 		goto cleanup;
-	addrs = av.v;
-	n_addrs = av.n;
 	rc = 1;
-	if (n_addrs == 0) {
+	if (av.n == 0) {
 		rc = 0;
 		goto cleanup;
 	}
 	/* The first batch alone: it tells whether the file must be uploaded. */
-	fetch_init(&cur, ch, o, &id, addrs, 0, n_addrs > BATCH ? BATCH : n_addrs);
+	fetch_init(&cur, ch, o, &id, av.v, 0, av.n > BATCH ? BATCH : av.n);
 	fetch_run(&cur);
 	if (cur.err < 0)
 		goto cleanup;
@@ -671,9 +663,9 @@ int cli_symbolize_file(const struct cli_symbolize_opts *o, int n, char **argv)
 		size_t after = cur.first + cur.k;
 
 		/* The next call runs while this batch is printed. */
-		if (after < n_addrs) {
-			fetch_init(&next, ch, o, &id, addrs, after,
-				   n_addrs - after > BATCH ? BATCH : n_addrs - after);
+		if (after < av.n) {
+			fetch_init(&next, ch, o, &id, av.v, after,
+				   av.n - after > BATCH ? BATCH : av.n - after);
 			helper_running = pthread_create(&helper, NULL, fetch_thread, &next) == 0;
 			if (!helper_running)
 				fetch_run(&next);
@@ -682,14 +674,14 @@ int cli_symbolize_file(const struct cli_symbolize_opts *o, int n, char **argv)
 			fprintf(stderr, "sonde: %s: %s\n", o->file, r->error);
 			goto cleanup;
 		}
-		err = print_result(o, addrs + cur.first, cur.k, r);
+		err = print_result(o, av.v + cur.first, cur.k, r);
 		if (err < 0) {
 			fprintf(stderr, "sonde: %s\n", err == -EBADMSG
 				? "the symbolizer's reply does not add up" : strerror(-err));
 			goto cleanup;
 		}
 		fetch_done(&cur);
-		if (after >= n_addrs)
+		if (after >= av.n)
 			break;
 		if (helper_running) {
 			pthread_join(helper, NULL);

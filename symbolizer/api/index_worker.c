@@ -24,6 +24,7 @@
  * (INDEX_TASK_UNWIND): on the loop thread it was most of the time between
  * the upload and the client's first answer. Here it cannot race a first
  * answer's build over the same images, as a running task is on no list.
+ * The index is handed over first, on a task of its own (publish_index).
  */
 #include <errno.h>
 #include <pthread.h>
