@@ -99,6 +99,34 @@ def run_rss(cmd, stdin_text):
     return elapsed, ru.ru_maxrss
 
 
+def json_answers(cmd, stdin_text):
+    """Runs cmd (JSON output) untimed and returns its answers, one per line."""
+    import json
+    out = subprocess.run(cmd, input=stdin_text, capture_output=True, text=True, check=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def check_answers(llvm_json, sonde_json, addrs, text):
+    """The timed runs are only comparable if every tool answered every
+    address: exits when llvm-symbolizer reports errors or the innermost
+    function names agree on fewer than 99% of the addresses."""
+    want = json_answers(llvm_json, text)
+    got = json_answers(sonde_json, text)
+    errors = sum(1 for a in want if "Error" in a)
+    if len(want) != len(addrs) or len(got) != len(addrs) or errors:
+        sys.exit(f"answers: llvm-symbolizer {len(want)} ({errors} errors), sonde {len(got)}, "
+                 f"of {len(addrs)} addresses")
+    same = 0
+    for w, g in zip(want, got):
+        wf = (w.get("Symbol") or [{}])[0].get("FunctionName", "")
+        gf = (g.get("frames") or [{}])[0].get("function", "")
+        same += wf == gf
+    print(f"answers checked: {len(addrs)} from each, innermost function names agree on "
+          f"{100.0 * same / len(addrs):.2f}%")
+    if same < 0.99 * len(addrs):
+        sys.exit("the tools disagree on more than 1% of the addresses")
+
+
 def api_seconds(sock, path, addrs):
     """Seconds the Symbolize calls alone take (the file is known), from a
     Python client with compact replies, batches of 20,000."""
@@ -171,8 +199,11 @@ def main():
     else:
         path, _, debug = pick_file(build)
     addrs = addresses(debug, args.n)
-    text = "\n".join("%x" % a for a in addrs) + "\n"
-    one = "%x\n" % addrs[0]
+    # "0x": llvm-symbolizer reads a bare "afeb9" as a decimal number and
+    # answers an error (earlier runs of this script did that, and timed the
+    # errors); sonde and addr2line take either.
+    text = "\n".join("0x%x" % a for a in addrs) + "\n"
+    one = "0x%x\n" % addrs[0]
     print(f"file: {path} ({os.path.getsize(path)} bytes; DWARF {dwarf_size(debug)} bytes in {debug})")
     print(f"{len(addrs)} addresses, inlined frames and demangled names, one process per tool")
 
@@ -211,6 +242,7 @@ def main():
             t, rss = run_rss([c for c in cmd if c != "--json"], text)
             rows["sonde warm (text)"] = (t, rss + sym.hwm_kib())
             api = api_seconds(sym.sock, path, addrs)
+            check_answers(llvm_json, cmd, addrs, text)
         finally:
             sym.stop()
     finally:
