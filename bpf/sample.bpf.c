@@ -46,6 +46,9 @@ const volatile __u64 wakeup_bytes = 0;
  * without bpf_task_pt_regs() (5.15) a task's user registers are found at
  * its top. */
 const volatile __u32 thread_size = 16384;
+/* The unwind maps' generation: the sensor adds 1 after each change to
+ * unwind_lpm or the rows (struct rule_cache_entry). */
+volatile __u64 unwind_gen = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -126,6 +129,22 @@ struct user_walk {
 	struct sonde_unwind_lpm_value map;
 };
 
+/* The rules of the pcs walked lately on this CPU, direct-mapped: a
+ * CPU-bound process unwinds the same return addresses sample after
+ * sample. An entry is what unwind_find answered for (pc, tgid, exact_pc)
+ * while the maps were at generation gen (unwind_gen); a stale one is
+ * never used. */
+#define RULE_CACHE_SIZE 256
+struct rule_cache_entry {
+	__u64 pc;
+	__u32 tgid;
+	__u32 gen;
+	__u32 exact_pc;
+	__u32 method;
+	__u32 x;
+	struct sonde_unwind_row row;
+};
+
 struct unwind_scratch {
 	struct sonde_sample rec;
 	/* The tail-call walker's state between calls. */
@@ -134,6 +153,7 @@ struct unwind_scratch {
 	/* Room past rec.frames for an index masked with 0xff: the CPython
 	 * walker's bound the verifier can follow (never written). */
 	__u64 cpython_slack[64];
+	struct rule_cache_entry rule_cache[RULE_CACHE_SIZE];
 };
 
 struct {
@@ -605,12 +625,43 @@ static __always_inline int unwind_step_table(struct user_walk *st, const struct 
 	return 0;
 }
 
+/* unwind_find through this CPU's rule cache: a hit skips the trie, the
+ * page index and the binary search (half of a sample's BPF time with a
+ * CPU-bound process, docs/benchmarks.md). The generation is read before
+ * the trie is: an entry stored under generation g holds what the trie
+ * said at or after g, and the sensor bumps it after each change. */
+static __always_inline int unwind_rule(struct unwind_scratch *s, struct user_walk *st,
+				       struct walk_rule *rule, bool helper_loop)
+{
+	__u32 slot = (__u32)(st->pc ^ (st->pc >> 12) ^ st->tgid) & (RULE_CACHE_SIZE - 1);
+	struct rule_cache_entry *e = &s->rule_cache[slot];
+	__u32 gen = (__u32)unwind_gen;
+
+	if (e->pc == st->pc && e->tgid == st->tgid && e->gen == gen &&
+	    e->exact_pc == st->exact_pc) {
+		rule->method = e->method;
+		rule->x = e->x;
+		rule->row = e->row;
+		return 0;
+	}
+	if (unwind_find(st, rule, helper_loop))
+		return 1;
+	e->pc = st->pc;
+	e->tgid = st->tgid;
+	e->gen = gen;
+	e->exact_pc = st->exact_pc;
+	e->method = rule->method;
+	e->x = rule->x;
+	e->row = rule->row;
+	return 0;
+}
+
 /* One frame: records st->pc, then steps to the caller. Returns 1 when the
  * walk is over (outcome set), 0 to go on. */
 static __always_inline long unwind_one(struct user_walk *st, bool helper_loop)
 {
 	struct unwind_scratch *s;
-	struct walk_rule rule;
+	struct walk_rule rule = {}; /* whole: it may be stored in the cache */
 	__u32 zero = 0;
 	__u32 n = st->n, at = st->base + st->n;
 	int r;
@@ -636,7 +687,7 @@ static __always_inline long unwind_one(struct user_walk *st, bool helper_loop)
 	if (st->last)
 		return 1;
 
-	if (unwind_find(st, &rule, helper_loop))
+	if (unwind_rule(s, st, &rule, helper_loop))
 		return 1;
 	switch (rule.method) {
 	case UNWIND_TABLE:

@@ -1189,6 +1189,7 @@ int main(int argc, char **argv)
 	S.bpf_map_bytes = bpf_map_bytes(skel);
 	S.unwind_bpf.index_fd = bpf_map__fd(skel->maps.unwind_index);
 	S.unwind_bpf.lpm_fd = bpf_map__fd(skel->maps.unwind_lpm);
+	S.unwind_bpf.gen = &skel->bss->unwind_gen;
 	S.unwind_bpf.fileids = S.fileids;
 	if (env.go_probes) {
 		S.goprobes = goprobes_new(bpf_map__fd(skel->maps.go_spans));

@@ -66,24 +66,35 @@ out:
 	return r;
 }
 
+/* After a write that reached the kernel (or may have): the BPF rule
+ * cache's entries from before are stale. */
+static int bump_gen(struct unwind_bpf *ub, int r)
+{
+	if (ub->gen)
+		__atomic_add_fetch(ub->gen, 1, __ATOMIC_RELEASE);
+	return r;
+}
+
 /* first is bucket-aligned (unwind_maps.c places tables so). */
 static int bpf_rows_write(void *ctx, uint32_t first, const struct sonde_unwind_row *rows,
 			  uint32_t n)
 {
 	if (first % SONDE_UNWIND_ROWS_PER_BUCKET)
 		return -EINVAL;
-	return write_buckets(ctx, ((struct unwind_bpf *)ctx)->rows_fd,
-			     first / SONDE_UNWIND_ROWS_PER_BUCKET, rows, (size_t)n * sizeof(*rows),
-			     sizeof(struct sonde_unwind_bucket));
+	return bump_gen(ctx, write_buckets(ctx, ((struct unwind_bpf *)ctx)->rows_fd,
+					   first / SONDE_UNWIND_ROWS_PER_BUCKET, rows,
+					   (size_t)n * sizeof(*rows),
+					   sizeof(struct sonde_unwind_bucket)));
 }
 
 static int bpf_index_write(void *ctx, uint32_t first, const uint32_t *idx, uint32_t n)
 {
 	if (first % SONDE_UNWIND_INDEX_PER_BUCKET)
 		return -EINVAL;
-	return write_buckets(ctx, ((struct unwind_bpf *)ctx)->index_fd,
-			     first / SONDE_UNWIND_INDEX_PER_BUCKET, idx, (size_t)n * sizeof(*idx),
-			     sizeof(struct sonde_unwind_index_bucket));
+	return bump_gen(ctx, write_buckets(ctx, ((struct unwind_bpf *)ctx)->index_fd,
+					   first / SONDE_UNWIND_INDEX_PER_BUCKET, idx,
+					   (size_t)n * sizeof(*idx),
+					   sizeof(struct sonde_unwind_index_bucket)));
 }
 
 static int bpf_lpm_update(void *ctx, const struct sonde_unwind_lpm_key *key,
@@ -91,14 +102,14 @@ static int bpf_lpm_update(void *ctx, const struct sonde_unwind_lpm_key *key,
 {
 	struct unwind_bpf *ub = ctx;
 
-	return bpf_map_update_elem(ub->lpm_fd, key, value, BPF_ANY) < 0 ? -errno : 0;
+	return bump_gen(ub, bpf_map_update_elem(ub->lpm_fd, key, value, BPF_ANY) < 0 ? -errno : 0);
 }
 
 static int bpf_lpm_delete(void *ctx, const struct sonde_unwind_lpm_key *key)
 {
 	struct unwind_bpf *ub = ctx;
 
-	return bpf_map_delete_elem(ub->lpm_fd, key) < 0 ? -errno : 0;
+	return bump_gen(ub, bpf_map_delete_elem(ub->lpm_fd, key) < 0 ? -errno : 0);
 }
 
 static bool bpf_file_known(void *ctx, const uint8_t id[UNWIND_FILE_ID_LEN])

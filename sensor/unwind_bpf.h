@@ -4,6 +4,8 @@
  * only place that writes them; unwind_maps.c decides what to write. */
 #pragma once
 
+#include <linux/types.h>
+
 #include "fileids.h"
 #include "unwind_maps.h"
 
@@ -11,6 +13,9 @@ struct unwind_bpf {
 	int rows_fd;  /* borrowed from the skeleton */
 	int index_fd; /* borrowed from the skeleton */
 	int lpm_fd;   /* borrowed from the skeleton */
+	/* The skeleton's unwind_gen (in .bss): one more after every write, so
+	 * the BPF rule cache drops what it learnt from the maps before. */
+	volatile __u64 *gen;
 	struct fileids *fileids; /* borrowed: answers file_known */
 	int batch;    /* 1: BPF_MAP_UPDATE_BATCH works, 0: unknown, -1: not */
 };

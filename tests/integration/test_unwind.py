@@ -456,6 +456,38 @@ def test_restart_loads_tables_within_seconds():
         sym.stop()
 
 
+def test_tables_that_arrive_after_the_first_samples():
+    """Frames walked before their file's table is loaded (here every one:
+    the symbolizer starts after the sensor, so the walk falls back to frame
+    pointers) must not keep that rule once the tables arrive. The BPF
+    walker caches each pc's rule per CPU; the sensor bumps the maps'
+    generation with every write, which empties that cache."""
+    tmp = make_tmp()
+    work = subprocess.Popen([str(UNWIND_WORKLOAD), "60000"])
+    sensor = Sensor(tmp, f"unix:{tmp / 'symbolizer.sock'}", ["--pid", str(work.pid), "--frequency", str(HZ)])
+    sym = None
+    try:
+        time.sleep(2)  # about 400 samples with no table at all
+        sym = Symbolizer(tmp)
+        wait_for(lambda: sym.status().unwind_tables_loaded >= 3, 20, "the workload's tables")
+        wait_for(stable(lambda: sym.status().unwind_tables_loaded), 15, "the loaded tables to settle")
+        time.sleep(2.5)  # what was walked before is flushed
+        before = outcomes(sym, {work.pid})
+        time.sleep(4)
+        after = outcomes(sym, {work.pid})
+        late = after - before
+        total = sum(late.values())
+        print(f"after the tables: {dict(late)}; before them: {dict(before)}")
+        assert total > 100, f"only {total} samples: {dict(late)}"
+        assert late["complete"] >= 0.99 * total, dict(late)
+    finally:
+        work.kill()
+        work.wait()
+        sensor.stop()
+        if sym:
+            sym.stop()
+
+
 def test_forked_child(services):
     """A fork's child that does not exec unwinds fully from its first
     samples: it uses its parent's unwind entries (and CPython config) until
