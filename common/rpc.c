@@ -60,6 +60,16 @@
 #define CHANNEL_MAX_MESSAGE_DEFAULT (64u << 20)
 #define RECONNECT_MIN_DEFAULT_MS 100
 #define RECONNECT_MAX_DEFAULT_MS 2000
+/* How long one connection attempt (TCP connect, TLS and HTTP/2
+ * handshakes) may take; gRPC reads it from GRPC_ARG_MIN_RECONNECT_BACKOFF_MS.
+ * Also at least ~3.03 s for a reason of gRPC 1.51's timer list: each of its
+ * shards (two per CPU) re-arms its check window at a width derived from the
+ * mean duration of the timers it has seen, 1 s for the mean it starts with
+ * (3.03 s) and above; one timer much shorter than that puts its shard on a
+ * phase of its own for good, and the timer thread then wakes once a second
+ * per phase, with no timer pending. A wakeup costs 0.1-0.3 ms of CPU on a
+ * VM (docs/benchmarks.md). */
+#define CONNECT_ATTEMPT_TIMEOUT_MS 5000
 /* Outstanding request_call()s per method: how many calls to one method
  * can arrive between two turns of the loop without waiting. */
 #define REQUESTS_PER_METHOD 4
@@ -1748,7 +1758,7 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
 	arg[1].value.integer = rmin;
 	arg[2].type = GRPC_ARG_INTEGER;
 	arg[2].key = GRPC_ARG_MIN_RECONNECT_BACKOFF_MS;
-	arg[2].value.integer = rmin;
+	arg[2].value.integer = CONNECT_ATTEMPT_TIMEOUT_MS;
 	arg[3].type = GRPC_ARG_INTEGER;
 	arg[3].key = GRPC_ARG_MAX_RECONNECT_BACKOFF_MS;
 	arg[3].value.integer = rmax;

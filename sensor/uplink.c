@@ -18,7 +18,10 @@
 
 #define UPLINK_PATH "/sonde.v1.Ingest/Connect"
 #define UPLINK_PROTOCOL_VERSION 1
-#define UPLINK_CONNECT_TIMEOUT_MS 2000
+/* A bound on one wait for the channel to be ready (it retries inside it);
+ * not under ~3.03 s, for gRPC's timer list (CONNECT_ATTEMPT_TIMEOUT_MS in
+ * common/rpc.c). */
+#define UPLINK_CONNECT_TIMEOUT_MS 5000
 #define UPLINK_BACKOFF_MIN_MS 100
 #define UPLINK_BACKOFF_MAX_MS 2000
 /* The channel's own reconnect backoff while a symbolizer is down: it sets
