@@ -627,7 +627,7 @@ static __always_inline int unwind_step_table(struct user_walk *st, const struct 
 
 /* unwind_find through this CPU's rule cache: a hit skips the trie, the
  * page index and the binary search (half of a sample's BPF time with a
- * CPU-bound process, docs/benchmarks.md). The generation is read before
+ * CPU-bound process, docs/unwind-tables.md). The generation is read before
  * the trie is: an entry stored under generation g holds what the trie
  * said at or after g, and the sensor bumps it after each change. */
 static __always_inline int unwind_rule(struct unwind_scratch *s, struct user_walk *st,

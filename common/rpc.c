@@ -62,13 +62,13 @@
 #define RECONNECT_MAX_DEFAULT_MS 2000
 /* How long one connection attempt (TCP connect, TLS and HTTP/2
  * handshakes) may take; gRPC reads it from GRPC_ARG_MIN_RECONNECT_BACKOFF_MS.
- * Also at least ~3.03 s for a reason of gRPC 1.51's timer list: each of its
- * shards (two per CPU) re-arms its check window at a width derived from the
- * mean duration of the timers it has seen, 1 s for the mean it starts with
- * (3.03 s) and above; one timer much shorter than that puts its shard on a
- * phase of its own for good, and the timer thread then wakes once a second
- * per phase, with no timer pending. A wakeup costs 0.1-0.3 ms of CPU on a
- * VM (docs/benchmarks.md). */
+ * Not under ~3.03 s either, for gRPC 1.51's timer list: each of its shards
+ * (two per CPU) re-arms its check window at a width derived from the mean
+ * duration of the timers it has seen, about 1 s at the mean it starts with
+ * (3.03 s) and above, less below; a timer much shorter than that puts its
+ * shard on a phase of its own for good, and the timer thread then wakes
+ * once a second per phase, with no timer pending. A wakeup costs 0.1-0.3 ms
+ * of CPU on a VM (docs/benchmarks.md). */
 #define CONNECT_ATTEMPT_TIMEOUT_MS 5000
 /* Outstanding request_call()s per method: how many calls to one method
  * can arrive between two turns of the loop without waiting. */

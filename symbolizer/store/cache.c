@@ -280,6 +280,35 @@ static int forget_other_index_formats(sqlite3 *db)
 	return 0;
 }
 
+/* A file's symbols are stored when its analysis ends, its source index
+ * when the index worker is done with it, later; a symbolizer killed in
+ * between leaves symbols without an index row, and nothing would build
+ * that index again (the file counts as analysed). At open nothing of ours
+ * is in between, so such a file is forgotten and analysed again when a
+ * sensor or client next has it. (A second symbolizer on the same cache,
+ * `sonde record`'s, may be in between for one of its files: that file is
+ * analysed once more than needed.) */
+static int forget_unindexed(sqlite3 *db)
+{
+	char *errmsg = NULL;
+	int rc, n;
+
+	rc = sqlite3_exec(db, "DELETE FROM files WHERE status = 0 AND file_id NOT IN "
+			      "(SELECT file_id FROM lines)", NULL, NULL, &errmsg);
+	if (rc != SQLITE_OK) {
+		log_debug("forgetting files without a source index failed: %s",
+			  errmsg ? errmsg : "?");
+		sqlite3_free(errmsg);
+		rc = sqlite_to_errno(rc);
+		return rc ? rc : -EIO;
+	}
+	n = sqlite3_changes(db);
+	if (n > 0)
+		log_warn("%d cached file%s had symbols but no source index (a symbolizer stopped "
+			 "in between): forgotten, to be analysed again", n, n == 1 ? "" : "s");
+	return 0;
+}
+
 /* Opens path and brings it to our schema. -EBADMSG: not a database or
  * corrupt (the caller moves it aside). */
 static int db_open_once(const char *path, sqlite3 **ret_db)
@@ -361,6 +390,9 @@ static int db_open_once(const char *path, sqlite3 **ret_db)
 		}
 	}
 	r = forget_other_index_formats(db);
+	if (r < 0)
+		goto cleanup;
+	r = forget_unindexed(db);
 	if (r < 0)
 		goto cleanup;
 	r = exec_int(db, "PRAGMA synchronous=NORMAL", NULL);

@@ -174,13 +174,20 @@ def damaged_index(db):
     db.execute("UPDATE lines SET idx = substr(idx, 1, length(idx) / 2) WHERE idx IS NOT NULL")
 
 
-@pytest.mark.parametrize("spoil", [other_index_format, damaged_index])
+def missing_index(db):
+    # As a symbolizer killed after storing a file's symbols and before
+    # storing its index leaves it.
+    db.execute("DELETE FROM lines")
+
+
+@pytest.mark.parametrize("spoil", [other_index_format, damaged_index, missing_index])
 def test_cache_with_unusable_index_is_analysed_again(spoil):
     """A source index that does not load must not lose the file's lines
     for good. A cache whose indexes another LINE_INDEX_VERSION built (meta
     says so) forgets its analyses at open; a damaged index blob forgets
-    its file's analysis when it is looked up. Either way the CLI uploads
-    the file again and the answer keeps its lines."""
+    its file's analysis when it is looked up; a file with symbols and no
+    index row is forgotten at open. Each way the CLI uploads the file
+    again and the answer keeps its lines."""
     import json
     import sqlite3
     from test_symbolize import nm_functions

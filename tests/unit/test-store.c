@@ -69,6 +69,7 @@ static void test_cache_round_trip(void **state)
 {
 	struct cache *c = NULL;
 	struct fileid a = { { 1, 2, 3 } }, b = { { 9, 9, 9 } }, none = { { 7 } }, found;
+	struct fileid u = { { 4, 4, 4 } }; /* symbols, then "killed" before its index */
 	struct symtab *t = own_symtab();
 	const struct symtab *got = NULL;
 	const char *err = NULL;
@@ -88,7 +89,9 @@ static void test_cache_round_trip(void **state)
 	size_t n = symtab_count(t);
 	assert_true(n > 0);
 	assert_int_equal(cache_store(c, &a, t, NULL, 1000), 0);
+	assert_int_equal(cache_store_index(c, &a, NULL, "no source index", 1000), 0);
 	assert_int_equal(cache_store(c, &b, NULL, "not an ELF file", 1001), 0);
+	assert_int_equal(cache_store(c, &u, own_symtab(), NULL, 1002), 0);
 	assert_int_equal(cache_lookup(c, &a, &got, &err), CACHE_OK);
 	assert_int_equal(symtab_count(got), n);
 	assert_int_equal(cache_lookup(c, &b, &got, &err), CACHE_ERROR);
@@ -101,14 +104,16 @@ static void test_cache_round_trip(void **state)
 	cache_get_stats(c, &st);
 	assert_int_equal(st.mem_hits, 2);
 	assert_int_equal(st.misses, 1);
-	assert_int_equal(st.files_ok, 1);
+	assert_int_equal(st.files_ok, 2);
 	assert_int_equal(st.files_failed, 1);
 	cache_close(c);
 
-	/* Analysed once: after reopening, both results come from disk. */
+	/* Analysed once: after reopening, both results come from disk; the
+	 * file whose index was never stored is forgotten (analysed again). */
 	c = NULL;
 	assert_int_equal(cache_open(db_path, NULL, &c), 0);
 	assert_true(cache_contains(c, &a));
+	assert_false(cache_contains(c, &u));
 	assert_false(cache_contains(c, &none));
 	assert_int_equal(cache_lookup(c, &a, &got, &err), CACHE_OK);
 	assert_int_equal(symtab_count(got), n);
