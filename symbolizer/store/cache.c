@@ -290,17 +290,13 @@ static int forget_other_index_formats(sqlite3 *db)
  * analysed once more than needed.) */
 static int forget_unindexed(sqlite3 *db)
 {
-	char *errmsg = NULL;
-	int rc, n;
+	int r, n;
 
-	rc = sqlite3_exec(db, "DELETE FROM files WHERE status = 0 AND file_id NOT IN "
-			      "(SELECT file_id FROM lines)", NULL, NULL, &errmsg);
-	if (rc != SQLITE_OK) {
-		log_debug("forgetting files without a source index failed: %s",
-			  errmsg ? errmsg : "?");
-		sqlite3_free(errmsg);
-		rc = sqlite_to_errno(rc);
-		return rc ? rc : -EIO;
+	r = exec_int(db, "DELETE FROM files WHERE status = 0 AND file_id NOT IN "
+			 "(SELECT file_id FROM lines)", NULL);
+	if (r < 0) {
+		log_debug("forgetting files without a source index failed: %s", sqlite3_errmsg(db));
+		return r;
 	}
 	n = sqlite3_changes(db);
 	if (n > 0)
