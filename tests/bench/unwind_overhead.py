@@ -29,6 +29,7 @@ with a 95 % confidence interval.
 Ratios matter, not absolute times: this machine is shared and noisy.
 """
 import argparse
+import itertools
 import json
 import os
 import pathlib
@@ -49,9 +50,11 @@ def clk():
 
 def proc_cpu_s(pid):
     """CPU time of pid's threads, in seconds: the sum of their schedstat
-    run times (nanoseconds; /proc/PID/stat counts 10 ms ticks, too coarse
-    for a few milliseconds a second), plus the ticks of exited threads and
-    reaped children, which only /proc/PID/stat keeps."""
+    run times (nanoseconds), plus the ticks of exited threads and reaped
+    children, which only /proc/PID/stat keeps. Only where no cgroup can be
+    made (CpuGroup): every thread's 10 ms ticks are truncated apart, so the
+    exited-thread term alone moved by 10-30 ms over a 12 s run of sonde's
+    ~20 threads against a cgroup's count of the same run."""
     f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     ticks_all = (int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])) / clk()
     ns = 0
@@ -64,6 +67,58 @@ def proc_cpu_s(pid):
         except OSError:
             pass  # the thread ended meanwhile
     return ns / 1e9 + max(0.0, ticks_all - ticks_live)
+
+
+GROUP_SEQ = itertools.count()
+BPF_PROG_TYPE_PERF_EVENT = "7"  # enum bpf_prog_type, as fdinfo prints it
+
+
+class CpuGroup:
+    """The CPU time of a tool's processes, from a cgroup of their own: the
+    kernel counts every thread's run time there to the nanosecond (v1
+    cpuacct.usage) or microsecond (v2 cpu.stat), exited threads and
+    children included. Without a cgroup hierarchy to write to: proc_cpu_s."""
+
+    def __init__(self, name, pids):
+        self.pids, self.dir, self.v2 = pids, None, False
+        roots = [(m[1], m[2] == "cgroup2") for m in
+                 (line.split() for line in open("/proc/mounts"))
+                 if (m[2] == "cgroup" and "cpuacct" in m[3].split(",")) or m[2] == "cgroup2"]
+        for root, v2 in sorted(roots, key=lambda r: r[1]):  # v1 cpuacct first
+            d = pathlib.Path(root) / name
+            try:
+                d.mkdir()
+                for pid in pids:
+                    (d / "cgroup.procs").write_text(str(pid))
+            except OSError:
+                if d.exists():
+                    self.dir = d
+                    self.close()
+                self.dir = None
+                continue
+            self.dir, self.v2 = d, v2
+            break
+        if self.dir is None:
+            print(f"no cgroup for {name}: CPU time from /proc (ticks, coarse)", file=sys.stderr)
+
+    def cpu_s(self):
+        if self.dir is None:
+            return sum(proc_cpu_s(p) for p in self.pids)
+        if self.v2:
+            for line in (self.dir / "cpu.stat").read_text().splitlines():
+                k, v = line.split()
+                if k == "usage_usec":
+                    return int(v) / 1e6
+        return int((self.dir / "cpuacct.usage").read_text()) / 1e9
+
+    def close(self):
+        """After the processes exited: the cgroup can go."""
+        if self.dir is not None:
+            try:
+                self.dir.rmdir()
+            except OSError as e:
+                print(f"cgroup {self.dir} left behind: {e}", file=sys.stderr)
+            self.dir = None
 
 
 def proc_hwm_kib(pid):
@@ -135,37 +190,63 @@ class Tool:
             self.pids = [subprocess.Popen(["perf", "record", "-q", "-g", "-a", "-F", str(self.hz),
                                            "-e", "cpu-clock", "-o", f"{self.tmp}/perf.data"],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+        # A group per process, for the split printed on stderr.
+        self.groups = [CpuGroup(f"sonde-bench.{os.getpid()}.{next(GROUP_SEQ)}.{self.name}", [p.pid])
+                       for p in self.pids]
         # Measure the steady state: wait until start-up work (LLVM for
         # bpftrace; for sonde hashing the host's files, loading their
         # tables) is over, i.e. a second in which the tool used < 10 ms.
         time.sleep(1)
         self.settle_s = 1.0
-        prev = sum(proc_cpu_s(p.pid) for p in self.pids)
+        prev = self.cpu_s()
         while self.settle_s < 30:
             time.sleep(1)
             self.settle_s += 1
-            cur = sum(proc_cpu_s(p.pid) for p in self.pids)
+            cur = self.cpu_s()
             if cur - prev < 0.010:
                 break
             prev = cur
-        self.cpu0 = sum(proc_cpu_s(p.pid) for p in self.pids)
+        self.split0 = [g.cpu_s() for g in self.groups]
+        self.cpu0 = sum(self.split0)
         self.stats0 = self.bpf_run()
 
+    def cpu_s(self):
+        return sum(g.cpu_s() for g in self.groups)
+
     def bpf_run(self):
-        now = bpf_progs()
-        mine = [p for i, p in now.items() if i not in self.progs0 and p.get("type") == "perf_event"]
-        return sum(p.get("run_time_ns", 0) for p in mine), sum(p.get("run_cnt", 0) for p in mine)
+        """Run time and count of the tool's perf_event programs, from the
+        fdinfo of the descriptors it holds: bpftool would be a process
+        started inside the measured window, which sonde (tracking every
+        new process) pays for and the other tools do not."""
+        progs = {}
+        for p in self.pids:
+            try:
+                fds = os.listdir(f"/proc/{p.pid}/fdinfo")
+            except OSError:
+                continue
+            for fd in fds:
+                try:
+                    text = open(f"/proc/{p.pid}/fdinfo/{fd}").read()
+                except OSError:
+                    continue
+                info = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+                if info.get("prog_type", "").strip() == BPF_PROG_TYPE_PERF_EVENT:
+                    progs[info["prog_id"].strip()] = (int(info.get("run_time_ns", "0")),
+                                                      int(info.get("run_cnt", "0")))
+        return sum(v[0] for v in progs.values()), sum(v[1] for v in progs.values())
 
     def map_bytes(self):
         now = bpf_maps()
         return sum(int(m.get("bytes_memlock", 0)) for i, m in now.items() if i not in self.maps0)
 
     def mark(self):
-        self.mark_at = (time.monotonic(), sum(proc_cpu_s(p.pid) for p in self.pids))
+        self.mark_at = (time.monotonic(), self.cpu_s())
 
     def stop(self):
-        now, cpu = time.monotonic(), sum(proc_cpu_s(p.pid) for p in self.pids)
+        now, split = time.monotonic(), [g.cpu_s() for g in self.groups]
+        cpu = sum(split)
         res = {"cpu_s": cpu - self.cpu0,
+               "cpu_split_s": [round(b - a, 4) for a, b in zip(self.split0, split)],
                "settle_s": self.settle_s,
                "rss_kib": max(proc_hwm_kib(p.pid) for p in self.pids[-1:]),
                "map_bytes": self.map_bytes()}
@@ -195,6 +276,8 @@ class Tool:
                     break
                 time.sleep(0.05)
         res["life_cpu_s"] = life
+        for g in self.groups:
+            g.close()
         return res
 
 
@@ -303,11 +386,14 @@ def main():
                     results[name].append(res)
             base = statistics.median(times["none"])
             for name in ("sonde", "bpftrace", "perf"):
-                res = {k: statistics.median(r[k] for r in results[name]) for k in results[name][0]}
+                res = {k: statistics.median(r[k] for r in results[name])
+                       for k in results[name][0] if k != "cpu_split_s"}
                 res["slowdown_pct"] = 100.0 * (statistics.median(times[name]) / base - 1)
                 rows.append((hz, name, res, base))
-                print(f"{hz} Hz {name}: {res} times {times[name]} unprofiled {times['none']}",
-                      file=sys.stderr)
+                # Per process (sonde: symbolizer, sensor), each round.
+                split = [r["cpu_split_s"] for r in results[name]]
+                print(f"{hz} Hz {name}: {res} CPU s per process {split} times {times[name]} "
+                      f"unprofiled {times['none']}", file=sys.stderr)
     finally:
         subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=0"])
         shutil.rmtree(tmp, ignore_errors=True)
