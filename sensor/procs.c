@@ -280,9 +280,11 @@ static int read_maps(struct procs *p, uint32_t pid, const char *dir, struct proc
 
 		struct proc_mapping *o = old_mapping(old, l);
 		if (o) {
-			m->file = o->file;
+			/* A reference of its own, not moved: the old mapping
+			 * stays whole for maps_equal(), and for the process if
+			 * this scan fails. */
+			m->file = fileids_ref(p->fileids, o->file);
 			m->info = o->info;
-			o->file = NULL; /* moved */
 			continue;
 		}
 		/* map_files is the mapped inode itself; root/PATH is a fallback

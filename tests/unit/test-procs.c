@@ -1,0 +1,153 @@
+/* test-procs.c - the process table (sensor/procs.c) on this test's own
+ * /proc entry: a rescan that finds the same mappings changes nothing (no
+ * observer call, no new generation, nothing to send), and one that finds
+ * a new or removed executable mapping does. */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fileids.h"
+#include "procs.h"
+
+static unsigned changed_calls;
+
+static void on_changed(const struct proc *pr, void *ctx)
+{
+	(void)pr;
+	(void)ctx;
+	changed_calls++;
+}
+
+static const struct procs_observer observer = {.maps_changed = on_changed};
+
+static int count_one(const struct proc *pr, void *ctx)
+{
+	(void)pr;
+	(*(unsigned *)ctx)++;
+	return 0;
+}
+
+/* Processes procs_foreach(PROCS_DIRTY) hands out (and marks clean). */
+static unsigned take_dirty(struct procs *p)
+{
+	unsigned n = 0;
+
+	assert_int_equal(procs_foreach(p, PROCS_DIRTY, count_one, &n), 0);
+	return n;
+}
+
+struct fixture {
+	struct fileids *ids;
+	struct procs *procs;
+};
+
+static int setup(void **state)
+{
+	static struct fixture f;
+
+	f.ids = fileids_new(64);
+	f.procs = f.ids ? procs_new(f.ids, 16, "/proc") : NULL;
+	if (!f.procs)
+		return -1;
+	procs_set_observer(f.procs, &observer, NULL);
+	changed_calls = 0;
+	*state = &f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	procs_free(f->procs);
+	fileids_free(f->ids);
+	return 0;
+}
+
+static void assert_resolves(struct procs *p, uint32_t pid)
+{
+	struct stack_frame fr;
+
+	/* An address in this test's own text resolves to a file. */
+	memset(&fr, 0, sizeof(fr));
+	assert_int_equal(procs_resolve(p, pid, (uint64_t)(uintptr_t)&take_dirty, &fr), 0);
+	assert_true(fr.has_file_id);
+}
+
+static void test_same_mappings_are_no_change(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t pid = (uint32_t)getpid(), gen;
+	struct proc *pr;
+
+	assert_int_equal(procs_scan(f->procs, pid), 0);
+	assert_int_equal(changed_calls, 1);
+	pr = procs_find(f->procs, pid);
+	assert_non_null(pr);
+	assert_true(pr->n_maps > 0);
+	gen = pr->maps_gen;
+	assert_int_equal(take_dirty(f->procs), 1);
+
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(procs_rescan_maps(f->procs, pid), 0);
+		assert_int_equal(procs_scan(f->procs, pid), 0);
+	}
+	pr = procs_find(f->procs, pid);
+	assert_int_equal(changed_calls, 1);
+	assert_int_equal(pr->maps_gen, gen);
+	assert_int_equal(take_dirty(f->procs), 0);
+	/* The mappings kept their file IDs through the rescans. */
+	for (size_t i = 0; i < pr->n_maps; i++)
+		if (strcmp(pr->maps[i].path, "[vdso]") != 0)
+			assert_non_null(pr->maps[i].file);
+	assert_resolves(f->procs, pid);
+}
+
+static void test_new_and_removed_mapping_are_changes(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t pid = (uint32_t)getpid(), gen;
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	long page = sysconf(_SC_PAGESIZE);
+	void *m;
+
+	assert_true(fd >= 0);
+	assert_int_equal(procs_scan(f->procs, pid), 0);
+	take_dirty(f->procs);
+	gen = procs_find(f->procs, pid)->maps_gen;
+
+	/* One more executable mapping of a file: a dlopen, as far as the
+	 * table can tell. */
+	m = mmap(NULL, (size_t)page, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	assert_true(m != MAP_FAILED);
+	assert_int_equal(procs_rescan_maps(f->procs, pid), 0);
+	assert_int_equal(changed_calls, 2);
+	assert_int_equal(procs_find(f->procs, pid)->maps_gen, gen + 1);
+	assert_int_equal(take_dirty(f->procs), 1);
+
+	assert_int_equal(munmap(m, (size_t)page), 0);
+	assert_int_equal(procs_rescan_maps(f->procs, pid), 0);
+	assert_int_equal(changed_calls, 3);
+	assert_int_equal(procs_find(f->procs, pid)->maps_gen, gen + 2);
+	assert_int_equal(take_dirty(f->procs), 1);
+	assert_resolves(f->procs, pid);
+	close(fd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_same_mappings_are_no_change, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_new_and_removed_mapping_are_changes, setup,
+						teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
