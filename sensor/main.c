@@ -65,9 +65,12 @@
 #define EVENTS_DRAIN_MS 100
 #define EVENTS_BUSY_NS 2000000000ull
 /* After exec, ld.so maps the libraries within the first milliseconds;
- * the exec-time scan sees none of them. These rescans pick them up before
+ * the exec-time scan may see none of them. These rescans pick them up before
  * most of the process's first samples (neither kprobes nor fentry can be
- * counted on to see the mmap calls themselves). */
+ * counted on to see the mmap calls themselves). The schedule ends at the
+ * first rescan that finds nothing new: ld.so maps every library before
+ * the program runs, and a later dlopen shows as samples outside the known
+ * mappings, which rescan (procs_rescan_limited). */
 #define YOUNG_MAX 1024
 /* A stack not sampled for this long is forgotten (stacks.h): short-lived
  * processes bring new stacks all the time, and remembering them all grew
@@ -444,16 +447,25 @@ static void on_cpython_meta(const struct sonde_cpython_meta_rec *r, void *ctx)
 static void young_add(uint32_t pid, enum young_kind kind)
 {
 	uint32_t ms = kind == YOUNG_FORK ? YOUNG_FORK_SCAN_MS : young_rescan_ms[0];
-
-	/* Full: a sample of an exec'd process scans it (on_sample), and a
-	 * fork's child keeps its parent's unwind entries. */
-	if (S.n_young == YOUNG_MAX)
-		return;
-	S.young[S.n_young++] = (struct young){
+	struct young y = {
 		.pid = pid,
 		.kind = kind,
 		.due_ns = clock_ns(CLOCK_MONOTONIC) + ms * 1000000ull,
 	};
+
+	/* A fork's child that execs: the exec's schedule replaces the fork
+	 * step (one entry per pid). */
+	for (size_t i = 0; i < S.n_young; i++) {
+		if (S.young[i].pid == pid) {
+			S.young[i] = y;
+			return;
+		}
+	}
+	/* Full: a sample of an exec'd process scans it (on_sample), and a
+	 * fork's child keeps its parent's unwind entries. */
+	if (S.n_young == YOUNG_MAX)
+		return;
+	S.young[S.n_young++] = y;
 }
 
 /* Rescans the young processes that are due. Returns the milliseconds to
@@ -467,13 +479,17 @@ static int rescan_young(void)
 		struct young y = S.young[i];
 
 		if (y.due_ns <= now) {
+			const struct proc *pr = procs_find(S.procs, y.pid);
+			uint32_t gen = pr ? pr->maps_gen : 0;
 			/* After an exec's first scan only the mappings change
 			 * (ld.so, then dlopen); comm, exe, cgroup and the
 			 * environment were read by it. */
 			int r = y.kind == YOUNG_EXEC && y.step == 0 ? procs_scan(S.procs, y.pid)
 								   : procs_rescan_maps(S.procs, y.pid);
+			bool same = y.step > 0 && r == 0 && pr &&
+				    (pr = procs_find(S.procs, y.pid)) && pr->maps_gen == gen;
 
-			if (r == -ESRCH || y.kind == YOUNG_FORK ||
+			if (r == -ESRCH || y.kind == YOUNG_FORK || same ||
 			    ++y.step == sizeof(young_rescan_ms) / sizeof(young_rescan_ms[0]))
 				continue;
 			y.due_ns += (young_rescan_ms[y.step] - young_rescan_ms[y.step - 1]) * 1000000ull;

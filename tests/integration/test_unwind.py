@@ -431,6 +431,44 @@ def test_short_lived_process(services):
         sensor.stop()
 
 
+UNWIND_LIB = BUILD / "tests" / "workload" / "libsonde_unwind.so"
+
+
+def test_library_dlopened_by_a_short_lived_process(services):
+    """A library that a short-lived process loads itself (here ctypes, once
+    Python has started: after ld.so, so after the sensor's exec-time scans
+    have found nothing more to read) is found by the rescan that the first
+    samples outside the known mappings trigger: its frames are named."""
+    tmp, sym = services
+    code = ("import ctypes, time\n"
+            f"lib = ctypes.CDLL({str(UNWIND_LIB)!r})\n"
+            "t = time.monotonic()\n"
+            "while time.monotonic() - t < 1.5:\n"
+            "    lib.unwind_lib_entry(7)\n")
+    parent = subprocess.Popen(["sh", "-c", 'read go; exec /usr/bin/python3 -c "$0"', code],
+                              stdin=subprocess.PIPE, text=True)
+    sensor = Sensor(tmp, sym.address, ["--pid", str(parent.pid), "--frequency", str(HZ)])
+    try:
+        wait_for(lambda: sym.status().sensors_connected >= 1, 15, "the sensor to connect")
+        time.sleep(0.5)
+        since = int(time.time()) - 1
+        parent.stdin.write("go\n")
+        parent.stdin.close()
+        assert parent.wait(30) == 0
+        time.sleep(2.2)  # more than one sensor flush
+        r = sym.symbols.Folded(symbols_pb2.ProfileQuery(since_unix_s=since), timeout=30)
+        mine = [s for s in r.stacks if s.pid == parent.pid]
+        total = sum(s.count for s in mine)
+        named = sum(s.count for s in mine
+                    if contains_chain(list(s.frames), ["unwind_lib_entry", "unwind_lib_middle",
+                                                       "unwind_lib_leaf"]))
+        print(f"dlopen: {named} of {total} samples in the loaded library's chain")
+        assert total > 50, f"only {total} samples of the process"
+        assert named >= 0.8 * total, f"{named} of {total} samples have the library's chain"
+    finally:
+        sensor.stop()
+
+
 def test_restart_loads_tables_within_seconds():
     """With a warm cache, a restarted sensor + symbolizer have every table
     loaded for the running processes quickly (asserted: 3 s)."""
