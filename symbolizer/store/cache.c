@@ -1,6 +1,6 @@
 /* cache.c - SQLite file-analysis cache with an in-memory LRU above it.
  *
- * Schema (user_version 3):
+ * Schema (user_version 12):
  *   files(file_id BLOB PK, status INT (0 ok, 1 error), error TEXT,
  *         analysed_at INT (unix s), build_id BLOB, symtab BLOB)
  *   unwind(file_id BLOB PK, status INT (0 ok, 1 error), error TEXT,
@@ -10,8 +10,10 @@
  *   meta(key TEXT PK, value INT): 'line_index_version' -- since version 11
  * A version 1 cache gets the unwind table added; its files then have a
  * symtab but no unwind row, which the service treats as "analyse again".
- *   stacks(id INTEGER PK, text TEXT UNIQUE)           -- profile.c
- *   samples(minute, pid, stack_id, count; PK(minute, pid, stack_id))
+ *   stacks(id INTEGER PK, hash INT, text TEXT, raw BLOB; INDEX(hash))
+ *                                                      -- profile.c, version 12
+ *   samples(minute, pid, tid, span, stack_id, count;
+ *           PK(minute, pid, tid, span, stack_id))      -- version 6
  * The database file is outside input too: a blob that does not
  * deserialise is dropped and its file analysed again.
  */
@@ -195,12 +197,28 @@ static const char schema_v11[] =
 	") WITHOUT ROWID;"
 	"INSERT OR IGNORE INTO meta (key, value) VALUES ('line_index_version', 3);";
 
+/* Stacks are found by a 64-bit digest of their text and raw frames
+ * (profile.c), indexed, instead of by UNIQUE (text, raw): that index held
+ * a second copy of every stack, kilobytes a key, and looking up or
+ * inserting a new stack walked and rewrote pages of it (most of the
+ * symbolizer's profile-store time). Recent data: dropped, not converted. */
+static const char schema_v12[] =
+	"DROP TABLE samples;"
+	"DROP TABLE stacks;"
+	"CREATE TABLE stacks (id INTEGER PRIMARY KEY, hash INTEGER NOT NULL, text TEXT NOT NULL,"
+	" raw BLOB NOT NULL);"
+	"CREATE INDEX stacks_by_hash ON stacks(hash);"
+	"CREATE TABLE samples ("
+	" minute INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,"
+	" span BLOB NOT NULL, stack_id INTEGER NOT NULL, count INTEGER NOT NULL,"
+	" PRIMARY KEY (minute, pid, tid, span, stack_id)) WITHOUT ROWID;";
+
 /* Migrations from version i to i + 1 go here as they appear; index 0
  * creates the schema in an empty database. */
 static const char *const migrations[CACHE_SCHEMA_VERSION] = { schema_v1, schema_v2, schema_v3,
 									 schema_v4, schema_v5, schema_v6,
 									 schema_v7, schema_v8, schema_v9,
-									 schema_v10, schema_v11 };
+									 schema_v10, schema_v11, schema_v12 };
 
 static int sqlite_to_errno(int rc)
 {

@@ -32,7 +32,7 @@
  * 10: every analysis forgotten once (source index format 3).
  * 11: the source index format in table meta; another one at open forgets
  *     every analysis (cache.c forget_other_index_formats). */
-#define CACHE_SCHEMA_VERSION 11
+#define CACHE_SCHEMA_VERSION 12
 
 struct cache;
 

@@ -173,8 +173,10 @@ static void finalize_all(struct profile_store *p)
 static int prepare_all(struct profile_store *p, sqlite3 *db)
 {
 	p->db = db;
-	if (prep(p->db, "SELECT id FROM stacks WHERE text = ?1 AND raw = ?2", &p->st_stack_get) < 0 ||
-	    prep(p->db, "INSERT INTO stacks (text, raw) VALUES (?1, ?2)", &p->st_stack_put) < 0 ||
+	if (prep(p->db, "SELECT id FROM stacks WHERE hash = ?3 AND text = ?1 AND raw = ?2",
+		 &p->st_stack_get) < 0 ||
+	    prep(p->db, "INSERT INTO stacks (text, raw, hash) VALUES (?1, ?2, ?3)",
+		 &p->st_stack_put) < 0 ||
 	    prep(p->db,
 		 "INSERT INTO samples (minute, pid, tid, span, stack_id, count)"
 		 " VALUES (?1, ?2, ?3, ?6, ?4, ?5)"
@@ -228,12 +230,13 @@ void profile_free(struct profile_store *p)
 
 static int rotate(struct profile_store *p);
 
-uint64_t profile_stack_hash(const char *frames, const void *raw, size_t raw_len)
+/* FNV-1a over 8-byte words, once per stack (not per sample). Fixed, not
+ * seeded: stacks.hash keeps it across restarts. */
+static uint64_t hash_two(const void *a, size_t a_len, const void *b, size_t b_len)
 {
-	/* FNV-1a over 8-byte words, once per stack (not per sample). */
 	uint64_t h = 0xcbf29ce484222325ULL;
-	const unsigned char *parts[2] = { (const unsigned char *)(frames ? frames : ""), raw };
-	size_t lens[2] = { frames ? strlen(frames) : 0, raw ? raw_len : 0 };
+	const unsigned char *parts[2] = { a, b };
+	size_t lens[2] = { a_len, b_len };
 
 	for (int k = 0; k < 2; k++) {
 		const unsigned char *q = parts[k];
@@ -255,6 +258,11 @@ uint64_t profile_stack_hash(const char *frames, const void *raw, size_t raw_len)
 	h *= 0xff51afd7ed558ccdULL;
 	h ^= h >> 33;
 	return h;
+}
+
+uint64_t profile_stack_hash(const char *frames, const void *raw, size_t raw_len)
+{
+	return hash_two(frames ? frames : "", frames ? strlen(frames) : 0, raw, raw ? raw_len : 0);
 }
 
 /* A new row: the text as folded_push() makes it, and the raw stack. */
@@ -338,10 +346,12 @@ int profile_add(struct profile_store *p, const struct profile_sample *smp)
 static int stack_id(struct profile_store *p, const char *text, size_t len, const void *raw,
 		    size_t raw_len, int64_t *ret)
 {
+	int64_t hash = (int64_t)hash_two(text, len, raw, raw ? raw_len : 0);
 	int rc, r = 0;
 
 	sqlite3_bind_text(p->st_stack_get, 1, text, (int)len, SQLITE_STATIC);
 	sqlite3_bind_blob(p->st_stack_get, 2, raw ? raw : "", (int)raw_len, SQLITE_STATIC);
+	sqlite3_bind_int64(p->st_stack_get, 3, hash);
 	rc = sqlite3_step(p->st_stack_get);
 	if (rc == SQLITE_ROW) {
 		*ret = sqlite3_column_int64(p->st_stack_get, 0);
@@ -351,6 +361,7 @@ static int stack_id(struct profile_store *p, const char *text, size_t len, const
 	sqlite3_reset(p->st_stack_get);
 	sqlite3_bind_text(p->st_stack_put, 1, text, (int)len, SQLITE_STATIC);
 	sqlite3_bind_blob(p->st_stack_put, 2, raw ? raw : "", (int)raw_len, SQLITE_STATIC);
+	sqlite3_bind_int64(p->st_stack_put, 3, hash);
 	rc = sqlite3_step(p->st_stack_put);
 	if (rc == SQLITE_DONE)
 		*ret = sqlite3_last_insert_rowid(p->db);
