@@ -18,6 +18,7 @@ sonde_build_packages=(
 )
 sonde_test_packages=(
   python3-grpcio python3-protobuf python3-pytest
+  python3-pytest-timeout                   # a hung test fails alone instead of holding the run
   protobuf-compiler protobuf-compiler-grpc # Python stubs for the test clients
   linux-perf binutils                      # perf and nm as reference tools
   libclang-rt-14-dev                       # libFuzzer + sanitizer runtimes (tests/fuzz/run)

@@ -31,7 +31,9 @@
  * 9: the interpreter Loader's Data (table interp).
  * 10: every analysis forgotten once (source index format 3).
  * 11: the source index format in table meta; another one at open forgets
- *     every analysis (cache.c forget_other_index_formats). */
+ *     every analysis (cache.c forget_other_index_formats).
+ * 12: stacks found by an indexed digest (profile.c), not UNIQUE (text,
+ *     raw); stored profiles dropped. */
 #define CACHE_SCHEMA_VERSION 12
 
 struct cache;

@@ -5,6 +5,7 @@ dwarf. At least 99% of the samples must be complete, and the chains must
 match perf within 5 points: the workload's known chains, and for the Debian
 binaries their top leaf functions and caller;leaf pairs."""
 import collections
+import contextlib
 import math
 import os
 import re
@@ -398,12 +399,14 @@ def test_sort(services, big_file):
     compare_chains(perf, ours, "sort", skip=("sort",))
 
 
-def test_short_lived_process(services):
-    """A process that execs, burns CPU for 200 ms and exits shows
-    complete, named stacks."""
+@contextlib.contextmanager
+def released_under_sensor(services, argv):
+    """Runs argv, a shell that first reads a line, under a sensor that
+    follows it; releases it once the sensor is connected, waits for its
+    end and one sensor flush more, and yields (its pid, a unix second
+    before it started) with the sensor still running."""
     tmp, sym = services
-    parent = subprocess.Popen(["sh", "-c", "read go; for i in 1 2 3 4 5; do "
-                               f"{UNWIND_WORKLOAD} 200; done"], stdin=subprocess.PIPE, text=True)
+    parent = subprocess.Popen(argv, stdin=subprocess.PIPE, text=True)
     sensor = Sensor(tmp, sym.address, ["--pid", str(parent.pid), "--frequency", str(HZ)])
     try:
         wait_for(lambda: sym.status().sensors_connected >= 1, 15, "the sensor to connect")
@@ -411,8 +414,19 @@ def test_short_lived_process(services):
         since = int(time.time()) - 1
         parent.stdin.write("go\n")
         parent.stdin.close()
-        parent.wait(30)
-        time.sleep(2)
+        assert parent.wait(30) == 0
+        time.sleep(2.2)  # more than one sensor flush
+        yield parent.pid, since
+    finally:
+        sensor.stop()
+
+
+def test_short_lived_process(services):
+    """A process that execs, burns CPU for 200 ms and exits shows
+    complete, named stacks."""
+    _, sym = services
+    with released_under_sensor(services, ["sh", "-c", "read go; for i in 1 2 3 4 5; do "
+                                          f"{UNWIND_WORKLOAD} 200; done"]) as (_, since):
         st = sym.status()
         mine = [p for p in st.processes if p.comm.startswith("sonde-unwind")]
         assert mine, f"no short-lived process in Status: {st.processes}"
@@ -427,8 +441,6 @@ def test_short_lived_process(services):
         named = sum(s.count for s in r.stacks if s.comm.startswith("sonde-unwind")
                     and any(contains_chain(list(s.frames), ch) for ch in C_CHAINS.values()))
         assert named >= 0.9 * total, f"{named} of {total} samples have a named chain"
-    finally:
-        sensor.stop()
 
 
 UNWIND_LIB = BUILD / "tests" / "workload" / "libsonde_unwind.so"
@@ -439,25 +451,16 @@ def test_library_dlopened_by_a_short_lived_process(services):
     Python has started: after ld.so, so after the sensor's exec-time scans
     have found nothing more to read) is found by the rescan that the first
     samples outside the known mappings trigger: its frames are named."""
-    tmp, sym = services
+    _, sym = services
     code = ("import ctypes, time\n"
             f"lib = ctypes.CDLL({str(UNWIND_LIB)!r})\n"
             "t = time.monotonic()\n"
             "while time.monotonic() - t < 1.5:\n"
             "    lib.unwind_lib_entry(7)\n")
-    parent = subprocess.Popen(["sh", "-c", 'read go; exec /usr/bin/python3 -c "$0"', code],
-                              stdin=subprocess.PIPE, text=True)
-    sensor = Sensor(tmp, sym.address, ["--pid", str(parent.pid), "--frequency", str(HZ)])
-    try:
-        wait_for(lambda: sym.status().sensors_connected >= 1, 15, "the sensor to connect")
-        time.sleep(0.5)
-        since = int(time.time()) - 1
-        parent.stdin.write("go\n")
-        parent.stdin.close()
-        assert parent.wait(30) == 0
-        time.sleep(2.2)  # more than one sensor flush
+    with released_under_sensor(services, ["sh", "-c", 'read go; exec /usr/bin/python3 -c "$0"',
+                                          code]) as (pid, since):
         r = sym.symbols.Folded(symbols_pb2.ProfileQuery(since_unix_s=since), timeout=30)
-        mine = [s for s in r.stacks if s.pid == parent.pid]
+        mine = [s for s in r.stacks if s.pid == pid]
         total = sum(s.count for s in mine)
         named = sum(s.count for s in mine
                     if contains_chain(list(s.frames), ["unwind_lib_entry", "unwind_lib_middle",
@@ -465,8 +468,6 @@ def test_library_dlopened_by_a_short_lived_process(services):
         print(f"dlopen: {named} of {total} samples in the loaded library's chain")
         assert total > 50, f"only {total} samples of the process"
         assert named >= 0.8 * total, f"{named} of {total} samples have the library's chain"
-    finally:
-        sensor.stop()
 
 
 def test_restart_loads_tables_within_seconds():
