@@ -59,9 +59,13 @@
  * must come while a short-lived process still exists: the ring's own
  * wakeups (wakeup_bytes) are too rare for that. Processes are short-lived
  * only where processes are being made: for EVENTS_BUSY_NS after a fork,
- * exec or exit the ring is drained every EVENTS_DRAIN_MS; otherwise at the
- * flush timer (each wakeup costs tens of microseconds on a VM, which was
- * most of the sensor's CPU at 10 a second). */
+ * exec or exit the ring is drained again after as long as has passed since
+ * that event (at least EVENTS_DRAIN_MS): at 100, 200, 400, 800 and 1600 ms,
+ * so a process that lives on for as long again as it had lived when it
+ * mapped a library (its samples there trigger the rescan) is drained
+ * alive; otherwise at the flush timer. Every 100 ms for the whole window
+ * was 20 wakeups after every burst of execs, each 100-300 us of CPU on a
+ * VM (docs/benchmarks.md). */
 #define EVENTS_DRAIN_MS 100
 #define EVENTS_BUSY_NS 2000000000ull
 /* After exec, ld.so maps the libraries within the first milliseconds;
@@ -108,11 +112,14 @@ static struct env {
 } env = {
 	.frequency = 19,
 	.buffer_stacks = 65536,
-	/* Every 5 s, as other continuous profilers report: each flush wakes
-	 * both services and gRPC's threads (hundreds of microseconds of CPU
-	 * on a VM), and nobody reads a profile within seconds of a sample.
-	 * Short-lived processes are drained sooner anyway (EVENTS_DRAIN_MS). */
-	.flush_ms = 5000,
+	/* Every 10 s, as Parca Agent and Pyroscope report (the OpenTelemetry
+	 * profiler: 5 s): a flush costs both services several milliseconds
+	 * of CPU on a VM (wakeups of both, gRPC's threads, the symbolizer's
+	 * profile store), a fifth of sonde's CPU at 99 Hz when every 5 s
+	 * (docs/benchmarks.md), and nobody reads a profile within seconds of
+	 * a sample. Short-lived processes are drained sooner anyway
+	 * (EVENTS_DRAIN_MS); `sonde record` asks for 1 s. */
+	.flush_ms = 10000,
 	.ringbuf_mb = 0,
 	.unwind_rows = 2097152,
 };
@@ -168,7 +175,7 @@ static const char usage[] =
 	"  --cgroup PATH         profile only this cgroup v2 (and below)\n"
 	"  --duration S          stop after S seconds (default 0: until SIGINT/SIGTERM)\n"
 	"  --buffer-stacks N     bound on buffered (stack, pid, tid) entries (default 65536)\n"
-	"  --flush-ms MS         how often stacks, spans and counters are sent (default 5000)\n"
+	"  --flush-ms MS         how often stacks, spans and counters are sent (default 10000)\n"
 	"  --ringbuf-mb MB       BPF ring buffer size, a power of two (default: a second\n"
 	"                        of samples of every CPU, 256 KiB to 64 MiB)\n"
 	"  --unwind-rows N       unwind table rows in BPF, 12 bytes each (default 2097152;\n"
@@ -1317,9 +1324,14 @@ int main(int argc, char **argv)
 			{.fd = S.goprobes ? goprobes_fd(S.goprobes) : -1, .events = POLLIN},
 		};
 		/* -1: until the flush timer, a signal or a full quarter ring. */
-		bool busy = S.n_young || uplink_generation(S.uplink) != S.sent_gen ||
-			    clock_ns(CLOCK_MONOTONIC) - S.last_proc_event_ns < EVENTS_BUSY_NS;
-		int timeout = busy ? EVENTS_DRAIN_MS : -1;
+		uint64_t since_event = clock_ns(CLOCK_MONOTONIC) - S.last_proc_event_ns;
+		int timeout = -1;
+
+		if (S.n_young || uplink_generation(S.uplink) != S.sent_gen)
+			timeout = EVENTS_DRAIN_MS;
+		else if (since_event < EVENTS_BUSY_NS)
+			timeout = since_event / 1000000 > EVENTS_DRAIN_MS ? (int)(since_event / 1000000)
+									 : EVENTS_DRAIN_MS;
 
 		if (young_wait >= 0 && (timeout < 0 || young_wait < timeout))
 			timeout = young_wait;
