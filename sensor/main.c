@@ -60,7 +60,8 @@
  * wakeups (wakeup_bytes) are too rare for that. Processes are short-lived
  * only where processes are being made: for EVENTS_BUSY_NS after a fork,
  * exec or exit the ring is drained again after as long as has passed since
- * that event (at least EVENTS_DRAIN_MS): at 100, 200, 400, 800 and 1600 ms,
+ * that event (at least EVENTS_DRAIN_MS): at 100, 200, 400, 800, 1600 ms (and
+ * once more at 3.2 s),
  * so a process that lives on for as long again as it had lived when it
  * mapped a library (its samples there trigger the rescan) is drained
  * alive; otherwise at the flush timer. Every 100 ms for the whole window
