@@ -60,11 +60,10 @@
  * wakeups (wakeup_bytes) are too rare for that. Processes are short-lived
  * only where processes are being made: for EVENTS_BUSY_NS after a fork,
  * exec or exit the ring is drained again after as long as has passed since
- * that event (at least EVENTS_DRAIN_MS): at 100, 200, 400, 800, 1600 ms (and
- * once more at 3.2 s),
- * so a process that lives on for as long again as it had lived when it
- * mapped a library (its samples there trigger the rescan) is drained
- * alive; otherwise at the flush timer. Every 100 ms for the whole window
+ * that event (at least EVENTS_DRAIN_MS): at 100, 200, 400, 800, 1600 ms and
+ * once more at 3.2 s, so a process that lives on for as long again as it
+ * had lived when it mapped a library (its samples there trigger the
+ * rescan) is drained alive; otherwise at the flush timer. Every 100 ms for the whole window
  * was 20 wakeups after every burst of execs, each 100-300 us of CPU on a
  * VM (docs/benchmarks.md). */
 #define EVENTS_DRAIN_MS 100
@@ -116,9 +115,8 @@ static struct env {
 	/* Every 10 s, as Parca Agent and Pyroscope report (the OpenTelemetry
 	 * profiler: 5 s): a flush costs both services several milliseconds
 	 * of CPU on a VM (wakeups of both, gRPC's threads, the symbolizer's
-	 * profile store), a fifth of sonde's CPU at 99 Hz when every 5 s
-	 * (docs/benchmarks.md), and nobody reads a profile within seconds of
-	 * a sample. Short-lived processes are drained sooner anyway
+	 * profile store; 3.5-7 ms together at 99 Hz, docs/benchmarks.md),
+	 * and nobody reads a profile within seconds of a sample. Short-lived processes are drained sooner anyway
 	 * (EVENTS_DRAIN_MS); `sonde record` asks for 1 s. */
 	.flush_ms = 10000,
 	.ringbuf_mb = 0,
@@ -1330,9 +1328,11 @@ int main(int argc, char **argv)
 
 		if (S.n_young || uplink_generation(S.uplink) != S.sent_gen)
 			timeout = EVENTS_DRAIN_MS;
-		else if (since_event < EVENTS_BUSY_NS)
-			timeout = since_event / 1000000 > EVENTS_DRAIN_MS ? (int)(since_event / 1000000)
-									 : EVENTS_DRAIN_MS;
+		else if (since_event < EVENTS_BUSY_NS) {
+			int since_ms = (int)(since_event / 1000000); /* < 2000 */
+
+			timeout = since_ms > EVENTS_DRAIN_MS ? since_ms : EVENTS_DRAIN_MS;
+		}
 
 		if (young_wait >= 0 && (timeout < 0 || young_wait < timeout))
 			timeout = young_wait;
