@@ -21,15 +21,12 @@
 #include "go_http_client.skel.h"
 #include "go_http_server.skel.h"
 #include "goprobes.h"
+#include "goprobes_plan.h"
 #include "probes/go_http.h"
 #include "log.h"
 
-/* Bounds on what a plan may ask for. */
+/* Bounds on what plans may ask for (per plan: goprobes_plan.h). */
 #define MAX_FILES 256          /* loaded executables */
-#define MAX_SETS 8             /* probes per plan */
-#define MAX_CONSTS 32          /* per probe */
-#define MAX_ATTACHES 256       /* per probe (an entry and each RET) */
-#define MAX_NAME 64
 #define MAX_QUEUED 64          /* plans waiting for the main thread */
 /* The ring every probe object shares; records wait for the flush in a
  * bounded batch. */
@@ -47,32 +44,6 @@ static const struct probe_def {
 	{ "go_http_client", go_http_client_bpf__elf_bytes },
 };
 
-struct plan_attach {
-	char program[MAX_NAME];
-	char symbol[MAX_NAME * 2];
-	uint64_t file_offset;
-	bool optional;
-};
-
-struct plan_set {
-	const struct probe_def *def;
-	char probe[MAX_NAME];
-	size_t n_consts;
-	struct { char name[MAX_NAME]; uint64_t value; } consts[MAX_CONSTS];
-	size_t n_attaches;
-	struct plan_attach *attaches;
-	/* After load: */
-	struct bpf_object *obj;
-	struct bpf_program **progs; /* one per attach */
-};
-
-struct plan {
-	uint8_t file_id[FILEID_LEN];
-	size_t n_sets;
-	struct plan_set sets[MAX_SETS];
-	struct plan *next;
-};
-
 /* The links of one process to one loaded file. */
 struct attachment {
 	uint32_t pid;
@@ -86,10 +57,10 @@ struct goprobes {
 	struct ring_buffer *ring;
 
 	pthread_mutex_t lock;  /* the queue only */
-	struct plan *queue, **queue_tail;
+	struct goprobes_plan *queue, **queue_tail;
 	size_t n_queued;
 
-	struct plan *files[MAX_FILES]; /* loaded, by file ID */
+	struct goprobes_plan *files[MAX_FILES]; /* loaded, by file ID */
 	size_t n_files;
 	struct attachment *att;
 	size_t n_att, cap_att;
@@ -103,16 +74,13 @@ struct goprobes {
 	struct goprobes_stats st;
 };
 
-static void plan_free(struct plan *p)
+static void plan_free(struct goprobes_plan *p)
 {
 	if (!p)
 		return;
-	for (size_t i = 0; i < p->n_sets; i++) {
+	for (size_t i = 0; i < p->n_sets; i++)
 		bpf_object__close(p->sets[i].obj);
-		free(p->sets[i].progs);
-		free(p->sets[i].attaches);
-	}
-	free(p);
+	goprobes_plan_free(p);
 }
 
 static const char *hex_id(const uint8_t *id, char *buf)
@@ -122,96 +90,20 @@ static const char *hex_id(const uint8_t *id, char *buf)
 	return buf;
 }
 
-/* Copies a protobuf string if it fits; false otherwise. */
-static bool copy_name(char *dst, size_t size, const char *src)
-{
-	size_t n = src ? strlen(src) : 0;
-
-	if (n == 0 || n >= size)
-		return false;
-	memcpy(dst, src, n + 1);
-	return true;
-}
-
 /* ---- the queue (uplink thread -> main thread) ---- */
 
 int goprobes_queue_plan(struct goprobes *gp, const Sonde__V1__ProbePlan *pp)
 {
+	const char *known[sizeof(probe_defs) / sizeof(probe_defs[0])];
 	char hex[2 * FILEID_LEN + 1];
-	struct plan *p;
+	struct goprobes_plan *p = NULL;
+	int r;
 
-	if (!pp || pp->file_id.len != FILEID_LEN)
-		return -EPROTO;
-	if (pp->error && pp->error[0]) {
-		log_info("go probes: no plan for %s: %.200s", hex_id(pp->file_id.data, hex), pp->error);
-		return 0;
-	}
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	memcpy(p->file_id, pp->file_id.data, FILEID_LEN);
-	if (pp->n_probes > MAX_SETS)
-		log_warn("go probes: plan for %s has %zu probes, keeping %d",
-			 hex_id(p->file_id, hex), pp->n_probes, MAX_SETS);
-	for (size_t i = 0; i < pp->n_probes && p->n_sets < MAX_SETS; i++) {
-		const Sonde__V1__ProbeSet *ps = pp->probes[i];
-		struct plan_set *s = &p->sets[p->n_sets];
-
-		if (!ps || (ps->error && ps->error[0])) {
-			if (ps)
-				log_info("go probes: %s: probe %.64s not applicable: %.200s",
-					 hex_id(p->file_id, hex), ps->probe ? ps->probe : "?", ps->error);
-			continue;
-		}
-		if (!copy_name(s->probe, sizeof(s->probe), ps->probe) ||
-		    ps->n_consts > MAX_CONSTS || ps->n_attaches > MAX_ATTACHES ||
-		    ps->n_attaches == 0) {
-			log_warn("go probes: %s: refusing a probe set (name, %zu consts, %zu attaches "
-				 "out of bounds)", hex_id(p->file_id, hex), ps->n_consts, ps->n_attaches);
-			continue;
-		}
-		for (size_t k = 0; k < sizeof(probe_defs) / sizeof(probe_defs[0]); k++)
-			if (!strcmp(probe_defs[k].name, s->probe))
-				s->def = &probe_defs[k];
-		if (!s->def) {
-			log_warn("go probes: %s: refusing unknown probe '%.64s'", hex_id(p->file_id, hex),
-				 s->probe);
-			continue;
-		}
-		s->attaches = calloc(ps->n_attaches, sizeof(*s->attaches));
-		if (!s->attaches)
-			goto nomem;
-		for (size_t k = 0; k < ps->n_consts; k++) {
-			if (!ps->consts[k] ||
-			    !copy_name(s->consts[k].name, MAX_NAME, ps->consts[k]->name))
-				goto bad_name;
-			s->consts[k].value = ps->consts[k]->value;
-		}
-		s->n_consts = ps->n_consts;
-		for (size_t k = 0; k < ps->n_attaches; k++) {
-			const Sonde__V1__ProbeAttach *a = ps->attaches[k];
-
-			if (!a || !copy_name(s->attaches[k].program, MAX_NAME, a->program))
-				goto bad_name;
-			if (!a->symbol || !copy_name(s->attaches[k].symbol, sizeof(s->attaches[k].symbol),
-						     a->symbol))
-				snprintf(s->attaches[k].symbol, sizeof(s->attaches[k].symbol), "?");
-			s->attaches[k].file_offset = a->file_offset;
-			s->attaches[k].optional = a->optional;
-		}
-		s->n_attaches = ps->n_attaches;
-		p->n_sets++;
-		continue;
-bad_name:
-		log_warn("go probes: %s: probe %s: refusing a const or program without a name or "
-			 "with a name over %d bytes", hex_id(p->file_id, hex), s->probe, MAX_NAME - 1);
-		free(s->attaches);
-		memset(s, 0, sizeof(*s));
-	}
-	if (p->n_sets == 0) {
-		plan_free(p);
-		return 0;
-	}
+	for (size_t k = 0; k < sizeof(probe_defs) / sizeof(probe_defs[0]); k++)
+		known[k] = probe_defs[k].name;
+	r = goprobes_plan_from_msg(pp, known, sizeof(known) / sizeof(known[0]), &p);
+	if (r < 0 || !p)
+		return r;
 	pthread_mutex_lock(&gp->lock);
 	if (gp->n_queued >= MAX_QUEUED) {
 		pthread_mutex_unlock(&gp->lock);
@@ -225,16 +117,13 @@ bad_name:
 	gp->n_queued++;
 	pthread_mutex_unlock(&gp->lock);
 	return 0;
-nomem:
-	plan_free(p);
-	return -ENOMEM;
 }
 
 /* ---- loading ---- */
 
 /* Writes the set's consts into the object's .rodata by name, before load.
  * Every const of the plan must be a 64-bit global of .rodata. */
-static int set_consts(struct plan_set *s)
+static int set_consts(struct goprobes_plan_set *s)
 {
 	struct btf *btf = bpf_object__btf(s->obj);
 	const struct btf_var_secinfo *vs;
@@ -294,15 +183,16 @@ static int set_consts(struct plan_set *s)
 	return r;
 }
 
-static int load_set(struct goprobes *gp, struct plan_set *s)
+static int load_set(struct goprobes *gp, struct goprobes_plan_set *s)
 {
-	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = s->def->name);
+	const struct probe_def *def = &probe_defs[s->def];
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = def->name);
 	const void *bytes;
 	struct bpf_map *m;
 	size_t sz;
 	int r;
 
-	bytes = s->def->elf_bytes(&sz);
+	bytes = def->elf_bytes(&sz);
 	s->obj = bpf_object__open_mem(bytes, sz, &oo);
 	if (!s->obj) {
 		r = -errno;
@@ -340,7 +230,7 @@ static int load_set(struct goprobes *gp, struct plan_set *s)
 	return r;
 }
 
-static struct plan *find_file(struct goprobes *gp, const uint8_t *id, size_t *ret_idx)
+static struct goprobes_plan *find_file(struct goprobes *gp, const uint8_t *id, size_t *ret_idx)
 {
 	for (size_t i = 0; i < gp->n_files; i++)
 		if (!memcmp(gp->files[i]->file_id, id, FILEID_LEN)) {
@@ -364,7 +254,7 @@ static struct attachment *find_att(struct goprobes *gp, uint32_t pid, size_t fil
 static void attach_file(struct goprobes *gp, const struct proc *pr, size_t fi,
 			const struct proc_mapping *m)
 {
-	struct plan *p = gp->files[fi];
+	struct goprobes_plan *p = gp->files[fi];
 	struct attachment a = { .pid = pr->pid, .file = fi };
 	char path[96];
 	size_t total = 0;
@@ -386,7 +276,7 @@ static void attach_file(struct goprobes *gp, const struct proc *pr, size_t fi,
 	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, pr->pid,
 		 m->start, m->end);
 	for (size_t i = 0; i < p->n_sets; i++) {
-		struct plan_set *s = &p->sets[i];
+		struct goprobes_plan_set *s = &p->sets[i];
 		size_t first = a.n_links, n_ok = 0;
 
 		if (!s->obj)
@@ -522,7 +412,7 @@ static int apply_to_proc(const struct proc *pr, void *ctx)
 
 void goprobes_apply(struct goprobes *gp, struct procs *procs)
 {
-	struct plan *q, *next;
+	struct goprobes_plan *q, *next;
 	char hex[2 * FILEID_LEN + 1];
 	bool added = false;
 
@@ -549,7 +439,7 @@ void goprobes_apply(struct goprobes *gp, struct procs *procs)
 			continue;
 		}
 		for (size_t i = 0; i < q->n_sets; i++) {
-			struct plan_set *s = &q->sets[i];
+			struct goprobes_plan_set *s = &q->sets[i];
 
 			if (load_set(gp, s) < 0) {
 				gp->st.load_failures++;
@@ -717,7 +607,7 @@ fail:
 
 void goprobes_free(struct goprobes *gp)
 {
-	struct plan *q, *next;
+	struct goprobes_plan *q, *next;
 
 	if (!gp)
 		return;

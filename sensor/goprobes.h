@@ -24,7 +24,8 @@ struct goprobes *goprobes_new(int spans_fd);
 /* Detaches and unloads everything. Accepts NULL. */
 void goprobes_free(struct goprobes *gp);
 
-/* Copies a plan (after shape checks) for goprobes_apply(). Returns 0,
+/* Copies a plan (after shape checks: goprobes_plan_from_msg()) for
+ * goprobes_apply(). Returns 0,
  * -EPROTO for a malformed one (wrong file ID length), -ENOMEM. Any thread. */
 int goprobes_queue_plan(struct goprobes *gp, const Sonde__V1__ProbePlan *plan);
 /* Loads the queued plans (once per file ID) and attaches them to every

@@ -94,6 +94,59 @@ static bool authorized(int conn)
 	return rpc_unix_peer(conn, &peer) == 0 && fdu.authorize(&peer, RPC_ROLE_CLIENT, NULL);
 }
 
+size_t fd_upload_cmsg_fds(const struct msghdr *m, int *fds, size_t max)
+{
+	const uint8_t *ctl = m->msg_control, *end;
+	size_t n = 0;
+
+	if (!ctl || m->msg_controllen < sizeof(struct cmsghdr))
+		return 0;
+	end = ctl + m->msg_controllen;
+	for (const uint8_t *p = ctl; (size_t)(end - p) >= sizeof(struct cmsghdr);) {
+		struct cmsghdr c;
+		size_t len, step;
+
+		memcpy(&c, p, sizeof(c));
+		len = c.cmsg_len;
+		/* The kernel writes whole headers inside the buffer; anything
+		 * else ends the walk instead of reading past it. */
+		if (len < CMSG_LEN(0) || len > (size_t)(end - p))
+			break;
+		if (c.cmsg_level == SOL_SOCKET && c.cmsg_type == SCM_RIGHTS) {
+			for (size_t i = 0; i < (len - CMSG_LEN(0)) / sizeof(int); i++) {
+				if (n < max)
+					memcpy(&fds[n], p + CMSG_LEN(0) + i * sizeof(int), sizeof(int));
+				n++;
+			}
+		}
+		step = CMSG_ALIGN(len);
+		if (step > (size_t)(end - p))
+			break;
+		p += step;
+	}
+	return n;
+}
+
+int fd_upload_hello_check(const void *buf, size_t n, size_t n_fds, bool ctrunc, const char **why)
+{
+	struct fd_upload_hello h;
+
+	if (n != sizeof(h)) {
+		*why = "not a sonde descriptor hello";
+		return EPROTO;
+	}
+	memcpy(&h, buf, sizeof(h));
+	if (memcmp(h.magic, FD_UPLOAD_MAGIC, sizeof(h.magic)) != 0) {
+		*why = "not a sonde descriptor hello";
+		return EPROTO;
+	}
+	if (n_fds != 1 || ctrunc) {
+		*why = "send exactly one descriptor";
+		return EINVAL;
+	}
+	return 0;
+}
+
 /* Receives the hello and its one descriptor into *ret_fd (-1 when none
  * came). Returns 0 or an errno value with *why set. */
 static int receive(int conn, struct fd_upload_hello *h, int *ret_fd, const char **why)
@@ -105,7 +158,8 @@ static int receive(int conn, struct fd_upload_hello *h, int *ret_fd, const char 
 	struct iovec iov = { .iov_base = h, .iov_len = sizeof(*h) };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
 			    .msg_controllen = sizeof(u.buf) };
-	size_t n_fds = 0;
+	int fds[sizeof(u.buf) / sizeof(int)]; /* more than the buffer can carry */
+	size_t n_fds;
 	ssize_t n;
 
 	*ret_fd = -1;
@@ -115,28 +169,14 @@ static int receive(int conn, struct fd_upload_hello *h, int *ret_fd, const char 
 		return errno == EAGAIN ? ETIMEDOUT : errno;
 	}
 	/* Every descriptor that came is ours to close, whatever else is wrong. */
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
-			if (n_fds++ == 0)
-				*ret_fd = fd;
-			else
-				close(fd);
-		}
+	n_fds = fd_upload_cmsg_fds(&m, fds, sizeof(fds) / sizeof(fds[0]));
+	for (size_t i = 0; i < n_fds && i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (i == 0)
+			*ret_fd = fds[0];
+		else
+			close(fds[i]);
 	}
-	if ((size_t)n != sizeof(*h) || memcmp(h->magic, FD_UPLOAD_MAGIC, sizeof(h->magic)) != 0) {
-		*why = "not a sonde descriptor hello";
-		return EPROTO;
-	}
-	if (n_fds != 1 || (m.msg_flags & MSG_CTRUNC)) {
-		*why = "send exactly one descriptor";
-		return EINVAL;
-	}
-	return 0;
+	return fd_upload_hello_check(h, (size_t)n, n_fds, m.msg_flags & MSG_CTRUNC, why);
 }
 
 /* Whether fd is what the hello says: a sealed memfd of its size holding

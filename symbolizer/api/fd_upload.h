@@ -5,7 +5,9 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "fileid.h"
 #include "rpc.h"
@@ -29,3 +31,18 @@ void fd_upload_stop(void);
 /* Loop thread: the memfd held for id (the caller owns it) with its size,
  * or -ENOENT. */
 int fd_upload_take(const struct fileid *id, uint64_t *ret_size);
+
+/* The parse of a client's hello, apart from the socket so that
+ * tests/fuzz/fuzz-fd-upload-hello.c can feed it anything. */
+
+/* The descriptors of m's SCM_RIGHTS messages in order: the first max into
+ * fds, all of them counted (the caller owns and closes those it got). The
+ * walk stays inside m->msg_controllen whatever the headers say. */
+size_t fd_upload_cmsg_fds(const struct msghdr *m, int *fds, size_t max);
+/* Checks a hello of n bytes at buf (what recvmsg returned) that came with
+ * n_fds descriptors (ctrunc: the kernel dropped some, MSG_CTRUNC): the
+ * size and magic of struct fd_upload_hello, then exactly one descriptor.
+ * Returns 0, or EPROTO / EINVAL (positive, as the reply's status) with
+ * *why set to a static reason. The hello's size field is checked against
+ * the descriptor later. */
+int fd_upload_hello_check(const void *buf, size_t n, size_t n_fds, bool ctrunc, const char **why);
