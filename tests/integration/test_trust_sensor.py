@@ -182,3 +182,105 @@ def test_chroot_symlink_attack_reaches_no_secret(tmp_path, secrets):
         problems.append("the root-only library's names reached a client: " +
                         ", ".join(sorted(set(re.findall(r"sonde_secret\w*", text)))))
     assert not problems, problems
+
+
+def test_first_scan_runs_after_the_privilege_drop(tmp_path, start_workload):
+    """Hole 2: no file of a target's /proc is opened before the sensor
+    has dropped its capabilities and loaded its seccomp filter. strace -f
+    records the sensor's opens and its filter load in one ordered trace."""
+    work = start_workload(20)
+    sym = Symbolizer(tmp_path)
+    trace = tmp_path / "strace.out"
+    p = None
+    try:
+        p = subprocess.Popen(["strace", "-f", "-qq", "-o", str(trace), "-e",
+                              "trace=openat,readlink,readlinkat,capset,seccomp", str(SENSOR),
+                              "--symbolizer", sym.address, "--pid", str(work.pid), "--flush-ms", "500"],
+                             stdout=open(tmp_path / "sensor.log", "w"), stderr=subprocess.STDOUT)
+        wait_for(lambda: sym.status().samples_stored > 0, 40, "samples of the workload")
+    finally:
+        if p:
+            # The sensor itself (strace's child) stops cleanly on SIGTERM.
+            kids = pathlib.Path(f"/proc/{p.pid}/task/{p.pid}/children").read_text().split()
+            for k in kids:
+                os.kill(int(k), 15)
+            try:
+                p.wait(40)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        sym.stop()
+    lines = trace.read_text().splitlines()
+    load = next((i for i, ln in enumerate(lines) if "SECCOMP_SET_MODE_FILTER" in ln), None)
+    assert load is not None, "no seccomp filter loaded:\n" + "\n".join(lines[-20:])
+    capset = max(i for i, ln in enumerate(lines[:load]) if "capset(" in ln)
+    target = [i for i, ln in enumerate(lines) if f'"/proc/{work.pid}/' in ln]
+    assert target, "the workload's /proc was never read"
+    early = [lines[i] for i in target if i < load]
+    assert not early, f"read before the drop (capset at line {capset}, filter at {load}): {early[:5]}"
+
+
+def _selftest(sym_address, *args):
+    p = subprocess.run([str(SENSOR), "--symbolizer", sym_address, "--sandbox-selftest", *args],
+                       capture_output=True, text=True, timeout=120)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith(("denied", "ALLOWED"))]
+    return p, {ln.split(" ", 1)[1].rpartition(": ")[0]: ln.split(" ", 1)[0] for ln in lines}
+
+
+SELFTEST_ATTEMPTS = ("bpf(BPF_PROG_LOAD)", "bpf(BPF_LINK_CREATE)", "perf_event_open", "bind",
+                     "tgkill(1, 1, 0)", "kill(1, 0)", "prlimit64(1)", "open /etc/passwd for writing",
+                     "execve")
+
+
+def test_sensor_selftest_denies_everything(tmp_path):
+    """Hole 3: the running sensor (real set-up, real capability drop, its
+    own filter answering EPERM where it would kill) without --go-probes is
+    refused program loads, links, perf events, bind, an INET socket for a
+    unix: symbolizer, signals and prlimit64 to pid 1, a write open and
+    exec."""
+    p, got = _selftest(f"unix:{tmp_path}/none.sock")
+    assert p.returncode == 0, p.stdout + p.stderr
+    for a in SELFTEST_ATTEMPTS + ("socket(AF_INET) for a unix: symbolizer",):
+        assert got.get(a) == "denied", (a, p.stdout)
+    assert "ALLOWED" not in p.stdout
+    # A tcp: symbolizer gets INET sockets, not Unix ones.
+    p, got = _selftest("tcp:127.0.0.1:1", "--insecure")
+    assert p.returncode == 0, p.stdout + p.stderr
+    for a in SELFTEST_ATTEMPTS + ("socket(AF_UNIX) for a tcp: symbolizer",):
+        assert got.get(a) == "denied", (a, p.stdout)
+
+
+def test_sensor_selftest_go_probes_allows_only_loads(tmp_path):
+    """--go-probes loads and attaches probes at run time: the filter lets
+    BPF_PROG_LOAD, BPF_LINK_CREATE and perf_event_open through, and still
+    refuses the rest."""
+    p, got = _selftest(f"unix:{tmp_path}/none.sock", "--go-probes")
+    assert p.returncode != 0, p.stdout
+    for a in ("bpf(BPF_PROG_LOAD)", "bpf(BPF_LINK_CREATE)", "perf_event_open"):
+        assert got.get(a) == "ALLOWED", (a, p.stdout)
+    for a in SELFTEST_ATTEMPTS[3:] + ("socket(AF_INET) for a unix: symbolizer",):
+        assert got.get(a) == "denied", (a, p.stdout)
+
+
+def test_go_probes_sensor_keeps_its_documented_capabilities(tmp_path, start_workload):
+    """--go-probes keeps CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN on top of
+    the default four (docs/security.md, 'The sensor's privileges')."""
+    work = start_workload(10)
+    sym = Symbolizer(tmp_path)
+    sensor = subprocess.Popen([str(SENSOR), "--symbolizer", sym.address, "--pid", str(work.pid),
+                               "--go-probes"], stdout=open(tmp_path / "sensor.log", "w"),
+                              stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: "privileges dropped" in (tmp_path / "sensor.log").read_text(), 30, "the drop")
+        want = sum(1 << c for c in (2, 19, 34, 40, 38, 39, 21))
+        for t in os.listdir(f"/proc/{sensor.pid}/task"):
+            st = dict(ln.split(":\t", 1) for ln in
+                      pathlib.Path(f"/proc/{sensor.pid}/task/{t}/status").read_text().splitlines()
+                      if ":\t" in ln)
+            assert int(st["CapEff"], 16) == want, (t, st["CapEff"])
+            assert int(st["CapBnd"], 16) == want and st["Seccomp"].strip() == "2"
+    finally:
+        sensor.terminate()
+        sensor.wait(30)
+        sym.stop()
+    assert sensor.returncode == 0, (tmp_path / "sensor.log").read_text()
