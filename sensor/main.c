@@ -775,8 +775,21 @@ static bool pid_in_cgroup(uint32_t pid, const char *rel)
 	return in;
 }
 
-/* Adds pids and their existing descendants to the BPF allow-list and scans
- * them. Forks after this point are followed in BPF. Runs after the
+/* The --pid processes in the BPF allow-list, before sampling starts: BPF
+ * follows their forks from then on. Nothing of them is read. */
+static int allow_pids(struct sample_bpf *skel)
+{
+	int fd = bpf_map__fd(skel->maps.allowed_tgids);
+	uint8_t one = 1;
+
+	for (int i = 0; i < env.n_pids; i++)
+		if (bpf_map_update_elem(fd, &env.pids[i], &one, BPF_ANY) < 0)
+			return -errno;
+	return 0;
+}
+
+/* Adds the existing descendants of the --pid processes to the BPF
+ * allow-list and scans them all. Runs after the
  * privilege drop, with the perf events already sampling: the ring buffer
  * is drained every INITIAL_DRAIN_EVERY scans, so that a long first scan
  * does not fill it. */
@@ -787,9 +800,6 @@ static int track_initial(struct sample_bpf *skel, struct events *ev, const char 
 	bool changed = true;
 	int n = 0;
 
-	for (int i = 0; i < env.n_pids; i++)
-		if (bpf_map_update_elem(fd, &env.pids[i], &one, BPF_ANY) < 0)
-			return -errno;
 	/* Every process once; for --pid, repeat until no new descendant. */
 	while (changed) {
 		DIR *d = opendir("/proc");
@@ -1524,11 +1534,13 @@ int main(int argc, char **argv)
 		log_error_errno(err, "cannot set up the ring buffer");
 		goto cleanup;
 	}
-	/* Tracepoints before the /proc scan, so that no fork or exec falls
-	 * between the scan and sampling. */
-	err = sample_bpf__attach(skel);
+	/* The allow-list and the tracepoints before the /proc scan, so that
+	 * no fork or exec falls between the scan and sampling. */
+	err = allow_pids(skel);
+	if (err == 0)
+		err = sample_bpf__attach(skel);
 	if (err < 0) {
-		log_error_errno(err, "cannot attach the sched tracepoints");
+		log_error_errno(err, "cannot fill the --pid allow-list or attach the sched tracepoints");
 		goto cleanup;
 	}
 	err = uplink_setup(&wfd);

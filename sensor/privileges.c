@@ -272,6 +272,17 @@ static int add_argument_rules(scmp_filter_ctx ctx, unsigned mode)
 		r = rule1(ctx, SCMP_ACT_ALLOW, "socket", SCMP_A0(SCMP_CMP_EQ, AF_INET));
 	if (r == 0 && (mode & PRIVILEGES_TCP))
 		r = rule1(ctx, SCMP_ACT_ALLOW, "socket", SCMP_A0(SCMP_CMP_EQ, AF_INET6));
+	/* The families a resolver may try (glibc's nscd client over
+	 * AF_UNIX, getaddrinfo's AF_NETLINK address check): refused with an
+	 * error it falls back from, not killed. */
+	if (r == 0 && (mode & PRIVILEGES_TCP))
+		r = rule1(ctx, SCMP_ACT_ERRNO(EPERM), "socket", SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+	if (r == 0 && !(mode & PRIVILEGES_TCP))
+		r = rule1(ctx, SCMP_ACT_ERRNO(EPERM), "socket", SCMP_A0(SCMP_CMP_EQ, AF_INET));
+	if (r == 0 && !(mode & PRIVILEGES_TCP))
+		r = rule1(ctx, SCMP_ACT_ERRNO(EPERM), "socket", SCMP_A0(SCMP_CMP_EQ, AF_INET6));
+	if (r == 0)
+		r = rule1(ctx, SCMP_ACT_ERRNO(EPERM), "socket", SCMP_A0(SCMP_CMP_EQ, AF_NETLINK));
 	/* bind: gRPC probes once whether ::1 can be bound (to choose
 	 * dual-stack sockets); refused, it assumes no IPv6 loopback. */
 	if (r == 0)
