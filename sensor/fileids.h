@@ -31,13 +31,19 @@ struct fileids *fileids_new(size_t max_files);
 /* Closes every fd. Accepts NULL. */
 void fileids_free(struct fileids *f);
 
-/* Registers the file that path opens to (a /proc/PID/map_files/START-END
- * or /proc/PID/root/PATH path; borrowed). On success returns 0, fills
- * *ret_info and gives the caller one reference in *ret_entry (release
- * with fileids_unref()). -ENOSPC when full of referenced files, else the
- * errno of stat/open/read. Outputs untouched on failure. */
-int fileids_register(struct fileids *f, const char *path, struct fileid_entry **ret_entry,
-		     struct fileid_info *ret_info);
+/* Registers the file fd refers to (borrowed; an O_PATH fd is enough, e.g.
+ * of /proc/PID/map_files/START-END, the kernel's link to the mapped
+ * inode). Only a regular file whose inode is ino and whose device is dev
+ * (makedev() of the maps line's major:minor; on overlayfs, whose stat
+ * device differs from the one maps shows, the inode alone) is registered:
+ * -EBADFD for anything else than a regular file, -ESTALE for another
+ * inode. No path is resolved: the file is opened again read-only through
+ * the sensor's own /proc/self/fd. On success returns 0, fills *ret_info
+ * and gives the caller one reference in *ret_entry (release with
+ * fileids_unref()). -ENOSPC when full of referenced files, else the errno
+ * of fstat/open/read. Outputs untouched on failure. */
+int fileids_register(struct fileids *f, int fd, uint64_t dev, uint64_t ino,
+		     struct fileid_entry **ret_entry, struct fileid_info *ret_info);
 /* Another reference to a registered file (e for a fork's copy of its
  * parent's mapping). Returns e; accepts NULL. */
 struct fileid_entry *fileids_ref(struct fileids *f, struct fileid_entry *e);

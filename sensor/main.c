@@ -85,6 +85,8 @@ static const uint32_t young_rescan_ms[] = { 2, 10, 40, 150 };
 /* A fork's child that has neither exec'd nor exited by then gets its own
  * scan (and unwind entries); before, it uses its parent's. */
 #define YOUNG_FORK_SCAN_MS 500
+/* Processes scanned between two drains of the ring during the first scan. */
+#define INITIAL_DRAIN_EVERY 64
 
 enum young_kind { YOUNG_EXEC, YOUNG_FORK };
 
@@ -107,6 +109,7 @@ static struct env {
 	bool verbose;
 	bool no_drop_privileges;
 	bool go_probes;
+	bool sandbox_selftest;
 	struct rpc_tls tls;
 	bool insecure;
 } env = {
@@ -190,6 +193,9 @@ static const char usage[] =
 	"  --no-drop-privileges  keep every capability and no seccomp filter (debugging)\n"
 	"  --go-probes           load the Go probes the symbolizer plans (docs/go-probes.md);\n"
 	"                        keeps CAP_SYS_ADMIN, which the kernel wants for uprobes\n"
+	"  --sandbox-selftest    set up, drop privileges with a filter that answers EPERM\n"
+	"                        instead of killing, try what the running sensor must not\n"
+	"                        do, print one line per attempt and exit (0: all denied)\n"
 	"  --verbose             debug logging, including libbpf's\n"
 	"  --help\n";
 
@@ -198,7 +204,7 @@ static int parse_args(int argc, char **argv)
 	enum { OPT_SYM = 256, OPT_FREQ, OPT_PID, OPT_CGROUP, OPT_DURATION, OPT_BUFFER,
 	       OPT_FLUSH, OPT_RINGBUF, OPT_UNWIND_ROWS, OPT_IDLE, OPT_VERBOSE, OPT_HELP,
 	       OPT_TLS_CA, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_NAME, OPT_INSECURE, OPT_NO_DROP,
-	       OPT_BPF_WALK, OPT_GO_PROBES };
+	       OPT_BPF_WALK, OPT_GO_PROBES, OPT_SELFTEST };
 	static const struct option opts[] = {
 		{"symbolizer", required_argument, NULL, OPT_SYM},
 		{"frequency", required_argument, NULL, OPT_FREQ},
@@ -220,6 +226,7 @@ static int parse_args(int argc, char **argv)
 		{"insecure", no_argument, NULL, OPT_INSECURE},
 		{"no-drop-privileges", no_argument, NULL, OPT_NO_DROP},
 		{"go-probes", no_argument, NULL, OPT_GO_PROBES},
+		{"sandbox-selftest", no_argument, NULL, OPT_SELFTEST},
 		{},
 	};
 	int c;
@@ -269,6 +276,9 @@ static int parse_args(int argc, char **argv)
 			continue;
 		case OPT_GO_PROBES:
 			env.go_probes = true;
+			continue;
+		case OPT_SELFTEST:
+			env.sandbox_selftest = true;
 			continue;
 		case OPT_VERBOSE:
 			env.verbose = true;
@@ -765,18 +775,31 @@ static bool pid_in_cgroup(uint32_t pid, const char *rel)
 	return in;
 }
 
-/* Adds pids and their existing descendants to the BPF allow-list and scans
- * them. Forks after this point are followed in BPF. */
-static int track_initial(struct sample_bpf *skel, const char *cgroup_rel)
+/* The --pid processes in the BPF allow-list, before sampling starts: BPF
+ * follows their forks from then on. Nothing of them is read. */
+static int allow_pids(struct sample_bpf *skel)
+{
+	int fd = bpf_map__fd(skel->maps.allowed_tgids);
+	uint8_t one = 1;
+
+	for (int i = 0; i < env.n_pids; i++)
+		if (bpf_map_update_elem(fd, &env.pids[i], &one, BPF_ANY) < 0)
+			return -errno;
+	return 0;
+}
+
+/* Adds the existing descendants of the --pid processes to the BPF
+ * allow-list and scans them all. Runs after the
+ * privilege drop, with the perf events already sampling: the ring buffer
+ * is drained every INITIAL_DRAIN_EVERY scans, so that a long first scan
+ * does not fill it. */
+static int track_initial(struct sample_bpf *skel, struct events *ev, const char *cgroup_rel)
 {
 	int fd = bpf_map__fd(skel->maps.allowed_tgids);
 	uint8_t one = 1;
 	bool changed = true;
 	int n = 0;
 
-	for (int i = 0; i < env.n_pids; i++)
-		if (bpf_map_update_elem(fd, &env.pids[i], &one, BPF_ANY) < 0)
-			return -errno;
 	/* Every process once; for --pid, repeat until no new descendant. */
 	while (changed) {
 		DIR *d = opendir("/proc");
@@ -820,7 +843,8 @@ static int track_initial(struct sample_bpf *skel, const char *cgroup_rel)
 				continue;
 			if (procs_scan(S.procs, pid) < 0)
 				continue;
-			n++;
+			if (++n % INITIAL_DRAIN_EVERY == 0)
+				events_consume(ev);
 		}
 		closedir(d);
 	}
@@ -1028,128 +1052,24 @@ static void raise_nofile(void)
 	}
 }
 
-int main(int argc, char **argv)
+/* open -> configure -> load (not attach): the sampler object, its maps
+ * wired to the modules that write them. *ret_skel is set as soon as the
+ * object exists (the caller destroys it, also on failure). */
+static int bpf_setup(uint64_t cgroup_id, uint32_t cgroup_level, struct sample_bpf **ret_skel,
+		     bool *ret_use_loop)
 {
-	struct events_handlers handlers = {.on_sample = on_sample, .on_proc = on_proc,
-					   .on_cpython_meta = on_cpython_meta};
-	static const char *const err_names[] = SONDE_ERR_NAMES;
-	uint64_t errs[SONDE_ERR__COUNT], cgroup_id = 0, end_ns = 0;
-	struct perf_sampler *sampler = NULL;
-	struct sample_bpf *skel = NULL;
-	struct events *ev = NULL;
-	struct sensor_counters c;
-	struct unwind_maps_stats us;
-	struct stacks_stats ss;
-	uint32_t cgroup_level = 0, ringbuf_bytes;
-	char *cgroup_rel = NULL;
-	int sfd = -1, tfd = -1, wfd = -1, err = 0, n;
-	bool rpc_inited = false, use_loop = true;
-	sigset_t mask;
+	struct sample_bpf *skel;
+	uint32_t ringbuf_bytes;
+	bool use_loop;
+	int err, n;
 
-	log_init("sonde-sensor", LOG_LEVEL_INFO);
-	/* Keep the resident set flat (issue 3: under 32 MiB): large buffers
-	 * (unwind tables being assembled, map batches) come from mmap and go
-	 * back on free, instead of glibc raising its threshold to 32 MiB and
-	 * keeping them in the heap; and gRPC's threads share two arenas
-	 * rather than growing one each. */
-	mallopt(M_MMAP_THRESHOLD, 128 << 10);
-	mallopt(M_ARENA_MAX, 2);
-	if (parse_args(argc, argv) < 0)
-		return 2;
-	if (env.verbose)
-		log_init("sonde-sensor", LOG_LEVEL_DEBUG);
-	_Static_assert(sizeof(err_names) / sizeof(err_names[0]) == SONDE_ERR__COUNT,
-		       "SONDE_ERR_NAMES");
-
-	/* Before any thread (gRPC's included) exists. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0) {
-		err = -errno;
-		log_error_errno(err, "sigprocmask");
-		goto cleanup;
-	}
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0) {
-		err = -errno;
-		log_error_errno(err, "signalfd");
-		goto cleanup;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	raise_nofile();
-	libbpf_set_print(libbpf_print);
-	/* gRPC's backup poller polls each channel from a timer in case no
-	 * thread does; the uplink thread always does (it waits in the
-	 * completion queue), and the poller's timer thread was a third of
-	 * the sensor's idle CPU. The environment still wins. */
-	setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "0", 0);
-	rpc_global_init();
-	rpc_inited = true;
-	if (env.symbolizer && strncmp(env.symbolizer, "tcp:", 4) == 0) {
-		/* TCP means mutual TLS unless the operator says otherwise. */
-		if (env.tls.ca && env.tls.cert && env.tls.key) {
-			err = rpc_client_set_tls(&env.tls);
-			if (err < 0) {
-				log_error_errno(err, "cannot read --tls-ca/--tls-cert/--tls-key");
-				goto cleanup;
-			}
-		} else if (!env.insecure) {
-			err = -EINVAL;
-			log_error("--symbolizer %.200s needs --tls-ca, --tls-cert and --tls-key (or --insecure for testing)",
-				  env.symbolizer);
-			goto cleanup;
-		}
-	}
-
-	if (env.cgroup) {
-		err = cgroup_resolve(env.cgroup, &cgroup_id, &cgroup_level, &cgroup_rel);
-		if (err < 0) {
-			log_error_errno(err, "--cgroup %.200s: not a cgroup v2 directory", env.cgroup);
-			goto cleanup;
-		}
-	}
-	for (int i = 0; i < env.n_pids; i++) {
-		char path[32];
-
-		snprintf(path, sizeof(path), "/proc/%u", env.pids[i]);
-		if (access(path, F_OK) < 0) {
-			err = -ESRCH;
-			log_error("--pid %u: no such process", env.pids[i]);
-			goto cleanup;
-		}
-	}
-
-	S.mono_to_real_ns = (int64_t)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC));
-	S.fileids = fileids_new(MAX_FILES);
-	S.procs = S.fileids ? procs_new(S.fileids, MAX_PROCS, "/proc") : NULL;
-	S.stacks = stacks_new(env.buffer_stacks, 4 * (size_t)env.buffer_stacks, STACK_IDLE_NS);
-	if (!S.fileids || !S.procs || !S.stacks) {
-		err = -ENOMEM;
-		log_error("out of memory");
-		goto cleanup;
-	}
-	{
-		struct fileid_entry *vdso;
-		struct fileid_info info;
-		int r = vdso_register(S.fileids, &vdso, &info);
-
-		/* Held for the sensor's life; without it vDSO frames are
-		 * unnamed and walked with frame pointers, as before. */
-		if (r == 0)
-			procs_set_vdso(S.procs, vdso, &info);
-		else
-			log_warn("the vDSO is not registered (%s): its frames stay unnamed",
-				 strerror(-r));
-	}
-
-	/* open -> configure -> load -> attach */
 	skel = sample_bpf__open();
 	if (!skel) {
 		err = -errno;
 		log_error_errno(err, "cannot open the BPF object");
-		goto cleanup;
+		return err;
 	}
+	*ret_skel = skel;
 	skel->rodata->filter_enabled = env.n_pids > 0 || cgroup_id != 0;
 	skel->rodata->filter_tgids = env.n_pids > 0;
 	skel->rodata->filter_cgroup_id = cgroup_id;
@@ -1158,7 +1078,7 @@ int main(int argc, char **argv)
 	/* One of the two walkers is loaded: bpf_loop() where the kernel has
 	 * it (5.17), tail calls elsewhere; a kernel without the helper would
 	 * refuse the whole object otherwise. */
-	use_loop = env.bpf_walk == WALK_LOOP ||
+	*ret_use_loop = use_loop = env.bpf_walk == WALK_LOOP ||
 		   (env.bpf_walk == WALK_AUTO &&
 		    libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) == 1);
 	bpf_program__set_autoload(skel->progs.sonde_sample, use_loop);
@@ -1171,7 +1091,7 @@ int main(int argc, char **argv)
 	err = bpf_map__set_max_entries(skel->maps.events, ringbuf_bytes);
 	if (err < 0) {
 		log_error_errno(err, "cannot size the ring buffer");
-		goto cleanup;
+		return err;
 	}
 	/* Buckets of 8 rows (bpf/unwind.h). An array cannot be empty: with
 	 * tables off it has one unused bucket. */
@@ -1181,19 +1101,19 @@ int main(int argc, char **argv)
 						       : 1);
 	if (err < 0) {
 		log_error_errno(err, "cannot size the unwind row array");
-		goto cleanup;
+		return err;
 	}
 	n = UNWIND_INDEX_ENTRIES(env.unwind_rows) / SONDE_UNWIND_INDEX_PER_BUCKET;
 	err = bpf_map__set_max_entries(skel->maps.unwind_index, n > 0 ? n : 1);
 	if (err < 0) {
 		log_error_errno(err, "cannot size the unwind index array");
-		goto cleanup;
+		return err;
 	}
 	err = sample_bpf__load(skel);
 	if (err < 0) {
 		log_error_errno(err, "cannot load the BPF programs (run with --verbose for the "
 				     "verifier log)");
-		goto cleanup;
+		return err;
 	}
 	if (!use_loop) {
 		uint32_t zero = 0;
@@ -1203,7 +1123,7 @@ int main(int argc, char **argv)
 		if (err < 0) {
 			err = -errno;
 			log_error_errno(err, "cannot install the tail-call walker");
-			goto cleanup;
+			return err;
 		}
 	}
 	log_info("user stacks walked with %s", use_loop ? "bpf_loop()" : "tail calls (no bpf_loop())");
@@ -1217,14 +1137,14 @@ int main(int argc, char **argv)
 		S.goprobes = goprobes_new(bpf_map__fd(skel->maps.go_spans));
 		if (!S.goprobes) {
 			err = -ENOMEM;
-			goto cleanup;
+			return err;
 		}
 	}
 	S.unwind = unwind_maps_new(env.unwind_rows, &unwind_bpf_ops, &S.unwind_bpf);
 	if (!S.unwind) {
 		err = -ENOMEM;
 		log_error("out of memory");
-		goto cleanup;
+		return err;
 	}
 	S.cpython_fd = bpf_map__fd(skel->maps.cpython_procs);
 	S.redirect_fd = bpf_map__fd(skel->maps.lpm_redirect);
@@ -1232,87 +1152,21 @@ int main(int argc, char **argv)
 	if (!S.interp) {
 		err = -ENOMEM;
 		log_error("out of memory");
-		goto cleanup;
+		return err;
 	}
 	procs_set_observer(S.procs, &unwind_observer, NULL);
-	ev = events_new(bpf_map__fd(skel->maps.events), &handlers);
-	if (!ev) {
-		err = -errno;
-		log_error_errno(err, "cannot set up the ring buffer");
-		goto cleanup;
-	}
-	/* Tracepoints first, so no fork or exec falls between the /proc scan
-	 * and sampling. */
-	err = sample_bpf__attach(skel);
-	if (err < 0) {
-		log_error_errno(err, "cannot attach the sched tracepoints");
-		goto cleanup;
-	}
+	return 0;
+}
 
-	n = track_initial(skel, cgroup_rel);
-	if (n < 0) {
-		err = n;
-		log_error_errno(err, "cannot scan /proc");
-		goto cleanup;
-	}
+/* The main loop, until a signal or --duration. Returns 0 or a negative
+ * errno (poll failed). */
+static int run(struct sample_bpf *skel, struct events *ev, int sfd, int tfd, int wfd)
+{
+	uint64_t end_ns = 0;
+	int n, err = 0;
 
-	S.uplink = uplink_new(env.symbolizer, S.fileids, env.frequency,
-			      clock_ns(CLOCK_REALTIME));
-	if (!S.uplink) {
-		err = -EINVAL;
-		goto cleanup;
-	}
-	uplink_set_unwind_maps(S.uplink, S.unwind);
-	uplink_set_goprobes(S.uplink, S.goprobes);
-	uplink_set_interp_handler(S.uplink, on_interpreter_config, NULL);
-	wfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (wfd < 0) {
-		err = -errno;
-		log_error_errno(err, "eventfd");
-		goto cleanup;
-	}
-	uplink_set_wakeup(S.uplink, wfd);
-	err = uplink_start(S.uplink);
-	if (err < 0) {
-		log_error_errno(err, "cannot start the uplink thread");
-		goto cleanup;
-	}
-
-	err = perf_sampler_attach(use_loop ? skel->progs.sonde_sample : skel->progs.sonde_sample_tail,
-				  env.frequency, &sampler);
-	if (err < 0) {
-		log_error_errno(err, "cannot attach perf events");
-		goto cleanup;
-	}
-	tfd = make_timer(env.flush_ms);
-	if (tfd < 0) {
-		err = tfd;
-		log_error_errno(err, "timerfd");
-		goto cleanup;
-	}
-	/* Set-up is over: BPF loaded and attached, perf events open, ring
-	 * buffer mapped. Keep only what the running sensor needs. */
-	if (!env.no_drop_privileges) {
-#ifdef NDEBUG
-		bool debug = false;
-#else
-		bool debug = true;
-#endif
-		err = env.go_probes ? privileges_drop_keep_admin(debug) : privileges_drop(debug);
-		if (err < 0)
-			goto cleanup;
-	} else {
-		log_warn("--no-drop-privileges: running with every capability and no seccomp filter");
-	}
-	log_info("sampling %d CPUs at %u Hz; filters: %s%s%s%s; %d processes; symbolizer %.200s",
-		 perf_sampler_cpus(sampler), env.frequency,
-		 env.n_pids ? "pid (and children)" : "",
-		 env.n_pids && env.cgroup ? ", " : "", env.cgroup ? "cgroup " : "",
-		 env.cgroup ? env.cgroup : (env.n_pids ? "" : "none (whole host)"), n,
-		 env.symbolizer);
 	if (env.duration_s)
 		end_ns = clock_ns(CLOCK_MONOTONIC) + env.duration_s * 1000000000ull;
-
 	int young_wait = -1; /* ms to the next young-process rescan */
 	for (;;) {
 		struct pollfd pfd[5] = {
@@ -1397,12 +1251,20 @@ int main(int argc, char **argv)
 		}
 	}
 
-	/* Stop sampling first, then the tracepoints, then drain. */
-	perf_sampler_free(sampler);
-	sampler = NULL;
-	sample_bpf__detach(skel);
-	drain_and_final_flush(skel, ev);
+	return err;
+}
 
+/* The totals, logged at exit. */
+static void log_totals(struct sample_bpf *skel, struct events *ev)
+{
+	static const char *const err_names[] = SONDE_ERR_NAMES;
+	uint64_t errs[SONDE_ERR__COUNT];
+	struct sensor_counters c;
+	struct unwind_maps_stats us;
+	struct stacks_stats ss;
+
+	_Static_assert(sizeof(err_names) / sizeof(err_names[0]) == SONDE_ERR__COUNT,
+		       "SONDE_ERR_NAMES");
 	counters(skel, &c);
 	stacks_get_stats(S.stacks, &ss);
 	bpf_lost(skel, errs);
@@ -1436,7 +1298,287 @@ int main(int argc, char **argv)
 		 us.tables_rejected,
 		 us.tables_unavailable, us.tables_evicted, us.lpm_entries, us.lpm_failures,
 		 c.bpf_map_bytes >> 10);
-	err = 0;
+}
+
+/* Before any thread (gRPC's included) exists: SIGINT/SIGTERM through a
+ * signalfd, no SIGPIPE. Returns the signalfd or a negative errno. */
+static int signals_setup(void)
+{
+	sigset_t mask;
+	int sfd, err;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0) {
+		err = -errno;
+		log_error_errno(err, "sigprocmask");
+		return err;
+	}
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0) {
+		err = -errno;
+		log_error_errno(err, "signalfd");
+		return err;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	return sfd;
+}
+
+/* gRPC, and TLS for a tcp: symbolizer. */
+static int rpc_setup(void)
+{
+	int err;
+
+	/* gRPC's backup poller polls each channel from a timer in case no
+	 * thread does; the uplink thread always does (it waits in the
+	 * completion queue), and the poller's timer thread was a third of
+	 * the sensor's idle CPU. The environment still wins. */
+	setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "0", 0);
+	rpc_global_init();
+	if (strncmp(env.symbolizer, "tcp:", 4) != 0)
+		return 0;
+	/* TCP means mutual TLS unless the operator says otherwise. */
+	if (env.tls.ca && env.tls.cert && env.tls.key) {
+		err = rpc_client_set_tls(&env.tls);
+		if (err < 0)
+			log_error_errno(err, "cannot read --tls-ca/--tls-cert/--tls-key");
+		return err;
+	}
+	if (!env.insecure) {
+		log_error("--symbolizer %.200s needs --tls-ca, --tls-cert and --tls-key (or --insecure for testing)",
+			  env.symbolizer);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* --cgroup resolved to its id, level and path below the cgroup2 root;
+ * --pid checked to exist (a lookup in /proc, nothing of it read). */
+static int filters_resolve(uint64_t *ret_cgroup_id, uint32_t *ret_cgroup_level,
+			   char **ret_cgroup_rel)
+{
+	int err;
+
+	if (env.cgroup) {
+		err = cgroup_resolve(env.cgroup, ret_cgroup_id, ret_cgroup_level, ret_cgroup_rel);
+		if (err < 0) {
+			log_error_errno(err, "--cgroup %.200s: not a cgroup v2 directory", env.cgroup);
+			return err;
+		}
+	}
+	for (int i = 0; i < env.n_pids; i++) {
+		char path[32];
+
+		snprintf(path, sizeof(path), "/proc/%u", env.pids[i]);
+		if (access(path, F_OK) < 0) {
+			log_error("--pid %u: no such process", env.pids[i]);
+			return -ESRCH;
+		}
+	}
+	return 0;
+}
+
+/* The process table, the file registry (with the sensor's own vDSO) and
+ * the stack buffer. */
+static int tables_setup(void)
+{
+	struct fileid_entry *vdso;
+	struct fileid_info info;
+	int r;
+
+	S.mono_to_real_ns = (int64_t)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC));
+	S.fileids = fileids_new(MAX_FILES);
+	S.procs = S.fileids ? procs_new(S.fileids, MAX_PROCS, "/proc") : NULL;
+	S.stacks = stacks_new(env.buffer_stacks, 4 * (size_t)env.buffer_stacks, STACK_IDLE_NS);
+	if (!S.fileids || !S.procs || !S.stacks) {
+		log_error("out of memory");
+		return -ENOMEM;
+	}
+	/* Held for the sensor's life; without it vDSO frames are unnamed
+	 * and walked with frame pointers, as before. */
+	r = vdso_register(S.fileids, &vdso, &info);
+	if (r == 0)
+		procs_set_vdso(S.procs, vdso, &info);
+	else
+		log_warn("the vDSO is not registered (%s): its frames stay unnamed", strerror(-r));
+	return 0;
+}
+
+/* The uplink's thread, connecting to the symbolizer; *ret_wfd (owned by
+ * the caller, also on failure) wakes the main loop. */
+static int uplink_setup(int *ret_wfd)
+{
+	int wfd, err;
+
+	S.uplink = uplink_new(env.symbolizer, S.fileids, env.frequency, clock_ns(CLOCK_REALTIME));
+	if (!S.uplink)
+		return -EINVAL;
+	uplink_set_unwind_maps(S.uplink, S.unwind);
+	uplink_set_goprobes(S.uplink, S.goprobes);
+	uplink_set_interp_handler(S.uplink, on_interpreter_config, NULL);
+	wfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (wfd < 0) {
+		err = -errno;
+		log_error_errno(err, "eventfd");
+		return err;
+	}
+	*ret_wfd = wfd;
+	uplink_set_wakeup(S.uplink, wfd);
+	err = uplink_start(S.uplink);
+	if (err < 0)
+		log_error_errno(err, "cannot start the uplink thread");
+	return err;
+}
+
+/* What the running sensor still does (privileges.h). */
+static unsigned privileges_mode(void)
+{
+	unsigned mode = 0;
+
+#ifndef NDEBUG
+	mode |= PRIVILEGES_DEBUG;
+#endif
+	if (env.go_probes)
+		mode |= PRIVILEGES_GO_PROBES;
+	if (strncmp(env.symbolizer, "tcp:", 4) == 0)
+		mode |= PRIVILEGES_TCP;
+	return mode;
+}
+
+/* Set-up is over: BPF loaded and attached, perf events open, ring buffer
+ * mapped. Keep only what the running sensor needs; then, and only then,
+ * read the targets' /proc (ARCHITECTURE.md, rule 1). Returns the number
+ * of processes found or a negative errno. */
+static int drop_and_scan(struct sample_bpf *skel, struct events *ev, const char *cgroup_rel)
+{
+	int err, n;
+
+	if (!env.no_drop_privileges) {
+		err = privileges_drop(privileges_mode());
+		if (err < 0)
+			return err;
+	} else {
+		log_warn("--no-drop-privileges: running with every capability and no seccomp filter");
+	}
+	n = track_initial(skel, ev, cgroup_rel);
+	if (n < 0)
+		log_error_errno(n, "cannot scan /proc");
+	else
+		log_debug("initial scan after the privilege drop: %d processes", n);
+	return n;
+}
+
+/* --sandbox-selftest: the real drop, with a filter that answers EPERM
+ * where it would kill, then the attempts. 0 if all were denied. */
+static int sandbox_selftest(void)
+{
+	unsigned mode = privileges_mode() | PRIVILEGES_SELFTEST;
+	int err = privileges_drop(mode), allowed;
+
+	if (err < 0)
+		return err;
+	allowed = privileges_selftest(stdout, mode);
+	printf("selftest: %d allowed\n", allowed);
+	fflush(stdout);
+	return allowed ? -EPERM : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct events_handlers handlers = {.on_sample = on_sample, .on_proc = on_proc,
+					   .on_cpython_meta = on_cpython_meta};
+	uint64_t cgroup_id = 0;
+	struct perf_sampler *sampler = NULL;
+	struct sample_bpf *skel = NULL;
+	struct events *ev = NULL;
+	uint32_t cgroup_level = 0;
+	char *cgroup_rel = NULL;
+	int sfd = -1, tfd = -1, wfd = -1, err = 0, n;
+	bool rpc_inited = false, use_loop = true;
+
+	log_init("sonde-sensor", LOG_LEVEL_INFO);
+	/* Keep the resident set flat (issue 3: under 32 MiB): large buffers
+	 * (unwind tables being assembled, map batches) come from mmap and go
+	 * back on free, instead of glibc raising its threshold to 32 MiB and
+	 * keeping them in the heap; and gRPC's threads share two arenas
+	 * rather than growing one each. */
+	mallopt(M_MMAP_THRESHOLD, 128 << 10);
+	mallopt(M_ARENA_MAX, 2);
+	if (parse_args(argc, argv) < 0)
+		return 2;
+	if (env.verbose)
+		log_init("sonde-sensor", LOG_LEVEL_DEBUG);
+
+	sfd = err = signals_setup();
+	if (err < 0)
+		goto cleanup;
+	raise_nofile();
+	libbpf_set_print(libbpf_print);
+	rpc_inited = true;
+	err = rpc_setup();
+	if (err < 0)
+		goto cleanup;
+	err = filters_resolve(&cgroup_id, &cgroup_level, &cgroup_rel);
+	if (err < 0)
+		goto cleanup;
+	err = tables_setup();
+	if (err < 0)
+		goto cleanup;
+	err = bpf_setup(cgroup_id, cgroup_level, &skel, &use_loop);
+	if (err < 0)
+		goto cleanup;
+	ev = events_new(bpf_map__fd(skel->maps.events), &handlers);
+	if (!ev) {
+		err = -errno;
+		log_error_errno(err, "cannot set up the ring buffer");
+		goto cleanup;
+	}
+	/* The allow-list and the tracepoints before the /proc scan, so that
+	 * no fork or exec falls between the scan and sampling. */
+	err = allow_pids(skel);
+	if (err == 0)
+		err = sample_bpf__attach(skel);
+	if (err < 0) {
+		log_error_errno(err, "cannot fill the --pid allow-list or attach the sched tracepoints");
+		goto cleanup;
+	}
+	err = uplink_setup(&wfd);
+	if (err < 0)
+		goto cleanup;
+	err = perf_sampler_attach(use_loop ? skel->progs.sonde_sample : skel->progs.sonde_sample_tail,
+				  env.frequency, &sampler);
+	if (err < 0) {
+		log_error_errno(err, "cannot attach perf events");
+		goto cleanup;
+	}
+	tfd = err = make_timer(env.flush_ms);
+	if (err < 0) {
+		log_error_errno(err, "timerfd");
+		goto cleanup;
+	}
+	if (env.sandbox_selftest) {
+		err = sandbox_selftest();
+		goto cleanup;
+	}
+	err = n = drop_and_scan(skel, ev, cgroup_rel);
+	if (err < 0)
+		goto cleanup;
+	log_info("sampling %d CPUs at %u Hz; filters: %s%s%s%s; %d processes; symbolizer %.200s",
+		 perf_sampler_cpus(sampler), env.frequency,
+		 env.n_pids ? "pid (and children)" : "",
+		 env.n_pids && env.cgroup ? ", " : "", env.cgroup ? "cgroup " : "",
+		 env.cgroup ? env.cgroup : (env.n_pids ? "" : "none (whole host)"), n,
+		 env.symbolizer);
+
+	err = run(skel, ev, sfd, tfd, wfd);
+
+	/* Stop sampling first, then the tracepoints, then drain. */
+	perf_sampler_free(sampler);
+	sampler = NULL;
+	sample_bpf__detach(skel);
+	drain_and_final_flush(skel, ev);
+	log_totals(skel, ev);
 
 cleanup:
 	perf_sampler_free(sampler);

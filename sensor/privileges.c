@@ -1,54 +1,71 @@
 /* privileges.c - what the sensor keeps after set-up (see privileges.h).
  *
- * The kept set was found by running the reduced sensor on kernel 6.18
+ * The kept sets were found by running the reduced sensor on kernel 6.18
  * against processes of other users (tests/integration/test_security.py
- * checks CapEff is exactly this set):
- *   CAP_SYS_PTRACE        /proc/PID/maps, /proc/PID/exe and /proc/PID/root
- *                         of other users' processes (ptrace_may_access,
- *                         PTRACE_MODE_READ_FSCREDS).
- *   CAP_CHECKPOINT_RESTORE  /proc/PID/map_files/ (the mapped inode itself,
- *                         which survives deletion and other mount
- *                         namespaces): proc_map_files_lookup() wants it
- *                         (or CAP_SYS_ADMIN); without it only root/PATH.
- *   CAP_DAC_READ_SEARCH   open for reading, hashing and serving ranges of
- *                         files whatever their owner and mode (a 0700
- *                         binary of another user). Read only: no
- *                         CAP_DAC_OVERRIDE.
- *   CAP_SYSLOG            real addresses in /proc/kallsyms, read again at
- *                         each (re)connect: kallsyms_show_value() checks
- *                         the opener for it (unless kptr_restrict=0 and
- *                         perf_event_paranoid <= 1).
- *   CAP_BPF               bpf() on its maps after set-up: the unwind
- *                         tables the symbolizer sends are loaded into
- *                         (inner) maps while running, which may create
- *                         maps.
- *   CAP_PERFMON           with CAP_BPF, for the tracing program types'
- *                         map and link operations and loading the Go
- *                         probes' uprobe programs after set-up.
- * --go-probes also keeps CAP_SYS_ADMIN: creating a uprobe perf event wants
- * it (perf_uprobe_event_init(); CAP_PERFMON is refused with EACCES on
- * 6.18), and Go probes attach to processes that start later.
- * Not kept: CAP_SYS_ADMIN, CAP_SYS_RESOURCE (memlock: memcg accounting
- * since 5.11), CAP_NET_*, CAP_SETUID/SETGID, CAP_DAC_OVERRIDE, CAP_KILL...
+ * checks CapEff is exactly the set of the mode):
+ *
+ *   capability              default  --go-probes  why
+ *   CAP_SYS_PTRACE          yes      yes          /proc/PID/{maps,exe,environ}
+ *                                                 of other users' processes
+ *                                                 (ptrace_may_access,
+ *                                                 PTRACE_MODE_READ_FSCREDS)
+ *   CAP_CHECKPOINT_RESTORE  yes      yes          /proc/PID/map_files/ (the
+ *                                                 mapped inode itself, also
+ *                                                 deleted or in another mount
+ *                                                 namespace): proc_map_files_
+ *                                                 get_link() wants it (or
+ *                                                 CAP_SYS_ADMIN)
+ *   CAP_DAC_READ_SEARCH     yes      yes          reopen for reading, hash and
+ *                                                 serve ranges of mapped files
+ *                                                 whatever their owner and
+ *                                                 mode. Read only: no
+ *                                                 CAP_DAC_OVERRIDE
+ *   CAP_SYSLOG              yes      yes          real addresses in
+ *                                                 /proc/kallsyms, read again at
+ *                                                 each (re)connect
+ *   CAP_BPF                 no       yes          loading the Go probes'
+ *                                                 programs (and their .rodata
+ *                                                 maps) at run time
+ *   CAP_PERFMON             no       yes          with CAP_BPF, tracing
+ *                                                 program types
+ *   CAP_SYS_ADMIN           no       yes          creating a uprobe perf event
+ *                                                 (perf_uprobe_event_init();
+ *                                                 CAP_PERFMON is refused with
+ *                                                 EACCES on 6.18)
+ * Without --go-probes the running sensor only looks up, updates, deletes
+ * and walks the keys of maps it holds fds of: the kernel checks no
+ * capability for those (6.18 checks bpf_capable() in map and program
+ * creation, not in fd-based map operations). Never kept: CAP_SYS_RESOURCE
+ * (memlock: memcg accounting since 5.11), CAP_NET_*, CAP_SETUID/SETGID,
+ * CAP_DAC_OVERRIDE, CAP_KILL...
  *
  * The uid stays 0, so root-owned files stay writable by their owner bits:
  * the seccomp filter allows openat only without O_WRONLY/O_RDWR/O_CREAT/
  * O_TRUNC/O_APPEND, and none of unlink/rename/chmod/chown/truncate/mount.
+ * The filter narrows bpf() to the commands of the mode, sockets to the
+ * symbolizer's family, signals and prlimit64 to the sensor itself.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/bpf.h>
 #include <linux/capability.h>
 #include <linux/perf_event.h>
 #include <linux/prctl.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <netinet/in.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "allthreads.h"
@@ -67,29 +84,38 @@
 
 static const struct {
 	int cap;
+	unsigned modes; /* 0: every mode; else kept only in these */
 	const char *name, *why;
 } kept[] = {
-	{ CAP_SYS_PTRACE, "CAP_SYS_PTRACE", "/proc/PID/{maps,exe,root} of other users' processes" },
-	{ CAP_CHECKPOINT_RESTORE, "CAP_CHECKPOINT_RESTORE", "/proc/PID/map_files: the mapped inode" },
-	{ CAP_DAC_READ_SEARCH, "CAP_DAC_READ_SEARCH", "read mapped files of any owner and mode" },
-	{ CAP_SYSLOG, "CAP_SYSLOG", "kernel addresses in /proc/kallsyms" },
-	{ CAP_BPF, "CAP_BPF", "map updates after set-up (unwind tables)" },
-	{ CAP_PERFMON, "CAP_PERFMON", "tracing maps/links, loading Go probe programs" },
+	{ CAP_SYS_PTRACE, 0, "CAP_SYS_PTRACE", "/proc/PID/{maps,exe,environ} of other users' processes" },
+	{ CAP_CHECKPOINT_RESTORE, 0, "CAP_CHECKPOINT_RESTORE", "/proc/PID/map_files: the mapped inode" },
+	{ CAP_DAC_READ_SEARCH, 0, "CAP_DAC_READ_SEARCH", "read mapped files of any owner and mode" },
+	{ CAP_SYSLOG, 0, "CAP_SYSLOG", "kernel addresses in /proc/kallsyms" },
+	{ CAP_BPF, PRIVILEGES_GO_PROBES, "CAP_BPF", "loading Go probe programs at run time" },
+	{ CAP_PERFMON, PRIVILEGES_GO_PROBES, "CAP_PERFMON", "with CAP_BPF, tracing program types" },
+	{ CAP_SYS_ADMIN, PRIVILEGES_GO_PROBES, "CAP_SYS_ADMIN", "creating uprobe perf events (Go probes)" },
 };
 
-uint64_t privileges_kept(void)
+static bool kept_in(size_t i, unsigned mode)
+{
+	return !kept[i].modes || (kept[i].modes & mode);
+}
+
+uint64_t privileges_kept(unsigned mode)
 {
 	uint64_t m = 0;
 
 	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
-		m |= 1ull << kept[i].cap;
+		if (kept_in(i, mode))
+			m |= 1ull << kept[i].cap;
 	return m;
 }
 
-void privileges_print(FILE *f)
+void privileges_print(FILE *f, unsigned mode)
 {
 	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
-		fprintf(f, "  %-24s %s\n", kept[i].name, kept[i].why);
+		if (kept_in(i, mode))
+			fprintf(f, "  %-24s %s\n", kept[i].name, kept[i].why);
 }
 
 struct drop_job {
@@ -124,41 +150,61 @@ static int drop_thread(void *arg)
 }
 
 /* System calls the running sensor makes (main loop, uplink thread, gRPC
- * client threads), found with strace -f under the integration tests. */
+ * client threads), found with strace -f under the integration tests.
+ * Those with an argument filter are added in load_seccomp(). */
 static const char *const allowed[] = {
 	/* files: reads only (openat is filtered on its flags below) */
-	"read", "pread64", "readv", "write", "writev", "close", "fstat", "newfstatat", "statx",
-	"lseek", "readlink", "readlinkat", "getdents64", "fcntl", "faccessat", "faccessat2",
-	/* BPF maps and the ring buffer; perf events for late uprobes (Go
-	 * probes), whose objects libbpf loads after set-up: it dups the
-	 * shared maps' fds (bpf_map__reuse_fd) with dup3 */
-	"bpf", "perf_event_open", "dup3",
+	"read", "pread64", "readv", "write", "writev", "close", "fstat", "fstatfs", "newfstatat",
+	"statx", "lseek", "readlink", "readlinkat", "getdents64", "fcntl", "faccessat", "faccessat2",
+	"dup3",
 	/* memory */
 	"mmap", "munmap", "mprotect", "madvise", "mremap", "brk",
-	/* threads and signals */
+	/* threads and signals (tgkill below) */
 	"futex", "set_robust_list", "rseq", "sched_yield", "sched_getaffinity", "sched_getparam", "sched_getscheduler", "gettid", "getpid",
 	"exit", "exit_group", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack",
-	"restart_syscall", "tgkill",
+	"restart_syscall",
 	/* time and the main loop */
 	"clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep", "gettimeofday", "getrandom",
 	"poll", "ppoll", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait", "epoll_pwait2",
 	"eventfd2", "pipe2", "timerfd_create", "timerfd_settime", "timerfd_gettime", "signalfd4",
-	/* the uplink (gRPC client): reconnects create sockets */
+	/* the uplink (gRPC client): reconnects create sockets (socket below) */
 	"connect", "recvmsg", "sendmsg", "recvfrom", "sendto", "shutdown", "getsockopt",
-	"setsockopt", "getsockname", "getpeername", "bind",
-	/* identity, limits */
+	"setsockopt", "getsockname", "getpeername",
+	/* identity, limits (prlimit64 below) */
 	"getuid", "geteuid", "getgid", "getegid", "uname", "sysinfo", "getrusage", "getrlimit",
-	"prlimit64", "umask", "membarrier",
+	"umask", "membarrier",
+};
+
+/* bpf() commands on maps the sensor holds fds of: every mode (strace -f
+ * of the running sensor under the integration tests: lookups, updates,
+ * deletes, key walks, the unwind tables' batch updates). */
+static const int bpf_map_cmds[] = {
+	BPF_MAP_LOOKUP_ELEM, BPF_MAP_UPDATE_ELEM, BPF_MAP_DELETE_ELEM, BPF_MAP_GET_NEXT_KEY,
+	BPF_MAP_UPDATE_BATCH,
+};
+/* --go-probes: libbpf loads each probe object at run time (BTF, its
+ * .rodata map, frozen, programs bound to it) and attaches uprobes as perf
+ * links: what strace showed under tests/integration/test_go_probes.py. */
+static const int bpf_load_cmds[] = {
+	BPF_PROG_LOAD, BPF_MAP_CREATE, BPF_BTF_LOAD, BPF_MAP_FREEZE, BPF_PROG_BIND_MAP,
+	BPF_OBJ_GET_INFO_BY_FD, BPF_LINK_CREATE,
 };
 
 static int rule(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned n,
 		const struct scmp_arg_cmp *args)
 {
-	int nr = seccomp_syscall_resolve_name(name);
+	int nr = seccomp_syscall_resolve_name(name), r;
 
 	if (nr == __NR_SCMP_ERROR)
 		return 0;
-	return seccomp_rule_add_array(ctx, action, nr, n, args);
+	r = seccomp_rule_add_array(ctx, action, nr, n, args);
+	/* -EACCES: the default action already (EPERM, in the selftest). */
+	return r == -EACCES ? 0 : r;
+}
+
+static int rule1(scmp_filter_ctx ctx, uint32_t action, const char *name, struct scmp_arg_cmp a)
+{
+	return rule(ctx, action, name, 1, &a);
 }
 
 static void on_sigsys(int sig, siginfo_t *si, void *uc)
@@ -177,13 +223,98 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 	_exit(159);
 }
 
-static int load_seccomp(bool debug)
+/* What the filter does with a call it does not allow. */
+static uint32_t default_action(unsigned mode)
+{
+	if (mode & PRIVILEGES_SELFTEST)
+		return SCMP_ACT_ERRNO(EPERM);
+	return (mode & PRIVILEGES_DEBUG) ? SCMP_ACT_TRAP : SCMP_ACT_KILL_PROCESS;
+}
+
+/* The calls allowed only with some arguments, per mode. */
+static int add_argument_rules(scmp_filter_ctx ctx, unsigned mode)
 {
 	const uint64_t writes = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND;
+	const uint64_t self = (uint64_t)getpid();
+	bool go = mode & PRIVILEGES_GO_PROBES;
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < sizeof(bpf_map_cmds) / sizeof(bpf_map_cmds[0]); i++)
+		r = rule1(ctx, SCMP_ACT_ALLOW, "bpf", SCMP_A0(SCMP_CMP_EQ, (uint64_t)bpf_map_cmds[i]));
+	for (size_t i = 0; go && r == 0 && i < sizeof(bpf_load_cmds) / sizeof(bpf_load_cmds[0]); i++)
+		r = rule1(ctx, SCMP_ACT_ALLOW, "bpf", SCMP_A0(SCMP_CMP_EQ, (uint64_t)bpf_load_cmds[i]));
+	/* Go probes: late uprobes are perf events (attached by a perf link;
+	 * SET_BPF where the kernel has no perf links). */
+	if (r == 0 && go)
+		r = rule(ctx, SCMP_ACT_ALLOW, "perf_event_open", 0, NULL);
+	if (r == 0 && go)
+		r = rule1(ctx, SCMP_ACT_ALLOW, "ioctl", SCMP_A1(SCMP_CMP_EQ, PERF_EVENT_IOC_SET_BPF));
+	/* ioctl: socket queries, and the perf event controls libbpf uses
+	 * when it detaches. */
+	if (r == 0)
+		r = rule1(ctx, SCMP_ACT_ALLOW, "ioctl", SCMP_A1(SCMP_CMP_EQ, FIONREAD));
+	if (r == 0)
+		r = rule1(ctx, SCMP_ACT_ALLOW, "ioctl", SCMP_A1(SCMP_CMP_EQ, FIONBIO));
+	if (r == 0)
+		r = rule1(ctx, SCMP_ACT_ALLOW, "ioctl", SCMP_A1(SCMP_CMP_EQ, PERF_EVENT_IOC_ENABLE));
+	if (r == 0)
+		r = rule1(ctx, SCMP_ACT_ALLOW, "ioctl", SCMP_A1(SCMP_CMP_EQ, PERF_EVENT_IOC_DISABLE));
+	if (r == 0)
+		r = rule1(ctx, SCMP_ACT_ERRNO(ENOTTY), "ioctl", SCMP_A1(SCMP_CMP_EQ, 0x5401 /* TCGETS */));
+	/* openat: read-only opens. */
+	if (r == 0)
+		r = rule1(ctx, SCMP_ACT_ALLOW, "openat", SCMP_A2(SCMP_CMP_MASKED_EQ, writes, 0));
+	/* socket: the symbolizer's family (gRPC's client, c-ares' UDP for a
+	 * tcp: name). */
+	if (r == 0 && !(mode & PRIVILEGES_TCP))
+		r = rule1(ctx, SCMP_ACT_ALLOW, "socket", SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+	if (r == 0 && (mode & PRIVILEGES_TCP))
+		r = rule1(ctx, SCMP_ACT_ALLOW, "socket", SCMP_A0(SCMP_CMP_EQ, AF_INET));
+	if (r == 0 && (mode & PRIVILEGES_TCP))
+		r = rule1(ctx, SCMP_ACT_ALLOW, "socket", SCMP_A0(SCMP_CMP_EQ, AF_INET6));
+	/* The families a resolver may try (glibc's nscd client over
+	 * AF_UNIX, getaddrinfo's AF_NETLINK address check): refused with an
+	 * error it falls back from, not killed. */
+	if (r == 0 && (mode & PRIVILEGES_TCP))
+		r = rule1(ctx, SCMP_ACT_ERRNO(EPERM), "socket", SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+	if (r == 0 && !(mode & PRIVILEGES_TCP))
+		r = rule1(ctx, SCMP_ACT_ERRNO(EPERM), "socket", SCMP_A0(SCMP_CMP_EQ, AF_INET));
+	if (r == 0 && !(mode & PRIVILEGES_TCP))
+		r = rule1(ctx, SCMP_ACT_ERRNO(EPERM), "socket", SCMP_A0(SCMP_CMP_EQ, AF_INET6));
+	if (r == 0)
+		r = rule1(ctx, SCMP_ACT_ERRNO(EPERM), "socket", SCMP_A0(SCMP_CMP_EQ, AF_NETLINK));
+	/* bind: gRPC probes once whether ::1 can be bound (to choose
+	 * dual-stack sockets); refused, it assumes no IPv6 loopback. */
+	if (r == 0)
+		r = rule(ctx, SCMP_ACT_ERRNO(EPERM), "bind", 0, NULL);
+	/* Signals to its own threads only (glibc's raise and abort); limits
+	 * of itself only (glibc's getrlimit is prlimit64(0, ...)). */
+	if (r == 0)
+		r = rule1(ctx, SCMP_ACT_ALLOW, "tgkill", SCMP_A0(SCMP_CMP_EQ, self));
+	if (r == 0)
+		r = rule1(ctx, SCMP_ACT_ALLOW, "prlimit64", SCMP_A0(SCMP_CMP_EQ, 0));
+	if (r == 0)
+		r = rule1(ctx, SCMP_ACT_ALLOW, "prlimit64", SCMP_A0(SCMP_CMP_EQ, self));
+	/* clone: threads only. */
+	if (r == 0)
+		r = rule1(ctx, SCMP_ACT_ALLOW, "clone",
+			  SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
+	if (r == 0)
+		r = rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL);
+	/* prctl: thread names only. */
+	if (r == 0)
+		r = rule1(ctx, SCMP_ACT_ALLOW, "prctl", SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME));
+	if (r == 0)
+		r = rule1(ctx, SCMP_ACT_ALLOW, "prctl", SCMP_A0(SCMP_CMP_EQ, PR_GET_NAME));
+	return r;
+}
+
+static int load_seccomp(unsigned mode)
+{
 	scmp_filter_ctx ctx;
 	int r = 0;
 
-	if (debug) {
+	if ((mode & PRIVILEGES_DEBUG) && !(mode & PRIVILEGES_SELFTEST)) {
 		struct sigaction sa;
 
 		memset(&sa, 0, sizeof(sa));
@@ -192,7 +323,7 @@ static int load_seccomp(bool debug)
 		if (sigaction(SIGSYS, &sa, NULL) < 0)
 			return -errno;
 	}
-	ctx = seccomp_init(debug ? SCMP_ACT_TRAP : SCMP_ACT_KILL_PROCESS);
+	ctx = seccomp_init(default_action(mode));
 	if (!ctx)
 		return -ENOMEM;
 	if (seccomp_arch_native() != SCMP_ARCH_X86_64) {
@@ -200,45 +331,12 @@ static int load_seccomp(bool debug)
 		goto out;
 	}
 	r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+	if (r == 0)
+		r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
 	for (size_t i = 0; r == 0 && i < sizeof(allowed) / sizeof(allowed[0]); i++)
 		r = rule(ctx, SCMP_ACT_ALLOW, allowed[i], 0, NULL);
-	/* openat: read-only opens; a write open is answered EACCES. */
 	if (r == 0)
-		r = rule(ctx, SCMP_ACT_ALLOW, "openat", 1,
-			 (struct scmp_arg_cmp[]){ SCMP_A2(SCMP_CMP_MASKED_EQ, writes, 0) });
-	/* socket: the families gRPC's client uses (Unix, TCP, c-ares UDP). */
-	for (int fam = 0; r == 0 && fam < 3; fam++) {
-		static const int fams[] = { AF_UNIX, AF_INET, AF_INET6 };
-
-		r = rule(ctx, SCMP_ACT_ALLOW, "socket", 1,
-			 (struct scmp_arg_cmp[]){ SCMP_A0(SCMP_CMP_EQ, (uint64_t)fams[fam]) });
-	}
-	/* clone: threads only. */
-	if (r == 0)
-		r = rule(ctx, SCMP_ACT_ALLOW, "clone", 1,
-			 (struct scmp_arg_cmp[]){ SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD) });
-	if (r == 0)
-		r = rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL);
-	/* ioctl: socket queries and the perf event controls libbpf uses when
-	 * it detaches. */
-	{
-		static const unsigned long reqs[] = { FIONREAD, FIONBIO, PERF_EVENT_IOC_ENABLE,
-						      PERF_EVENT_IOC_DISABLE, PERF_EVENT_IOC_SET_BPF };
-
-		for (size_t i = 0; r == 0 && i < sizeof(reqs) / sizeof(reqs[0]); i++)
-			r = rule(ctx, SCMP_ACT_ALLOW, "ioctl", 1,
-				 (struct scmp_arg_cmp[]){ SCMP_A1(SCMP_CMP_EQ, reqs[i]) });
-		if (r == 0)
-			r = rule(ctx, SCMP_ACT_ERRNO(ENOTTY), "ioctl", 1,
-				 (struct scmp_arg_cmp[]){ SCMP_A1(SCMP_CMP_EQ, 0x5401 /* TCGETS */) });
-	}
-	/* prctl: thread names only. */
-	if (r == 0)
-		r = rule(ctx, SCMP_ACT_ALLOW, "prctl", 1,
-			 (struct scmp_arg_cmp[]){ SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME) });
-	if (r == 0)
-		r = rule(ctx, SCMP_ACT_ALLOW, "prctl", 1,
-			 (struct scmp_arg_cmp[]){ SCMP_A0(SCMP_CMP_EQ, PR_GET_NAME) });
+		r = add_argument_rules(ctx, mode);
 	if (r == 0)
 		r = seccomp_load(ctx);
 out:
@@ -246,9 +344,10 @@ out:
 	return r;
 }
 
-static int drop(bool debug, uint64_t extra)
+int privileges_drop(unsigned mode)
 {
-	struct drop_job job = { .keep = privileges_kept() | extra, .last_cap = CAP_LAST_CAP };
+	struct drop_job job = { .keep = privileges_kept(mode), .last_cap = CAP_LAST_CAP };
+	char names[256] = "";
 	int r;
 
 	while (prctl(PR_CAPBSET_READ, job.last_cap + 1, 0, 0, 0) >= 0)
@@ -258,22 +357,97 @@ static int drop(bool debug, uint64_t extra)
 		log_error_errno(r, "cannot drop capabilities on every thread");
 		return r;
 	}
-	r = load_seccomp(debug);
+	r = load_seccomp(mode);
 	if (r < 0) {
 		log_error_errno(r, "cannot load the seccomp filter");
 		return r;
 	}
-	log_info("privileges dropped: kept CAP_DAC_READ_SEARCH, CAP_SYS_PTRACE, CAP_SYSLOG, CAP_PERFMON, CAP_BPF, CAP_CHECKPOINT_RESTORE%s; no_new_privs; seccomp allow-list",
-		 extra ? ", CAP_SYS_ADMIN (--go-probes: uprobes)" : "");
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+		if (kept_in(i, mode))
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 names[0] ? ", " : "", kept[i].name);
+	log_info("privileges dropped: kept %s; no_new_privs; seccomp allow-list (%s%s)", names,
+		 mode & PRIVILEGES_GO_PROBES ? "Go probes: program loads, uprobes" : "maps only",
+		 mode & PRIVILEGES_TCP ? ", INET sockets" : ", Unix sockets");
 	return 0;
 }
 
-int privileges_drop(bool debug)
+/* ---- --sandbox-selftest ---- */
+
+static int report(FILE *f, const char *what, long rc, int err)
 {
-	return drop(debug, 0);
+	bool denied = rc < 0 && err == EPERM;
+
+	if (rc < 0)
+		fprintf(f, "%s %s: %s\n", denied ? "denied" : "ALLOWED", what, strerror(err));
+	else
+		fprintf(f, "ALLOWED %s: succeeded\n", what);
+	fflush(f);
+	return denied ? 0 : 1;
 }
 
-int privileges_drop_keep_admin(bool debug)
+/* bind() on a socket of the family the mode allows: an abstract Unix
+ * name or 127.0.0.1:0, nothing on disk even if allowed. */
+static long selftest_bind(unsigned mode)
 {
-	return drop(debug, 1ull << CAP_SYS_ADMIN);
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	struct sockaddr_in in = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	bool tcp = mode & PRIVILEGES_TCP;
+	int fd = socket(tcp ? AF_INET : AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), e;
+	long rc;
+
+	if (fd < 0)
+		return fd;
+	snprintf(un.sun_path + 1, sizeof(un.sun_path) - 1, "sonde-sensor-selftest-%d", (int)getpid());
+	rc = tcp ? bind(fd, (struct sockaddr *)&in, sizeof(in))
+		 : bind(fd, (struct sockaddr *)&un, sizeof(un));
+	e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
+int privileges_selftest(FILE *f, unsigned mode)
+{
+	union bpf_attr attr;
+	struct rlimit64 rl;
+	int allowed = 0, fd;
+	long rc;
+
+	/* Arguments the kernel itself refuses with other errors than EPERM
+	 * (an empty program, a NULL attr, bad fds), so that EPERM is the
+	 * filter's answer and an allowed call changes nothing. */
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_type = BPF_PROG_TYPE_SOCKET_FILTER;
+	rc = syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof(attr));
+	allowed += report(f, "bpf(BPF_PROG_LOAD)", rc, errno);
+	memset(&attr, 0, sizeof(attr));
+	attr.link_create.prog_fd = -1;
+	attr.link_create.target_fd = -1;
+	rc = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	allowed += report(f, "bpf(BPF_LINK_CREATE)", rc, errno);
+	rc = syscall(SYS_perf_event_open, NULL, -1, 0, -1, 0);
+	allowed += report(f, "perf_event_open", rc, errno);
+	rc = selftest_bind(mode);
+	allowed += report(f, "bind", rc, errno);
+	rc = fd = socket((mode & PRIVILEGES_TCP) ? AF_UNIX : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	allowed += report(f, (mode & PRIVILEGES_TCP) ? "socket(AF_UNIX) for a tcp: symbolizer"
+						    : "socket(AF_INET) for a unix: symbolizer",
+			  rc, errno);
+	if (fd >= 0)
+		close(fd);
+	rc = syscall(SYS_tgkill, 1, 1, 0);
+	allowed += report(f, "tgkill(1, 1, 0)", rc, errno);
+	rc = kill(1, 0);
+	allowed += report(f, "kill(1, 0)", rc, errno);
+	rc = syscall(SYS_prlimit64, 1, RLIMIT_NOFILE, NULL, &rl);
+	allowed += report(f, "prlimit64(1)", rc, errno);
+	/* O_APPEND and nothing written: harmless even if allowed. */
+	rc = fd = open("/etc/passwd", O_WRONLY | O_APPEND | O_CLOEXEC);
+	allowed += report(f, "open /etc/passwd for writing", rc, errno);
+	if (fd >= 0)
+		close(fd);
+	rc = execve("/nonexistent/sonde-selftest", (char *[]){ NULL }, (char *[]){ NULL });
+	allowed += report(f, "execve", rc, errno);
+	return allowed;
 }

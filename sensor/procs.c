@@ -1,8 +1,9 @@
 /* procs.c - reads /proc/PID/{stat,comm,exe,cgroup,maps} for tracked
  * processes. /proc is kernel output, but names in it are target-chosen:
  * every read is bounded, lines are parsed strictly (maps.c), and files are
- * opened through /proc/PID/map_files so the mapped inode is what we hash,
- * also for deleted files and files inside a container's root. */
+ * opened only through /proc/PID/map_files so the mapped inode is what we
+ * hash, also for deleted files and files inside a container's root; the
+ * path text of a maps line is never opened. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -207,6 +209,28 @@ static struct proc_mapping *old_mapping(struct proc *old, const struct maps_line
 	return NULL;
 }
 
+/* Registers the file of mapping l through map_files, the kernel's link to
+ * the mapped inode, never through the path text of the maps line (a target
+ * chooses it, and a chroot or a symlink can make it name any file): a
+ * mapping of anything but a regular file with the line's device and inode
+ * gets no file ID (ARCHITECTURE.md, rule 1). */
+static int register_mapping(struct procs *p, const char *dir, const struct maps_line *l,
+			    struct proc_mapping *m)
+{
+	char path[128];
+	int fd, r;
+
+	snprintf(path, sizeof(path), "%s/map_files/%" PRIx64 "-%" PRIx64, dir, l->start, l->end);
+	/* O_PATH: a device node is looked at, never opened. */
+	fd = open(path, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = fileids_register(p->fileids, fd, makedev(l->dev_major, l->dev_minor), l->inode,
+			     &m->file, &m->info);
+	close(fd);
+	return r;
+}
+
 /* Reads the executable file mappings. Returns 0 with an owned array. */
 static int read_maps(struct procs *p, uint32_t pid, const char *dir, struct proc *old,
 		     struct proc_mapping **ret_maps, size_t *ret_n)
@@ -287,19 +311,7 @@ static int read_maps(struct procs *p, uint32_t pid, const char *dir, struct proc
 			m->info = o->info;
 			continue;
 		}
-		/* map_files is the mapped inode itself; root/PATH is a fallback
-		 * for kernels or mounts where map_files is refused. */
-		snprintf(path, sizeof(path), "%s/map_files/%" PRIx64 "-%" PRIx64, dir, l->start,
-			 l->end);
-		r = fileids_register(p->fileids, path, &m->file, &m->info);
-		if (r < 0 && !l->deleted) {
-			char *rootpath = NULL;
-
-			if (asprintf(&rootpath, "%s/root%s", dir, l->path) >= 0) {
-				r = fileids_register(p->fileids, rootpath, &m->file, &m->info);
-				free(rootpath);
-			}
-		}
+		r = register_mapping(p, dir, l, m);
 		if (r < 0)
 			log_debug("pid %" PRIu32 ": no file ID for %.100s, ignoring", pid, l->path);
 		r = 0;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "maps.h"
@@ -39,7 +40,7 @@ static int own_vdso_size(uint64_t base, uint64_t *ret)
 int vdso_register(struct fileids *f, struct fileid_entry **ret_entry, struct fileid_info *ret_info)
 {
 	uint64_t base = getauxval(AT_SYSINFO_EHDR), size = 0, done = 0;
-	char path[64];
+	struct stat st;
 	int fd = -1, r;
 
 	if (!base)
@@ -68,8 +69,11 @@ int vdso_register(struct fileids *f, struct fileid_entry **ret_entry, struct fil
 		r = -errno;
 		goto out;
 	}
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	r = fileids_register(f, path, ret_entry, ret_info);
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto out;
+	}
+	r = fileids_register(f, fd, st.st_dev, st.st_ino, ret_entry, ret_info);
 out:
 	close(fd);
 	return r;
