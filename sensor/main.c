@@ -626,17 +626,15 @@ static const struct interp_map_ops cpython_ops = {
 	.remove = cpython_remove,
 };
 
-/* On the uplink's thread. */
+/* On the uplink's thread, with a config validate_interp_config()
+ * accepted. */
 static void on_interpreter_config(void *ctx, const Sonde__V1__InterpreterConfig *c)
 {
 	(void)ctx;
-	if (c->error && c->error[0])
-		return;
-	if (c->kind != SONDE__V1__INTERPRETER_CONFIG__KIND__CPYTHON ||
-	    interp_maps_add_config(S.interp, c->file_id.data, c->format_version, c->runtime_offset,
+	if (interp_maps_add_config(S.interp, c->file_id.data, c->format_version, c->runtime_offset,
 				   c->layout.data, c->layout.len) < 0)
-		log_debug("InterpreterConfig rejected (kind %d, version %u, %zu-byte layout)",
-			  (int)c->kind, c->format_version, c->layout.len);
+		log_debug("InterpreterConfig not kept (%u configs held at most)",
+			  INTERP_MAPS_MAX_CONFIGS);
 }
 
 static const struct procs_observer unwind_observer = {
@@ -856,6 +854,8 @@ static void counters(struct sample_bpf *skel, struct sensor_counters *c)
 	c->go_probe_attach_failures = gs.attach_failures;
 	c->go_probe_records = gs.records;
 	c->go_probe_records_lost = gs.lost;
+	c->probe_plans_refused = uplink_plans_refused(S.uplink) + gs.plans_refused;
+	c->interpreter_configs_refused = uplink_configs_refused(S.uplink);
 }
 
 /* A new session knows no code objects: BPF must send each again. */

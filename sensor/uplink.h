@@ -31,10 +31,12 @@ struct uplink *uplink_new(const char *target, struct fileids *fileids, uint32_t 
  * Call before uplink_start(). */
 void uplink_set_unwind_maps(struct uplink *u, struct unwind_maps *um);
 /* Where ProbePlan messages go (borrowed, must outlive the uplink; NULL:
- * dropped). The reader thread queues each with goprobes_queue_plan() and
+ * dropped). The reader thread checks each with validate_probe_plan()
+ * against goprobes_catalog(), queues it with goprobes_queue_plan() and
  * wakes the main loop, which loads them. Call before uplink_start(). */
 void uplink_set_goprobes(struct uplink *u, struct goprobes *gp);
-/* Where InterpreterConfig messages go (file ID length checked): fn runs
+/* Where InterpreterConfig messages go: only those validate_interp_config()
+ * accepted for a registered file (without error set); fn runs
  * on the connection thread, with the message borrowed for the call.
  * NULL: they are dropped. Before uplink_start(). */
 typedef void (*uplink_interp_fn)(void *ctx, const Sonde__V1__InterpreterConfig *c);
@@ -64,3 +66,7 @@ void uplink_free(struct uplink *u);
 
 /* Counters for the exit summary. */
 uint64_t uplink_read_ranges(struct uplink *u);
+/* ProbePlans and InterpreterConfigs validate.c refused on receipt (not
+ * applied; the stream went on). */
+uint64_t uplink_plans_refused(struct uplink *u);
+uint64_t uplink_configs_refused(struct uplink *u);
