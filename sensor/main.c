@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <poll.h>
@@ -109,6 +110,7 @@ static struct env {
 	bool go_probes;
 	struct rpc_tls tls;
 	bool insecure;
+	const char *symbolizer_user; /* --symbolizer-uid; NULL: the default */
 } env = {
 	.frequency = 19,
 	.buffer_stacks = 65536,
@@ -187,6 +189,9 @@ static const char usage[] =
 	"  --tls-key FILE        its key\n"
 	"  --tls-server-name N   name to check in the symbolizer's certificate\n"
 	"  --insecure            allow plaintext tcp: (testing only)\n"
+	"  --symbolizer-uid U    unix: accept only a symbolizer whose socket is served by\n"
+	"                        root or user U (name or number; default: user sonde if it\n"
+	"                        exists, else root only)\n"
 	"  --no-drop-privileges  keep every capability and no seccomp filter (debugging)\n"
 	"  --go-probes           load the Go probes the symbolizer plans (docs/go-probes.md);\n"
 	"                        keeps CAP_SYS_ADMIN, which the kernel wants for uprobes\n"
@@ -198,7 +203,7 @@ static int parse_args(int argc, char **argv)
 	enum { OPT_SYM = 256, OPT_FREQ, OPT_PID, OPT_CGROUP, OPT_DURATION, OPT_BUFFER,
 	       OPT_FLUSH, OPT_RINGBUF, OPT_UNWIND_ROWS, OPT_IDLE, OPT_VERBOSE, OPT_HELP,
 	       OPT_TLS_CA, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_NAME, OPT_INSECURE, OPT_NO_DROP,
-	       OPT_BPF_WALK, OPT_GO_PROBES };
+	       OPT_BPF_WALK, OPT_GO_PROBES, OPT_SYM_UID };
 	static const struct option opts[] = {
 		{"symbolizer", required_argument, NULL, OPT_SYM},
 		{"frequency", required_argument, NULL, OPT_FREQ},
@@ -220,6 +225,7 @@ static int parse_args(int argc, char **argv)
 		{"insecure", no_argument, NULL, OPT_INSECURE},
 		{"no-drop-privileges", no_argument, NULL, OPT_NO_DROP},
 		{"go-probes", no_argument, NULL, OPT_GO_PROBES},
+		{"symbolizer-uid", required_argument, NULL, OPT_SYM_UID},
 		{},
 	};
 	int c;
@@ -269,6 +275,9 @@ static int parse_args(int argc, char **argv)
 			continue;
 		case OPT_GO_PROBES:
 			env.go_probes = true;
+			continue;
+		case OPT_SYM_UID:
+			env.symbolizer_user = optarg;
 			continue;
 		case OPT_VERBOSE:
 			env.verbose = true;
@@ -351,6 +360,34 @@ static int parse_args(int argc, char **argv)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* The uids a unix: symbolizer's listener may have (--symbolizer-uid).
+ * SO_PEERCRED names the process that called listen(): sonde-symbolizer
+ * binds and listens as root before it drops to --user, so root is always
+ * accepted; a symbolizer started as its service user (systemd User=)
+ * listens as that user, which --symbolizer-uid names (default: the user
+ * `sonde` when it exists). Returns how many uids went into ret (room for
+ * 2), or a negative errno for a name that does not resolve. */
+static int symbolizer_uids(uint32_t *ret)
+{
+	const char *name = env.symbolizer_user ? env.symbolizer_user : "sonde";
+	const struct passwd *pw;
+	uint32_t uid;
+	int n = 0;
+
+	ret[n++] = 0;
+	if (env.symbolizer_user && parse_u32(name, 10, &uid) == 0) {
+		if (uid != 0)
+			ret[n++] = uid;
+		return n;
+	}
+	pw = getpwnam(name);
+	if (!pw)
+		return env.symbolizer_user ? -ENOENT : n; /* no user sonde: root only */
+	if (pw->pw_uid != 0)
+		ret[n++] = (uint32_t)pw->pw_uid;
+	return n;
 }
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -1261,6 +1298,21 @@ int main(int argc, char **argv)
 	if (!S.uplink) {
 		err = -EINVAL;
 		goto cleanup;
+	}
+	if (strncmp(env.symbolizer, "unix:", 5) == 0) {
+		uint32_t uids[2];
+		int n_uids = symbolizer_uids(uids);
+
+		if (n_uids < 0) {
+			err = n_uids;
+			log_error("--symbolizer-uid %.64s: no such user", env.symbolizer_user);
+			goto cleanup;
+		}
+		err = uplink_set_peer_uids(S.uplink, uids, (size_t)n_uids);
+		if (err < 0)
+			goto cleanup;
+		log_debug("a unix: symbolizer must listen as uid 0%s%.0" PRIu32, n_uids > 1 ? " or " : "",
+			  n_uids > 1 ? uids[1] : 0);
 	}
 	uplink_set_unwind_maps(S.uplink, S.unwind);
 	uplink_set_goprobes(S.uplink, S.goprobes);

@@ -42,8 +42,18 @@
 #define UPLINK_REFUSAL_LOG_INTERVAL_MS 10000
 
 
+#define UPLINK_MAX_PEER_UIDS 4
+
 struct uplink {
-	struct rpc_channel *ch;
+	struct rpc_channel *ch; /* NULL between connections when peer-checked */
+	/* unix: with uplink_set_peer_uids(): each connection is a socket
+	 * connected and checked here, then handed to gRPC. */
+	char *target;
+	struct rpc_channel_opts ch_opts;
+	uint32_t peer_uids[UPLINK_MAX_PEER_UIDS];
+	size_t n_peer_uids; /* 0: no check (tcp:, where TLS authenticates) */
+	uint64_t peers_refused;
+	struct timespec last_peer_log;
 	struct fileids *fileids;
 	struct unwind_maps *unwind; /* may be NULL */
 	struct goprobes *goprobes;  /* may be NULL */
@@ -127,9 +137,13 @@ struct uplink *uplink_new(const char *target, struct fileids *fileids, uint32_t 
 
 	if (!u)
 		return NULL;
-	u->ch = rpc_channel_new(target, &opts);
+	u->target = strdup(target);
+	u->ch_opts = opts;
+	if (u->target)
+		u->ch = rpc_channel_new(target, &opts);
 	if (!u->ch) {
 		log_error("cannot create a channel to %.200s", target);
+		free(u->target);
 		free(u);
 		return NULL;
 	}
@@ -445,6 +459,66 @@ static int handshake(struct uplink *u, struct rpc_stream *s)
 	return dispatch_one(u, s, STATE_HANDSHAKE);
 }
 
+static bool peer_uid_allowed(const struct uplink *u, uint32_t uid)
+{
+	for (size_t i = 0; i < u->n_peer_uids; i++)
+		if (u->peer_uids[i] == uid)
+			return true;
+	return false;
+}
+
+/* A new connection to a unix: symbolizer, its listener checked before
+ * gRPC sees the socket: SO_PEERCRED of a connected Unix socket holds the
+ * credentials of the process that called listen() on the other end, and
+ * it is this very socket that carries the stream (no second connection
+ * by path that a swapped socket file could redirect). The channel of the
+ * last connection is freed first: it cannot reconnect. Returns 0 with
+ * u->ch set, or a negative errno (logged, refusals at most once per
+ * UPLINK_REFUSAL_LOG_INTERVAL_MS). Connection thread only. */
+static int connect_checked(struct uplink *u)
+{
+	struct rpc_peer peer;
+	char allowed[64] = "";
+	int fd = -1, r;
+
+	rpc_channel_free(u->ch);
+	u->ch = NULL;
+	r = rpc_unix_connect(u->target, &fd);
+	if (r < 0) {
+		log_debug("connect %.200s: %s", u->target, strerror(-r));
+		return r;
+	}
+	r = rpc_unix_peer(fd, &peer);
+	if (r == 0 && !peer_uid_allowed(u, peer.uid))
+		r = -EPERM;
+	if (r < 0) {
+		close(fd);
+		u->peers_refused++;
+		if (u->last_peer_log.tv_sec &&
+		    ms_since(&u->last_peer_log) < UPLINK_REFUSAL_LOG_INTERVAL_MS)
+			return r;
+		clock_gettime(CLOCK_MONOTONIC, &u->last_peer_log);
+		for (size_t i = 0, n = 0; i < u->n_peer_uids; i++)
+			n += (size_t)snprintf(allowed + n, sizeof(allowed) - n, "%s%" PRIu32,
+					      i ? ", " : "", u->peer_uids[i]);
+		if (r == -EPERM)
+			log_warn("refusing the symbolizer at %.200s: its socket is served by uid "
+				 "%" PRIu32 " (pid %" PRId32 "), not uid %s (--symbolizer-uid); "
+				 "nothing sent (%" PRIu64 " refused so far)", u->target, peer.uid,
+				 peer.pid, allowed, u->peers_refused);
+		else
+			log_warn_errno(r, "refusing the symbolizer at %.200s: no peer credentials",
+				       u->target);
+		return r;
+	}
+	u->ch = rpc_channel_new_from_fd(u->target, fd, &u->ch_opts);
+	if (!u->ch) {
+		log_warn("cannot create a channel on the symbolizer's socket");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 /* Sleeps ms unless stopped. Returns true if stopped. */
 static bool backoff_sleep(struct uplink *u, int ms)
 {
@@ -481,6 +555,8 @@ static void *conn_main(void *arg)
 		pthread_mutex_unlock(&u->lock);
 
 		clock_gettime(CLOCK_MONOTONIC, &opened);
+		if (u->n_peer_uids && connect_checked(u) < 0)
+			goto retry; /* logged there; our backoff paces the attempts */
 		s = rpc_stream_open(u->ch, UPLINK_PATH, UPLINK_CONNECT_TIMEOUT_MS, &err);
 		if (!s) {
 			log_debug("connect: %.200s", err.message);
@@ -564,6 +640,19 @@ void uplink_set_interp_handler(struct uplink *u, uplink_interp_fn fn, void *ctx)
 void uplink_set_wakeup(struct uplink *u, int efd)
 {
 	u->wake_fd = efd;
+}
+
+int uplink_set_peer_uids(struct uplink *u, const uint32_t *uids, size_t n)
+{
+	if (strncmp(u->target, "unix:", 5) != 0 || n == 0 || n > UPLINK_MAX_PEER_UIDS)
+		return -EINVAL;
+	memcpy(u->peer_uids, uids, n * sizeof(*uids));
+	u->n_peer_uids = n;
+	/* The path channel of uplink_new() is not used: every connection
+	 * is made and checked by connect_checked(). */
+	rpc_channel_free(u->ch);
+	u->ch = NULL;
+	return 0;
 }
 
 
@@ -693,6 +782,7 @@ void uplink_free(struct uplink *u)
 	rpc_channel_free(u->ch);
 	pthread_cond_destroy(&u->cond);
 	pthread_mutex_destroy(&u->lock);
+	free(u->target);
 	free(u);
 }
 

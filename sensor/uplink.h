@@ -45,6 +45,15 @@ void uplink_set_interp_handler(struct uplink *u, uplink_interp_fn fn, void *ctx)
  * when an unwind table is loaded, so the main loop need not poll for
  * either. Before uplink_start. */
 void uplink_set_wakeup(struct uplink *u, int efd);
+/* unix: targets: the symbolizer is accepted only if the process that
+ * listens on the socket (SO_PEERCRED of the connected socket: who called
+ * listen()) has one of uids[0..n) (copied; n at most 4). Each connection
+ * is then a socket the uplink connects and checks itself and hands to
+ * gRPC (rpc_channel_new_from_fd), so the checked socket is the one used;
+ * a refused one is closed before a byte is written, logged and retried
+ * with the usual backoff. -EINVAL for a tcp: target (mutual TLS
+ * authenticates it) or a bad n. Before uplink_start(). */
+int uplink_set_peer_uids(struct uplink *u, const uint32_t *uids, size_t n);
 /* Starts the connection thread. Returns 0 or a negative errno. */
 int uplink_start(struct uplink *u);
 /* The generation of the current connection (counts successful Welcomes),

@@ -13,13 +13,21 @@ fake_symbolizer.py plays a compromised symbolizer against the real sensor
   outside the interpreter's image are refused and counted: the python3.11
   run by `nobody` gets no cpython_procs entry, while a valid config for
   another python3.11 gives its entry the right _PyRuntime address
-  (control)."""
+  (control).
+
+And the sensor checks who serves a unix: symbolizer socket (issue 27, hole
+8; --symbolizer-uid): a listener run by `nobody` at the path the sensor is
+pointed at gets connections but not one byte, and the sensor's log says
+why; with --symbolizer-uid nobody the same listener gets the stream
+(control), and the real symbolizer (listening as root, then user sonde) is
+accepted by default."""
 import json
 import os
 import shutil
 import struct
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -233,3 +241,75 @@ def test_interpreter_configs_out_of_range_are_refused():
     finally:
         rig.stop()
         subprocess.run(["rm", "-rf", str(tmp)])
+
+
+# A plain Unix listener (run as nobody): logs each connection and each
+# chunk of bytes that arrives on it.
+LISTENER = r"""
+import os, socket, sys, threading
+path, log = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+os.chmod(path, 0o777)
+s.listen(16)
+
+def note(text):
+    with open(log, "a") as f:
+        f.write(text + "\n")
+
+def serve(c):
+    try:
+        while True:
+            b = c.recv(65536)
+            if not b:
+                break
+            note(f"bytes {len(b)}")
+    except OSError:
+        pass
+    c.close()
+
+while True:
+    c, _ = s.accept()
+    note("conn")
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+"""
+
+
+def test_sensor_refuses_a_symbolizer_socket_served_by_another_user(symbolizer, start_sensor):
+    d = make_tmp("sonde-trust-peer.")
+    os.chown(d, 65534, 65534)
+    path, log = d / "symbolizer.sock", d / "listener.log"
+    fake = subprocess.Popen([sys.executable, "-c", LISTENER, str(path), str(log)], user="nobody",
+                            group="nogroup")
+    try:
+        wait_for(path.exists, 15, "nobody's listener")
+        sensor = start_sensor(f"unix:{path}")
+        wait_for(lambda: log.exists() and "conn" in log.read_text(), 30,
+                 "the sensor to connect to nobody's socket")
+        time.sleep(3)  # the sensor retries meanwhile
+        assert "bytes" not in log.read_text(), "the sensor sent data to nobody's listener"
+        text = wait_for(lambda: "refusing the symbolizer at" in sensor.logtext() and
+                        sensor.logtext(), 10, "the sensor to say why")
+        assert "served by uid 65534" in text and "--symbolizer-uid" in text, text
+        assert "connected to the symbolizer" not in text
+        # (Stopped by its pid: with no symbolizer, a clean stop waits 15 s
+        # for one to send its last samples to.)
+        sensor.proc.kill()
+        sensor.stop()
+
+        # Control: told to accept nobody, the sensor streams to it.
+        sensor = start_sensor(f"unix:{path}", "--symbolizer-uid", "nobody")
+        wait_for(lambda: "bytes" in log.read_text(), 30, "the sensor's bytes at nobody's listener")
+        assert "refusing the symbolizer" not in sensor.logtext()
+        sensor.proc.kill()
+        sensor.stop()
+
+        # Control: the real symbolizer is accepted by default.
+        sensor = start_sensor(symbolizer.address)
+        wait_for(lambda: symbolizer.status().sensors_connected == 1, 30,
+                 "the sensor to connect to the real symbolizer")
+        assert "refusing the symbolizer" not in sensor.logtext()
+    finally:
+        fake.kill()
+        fake.wait()
+        subprocess.run(["rm", "-rf", str(d)])
