@@ -237,9 +237,14 @@ static void refused(struct goprobes *gp, uint32_t pid, const uint8_t *id, const 
 	if (gp->last_refusal_log_ns && now - gp->last_refusal_log_ns < REFUSAL_LOG_INTERVAL_NS)
 		return;
 	gp->last_refusal_log_ns = now;
-	log_warn("go probes: refusing the symbolizer's plan for %s%s%.0" PRIu32 ": %s "
-		 "(%" PRIu64 " refused so far; next log in 10 s at most)", hex_id(id, hex),
-		 pid ? " in pid " : "", pid, reason, gp->st.plans_refused);
+	if (pid)
+		log_warn("go probes: refusing the symbolizer's plan for %s in pid %" PRIu32 ": %s "
+			 "(%" PRIu64 " refused so far; next log in 10 s at most)", hex_id(id, hex),
+			 pid, reason, gp->st.plans_refused);
+	else
+		log_warn("go probes: refusing the symbolizer's plan for %s: %s (%" PRIu64
+			 " refused so far; next log in 10 s at most)", hex_id(id, hex), reason,
+			 gp->st.plans_refused);
 }
 
 /* ---- the queue (uplink thread -> main thread) ---- */

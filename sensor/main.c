@@ -1311,8 +1311,13 @@ int main(int argc, char **argv)
 		err = uplink_set_peer_uids(S.uplink, uids, (size_t)n_uids);
 		if (err < 0)
 			goto cleanup;
-		log_debug("a unix: symbolizer must listen as uid 0%s%.0" PRIu32, n_uids > 1 ? " or " : "",
-			  n_uids > 1 ? uids[1] : 0);
+		if (n_uids > 1)
+			log_debug("a unix: symbolizer must listen as uid 0 or %" PRIu32, uids[1]);
+		else
+			log_debug("a unix: symbolizer must listen as uid 0");
+	} else if (env.symbolizer_user) {
+		log_warn("--symbolizer-uid applies to unix: symbolizers only (tcp: is "
+			 "authenticated by TLS), ignoring");
 	}
 	uplink_set_unwind_maps(S.uplink, S.unwind);
 	uplink_set_goprobes(S.uplink, S.goprobes);
