@@ -498,6 +498,9 @@ int cmd_status(int argc, char **argv)
 		{ "go_probe_attach_failures", st->go_probe_attach_failures },
 		{ "go_probe_records", st->go_probe_records },
 		{ "go_probe_records_lost", st->go_probe_records_lost },
+		/* what the sensors refused of this symbolizer's (sensor/validate.h) */
+		{ "probe_plans_refused", st->probe_plans_refused },
+		{ "interp_configs_refused", st->interpreter_configs_refused },
 		{ "uptime_s", st->uptime_s },
 	};
 	const Sonde__V1__OtlpStatus *o = st->otlp;

@@ -1578,6 +1578,9 @@ void rpc_server_free(struct rpc_server *s)
 
 struct rpc_channel {
 	grpc_channel *ch;
+	/* rpc_channel_new_from_fd(): a direct channel over one connection,
+	 * not a client channel: it has no connectivity state to watch. */
+	bool direct;
 };
 
 /* rpc_client_set_tls(): PEM contents, set before channels are made. */
@@ -1700,6 +1703,58 @@ static int channel_tls_read(const struct rpc_tls *tls, struct channel_tls *t)
 	return err;
 }
 
+/* The channel arguments of opts into arg[] (room for 10); returns how
+ * many. */
+static size_t channel_args_fill(const struct rpc_channel_opts *opts, grpc_arg *arg)
+{
+	size_t max_msg, n = 0;
+	int rmin, rmax;
+
+	max_msg = opts && opts->max_message_bytes ? opts->max_message_bytes
+						  : CHANNEL_MAX_MESSAGE_DEFAULT;
+	if (max_msg > INT_MAX)
+		max_msg = INT_MAX;
+	rmin = opts && opts->reconnect_min_ms > 0 ? opts->reconnect_min_ms : RECONNECT_MIN_DEFAULT_MS;
+	rmax = opts && opts->reconnect_max_ms > 0 ? opts->reconnect_max_ms : RECONNECT_MAX_DEFAULT_MS;
+	if (rmax < rmin)
+		rmax = rmin;
+
+	memset(arg, 0, 10 * sizeof(*arg));
+	arg[n].type = GRPC_ARG_INTEGER;
+	arg[n].key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
+	arg[n++].value.integer = (int)max_msg;
+	/* Local peers restart quickly: gRPC's default backoff (1 s, x1.6, up
+	 * to 120 s) would leave a sensor disconnected for minutes. */
+	arg[n].type = GRPC_ARG_INTEGER;
+	arg[n].key = GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS;
+	arg[n++].value.integer = rmin;
+	arg[n].type = GRPC_ARG_INTEGER;
+	arg[n].key = GRPC_ARG_MIN_RECONNECT_BACKOFF_MS;
+	arg[n++].value.integer = CONNECT_ATTEMPT_TIMEOUT_MS;
+	arg[n].type = GRPC_ARG_INTEGER;
+	arg[n].key = GRPC_ARG_MAX_RECONNECT_BACKOFF_MS;
+	arg[n++].value.integer = rmax;
+	/* No bandwidth-delay probes (see rpc_server_new). */
+	arg[n].type = GRPC_ARG_INTEGER;
+	arg[n].key = GRPC_ARG_HTTP2_BDP_PROBE;
+	arg[n++].value.integer = 0;
+	/* No keepalive timer either (see rpc_server_new). */
+	arg[n].type = GRPC_ARG_INTEGER;
+	arg[n].key = GRPC_ARG_KEEPALIVE_TIME_MS;
+	arg[n++].value.integer = INT_MAX;
+	if (opts && opts->gzip) {
+		arg[n].type = GRPC_ARG_INTEGER;
+		arg[n].key = GRPC_COMPRESSION_CHANNEL_DEFAULT_ALGORITHM;
+		arg[n++].value.integer = GRPC_COMPRESS_GZIP;
+	}
+	if (opts && opts->own_connection) {
+		arg[n].type = GRPC_ARG_INTEGER;
+		arg[n].key = GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL;
+		arg[n++].value.integer = 1;
+	}
+	return n;
+}
+
 struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel_opts *opts)
 {
 	grpc_channel_credentials *creds = NULL;
@@ -1711,8 +1766,6 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
 	const char *ca = client_tls.ca, *cert = client_tls.cert, *key = client_tls.key;
 	const char *server_name = client_tls.server_name;
 	bool tls = client_tls.on;
-	size_t max_msg;
-	int rmin, rmax;
 
 	if (!target)
 		return NULL;
@@ -1737,55 +1790,8 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
 	ch = calloc(1, sizeof(*ch));
 	if (!ch)
 		goto fail;
-
-	max_msg = opts && opts->max_message_bytes ? opts->max_message_bytes
-						  : CHANNEL_MAX_MESSAGE_DEFAULT;
-	if (max_msg > INT_MAX)
-		max_msg = INT_MAX;
-	rmin = opts && opts->reconnect_min_ms > 0 ? opts->reconnect_min_ms : RECONNECT_MIN_DEFAULT_MS;
-	rmax = opts && opts->reconnect_max_ms > 0 ? opts->reconnect_max_ms : RECONNECT_MAX_DEFAULT_MS;
-	if (rmax < rmin)
-		rmax = rmin;
-
-	memset(arg, 0, sizeof(arg));
-	arg[0].type = GRPC_ARG_INTEGER;
-	arg[0].key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
-	arg[0].value.integer = (int)max_msg;
-	/* Local peers restart quickly: gRPC's default backoff (1 s, x1.6, up
-	 * to 120 s) would leave a sensor disconnected for minutes. */
-	arg[1].type = GRPC_ARG_INTEGER;
-	arg[1].key = GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS;
-	arg[1].value.integer = rmin;
-	arg[2].type = GRPC_ARG_INTEGER;
-	arg[2].key = GRPC_ARG_MIN_RECONNECT_BACKOFF_MS;
-	arg[2].value.integer = CONNECT_ATTEMPT_TIMEOUT_MS;
-	arg[3].type = GRPC_ARG_INTEGER;
-	arg[3].key = GRPC_ARG_MAX_RECONNECT_BACKOFF_MS;
-	arg[3].value.integer = rmax;
-	args.num_args = 4;
+	args.num_args = channel_args_fill(opts, arg);
 	args.args = arg;
-	/* No bandwidth-delay probes (see rpc_server_new). */
-	arg[args.num_args].type = GRPC_ARG_INTEGER;
-	arg[args.num_args].key = GRPC_ARG_HTTP2_BDP_PROBE;
-	arg[args.num_args].value.integer = 0;
-	args.num_args++;
-	/* No keepalive timer either (see rpc_server_new). */
-	arg[args.num_args].type = GRPC_ARG_INTEGER;
-	arg[args.num_args].key = GRPC_ARG_KEEPALIVE_TIME_MS;
-	arg[args.num_args].value.integer = INT_MAX;
-	args.num_args++;
-	if (opts && opts->gzip) {
-		arg[args.num_args].type = GRPC_ARG_INTEGER;
-		arg[args.num_args].key = GRPC_COMPRESSION_CHANNEL_DEFAULT_ALGORITHM;
-		arg[args.num_args].value.integer = GRPC_COMPRESS_GZIP;
-		args.num_args++;
-	}
-	if (opts && opts->own_connection) {
-		arg[args.num_args].type = GRPC_ARG_INTEGER;
-		arg[args.num_args].key = GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL;
-		arg[args.num_args].value.integer = 1;
-		args.num_args++;
-	}
 
 	if (tls && strncmp(target, "tcp:", 4) == 0) {
 		grpc_ssl_pem_key_cert_pair pair = { key, cert };
@@ -1816,9 +1822,73 @@ fail:
 	return NULL;
 }
 
+int rpc_unix_connect(const char *target, int *ret_fd)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path;
+	size_t len;
+	int fd, r;
+
+	if (!target || strncmp(target, "unix:", 5) != 0 || target[5] != '/')
+		return -EINVAL;
+	path = target + 5;
+	len = strlen(path);
+	if (len >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, len + 1);
+	/* Non-blocking: a listener whose backlog is full answers EAGAIN at
+	 * once instead of holding the caller (Unix stream sockets connect
+	 * synchronously otherwise). gRPC keeps the fd non-blocking anyway. */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+struct rpc_channel *rpc_channel_new_from_fd(const char *target, int fd,
+					    const struct rpc_channel_opts *opts)
+{
+	grpc_channel_credentials *creds = NULL;
+	struct rpc_channel *ch = NULL;
+	grpc_channel_args args;
+	grpc_arg arg[10];
+
+	if (fd < 0)
+		return NULL;
+	ch = calloc(1, sizeof(*ch));
+	creds = grpc_insecure_credentials_create();
+	if (!ch || !creds)
+		goto fail;
+	args.num_args = channel_args_fill(opts, arg);
+	args.args = arg;
+	/* gRPC owns fd from here, whatever happens (a failure gives a lame
+	 * channel that closed it). */
+	ch->direct = true;
+	ch->ch = grpc_channel_create_from_fd(target ? target : "unix:fd", fd, creds, &args);
+	fd = -1;
+	grpc_channel_credentials_release(creds);
+	creds = NULL;
+	if (!ch->ch)
+		goto fail;
+	return ch;
+fail:
+	if (creds)
+		grpc_channel_credentials_release(creds);
+	if (fd >= 0)
+		close(fd);
+	free(ch);
+	return NULL;
+}
+
 void rpc_channel_connect(struct rpc_channel *ch)
 {
-	if (ch && ch->ch)
+	if (ch && ch->ch && !ch->direct)
 		grpc_channel_check_connectivity_state(ch->ch, 1);
 }
 
@@ -2141,7 +2211,7 @@ struct rpc_stream *rpc_stream_open(struct rpc_channel *ch, const char *path,
 		goto fail;
 	}
 
-	r = stream_wait_connected(s, ch->ch, deadline);
+	r = ch->direct ? 0 : stream_wait_connected(s, ch->ch, deadline);
 	if (r < 0) {
 		error_set(err, r == -ETIMEDOUT ? RPC_DEADLINE_EXCEEDED : RPC_UNAVAILABLE,
 			  "cannot connect to the server in time");

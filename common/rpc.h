@@ -229,6 +229,19 @@ int rpc_client_set_tls(const struct rpc_tls *tls);
 /* target: "unix:/abs/path" or "tcp:HOST:PORT". NULL on failure. */
 struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel_opts *opts);
 void rpc_channel_free(struct rpc_channel *ch);
+/* For a client that checks who listens before it sends a byte (the
+ * sensor: --symbolizer-uid): connects a Unix stream socket to target
+ * ("unix:/abs/path") itself. Returns 0 with *ret_fd (owned by the caller,
+ * O_CLOEXEC, non-blocking) connected, or a negative errno (-EAGAIN: the
+ * listener's backlog is full). rpc_unix_peer() on it then gives the
+ * credentials of the process that called listen() on the other side. */
+int rpc_unix_connect(const char *target, int *ret_fd);
+/* A plaintext channel over one connected socket fd (taken, also on
+ * failure): gRPC uses that connection and never makes another, so when
+ * it breaks every call fails and the caller makes a new channel. target
+ * names the channel in gRPC's logs only. NULL on failure. */
+struct rpc_channel *rpc_channel_new_from_fd(const char *target, int fd,
+					    const struct rpc_channel_opts *opts);
 /* Starts connecting now, in gRPC's threads, instead of at the first
  * call: the caller can do other work meanwhile. */
 void rpc_channel_connect(struct rpc_channel *ch);

@@ -369,6 +369,8 @@ int flush_stats(struct uplink *u, uint64_t gen, const struct sensor_counters *c,
 	st.go_probe_attach_failures = c->go_probe_attach_failures;
 	st.go_probe_records = c->go_probe_records;
 	st.go_probe_records_lost = c->go_probe_records_lost;
+	st.probe_plans_refused = c->probe_plans_refused;
+	st.interpreter_configs_refused = c->interpreter_configs_refused;
 	msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_STATS;
 	msg.stats = &st;
 	return uplink_send(u, gen, &msg, more);

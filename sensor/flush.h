@@ -27,6 +27,8 @@ struct sensor_counters {
 	uint64_t samples_unconfirmed;
 	uint64_t go_probe_files, go_probe_links, go_probe_attach_failures;
 	uint64_t go_probe_records, go_probe_records_lost;
+	/* Refused by validate.c (uplink.c on receipt, goprobes.c at use). */
+	uint64_t probe_plans_refused, interpreter_configs_refused;
 };
 
 /* all: every process (after a (re)connect), else only the dirty ones. */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -21,12 +22,16 @@
 #include "go_http_client.skel.h"
 #include "go_http_server.skel.h"
 #include "goprobes.h"
-#include "goprobes_plan.h"
 #include "probes/go_http.h"
 #include "log.h"
+#include "validate.h"
 
-/* Bounds on what plans may ask for (per plan: goprobes_plan.h). */
+/* Bounds on what a plan may ask for (checked by validate.c). */
 #define MAX_FILES 256          /* loaded executables */
+#define MAX_SETS VALIDATE_MAX_PROBES
+#define MAX_CONSTS VALIDATE_MAX_CONSTS
+#define MAX_ATTACHES VALIDATE_MAX_ATTACHES
+#define MAX_NAME VALIDATE_MAX_NAME
 #define MAX_QUEUED 64          /* plans waiting for the main thread */
 /* The ring every probe object shares; records wait for the flush in a
  * bounded batch. */
@@ -34,6 +39,10 @@
 #define MAX_RECORD 4096
 #define MAX_PENDING 16384
 #define PENDING_BYTES ((size_t)MAX_PENDING * 512) /* their bytes, in all */
+/* Names a probe object may have (programs, consts), for the catalog. */
+#define MAX_OBJ_NAMES 32
+/* One refusal logged per this interval (the rest counted). */
+#define REFUSAL_LOG_INTERVAL_NS (10ull * 1000000000)
 
 /* The probes this sensor can load: name (ProbeSet.probe) -> object. */
 static const struct probe_def {
@@ -42,6 +51,41 @@ static const struct probe_def {
 } probe_defs[] = {
 	{ "go_http_server", go_http_server_bpf__elf_bytes },
 	{ "go_http_client", go_http_client_bpf__elf_bytes },
+};
+
+#define N_PROBE_DEFS (sizeof(probe_defs) / sizeof(probe_defs[0]))
+
+/* What one probe object offers, listed from the object itself at start:
+ * validate_probe_plan() accepts only these names. */
+struct catalog_entry {
+	char *programs[MAX_OBJ_NAMES];
+	char *consts[MAX_OBJ_NAMES];
+};
+
+struct plan_attach {
+	char program[MAX_NAME];
+	char symbol[VALIDATE_MAX_SYMBOL];
+	uint64_t file_offset;
+	bool optional;
+};
+
+struct plan_set {
+	const struct probe_def *def;
+	char probe[MAX_NAME];
+	size_t n_consts;
+	struct { char name[MAX_NAME]; uint64_t value; } consts[MAX_CONSTS];
+	size_t n_attaches;
+	struct plan_attach *attaches;
+	/* After load: */
+	struct bpf_object *obj;
+	struct bpf_program **progs; /* one per attach */
+};
+
+struct plan {
+	uint8_t file_id[FILEID_LEN];
+	size_t n_sets;
+	struct plan_set sets[MAX_SETS];
+	struct plan *next;
 };
 
 /* The links of one process to one loaded file. */
@@ -57,10 +101,10 @@ struct goprobes {
 	struct ring_buffer *ring;
 
 	pthread_mutex_t lock;  /* the queue only */
-	struct goprobes_plan *queue, **queue_tail;
+	struct plan *queue, **queue_tail;
 	size_t n_queued;
 
-	struct goprobes_plan *files[MAX_FILES]; /* loaded, by file ID */
+	struct plan *files[MAX_FILES]; /* loaded, by file ID */
 	size_t n_files;
 	struct attachment *att;
 	size_t n_att, cap_att;
@@ -71,16 +115,23 @@ struct goprobes {
 	uint32_t lens[MAX_PENDING];
 	uint64_t lost_unsent, lost_bpf_seen;
 
+	struct catalog_entry cat_names[N_PROBE_DEFS];
+	struct validate_probe_def cat[N_PROBE_DEFS];
+	uint64_t last_refusal_log_ns;
+
 	struct goprobes_stats st;
 };
 
-static void plan_free(struct goprobes_plan *p)
+static void plan_free(struct plan *p)
 {
 	if (!p)
 		return;
-	for (size_t i = 0; i < p->n_sets; i++)
+	for (size_t i = 0; i < p->n_sets; i++) {
 		bpf_object__close(p->sets[i].obj);
-	goprobes_plan_free(p);
+		free(p->sets[i].progs);
+		free(p->sets[i].attaches);
+	}
+	free(p);
 }
 
 static const char *hex_id(const uint8_t *id, char *buf)
@@ -90,20 +141,172 @@ static const char *hex_id(const uint8_t *id, char *buf)
 	return buf;
 }
 
+/* Copies a protobuf string if it fits; false otherwise. */
+static bool copy_name(char *dst, size_t size, const char *src)
+{
+	size_t n = src ? strlen(src) : 0;
+
+	if (n == 0 || n >= size)
+		return false;
+	memcpy(dst, src, n + 1);
+	return true;
+}
+
+/* ---- the catalog: what the probe objects offer ---- */
+
+/* Lists each object's programs and 64-bit .rodata consts (our own
+ * embedded objects, not the target's bytes). Returns 0 or a negative
+ * errno. */
+static int catalog_add(struct goprobes *gp, size_t i)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = probe_defs[i].name);
+	struct catalog_entry *ce = &gp->cat_names[i];
+	struct validate_probe_def *d = &gp->cat[i];
+	const struct btf_var_secinfo *vs;
+	const struct btf_type *sec;
+	struct bpf_object *obj;
+	struct bpf_program *prog;
+	const void *bytes;
+	struct btf *btf;
+	size_t sz;
+	int id, r = 0;
+
+	d->name = probe_defs[i].name;
+	d->programs = (const char *const *)ce->programs;
+	d->consts = (const char *const *)ce->consts;
+	bytes = probe_defs[i].elf_bytes(&sz);
+	obj = bpf_object__open_mem(bytes, sz, &oo);
+	if (!obj)
+		return -errno;
+	bpf_object__for_each_program(prog, obj) {
+		if (d->n_programs == MAX_OBJ_NAMES ||
+		    !(ce->programs[d->n_programs] = strdup(bpf_program__name(prog)))) {
+			r = -ENOMEM;
+			goto out;
+		}
+		d->n_programs++;
+	}
+	btf = bpf_object__btf(obj);
+	if (!btf || (id = btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC)) < 0)
+		goto out; /* no consts */
+	sec = btf__type_by_id(btf, id);
+	vs = btf_var_secinfos(sec);
+	for (int k = 0; k < btf_vlen(sec); k++, vs++) {
+		const struct btf_type *var = btf__type_by_id(btf, vs->type);
+
+		if (!var || vs->size != sizeof(uint64_t))
+			continue;
+		if (d->n_consts == MAX_OBJ_NAMES ||
+		    !(ce->consts[d->n_consts] = strdup(btf__name_by_offset(btf, var->name_off)))) {
+			r = -ENOMEM;
+			goto out;
+		}
+		d->n_consts++;
+	}
+out:
+	bpf_object__close(obj);
+	return r;
+}
+
+static void catalog_free(struct goprobes *gp)
+{
+	for (size_t i = 0; i < N_PROBE_DEFS; i++) {
+		for (size_t k = 0; k < MAX_OBJ_NAMES; k++) {
+			free(gp->cat_names[i].programs[k]);
+			free(gp->cat_names[i].consts[k]);
+		}
+	}
+}
+
+const struct validate_probe_def *goprobes_catalog(const struct goprobes *gp, size_t *ret_n)
+{
+	*ret_n = N_PROBE_DEFS;
+	return gp->cat;
+}
+
+/* A refusal: counted, and logged once per REFUSAL_LOG_INTERVAL_NS. */
+static void refused(struct goprobes *gp, uint32_t pid, const uint8_t *id, const char *reason)
+{
+	struct timespec ts;
+	uint64_t now;
+	char hex[2 * FILEID_LEN + 1];
+
+	gp->st.plans_refused++;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+	if (gp->last_refusal_log_ns && now - gp->last_refusal_log_ns < REFUSAL_LOG_INTERVAL_NS)
+		return;
+	gp->last_refusal_log_ns = now;
+	if (pid)
+		log_warn("go probes: refusing the symbolizer's plan for %s in pid %" PRIu32 ": %s "
+			 "(%" PRIu64 " refused so far; next log in 10 s at most)", hex_id(id, hex),
+			 pid, reason, gp->st.plans_refused);
+	else
+		log_warn("go probes: refusing the symbolizer's plan for %s: %s (%" PRIu64
+			 " refused so far; next log in 10 s at most)", hex_id(id, hex), reason,
+			 gp->st.plans_refused);
+}
+
 /* ---- the queue (uplink thread -> main thread) ---- */
 
 int goprobes_queue_plan(struct goprobes *gp, const Sonde__V1__ProbePlan *pp)
 {
-	const char *known[sizeof(probe_defs) / sizeof(probe_defs[0])];
 	char hex[2 * FILEID_LEN + 1];
-	struct goprobes_plan *p = NULL;
-	int r;
+	struct plan *p;
 
-	for (size_t k = 0; k < sizeof(probe_defs) / sizeof(probe_defs[0]); k++)
-		known[k] = probe_defs[k].name;
-	r = goprobes_plan_from_msg(pp, known, sizeof(known) / sizeof(known[0]), &p);
-	if (r < 0 || !p)
-		return r;
+	/* validate_probe_plan() passed: the copies below fit. */
+	if (!pp || pp->file_id.len != FILEID_LEN || pp->n_probes > MAX_SETS)
+		return -EPROTO;
+	if (pp->error && pp->error[0]) {
+		log_info("go probes: no plan for %s: %.200s", hex_id(pp->file_id.data, hex), pp->error);
+		return 0;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	memcpy(p->file_id, pp->file_id.data, FILEID_LEN);
+	for (size_t i = 0; i < pp->n_probes; i++) {
+		const Sonde__V1__ProbeSet *ps = pp->probes[i];
+		struct plan_set *s = &p->sets[p->n_sets];
+
+		if (ps->error && ps->error[0]) {
+			log_info("go probes: %s: probe %.64s not applicable: %.200s",
+				 hex_id(p->file_id, hex), ps->probe ? ps->probe : "?", ps->error);
+			continue;
+		}
+		for (size_t k = 0; k < N_PROBE_DEFS; k++)
+			if (!strcmp(probe_defs[k].name, ps->probe))
+				s->def = &probe_defs[k];
+		if (!s->def || !copy_name(s->probe, sizeof(s->probe), ps->probe) ||
+		    ps->n_consts > MAX_CONSTS || ps->n_attaches > MAX_ATTACHES)
+			goto bad;
+		s->attaches = calloc(ps->n_attaches, sizeof(*s->attaches));
+		if (!s->attaches)
+			goto nomem;
+		p->n_sets++; /* plan_free() frees what is filled so far */
+		for (size_t k = 0; k < ps->n_consts; k++) {
+			if (!copy_name(s->consts[k].name, MAX_NAME, ps->consts[k]->name))
+				goto bad;
+			s->consts[k].value = ps->consts[k]->value;
+		}
+		s->n_consts = ps->n_consts;
+		for (size_t k = 0; k < ps->n_attaches; k++) {
+			const Sonde__V1__ProbeAttach *a = ps->attaches[k];
+
+			if (!copy_name(s->attaches[k].program, MAX_NAME, a->program))
+				goto bad;
+			if (!a->symbol || !copy_name(s->attaches[k].symbol, sizeof(s->attaches[k].symbol),
+						     a->symbol))
+				snprintf(s->attaches[k].symbol, sizeof(s->attaches[k].symbol), "?");
+			s->attaches[k].file_offset = a->file_offset;
+			s->attaches[k].optional = a->optional;
+		}
+		s->n_attaches = ps->n_attaches;
+	}
+	if (p->n_sets == 0) {
+		plan_free(p);
+		return 0;
+	}
 	pthread_mutex_lock(&gp->lock);
 	if (gp->n_queued >= MAX_QUEUED) {
 		pthread_mutex_unlock(&gp->lock);
@@ -117,13 +320,92 @@ int goprobes_queue_plan(struct goprobes *gp, const Sonde__V1__ProbePlan *pp)
 	gp->n_queued++;
 	pthread_mutex_unlock(&gp->lock);
 	return 0;
+bad:
+	plan_free(p);
+	return -EBADMSG; /* not validated: a caller's bug */
+nomem:
+	plan_free(p);
+	return -ENOMEM;
+}
+
+/* ---- the plan against the process table (validate_probe_offsets) ---- */
+
+#define MAX_RANGES 64 /* executable mappings of one file in one process */
+
+/* The executable mappings of file id in pr, from its /proc/PID/maps. */
+static size_t exec_ranges(const struct proc *pr, const uint8_t *id,
+			  struct validate_exec_range *ret, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < pr->n_maps && n < max; i++) {
+		const struct proc_mapping *m = &pr->maps[i];
+
+		if (m->file && !memcmp(m->info.id.bytes, id, FILEID_LEN))
+			ret[n++] = (struct validate_exec_range){ m->start, m->end, m->offset };
+	}
+	return n;
+}
+
+/* Checks set s's attach offsets against pr's executable mappings of file
+ * id. Returns 0 or -EBADMSG with *ret_reason. */
+static int check_set_in(const struct plan_set *s, const struct proc *pr, const uint8_t *id,
+			const char **ret_reason)
+{
+	struct validate_exec_range ranges[MAX_RANGES];
+	uint64_t offsets[MAX_ATTACHES];
+	size_t n = exec_ranges(pr, id, ranges, MAX_RANGES);
+
+	for (size_t k = 0; k < s->n_attaches; k++)
+		offsets[k] = s->attaches[k].file_offset;
+	return validate_probe_offsets(offsets, s->n_attaches, ranges, n, ret_reason);
+}
+
+struct plan_check {
+	const struct plan *p;
+	bool mapped, ok;
+	const char *reason;
+};
+
+static int check_plan_in(const struct proc *pr, void *ctx)
+{
+	struct plan_check *pc = ctx;
+	struct validate_exec_range one;
+	const char *reason = NULL;
+	int r = 0;
+
+	if (pr->exited || !exec_ranges(pr, pc->p->file_id, &one, 1))
+		return 0;
+	pc->mapped = true;
+	for (size_t i = 0; i < pc->p->n_sets && r == 0; i++)
+		r = check_set_in(&pc->p->sets[i], pr, pc->p->file_id, &reason);
+	if (r < 0) {
+		pc->reason = reason;
+		return 0;
+	}
+	pc->ok = true;
+	return 1; /* one process where the whole plan fits is enough */
+}
+
+/* Before loading: the file is mapped by a tracked process and the plan's
+ * offsets are inside its executable mappings there. Each attach checks
+ * again for its own process (check_set_in in attach_file). */
+static int check_plan(struct procs *procs, const struct plan *p, const char **ret_reason)
+{
+	struct plan_check pc = { .p = p };
+
+	procs_visit(procs, check_plan_in, &pc);
+	if (pc.ok)
+		return 0;
+	*ret_reason = pc.mapped ? pc.reason : "the file is not mapped by a tracked process";
+	return -EBADMSG;
 }
 
 /* ---- loading ---- */
 
 /* Writes the set's consts into the object's .rodata by name, before load.
  * Every const of the plan must be a 64-bit global of .rodata. */
-static int set_consts(struct goprobes_plan_set *s)
+static int set_consts(struct plan_set *s)
 {
 	struct btf *btf = bpf_object__btf(s->obj);
 	const struct btf_var_secinfo *vs;
@@ -183,16 +465,15 @@ static int set_consts(struct goprobes_plan_set *s)
 	return r;
 }
 
-static int load_set(struct goprobes *gp, struct goprobes_plan_set *s)
+static int load_set(struct goprobes *gp, struct plan_set *s)
 {
-	const struct probe_def *def = &probe_defs[s->def];
-	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = def->name);
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = s->def->name);
 	const void *bytes;
 	struct bpf_map *m;
 	size_t sz;
 	int r;
 
-	bytes = def->elf_bytes(&sz);
+	bytes = s->def->elf_bytes(&sz);
 	s->obj = bpf_object__open_mem(bytes, sz, &oo);
 	if (!s->obj) {
 		r = -errno;
@@ -230,7 +511,7 @@ static int load_set(struct goprobes *gp, struct goprobes_plan_set *s)
 	return r;
 }
 
-static struct goprobes_plan *find_file(struct goprobes *gp, const uint8_t *id, size_t *ret_idx)
+static struct plan *find_file(struct goprobes *gp, const uint8_t *id, size_t *ret_idx)
 {
 	for (size_t i = 0; i < gp->n_files; i++)
 		if (!memcmp(gp->files[i]->file_id, id, FILEID_LEN)) {
@@ -254,7 +535,7 @@ static struct attachment *find_att(struct goprobes *gp, uint32_t pid, size_t fil
 static void attach_file(struct goprobes *gp, const struct proc *pr, size_t fi,
 			const struct proc_mapping *m)
 {
-	struct goprobes_plan *p = gp->files[fi];
+	struct plan *p = gp->files[fi];
 	struct attachment a = { .pid = pr->pid, .file = fi };
 	char path[96];
 	size_t total = 0;
@@ -276,11 +557,18 @@ static void attach_file(struct goprobes *gp, const struct proc *pr, size_t fi,
 	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, pr->pid,
 		 m->start, m->end);
 	for (size_t i = 0; i < p->n_sets; i++) {
-		struct goprobes_plan_set *s = &p->sets[i];
+		struct plan_set *s = &p->sets[i];
 		size_t first = a.n_links, n_ok = 0;
+		const char *reason = NULL;
 
 		if (!s->obj)
 			continue;
+		/* This process's own executable mappings of the file: another
+		 * process's (checked at load) say nothing about this one. */
+		if (check_set_in(s, pr, p->file_id, &reason) < 0) {
+			refused(gp, pr->pid, p->file_id, reason);
+			continue;
+		}
 		for (size_t k = 0; k < s->n_attaches; k++) {
 			LIBBPF_OPTS(bpf_uprobe_opts, uo);
 			struct bpf_link *l;
@@ -412,7 +700,7 @@ static int apply_to_proc(const struct proc *pr, void *ctx)
 
 void goprobes_apply(struct goprobes *gp, struct procs *procs)
 {
-	struct goprobes_plan *q, *next;
+	struct plan *q, *next;
 	char hex[2 * FILEID_LEN + 1];
 	bool added = false;
 
@@ -425,7 +713,9 @@ void goprobes_apply(struct goprobes *gp, struct procs *procs)
 	gp->n_queued = 0;
 	pthread_mutex_unlock(&gp->lock);
 	for (; q; q = next) {
+		const char *reason = NULL;
 		size_t loaded = 0;
+		int r;
 
 		next = q->next;
 		q->next = NULL;
@@ -438,8 +728,14 @@ void goprobes_apply(struct goprobes *gp, struct procs *procs)
 			plan_free(q);
 			continue;
 		}
+		r = check_plan(procs, q, &reason);
+		if (r < 0) {
+			refused(gp, 0, q->file_id, reason);
+			plan_free(q);
+			continue;
+		}
 		for (size_t i = 0; i < q->n_sets; i++) {
-			struct goprobes_plan_set *s = &q->sets[i];
+			struct plan_set *s = &q->sets[i];
 
 			if (load_set(gp, s) < 0) {
 				gp->st.load_failures++;
@@ -594,6 +890,14 @@ struct goprobes *goprobes_new(int spans_fd)
 		log_error_errno(-errno, "go probes: cannot create the shared maps");
 		goto fail;
 	}
+	for (size_t i = 0; i < N_PROBE_DEFS; i++) {
+		int r = catalog_add(gp, i);
+
+		if (r < 0) {
+			log_error_errno(r, "go probes: cannot list the %s object", probe_defs[i].name);
+			goto fail;
+		}
+	}
 	gp->ring = ring_buffer__new(gp->events_fd, on_record, gp, NULL);
 	if (!gp->ring) {
 		log_error_errno(-errno, "go probes: cannot map the ring buffer");
@@ -607,7 +911,7 @@ fail:
 
 void goprobes_free(struct goprobes *gp)
 {
-	struct goprobes_plan *q, *next;
+	struct plan *q, *next;
 
 	if (!gp)
 		return;
@@ -626,6 +930,7 @@ void goprobes_free(struct goprobes *gp)
 	if (gp->lost_fd >= 0)
 		close(gp->lost_fd);
 	free(gp->buf);
+	catalog_free(gp);
 	pthread_mutex_destroy(&gp->lock);
 	free(gp);
 }

@@ -15,6 +15,7 @@
 #include "ingest.pb-c.h"
 #include "procs.h"
 #include "uplink.h"
+#include "validate.h"
 
 struct goprobes;
 
@@ -24,12 +25,18 @@ struct goprobes *goprobes_new(int spans_fd);
 /* Detaches and unloads everything. Accepts NULL. */
 void goprobes_free(struct goprobes *gp);
 
-/* Copies a plan (after shape checks: goprobes_plan_from_msg()) for
- * goprobes_apply(). Returns 0,
- * -EPROTO for a malformed one (wrong file ID length), -ENOMEM. Any thread. */
+/* The probe objects this sensor has, for validate_probe_plan(): *ret_n
+ * entries, owned by gp (valid until goprobes_free). Any thread. */
+const struct validate_probe_def *goprobes_catalog(const struct goprobes *gp, size_t *ret_n);
+/* Copies a plan that validate_probe_plan() accepted, for
+ * goprobes_apply(). Returns 0, -EPROTO or -EBADMSG for one it would not
+ * have accepted, -ENOMEM. Any thread. */
 int goprobes_queue_plan(struct goprobes *gp, const Sonde__V1__ProbePlan *plan);
 /* Loads the queued plans (once per file ID) and attaches them to every
- * live process of procs that maps their file. */
+ * live process of procs that maps their file. A plan whose file no
+ * tracked process maps executable, or whose attach offsets lie outside
+ * those mappings (validate_probe_offsets), is refused and counted; so is
+ * the attachment to a process whose own mappings do not hold them. */
 void goprobes_apply(struct goprobes *gp, struct procs *procs);
 
 /* A process appeared or its mappings changed: attach the loaded probes of
@@ -55,6 +62,7 @@ int goprobes_flush(struct goprobes *gp, struct uplink *u, uint64_t gen, size_t m
 
 struct goprobes_stats {
 	uint64_t plans, files_loaded, load_failures, attached, attach_failures, records, lost;
+	uint64_t plans_refused; /* by validate_probe_offsets(), at load or attach */
 	uint64_t files, links; /* now */
 };
 void goprobes_get_stats(const struct goprobes *gp, struct goprobes_stats *st);

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <poll.h>
@@ -112,6 +113,7 @@ static struct env {
 	bool sandbox_selftest;
 	struct rpc_tls tls;
 	bool insecure;
+	const char *symbolizer_user; /* --symbolizer-uid; NULL: the default */
 } env = {
 	.frequency = 19,
 	.buffer_stacks = 65536,
@@ -190,6 +192,9 @@ static const char usage[] =
 	"  --tls-key FILE        its key\n"
 	"  --tls-server-name N   name to check in the symbolizer's certificate\n"
 	"  --insecure            allow plaintext tcp: (testing only)\n"
+	"  --symbolizer-uid U    unix: accept only a symbolizer whose socket is served by\n"
+	"                        root or user U (name or number; default: user sonde if it\n"
+	"                        exists, else root only)\n"
 	"  --no-drop-privileges  keep every capability and no seccomp filter (debugging)\n"
 	"  --go-probes           load the Go probes the symbolizer plans (docs/go-probes.md);\n"
 	"                        keeps CAP_SYS_ADMIN, which the kernel wants for uprobes\n"
@@ -204,7 +209,7 @@ static int parse_args(int argc, char **argv)
 	enum { OPT_SYM = 256, OPT_FREQ, OPT_PID, OPT_CGROUP, OPT_DURATION, OPT_BUFFER,
 	       OPT_FLUSH, OPT_RINGBUF, OPT_UNWIND_ROWS, OPT_IDLE, OPT_VERBOSE, OPT_HELP,
 	       OPT_TLS_CA, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_NAME, OPT_INSECURE, OPT_NO_DROP,
-	       OPT_BPF_WALK, OPT_GO_PROBES, OPT_SELFTEST };
+	       OPT_BPF_WALK, OPT_GO_PROBES, OPT_SELFTEST, OPT_SYM_UID };
 	static const struct option opts[] = {
 		{"symbolizer", required_argument, NULL, OPT_SYM},
 		{"frequency", required_argument, NULL, OPT_FREQ},
@@ -227,6 +232,7 @@ static int parse_args(int argc, char **argv)
 		{"no-drop-privileges", no_argument, NULL, OPT_NO_DROP},
 		{"go-probes", no_argument, NULL, OPT_GO_PROBES},
 		{"sandbox-selftest", no_argument, NULL, OPT_SELFTEST},
+		{"symbolizer-uid", required_argument, NULL, OPT_SYM_UID},
 		{},
 	};
 	int c;
@@ -279,6 +285,9 @@ static int parse_args(int argc, char **argv)
 			continue;
 		case OPT_SELFTEST:
 			env.sandbox_selftest = true;
+			continue;
+		case OPT_SYM_UID:
+			env.symbolizer_user = optarg;
 			continue;
 		case OPT_VERBOSE:
 			env.verbose = true;
@@ -361,6 +370,34 @@ static int parse_args(int argc, char **argv)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* The uids a unix: symbolizer's listener may have (--symbolizer-uid).
+ * SO_PEERCRED names the process that called listen(): sonde-symbolizer
+ * binds and listens as root before it drops to --user, so root is always
+ * accepted; a symbolizer started as its service user (systemd User=)
+ * listens as that user, which --symbolizer-uid names (default: the user
+ * `sonde` when it exists). Returns how many uids went into ret (room for
+ * 2), or a negative errno for a name that does not resolve. */
+static int symbolizer_uids(uint32_t *ret)
+{
+	const char *name = env.symbolizer_user ? env.symbolizer_user : "sonde";
+	const struct passwd *pw;
+	uint32_t uid;
+	int n = 0;
+
+	ret[n++] = 0;
+	if (env.symbolizer_user && parse_u32(name, 10, &uid) == 0) {
+		if (uid != 0)
+			ret[n++] = uid;
+		return n;
+	}
+	pw = getpwnam(name);
+	if (!pw)
+		return env.symbolizer_user ? -ENOENT : n; /* no user sonde: root only */
+	if (pw->pw_uid != 0)
+		ret[n++] = (uint32_t)pw->pw_uid;
+	return n;
 }
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -636,17 +673,15 @@ static const struct interp_map_ops cpython_ops = {
 	.remove = cpython_remove,
 };
 
-/* On the uplink's thread. */
+/* On the uplink's thread, with a config validate_interp_config()
+ * accepted. */
 static void on_interpreter_config(void *ctx, const Sonde__V1__InterpreterConfig *c)
 {
 	(void)ctx;
-	if (c->error && c->error[0])
-		return;
-	if (c->kind != SONDE__V1__INTERPRETER_CONFIG__KIND__CPYTHON ||
-	    interp_maps_add_config(S.interp, c->file_id.data, c->format_version, c->runtime_offset,
+	if (interp_maps_add_config(S.interp, c->file_id.data, c->format_version, c->runtime_offset,
 				   c->layout.data, c->layout.len) < 0)
-		log_debug("InterpreterConfig rejected (kind %d, version %u, %zu-byte layout)",
-			  (int)c->kind, c->format_version, c->layout.len);
+		log_debug("InterpreterConfig not kept (%u configs held at most)",
+			  INTERP_MAPS_MAX_CONFIGS);
 }
 
 static const struct procs_observer unwind_observer = {
@@ -880,6 +915,8 @@ static void counters(struct sample_bpf *skel, struct sensor_counters *c)
 	c->go_probe_attach_failures = gs.attach_failures;
 	c->go_probe_records = gs.records;
 	c->go_probe_records_lost = gs.lost;
+	c->probe_plans_refused = uplink_plans_refused(S.uplink) + gs.plans_refused;
+	c->interpreter_configs_refused = uplink_configs_refused(S.uplink);
 }
 
 /* A new session knows no code objects: BPF must send each again. */
@@ -1407,6 +1444,31 @@ static int tables_setup(void)
 
 /* The uplink's thread, connecting to the symbolizer; *ret_wfd (owned by
  * the caller, also on failure) wakes the main loop. */
+/* A unix: symbolizer must listen as root or --symbolizer-uid (uplink.h);
+ * tcp: is authenticated by TLS. */
+static int uplink_peer_setup(void)
+{
+	uint32_t uids[2];
+	int n_uids;
+
+	if (strncmp(env.symbolizer, "unix:", 5) != 0) {
+		if (env.symbolizer_user)
+			log_warn("--symbolizer-uid applies to unix: symbolizers only (tcp: is "
+				 "authenticated by TLS), ignoring");
+		return 0;
+	}
+	n_uids = symbolizer_uids(uids);
+	if (n_uids < 0) {
+		log_error("--symbolizer-uid %.64s: no such user", env.symbolizer_user);
+		return n_uids;
+	}
+	if (n_uids > 1)
+		log_debug("a unix: symbolizer must listen as uid 0 or %" PRIu32, uids[1]);
+	else
+		log_debug("a unix: symbolizer must listen as uid 0");
+	return uplink_set_peer_uids(S.uplink, uids, (size_t)n_uids);
+}
+
 static int uplink_setup(int *ret_wfd)
 {
 	int wfd, err;
@@ -1414,6 +1476,9 @@ static int uplink_setup(int *ret_wfd)
 	S.uplink = uplink_new(env.symbolizer, S.fileids, env.frequency, clock_ns(CLOCK_REALTIME));
 	if (!S.uplink)
 		return -EINVAL;
+	err = uplink_peer_setup();
+	if (err < 0)
+		return err;
 	uplink_set_unwind_maps(S.uplink, S.unwind);
 	uplink_set_goprobes(S.uplink, S.goprobes);
 	uplink_set_interp_handler(S.uplink, on_interpreter_config, NULL);

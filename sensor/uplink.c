@@ -1,5 +1,6 @@
 /* uplink.c - connection thread, request dispatch and writes. */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "log.h"
 #include "rpc.h"
 #include "uplink.h"
+#include "validate.h"
 
 #define UPLINK_PATH "/sonde.v1.Ingest/Connect"
 #define UPLINK_PROTOCOL_VERSION 1
@@ -34,10 +36,24 @@
  * to the bounded buffer, its drops counted) instead of waiting for good. */
 #define UPLINK_WRITE_TIMEOUT_MS 10000
 #define UPLINK_MAX_MESSAGE (4u << 20)
+/* A refused plan or config is logged once per this interval (the rest
+ * only counted): a symbolizer that sends nothing but bad ones must not
+ * fill the journal. */
+#define UPLINK_REFUSAL_LOG_INTERVAL_MS 10000
 
+
+#define UPLINK_MAX_PEER_UIDS 4
 
 struct uplink {
-	struct rpc_channel *ch;
+	struct rpc_channel *ch; /* NULL between connections when peer-checked */
+	/* unix: with uplink_set_peer_uids(): each connection is a socket
+	 * connected and checked here, then handed to gRPC. */
+	char *target;
+	struct rpc_channel_opts ch_opts;
+	uint32_t peer_uids[UPLINK_MAX_PEER_UIDS];
+	size_t n_peer_uids; /* 0: no check (tcp:, where TLS authenticates) */
+	uint64_t peers_refused;
+	struct timespec last_peer_log;
 	struct fileids *fileids;
 	struct unwind_maps *unwind; /* may be NULL */
 	struct goprobes *goprobes;  /* may be NULL */
@@ -59,6 +75,9 @@ struct uplink {
 	bool ended_cleanly;
 	uint32_t max_message_bytes, max_read_bytes;
 	atomic_uint_fast64_t read_ranges;
+	/* Refused by validate.c (connection thread only writes them). */
+	atomic_uint_fast64_t plans_refused, configs_refused;
+	struct timespec last_refusal_log;
 
 	Sonde__V1__Hello hello;
 	char hostname[256];
@@ -118,9 +137,13 @@ struct uplink *uplink_new(const char *target, struct fileids *fileids, uint32_t 
 
 	if (!u)
 		return NULL;
-	u->ch = rpc_channel_new(target, &opts);
+	u->target = strdup(target);
+	u->ch_opts = opts;
+	if (u->target)
+		u->ch = rpc_channel_new(target, &opts);
 	if (!u->ch) {
 		log_error("cannot create a channel to %.200s", target);
+		free(u->target);
 		free(u);
 		return NULL;
 	}
@@ -283,12 +306,47 @@ static int handle_unwind_table(struct uplink *u, struct rpc_stream *s,
 	return 0;
 }
 
-/* Queued for the main thread, which owns the process table and loads. */
+/* A message validate.c refused: counted, logged at most once per
+ * UPLINK_REFUSAL_LOG_INTERVAL_MS, not applied; the stream goes on (only a
+ * message malformed at the protobuf level, a file ID not 16 bytes, ends
+ * it, as for ReadRange). */
+static void refuse(struct uplink *u, atomic_uint_fast64_t *counter, const char *what,
+		   const ProtobufCBinaryData *file_id, const char *reason)
+{
+	uint64_t n = atomic_fetch_add(counter, 1) + 1;
+	char hex[FILEID_HEX_LEN + 1] = "?";
+	struct fileid id;
+
+	if (u->last_refusal_log.tv_sec &&
+	    ms_since(&u->last_refusal_log) < UPLINK_REFUSAL_LOG_INTERVAL_MS)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &u->last_refusal_log);
+	if (file_id && file_id->len == FILEID_LEN) {
+		memcpy(id.bytes, file_id->data, FILEID_LEN);
+		fileid_to_hex(&id, hex);
+	}
+	log_warn("refusing the symbolizer's %s for %s: %s (%" PRIu64 " refused so far; "
+		 "next log in %d s at most)", what, hex, reason, n,
+		 UPLINK_REFUSAL_LOG_INTERVAL_MS / 1000);
+}
+
+/* Checked (validate_probe_plan), then queued for the main thread, which
+ * owns the process table: it checks the offsets against the file's
+ * executable mappings before it loads and attaches. */
 static int handle_probe_plan(struct uplink *u, struct rpc_stream *s,
 			     const Sonde__V1__SymbolizerMessage *m)
 {
+	const Sonde__V1__ProbePlan *pp = m->probe_plan;
+	const struct validate_probe_def *defs;
+	const char *reason = NULL;
+	size_t n_defs;
 	int r;
 
+	(void)s;
+	if (!pp || validate_file_id(&pp->file_id, NULL) < 0) {
+		log_warn("ProbePlan with a %zu-byte file ID", pp ? pp->file_id.len : 0);
+		return -EPROTO;
+	}
 	if (!u->goprobes) {
 		static bool said;
 
@@ -297,33 +355,53 @@ static int handle_probe_plan(struct uplink *u, struct rpc_stream *s,
 		said = true;
 		return 0;
 	}
-	r = goprobes_queue_plan(u->goprobes, m->probe_plan);
-	if (r == -EPROTO) {
-		log_warn("ProbePlan with a %zu-byte file ID",
-			 m->probe_plan ? m->probe_plan->file_id.len : 0);
-		return r;
+	if (!(pp->error && pp->error[0])) {
+		defs = goprobes_catalog(u->goprobes, &n_defs);
+		if (validate_probe_plan(pp, defs, n_defs, &reason) < 0) {
+			refuse(u, &u->plans_refused, "ProbePlan", &pp->file_id, reason);
+			return 0;
+		}
 	}
+	r = goprobes_queue_plan(u->goprobes, pp);
+	if (r < 0)
+		log_warn_errno(r, "ProbePlan not queued");
 	if (r == 0)
 		wake_main(u);
 	return 0;
 }
 
-/* Shape checks only, like UnwindTable; interp_maps (when set) keeps the
- * config for the processes that map the file. */
+/* Checked (validate_interp_config, against the registered file's size),
+ * then handed to interp_maps (when set), which keeps the config for the
+ * processes that map the file. */
 static int handle_interpreter_config(struct uplink *u, struct rpc_stream *s,
 				     const Sonde__V1__SymbolizerMessage *m)
 {
 	const Sonde__V1__InterpreterConfig *c = m->interpreter_config;
+	struct fileid_info info;
+	const char *reason = NULL;
+	struct fileid id;
+	int fd = -1;
 
 	(void)s;
-	if (!c || c->file_id.len != FILEID_LEN) {
+	if (!c || validate_file_id(&c->file_id, NULL) < 0) {
 		log_warn("InterpreterConfig with a %zu-byte file ID", c ? c->file_id.len : 0);
 		return -EPROTO;
 	}
-	if (u->on_interp) {
-		u->on_interp(u->on_interp_ctx, c);
-		wake_main(u); /* the main thread makes the entries */
+	if (!u->on_interp || (c->error && c->error[0]))
+		return 0;
+	memcpy(id.bytes, c->file_id.data, FILEID_LEN);
+	if (fileids_open(u->fileids, &id, &fd, &info) < 0) {
+		refuse(u, &u->configs_refused, "InterpreterConfig", &c->file_id,
+		       "file ID not registered");
+		return 0;
 	}
+	close(fd);
+	if (validate_interp_config(c, info.size, &reason) < 0) {
+		refuse(u, &u->configs_refused, "InterpreterConfig", &c->file_id, reason);
+		return 0;
+	}
+	u->on_interp(u->on_interp_ctx, c);
+	wake_main(u); /* the main thread makes the entries */
 	return 0;
 }
 
@@ -381,6 +459,66 @@ static int handshake(struct uplink *u, struct rpc_stream *s)
 	return dispatch_one(u, s, STATE_HANDSHAKE);
 }
 
+static bool peer_uid_allowed(const struct uplink *u, uint32_t uid)
+{
+	for (size_t i = 0; i < u->n_peer_uids; i++)
+		if (u->peer_uids[i] == uid)
+			return true;
+	return false;
+}
+
+/* A new connection to a unix: symbolizer, its listener checked before
+ * gRPC sees the socket: SO_PEERCRED of a connected Unix socket holds the
+ * credentials of the process that called listen() on the other end, and
+ * it is this very socket that carries the stream (no second connection
+ * by path that a swapped socket file could redirect). The channel of the
+ * last connection is freed first: it cannot reconnect. Returns 0 with
+ * u->ch set, or a negative errno (logged, refusals at most once per
+ * UPLINK_REFUSAL_LOG_INTERVAL_MS). Connection thread only. */
+static int connect_checked(struct uplink *u)
+{
+	struct rpc_peer peer;
+	char allowed[64] = "";
+	int fd = -1, r;
+
+	rpc_channel_free(u->ch);
+	u->ch = NULL;
+	r = rpc_unix_connect(u->target, &fd);
+	if (r < 0) {
+		log_debug("connect %.200s: %s", u->target, strerror(-r));
+		return r;
+	}
+	r = rpc_unix_peer(fd, &peer);
+	if (r == 0 && !peer_uid_allowed(u, peer.uid))
+		r = -EPERM;
+	if (r < 0) {
+		close(fd);
+		u->peers_refused++;
+		if (u->last_peer_log.tv_sec &&
+		    ms_since(&u->last_peer_log) < UPLINK_REFUSAL_LOG_INTERVAL_MS)
+			return r;
+		clock_gettime(CLOCK_MONOTONIC, &u->last_peer_log);
+		for (size_t i = 0, n = 0; i < u->n_peer_uids; i++)
+			n += (size_t)snprintf(allowed + n, sizeof(allowed) - n, "%s%" PRIu32,
+					      i ? ", " : "", u->peer_uids[i]);
+		if (r == -EPERM)
+			log_warn("refusing the symbolizer at %.200s: its socket is served by uid "
+				 "%" PRIu32 " (pid %" PRId32 "), not uid %s (--symbolizer-uid); "
+				 "nothing sent (%" PRIu64 " refused so far)", u->target, peer.uid,
+				 peer.pid, allowed, u->peers_refused);
+		else
+			log_warn_errno(r, "refusing the symbolizer at %.200s: no peer credentials",
+				       u->target);
+		return r;
+	}
+	u->ch = rpc_channel_new_from_fd(u->target, fd, &u->ch_opts);
+	if (!u->ch) {
+		log_warn("cannot create a channel on the symbolizer's socket");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 /* Sleeps ms unless stopped. Returns true if stopped. */
 static bool backoff_sleep(struct uplink *u, int ms)
 {
@@ -417,6 +555,8 @@ static void *conn_main(void *arg)
 		pthread_mutex_unlock(&u->lock);
 
 		clock_gettime(CLOCK_MONOTONIC, &opened);
+		if (u->n_peer_uids && connect_checked(u) < 0)
+			goto retry; /* logged there; our backoff paces the attempts */
 		s = rpc_stream_open(u->ch, UPLINK_PATH, UPLINK_CONNECT_TIMEOUT_MS, &err);
 		if (!s) {
 			log_debug("connect: %.200s", err.message);
@@ -500,6 +640,19 @@ void uplink_set_interp_handler(struct uplink *u, uplink_interp_fn fn, void *ctx)
 void uplink_set_wakeup(struct uplink *u, int efd)
 {
 	u->wake_fd = efd;
+}
+
+int uplink_set_peer_uids(struct uplink *u, const uint32_t *uids, size_t n)
+{
+	if (strncmp(u->target, "unix:", 5) != 0 || n == 0 || n > UPLINK_MAX_PEER_UIDS)
+		return -EINVAL;
+	memcpy(u->peer_uids, uids, n * sizeof(*uids));
+	u->n_peer_uids = n;
+	/* The path channel of uplink_new() is not used: every connection
+	 * is made and checked by connect_checked(). */
+	rpc_channel_free(u->ch);
+	u->ch = NULL;
+	return 0;
 }
 
 
@@ -629,10 +782,21 @@ void uplink_free(struct uplink *u)
 	rpc_channel_free(u->ch);
 	pthread_cond_destroy(&u->cond);
 	pthread_mutex_destroy(&u->lock);
+	free(u->target);
 	free(u);
 }
 
 uint64_t uplink_read_ranges(struct uplink *u)
 {
 	return atomic_load(&u->read_ranges);
+}
+
+uint64_t uplink_plans_refused(struct uplink *u)
+{
+	return atomic_load(&u->plans_refused);
+}
+
+uint64_t uplink_configs_refused(struct uplink *u)
+{
+	return atomic_load(&u->configs_refused);
 }

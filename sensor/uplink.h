@@ -31,10 +31,12 @@ struct uplink *uplink_new(const char *target, struct fileids *fileids, uint32_t 
  * Call before uplink_start(). */
 void uplink_set_unwind_maps(struct uplink *u, struct unwind_maps *um);
 /* Where ProbePlan messages go (borrowed, must outlive the uplink; NULL:
- * dropped). The reader thread queues each with goprobes_queue_plan() and
+ * dropped). The reader thread checks each with validate_probe_plan()
+ * against goprobes_catalog(), queues it with goprobes_queue_plan() and
  * wakes the main loop, which loads them. Call before uplink_start(). */
 void uplink_set_goprobes(struct uplink *u, struct goprobes *gp);
-/* Where InterpreterConfig messages go (file ID length checked): fn runs
+/* Where InterpreterConfig messages go: only those validate_interp_config()
+ * accepted for a registered file (without error set); fn runs
  * on the connection thread, with the message borrowed for the call.
  * NULL: they are dropped. Before uplink_start(). */
 typedef void (*uplink_interp_fn)(void *ctx, const Sonde__V1__InterpreterConfig *c);
@@ -43,6 +45,15 @@ void uplink_set_interp_handler(struct uplink *u, uplink_interp_fn fn, void *ctx)
  * when an unwind table is loaded, so the main loop need not poll for
  * either. Before uplink_start. */
 void uplink_set_wakeup(struct uplink *u, int efd);
+/* unix: targets: the symbolizer is accepted only if the process that
+ * listens on the socket (SO_PEERCRED of the connected socket: who called
+ * listen()) has one of uids[0..n) (copied; n at most 4). Each connection
+ * is then a socket the uplink connects and checks itself and hands to
+ * gRPC (rpc_channel_new_from_fd), so the checked socket is the one used;
+ * a refused one is closed before a byte is written, logged and retried
+ * with the usual backoff. -EINVAL for a tcp: target (mutual TLS
+ * authenticates it) or a bad n. Before uplink_start(). */
+int uplink_set_peer_uids(struct uplink *u, const uint32_t *uids, size_t n);
 /* Starts the connection thread. Returns 0 or a negative errno. */
 int uplink_start(struct uplink *u);
 /* The generation of the current connection (counts successful Welcomes),
@@ -64,3 +75,7 @@ void uplink_free(struct uplink *u);
 
 /* Counters for the exit summary. */
 uint64_t uplink_read_ranges(struct uplink *u);
+/* ProbePlans and InterpreterConfigs validate.c refused on receipt (not
+ * applied; the stream went on). */
+uint64_t uplink_plans_refused(struct uplink *u);
+uint64_t uplink_configs_refused(struct uplink *u);

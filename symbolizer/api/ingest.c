@@ -1455,6 +1455,8 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 		s->stats.go_attach_failures = m->stats->go_probe_attach_failures;
 		s->stats.go_records = m->stats->go_probe_records;
 		s->stats.go_records_lost = m->stats->go_probe_records_lost;
+		s->stats.plans_refused = m->stats->probe_plans_refused;
+		s->stats.configs_refused = m->stats->interpreter_configs_refused;
 		break;
 	default:
 		session_fail(s, RPC_INVALID_ARGUMENT, "empty or unknown SensorMessage");
@@ -1539,6 +1541,8 @@ void ingest_sum_counters(struct service *svc, struct sensor_counters *ret)
 		ret->go_attach_failures += s->stats.go_attach_failures;
 		ret->go_records += s->stats.go_records;
 		ret->go_records_lost += s->stats.go_records_lost;
+		ret->plans_refused += s->stats.plans_refused;
+		ret->configs_refused += s->stats.configs_refused;
 	}
 }
 

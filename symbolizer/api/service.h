@@ -58,6 +58,8 @@ struct sensor_counters {
 	uint64_t processes;       /* latest, summed over connected sensors */
 	/* Go probes: latest, summed over connected sensors */
 	uint64_t go_files, go_links, go_attach_failures, go_records, go_records_lost;
+	/* refused by the sensors' checks (sensor/validate.h) */
+	uint64_t plans_refused, configs_refused;
 };
 
 /* How user stacks ended, by samples: index = sonde.v1.StackOutcome

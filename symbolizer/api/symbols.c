@@ -694,6 +694,8 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	r.go_probe_attach_failures = sc.go_attach_failures;
 	r.go_probe_records = sc.go_records;
 	r.go_probe_records_lost = sc.go_records_lost;
+	r.probe_plans_refused = sc.plans_refused;
+	r.interpreter_configs_refused = sc.configs_refused;
 	if (svc->otlp) {
 		otlp_exporter_counters(svc->otlp, &oc);
 		otlp.requests = oc.requests;

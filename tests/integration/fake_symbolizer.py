@@ -8,7 +8,9 @@ half-closes. With --tables it also sends an unwind table for every mapped
 file, made by readelf_tables.py (a stand-in for the symbolizer's compiler),
 and with --stacks COMM prints the top stacks of that comm, symbolized with
 addr2line. With --probe-plan it sends a ProbePlan (docs/go-probes.md) for
-the file mapped at the plan's path, and with --record it appends what the
+the file mapped at the plan's path (repeatable: one plan per path), with
+--interp-config the InterpreterConfigs of a JSON file (path, configs) for
+the file mapped at that path, and with --record it appends what the
 Go probe tests check (ProbeEvents, ProcessUpdate service names) to a file
 as JSON lines. Stubs are generated at start into a temporary directory:
 
@@ -105,8 +107,15 @@ class Ingest(pb_grpc.IngestServicer):
                 with STATS.lock, open(args.record, "a") as f:
                     f.write(json.dumps(obj) + "\n")
 
-        def probe_plan(fid):
-            plan = args.plan
+        configs_sent = set()
+
+        def interp_config(fid, c):
+            return pb.SymbolizerMessage(interpreter_config=pb.InterpreterConfig(
+                file_id=fid, kind=c.get("kind", 1), format_version=c.get("format_version", 2),
+                runtime_offset=c["runtime_offset"], layout=bytes.fromhex(c["layout"]),
+                error=c.get("error", "")))
+
+        def probe_plan(fid, plan):
             return pb.SymbolizerMessage(probe_plan=pb.ProbePlan(
                 file_id=fid, go_version=plan.get("go_version", ""),
                 probes=[pb.ProbeSet(
@@ -199,11 +208,19 @@ class Ingest(pb_grpc.IngestServicer):
                         record({"kind": "process", "pid": p.pid, "comm": p.comm,
                                 "otel_service_name": p.otel_service_name})
                         for mp in p.mappings:
-                            if (args.plan and len(mp.file_id) == 16 and mp.path == args.plan["path"]
-                                    and mp.file_id not in plans_sent):
-                                plans_sent.add(mp.file_id)
-                                out.put(probe_plan(mp.file_id))
-                                log("probe plan sent for", mp.path)
+                            for plan in args.plans:
+                                if (len(mp.file_id) == 16 and mp.path == plan["path"]
+                                        and mp.file_id not in plans_sent):
+                                    plans_sent.add(mp.file_id)
+                                    out.put(probe_plan(mp.file_id, plan))
+                                    log("probe plan sent for", mp.path)
+                            for ic in args.interp_configs:
+                                if (len(mp.file_id) == 16 and mp.path == ic["path"]
+                                        and mp.file_id not in configs_sent):
+                                    configs_sent.add(mp.file_id)
+                                    for c in ic["configs"]:
+                                        out.put(interp_config(mp.file_id, c))
+                                    log(len(ic["configs"]), "interpreter configs sent for", mp.path)
                         for mp in p.mappings:
                             if len(mp.file_id) == 16:
                                 with STATS.lock:
@@ -310,7 +327,9 @@ class Ingest(pb_grpc.IngestServicer):
                                 "go_probe_links": st.go_probe_links,
                                 "go_probe_attach_failures": st.go_probe_attach_failures,
                                 "go_probe_records": st.go_probe_records,
-                                "go_probe_records_lost": st.go_probe_records_lost})
+                                "go_probe_records_lost": st.go_probe_records_lost,
+                                "probe_plans_refused": st.probe_plans_refused,
+                                "interpreter_configs_refused": st.interpreter_configs_refused})
                         log(f"stats: taken {st.samples_taken} lost {st.samples_lost} "
                             f"dropped {st.samples_dropped} procs {st.processes} "
                             f"files {st.files} tables {st.unwind_tables_loaded} "
@@ -408,15 +427,21 @@ def main():
                     help="rows per file ID kept across runs ('' for none)")
     ap.add_argument("--stacks", action="append", default=[], metavar="COMM",
                     help="print the top stacks of COMM at the end (repeatable)")
-    ap.add_argument("--probe-plan", metavar="JSON",
-                    help="send this ProbePlan for the file mapped at its 'path'")
+    ap.add_argument("--probe-plan", metavar="JSON", action="append", default=[],
+                    help="send this ProbePlan for the file mapped at its 'path' (repeatable)")
+    ap.add_argument("--interp-config", metavar="JSON", action="append", default=[],
+                    help="send these InterpreterConfigs ({path, configs: [{runtime_offset, "
+                         "layout (hex), kind, format_version}]}) for the file mapped at path")
     ap.add_argument("--record", metavar="FILE",
                     help="append ProbeEvents and ProcessUpdate service names as JSON lines")
     args = ap.parse_args()
-    args.plan = None
-    if args.probe_plan:
-        with open(args.probe_plan) as f:
-            args.plan = json.load(f)
+    args.plans, args.interp_configs = [], []
+    for path in args.probe_plan:
+        with open(path) as f:
+            args.plans.append(json.load(f))
+    for path in args.interp_config:
+        with open(path) as f:
+            args.interp_configs.append(json.load(f))
     if args.listen.startswith("unix:"):
         try:
             os.unlink(args.listen[5:])

@@ -863,6 +863,59 @@ static int group_teardown(void **state)
 	return 0;
 }
 
+/* The sensor's checked connection (--symbolizer-uid): a socket connected
+ * by rpc_unix_connect(), whose listener rpc_unix_peer() names (this test
+ * process), carries unary calls and a stream as a channel of its own
+ * (rpc_channel_new_from_fd); that channel does not reconnect, so a second
+ * connection is a second channel. Bad targets are refused before any
+ * socket. */
+static void test_unix_connect_from_fd(void **state)
+{
+	struct env *e = *state;
+	Sonde__V1__StatusRequest req = SONDE__V1__STATUS_REQUEST__INIT;
+	Sonde__V1__StatusResponse *resp = NULL;
+	struct rpc_channel *ch;
+	struct rpc_stream *st;
+	struct rpc_error err;
+	struct rpc_peer peer;
+	char longpath[200];
+	int fd = -1;
+
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(rpc_unix_connect(e->target, &fd), 0);
+		assert_true(fd >= 0);
+		assert_int_equal(rpc_unix_peer(fd, &peer), 0);
+		assert_int_equal(peer.uid, getuid());
+		assert_int_equal(peer.pid, getpid());
+		ch = rpc_channel_new_from_fd(e->target, fd, NULL);
+		assert_non_null(ch);
+		assert_int_equal(rpc_unary(ch, PATH_STATUS, &req.base,
+					   &sonde__v1__status_response__descriptor, 2000, true,
+					   (ProtobufCMessage **)&resp, &err),
+				 0);
+		assert_int_equal(resp->uptime_s, 42);
+		rpc_message_free(&resp->base);
+		resp = NULL;
+		st = rpc_stream_open(ch, PATH_CONNECT, 2000, &err);
+		assert_non_null(st);
+		assert_int_equal(write_hello(st), 0);
+		expect_welcome(st);
+		assert_int_equal(rpc_stream_close(st, 5000, &err), 0);
+		rpc_channel_free(ch);
+	}
+
+	fd = -1;
+	assert_int_equal(rpc_unix_connect("tcp:127.0.0.1:1", &fd), -EINVAL);
+	assert_int_equal(rpc_unix_connect("unix:relative.sock", &fd), -EINVAL);
+	memset(longpath, 'a', sizeof(longpath));
+	memcpy(longpath, "unix:/", 6);
+	longpath[sizeof(longpath) - 1] = '\0';
+	assert_int_equal(rpc_unix_connect(longpath, &fd), -ENAMETOOLONG);
+	assert_int_equal(rpc_unix_connect("unix:/nonexistent-dir/x.sock", &fd), -ENOENT);
+	assert_int_equal(fd, -1);
+	assert_null(rpc_channel_new_from_fd("unix:x", -1, NULL));
+}
+
 #define BOTH(fn)                                                                  \
 	cmocka_unit_test_prestate_setup_teardown(fn, server_up, server_down, &env_unix), \
 		cmocka_unit_test_prestate_setup_teardown(fn, server_up, server_down, &env_tcp)
@@ -888,6 +941,8 @@ int main(void)
 		BOTH(test_server_stop_graceful),
 		cmocka_unit_test(test_missing_server),
 		cmocka_unit_test(test_bad_addresses),
+		cmocka_unit_test_prestate_setup_teardown(test_unix_connect_from_fd, server_up,
+							 server_down, &env_unix),
 	};
 
 	/* TEST_RPC_FILTER=test_bidi_* runs a subset (e.g. under valgrind). */

@@ -1,0 +1,372 @@
+/* test-validate.c - sensor/validate.c: what the sensor accepts from the
+ * symbolizer. A good ProbePlan and InterpreterConfig pass; each bound
+ * (names from the probe objects' catalog, counts, const values, attach
+ * offsets against executable mappings, layout size and offsets, runtime
+ * offset against the file's size) refuses what is one past it. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "cpython.h"
+#include "validate.h"
+
+static uint8_t fid[16] = { 1, 2, 3 };
+
+static const char *const server_progs[] = { "server_enter", "server_return" };
+static const char *const server_consts[] = { "req_method_off", "header_lookup" };
+static const struct validate_probe_def defs[] = {
+	{ "go_http_server", server_progs, 2, server_consts, 2 },
+};
+
+/* A plan of one server probe set with two consts and two attaches. */
+struct plan_fixture {
+	Sonde__V1__ProbePlan plan;
+	Sonde__V1__ProbeSet set, *sets[VALIDATE_MAX_PROBES + 1];
+	Sonde__V1__ProbeConst c[3], *cs[VALIDATE_MAX_CONSTS + 1];
+	Sonde__V1__ProbeAttach a[VALIDATE_MAX_ATTACHES + 1], *as[VALIDATE_MAX_ATTACHES + 1];
+};
+
+static void plan_init(struct plan_fixture *f)
+{
+	sonde__v1__probe_plan__init(&f->plan);
+	sonde__v1__probe_set__init(&f->set);
+	f->plan.file_id.data = fid;
+	f->plan.file_id.len = 16;
+	f->plan.n_probes = 1;
+	f->plan.probes = f->sets;
+	f->sets[0] = &f->set;
+	f->set.probe = "go_http_server";
+	for (int i = 0; i < 3; i++) {
+		sonde__v1__probe_const__init(&f->c[i]);
+		f->cs[i] = &f->c[i];
+	}
+	f->c[0].name = "req_method_off";
+	f->c[0].value = 8;
+	f->c[1].name = "header_lookup";
+	f->c[1].value = 1;
+	f->set.consts = f->cs;
+	f->set.n_consts = 2;
+	for (int i = 0; i <= VALIDATE_MAX_ATTACHES; i++) {
+		sonde__v1__probe_attach__init(&f->a[i]);
+		f->a[i].program = i ? "server_return" : "server_enter";
+		f->a[i].file_offset = 0x1000 + (uint64_t)i;
+		f->as[i] = &f->a[i];
+	}
+	f->set.attaches = f->as;
+	f->set.n_attaches = 2;
+}
+
+static int check_plan(struct plan_fixture *f, const char **reason)
+{
+	return validate_probe_plan(&f->plan, defs, 1, reason);
+}
+
+static void test_plan_good(void **state)
+{
+	struct plan_fixture f;
+	const char *reason = NULL;
+
+	(void)state;
+	plan_init(&f);
+	assert_int_equal(check_plan(&f, &reason), 0);
+	assert_null(reason);
+	f.set.n_attaches = VALIDATE_MAX_ATTACHES;
+	f.c[0].value = VALIDATE_GO_FIELD_OFF_MAX - 1;
+	f.set.n_consts = 0;
+	assert_int_equal(check_plan(&f, NULL), 0);
+	f.set.n_consts = 2;
+	assert_int_equal(check_plan(&f, NULL), 0);
+}
+
+static void test_plan_names(void **state)
+{
+	struct plan_fixture f;
+	const char *reason = NULL;
+	char longname[VALIDATE_MAX_NAME + 1], longsym[VALIDATE_MAX_SYMBOL + 1];
+
+	(void)state;
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	memset(longsym, 's', sizeof(longsym) - 1);
+	longsym[sizeof(longsym) - 1] = '\0';
+
+	plan_init(&f);
+	f.set.probe = "go_http_client"; /* not in this catalog */
+	assert_int_equal(check_plan(&f, &reason), -EBADMSG);
+	assert_non_null(reason);
+	plan_init(&f);
+	f.set.probe = NULL;
+	assert_int_equal(check_plan(&f, NULL), -EBADMSG);
+	plan_init(&f);
+	f.a[1].program = "client_enter";
+	assert_int_equal(check_plan(&f, &reason), -EBADMSG);
+	plan_init(&f);
+	f.a[1].program = "";
+	assert_int_equal(check_plan(&f, NULL), -EBADMSG);
+	plan_init(&f);
+	f.a[1].program = longname;
+	assert_int_equal(check_plan(&f, NULL), -EBADMSG);
+	plan_init(&f);
+	f.a[1].symbol = longsym;
+	assert_int_equal(check_plan(&f, NULL), -EBADMSG);
+	longsym[VALIDATE_MAX_SYMBOL - 1] = '\0';
+	f.a[1].symbol = longsym;
+	assert_int_equal(check_plan(&f, NULL), 0);
+	plan_init(&f);
+	f.c[1].name = "req_url_off"; /* the client's, not this object's */
+	assert_int_equal(check_plan(&f, NULL), -EBADMSG);
+	plan_init(&f);
+	f.c[1].name = "req_method_off"; /* twice */
+	assert_int_equal(check_plan(&f, NULL), -EBADMSG);
+	plan_init(&f);
+	f.c[1].name = NULL;
+	assert_int_equal(check_plan(&f, NULL), -EBADMSG);
+}
+
+static void test_plan_bounds(void **state)
+{
+	struct plan_fixture f;
+	uint8_t short_id[15] = { 0 };
+
+	(void)state;
+	plan_init(&f);
+	f.c[0].value = VALIDATE_GO_FIELD_OFF_MAX;
+	assert_int_equal(check_plan(&f, NULL), -EBADMSG);
+	plan_init(&f);
+	f.c[0].value = UINT64_MAX;
+	assert_int_equal(check_plan(&f, NULL), -EBADMSG);
+	plan_init(&f);
+	f.c[1].value = 2; /* a flag */
+	assert_int_equal(check_plan(&f, NULL), -EBADMSG);
+	plan_init(&f);
+	f.set.n_consts = VALIDATE_MAX_CONSTS + 1;
+	assert_int_equal(check_plan(&f, NULL), -EBADMSG);
+	plan_init(&f);
+	f.set.n_attaches = VALIDATE_MAX_ATTACHES + 1;
+	assert_int_equal(check_plan(&f, NULL), -EBADMSG);
+	plan_init(&f);
+	f.set.n_attaches = 0;
+	assert_int_equal(check_plan(&f, NULL), -EBADMSG);
+	plan_init(&f);
+	f.plan.n_probes = 0;
+	assert_int_equal(check_plan(&f, NULL), -EBADMSG);
+	plan_init(&f);
+	for (int i = 0; i <= VALIDATE_MAX_PROBES; i++)
+		f.sets[i] = &f.set;
+	f.plan.n_probes = VALIDATE_MAX_PROBES + 1;
+	assert_int_equal(check_plan(&f, NULL), -EBADMSG);
+	f.plan.n_probes = 2; /* the same probe twice */
+	assert_int_equal(check_plan(&f, NULL), -EBADMSG);
+	plan_init(&f);
+	f.plan.file_id.data = short_id;
+	f.plan.file_id.len = sizeof(short_id);
+	assert_int_equal(check_plan(&f, NULL), -EBADMSG);
+}
+
+/* A set with error set is skipped whatever it holds; a plan of only such
+ * sets applies nothing and is refused. */
+static void test_plan_error_sets(void **state)
+{
+	struct plan_fixture f;
+	Sonde__V1__ProbeSet bad = SONDE__V1__PROBE_SET__INIT;
+
+	(void)state;
+	plan_init(&f);
+	bad.probe = "no_such_probe";
+	bad.error = "not a Go server";
+	f.sets[1] = &bad;
+	f.plan.n_probes = 2;
+	assert_int_equal(check_plan(&f, NULL), 0);
+	f.sets[0] = &bad;
+	assert_int_equal(check_plan(&f, NULL), -EBADMSG);
+}
+
+static void test_offsets(void **state)
+{
+	/* Text at file bytes [0x1000, 0x3000), mapped twice. */
+	const struct validate_exec_range r[] = {
+		{ 0x401000, 0x403000, 0x1000 },
+		{ 0x7f0000001000, 0x7f0000002000, 0x1000 },
+	};
+	uint64_t off[] = { 0x1000, 0x2fff };
+	const char *reason = NULL;
+
+	(void)state;
+	assert_int_equal(validate_probe_offsets(off, 2, r, 2, &reason), 0);
+	off[1] = 0x3000; /* one past the mapping */
+	assert_int_equal(validate_probe_offsets(off, 2, r, 2, &reason), -EBADMSG);
+	assert_non_null(reason);
+	off[1] = 0xfff; /* before it (the r-- headers) */
+	assert_int_equal(validate_probe_offsets(off, 2, r, 2, NULL), -EBADMSG);
+	off[1] = UINT64_MAX;
+	assert_int_equal(validate_probe_offsets(off, 2, r, 2, NULL), -EBADMSG);
+	off[1] = 0x1800; /* only in the second mapping's range */
+	assert_int_equal(validate_probe_offsets(off, 2, &r[1], 1, NULL), 0);
+	off[1] = 0x2800;
+	assert_int_equal(validate_probe_offsets(off, 2, &r[1], 1, NULL), -EBADMSG);
+	/* Not mapped executable anywhere. */
+	assert_int_equal(validate_probe_offsets(off, 1, r, 0, NULL), -EBADMSG);
+	/* A mapping with end <= start (cannot come from /proc) holds nothing. */
+	const struct validate_exec_range empty = { 0x5000, 0x5000, 0x1000 };
+	off[0] = 0x1000;
+	assert_int_equal(validate_probe_offsets(off, 1, &empty, 1, NULL), -EBADMSG);
+}
+
+/* CPython 3.11's layout (symbolizer/interp/cpython_layout.c). */
+static struct sonde_cpython_offsets layout_311(void)
+{
+	return (struct sonde_cpython_offsets){
+		.major = 3, .minor = 11, .runtime_interpreters_head = 40,
+		.interp_threads_head = 16, .tstate_next = 8, .tstate_native_thread_id = 160,
+		.tstate_cframe = 56, .cframe_current_frame = 8, .frame_code = 32,
+		.frame_previous = 48, .frame_prev_instr = 56, .frame_owner = 69,
+		.frame_is_entry = 68, .code_qualname = 128, .code_filename = 112,
+		.code_firstlineno = 72, .code_linetable = 136, .code_code_adaptive = 184,
+		.ascii_data = 48, .bytes_data = 32, .var_size = 16,
+	};
+}
+
+struct config_fixture {
+	Sonde__V1__InterpreterConfig c;
+	struct sonde_cpython_offsets o;
+	uint8_t bytes[sizeof(struct sonde_cpython_offsets) + 1];
+};
+
+#define FILE_SIZE 6831736ull   /* Debian's python3.11 */
+#define RUNTIME_OFFSET 0x65b740 /* its _PyRuntime */
+
+static void config_init(struct config_fixture *f)
+{
+	sonde__v1__interpreter_config__init(&f->c);
+	f->c.file_id.data = fid;
+	f->c.file_id.len = 16;
+	f->c.kind = SONDE__V1__INTERPRETER_CONFIG__KIND__CPYTHON;
+	f->c.format_version = SONDE_CPYTHON_FORMAT_VERSION;
+	f->c.runtime_offset = RUNTIME_OFFSET;
+	f->o = layout_311();
+	f->c.layout.data = f->bytes;
+	f->c.layout.len = sizeof(f->o);
+}
+
+static int check_config(struct config_fixture *f, const char **reason)
+{
+	memcpy(f->bytes, &f->o, sizeof(f->o));
+	return validate_interp_config(&f->c, FILE_SIZE, reason);
+}
+
+static void test_config_good(void **state)
+{
+	struct config_fixture f;
+	const char *reason = NULL;
+
+	(void)state;
+	config_init(&f);
+	assert_int_equal(check_config(&f, &reason), 0);
+	/* 3.13's large interpreter offset and flags. */
+	f.o.interp_threads_head = 7344;
+	f.o.runtime_interpreters_head = 632;
+	f.o.code_code_adaptive = 200;
+	f.o.flags = SONDE_CPYTHON_TSTATE_FRAME | SONDE_CPYTHON_ENTRY_SHIM;
+	assert_int_equal(check_config(&f, NULL), 0);
+	/* At the very end of the image: the first read still fits. */
+	f.c.runtime_offset = FILE_SIZE + VALIDATE_CPYTHON_IMAGE_SLACK - 632 - 8;
+	assert_int_equal(check_config(&f, NULL), 0);
+}
+
+static void test_config_header(void **state)
+{
+	struct config_fixture f;
+	const char *reason = NULL;
+
+	(void)state;
+	config_init(&f);
+	f.c.kind = SONDE__V1__INTERPRETER_CONFIG__KIND__KIND_UNSPECIFIED;
+	assert_int_equal(check_config(&f, &reason), -EBADMSG);
+	assert_non_null(reason);
+	config_init(&f);
+	f.c.kind = 7;
+	assert_int_equal(check_config(&f, NULL), -EBADMSG);
+	config_init(&f);
+	f.c.format_version = SONDE_CPYTHON_FORMAT_VERSION + 1;
+	assert_int_equal(check_config(&f, NULL), -EBADMSG);
+	config_init(&f);
+	f.c.layout.len = sizeof(f.o) - 1;
+	assert_int_equal(check_config(&f, NULL), -EBADMSG);
+	f.c.layout.len = sizeof(f.o) + 1;
+	assert_int_equal(check_config(&f, NULL), -EBADMSG);
+	config_init(&f);
+	f.c.file_id.len = 17;
+	assert_int_equal(check_config(&f, NULL), -EBADMSG);
+}
+
+static void test_config_layout_bounds(void **state)
+{
+	struct config_fixture f;
+
+	(void)state;
+	config_init(&f);
+	f.o.interp_threads_head = VALIDATE_CPYTHON_RUNTIME_OFF_MAX;
+	assert_int_equal(check_config(&f, NULL), -EBADMSG);
+	config_init(&f);
+	f.o.runtime_interpreters_head = 0xffff;
+	assert_int_equal(check_config(&f, NULL), -EBADMSG);
+	config_init(&f);
+	f.o.tstate_next = VALIDATE_CPYTHON_FIELD_OFF_MAX;
+	assert_int_equal(check_config(&f, NULL), -EBADMSG);
+	config_init(&f);
+	f.o.var_size = 0xffff;
+	assert_int_equal(check_config(&f, NULL), -EBADMSG);
+	config_init(&f);
+	f.o.frame_is_entry = VALIDATE_CPYTHON_FIELD_OFF_MAX;
+	assert_int_equal(check_config(&f, NULL), -EBADMSG);
+	config_init(&f);
+	f.o.flags = 0x20;
+	assert_int_equal(check_config(&f, NULL), -EBADMSG);
+	config_init(&f);
+	f.o.pad = 1;
+	assert_int_equal(check_config(&f, NULL), -EBADMSG);
+	config_init(&f);
+	f.o.major = 2;
+	assert_int_equal(check_config(&f, NULL), -EBADMSG);
+}
+
+static void test_config_runtime_offset(void **state)
+{
+	struct config_fixture f;
+
+	(void)state;
+	config_init(&f);
+	f.c.runtime_offset = FILE_SIZE + VALIDATE_CPYTHON_IMAGE_SLACK;
+	assert_int_equal(check_config(&f, NULL), -EBADMSG);
+	f.c.runtime_offset = FILE_SIZE + VALIDATE_CPYTHON_IMAGE_SLACK - 40 - 7; /* read ends past */
+	assert_int_equal(check_config(&f, NULL), -EBADMSG);
+	f.c.runtime_offset = UINT64_MAX - 8; /* would wrap */
+	assert_int_equal(check_config(&f, NULL), -EBADMSG);
+	f.c.runtime_offset = RUNTIME_OFFSET;
+	memcpy(f.bytes, &f.o, sizeof(f.o));
+	assert_int_equal(validate_interp_config(&f.c, 4096, NULL), -EBADMSG); /* a small file */
+	assert_int_equal(validate_interp_config(&f.c, UINT64_MAX, NULL), -EBADMSG);
+	assert_int_equal(validate_interp_config(NULL, FILE_SIZE, NULL), -EBADMSG);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_plan_good),
+		cmocka_unit_test(test_plan_names),
+		cmocka_unit_test(test_plan_bounds),
+		cmocka_unit_test(test_plan_error_sets),
+		cmocka_unit_test(test_offsets),
+		cmocka_unit_test(test_config_good),
+		cmocka_unit_test(test_config_header),
+		cmocka_unit_test(test_config_layout_bounds),
+		cmocka_unit_test(test_config_runtime_offset),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
