@@ -132,6 +132,9 @@ int fileids_register(struct fileids *f, const char *path, struct fileid_entry **
 	info.ino = st.st_ino;
 	info.mtime_sec = st.st_mtim.tv_sec;
 	info.mtime_nsec = st.st_mtim.tv_nsec;
+	info.mode = st.st_mode & 07777;
+	info.uid = st.st_uid;
+	info.gid = st.st_gid;
 	r = fileid_from_fd(fd, &info.id);
 	if (r < 0)
 		goto fail;
