@@ -1,0 +1,285 @@
+"""Clients see only what their identity allows (docs/security.md, roles;
+issue 27 hole 6): with a real whole-host sensor and real processes of two
+users, a non-admin Symbols client sees its own processes' samples and
+none of the other user's, root and an --admin-group member see all, and
+Symbolize by path of another user's private (0600, in a 0700 directory)
+library is answered for root only.
+
+Clients are Debian's python3-grpcio, run as each user (setuid, with the
+socket's group for the 0660 mode and --client-group or --admin-group)."""
+import grp
+import gzip
+import json
+import os
+import pathlib
+import pwd
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import (WORKLOAD, Sensor, Symbolizer, ingest_pb2, ingest_pb2_grpc, symbols_pb2,
+                      symbols_pb2_grpc, wait_for)
+
+USER_A, USER_B, ADMINS = "sonde-t3a", "sonde-t3b", "sonde-t3adm"
+
+SECRET_C = r"""
+#include <stdint.h>
+/* Unique bytes: this file's ID is nobody else's. */
+const char t3_secret_marker[] = "sonde test_trust_access private library";
+__attribute__((noinline)) uint64_t t3_secret_function_b(uint64_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (uint64_t i = 0; i < n; i++)
+		h = (h ^ i) * 1099511628211ull;
+	return h;
+}
+"""
+
+# Runs as the client's user: everything the Symbols API shows it, as JSON.
+CLIENT = r"""
+import gzip, json, sys, grpc
+sys.path.insert(0, sys.argv[2])
+import symbols_pb2, symbols_pb2_grpc
+ch = grpc.insecure_channel(sys.argv[1])
+s = symbols_pb2_grpc.SymbolsStub(ch)
+out = {}
+st = s.Status(symbols_pb2.StatusRequest(), timeout=30)
+out["scoped"] = st.scoped
+out["processes"] = [[p.pid, p.comm] for p in st.processes]
+top = s.Top(symbols_pb2.ProfileQuery(limit=1000), timeout=30)
+out["top_total"] = top.total_samples
+out["top"] = [e.function for e in top.entries]
+fo = s.Folded(symbols_pb2.ProfileQuery(), timeout=30)
+out["folded_total"] = fo.total_samples
+out["folded"] = [[f.comm, f.pid, f.count] for f in fo.stacks]
+pp = s.Pprof(symbols_pb2.ProfileQuery(), timeout=30)
+raw = gzip.decompress(pp.profile) if pp.profile else b""
+out["pprof_a"] = b"t3-burn-a" in raw
+out["pprof_b"] = b"t3-burn-b" in raw
+q = symbols_pb2.SymbolizeQuery(path=sys.argv[3], addresses=[int(sys.argv[4])])
+r = s.Symbolize(symbols_pb2.SymbolizeRequest(queries=[q]), timeout=60).results[0]
+out["sym_error"] = r.error
+out["sym_unknown"] = r.unknown_file
+out["sym_function"] = r.symbols[0].function if r.symbols else ""
+print(json.dumps(out))
+"""
+
+
+def _uid(name):
+    return pwd.getpwnam(name).pw_uid
+
+
+@pytest.fixture
+def users():
+    """Two real users and an admin group, removed afterwards."""
+    made = []
+    # Left over from an interrupted run: start clean.
+    for u in (USER_A, USER_B):
+        subprocess.run(["userdel", u], capture_output=True)
+    subprocess.run(["groupdel", ADMINS], capture_output=True)
+    try:
+        for u in (USER_A, USER_B):
+            subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", u],
+                           check=True, capture_output=True)
+            made.append(("user", u))
+        subprocess.run(["groupadd", "--system", ADMINS], check=True, capture_output=True)
+        made.append(("group", ADMINS))
+        yield _uid(USER_A), _uid(USER_B), grp.getgrnam(ADMINS).gr_gid
+    finally:
+        for kind, name in reversed(made):
+            subprocess.run(["userdel" if kind == "user" else "groupdel", name], capture_output=True)
+
+
+def _demote(uid, groups):
+    def fn():
+        os.setgroups(groups)
+        os.setgid(groups[0])
+        os.setuid(uid)
+    return fn
+
+
+def _stub_dir(tmp_path):
+    d = tmp_path / "stubs"
+    d.mkdir(mode=0o755)
+    for mod in (ingest_pb2, ingest_pb2_grpc, symbols_pb2, symbols_pb2_grpc):
+        shutil.copy(mod.__file__, d)
+    for f in d.iterdir():
+        f.chmod(0o644)
+    return d
+
+
+def _secret_library(tmp_path, uid_b):
+    """B's private library: 0600 in a 0700 directory, both B's."""
+    src = tmp_path / "secret.c"
+    src.write_text(SECRET_C)
+    private = tmp_path / "private-b"
+    private.mkdir(mode=0o700)
+    lib = private / "libt3secret.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-g", "-o", str(lib), str(src)], check=True)
+    nm = subprocess.run(["nm", str(lib)], check=True, capture_output=True, text=True).stdout
+    addr = next(int(ln.split()[0], 16) for ln in nm.splitlines() if ln.endswith(" t3_secret_function_b"))
+    os.chown(lib, uid_b, uid_b)
+    os.chown(private, uid_b, uid_b)
+    lib.chmod(0o600)
+    return lib, addr
+
+
+def _ask(sym, stubs, uid, groups, secret, addr):
+    p = subprocess.run([sys.executable, "-c", CLIENT, sym.address, str(stubs), str(secret), str(addr)],
+                       preexec_fn=_demote(uid, groups), capture_output=True, text=True, timeout=120, cwd="/")
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout)
+
+
+def test_each_user_sees_only_its_own_processes(tmp_path, users):
+    uid_a, uid_b, admin_gid = users
+    sonde_gid = grp.getgrnam("sonde").gr_gid
+    clients = grp.getgrnam("nogroup").gr_gid
+    stubs = _stub_dir(tmp_path)
+    lib, addr = _secret_library(tmp_path, uid_b)
+    # One binary under two names: the main threads' comms tell the users'
+    # samples apart in every view.
+    burn_a, burn_b = tmp_path / "t3-burn-a", tmp_path / "t3-burn-b"
+    for b in (burn_a, burn_b):
+        shutil.copy(WORKLOAD, b)
+        b.chmod(0o755)
+
+    sym = Symbolizer(tmp_path, extra=["--client-group", "nogroup", "--admin-group", ADMINS])
+    procs = []
+    sensor = None
+    try:
+        # B's process that maps the private library (dlopen: executable).
+        holder = subprocess.Popen([sys.executable, "-c",
+                                   "import ctypes, sys, time; ctypes.CDLL(sys.argv[1]); time.sleep(600)",
+                                   str(lib)], preexec_fn=_demote(uid_b, [uid_b]), cwd="/")
+        procs.append(holder)
+        a = subprocess.Popen([str(burn_a), "600"], preexec_fn=_demote(uid_a, [uid_a]), cwd="/",
+                             stdout=subprocess.DEVNULL)
+        b = subprocess.Popen([str(burn_b), "600"], preexec_fn=_demote(uid_b, [uid_b]), cwd="/",
+                             stdout=subprocess.DEVNULL)
+        procs += [a, b]
+        wait_for(lambda: f"{lib}" in pathlib.Path(f"/proc/{holder.pid}/maps").read_text(), 15,
+                 "the holder to map the library")
+        # The whole host, as the daemon runs.
+        sensor = Sensor(tmp_path, sym.address, ["--frequency", "99"])
+
+        def both_sampled():
+            comms = {s.comm for s in sym.symbols.Folded(symbols_pb2.ProfileQuery(), timeout=30).stacks}
+            return {"t3-burn-a", "t3-burn-b"} <= comms
+        wait_for(both_sampled, 60, "samples of both users' processes", interval=1)
+
+        user_a = _ask(sym, stubs, uid_a, [sonde_gid, clients], lib, addr)
+        root = _ask(sym, stubs, 0, [0], lib, addr)
+        admin_a = _ask(sym, stubs, uid_a, [sonde_gid, admin_gid], lib, addr)
+
+        # A non-admin sees its own processes and nothing of B's.
+        a_comms = {c for c, _, _ in user_a["folded"]}
+        a_pids = {pid for _, pid, _ in user_a["folded"]}
+        assert user_a["scoped"] is True
+        assert "t3-burn-a" in a_comms, user_a["folded"][:20]
+        assert "t3-burn-b" not in a_comms, user_a["folded"][:20]
+        assert b.pid not in a_pids and holder.pid not in a_pids
+        # Every sample A sees is of its uid: all of them are A's workload's
+        # or its own client's.
+        assert all(_owner(pid) in (uid_a, None) for pid in a_pids if pid), a_pids
+        status_pids = {pid for pid, _ in user_a["processes"]}
+        assert a.pid in status_pids and b.pid not in status_pids, user_a["processes"]
+        assert 0 < user_a["top_total"] < root["top_total"]
+        assert user_a["pprof_a"] and not user_a["pprof_b"]
+        # B's private library: answered as if unknown, no name.
+        assert user_a["sym_unknown"] and user_a["sym_function"] == "", user_a
+
+        # Root sees everything, and gets the library's names.
+        r_comms = {c for c, _, _ in root["folded"]}
+        assert {"t3-burn-a", "t3-burn-b"} <= r_comms
+        assert root["scoped"] is False
+        r_pids = {pid for pid, _ in root["processes"]}
+        assert a.pid in r_pids and b.pid in r_pids, root["processes"]
+        assert root["pprof_a"] and root["pprof_b"]
+        assert root["sym_function"] == "t3_secret_function_b", root
+
+        # An --admin-group member sees what root sees.
+        ad_comms = {c for c, _, _ in admin_a["folded"]}
+        assert {"t3-burn-a", "t3-burn-b"} <= ad_comms
+        assert admin_a["scoped"] is False and admin_a["pprof_b"]
+        assert b.pid in {pid for pid, _ in admin_a["processes"]}
+        assert admin_a["sym_function"] == "t3_secret_function_b", admin_a
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        if sensor:
+            sensor.stop()
+        sym.stop()
+
+
+def _owner(pid):
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except FileNotFoundError:
+        return None
+
+
+def test_upload_of_a_known_file_needs_its_bytes(tmp_path, users):
+    """A non-admin that names the ID of a file the symbolizer analysed for
+    someone else is not told it is known: Upload asks for the bytes, and
+    only after they came (and matched) does Symbolize answer it."""
+    uid_a, uid_b, _ = users
+    sonde_gid = grp.getgrnam("sonde").gr_gid
+    clients = grp.getgrnam("nogroup").gr_gid
+    stubs = _stub_dir(tmp_path)
+    lib, addr = _secret_library(tmp_path, uid_b)
+    sym = Symbolizer(tmp_path, extra=["--client-group", "nogroup"])
+    try:
+        data = lib.read_bytes()
+        # Root uploads it (an admin: nothing to prove) and it is analysed.
+        fid = _htlhash(data)
+        up = sym.symbols.Upload(symbols_pb2.UploadRequest(file_id=fid, size=len(data), offset=0, data=data,
+                                                          name="libt3secret.so"), timeout=60)
+        assert up.complete
+        script = r"""
+import sys, json, grpc
+sys.path.insert(0, sys.argv[2])
+import symbols_pb2, symbols_pb2_grpc
+s = symbols_pb2_grpc.SymbolsStub(grpc.insecure_channel(sys.argv[1]))
+fid = bytes.fromhex(sys.argv[3]); addr = int(sys.argv[4]); size = int(sys.argv[5])
+def ask():
+    q = symbols_pb2.SymbolizeQuery(file_id=fid, addresses=[addr])
+    r = s.Symbolize(symbols_pb2.SymbolizeRequest(queries=[q]), timeout=60).results[0]
+    return [r.unknown_file, r.symbols[0].function]
+out = {"before": ask()}
+# Naming the ID without the bytes: not complete.
+up = s.Upload(symbols_pb2.UploadRequest(file_id=fid, size=size, offset=0, data=b""), timeout=30)
+out["empty_complete"] = up.complete
+out["after_empty"] = ask()
+if len(sys.argv) > 6:
+    data = open(sys.argv[6], "rb").read()
+    up = s.Upload(symbols_pb2.UploadRequest(file_id=fid, size=size, offset=0, data=data), timeout=60)
+    out["upload_complete"] = up.complete
+    out["after_upload"] = ask()
+print(json.dumps(out))
+"""
+        copy = tmp_path / "copy-for-a"
+        copy.write_bytes(data)
+        os.chown(copy, uid_a, uid_a)
+        copy.chmod(0o600)
+        base = [sys.executable, "-c", script, sym.address, str(stubs), fid.hex(), str(addr), str(len(data))]
+        p = subprocess.run(base + [str(copy)], preexec_fn=_demote(uid_a, [sonde_gid, clients]),
+                           capture_output=True, text=True, timeout=120, cwd="/")
+        assert p.returncode == 0, p.stderr[-3000:]
+        out = json.loads(p.stdout)
+        assert out["before"] == [True, ""], out
+        assert out["empty_complete"] is False and out["after_empty"] == [True, ""], out
+        assert out["upload_complete"] is True, out
+        assert out["after_upload"] == [False, "t3_secret_function_b"], out
+    finally:
+        sym.stop()
+
+
+def _htlhash(data):
+    import hashlib
+    import struct
+    return hashlib.sha256(data[:4096] + data[-4096:] + struct.pack(">Q", len(data))).digest()[:16]
