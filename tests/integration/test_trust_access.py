@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from conftest import (WORKLOAD, Sensor, Symbolizer, ingest_pb2, ingest_pb2_grpc, symbols_pb2,
+from conftest import (SONDE, WORKLOAD, Sensor, Symbolizer, ingest_pb2, ingest_pb2_grpc, symbols_pb2,
                       symbols_pb2_grpc, wait_for)
 
 USER_A, USER_B, ADMINS = "sonde-t3a", "sonde-t3b", "sonde-t3adm"
@@ -194,6 +194,13 @@ def test_each_user_sees_only_its_own_processes(tmp_path, users):
         # B's private library: answered as if unknown, no name.
         assert user_a["sym_unknown"] and user_a["sym_function"] == "", user_a
         assert user_a["scoped"] is True
+        # The CLI as A: the same scope, and says so.
+        out = _cli(uid_a, [sonde_gid, clients], "folded", "--pid", str(b.pid), "--symbolizer", sym.address)
+        assert "t3-burn-b" not in out and "workload" not in out, out[:2000]
+        out = _cli(uid_a, [sonde_gid, clients], "folded", "--pid", str(a.pid), "--symbolizer", sym.address)
+        assert "t3-burn-a" in out, out[:2000]
+        out = _cli(uid_a, [sonde_gid, clients], "status", "--symbolizer", sym.address)
+        assert "processes of your own uid only" in out, out
 
         # Root sees everything, and gets the library's names.
         for view in (root, admin_a):
@@ -212,6 +219,13 @@ def test_each_user_sees_only_its_own_processes(tmp_path, users):
         if sensor:
             sensor.stop()
         sym.stop()
+
+
+def _cli(uid, groups, *args):
+    p = subprocess.run([str(SONDE), *args], preexec_fn=_demote(uid, groups), capture_output=True, text=True,
+                       timeout=60, cwd="/")
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    return p.stdout
 
 
 def _owner(pid):
