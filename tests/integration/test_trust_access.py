@@ -295,3 +295,87 @@ def _htlhash(data):
     import hashlib
     import struct
     return hashlib.sha256(data[:4096] + data[-4096:] + struct.pack(">Q", len(data))).digest()[:16]
+
+
+# Spawned as the sensor's --pid target (root), so the Go probes attach only
+# to its children: B's HTTP server and A's client of it.
+GO_PARENT = r"""
+import os, subprocess, sys
+uid_a, uid_b, gohttp, n = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+def demote(uid):
+    def fn():
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    return fn
+sys.stdin.readline()
+srv = subprocess.Popen([gohttp, "server"], stdout=subprocess.PIPE, text=True, preexec_fn=demote(uid_b), cwd="/")
+port = srv.stdout.readline().strip()
+cli = subprocess.Popen([gohttp, "client", "http://127.0.0.1:" + port, n], stdin=subprocess.PIPE,
+                       stdout=subprocess.PIPE, text=True, preexec_fn=demote(uid_a), cwd="/")
+print(srv.pid, cli.pid, flush=True)
+sys.stdin.readline()
+out, _ = cli.communicate("go\n", timeout=120)
+print("done", flush=True)
+sys.stdin.readline()
+srv.kill()
+srv.wait()
+"""
+
+
+@pytest.fixture(scope="module")
+def gohttp():
+    from test_go_probes import build_gohttp
+    yield from build_gohttp("sonde-t3-gohttp.")
+
+
+def test_spans_of_each_user(tmp_path, users, gohttp):
+    """Go probe spans belong to their process's owner: B's server spans
+    are not A's to see; A sees its client's; root sees both."""
+    uid_a, uid_b, _ = users
+    sonde_gid = grp.getgrnam("sonde").gr_gid
+    clients = grp.getgrnam("nogroup").gr_gid
+    n = 20
+    sym = Symbolizer(tmp_path, extra=["--client-group", "nogroup"])
+    parent = subprocess.Popen([sys.executable, "-c", GO_PARENT, str(uid_a), str(uid_b), str(gohttp), str(n)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    sensor = Sensor(tmp_path, sym.address, ["--pid", str(parent.pid), "--go-probes", "--unwind-rows", "0",
+                                            "--flush-ms", "200"])
+    children = []
+    try:
+        wait_for(lambda: sym.status().sensors_connected >= 1, 30, "the sensor to connect")
+        parent.stdin.write("go\n")
+        parent.stdin.flush()
+        srv_pid, cli_pid = map(int, parent.stdout.readline().split())
+        children = [srv_pid, cli_pid]
+
+        def attached(pid, probe):
+            if sensor.proc.poll() is not None:
+                raise AssertionError(f"sensor exited: {sensor.logtext()}")
+            return f"pid {pid}: {probe} attached" in sensor.log_path.read_text()
+        wait_for(lambda: attached(srv_pid, "go_http_server"), 60, "the server's attach")
+        wait_for(lambda: attached(cli_pid, "go_http_client"), 60, "the client's attach")
+        parent.stdin.write("go\n")
+        parent.stdin.flush()
+        assert parent.stdout.readline().strip() == "done"
+
+        def spans(uid, groups):
+            out = _cli(uid, groups, "spans", "--json", "--limit", "10000", "--symbolizer", sym.address)
+            return [json.loads(line) for line in out.splitlines()]
+        every = wait_for(lambda: (lambda g: g if {s["kind"] for s in g} == {"client", "server"} and
+                                  len(g) >= 2 * n else None)(spans(0, [0])), 30, "both users' spans", 0.5)
+        assert {s["pid"] for s in every} == {srv_pid, cli_pid}
+        mine = spans(uid_a, [sonde_gid, clients])
+        assert mine, "A sees no span of its own client"
+        assert {s["pid"] for s in mine} == {cli_pid} and {s["kind"] for s in mine} == {"client"}, mine[:5]
+        assert len(mine) == len([s for s in every if s["pid"] == cli_pid])
+    finally:
+        for pid in children:
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+        parent.kill()
+        parent.wait()
+        sensor.stop()
+        sym.stop()
