@@ -379,3 +379,50 @@ def test_spans_of_each_user(tmp_path, users, gohttp):
         parent.wait()
         sensor.stop()
         sym.stop()
+
+
+def test_tls_readers_see_no_process_admins_all(tmp_path):
+    """Certificates: a plain reader (any certificate the client CA signed)
+    owns no process, so it sees no samples and no process, but still
+    gets world-readable files; a --tls-admin-name certificate sees all."""
+    import test_security as ts
+    pki = tmp_path / "pki"
+    pki.mkdir()
+    ts._make_ca(pki, "sonde-ca")
+    ts._make_cert(pki, "sonde-ca", "symbolizer", "IP:127.0.0.1,DNS:localhost", client=False)
+    ts._make_cert(pki, "sonde-ca", "reader", "DNS:reader", client=True)
+    ts._make_cert(pki, "sonde-ca", "ops", "DNS:ops", client=True)
+    port = ts._free_port()
+    sym = Symbolizer(tmp_path, extra=["--listen", f"tcp:127.0.0.1:{port}", "--tls-cert", str(pki / "symbolizer.crt"),
+                                      "--tls-key", str(pki / "symbolizer.key"),
+                                      "--tls-client-ca", str(pki / "sonde-ca.crt"), "--tls-admin-name", "ops"])
+    work = subprocess.Popen([str(WORKLOAD), "600"], stdout=subprocess.DEVNULL)
+    sensor = Sensor(tmp_path, sym.address, ["--pid", str(work.pid), "--frequency", "99"])
+    try:
+        q = symbols_pb2.ProfileQuery(pid=work.pid)
+        wait_for(lambda: sym.symbols.Folded(q, timeout=30).total_samples > 0, 60, "samples")
+        maps = pathlib.Path(f"/proc/{work.pid}/maps").read_text()
+        libc = next(ln.split()[-1] for ln in maps.splitlines() if "libc.so" in ln)
+        assert os.stat(libc).st_mode & 0o004
+        libc_q = symbols_pb2.SymbolizeQuery(path=libc, addresses=[0x1000])
+
+        def view(cert):
+            stub = symbols_pb2_grpc.SymbolsStub(ts._tls_channel(pki, port, cert))
+            st = stub.Status(symbols_pb2.StatusRequest(), timeout=30)
+            fo = stub.Folded(q, timeout=30)
+            top = stub.Top(q, timeout=30)
+            r = stub.Symbolize(symbols_pb2.SymbolizeRequest(queries=[libc_q]), timeout=60).results[0]
+            return st, fo, top, r
+        st, fo, top, r = view("reader")
+        assert fo.total_samples == 0 and not fo.stacks and top.total_samples == 0
+        assert st.scoped and not st.processes and st.samples_received > 0
+        assert not r.unknown_file, r.error
+        st, fo, top, r = view("ops")
+        assert not st.scoped and work.pid in {p.pid for p in st.processes}
+        assert fo.total_samples > 0 and top.total_samples > 0
+        assert not r.unknown_file, r.error
+    finally:
+        work.kill()
+        work.wait()
+        sensor.stop()
+        sym.stop()
