@@ -536,7 +536,7 @@ int cmd_status(int argc, char **argv)
 			print_outcomes_json(p->outcomes);
 			printf("}");
 		}
-		printf("]");
+		printf("],\"scoped\":%s", st->scoped ? "true" : "false");
 		for (size_t i = 0; i < n_otlp; i++)
 			printf("%s\"%s\":%" PRIu64, i ? "," : ",\"otlp\":{", otlp_rows[i].key,
 			       otlp_rows[i].value);
@@ -554,6 +554,10 @@ int cmd_status(int argc, char **argv)
 				 st->processes[i]->comm);
 			print_outcomes_row(label, st->processes[i]->outcomes);
 		}
+		/* Not an admin: the symbolizer lists only the caller's own
+		 * processes (docs/security.md, roles). */
+		if (st->scoped)
+			printf("(processes of your own uid only)\n");
 		if (n_otlp)
 			printf("\nOTLP export\n");
 		for (size_t i = 0; i < n_otlp; i++)

@@ -297,6 +297,9 @@ struct rpc_call {
 	bool is_unix;       /* peer_uid is known */
 	uint32_t peer_uid;
 	bool is_sensor;     /* authorize() granted RPC_ROLE_SENSOR */
+	bool is_admin;      /* authorize() granted RPC_ROLE_ADMIN */
+	/* The peer as authorize() saw it (certificate names not kept). */
+	struct rpc_peer peer_creds;
 	struct bucket msgs; /* stream messages */
 
 	struct rpc_tag t_new, t_close, t_recv, t_send, t_finish;
@@ -630,6 +633,23 @@ bool rpc_call_peer_is_sensor(const struct rpc_call *call)
 	return call && call->is_sensor;
 }
 
+bool rpc_call_peer_is_admin(const struct rpc_call *call)
+{
+	return call && call->is_admin;
+}
+
+void rpc_call_peer_creds(const struct rpc_call *call, struct rpc_peer *ret)
+{
+	if (!call) {
+		memset(ret, 0, sizeof(*ret));
+		ret->transport = RPC_TRANSPORT_UNIX;
+		ret->uid = ret->gid = UINT32_MAX;
+		ret->pid = -1;
+		return;
+	}
+	*ret = call->peer_creds;
+}
+
 /* ---- peers: credentials, certificates, rate buckets ---- */
 
 /* The peer string gRPC gives calls on a channel made from an fd
@@ -747,6 +767,10 @@ static enum rpc_status call_authorize(struct rpc_call *c)
 	}
 	c->is_sensor = s->authorize && peer.uid != UINT32_MAX &&
 		       s->authorize(&peer, RPC_ROLE_SENSOR, s->ctx);
+	c->is_admin = s->authorize && peer.uid != UINT32_MAX &&
+		      s->authorize(&peer, RPC_ROLE_ADMIN, s->ctx);
+	c->peer_creds = peer;
+	c->peer_creds.n_names = 0; /* borrowed from actx, released below */
 	if (m && m->role != RPC_ROLE_ANY) {
 		bool ok = m->role == RPC_ROLE_SENSOR ? c->is_sensor
 			  : s->authorize && peer.uid != UINT32_MAX && s->authorize(&peer, m->role, s->ctx);

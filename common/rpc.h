@@ -57,6 +57,10 @@ enum rpc_role {
 	RPC_ROLE_ANY = 0, /* whoever can connect (tests, health) */
 	RPC_ROLE_SENSOR,  /* streams data in (Ingest) */
 	RPC_ROLE_CLIENT,  /* reads (the public Symbols API) */
+	/* Not a method's role: asked once per call (like RPC_ROLE_SENSOR), it
+	 * says whether the peer sees every user's data; handlers read the
+	 * answer with rpc_call_peer_is_admin(). */
+	RPC_ROLE_ADMIN,
 };
 
 /* What the server knows about a connection's peer. */
@@ -183,6 +187,12 @@ const char *rpc_call_peer(const struct rpc_call *call);
 int rpc_call_peer_uid(const struct rpc_call *call, uint32_t *ret_uid);
 /* Whether authorize() granted the call's peer RPC_ROLE_SENSOR. */
 bool rpc_call_peer_is_sensor(const struct rpc_call *call);
+/* Whether authorize() granted the call's peer RPC_ROLE_ADMIN. */
+bool rpc_call_peer_is_admin(const struct rpc_call *call);
+/* The call's peer as authorize() saw it: transport, and for Unix peers
+ * uid, gid and supplementary groups (uid UINT32_MAX: unknown); no
+ * certificate names (n_names 0). */
+void rpc_call_peer_creds(const struct rpc_call *call, struct rpc_peer *ret);
 
 /* RPC_BIDI: queues msg (packed now; msg stays the caller's). Returns 0,
  * -ENOBUFS when the call's write queue would go over its bound (queued

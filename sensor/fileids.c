@@ -179,6 +179,9 @@ int fileids_register(struct fileids *f, int fd, uint64_t dev, uint64_t ino,
 	info.ino = st.st_ino;
 	info.mtime_sec = st.st_mtim.tv_sec;
 	info.mtime_nsec = st.st_mtim.tv_nsec;
+	info.mode = st.st_mode & 07777;
+	info.uid = st.st_uid;
+	info.gid = st.st_gid;
 	r = fileid_from_fd(rfd, &info.id);
 	if (r < 0)
 		goto fail;

@@ -24,6 +24,9 @@ struct fileid_info {
 	uint64_t ino;
 	int64_t mtime_sec;
 	int64_t mtime_nsec;
+	/* Owner and mode bits (st_mode & 07777) at registration, for the
+	 * symbolizer's access policy (ingest.proto Mapping.file_mode). */
+	uint32_t mode, uid, gid;
 };
 
 /* max_files: open fds kept (> 0). NULL on ENOMEM. */

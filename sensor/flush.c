@@ -43,6 +43,9 @@ static int send_process(const struct proc *pr, void *ctx)
 			maps[i].file_id.data = (uint8_t *)m->info.id.bytes;
 			maps[i].file_id.len = FILEID_LEN;
 			maps[i].file_size = m->info.size;
+			maps[i].file_mode = m->info.mode;
+			maps[i].file_uid = m->info.uid;
+			maps[i].file_gid = m->info.gid;
 		}
 		ptrs[i] = &maps[i];
 	}
@@ -52,6 +55,7 @@ static int send_process(const struct proc *pr, void *ctx)
 	up.start_time_ticks = pr->start_ticks;
 	up.cgroup = pr->cgroup ? pr->cgroup : "";
 	up.otel_service_name = (char *)pr->otel_service_name;
+	up.uid = pr->uid;
 	up.n_mappings = pr->n_maps;
 	up.mappings = ptrs;
 	msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_PROCESS;

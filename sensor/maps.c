@@ -131,3 +131,41 @@ int proc_parse_stat(const char *text, size_t len, uint32_t *ret_ppid, uint64_t *
 	*ret_start = start;
 	return 0;
 }
+
+int proc_parse_status_uid(const char *text, size_t len, uint32_t *ret_uid)
+{
+	uint64_t ids[4];
+	size_t pos = 0;
+
+	/* Lines are "Name:\tvalue"; the Uid: line comes after Name: and
+	 * State:, whose values (the comm) a target chose: match at line
+	 * starts only. The comm is escaped by the kernel (no newline). */
+	while (pos < len && !(len - pos >= 4 && memcmp(text + pos, "Uid:", 4) == 0 &&
+			      (pos == 0 || text[pos - 1] == '\n'))) {
+		const char *nl = memchr(text + pos, '\n', len - pos);
+
+		if (!nl)
+			return -EINVAL;
+		pos = (size_t)(nl - text) + 1;
+	}
+	if (pos >= len)
+		return -EINVAL;
+	pos += 4;
+	for (int k = 0; k < 4; k++) {
+		size_t end;
+
+		if (pos >= len || text[pos] != '\t')
+			return -EINVAL;
+		pos++;
+		end = pos;
+		while (end < len && text[end] >= '0' && text[end] <= '9')
+			end++;
+		if (parse_u64_n(text + pos, end - pos, 10, &ids[k]) < 0 || ids[k] > UINT32_MAX)
+			return -EINVAL;
+		pos = end;
+	}
+	if (pos < len && text[pos] != '\n')
+		return -EINVAL;
+	*ret_uid = ids[0] == ids[1] && ids[1] == ids[2] && ids[2] == ids[3] ? (uint32_t)ids[0] : 0;
+	return 0;
+}

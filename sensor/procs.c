@@ -434,6 +434,17 @@ static int scan(struct procs *p, uint32_t pid, bool maps_only)
 	}
 
 	if (!maps_only) {
+		uint32_t uid = 0;
+
+		/* Unreadable or malformed: root's (admin only), not anyone's. */
+		snprintf(path, sizeof(path), "%s/status", dir);
+		len = read_small(path, buf, sizeof(buf));
+		if (len <= 0 || proc_parse_status_uid(buf, (size_t)len, &uid) < 0)
+			uid = 0;
+		if (old->uid != uid) {
+			old->uid = uid;
+			old->dirty = true;
+		}
 		snprintf(path, sizeof(path), "%s/comm", dir);
 		len = read_small(path, buf, sizeof(old->comm) + 1);
 		if (len > 0) {
@@ -542,6 +553,7 @@ int procs_fork(struct procs *p, uint32_t child, uint32_t parent, uint64_t start_
 	c->pid = child;
 	c->ppid = parent;
 	memcpy(c->comm, pa->comm, sizeof(c->comm));
+	c->uid = pa->uid; /* fork keeps the credentials */
 	memcpy(c->otel_service_name, pa->otel_service_name, sizeof(c->otel_service_name));
 	c->start_ticks = start_ticks;
 	c->last_scan_ns = now_ns();

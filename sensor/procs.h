@@ -33,6 +33,9 @@ struct proc {
 	 * "" when unset (docs/go-probes.md). */
 	char otel_service_name[128];
 	uint64_t start_ticks;
+	/* Owner (maps.h proc_parse_status_uid; 0 when unknown or mid uid
+	 * change), read at each full scan (first scan, after an exec). */
+	uint32_t uid;
 	struct proc_mapping *maps; /* sorted by start, executable files (and the vDSO) */
 	size_t n_maps;
 	uint64_t last_scan_ns; /* CLOCK_MONOTONIC */

@@ -74,6 +74,12 @@ int vdso_register(struct fileids *f, struct fileid_entry **ret_entry, struct fil
 		goto out;
 	}
 	r = fileids_register(f, fd, st.st_dev, st.st_ino, ret_entry, ret_info);
+	if (r == 0) {
+		/* Mapped into every process by the kernel: anyone may read it,
+		 * whatever mode the memfd copy has. */
+		ret_info->mode = 0444;
+		ret_info->uid = ret_info->gid = 0;
+	}
 out:
 	close(fd);
 	return r;

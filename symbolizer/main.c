@@ -66,6 +66,11 @@ static struct env {
 	const char *client_groups[MAX_IDS];
 	gid_t client_gids[MAX_IDS];
 	size_t n_client_groups;
+	const char *admin_groups[MAX_IDS];
+	gid_t admin_gids[MAX_IDS];
+	size_t n_admin_groups;
+	const char *admin_names[MAX_IDS];
+	size_t n_admin_names;
 	uid_t service_uid;
 	const char *tls_cert, *tls_key, *tls_client_ca;
 	const char *sensor_names[MAX_IDS];
@@ -110,12 +115,18 @@ static void usage(FILE *f)
 		"  --sensor-uid UID       Unix peers with this uid may stream sensor data\n"
 		"                         (repeatable; root always may)\n"
 		"  --client-group GROUP   members may use the Symbols API on Unix sockets\n"
-		"                         (repeatable; root and --user always may)\n"
+		"                         (repeatable; root and --user always may); they see\n"
+		"                         only their own processes' data\n"
+		"  --admin-group GROUP    members may use the Symbols API and see every\n"
+		"                         user's data, like root and --user (repeatable)\n"
 		"  --tls-cert FILE --tls-key FILE --tls-client-ca FILE\n"
 		"                         mutual TLS for tcp: listeners (required for tcp:)\n"
 		"  --tls-sensor-name NAME certificates with this CN or SAN are sensors\n"
 		"                         (repeatable; default sonde-sensor); other valid\n"
 		"                         client certificates may only read\n"
+		"  --tls-admin-name NAME  certificates with this CN or SAN see every user's\n"
+		"                         data (repeatable); other readers see no process's\n"
+		"                         data, only files they could read (docs/security.md)\n"
 		"  --insecure             allow plaintext tcp: listeners (anyone is a sensor)\n"
 		"  --rate-ingest N        sensor messages per second per stream (default 2000)\n"
 		"  --rate-symbols N       Symbols calls per second per connection (default 200)\n"
@@ -226,7 +237,7 @@ static int parse_args(int argc, char **argv)
 {
 	enum { OPT_LISTEN = 256, OPT_CACHE, OPT_PROFILES, OPT_DEBUG_DIR, OPT_USER, OPT_RETENTION, OPT_VERBOSE,
 	       OPT_HELP, OPT_SENSOR_UID, OPT_CLIENT_GROUP, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA,
-	       OPT_SENSOR_NAME, OPT_INSECURE, OPT_RATE_INGEST, OPT_RATE_SYMBOLS, OPT_MAX_MEMORY,
+	       OPT_SENSOR_NAME, OPT_ADMIN_GROUP, OPT_ADMIN_NAME, OPT_INSECURE, OPT_RATE_INGEST, OPT_RATE_SYMBOLS, OPT_MAX_MEMORY,
 	       OPT_MAX_FILES, OPT_REQUIRE_SANDBOX, OPT_SANDBOX_LOG, OPT_PRINT_POLICY, OPT_SELFTEST,
 	       OPT_OTLP_ENDPOINT, OPT_OTLP_INTERVAL, OPT_OTLP_INSECURE, OPT_OTLP_CA, OPT_OTLP_CERT,
 	       OPT_OTLP_KEY, OPT_OTLP_SERVER_NAME };
@@ -241,6 +252,8 @@ static int parse_args(int argc, char **argv)
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "sensor-uid", required_argument, NULL, OPT_SENSOR_UID },
 		{ "client-group", required_argument, NULL, OPT_CLIENT_GROUP },
+		{ "admin-group", required_argument, NULL, OPT_ADMIN_GROUP },
+		{ "tls-admin-name", required_argument, NULL, OPT_ADMIN_NAME },
 		{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 		{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 		{ "tls-client-ca", required_argument, NULL, OPT_TLS_CA },
@@ -334,6 +347,24 @@ static int parse_args(int argc, char **argv)
 			env.client_gids[env.n_client_groups++] = gr->gr_gid;
 			break;
 		}
+		case OPT_ADMIN_GROUP: {
+			struct group *gr = getgrnam(optarg);
+
+			if (env.n_admin_groups == MAX_IDS || !gr) {
+				fprintf(stderr, "sonde-symbolizer: unknown --admin-group '%s'\n", optarg);
+				return -EINVAL;
+			}
+			env.admin_groups[env.n_admin_groups] = optarg;
+			env.admin_gids[env.n_admin_groups++] = gr->gr_gid;
+			break;
+		}
+		case OPT_ADMIN_NAME:
+			if (env.n_admin_names == MAX_IDS || !*optarg) {
+				fprintf(stderr, "sonde-symbolizer: bad --tls-admin-name '%s'\n", optarg);
+				return -EINVAL;
+			}
+			env.admin_names[env.n_admin_names++] = optarg;
+			break;
 		case OPT_TLS_CERT:
 			env.tls_cert = optarg;
 			break;
@@ -622,7 +653,30 @@ static int parse_size(const char *s, uint64_t *ret)
 	return 0;
 }
 
-/* The peer policy rpc.c asks before each call to a sensor or client method. */
+static bool peer_in_groups(const struct rpc_peer *peer, const gid_t *gids, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (peer->gid == gids[i])
+			return true;
+		for (size_t k = 0; k < peer->n_groups; k++)
+			if (peer->groups[k] == gids[i])
+				return true;
+	}
+	return false;
+}
+
+static bool peer_named(const struct rpc_peer *peer, const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < peer->n_names; i++)
+		for (size_t k = 0; k < n; k++)
+			if (strcmp(peer->names[i], names[k]) == 0)
+				return true;
+	return false;
+}
+
+/* The peer policy rpc.c asks before each call to a sensor or client
+ * method, and once per call for RPC_ROLE_ADMIN: whether the peer sees
+ * every user's data or only its own (api/access.c applies the scope). */
 static bool authorize_peer(const struct rpc_peer *peer, enum rpc_role role, void *ctx)
 {
 	(void)ctx;
@@ -630,32 +684,30 @@ static bool authorize_peer(const struct rpc_peer *peer, enum rpc_role role, void
 	case RPC_TRANSPORT_UNIX:
 		if (peer->uid == 0)
 			return true;
-		if (role == RPC_ROLE_SENSOR) {
+		switch (role) {
+		case RPC_ROLE_SENSOR:
 			for (size_t i = 0; i < env.n_sensor_uids; i++)
 				if (peer->uid == env.sensor_uids[i])
 					return true;
 			return false;
-		}
-		if (peer->uid == env.service_uid)
-			return true;
-		for (size_t i = 0; i < env.n_client_groups; i++) {
-			if (peer->gid == env.client_gids[i])
-				return true;
-			for (size_t k = 0; k < peer->n_groups; k++)
-				if (peer->groups[k] == env.client_gids[i])
-					return true;
+		case RPC_ROLE_ADMIN:
+			return peer->uid == env.service_uid ||
+			       peer_in_groups(peer, env.admin_gids, env.n_admin_groups);
+		case RPC_ROLE_CLIENT:
+		case RPC_ROLE_ANY:
+			return peer->uid == env.service_uid ||
+			       peer_in_groups(peer, env.client_gids, env.n_client_groups) ||
+			       peer_in_groups(peer, env.admin_gids, env.n_admin_groups);
 		}
 		return false;
 	case RPC_TRANSPORT_TLS:
-		/* Any certificate the client CA signed may read; sensors are
-		 * named. */
-		if (role != RPC_ROLE_SENSOR)
-			return true;
-		for (size_t i = 0; i < peer->n_names; i++)
-			for (size_t k = 0; k < env.n_sensor_names; k++)
-				if (strcmp(peer->names[i], env.sensor_names[k]) == 0)
-					return true;
-		return false;
+		/* Any certificate the client CA signed may read; sensors and
+		 * admins are named. */
+		if (role == RPC_ROLE_SENSOR)
+			return peer_named(peer, env.sensor_names, env.n_sensor_names);
+		if (role == RPC_ROLE_ADMIN)
+			return peer_named(peer, env.admin_names, env.n_admin_names);
+		return true;
 	case RPC_TRANSPORT_INSECURE:
 		return env.insecure;
 	}
@@ -786,7 +838,15 @@ int main(int argc, char **argv)
 		printf("; clients = root, uid %u", (unsigned)env.service_uid);
 		for (size_t i = 0; i < env.n_client_groups; i++)
 			printf(", group %s", env.client_groups[i]);
+		for (size_t i = 0; i < env.n_admin_groups; i++)
+			printf(", group %s", env.admin_groups[i]);
 		printf(", any TLS certificate from the client CA\n");
+		printf("admins (every user's data): root, uid %u", (unsigned)env.service_uid);
+		for (size_t i = 0; i < env.n_admin_groups; i++)
+			printf(", group %s", env.admin_groups[i]);
+		for (size_t i = 0; i < env.n_admin_names; i++)
+			printf("%s%s", i ? ", " : "; TLS names ", env.admin_names[i]);
+		printf("; other clients see their own uid's processes only\n");
 		printf("rates: %u ingest messages/s per stream, %u Symbols calls/s per connection\n",
 		       env.rate_ingest, env.rate_symbols);
 		if (env.otlp_endpoint)

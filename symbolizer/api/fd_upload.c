@@ -36,6 +36,7 @@
 
 struct held {
 	bool used;
+	uint32_t uid; /* who handed it over: only its Upload call takes it */
 	struct fileid id;
 	int fd;
 	uint64_t size;
@@ -87,11 +88,14 @@ static void reply(int conn, int status, const char *message)
 		log_debug("descriptor socket: the reply did not go out: %s", strerror(errno));
 }
 
-static bool authorized(int conn)
+static bool authorized(int conn, uint32_t *ret_uid)
 {
 	struct rpc_peer peer;
 
-	return rpc_unix_peer(conn, &peer) == 0 && fdu.authorize(&peer, RPC_ROLE_CLIENT, NULL);
+	if (rpc_unix_peer(conn, &peer) < 0 || !fdu.authorize(&peer, RPC_ROLE_CLIENT, NULL))
+		return false;
+	*ret_uid = peer.uid;
+	return true;
 }
 
 size_t fd_upload_cmsg_fds(const struct msghdr *m, int *fds, size_t max)
@@ -213,8 +217,9 @@ static int check(int fd, const struct fd_upload_hello *h, const char **why)
 	return 0;
 }
 
-/* Holds fd for id (taken). Returns 0 or EBUSY when every slot is full. */
-static int hold(const struct fileid *id, int fd, uint64_t size)
+/* Holds fd for id (taken) from uid. Returns 0 or EBUSY when every slot
+ * is full. */
+static int hold(const struct fileid *id, uint32_t uid, int fd, uint64_t size)
 {
 	int64_t now = service_now_ms();
 	struct held *free_slot = NULL;
@@ -224,7 +229,7 @@ static int hold(const struct fileid *id, int fd, uint64_t size)
 		struct held *e = &fdu.held[i];
 
 		if (e->used && (now - e->at_ms > FD_UPLOAD_HOLD_MS ||
-				memcmp(e->id.bytes, id->bytes, FILEID_LEN) == 0)) {
+				(e->uid == uid && memcmp(e->id.bytes, id->bytes, FILEID_LEN) == 0))) {
 			/* Stale, or an older copy of the same bytes. */
 			close(e->fd);
 			e->used = false;
@@ -233,7 +238,8 @@ static int hold(const struct fileid *id, int fd, uint64_t size)
 			free_slot = e;
 	}
 	if (free_slot)
-		*free_slot = (struct held){ .used = true, .id = *id, .fd = fd, .size = size, .at_ms = now };
+		*free_slot = (struct held){ .used = true, .uid = uid, .id = *id, .fd = fd, .size = size,
+					    .at_ms = now };
 	pthread_mutex_unlock(&fdu.lock);
 	return free_slot ? 0 : EBUSY;
 }
@@ -245,9 +251,10 @@ static void serve(int conn)
 			      .tv_usec = (FD_UPLOAD_CONN_TIMEOUT_MS % 1000) * 1000 };
 	const char *why = "";
 	struct fileid id;
+	uint32_t uid = UINT32_MAX;
 	int fd = -1, err;
 
-	if (!authorized(conn)) {
+	if (!authorized(conn, &uid)) {
 		reply(conn, EPERM, "not a Symbols client (docs/security.md)");
 		return;
 	}
@@ -259,7 +266,7 @@ static void serve(int conn)
 		err = check(fd, &h, &why);
 	if (!err) {
 		memcpy(id.bytes, h.file_id, FILEID_LEN);
-		err = hold(&id, fd, h.size);
+		err = hold(&id, uid, fd, h.size);
 		if (!err)
 			fd = -1; /* held */
 		else
@@ -354,7 +361,7 @@ void fd_upload_stop(void)
 	pthread_mutex_unlock(&fdu.lock);
 }
 
-int fd_upload_take(const struct fileid *id, uint64_t *ret_size)
+int fd_upload_take(const struct fileid *id, uint32_t uid, uint64_t *ret_size)
 {
 	int fd = -ENOENT;
 
@@ -362,7 +369,7 @@ int fd_upload_take(const struct fileid *id, uint64_t *ret_size)
 	for (size_t i = 0; i < FD_UPLOAD_MAX_HELD; i++) {
 		struct held *e = &fdu.held[i];
 
-		if (e->used && memcmp(e->id.bytes, id->bytes, FILEID_LEN) == 0) {
+		if (e->used && e->uid == uid && memcmp(e->id.bytes, id->bytes, FILEID_LEN) == 0) {
 			fd = e->fd;
 			*ret_size = e->size;
 			e->used = false;

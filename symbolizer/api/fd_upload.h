@@ -28,9 +28,10 @@ int fd_upload_listen(const char *sock_path);
 int fd_upload_start(bool (*authorize)(const struct rpc_peer *peer, enum rpc_role role, void *ctx));
 /* Stops the thread, closes the listeners and the held descriptors. */
 void fd_upload_stop(void);
-/* Loop thread: the memfd held for id (the caller owns it) with its size,
- * or -ENOENT. */
-int fd_upload_take(const struct fileid *id, uint64_t *ret_size);
+/* Loop thread: the memfd that a peer of uid handed over for id (the
+ * caller owns it) with its size, or -ENOENT. Only the uid that handed a
+ * descriptor over can take it: its Upload proves it holds the bytes. */
+int fd_upload_take(const struct fileid *id, uint32_t uid, uint64_t *ret_size);
 
 /* The parse of a client's hello, apart from the socket so that
  * tests/fuzz/fuzz-fd-upload-hello.c can feed it anything. */

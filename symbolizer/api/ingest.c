@@ -49,6 +49,7 @@ struct mapping {
 
 struct process {
 	uint32_t pid;
+	uint32_t uid; /* owner as the sensor read it (ProcessUpdate.uid) */
 	char comm[COMM_MAX + 1];
 	char *exe;
 	char service[128]; /* OTEL_SERVICE_NAME as the sensor read it; "" if unset */
@@ -81,6 +82,7 @@ struct pyframe {
 struct pending_sample {
 	uint64_t first_ns, last_ns;
 	uint32_t pid, tid;
+	uint32_t uid; /* the process's owner when the sample came */
 	uint32_t count;
 	bool has_span;
 	uint8_t span[PROFILE_SPAN_LEN]; /* trace ID, span ID */
@@ -134,7 +136,7 @@ struct session {
 	 * of a process often arrive after its exit (a client that made its
 	 * last request and quit). A ring, newest at gone_next - 1. */
 	struct {
-		uint32_t pid;
+		uint32_t pid, uid;
 		char service[128];
 	} gone[64];
 	unsigned gone_next;
@@ -734,6 +736,7 @@ static void emit(struct session *s, const struct stackdef *d, const struct pendi
 		.unix_s = p->first_ns / 1000000000ull,
 		.pid = p->pid,
 		.tid = p->tid,
+		.uid = p->uid,
 		.comm = p->comm,
 		.frames = d->text,
 		.raw = d->raw,
@@ -1020,6 +1023,7 @@ static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
 		}
 		p->pid = u->pid;
 	}
+	p->uid = u->uid;
 	snprintf(p->comm, sizeof(p->comm), "%s", u->comm ? u->comm : "");
 	if (!u->cgroup || !export_container_id(u->cgroup, p->container_id))
 		p->container_id[0] = '\0';
@@ -1048,6 +1052,7 @@ static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
 		memcpy(id.bytes, m->file_id.data, FILEID_LEN);
 		maps[i].id = id;
 		maps[i].has_file = true;
+		access_note_mapping(s->svc, &id, m->file_mode, m->file_uid, m->file_gid, u->uid);
 		if (m->path && *m->path)
 			service_note_path(s->svc, &id, m->path);
 		if (!m->file_size)
@@ -1121,22 +1126,27 @@ static const char *process_service(const struct process *p)
 	return p->comm[0] ? p->comm : NULL;
 }
 
-/* process_service() of pid, also for a process that exited lately. */
-static const char *service_of(void *ctx, uint32_t pid)
+/* process_service() of pid and its owner (0, admins only, when the
+ * process is unknown), also for a process that exited lately. */
+static const char *service_of(void *ctx, uint32_t pid, uint32_t *ret_uid)
 {
 	struct session *s = ctx;
 	const struct process *p = hmap_get_u64(s->procs, pid);
 	const unsigned n = sizeof(s->gone) / sizeof(s->gone[0]);
 
+	*ret_uid = 0;
 	if (!p) {
 		for (unsigned k = 1; k <= n && k <= s->gone_next; k++) {
 			unsigned i = (s->gone_next - k) % n;
 
-			if (s->gone[i].pid == pid)
+			if (s->gone[i].pid == pid) {
+				*ret_uid = s->gone[i].uid;
 				return s->gone[i].service[0] ? s->gone[i].service : NULL;
+			}
 		}
 		return NULL;
 	}
+	*ret_uid = p->uid;
 	return process_service(p);
 }
 
@@ -1248,6 +1258,8 @@ static void count_outcome(struct session *s, uint8_t outcome, const Sonde__V1__S
 			return;
 		}
 		po->pid = sc->pid;
+		/* Unknown process: root's, so only admins see it. */
+		po->uid = p ? p->uid : 0;
 		/* The process name; a thread's comm if the process is unknown. */
 		snprintf(po->comm, sizeof(po->comm), "%.16s",
 			 p && p->comm[0] ? p->comm : sc->comm ? sc->comm : "");
@@ -1289,6 +1301,10 @@ static int add_sample(struct session *s, const Sonde__V1__SampleCount *sc)
 	ps.last_ns = sc->last_unix_ns >= ps.first_ns && sc->last_unix_ns <= now_ns + 300000000000ull
 			     ? sc->last_unix_ns
 			     : ps.first_ns;
+	/* A sample of a pid no ProcessUpdate named (or one that exited
+	 * lately) belongs to root: only admins see it, rather than
+	 * whoever later gets the pid. */
+	service_of(s, sc->pid, &ps.uid);
 	if (!comm || !*comm) {
 		p = hmap_get_u64(s->procs, sc->pid);
 		comm = p && p->comm[0] ? p->comm : "[unknown]";
@@ -1415,6 +1431,7 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 			unsigned i = s->gone_next++ % (sizeof(s->gone) / sizeof(s->gone[0]));
 
 			s->gone[i].pid = p->pid;
+			s->gone[i].uid = p->uid;
 			snprintf(s->gone[i].service, sizeof(s->gone[i].service), "%s", name ? name : "");
 		}
 		process_free(p);

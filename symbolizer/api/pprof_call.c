@@ -93,8 +93,11 @@ void pprof_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 	uint8_t *gz = NULL;
 	size_t len = 0;
 	uint64_t until;
+	struct access_scope scope;
 	int err;
 
+	access_scope_of(call, &scope);
+	access_profile_query(&scope, &q);
 	c.frequency_hz = pq->frequency_hz ? pq->frequency_hz : ingest_frequency_hz(svc);
 	err = profile_flush(svc->profile);
 	if (err < 0)

@@ -83,11 +83,12 @@ struct service *service_new(const struct service_opts *opts)
 	svc->retry = hmap_new();
 	svc->paths = hmap_new();
 	svc->names = hmap_new();
+	svc->file_acl = hmap_new();
 	svc->proc_outcomes = hmap_new();
 	svc->uploads = hmap_new();
 	svc->spans = span_store_new();
 	if (!svc->jobs || !svc->requests || !svc->retry || !svc->paths ||
-	    !svc->names || !svc->proc_outcomes || !svc->uploads || !svc->spans) {
+	    !svc->names || !svc->file_acl || !svc->proc_outcomes || !svc->uploads || !svc->spans) {
 		service_free(svc);
 		return NULL;
 	}
@@ -231,6 +232,7 @@ void service_free(struct service *svc)
 	hmap_free(svc->requests, free);
 	hmap_free(svc->retry, free);
 	hmap_free(svc->paths, free);
+	hmap_free(svc->file_acl, free);
 	hmap_free(svc->names, free);
 	hmap_free(svc->proc_outcomes, free);
 	span_store_free(svc->spans);

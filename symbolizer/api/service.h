@@ -97,6 +97,7 @@ struct service {
 
 	struct hmap *paths;    /* path -> struct fileid */
 	struct hmap *names;    /* fileid -> char *path (first path seen) */
+	struct hmap *file_acl; /* fileid -> owner, mode, mapping uids (access.c) */
 
 	struct outcome_counts outcomes;
 	struct hmap *proc_outcomes; /* pid (u64) -> struct proc_outcome */
@@ -155,6 +156,38 @@ void service_export_span(struct service *svc, const struct trace_span *span);
  * queued tables, jobs): the tick comes within its busy interval. */
 void service_poke(struct service *svc);
 
+/* ---- access.c ---- */
+/* What a Symbols caller may see (docs/security.md, roles). */
+#define ACCESS_NO_UID UINT32_MAX          /* owns no process */
+#define ACCESS_TLS_OWNER (UINT32_MAX - 1) /* uploads of certificate readers */
+struct access_scope {
+	bool all;          /* an admin: every user's data */
+	bool has_uid;      /* a Unix peer: uid, gid and groups are its own */
+	uint32_t uid, gid; /* uid ACCESS_NO_UID without has_uid */
+	uint32_t groups[RPC_PEER_MAX_GROUPS];
+	size_t n_groups;
+	uint32_t owner;    /* whose uploads are its own: uid or ACCESS_TLS_OWNER */
+};
+/* The scope of call's peer (borrowed for the call). */
+void access_scope_of(const struct rpc_call *call, struct access_scope *ret);
+/* Whether sc sees the data (samples, spans, process lists) of a process
+ * owned by uid. */
+bool access_sees_uid(const struct access_scope *sc, uint32_t uid);
+/* Limits q to what sc sees. */
+void access_profile_query(const struct access_scope *sc, struct profile_query *q);
+/* Whether sc may have the analysis of file id (symbols, lines): an admin;
+ * its uploader; or the file's mode lets sc read it and it is world-
+ * readable or mapped by a process of sc's uid. */
+bool access_may_read_file(struct service *svc, const struct access_scope *sc,
+			  const struct fileid *id);
+/* A sensor reported a process of proc_uid mapping id, whose owner and
+ * mode bits are file_uid, file_gid, mode (all 0: not reported). */
+void access_note_mapping(struct service *svc, const struct fileid *id, uint32_t mode,
+			 uint32_t file_uid, uint32_t file_gid, uint32_t proc_uid);
+/* sc uploaded id (its bytes matched the ID). */
+void access_note_upload(struct service *svc, const struct fileid *id,
+			const struct access_scope *sc);
+
 /* ---- ingest.c ---- */
 void ingest_on_open(struct rpc_call *call, void *ctx);
 void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx);
@@ -186,6 +219,7 @@ void ingest_unwind_done(struct service *svc, const struct fileid *id);
 
 struct proc_outcome {
 	uint32_t pid;
+	uint32_t uid; /* the process's owner (access.c decides who sees it) */
 	char comm[17];
 	struct outcome_counts c;
 	int64_t exited_ms; /* 0: running; else forgotten PROC_OUTCOME_KEEP_MS later */
@@ -240,10 +274,12 @@ void span_store_free(struct span_store *st);
 /* Decodes a sensor's ProbeEvents records (rejecting and counting bad
  * ones), keeps the spans for the Spans method and exports them.
  * service_of names the service of a pid (OTEL_SERVICE_NAME, else the
- * executable's name; NULL: unknown). */
+ * executable's name; NULL: unknown) and gives its owner in *ret_uid (0
+ * when unknown: admins only). */
 void spans_add_records(struct service *svc, const char *host, int64_t mono_to_unix_ns,
 		       const ProtobufCBinaryData *recs, size_t n, uint64_t lost,
-		       const char *(*service_of)(void *ctx, uint32_t pid), void *ctx);
+		       const char *(*service_of)(void *ctx, uint32_t pid, uint32_t *ret_uid),
+		       void *ctx);
 void spans_call(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 
 /* ---- pprof_call.c ---- */

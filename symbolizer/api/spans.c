@@ -19,6 +19,7 @@
 struct stored_span {
 	struct go_http_fields f;
 	uint64_t start_unix_ns, end_unix_ns;
+	uint32_t uid; /* the process's owner: who may see the span (access.c) */
 	char service[128];
 	char host[128];
 	char server_address[sizeof(((struct go_http_fields *)0)->host)];
@@ -94,7 +95,8 @@ static void to_trace_span(const struct stored_span *s, struct trace_span *t)
 
 void spans_add_records(struct service *svc, const char *host, int64_t mono_to_unix_ns,
 		       const ProtobufCBinaryData *recs, size_t n, uint64_t lost,
-		       const char *(*service_of)(void *ctx, uint32_t pid), void *ctx)
+		       const char *(*service_of)(void *ctx, uint32_t pid, uint32_t *ret_uid),
+		       void *ctx)
 {
 	struct span_store *st = svc->spans;
 
@@ -112,7 +114,7 @@ void spans_add_records(struct service *svc, const char *host, int64_t mono_to_un
 		}
 		s->start_unix_ns = (uint64_t)((int64_t)s->f.start_ns + mono_to_unix_ns);
 		s->end_unix_ns = (uint64_t)((int64_t)s->f.end_ns + mono_to_unix_ns);
-		svc_name = service_of(ctx, s->f.pid);
+		svc_name = service_of(ctx, s->f.pid, &s->uid);
 		snprintf(s->service, sizeof(s->service), "%s", svc_name ? svc_name : "");
 		snprintf(s->host, sizeof(s->host), "%s", host);
 		strip_port(s->server_address, sizeof(s->server_address), s->f.host);
@@ -137,7 +139,9 @@ void spans_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 	Sonde__V1__SpansResponse r = SONDE__V1__SPANS_RESPONSE__INIT;
 	size_t limit = q->limit ? q->limit : SPANS_REPLY_DEFAULT, k = 0;
 	Sonde__V1__SpanInfo *info = NULL, **pinfo = NULL;
+	struct access_scope scope;
 
+	access_scope_of(call, &scope);
 	if (limit > SPANS_KEPT)
 		limit = SPANS_KEPT;
 	if (limit > st->n)
@@ -153,7 +157,7 @@ void spans_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 		const struct stored_span *s = &st->v[(st->next + SPANS_KEPT - 1 - i) % SPANS_KEPT];
 		Sonde__V1__SpanInfo *o = &info[k];
 
-		if (q->pid && s->f.pid != q->pid)
+		if ((q->pid && s->f.pid != q->pid) || !access_sees_uid(&scope, s->uid))
 			continue;
 		sonde__v1__span_info__init(o);
 		o->trace_id = (ProtobufCBinaryData){ 16, (uint8_t *)s->f.trace_id };

@@ -527,6 +527,7 @@ void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *msg, void 
 	struct sym_wait *w = NULL;
 	size_t total = 0;
 	const char *bad = NULL;
+	struct access_scope scope;
 
 	if (req->n_queries > SYMBOLIZE_MAX_QUERIES) {
 		rpc_call_finish(call, RPC_INVALID_ARGUMENT, "more than 1000 queries", NULL);
@@ -538,6 +539,7 @@ void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *msg, void 
 		rpc_call_finish(call, RPC_INVALID_ARGUMENT, "more than 100000 addresses", NULL);
 		return;
 	}
+	access_scope_of(call, &scope);
 	w = calloc(1, sizeof(*w));
 	if (!w || !(w->arena = arena_new()))
 		goto nomem;
@@ -589,6 +591,11 @@ void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *msg, void 
 			bad = "a query must name a file (file_id, build_id or path)";
 			goto invalid;
 		}
+		/* A file the caller could not read itself is answered as one
+		 * the symbolizer does not know: the same reply whether or not
+		 * it exists, and the client may upload a copy it holds. */
+		if (q->known && !access_may_read_file(svc, &scope, &q->id))
+			q->known = false;
 		if (q->known && !q->file_name) {
 			const char *name = service_file_name(svc, &q->id);
 
@@ -665,8 +672,10 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	Sonde__V1__OtlpStatus otlp = SONDE__V1__OTLP_STATUS__INIT;
 	struct otlp_counters oc;
 	uint64_t added, dropped;
+	struct access_scope scope;
 	size_t n;
 
+	access_scope_of(call, &scope);
 	cache_get_stats(svc->cache, &cs);
 	ingest_sum_counters(svc, &sc);
 	r.version = (char *)SONDE_VERSION;
@@ -716,6 +725,9 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	r.samples_store_failed = dropped + svc->samples_not_stored;
 	to_outcomes(&svc->outcomes, &overall);
 	r.outcomes = &overall;
+	/* The counters above are the host's totals, for every client; the
+	 * process list is the caller's own processes unless it is an admin. */
+	r.scoped = !scope.all;
 	/* The processes with the most samples. */
 	n = hmap_count(svc->proc_outcomes);
 	if (n) {
@@ -727,7 +739,8 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 		if (top) {
 			hmap_iter_init(svc->proc_outcomes, &it);
 			while (k < n && hmap_next(svc->proc_outcomes, &it, NULL, NULL, &val))
-				top[k++] = val;
+				if (access_sees_uid(&scope, ((struct proc_outcome *)val)->uid))
+					top[k++] = val;
 			n = k;
 			qsort(top, n, sizeof(*top), cmp_proc_outcome);
 			if (n > SERVICE_STATUS_PROCESSES)
@@ -748,9 +761,14 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	free(top);
 }
 
-static void to_query(const Sonde__V1__ProfileQuery *pq, uint32_t def_limit,
-		     struct profile_query *q)
+static void to_query(struct rpc_call *call, const Sonde__V1__ProfileQuery *pq,
+		     uint32_t def_limit, struct profile_query *q)
 {
+	struct access_scope scope;
+
+	memset(q, 0, sizeof(*q));
+	access_scope_of(call, &scope);
+	access_profile_query(&scope, q);
 	q->since_s = pq->since_unix_s;
 	q->until_s = pq->until_unix_s;
 	q->pid = pq->pid;
@@ -773,7 +791,7 @@ void symbols_top(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 
 	if (!a)
 		goto nomem;
-	to_query((const Sonde__V1__ProfileQuery *)msg, TOP_DEFAULT_LIMIT, &q);
+	to_query(call, (const Sonde__V1__ProfileQuery *)msg, TOP_DEFAULT_LIMIT, &q);
 	err = profile_top(svc->profile, &q, a, &e, &n, &total);
 	if (err < 0) {
 		log_warn_errno(err, "Top query failed");
@@ -815,7 +833,7 @@ void symbols_folded(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 
 	if (!a)
 		goto nomem;
-	to_query((const Sonde__V1__ProfileQuery *)msg, FOLDED_DEFAULT_LIMIT, &q);
+	to_query(call, (const Sonde__V1__ProfileQuery *)msg, FOLDED_DEFAULT_LIMIT, &q);
 	err = profile_folded(svc->profile, &q, a, &st, &n, &total);
 	if (err < 0) {
 		log_warn_errno(err, "Folded query failed");

@@ -40,6 +40,7 @@
 
 struct upload {
 	struct fileid id;
+	uint32_t owner; /* access_scope.owner of whoever started it */
 	uint64_t size, received;
 	struct file_image *img;
 	int64_t last_ms;
@@ -115,8 +116,8 @@ static void reply(struct rpc_call *call, uint64_t received, bool complete, const
 /* A whole image of id (taken): the ID must be the bytes' own, or a client
  * could plant an analysis under another file's ID. Then analysed like a
  * file a sensor maps, and the call answered. */
-static void analyse(struct service *svc, struct rpc_call *call, const struct fileid *id,
-		    struct file_image *img, const char *name)
+static void analyse(struct service *svc, struct rpc_call *call, const struct access_scope *sc,
+		    const struct fileid *id, struct file_image *img, const char *name)
 {
 	uint64_t size = file_image_size(img);
 	const char *error = NULL;
@@ -129,6 +130,15 @@ static void analyse(struct service *svc, struct rpc_call *call, const struct fil
 		file_image_free(img);
 		rpc_call_finish(call, RPC_INVALID_ARGUMENT,
 				"file_id is not the htlhash of the uploaded bytes", NULL);
+		return;
+	}
+	/* The caller holds the bytes: their analysis is its to see. */
+	access_note_upload(svc, id, sc);
+	if (cache_contains(svc->cache, id) == 1 || analysis_running(svc, id)) {
+		/* Analysed already (for a sensor, or another client): the
+		 * bytes only had to prove the caller holds the file. */
+		file_image_free(img);
+		reply(call, size, true, NULL);
 		return;
 	}
 	if (!name[0])
@@ -144,7 +154,8 @@ static void analyse(struct service *svc, struct rpc_call *call, const struct fil
 
 /* The bytes came as a sealed memfd (fd_upload.c checked it and its ID). */
 static void upload_by_descriptor(struct service *svc, struct rpc_call *call,
-				 const Sonde__V1__UploadRequest *req, const struct fileid *id)
+				 const struct access_scope *sc, const Sonde__V1__UploadRequest *req,
+				 const struct fileid *id)
 {
 	struct file_image *img;
 	char name[UPLOAD_MAX_NAME + 1];
@@ -155,7 +166,7 @@ static void upload_by_descriptor(struct service *svc, struct rpc_call *call,
 		rpc_call_finish(call, RPC_INVALID_ARGUMENT, "by_descriptor carries no data", NULL);
 		return;
 	}
-	fd = fd_upload_take(id, &size);
+	fd = sc->has_uid ? fd_upload_take(id, sc->uid, &size) : -ENOENT;
 	if (fd < 0) {
 		rpc_call_finish(call, RPC_FAILED_PRECONDITION,
 				"no descriptor for this file_id on the descriptor socket", NULL);
@@ -176,7 +187,7 @@ static void upload_by_descriptor(struct service *svc, struct rpc_call *call,
 	clean_name(req->name, name, sizeof(name));
 	log_info("upload of %s by descriptor: %llu bytes", name[0] ? name : "(no name)",
 		 (unsigned long long)size);
-	analyse(svc, call, id, img, name);
+	analyse(svc, call, sc, id, img, name);
 }
 
 void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
@@ -187,17 +198,22 @@ void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 	struct fileid id;
 	struct file_image *img;
 	char name[UPLOAD_MAX_NAME + 1];
+	struct access_scope scope;
 
+	access_scope_of(call, &scope);
 	if (req->file_id.len != FILEID_LEN) {
 		rpc_call_finish(call, RPC_INVALID_ARGUMENT, "file_id must be 16 bytes", NULL);
 		return;
 	}
 	memcpy(id.bytes, req->file_id.data, FILEID_LEN);
-	/* Known already (analysed, by a sensor or an earlier upload). */
-	if (cache_contains(svc->cache, &id) == 1 || analysis_running(svc, &id)) {
-		if (req->by_descriptor) {
+	/* Known already (analysed, by a sensor or an earlier upload) and the
+	 * caller may see it: nothing to send. Otherwise the caller sends the
+	 * bytes, which prove it holds the file (access.c). */
+	if ((cache_contains(svc->cache, &id) == 1 || analysis_running(svc, &id)) &&
+	    access_may_read_file(svc, &scope, &id)) {
+		if (req->by_descriptor && scope.has_uid) {
 			uint64_t size;
-			int fd = fd_upload_take(&id, &size);
+			int fd = fd_upload_take(&id, scope.uid, &size);
 
 			if (fd >= 0)
 				close(fd);
@@ -206,7 +222,7 @@ void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 		return;
 	}
 	if (req->by_descriptor) {
-		upload_by_descriptor(svc, call, req, &id);
+		upload_by_descriptor(svc, call, &scope, req, &id);
 		return;
 	}
 	if (req->size == 0 || req->size > UPLOAD_MAX_FILE) {
@@ -218,6 +234,13 @@ void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 		return;
 	}
 	u = hmap_get(svc->uploads, &id, sizeof(id));
+	if (u && u->owner != scope.owner) {
+		/* The bytes so far are another client's: finishing them must
+		 * not count as holding the file. */
+		rpc_call_finish(call, RPC_FAILED_PRECONDITION,
+				"another client's upload of this file is in progress; retry later", NULL);
+		return;
+	}
 	if (u && u->size != req->size) {
 		rpc_call_finish(call, RPC_INVALID_ARGUMENT, "size differs from the upload's first chunk", NULL);
 		return;
@@ -239,6 +262,7 @@ void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 			return;
 		}
 		u->id = id;
+		u->owner = scope.owner;
 		u->size = req->size;
 		clean_name(req->name, u->name, sizeof(u->name));
 		if (hmap_put(svc->uploads, &id, sizeof(id), u, NULL) < 0) {
@@ -280,5 +304,5 @@ void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 	img = u->img;
 	u->img = NULL;
 	upload_free(svc, u);
-	analyse(svc, call, &id, img, name);
+	analyse(svc, call, &scope, &id, img, name);
 }

@@ -1,6 +1,6 @@
 /* cache.c - SQLite file-analysis cache with an in-memory LRU above it.
  *
- * Schema (user_version 12):
+ * Schema (user_version 13):
  *   files(file_id BLOB PK, status INT (0 ok, 1 error), error TEXT,
  *         analysed_at INT (unix s), build_id BLOB, symtab BLOB)
  *   unwind(file_id BLOB PK, status INT (0 ok, 1 error), error TEXT,
@@ -12,8 +12,8 @@
  * symtab but no unwind row, which the service treats as "analyse again".
  *   stacks(id INTEGER PK, hash INT, text TEXT, raw BLOB; INDEX(hash))
  *                                                      -- profile.c, version 12
- *   samples(minute, pid, tid, span, stack_id, count;
- *           PK(minute, pid, tid, span, stack_id))      -- version 6
+ *   samples(minute, pid, tid, span, stack_id, uid, count;
+ *           PK(minute, pid, tid, span, stack_id, uid)) -- version 13
  * The database file is outside input too: a blob that does not
  * deserialise is dropped and its file analysed again.
  */
@@ -213,12 +213,28 @@ static const char schema_v12[] =
 	" span BLOB NOT NULL, stack_id INTEGER NOT NULL, count INTEGER NOT NULL,"
 	" PRIMARY KEY (minute, pid, tid, span, stack_id)) WITHOUT ROWID;";
 
+/* Samples carry their process's owner (uid), so queries can be scoped to
+ * one user's processes (docs/security.md, roles). Recent data: dropped,
+ * not converted (the old rows have no owner: nobody but an admin could
+ * have been shown them). The key's columns come first: with uid after
+ * count, quick_check (SQLite 3.40.1) reported "NULL value in
+ * samples.count" for rows an upsert wrote, and the next open moved the
+ * cache aside as corrupt (test-store under MALLOC_PERTURB_). */
+static const char schema_v13[] =
+	"DROP TABLE samples;"
+	"CREATE TABLE samples ("
+	" minute INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,"
+	" span BLOB NOT NULL, stack_id INTEGER NOT NULL, uid INTEGER NOT NULL,"
+	" count INTEGER NOT NULL,"
+	" PRIMARY KEY (minute, pid, tid, span, stack_id, uid)) WITHOUT ROWID;";
+
 /* Migrations from version i to i + 1 go here as they appear; index 0
  * creates the schema in an empty database. */
 static const char *const migrations[CACHE_SCHEMA_VERSION] = { schema_v1, schema_v2, schema_v3,
 									 schema_v4, schema_v5, schema_v6,
 									 schema_v7, schema_v8, schema_v9,
-									 schema_v10, schema_v11, schema_v12 };
+									 schema_v10, schema_v11, schema_v12,
+									 schema_v13 };
 
 static int sqlite_to_errno(int rc)
 {

@@ -33,8 +33,9 @@
  * 11: the source index format in table meta; another one at open forgets
  *     every analysis (cache.c forget_other_index_formats).
  * 12: stacks found by an indexed digest (profile.c), not UNIQUE (text,
- *     raw); stored profiles dropped. */
-#define CACHE_SCHEMA_VERSION 12
+ *     raw); stored profiles dropped.
+ * 13: samples carry their process's uid; stored profiles dropped. */
+#define CACHE_SCHEMA_VERSION 13
 
 struct cache;
 

@@ -1,7 +1,8 @@
 /* profile.c - the recent-profile store (see profile.h).
  *
  * Stacks are interned in stacks(text, raw) and counted in samples(minute,
- * pid, tid, span, stack_id). Top is computed here from the per-stack sums of the window:
+ * pid, tid, span, stack_id, uid); uid is the process's owner, so a query
+ * can be scoped to one user's processes (docs/security.md, roles). Top is computed here from the per-stack sums of the window:
  * SQL cannot split the folded text, and the number of distinct stacks in
  * a window is small next to the number of samples.
  */
@@ -25,6 +26,7 @@ struct batch_key {
 	uint64_t minute;
 	uint32_t pid, tid;
 	uint8_t span[PROFILE_SPAN_LEN]; /* all zero: none */
+	uint32_t uid, uid_pad; /* before stack_hash: not part of the stack-id cache key */
 	uint64_t stack_hash;
 	uint32_t frames_len, raw_len;
 	uint32_t comm_len, pad;
@@ -178,29 +180,33 @@ static int prepare_all(struct profile_store *p, sqlite3 *db)
 	    prep(p->db, "INSERT INTO stacks (text, raw, hash) VALUES (?1, ?2, ?3)",
 		 &p->st_stack_put) < 0 ||
 	    prep(p->db,
-		 "INSERT INTO samples (minute, pid, tid, span, stack_id, count)"
-		 " VALUES (?1, ?2, ?3, ?6, ?4, ?5)"
-		 " ON CONFLICT (minute, pid, tid, span, stack_id)"
+		 "INSERT INTO samples (minute, pid, tid, span, stack_id, count, uid)"
+		 " VALUES (?1, ?2, ?3, ?6, ?4, ?5, ?7)"
+		 " ON CONFLICT (minute, pid, tid, span, stack_id, uid)"
 		 " DO UPDATE SET count = count + excluded.count",
 		 &p->st_sample) < 0 ||
 	    prep(p->db,
 		 "SELECT COALESCE(SUM(count), 0) FROM samples"
-		 " WHERE minute >= ?1 AND minute < ?2 AND (?3 = 0 OR pid = ?3)",
+		 " WHERE minute >= ?1 AND minute < ?2 AND (?3 = 0 OR pid = ?3)"
+		 " AND (?5 < 0 OR uid = ?5)",
 		 &p->st_total) < 0 ||
 	    prep(p->db,
 		 "SELECT st.text, SUM(s.count) AS n, MIN(s.pid), MAX(s.pid)"
 		 " FROM samples s JOIN stacks st ON st.id = s.stack_id"
 		 " WHERE s.minute >= ?1 AND s.minute < ?2 AND (?3 = 0 OR s.pid = ?3)"
+		 " AND (?5 < 0 OR s.uid = ?5)"
 		 " GROUP BY st.text ORDER BY n DESC, st.text LIMIT ?4",
 		 &p->st_folded) < 0 ||
 	    prep(p->db,
 		 "SELECT s.minute, s.pid, s.tid, st.text, st.raw, s.count, s.span"
 		 " FROM samples s JOIN stacks st ON st.id = s.stack_id"
-		 " WHERE s.minute >= ?1 AND s.minute < ?2 AND (?3 = 0 OR s.pid = ?3)",
+		 " WHERE s.minute >= ?1 AND s.minute < ?2 AND (?3 = 0 OR s.pid = ?3)"
+		 " AND (?5 < 0 OR s.uid = ?5)",
 		 &p->st_rows) < 0 ||
 	    prep(p->db,
 		 "SELECT st.text, SUM(s.count) FROM samples s JOIN stacks st ON st.id = s.stack_id"
 		 " WHERE s.minute >= ?1 AND s.minute < ?2 AND (?3 = 0 OR s.pid = ?3)"
+		 " AND (?5 < 0 OR s.uid = ?5)"
 		 " GROUP BY s.stack_id",
 		 &p->st_sums) < 0 ||
 	    prep(p->db, "DELETE FROM samples WHERE minute < ?1", &p->st_expire_samples) < 0 ||
@@ -295,7 +301,8 @@ cleanup:
 
 int profile_add(struct profile_store *p, const struct profile_sample *smp)
 {
-	struct batch_key k = { .minute = smp->unix_s / 60, .pid = smp->pid, .tid = smp->tid };
+	struct batch_key k = { .minute = smp->unix_s / 60, .pid = smp->pid, .tid = smp->tid,
+			       .uid = smp->uid };
 	const char *comm = smp->comm ? smp->comm : "";
 	size_t comm_len = strnlen(comm, PROFILE_MAX_NAME), klen;
 	struct batch_val *v;
@@ -471,6 +478,7 @@ static int write_rows(struct profile_store *p, struct hmap *m, struct hmap_iter 
 		sqlite3_bind_int64(p->st_sample, 3, k.tid);
 		sqlite3_bind_int64(p->st_sample, 4, id);
 		sqlite3_bind_int64(p->st_sample, 5, (int64_t)v->count);
+		sqlite3_bind_int64(p->st_sample, 7, k.uid);
 		{
 			static const uint8_t none[PROFILE_SPAN_LEN];
 			bool has = memcmp(k.span, none, sizeof(none)) != 0;
@@ -623,6 +631,7 @@ static void bind_window(sqlite3_stmt *st, const struct profile_query *q)
 	sqlite3_bind_int64(st, 1, (int64_t)(q->since_s / 60));
 	sqlite3_bind_int64(st, 2, until);
 	sqlite3_bind_int64(st, 3, q->pid);
+	sqlite3_bind_int64(st, 5, q->scoped ? (int64_t)q->uid : -1);
 }
 
 static int window_total(struct profile_store *p, const struct profile_query *q, uint64_t *ret)

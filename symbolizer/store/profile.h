@@ -49,6 +49,7 @@ void profile_free(struct profile_store *p);
 struct profile_sample {
 	uint64_t unix_s;
 	uint32_t pid, tid;
+	uint32_t uid;        /* the process's owner (0: root's, admins only) */
 	const uint8_t *span; /* PROFILE_SPAN_LEN bytes, or NULL: in no span */
 	const char *comm;   /* thread name; sanitised here */
 	const char *frames; /* folded text without the comm (folded_push); may be "" */
@@ -90,11 +91,15 @@ bool profile_in_memory(const struct profile_store *p);
 int profile_expire(struct profile_store *p, uint64_t now_s);
 
 /* A window in unix seconds: a minute is included when it overlaps
- * [since_s, until_s). until_s 0: no upper bound. pid 0: all. */
+ * [since_s, until_s). until_s 0: no upper bound. pid 0: all. scoped:
+ * only samples of processes owned by uid (false, as zero-initialised:
+ * every uid's). */
 struct profile_query {
 	uint64_t since_s;
 	uint64_t until_s;
 	uint32_t pid;
+	bool scoped;
+	uint32_t uid;
 	uint32_t limit; /* 0: no limit */
 };
 

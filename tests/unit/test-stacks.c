@@ -358,6 +358,27 @@ static void test_stat(void **state)
 	assert_int_equal(proc_parse_stat("1 x S 0", 7, &ppid, &start), -EINVAL);
 }
 
+static void test_status_uid(void **state)
+{
+	const char *s = "Name:\tUid:\t7\t7\t7\t7\nUmask:\t0022\nState:\tS (sleeping)\n"
+			"Tgid:\t42\nUid:\t1000\t1000\t1000\t1000\nGid:\t100\t100\t100\t100\n";
+	const char *setuid = "Name:\tpasswd\nUid:\t1000\t0\t0\t0\nGid:\t1\t1\t1\t1\n";
+	uint32_t uid = 99;
+
+	(void)state;
+	/* A comm that looks like a Uid: line is not at a line start. */
+	assert_int_equal(proc_parse_status_uid(s, strlen(s), &uid), 0);
+	assert_int_equal(uid, 1000);
+	assert_int_equal(proc_parse_status_uid(setuid, strlen(setuid), &uid), 0);
+	assert_int_equal(uid, 0);
+	uid = 99;
+	assert_int_equal(proc_parse_status_uid("Name:\tx\n", 8, &uid), -EINVAL);
+	assert_int_equal(proc_parse_status_uid("Uid:\t1\t1\t1\n", 11, &uid), -EINVAL);
+	assert_int_equal(proc_parse_status_uid("Uid:\t1\t1\t1\tx\n", 13, &uid), -EINVAL);
+	assert_int_equal(proc_parse_status_uid("Uid:\t1\t1\t1\t99999999999\n", 23, &uid), -EINVAL);
+	assert_int_equal(uid, 99);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -368,6 +389,7 @@ int main(void)
 		cmocka_unit_test(test_table_grows),
 		cmocka_unit_test(test_maps_lines),
 		cmocka_unit_test(test_stat),
+		cmocka_unit_test(test_status_uid),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

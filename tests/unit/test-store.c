@@ -457,13 +457,40 @@ static void test_profile(void **state)
 	assert_int_equal(n, 1);
 	assert_int_equal(st[0].count, 10);
 
+	/* Owners: a scoped query sees only its uid's processes; everything
+	 * above was root's (uid 0). */
+	{
+		struct profile_sample smp = { .unix_s = t0 + 1203, .pid = 4, .tid = 4, .uid = 1000,
+					      .comm = "app;x", .frames = "main;m", .count = 5 };
+		struct profile_query mine = { .since_s = t0 + 1200, .scoped = true, .uid = 1000 };
+		struct profile_query roots = { .since_s = t0 + 1200, .scoped = true, .uid = 0 };
+		struct profile_query every = { .since_s = t0 + 1200 };
+		struct profile_top_entry *te = NULL;
+
+		assert_int_equal(profile_add(p, &smp), 0);
+		assert_int_equal(profile_folded(p, &mine, a, &st, &n, &total), 0);
+		assert_int_equal(n, 1);
+		assert_int_equal(total, 5);
+		assert_string_equal(st[0].text, "app:x;main;m");
+		assert_int_equal(profile_top(p, &mine, a, &te, &n, &total), 0);
+		assert_int_equal(total, 5);
+		assert_int_equal(n, 2);
+		memset(&seen, 0, sizeof(seen));
+		assert_int_equal(profile_rows(p, &mine, count_row, &seen), 0);
+		assert_int_equal(seen.total, 5);
+		assert_int_equal(profile_folded(p, &roots, a, &st, &n, &total), 0);
+		assert_int_equal(total, 10);
+		assert_int_equal(profile_folded(p, &every, a, &st, &n, &total), 0);
+		assert_int_equal(total, 15);
+	}
+
 	/* Retention: 60 minutes after pid 2's minute only nothing is left. */
 	assert_int_equal(profile_expire(p, t0 + 300 + 60 * 60 - 60), 0);
 	assert_int_equal(profile_folded(p, &all, a, &st, &n, &total), 0);
-	assert_int_equal(total, 4 + 10);
+	assert_int_equal(total, 4 + 10 + 5);
 	assert_int_equal(profile_expire(p, t0 + 300 + 61 * 60), 0);
 	assert_int_equal(profile_folded(p, &all, a, &st, &n, &total), 0);
-	assert_int_equal(total, 10);
+	assert_int_equal(total, 10 + 5);
 	assert_int_equal(profile_expire(p, t0 + 1200 + 61 * 60), 0);
 	assert_int_equal(profile_folded(p, &all, a, &st, &n, &total), 0);
 	assert_int_equal(total, 0);

@@ -1,0 +1,155 @@
+/* access.c - who sees what of the Symbols API (docs/security.md, roles):
+ * the one place that turns a call's peer into a scope and decides, for
+ * that scope, which processes' data and which files' analyses it may see.
+ * Handlers ask here and nowhere else.
+ *
+ * As perf_event_paranoid gives perf users: an admin (main.c's policy
+ * grants RPC_ROLE_ADMIN: root, the service user, --admin-group members,
+ * --tls-admin-name certificates) sees everything; any other client sees
+ * the samples, spans and processes of its own uid only, and the analysis
+ * of a file only when it could have read the file itself, or uploaded it.
+ *
+ * A file's owner and mode come from the sensors (ingest.proto
+ * Mapping.file_mode/uid/gid, the fstat of the descriptor the sensor
+ * hashed); which uids map it, from the ProcessUpdates that name it. The
+ * mode bits approximate "could read": directories on the way are not
+ * seen, so a file that is not world-readable also needs a process of the
+ * caller's own that maps it (which proves the caller reached it).
+ * Bounded: ACCESS_MAX_FILES files, ACCESS_MAX_UIDS mapping and uploading
+ * uids a file; past the bound a uid is not recorded (fails closed).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "service.h"
+
+#define ACCESS_MAX_FILES 200000u
+#define ACCESS_MAX_UIDS 16u
+
+struct file_acl {
+	bool has_meta;
+	uint32_t mode, uid, gid;
+	uint32_t mappers[ACCESS_MAX_UIDS];
+	uint8_t n_mappers;
+	uint32_t uploaders[ACCESS_MAX_UIDS];
+	uint8_t n_uploaders;
+};
+
+void access_scope_of(const struct rpc_call *call, struct access_scope *ret)
+{
+	struct rpc_peer peer;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->all = rpc_call_peer_is_admin(call);
+	rpc_call_peer_creds(call, &peer);
+	if (peer.transport == RPC_TRANSPORT_UNIX && peer.uid != UINT32_MAX) {
+		ret->has_uid = true;
+		ret->uid = peer.uid;
+		ret->gid = peer.gid;
+		ret->n_groups = peer.n_groups < RPC_PEER_MAX_GROUPS ? peer.n_groups
+								    : RPC_PEER_MAX_GROUPS;
+		memcpy(ret->groups, peer.groups, ret->n_groups * sizeof(ret->groups[0]));
+		ret->owner = peer.uid;
+	} else {
+		/* Certificate readers own no processes; their uploads are
+		 * theirs together (one CA, one identity). */
+		ret->uid = ACCESS_NO_UID;
+		ret->owner = ACCESS_TLS_OWNER;
+	}
+}
+
+bool access_sees_uid(const struct access_scope *sc, uint32_t uid)
+{
+	return sc->all || (sc->has_uid && sc->uid == uid);
+}
+
+void access_profile_query(const struct access_scope *sc, struct profile_query *q)
+{
+	q->scoped = !sc->all;
+	/* ACCESS_NO_UID: no process has it, so nothing matches. */
+	q->uid = sc->has_uid ? sc->uid : ACCESS_NO_UID;
+}
+
+static bool in_list(const uint32_t *v, size_t n, uint32_t x)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
+/* The file's mode bits for the scope, as the kernel's permission check
+ * picks the class: owner, else group, else other. */
+static bool mode_allows(const struct file_acl *f, const struct access_scope *sc)
+{
+	if (sc->has_uid && sc->uid == f->uid)
+		return f->mode & 0400;
+	if (sc->has_uid && (sc->gid == f->gid || in_list(sc->groups, sc->n_groups, f->gid)))
+		return f->mode & 0040;
+	return f->mode & 0004;
+}
+
+bool access_may_read_file(struct service *svc, const struct access_scope *sc,
+			  const struct fileid *id)
+{
+	const struct file_acl *f;
+
+	if (sc->all)
+		return true;
+	f = hmap_get(svc->file_acl, id, sizeof(*id));
+	if (!f)
+		return false;
+	if (in_list(f->uploaders, f->n_uploaders, sc->owner))
+		return true;
+	if (!f->has_meta || !mode_allows(f, sc))
+		return false;
+	return (f->mode & 0004) || (sc->has_uid && in_list(f->mappers, f->n_mappers, sc->uid));
+}
+
+static struct file_acl *acl_get(struct service *svc, const struct fileid *id)
+{
+	struct file_acl *f = hmap_get(svc->file_acl, id, sizeof(*id));
+
+	if (f || hmap_count(svc->file_acl) >= ACCESS_MAX_FILES)
+		return f;
+	f = calloc(1, sizeof(*f));
+	if (f && hmap_put(svc->file_acl, id, sizeof(*id), f, NULL) < 0) {
+		free(f);
+		f = NULL;
+	}
+	return f;
+}
+
+static void add_uid(uint32_t *v, uint8_t *n, uint32_t uid)
+{
+	if (!in_list(v, *n, uid) && *n < ACCESS_MAX_UIDS)
+		v[(*n)++] = uid;
+}
+
+void access_note_mapping(struct service *svc, const struct fileid *id, uint32_t mode,
+			 uint32_t file_uid, uint32_t file_gid, uint32_t proc_uid)
+{
+	struct file_acl *f = acl_get(svc, id);
+
+	if (!f)
+		return;
+	/* All zero: a sensor that does not report owners (older), or a
+	 * root-owned file with mode 0; either way no reader but admins. The
+	 * newest report wins (a chmod shows at the next registration). */
+	if (mode || file_uid || file_gid) {
+		f->has_meta = true;
+		f->mode = mode & 07777;
+		f->uid = file_uid;
+		f->gid = file_gid;
+	}
+	add_uid(f->mappers, &f->n_mappers, proc_uid);
+}
+
+void access_note_upload(struct service *svc, const struct fileid *id,
+			const struct access_scope *sc)
+{
+	struct file_acl *f = acl_get(svc, id);
+
+	if (f)
+		add_uid(f->uploaders, &f->n_uploaders, sc->owner);
+}
