@@ -71,3 +71,281 @@ def test_invalid_utf8_thread_name(tmp_path):
             sensor.stop()
         if sym:
             sym.stop()
+
+
+CLIENT_USER = "sondeclient27"
+
+
+@pytest.fixture
+def client_user():
+    """A local user in the symbolizer's socket group (the group
+    deploy/systemd/README.md tells clients to join), removed afterwards."""
+    subprocess.run(["userdel", CLIENT_USER], capture_output=True)
+    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", "-G", "sonde", CLIENT_USER],
+                   check=True)
+    try:
+        yield pwd.getpwnam(CLIENT_USER)
+    finally:
+        subprocess.run(["userdel", CLIENT_USER], capture_output=True)
+
+
+def run_as(pw, code, tmp):
+    """Runs python code as pw with its groups, with the generated stubs
+    copied where pw can read them; returns the CompletedProcess."""
+    stubs = tmp / "stubs"
+    if not stubs.exists():
+        stubs.mkdir(mode=0o755)
+        for f in pathlib.Path(symbols_pb2.__file__).parent.glob("*_pb2*.py"):
+            shutil.copy(f, stubs / f.name)
+        for f in stubs.iterdir():
+            f.chmod(0o644)
+    return subprocess.run([sys.executable, "-c", code], user=pw.pw_uid, group=pw.pw_gid,
+                          extra_groups=os.getgrouplist(pw.pw_name, pw.pw_gid), capture_output=True,
+                          text=True, timeout=60, cwd="/", env={"PYTHONPATH": str(stubs)})
+
+
+def start_symbolizer(tmp, sock, cache, *extra, umask=None, wrapper=()):
+    """A sonde-symbolizer as the test launches it (optionally under a
+    wrapper and a umask); returns (Popen, log path)."""
+    log = tmp / f"symbolizer.{time.monotonic_ns()}.log"
+    old = os.umask(umask) if umask is not None else None
+    try:
+        with open(log, "w") as f:
+            p = subprocess.Popen([*wrapper, str(SYMBOLIZER), "--listen", f"unix:{sock}", "--cache", str(cache),
+                                  "--user", "sonde", *extra], stdout=f, stderr=subprocess.STDOUT)
+    finally:
+        if old is not None:
+            os.umask(old)
+    return p, log
+
+
+def wait_answers(p, log, sock):
+    channel = grpc.insecure_channel(f"unix:{sock}")
+    stub = symbols_pb2_grpc.SymbolsStub(channel)
+
+    def up():
+        assert p.poll() is None, log.read_text()
+        try:
+            stub.Status(symbols_pb2.StatusRequest(), timeout=1)
+            return True
+        except grpc.RpcError:
+            return False
+    try:
+        wait_for(up, 15, "the symbolizer to answer")
+    except BaseException:
+        channel.close()
+        raise
+    return channel, stub
+
+
+def stop(p):
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def test_store_private_to_service_user(tmp_path, client_user):
+    """The cache and the profile store are the service user's alone: with
+    a umask of 000, in a directory laid out as the systemd unit lays it
+    out (a root-owned CacheDirectory, 0711, and the symbolizer's own
+    subdirectory), and with an older store's 0750 directory and 0644 file
+    already there, a member of the socket group cannot open cache.db or
+    the profile database (EACCES), while the Symbols API still answers it.
+    Before the fix the directories were 0750 and the files 0644: the
+    group member read every profile from disk."""
+    sonde = pwd.getpwnam("sonde")
+    cache_root = tmp_path / "var-cache-sonde"      # CacheDirectory=sonde: root's
+    cache_root.mkdir()
+    cache_root.chmod(0o711)
+    cache = cache_root / "symbolizer" / "cache.db"
+    store = tmp_path / "store"                     # an older store
+    store.mkdir()
+    (store / "profiles.db").write_bytes(b"")
+    os.chown(store / "profiles.db", sonde.pw_uid, sonde.pw_gid)
+    (store / "profiles.db").chmod(0o644)
+    os.chown(store, sonde.pw_uid, sonde.pw_gid)
+    store.chmod(0o750)
+    sock = tmp_path / "s.sock"
+    # The capabilities the systemd unit leaves it (CapabilityBoundingSet=).
+    unit_caps = ["setpriv", "--bounding-set=-all,+chown,+fowner,+setuid,+setgid,+setpcap", "--inh-caps=-all"]
+    for start in range(2):  # creating the directory, then finding it
+        p, log = start_symbolizer(tmp_path, sock, cache, "--client-group", "sonde",
+                                  "--profiles", str(store / "profiles.db"), umask=0, wrapper=unit_caps)
+        try:
+            channel, stub = wait_answers(p, log, sock)
+            stub.Folded(symbols_pb2.ProfileQuery(), timeout=10)  # the store flushes before a query
+            channel.close()
+        finally:
+            if start == 0:
+                stop(p)
+    try:
+        code = f"""
+import errno
+for path in ({str(cache)!r}, {str(store / 'profiles.db')!r}):
+    try:
+        open(path, 'rb').read(16)
+        print('READ', path)
+    except PermissionError as e:
+        print('EACCES' if e.errno == errno.EACCES else e, path)
+import grpc, symbols_pb2, symbols_pb2_grpc
+ch = grpc.insecure_channel('unix:{sock}')
+r = symbols_pb2_grpc.SymbolsStub(ch).Status(symbols_pb2.StatusRequest(), timeout=10)
+print('status ok')
+"""
+        r = run_as(client_user, code, tmp_path)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert r.stdout.count("EACCES") == 2 and "READ" not in r.stdout, r.stdout
+        assert "status ok" in r.stdout, r.stdout
+        for d in (cache.parent, store):
+            st = d.stat()
+            assert st.st_uid == sonde.pw_uid and st.st_mode & 0o777 == 0o700, (d, oct(st.st_mode))
+        files = list(cache.parent.iterdir()) + list(store.iterdir())
+        assert {"cache.db", "profiles.db"} <= {f.name for f in files}, files
+        for f in files:
+            st = f.lstat()
+            assert st.st_uid == sonde.pw_uid and st.st_mode & 0o077 == 0, (f, oct(st.st_mode))
+    finally:
+        stop(p)
+
+
+NO_LANDLOCK_C = r"""
+/* Runs argv[1..] with landlock_create_ruleset answering ENOSYS, as on a
+ * kernel without Landlock. */
+#include <errno.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+	scmp_filter_ctx c = seccomp_init(SCMP_ACT_ALLOW);
+
+	if (argc < 2 || !c ||
+	    seccomp_rule_add(c, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(landlock_create_ruleset), 0) < 0 ||
+	    seccomp_load(c) < 0) {
+		fprintf(stderr, "no-landlock: cannot install the filter\n");
+		return 126;
+	}
+	execv(argv[1], argv + 1);
+	perror("no-landlock: execv");
+	return 127;
+}
+"""
+
+
+@pytest.fixture
+def no_landlock(tmp_path):
+    src = tmp_path / "no-landlock.c"
+    src.write_text(NO_LANDLOCK_C)
+    exe = tmp_path / "no-landlock"
+    subprocess.run(["cc", "-O2", "-o", str(exe), str(src), "-lseccomp"], check=True)
+    # Landlock is really gone under the wrapper.
+    probe = subprocess.run([str(exe), str(SYMBOLIZER), "--listen", f"unix:{tmp_path}/p.sock", "--cache",
+                            str(tmp_path / "p" / "c.db"), "--print-policy"], capture_output=True, text=True)
+    assert "landlock: unavailable (Function not implemented)" in probe.stdout, probe.stdout + probe.stderr
+    return exe
+
+
+def test_landlock_missing_fails_closed(tmp_path, no_landlock):
+    """Without Landlock the symbolizer refuses to start (before the fix
+    it only warned and ran), says why, and starts with
+    --allow-unsandboxed. `sonde record` passes no such flag: it fails
+    closed too."""
+    sock = tmp_path / "s.sock"
+    cache = tmp_path / "cache" / "cache.db"
+    p, log = start_symbolizer(tmp_path, sock, cache, wrapper=[str(no_landlock)])
+    try:
+        rc = p.wait(30)
+    finally:
+        stop(p)
+    text = log.read_text()
+    assert rc != 0, text
+    assert "Landlock is not available" in text and "--allow-unsandboxed" in text, text
+    assert not sock.exists() or not wait_answers_quiet(sock)
+
+    p, log = start_symbolizer(tmp_path, sock, cache, "--allow-unsandboxed", wrapper=[str(no_landlock)])
+    try:
+        channel, stub = wait_answers(p, log, sock)
+        stub.Status(symbols_pb2.StatusRequest(), timeout=10)
+        channel.close()
+        assert "--allow-unsandboxed: files are guarded by the uid and seccomp only" in log.read_text()
+    finally:
+        stop(p)
+    # The old opt-in is still accepted (a no-op now) and refuses too.
+    p, log = start_symbolizer(tmp_path, sock, cache, "--require-sandbox", wrapper=[str(no_landlock)])
+    try:
+        assert p.wait(30) != 0, log.read_text()
+    finally:
+        stop(p)
+    # sonde record under the same wrapper: the symbolizer it starts
+    # inherits the filter and refuses; record fails.
+    r = subprocess.run([str(no_landlock), str(BUILD / "cli" / "sonde"), "record", "-o", str(tmp_path / "out.folded"),
+                        "--", "true"], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0, r.stdout + r.stderr
+
+
+def wait_answers_quiet(sock):
+    try:
+        with grpc.insecure_channel(f"unix:{sock}") as ch:
+            symbols_pb2_grpc.SymbolsStub(ch).Status(symbols_pb2.StatusRequest(), timeout=1)
+            return True
+    except grpc.RpcError:
+        return False
+
+
+def test_cache_setup_follows_no_symlink(tmp_path):
+    """Root hands the database directory and files to the service user
+    without following symlinks. Planted in the user's own cache directory
+    (what a compromised symbolizer could do before a restart), cache.db-wal
+    and cache.db-shm are symlinks to root-owned 0600 files: the symbolizer
+    refuses to start and the files keep their owner and mode (before the
+    fix root chown'ed them to sonde). A cache directory that is itself a
+    symlink, or that belongs to another user, is refused."""
+    sonde = pwd.getpwnam("sonde")
+    victims = []
+    for name in ("victim-wal", "victim-shm"):
+        v = tmp_path / name
+        v.write_text("root's secret\n")
+        v.chmod(0o600)
+        victims.append(v)
+    d = tmp_path / "cache"
+    d.mkdir()
+    os.chown(d, sonde.pw_uid, sonde.pw_gid)
+    d.chmod(0o700)
+    (d / "cache.db-wal").symlink_to(victims[0])
+    (d / "cache.db-shm").symlink_to(victims[1])
+    sock = tmp_path / "s.sock"
+    p, log = start_symbolizer(tmp_path, sock, d / "cache.db")
+    try:
+        rc = p.wait(30)
+    finally:
+        stop(p)
+    for v in victims:
+        st = v.stat()
+        assert st.st_uid == 0 and st.st_gid == 0 and st.st_mode & 0o7777 == 0o600, (v, st)
+    assert rc != 0 and "a symlink: refusing" in log.read_text(), log.read_text()
+
+    # The directory itself a symlink (to a directory of the user's).
+    real = tmp_path / "real"
+    real.mkdir()
+    os.chown(real, sonde.pw_uid, sonde.pw_gid)
+    (tmp_path / "link").symlink_to(real)
+    p, log = start_symbolizer(tmp_path, sock, tmp_path / "link" / "cache.db")
+    try:
+        rc = p.wait(30)
+    finally:
+        stop(p)
+    assert rc != 0 and "symlink is refused" in log.read_text(), log.read_text()
+    # A directory of another user (nobody).
+    other = tmp_path / "other"
+    other.mkdir()
+    os.chown(other, 65534, 65534)
+    p, log = start_symbolizer(tmp_path, sock, other / "cache.db")
+    try:
+        rc = p.wait(30)
+    finally:
+        stop(p)
+    assert rc != 0 and "neither root nor sonde" in log.read_text(), log.read_text()
