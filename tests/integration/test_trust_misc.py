@@ -349,3 +349,82 @@ def test_cache_setup_follows_no_symlink(tmp_path):
     finally:
         stop(p)
     assert rc != 0 and "neither root nor sonde" in log.read_text(), log.read_text()
+
+
+class RawSensor:
+    """The Ingest stream with messages as bytes: a compromised or old
+    sensor can put any bytes in a protobuf string, which grpcio would not
+    serialize from Python. Placeholders of the same length are swapped
+    for the bytes after serializing."""
+
+    def __init__(self, address):
+        import queue
+        import threading
+        from conftest import ingest_pb2
+        self.pb = ingest_pb2
+        self.channel = grpc.insecure_channel(address)
+        self.q = queue.Queue()
+        call = self.channel.stream_stream("/sonde.v1.Ingest/Connect", request_serializer=lambda b: b,
+                                          response_deserializer=ingest_pb2.SymbolizerMessage.FromString)
+        self.responses = call(iter(self.q.get, None))
+        self.welcome = threading.Event()
+        self.error = None
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        try:
+            for m in self.responses:
+                if m.HasField("welcome"):
+                    self.welcome.set()
+        except grpc.RpcError as e:
+            self.error = e
+
+    def send(self, raw_swaps=(), **kind):
+        data = self.pb.SensorMessage(**kind).SerializeToString()
+        for placeholder, raw in raw_swaps:
+            assert len(placeholder) == len(raw) and data.count(placeholder) == 1
+            data = data.replace(placeholder, raw)
+        self.q.put(data)
+
+    def close(self):
+        self.q.put(None)
+        self.responses.cancel()
+        self.channel.close()
+
+
+def test_symbolizer_escapes_what_a_sensor_sends(symbolizer):
+    """The symbolizer does not trust the sensor to have escaped names: a
+    sensor that sends a process name, exe path, OTEL_SERVICE_NAME and a
+    thread name with invalid UTF-8 (bytes swapped in after serializing)
+    does not break python3-grpcio's Folded, Top, Pprof or Status (before
+    the fix Folded failed with "Exception deserializing response")."""
+    pb = None
+    s = RawSensor(symbolizer.address)
+    try:
+        pb = s.pb
+        s.send(hello=pb.Hello(protocol_version=1, sensor_version="raw", hostname="raw", frequency_hz=19))
+        assert s.welcome.wait(10), f"no Welcome: {s.error}"
+        pid = 4242
+        s.send(process=pb.ProcessUpdate(pid=pid, comm="QQQQQQ", exe_path="/opt/EEEEEE/app",
+                                        otel_service_name="SSSSSS"),
+               raw_swaps=[(b"QQQQQQ", b"\xff\xfeab\xc0\xaf"), (b"EEEEEE", b"\xe2\x82x\xf8yz"),
+                          (b"SSSSSS", b"svc\xed\xa0\x80")])
+        now = time.time_ns()
+        s.send(stacks=pb.StackBatch(
+            stacks=[pb.StackDef(id=1, user=[pb.Frame(address=0x1234)])],
+            samples=[pb.SampleCount(stack_id=1, pid=pid, tid=pid + 1, count=7, first_unix_ns=now,
+                                    last_unix_ns=now, comm="RRRRRR")]),
+            raw_swaps=[(b"RRRRRR", b"t\xf4\x90\x80\x80h")])
+        q = symbols_pb2.ProfileQuery(pid=pid)
+        wait_for(lambda: symbolizer.symbols.Folded(q, timeout=10).total_samples >= 7, 20,
+                 "the raw sensor's samples")
+        folded = symbolizer.symbols.Folded(q, timeout=10)
+        names = {st.comm for st in folded.stacks} | {st.frames[0] for st in folded.stacks}
+        assert any("\\xff\\xfeab\\xc0\\xaf" in n or "t\\xf4\\x90\\x80\\x80h" in n for n in names), names
+        symbolizer.symbols.Top(q, timeout=10)
+        symbolizer.symbols.Pprof(q, timeout=10)
+        symbolizer.symbols.Folded(symbols_pb2.ProfileQuery(), timeout=10)
+        symbolizer.status()
+        assert s.error is None, s.error
+    finally:
+        s.close()
