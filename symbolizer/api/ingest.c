@@ -162,6 +162,14 @@ struct session *session_next(const struct session *s)
 	return s->next;
 }
 
+/* Copies text a target or a sensor chose (NULL: "") into dst (cap bytes) as valid
+ * UTF-8 (common/utf8.h): the sensor is not trusted to have escaped it. */
+static void text_copy(char *dst, size_t cap, const char *src)
+{
+	src = src ? src : "";
+	utf8_escape(dst, cap, src, strnlen(src, 4 * cap));
+}
+
 static void process_free(void *p)
 {
 	struct process *pr = p;
@@ -938,7 +946,8 @@ static int on_hello(struct session *s, const Sonde__V1__Hello *h)
 		return -EINVAL;
 	}
 	s->hello = true;
-	snprintf(s->hostname, sizeof(s->hostname), "%.100s", h->hostname ? h->hostname : "");
+	/* Exported as host.name and shown to clients: valid UTF-8 too. */
+	text_copy(s->hostname, 101, h->hostname);
 	s->frequency_hz = h->frequency_hz;
 	for (char *p = s->hostname; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
@@ -956,14 +965,6 @@ static int on_hello(struct session *s, const Sonde__V1__Hello *h)
 		return -EPIPE;
 	}
 	return 0;
-}
-
-/* Copies text a target chose (NULL: "") into dst (cap bytes) as valid
- * UTF-8 (common/utf8.h): the sensor is not trusted to have escaped it. */
-static void text_copy(char *dst, size_t cap, const char *src)
-{
-	src = src ? src : "";
-	utf8_escape(dst, cap, src, strnlen(src, 4 * cap));
 }
 
 static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
