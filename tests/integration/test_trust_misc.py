@@ -428,3 +428,54 @@ def test_symbolizer_escapes_what_a_sensor_sends(symbolizer):
         assert s.error is None, s.error
     finally:
         s.close()
+
+
+def test_sensor_sends_valid_utf8(tmp_path):
+    """The sensor escapes before packing: a minimal Ingest server keeps
+    every message the real sensor sends about the badly named burner as
+    bytes, and python-protobuf (which rejects invalid UTF-8 in a string
+    field) parses them all; the ProcessUpdate and SampleCount carry the
+    escaped name."""
+    from concurrent import futures
+    from conftest import ingest_pb2
+    raw_msgs = []
+
+    def connect(request_iterator, context):
+        for raw in request_iterator:
+            raw_msgs.append(raw)
+            if len(raw_msgs) == 1:
+                yield ingest_pb2.SymbolizerMessage(welcome=ingest_pb2.Welcome(
+                    protocol_version=1, max_message_bytes=16 << 20, max_read_bytes=4 << 20))
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("sonde.v1.Ingest", {
+        "Connect": grpc.stream_stream_rpc_method_handler(
+            connect, request_deserializer=lambda b: b,
+            response_serializer=ingest_pb2.SymbolizerMessage.SerializeToString)}),))
+    sock = tmp_path / "ingest.sock"
+    server.add_insecure_port(f"unix:{sock}")
+    server.start()
+    burner = subprocess.Popen([sys.executable, "-c", BURNER], stdout=subprocess.PIPE, text=True)
+    sensor = None
+    try:
+        assert burner.stdout.readline().strip() == "ready"
+        sensor = Sensor(tmp_path, f"unix:{sock}", ["--pid", str(burner.pid), "--frequency", "99"])
+
+        def seen():
+            comms = set()
+            for raw in list(raw_msgs):
+                m = ingest_pb2.SensorMessage.FromString(raw)  # DecodeError on invalid UTF-8
+                if m.HasField("process") and m.process.pid == burner.pid:
+                    comms.add(("process", m.process.comm))
+                if m.HasField("stacks"):
+                    comms |= {("sample", s.comm) for s in m.stacks.samples if s.pid == burner.pid}
+            return comms if {k for k, _ in comms} == {"process", "sample"} else None
+        comms = wait_for(seen, 60, "a ProcessUpdate and samples of the burner")
+        want = BAD_ESCAPED[:len("\\xff\\xfesonde\\xc0\\xafx\\xed\\xa0")]
+        assert all(c.startswith(want) for _, c in comms), comms
+    finally:
+        burner.kill()
+        burner.wait()
+        if sensor:
+            sensor.stop()
+        server.stop(0)
