@@ -1,13 +1,12 @@
 """Issue 27, the smaller holes: target text that is not UTF-8 (hole 7),
-the store private to the service user (hole 5), Landlock failing closed,
-socket and cache set-up that follows no symlink, and the deployment files
-(hole 8). Real services, real processes, Debian's python3-grpcio."""
-import ctypes
+the store private to the service user (hole 5), Landlock failing closed
+and socket and cache set-up that follows no symlink (hole 8; the
+deployment files are checked in test_security.py). Real services, real
+processes, Debian's python3-grpcio."""
 import grpc
 import os
 import pathlib
 import pwd
-import grp
 import shutil
 import subprocess
 import sys
@@ -15,8 +14,7 @@ import time
 
 import pytest
 
-from conftest import (SYMBOLIZER, SENSOR, SRC, BUILD, Symbolizer, Sensor, make_tmp, wait_for,
-                      symbols_pb2, symbols_pb2_grpc)
+from conftest import BUILD, SYMBOLIZER, Sensor, Symbolizer, symbols_pb2, symbols_pb2_grpc, wait_for
 
 # A process whose name is not UTF-8: prctl(PR_SET_NAME) takes any bytes,
 # and the kernel shows them as they are in comm and /proc/PID/status.
