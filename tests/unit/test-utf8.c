@@ -101,6 +101,36 @@ static void test_bounded(void **state)
 	free(dup);
 }
 
+/* Random bytes, weighted towards UTF-8 lead and continuation bytes: the
+ * escape is always valid UTF-8, within its buffer, a prefix of the
+ * unbounded escape, and unchanged by a second pass. */
+static void test_random(void **state)
+{
+	static const uint8_t pick[] = { 0x00, 0x41, 0x5c, 0x78, 0x7f, 0x80, 0xbf, 0xc0, 0xc2,
+					0xdf, 0xe0, 0xed, 0xef, 0xf0, 0xf4, 0xf5, 0xff };
+	char in[24], out[64], full[24 * 4 + 1], again[64];
+	unsigned seed = 27;
+
+	(void)state;
+	for (int round = 0; round < 200000; round++) {
+		size_t n = (size_t)(rand_r(&seed) % sizeof(in)), cap = 1 + (size_t)(rand_r(&seed) % sizeof(out));
+		size_t len, full_len;
+
+		for (size_t i = 0; i < n; i++)
+			in[i] = (char)(rand_r(&seed) % 3 ? pick[rand_r(&seed) % sizeof(pick)]
+							  : rand_r(&seed) % 256);
+		len = utf8_escape(out, cap, in, n);
+		assert_true(len < cap);
+		assert_int_equal(strlen(out), len);
+		assert_true(utf8_valid(out, len));
+		full_len = utf8_escape(full, sizeof(full), in, n);
+		assert_int_equal(full_len, utf8_escaped_len(in, n));
+		assert_memory_equal(out, full, len);
+		assert_int_equal(utf8_escape(again, sizeof(again), out, len), len);
+		assert_string_equal(again, out);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -108,6 +138,7 @@ int main(void)
 		cmocka_unit_test(test_invalid_escaped),
 		cmocka_unit_test(test_idempotent),
 		cmocka_unit_test(test_bounded),
+		cmocka_unit_test(test_random),
 	};
 
 	return cmocka_run_group_tests_name("utf8", tests, NULL, NULL);
