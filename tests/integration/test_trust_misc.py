@@ -477,3 +477,76 @@ def test_sensor_sends_valid_utf8(tmp_path):
         if sensor:
             sensor.stop()
         server.stop(0)
+
+
+SWAP_SHIM_C = r"""
+/* LD_PRELOAD: the first time the symbolizer names SWAP_PATH in a
+ * chown/chmod/fstatat/fchownat call, move the socket there aside and put a
+ * symlink to SWAP_VICTIM in its place: the race a user who can write the
+ * socket's directory would run, made deterministic. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void swap(const char *path)
+{
+	static int done;
+	const char *target = getenv("SWAP_PATH"), *victim = getenv("SWAP_VICTIM");
+	char aside[4200];
+
+	if (done || !target || !victim || !path || strcmp(path, target))
+		return;
+	done = 1;
+	snprintf(aside, sizeof(aside), "%s.aside", path);
+	if (rename(path, aside) == 0 && symlink(victim, path) == 0)
+		fprintf(stderr, "swap-shim: %s is now a symlink to %s\n", path, victim);
+}
+
+#define NEXT(name, type) ((type)dlsym(RTLD_NEXT, name))
+int chown(const char *p, uid_t u, gid_t g)
+{ swap(p); return NEXT("chown", int (*)(const char *, uid_t, gid_t))(p, u, g); }
+int chmod(const char *p, mode_t m)
+{ swap(p); return NEXT("chmod", int (*)(const char *, mode_t))(p, m); }
+int fchownat(int d, const char *p, uid_t u, gid_t g, int f)
+{ swap(p); return NEXT("fchownat", int (*)(int, const char *, uid_t, gid_t, int))(d, p, u, g, f); }
+int fstatat(int d, const char *p, struct stat *st, int f)
+{ swap(p); return NEXT("fstatat", int (*)(int, const char *, struct stat *, int))(d, p, st, f); }
+int fstatat64(int d, const char *p, struct stat64 *st, int f)
+{ swap(p); return NEXT("fstatat64", int (*)(int, const char *, struct stat64 *, int))(d, p, st, f); }
+"""
+
+
+def test_socket_setup_follows_no_symlink(tmp_path):
+    """Root gives the socket its group without following a symlink: when
+    the socket is swapped for a symlink to a root-owned 0600 file just
+    before that step (an LD_PRELOAD shim runs the race deterministically),
+    the file keeps its owner, group and mode and the symbolizer refuses to
+    start. Before the fix root's chown() and chmod() followed the link:
+    the file became group sonde, mode 0660."""
+    src = tmp_path / "swap.c"
+    src.write_text(SWAP_SHIM_C)
+    shim = tmp_path / "swap.so"
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(shim), str(src), "-ldl"], check=True)
+    victim = tmp_path / "victim"
+    victim.write_text("root's secret\n")
+    victim.chmod(0o600)
+    sock = tmp_path / "s.sock"
+    log = tmp_path / "swap.log"
+    env = dict(os.environ, LD_PRELOAD=str(shim), SWAP_PATH=str(sock), SWAP_VICTIM=str(victim))
+    with open(log, "w") as f:
+        p = subprocess.Popen([str(SYMBOLIZER), "--listen", f"unix:{sock}", "--cache", str(tmp_path / "c" / "c.db"),
+                              "--user", "sonde"], stdout=f, stderr=subprocess.STDOUT, env=env)
+    try:
+        wait_for(lambda: "is now a symlink" in log.read_text(), 15, "the shim to swap the socket")
+        wait_for(lambda: p.poll() is not None or "listening on" in log.read_text(), 15,
+                 "the symbolizer to stop or listen")
+        rc = p.poll()
+    finally:
+        stop(p)
+    st = victim.stat()
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (0, 0, 0o600), (oct(st.st_mode), st.st_gid)
+    assert rc not in (None, 0) and "no longer the socket bound there" in log.read_text(), log.read_text()
