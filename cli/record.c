@@ -62,7 +62,7 @@ static const char help[] =
 	"                   (-o may be given up to 4 times, one file per format)\n"
 	"  -F HZ            samples per second per CPU (default 19)\n"
 	"  -n N             rows of the top table (default 20)\n"
-	"  --cache PATH     symbolizer cache (default $SONDE_CACHE or /var/cache/sonde/cache.db)\n"
+	"  --cache PATH     symbolizer cache (default $SONDE_CACHE or /var/cache/sonde/symbolizer/cache.db)\n"
 	"  --user NAME      user the symbolizer runs as (default sonde)\n"
 	"  -v, --verbose    show the services' logs\n"
 	"With CMD, sonde record exits with CMD's exit status.\n";
@@ -164,7 +164,7 @@ static int parse_args(int argc, char **argv)
 	if (!env.cache)
 		env.cache = getenv("SONDE_CACHE");
 	if (!env.cache || !*env.cache)
-		env.cache = "/var/cache/sonde/cache.db";
+		env.cache = "/var/cache/sonde/symbolizer/cache.db";
 	return 0;
 }
 
@@ -421,10 +421,16 @@ int cmd_record(int argc, char **argv)
 				env.user, env.user);
 			goto cleanup;
 		}
-		if (chown(dir, pw->pw_uid, pw->pw_gid) < 0) {
+		/* Through an fd opened without following a symlink. */
+		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (dfd < 0 || fchown(dfd, pw->pw_uid, pw->pw_gid) < 0) {
 			fprintf(stderr, "sonde record: cannot chown %s: %s\n", dir, strerror(errno));
+			if (dfd >= 0)
+				close(dfd);
 			goto cleanup;
 		}
+		close(dfd);
 	}
 	snprintf(sock, sizeof(sock), "%s/symbolizer.sock", dir);
 	snprintf(address, sizeof(address), "unix:%s", sock);

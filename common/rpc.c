@@ -1172,6 +1172,7 @@ fail_early:
 static int unix_listen(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	mode_t old_mask;
 	int fd, err;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
@@ -1187,8 +1188,12 @@ static int unix_listen(const char *path)
 		if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
 			unlink(path);
 	}
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0660) < 0 ||
-	    listen(fd, 128) < 0) {
+	/* The mode comes from the umask at bind(): a chmod(path) after it,
+	 * as root, would follow a symlink put in the socket's place. */
+	old_mask = umask(0117);
+	err = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old_mask);
+	if (err < 0 || listen(fd, 128) < 0) {
 		err = -errno;
 		close(fd);
 		return err;
@@ -1371,14 +1376,6 @@ int rpc_server_listen(struct rpc_server *s, const char *addr, int *ret_port)
 		}
 		log_debug("cannot listen on %s", addr);
 		goto cleanup;
-	}
-	if (path) {
-		/* Group access only: the socket's group is who may connect. */
-		if (chmod(path, 0660) < 0) {
-			err = -errno;
-			goto cleanup;
-		}
-		port = 0;
 	}
 	if (ret_port)
 		*ret_port = port;

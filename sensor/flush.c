@@ -1,14 +1,37 @@
 /* flush.c - protobuf-c message building. Messages point into the sensor's
  * own state (borrowed) and are written before that state changes. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "flush.h"
 #include "cpython.h"
 #include "uplink.h"
+#include "utf8.h"
 
 #define BATCH_MAX_ENTRIES 2000
+/* A path or cgroup escaped for the wire is cut here: the symbolizer
+ * refuses longer paths (SESSION_MAX_PATH). */
+#define FLUSH_MAX_TEXT 4096
+/* A comm (15 bytes) with every byte escaped as "\xNN", and its NUL. */
+#define FLUSH_COMM_ESCAPED (4 * 15 + 1)
+
+/* Text a target chose (names, paths) goes into protobuf string fields,
+ * which clients' decoders reject unless valid UTF-8 (common/utf8.h):
+ * s itself when it is valid, else an escaped copy of at most max bytes,
+ * kept in owned[*n_owned] for the caller to free. NULL on out of memory. */
+static char *flush_text(const char *s, size_t max, char **owned, size_t *n_owned)
+{
+	char *e;
+
+	if (utf8_valid(s, strlen(s)))
+		return (char *)s;
+	e = utf8_escape_dup(s, max);
+	if (e)
+		owned[(*n_owned)++] = e;
+	return e;
+}
 
 static int send_process(const struct proc *pr, void *ctx)
 {
@@ -19,16 +42,18 @@ static int send_process(const struct proc *pr, void *ctx)
 	Sonde__V1__SensorMessage msg = SONDE__V1__SENSOR_MESSAGE__INIT;
 	Sonde__V1__ProcessUpdate up = SONDE__V1__PROCESS_UPDATE__INIT;
 	Sonde__V1__Mapping *maps = NULL, **ptrs = NULL;
-	int r;
+	char **owned = NULL; /* escaped copies: one per mapping, 4 more */
+	size_t n_owned = 0;
+	int r = -ENOMEM;
 
+	owned = calloc(pr->n_maps + 4, sizeof(*owned));
+	if (!owned)
+		goto cleanup;
 	if (pr->n_maps) {
 		maps = calloc(pr->n_maps, sizeof(*maps));
 		ptrs = calloc(pr->n_maps, sizeof(*ptrs));
-		if (!maps || !ptrs) {
-			free(maps);
-			free(ptrs);
-			return -ENOMEM;
-		}
+		if (!maps || !ptrs)
+			goto cleanup;
 	}
 	for (size_t i = 0; i < pr->n_maps; i++) {
 		const struct proc_mapping *m = &pr->maps[i];
@@ -37,7 +62,9 @@ static int send_process(const struct proc *pr, void *ctx)
 		maps[i].start = m->start;
 		maps[i].end = m->end;
 		maps[i].file_offset = m->offset;
-		maps[i].path = m->path;
+		maps[i].path = m->path ? flush_text(m->path, FLUSH_MAX_TEXT, owned, &n_owned) : NULL;
+		if (m->path && !maps[i].path)
+			goto cleanup;
 		maps[i].executable = 1;
 		if (m->file) {
 			maps[i].file_id.data = (uint8_t *)m->info.id.bytes;
@@ -50,11 +77,14 @@ static int send_process(const struct proc *pr, void *ctx)
 		ptrs[i] = &maps[i];
 	}
 	up.pid = pr->pid;
-	up.comm = (char *)pr->comm;
-	up.exe_path = pr->exe ? pr->exe : "";
+	up.comm = flush_text(pr->comm, FLUSH_COMM_ESCAPED - 1, owned, &n_owned);
+	up.exe_path = flush_text(pr->exe ? pr->exe : "", FLUSH_MAX_TEXT, owned, &n_owned);
 	up.start_time_ticks = pr->start_ticks;
-	up.cgroup = pr->cgroup ? pr->cgroup : "";
-	up.otel_service_name = (char *)pr->otel_service_name;
+	up.cgroup = flush_text(pr->cgroup ? pr->cgroup : "", FLUSH_MAX_TEXT, owned, &n_owned);
+	up.otel_service_name = flush_text(pr->otel_service_name, sizeof(pr->otel_service_name) - 1,
+					  owned, &n_owned);
+	if (!up.comm || !up.exe_path || !up.cgroup || !up.otel_service_name)
+		goto cleanup;
 	up.uid = pr->uid;
 	up.n_mappings = pr->n_maps;
 	up.mappings = ptrs;
@@ -64,6 +94,10 @@ static int send_process(const struct proc *pr, void *ctx)
 	 * (sensor_flush_new_processes), and a hinted write would wait in
 	 * gRPC until the next flush, delaying the process's unwind tables. */
 	r = uplink_send(c->u, c->gen, &msg, false);
+cleanup:
+	for (size_t i = 0; i < n_owned; i++)
+		free(owned[i]);
+	free(owned);
 	free(ptrs);
 	free(maps);
 	return r;
@@ -118,6 +152,7 @@ struct batch {
 	size_t n_defs;
 	Sonde__V1__SampleCount counts[BATCH_MAX_ENTRIES];
 	Sonde__V1__SampleCount *count_ptrs[BATCH_MAX_ENTRIES];
+	char comms[BATCH_MAX_ENTRIES][FLUSH_COMM_ESCAPED]; /* escaped, where needed */
 	size_t n_counts;
 	uint64_t samples;      /* in the counts of this batch */
 	uint64_t samples_sent; /* in the batches written so far */
@@ -245,7 +280,9 @@ static int add_count(const struct stack_count *c, void *ctx)
 {
 	struct batch *b = ctx;
 	Sonde__V1__SampleCount *sc;
-	size_t est = 48 + strlen(c->comm) + (c->span ? 28 : 0);
+	size_t comm_len = strlen(c->comm);
+	bool valid = utf8_valid(c->comm, comm_len);
+	size_t est = 48 + (valid ? comm_len : utf8_escaped_len(c->comm, comm_len)) + (c->span ? 28 : 0);
 	int r;
 
 	r = batch_make_room(b, est);
@@ -260,6 +297,10 @@ static int add_count(const struct stack_count *c, void *ctx)
 	sc->first_unix_ns = c->first_unix_ns;
 	sc->last_unix_ns = c->last_unix_ns;
 	sc->comm = (char *)c->comm;
+	if (!valid) {
+		utf8_escape(b->comms[b->n_counts], sizeof(b->comms[0]), c->comm, comm_len);
+		sc->comm = b->comms[b->n_counts];
+	}
 	if (c->span) {
 		sc->trace_id.data = (uint8_t *)c->span;
 		sc->trace_id.len = 16;

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "parse.h"
 #include "uplink.h"
+#include "utf8.h"
 
 #define KALLSYMS_MAX_BYTES (64u << 20) /* of the file: a bound, not a size */
 #define KALLSYMS_CHUNK 20000           /* symbols per message */
@@ -46,13 +47,14 @@ static int chunk_send(struct uplink *u, uint64_t gen, struct chunk *c, bool last
 	return r;
 }
 
-static char *pool_dup(struct chunk *c, const char *s, size_t n)
+/* Copies n bytes of s escaped to valid UTF-8 (common/utf8.h; a module's
+ * name is whatever its loader chose), escaped_len bytes. */
+static char *pool_dup(struct chunk *c, const char *s, size_t n, size_t escaped_len)
 {
 	char *p = c->pool + c->pool_used;
 
-	memcpy(p, s, n);
-	p[n] = '\0';
-	c->pool_used += n + 1;
+	utf8_escape(p, escaped_len + 1, s, n);
+	c->pool_used += escaped_len + 1;
 	return p;
 }
 
@@ -60,10 +62,14 @@ static char *pool_dup(struct chunk *c, const char *s, size_t n)
 static int chunk_add(struct uplink *u, uint64_t gen, struct chunk *c, size_t max_bytes,
 		     const struct kallsyms_line *l)
 {
-	size_t need = l->name_len + l->module_len + 2, est = need + 24;
+	size_t name_len = utf8_escaped_len(l->name, l->name_len);
+	size_t module_len = utf8_escaped_len(l->module, l->module_len);
+	size_t need = name_len + module_len + 2, est = need + 24;
 	Sonde__V1__KernelSymbol *s;
 	int r;
 
+	if (need > KALLSYMS_POOL)
+		return 0; /* cannot be a kernel symbol (KSYM_NAME_LEN is 512) */
 	if (c->n == KALLSYMS_CHUNK || c->pool_used + need > KALLSYMS_POOL ||
 	    (c->n > 0 && c->bytes + est > max_bytes)) {
 		r = chunk_send(u, gen, c, false);
@@ -73,8 +79,8 @@ static int chunk_add(struct uplink *u, uint64_t gen, struct chunk *c, size_t max
 	s = &c->syms[c->n];
 	sonde__v1__kernel_symbol__init(s);
 	s->address = l->addr;
-	s->name = pool_dup(c, l->name, l->name_len);
-	s->module = pool_dup(c, l->module, l->module_len);
+	s->name = pool_dup(c, l->name, l->name_len, name_len);
+	s->module = pool_dup(c, l->module, l->module_len, module_len);
 	c->ptrs[c->n++] = s;
 	c->bytes += est;
 	return 0;

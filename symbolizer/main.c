@@ -13,6 +13,7 @@
  * (mutual TLS; plaintext TCP only with --insecure).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
 #include <limits.h>
@@ -57,7 +58,7 @@ static struct env {
 	unsigned retention_minutes;
 	bool verbose;
 	/* sandbox */
-	bool require_sandbox, sandbox_log, print_policy, selftest;
+	bool allow_unsandboxed, sandbox_log, print_policy, selftest;
 	const char *selftest_file;
 	uint64_t max_memory, max_open_files;
 	/* peers */
@@ -87,7 +88,7 @@ static struct env {
 	uint16_t otlp_port;
 } env = {
 	.otlp_interval_s = 10,
-	.cache = "/var/cache/sonde/cache.db",
+	.cache = "/var/cache/sonde/symbolizer/cache.db",
 	.user = "sonde",
 	.retention_minutes = 60,
 	.max_memory = 8ull << 30,
@@ -105,7 +106,7 @@ static void usage(FILE *f)
 		"  --listen unix:PATH|tcp:HOST:PORT  listen here (repeatable;\n"
 		"                                    default unix:/run/sonde/symbolizer.sock)\n"
 		"  --cache PATH           SQLite cache and profile store\n"
-		"                         (default /var/cache/sonde/cache.db)\n"
+		"                         (default /var/cache/sonde/symbolizer/cache.db)\n"
 		"  --profiles PATH        keep profiles in this database instead (e.g. one\n"
 		"                         job's private store, as sonde record uses)\n"
 		"  --debug-dir DIR        separate debug files (repeatable; default /usr/lib/debug)\n"
@@ -142,7 +143,7 @@ static void usage(FILE *f)
 		"\nSandbox:\n"
 		"  --max-memory BYTES     RLIMIT_DATA (K/M/G suffix; default 8G; 0: none)\n"
 		"  --max-open-files N     RLIMIT_NOFILE (default 16384)\n"
-		"  --require-sandbox      refuse to run if Landlock is unavailable\n"
+		"  --allow-unsandboxed    run even if Landlock is unavailable (default: refuse)\n"
 		"  --sandbox-log          seccomp logs instead of killing (debugging)\n"
 		"  --print-policy         print the sandbox policy and exit\n"
 		"  --verbose              debug logging\n"
@@ -238,7 +239,7 @@ static int parse_args(int argc, char **argv)
 	enum { OPT_LISTEN = 256, OPT_CACHE, OPT_PROFILES, OPT_DEBUG_DIR, OPT_USER, OPT_RETENTION, OPT_VERBOSE,
 	       OPT_HELP, OPT_SENSOR_UID, OPT_CLIENT_GROUP, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA,
 	       OPT_SENSOR_NAME, OPT_ADMIN_GROUP, OPT_ADMIN_NAME, OPT_INSECURE, OPT_RATE_INGEST, OPT_RATE_SYMBOLS, OPT_MAX_MEMORY,
-	       OPT_MAX_FILES, OPT_REQUIRE_SANDBOX, OPT_SANDBOX_LOG, OPT_PRINT_POLICY, OPT_SELFTEST,
+	       OPT_MAX_FILES, OPT_REQUIRE_SANDBOX, OPT_ALLOW_UNSANDBOXED, OPT_SANDBOX_LOG, OPT_PRINT_POLICY, OPT_SELFTEST,
 	       OPT_OTLP_ENDPOINT, OPT_OTLP_INTERVAL, OPT_OTLP_INSECURE, OPT_OTLP_CA, OPT_OTLP_CERT,
 	       OPT_OTLP_KEY, OPT_OTLP_SERVER_NAME };
 	static const struct option opts[] = {
@@ -263,7 +264,9 @@ static int parse_args(int argc, char **argv)
 		{ "rate-symbols", required_argument, NULL, OPT_RATE_SYMBOLS },
 		{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
 		{ "max-open-files", required_argument, NULL, OPT_MAX_FILES },
+		/* The old opt-in, now the default: accepted, does nothing. */
 		{ "require-sandbox", no_argument, NULL, OPT_REQUIRE_SANDBOX },
+		{ "allow-unsandboxed", no_argument, NULL, OPT_ALLOW_UNSANDBOXED },
 		{ "sandbox-log", no_argument, NULL, OPT_SANDBOX_LOG },
 		{ "print-policy", no_argument, NULL, OPT_PRINT_POLICY },
 		{ "otlp-endpoint", required_argument, NULL, OPT_OTLP_ENDPOINT },
@@ -407,7 +410,9 @@ static int parse_args(int argc, char **argv)
 			env.max_open_files = v;
 			break;
 		case OPT_REQUIRE_SANDBOX:
-			env.require_sandbox = true;
+			break;
+		case OPT_ALLOW_UNSANDBOXED:
+			env.allow_unsandboxed = true;
 			break;
 		case OPT_SANDBOX_LOG:
 			env.sandbox_log = true;
@@ -481,13 +486,16 @@ static int parse_args(int argc, char **argv)
 	return 0;
 }
 
-/* mkdir -p for the parent directory of path (as root). */
+static void dir_of(const char *path, char *dir, size_t size);
+
 /* Creates the parent directories of path (the last one with mode), and
  * says in *ret_created whether the last one is new. */
 static int make_parent(const char *path, mode_t mode, char *ret_dir, size_t size,
 		       bool *ret_created)
 {
+	mode_t old_mask;
 	char *slash;
+	int r;
 
 	*ret_created = false;
 	if (snprintf(ret_dir, size, "%s", path) >= (int)size)
@@ -499,55 +507,153 @@ static int make_parent(const char *path, mode_t mode, char *ret_dir, size_t size
 		slash[1] = '\0';
 	else
 		*slash = '\0';
+	/* The modes as given: main() set umask 077 for the files. */
+	old_mask = umask(0);
 	for (char *p = ret_dir + 1; *p; p++) {
 		if (*p != '/')
 			continue;
 		*p = '\0';
 		if (mkdir(ret_dir, 0755) < 0 && errno != EEXIST)
-			return -errno;
+			goto fail;
 		*p = '/';
 	}
 	if (mkdir(ret_dir, mode) == 0)
 		*ret_created = true;
 	else if (errno != EEXIST)
-		return -errno;
+		goto fail;
+	umask(old_mask);
 	return 0;
+fail:
+	r = -errno;
+	umask(old_mask);
+	return r;
 }
 
 /* As root: makes a database path usable by the service user. Only a
- * directory created here, or one the user owns already, is handed over
- * with the database files in it: a --cache in /tmp must not give /tmp
- * away. Any other directory must already be writable by the user
- * (cache_open says so if it is not). */
+ * directory created here (mode 0700), or one the user owns already, is
+ * handed over (owner): a --cache in /tmp must not give /tmp away. A
+ * directory that is a symlink, or that belongs to neither root nor the
+ * user, is refused. A root-owned one that exists already is left as it is
+ * and must be writable by the user (cache_open says so if it is not).
+ * Works with CAP_CHOWN alone (the systemd unit's bounding set): the
+ * directory is opened O_PATH, which needs no permission on it; the files
+ * in it are the user's business (db_private(), after the drop). */
 static int prepare_db_for_user(const char *db, const struct passwd *pw)
 {
-	static const char *const suffixes[] = { "", "-wal", "-shm" };
-	char dir[PATH_MAX], side[PATH_MAX + 8];
+	char dir[PATH_MAX];
 	struct stat st;
 	bool created;
-	int r;
+	int dfd = -1, r;
 
-	r = make_parent(db, 0750, dir, sizeof(dir), &created);
+	r = make_parent(db, 0700, dir, sizeof(dir), &created);
 	if (r < 0) {
 		log_error_errno(r, "cannot create the directory for %s", db);
 		return r;
 	}
-	if (created && chown(dir, pw->pw_uid, pw->pw_gid) < 0) {
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 || fstat(dfd, &st) < 0) {
 		r = -errno;
-		log_error_errno(r, "cannot chown %s to %s", dir, pw->pw_name);
+		log_error_errno(r, "cannot open the directory %s%s", dir,
+				r == -ELOOP || r == -ENOTDIR ? " (a symlink is refused)" : "");
+		goto cleanup;
+	}
+	if (st.st_uid != 0 && st.st_uid != pw->pw_uid) {
+		r = -EPERM;
+		log_error("%s belongs to uid %u, neither root nor %s; refusing it as a database directory",
+			  dir, (unsigned)st.st_uid, pw->pw_name);
+		goto cleanup;
+	}
+	r = 0;
+	if ((st.st_uid == 0 && !created) || (st.st_uid == pw->pw_uid && st.st_gid == pw->pw_gid))
+		goto cleanup;
+	/* Through the fd: the path could have been swapped meanwhile. */
+	if (fchownat(dfd, "", pw->pw_uid, pw->pw_gid, AT_EMPTY_PATH) < 0) {
+		r = -errno;
+		log_error_errno(r, "cannot hand %s to %s", dir, pw->pw_name);
+	}
+cleanup:
+	if (dfd >= 0)
+		close(dfd);
+	return r;
+}
+
+/* One database file (name in dfd), if it exists: made 0600. Opened
+ * without following a symlink and only if a regular file of ours. */
+static int db_file_private(int dfd, const char *dir, const char *name)
+{
+	struct stat st;
+	int fd, r = 0;
+
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	if (fd < 0) {
+		r = -errno;
+		log_error_errno(r, "cannot open %s/%s%s", dir, name,
+				r == -ELOOP ? " (a symlink: refusing)" : "");
 		return r;
 	}
-	if (stat(dir, &st) < 0 || st.st_uid != pw->pw_uid)
-		return 0;
-	for (size_t i = 0; i < 3; i++) {
-		snprintf(side, sizeof(side), "%s%s", db, suffixes[i]);
-		if (chown(side, pw->pw_uid, pw->pw_gid) < 0 && errno != ENOENT) {
-			r = -errno;
-			log_error_errno(r, "cannot chown %s to %s", side, pw->pw_name);
-			return r;
-		}
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+	} else if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		r = -EPERM;
+		log_error("%s/%s is not a regular file of uid %u; refusing", dir, name,
+			  (unsigned)geteuid());
+	} else if ((st.st_mode & 0077) && fchmod(fd, 0600) < 0) {
+		r = -errno;
+		log_error_errno(r, "cannot make %s/%s private", dir, name);
 	}
-	return 0;
+	close(fd);
+	return r;
+}
+
+/* As the service user, before opening db: the store is private to it
+ * (docs/security.md). Its directory, if the user's, becomes 0700, and
+ * the database and its journals in it 0600 (a store an older symbolizer
+ * left 0750/0644). A directory of root's (/tmp, or one an admin made) is
+ * left as it is; the files the user creates there are 0600 by the umask
+ * (main()). */
+static int db_private(const char *db)
+{
+	static const char *const suffixes[] = { "", "-wal", "-shm", "-journal" };
+	char dir[PATH_MAX], name[NAME_MAX + 16];
+	const char *base = strrchr(db, '/');
+	struct stat st;
+	int dfd = -1, r;
+
+	base = base ? base + 1 : db;
+	if (!*base || strlen(base) > NAME_MAX) {
+		log_error("%s does not name a database file", db);
+		return -EINVAL;
+	}
+	dir_of(db, dir, sizeof(dir));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 && errno == ENOENT)
+		return 0; /* not ours to create: cache_open says what is missing */
+	if (dfd < 0 || fstat(dfd, &st) < 0) {
+		r = -errno;
+		log_error_errno(r, "cannot open the directory %s%s", dir,
+				r == -ELOOP || r == -ENOTDIR ? " (a symlink is refused)" : "");
+		goto cleanup;
+	}
+	r = 0;
+	if (st.st_uid != geteuid())
+		goto cleanup;
+	if ((st.st_mode & 0077) && fchmod(dfd, 0700) < 0) {
+		r = -errno;
+		log_error_errno(r, "cannot make %s private", dir);
+		goto cleanup;
+	}
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		snprintf(name, sizeof(name), "%s%s", base, suffixes[i]);
+		r = db_file_private(dfd, dir, name);
+		if (r < 0)
+			goto cleanup;
+	}
+cleanup:
+	if (dfd >= 0)
+		close(dfd);
+	return r;
 }
 
 /* Opens a cache database (or a profile store, which has the same schema),
@@ -567,6 +673,32 @@ static int open_database(const char *path, struct cache **ret)
 	else if (r < 0)
 		log_error_errno(r, "cannot open %s", path);
 	return r;
+}
+
+/* As root: gives the socket at path (bound here, mode 0660) the user's
+ * group. Never follows a symlink: something else in its place (the
+ * directory's owner may swap it) is refused, and the change applies to
+ * the path itself (AT_SYMLINK_NOFOLLOW), not to what a link names. */
+static int socket_to_group(const char *path, const struct passwd *pw)
+{
+	struct stat st;
+	int r;
+
+	if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		r = -errno;
+		log_error_errno(r, "cannot stat socket %s", path);
+		return r;
+	}
+	if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+		log_error("%s is no longer the socket bound there; refusing", path);
+		return -EEXIST;
+	}
+	if (fchownat(AT_FDCWD, path, 0, pw->pw_gid, AT_SYMLINK_NOFOLLOW) < 0) {
+		r = -errno;
+		log_error_errno(r, "cannot hand socket %s to group %u", path, (unsigned)pw->pw_gid);
+		return r;
+	}
+	return 0;
 }
 
 /* As root: hands the databases and the unix sockets to the service user. */
@@ -595,17 +727,14 @@ static int prepare_for_user(const struct passwd *pw)
 		 * file, and a sensor that dropped to its kept capabilities has
 		 * no CAP_DAC_OVERRIDE (docs/security.md). The symbolizer never
 		 * needs the file again: it accepts on the fd it holds. */
-		if (chown(path, 0, pw->pw_gid) < 0 || chmod(path, 0660) < 0) {
-			r = -errno;
-			log_error_errno(r, "cannot hand socket %s to %s", path, pw->pw_name);
+		r = socket_to_group(path, pw);
+		if (r < 0)
 			return r;
-		}
 		/* Its descriptor socket (fd_upload.h): the same people. */
-		if (fd_upload_socket_path(path, fd_path, sizeof(fd_path)) &&
-		    (chown(fd_path, 0, pw->pw_gid) < 0 || chmod(fd_path, 0660) < 0)) {
-			r = -errno;
-			log_error_errno(r, "cannot hand socket %s to %s", fd_path, pw->pw_name);
-			return r;
+		if (fd_upload_socket_path(path, fd_path, sizeof(fd_path))) {
+			r = socket_to_group(fd_path, pw);
+			if (r < 0)
+				return r;
 		}
 	}
 	return 0;
@@ -767,7 +896,7 @@ static void sandbox_policy_fill(struct sandbox_policy *p, char *cache_dir, char 
 	p->connect_port = env.otlp_endpoint ? env.otlp_port : 0;
 	p->max_memory = env.max_memory;
 	p->max_open_files = env.max_open_files;
-	p->require = env.require_sandbox;
+	p->allow_unsandboxed = env.allow_unsandboxed;
 #ifdef NDEBUG
 	p->seccomp_mode = SANDBOX_SECCOMP_KILL;
 #else
@@ -797,6 +926,10 @@ int main(int argc, char **argv)
 	char dir[PATH_MAX];
 	int r, sig = 0;
 
+	/* Everything the symbolizer creates (cache, profile store, their
+	 * journals, directories) is the service user's alone, whatever umask
+	 * it was started with; the sockets set their own mode at bind(). */
+	umask(077);
 	malloc_tuning_apply(argv);
 	if (parse_args(argc, argv) < 0)
 		return 2;
@@ -967,6 +1100,11 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 
+	r = db_private(env.cache);
+	if (r == 0 && env.profiles)
+		r = db_private(env.profiles);
+	if (r < 0)
+		goto cleanup;
 	r = open_database(env.cache, &cache);
 	if (r < 0)
 		goto cleanup;

@@ -581,11 +581,11 @@ int sandbox_apply(const struct sandbox_policy *p)
 	}
 	abi = sb_landlock_abi();
 	if (abi < 0) {
-		if (p->require) {
-			log_error_errno(abi, "sandbox: Landlock is not available and --require-sandbox is set");
+		if (!p->allow_unsandboxed) {
+			log_error_errno(abi, "sandbox: Landlock is not available (kernel without CONFIG_SECURITY_LANDLOCK, or lsm= without landlock); refusing to run without it (--allow-unsandboxed runs with the uid and seccomp only)");
 			return -EOPNOTSUPP;
 		}
-		log_warn_errno(abi, "sandbox: Landlock is not available (kernel without CONFIG_SECURITY_LANDLOCK or lsm= without landlock); files are guarded by the uid and seccomp only");
+		log_warn_errno(abi, "sandbox: Landlock is not available; --allow-unsandboxed: files are guarded by the uid and seccomp only");
 	} else {
 		if (abi < 4 && p->connect_port)
 			log_warn("sandbox: Landlock ABI %d has no network rules; TCP connect (for OTLP) is allowed to any port",
@@ -631,7 +631,7 @@ void sandbox_print_policy(FILE *f, const struct sandbox_policy *p)
 	fprintf(f, "no_new_privs: 1\n");
 	if (abi < 0)
 		fprintf(f, "landlock: unavailable (%s)%s\n", strerror(-abi),
-			p->require ? ", --require-sandbox: would refuse to start" : ", degraded");
+			p->allow_unsandboxed ? ", --allow-unsandboxed: degraded" : ", would refuse to start");
 	else
 	{
 		char net[64] = "";

@@ -38,7 +38,9 @@ struct sandbox_policy {
 	uint16_t connect_port;
 	uint64_t max_memory;     /* RLIMIT_DATA in bytes; 0: leave as is */
 	uint64_t max_open_files; /* RLIMIT_NOFILE; 0: leave as is */
-	bool require;            /* --require-sandbox: no degraded mode */
+	/* --allow-unsandboxed: run without Landlock (a warning) instead of
+	 * refusing to start. */
+	bool allow_unsandboxed;
 	enum sandbox_seccomp_mode seccomp_mode;
 };
 
@@ -46,9 +48,10 @@ struct sandbox_policy {
  * when not permitted: not fatal, the caller says so). */
 int sandbox_drop_bounding(void);
 
-/* Applies the policy to the whole process (every thread). Missing kernel
- * support (Landlock not built in or an old ABI) is a logged warning unless
- * policy->require, then -EOPNOTSUPP. Returns 0 or a negative errno; on
+/* Applies the policy to the whole process (every thread). Landlock
+ * missing (not built in, not in lsm=, or its calls refused) fails closed:
+ * -EOPNOTSUPP, unless policy->allow_unsandboxed, then a logged warning.
+ * An old Landlock ABI (fewer rule kinds) is a warning. Returns 0 or a negative errno; on
  * failure the process must exit, it may be half-restricted. */
 int sandbox_apply(const struct sandbox_policy *policy);
 

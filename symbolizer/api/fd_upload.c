@@ -58,6 +58,7 @@ int fd_upload_listen(const char *sock_path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct stat st;
+	mode_t old_mask;
 	int fd, err;
 
 	if (fdu.n_listeners == FD_UPLOAD_MAX_LISTENERS)
@@ -69,8 +70,11 @@ int fd_upload_listen(const char *sock_path)
 		return -errno;
 	if (lstat(sa.sun_path, &st) == 0 && S_ISSOCK(st.st_mode))
 		unlink(sa.sun_path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(sa.sun_path, 0660) < 0 ||
-	    listen(fd, 16) < 0) {
+	/* Mode 0660 from the umask: no chmod(path) that could follow a symlink. */
+	old_mask = umask(0117);
+	err = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old_mask);
+	if (err < 0 || listen(fd, 16) < 0) {
 		err = -errno;
 		close(fd);
 		return err;

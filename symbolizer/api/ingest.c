@@ -33,6 +33,7 @@
 #include "rawstack.h"
 #include "service.h"
 #include "unwind_table.h"
+#include "utf8.h"
 #include "cpython.h"
 #include "cpython_code.h"
 #include "cpython_layout.h"
@@ -161,6 +162,14 @@ struct session {
 struct session *session_next(const struct session *s)
 {
 	return s->next;
+}
+
+/* Copies text a target or a sensor chose (NULL: "") into dst (cap bytes) as valid
+ * UTF-8 (common/utf8.h): the sensor is not trusted to have escaped it. */
+static void text_copy(char *dst, size_t cap, const char *src)
+{
+	src = src ? src : "";
+	utf8_escape(dst, cap, src, strnlen(src, 4 * cap));
 }
 
 static void process_free(void *p)
@@ -940,7 +949,8 @@ static int on_hello(struct session *s, const Sonde__V1__Hello *h)
 		return -EINVAL;
 	}
 	s->hello = true;
-	snprintf(s->hostname, sizeof(s->hostname), "%.100s", h->hostname ? h->hostname : "");
+	/* Exported as host.name and shown to clients: valid UTF-8 too. */
+	text_copy(s->hostname, 101, h->hostname);
 	s->frequency_hz = h->frequency_hz;
 	for (char *p = s->hostname; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
@@ -1024,12 +1034,13 @@ static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
 		p->pid = u->pid;
 	}
 	p->uid = u->uid;
-	snprintf(p->comm, sizeof(p->comm), "%s", u->comm ? u->comm : "");
+	/* Target text: valid UTF-8 from here on, whatever the sensor sent. */
+	text_copy(p->comm, sizeof(p->comm), u->comm);
 	if (!u->cgroup || !export_container_id(u->cgroup, p->container_id))
 		p->container_id[0] = '\0';
 	free(p->exe);
-	p->exe = u->exe_path && *u->exe_path ? strdup(u->exe_path) : NULL;
-	snprintf(p->service, sizeof(p->service), "%s", u->otel_service_name ? u->otel_service_name : "");
+	p->exe = u->exe_path && *u->exe_path ? utf8_escape_dup(u->exe_path, SESSION_MAX_PATH) : NULL;
+	text_copy(p->service, sizeof(p->service), u->otel_service_name);
 	if (u->n_mappings) {
 		maps = calloc(u->n_mappings, sizeof(*maps));
 		if (!maps) {
@@ -1053,8 +1064,15 @@ static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
 		maps[i].id = id;
 		maps[i].has_file = true;
 		access_note_mapping(s->svc, &id, m->file_mode, m->file_uid, m->file_gid, u->uid);
-		if (m->path && *m->path)
+		if (m->path && *m->path && utf8_valid(m->path, strlen(m->path))) {
 			service_note_path(s->svc, &id, m->path);
+		} else if (m->path && *m->path) {
+			char *path = utf8_escape_dup(m->path, SESSION_MAX_PATH);
+
+			if (path)
+				service_note_path(s->svc, &id, path);
+			free(path);
+		}
 		if (!m->file_size)
 			continue; /* cannot be read back; frames get basename+offset */
 		struct sfile *f = hmap_get(s->files, &id, sizeof(id));
@@ -1094,7 +1112,13 @@ static int on_kernel_symbols(struct session *s, const Sonde__V1__KernelSymbols *
 	}
 	for (size_t i = 0; i < k->n_symbols; i++) {
 		const Sonde__V1__KernelSymbol *ks = k->symbols[i];
-		int r = ksyms_add(s->ksyms, ks->address, ks->name ? ks->name : "", ks->module);
+		char name[KSYMS_MAX_NAME_LEN + 1], module[KSYMS_MAX_NAME_LEN + 1];
+		int r;
+
+		/* Cut at the bound ksyms_add() keeps, and valid UTF-8. */
+		text_copy(name, sizeof(name), ks->name);
+		text_copy(module, sizeof(module), ks->module);
+		r = ksyms_add(s->ksyms, ks->address, name, ks->module ? module : NULL);
 
 		if (r == -E2BIG && !s->ksyms_overflow_logged) {
 			log_warn("sensor %.100s: kernel symbols over the bound (%u symbols, %u MiB), ignoring the rest",
@@ -1261,8 +1285,7 @@ static void count_outcome(struct session *s, uint8_t outcome, const Sonde__V1__S
 		/* Unknown process: root's, so only admins see it. */
 		po->uid = p ? p->uid : 0;
 		/* The process name; a thread's comm if the process is unknown. */
-		snprintf(po->comm, sizeof(po->comm), "%.16s",
-			 p && p->comm[0] ? p->comm : sc->comm ? sc->comm : "");
+		text_copy(po->comm, sizeof(po->comm), p && p->comm[0] ? p->comm : sc->comm);
 	}
 	po->c.n[outcome] += sc->count;
 	po->c.total += sc->count;
@@ -1309,7 +1332,7 @@ static int add_sample(struct session *s, const Sonde__V1__SampleCount *sc)
 		p = hmap_get_u64(s->procs, sc->pid);
 		comm = p && p->comm[0] ? p->comm : "[unknown]";
 	}
-	snprintf(ps.comm, sizeof(ps.comm), "%s", comm);
+	text_copy(ps.comm, sizeof(ps.comm), comm);
 	if (d->text) {
 		/* The store logs its failures at debug level: not the sensor's fault. */
 		emit(s, d, &ps);

@@ -27,6 +27,7 @@
 #include "otlp_exporter.h"
 #include "line_index.h"
 #include "symbols.pb-c.h"
+#include "utf8.h"
 
 #define SYMBOLIZE_MAX_QUERIES 1000u
 #define SYMBOLIZE_MAX_ADDRESSES 100000u
@@ -90,13 +91,30 @@ static int parse_build_id(const char *hex, uint8_t *out, size_t max, size_t *ret
 	return 0;
 }
 
+/* An arena copy of s (a name or path from a target's file) that is valid
+ * UTF-8, as protobuf string fields must be (common/utf8.h). NULL on out
+ * of memory. */
+static char *text_dup(struct arena *a, const char *s)
+{
+	size_t n = strlen(s), len;
+	char *d;
+
+	if (utf8_valid(s, n))
+		return arena_strdup(a, s);
+	len = utf8_escaped_len(s, n);
+	d = arena_alloc(a, len + 1);
+	if (d)
+		utf8_escape(d, len + 1, s, n);
+	return d;
+}
+
 static char *dup_or_empty(struct arena *a, const char *s)
 {
 	char *d;
 
 	if (!s || !*s)
 		return (char *)"";
-	d = arena_strdup(a, s);
+	d = text_dup(a, s);
 	return d ? d : (char *)"";
 }
 
@@ -205,7 +223,7 @@ static uint32_t strtab_index(struct strtab *st, struct arena *a, const char *s)
 		if (st->n_strings == 0)
 			st->strings[st->n_strings++] = (char *)"";
 	}
-	st->strings[st->n_strings] = arena_strdup(a, s);
+	st->strings[st->n_strings] = text_dup(a, s);
 	if (!st->strings[st->n_strings])
 		return UINT32_MAX;
 	st->keys[k] = s;
@@ -346,7 +364,7 @@ static int fill_symbols(struct arena *a, const struct sym_query *q, const struct
 		if (q->file_offset && symtab_offset_to_vaddr(t, q->addrs[i], &va) < 0)
 			continue;
 		if (symtab_lookup(t, va, &l) == 0 && l.name) {
-			sym->function = arena_strdup(a, l.name);
+			sym->function = text_dup(a, l.name);
 			if (!sym->function)
 				sym->function = (char *)"";
 			sym->offset = l.offset;

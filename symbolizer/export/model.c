@@ -2,12 +2,14 @@
  * a hash map from its entry's identity to index + 1, so adding what is
  * already there costs one lookup. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fileid.h"
 #include "hmap.h"
 #include "model.h"
+#include "utf8.h"
 
 struct pm_index {
 	struct hmap *strings, *mappings, *functions, *locations, *stacks, *processes, *samples;
@@ -126,7 +128,9 @@ int pm_string(struct pmodel *m, const char *s, uint32_t *ret)
 	}
 	if (grow(&m->strings, m->n_strings, &m->ix->cap_strings, sizeof(*m->strings), &m->bytes) < 0)
 		return -ENOMEM;
-	copy = strdup(s);
+	/* Names and paths come from targets; pprof and OTLP strings must be
+	 * UTF-8 for their decoders (common/utf8.h). */
+	copy = utf8_valid(s, len) ? strdup(s) : utf8_escape_dup(s, SIZE_MAX - 1);
 	if (!copy)
 		return -ENOMEM;
 	if (hmap_put(m->ix->strings, s, len, idx_val(m->n_strings), NULL) < 0) {

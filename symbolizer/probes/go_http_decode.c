@@ -3,43 +3,14 @@
 #include <string.h>
 
 #include "go_http_decode.h"
-
-/* The length of the valid UTF-8 sequence at s (n bytes left), or 0. */
-static size_t utf8_len(const uint8_t *s, size_t n)
-{
-	size_t len;
-	uint32_t cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2, cp = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3, cp = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	/* Overlong forms, surrogates, beyond U+10FFFF. */
-	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
+#include "utf8.h"
 
 size_t go_http_text(char *dst, size_t cap, const uint8_t *src, size_t n)
 {
 	size_t o = 0, i = 0;
 
 	while (i < n) {
-		size_t k = utf8_len(src + i, n - i);
+		size_t k = utf8_char_len(src + i, n - i);
 
 		if (k == 0 || (k == 1 && (src[i] < 0x20 || src[i] == 0x7f))) {
 			if (o + 1 >= cap)

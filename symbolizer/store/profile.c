@@ -16,6 +16,7 @@
 #include "hmap.h"
 #include "profile.h"
 #include "store_internal.h"
+#include "utf8.h"
 
 /* The batch is keyed by a digest of the stack, not its text: keys of
  * kilobytes (folded text and raw frames) hashed and compared per sample
@@ -92,19 +93,29 @@ int folded_push(struct folded *f, const char *name, bool kernel)
 		name = "[unknown]";
 		n = strlen(name);
 	}
-	r = grow(f, n + 1 + (kernel ? 4 : 0));
+	r = grow(f, utf8_escaped_len(name, n) + 1 + (kernel ? 4 : 0));
 	if (r < 0)
 		return r;
 	if (f->len > 0)
 		f->buf[f->len++] = ';';
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)name[i];
+	for (size_t i = 0; i < n;) {
+		const uint8_t *u = (const uint8_t *)name + i;
+		size_t k = utf8_char_len(u, n - i);
 
-		if (ch == ';')
-			ch = ':';
-		else if (ch < 0x20 || ch == 0x7f)
-			continue; /* newlines and other control bytes */
-		f->buf[f->len++] = (char)ch;
+		if (k == 0) {
+			/* Not UTF-8 (a target's name or path): escaped, as
+			 * common/utf8.h does, so every client can decode it. */
+			f->len += utf8_escape(f->buf + f->len, 5, name + i, 1);
+			i++;
+			continue;
+		}
+		if (k == 1 && *u == ';') {
+			f->buf[f->len++] = ':';
+		} else if (k > 1 || (*u >= 0x20 && *u != 0x7f)) { /* drop newlines, control bytes */
+			memcpy(f->buf + f->len, u, k);
+			f->len += k;
+		}
+		i += k;
 	}
 	if (f->len == start + (start > 0)) {
 		/* Nothing printable: keep the frame visible. */

@@ -30,7 +30,8 @@ struct folded {
 };
 
 /* Appends a frame (root first): ';' in name becomes ':', newlines and
- * other control characters are dropped, kernel frames get "_[k]". An
+ * other control characters are dropped, bytes that are not UTF-8 become
+ * "\xNN" (common/utf8.h), kernel frames get "_[k]". An
  * empty name becomes "[unknown]". Returns 0, -E2BIG when the stack is full
  * (the frame is dropped), -ENOMEM. */
 int folded_push(struct folded *f, const char *name, bool kernel);

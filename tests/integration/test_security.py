@@ -464,6 +464,21 @@ def test_systemd_units_verify():
                 "PrivateDevices=yes", "CapabilityBoundingSet=\n", "SystemCallFilter=@system-service",
                 "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6", "CacheDirectory=sonde", "MemoryMax="):
         assert opt in sym, opt
+    # The cache directory belongs to the service user: with User=root,
+    # systemd's CacheDirectory is root's, so --cache names a subdirectory
+    # the symbolizer creates and hands to --user (0700); the parent only
+    # lets it pass, and root keeps CAP_CHOWN plus fchownat for the hand-over.
+    directive = dict(re.findall(r"^(User|CacheDirectory|CacheDirectoryMode|UMask)=(.*)$", sym, re.M))
+    assert directive["User"] == "root"
+    exec_start = re.search(r"^ExecStart=(.*)$", sym, re.M).group(1).split()
+    cache = exec_start[exec_start.index("--cache") + 1]
+    cache_root = "/var/cache/" + directive["CacheDirectory"]
+    assert cache.startswith(cache_root + "/") and cache.count("/") > cache_root.count("/") + 1, cache
+    assert int(directive["CacheDirectoryMode"], 8) & 0o044 == 0, directive  # no reading the list
+    assert directive["UMask"] == "0077"
+    assert exec_start[exec_start.index("--user") + 1] == "sonde"
+    assert "--allow-unsandboxed" not in exec_start and "--require-sandbox" not in exec_start
+    assert "CAP_CHOWN" in sym and re.search(r"^SystemCallFilter=.*\bfchownat\b", sym, re.M)
     sen = (DEPLOY / "systemd" / "sonde-sensor.service").read_text()
     caps = re.search(r"^CapabilityBoundingSet=(.*)$", sen, re.M).group(1).split()
     assert set(caps) == {"CAP_BPF", "CAP_PERFMON", "CAP_SYS_PTRACE", "CAP_DAC_READ_SEARCH", "CAP_SYSLOG",
@@ -487,8 +502,14 @@ def test_kubernetes_manifests():
     ds = next(d for d in docs if d["kind"] == "DaemonSet")
     spec = ds["spec"]["template"]["spec"]
     assert spec.get("hostPID") is True
+    # Nothing is pinned: no host /sys/fs/bpf (read-write, it would let the
+    # pod pin or replace objects other tools share).
+    for v in spec.get("volumes", []):
+        assert not (v.get("hostPath", {}).get("path", "")).startswith("/sys/fs/bpf"), v
     for c in spec["containers"]:
         sc = c["securityContext"]
+        assert not any(m["mountPath"].startswith("/sys/fs/bpf") for m in c.get("volumeMounts", []))
+        assert sc["seccompProfile"] == {"type": "RuntimeDefault"}, sc
         assert not sc.get("privileged", False)
         assert sc["readOnlyRootFilesystem"] is True
         assert sc["capabilities"]["drop"] == ["ALL"]
@@ -502,6 +523,7 @@ def test_kubernetes_manifests():
         assert sc["allowPrivilegeEscalation"] is False and sc["readOnlyRootFilesystem"] is True
         assert sc["capabilities"]["drop"] == ["ALL"] and not sc["capabilities"].get("add")
         assert "--tls-client-ca" in " ".join(c.get("args", []))
+        assert "--allow-unsandboxed" not in c.get("args", [])
     if shutil.which("yamllint"):
         p = subprocess.run(["yamllint", "-d", "{extends: relaxed, rules: {line-length: {max: 140}}}",
                             str(DEPLOY / "kubernetes")], capture_output=True, text=True)
