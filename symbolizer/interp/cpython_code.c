@@ -7,6 +7,7 @@
 
 #include "cpython_code.h"
 #include "cpython_lines.h"
+#include "utf8.h"
 
 static uint16_t get16(const uint8_t *p)
 {
@@ -23,36 +24,6 @@ static uint64_t get64(const uint8_t *p)
 	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
 }
 
-/* Length of the valid UTF-8 sequence at p (1-4), or 0. Overlong forms,
- * surrogates and code points past U+10FFFF are invalid. */
-static size_t utf8_seq(const uint8_t *p, size_t n)
-{
-	uint32_t cp;
-	size_t len;
-
-	if (p[0] < 0x80)
-		return 1;
-	if (p[0] >= 0xc2 && p[0] <= 0xdf)
-		len = 2, cp = p[0] & 0x1f;
-	else if (p[0] >= 0xe0 && p[0] <= 0xef)
-		len = 3, cp = p[0] & 0x0f;
-	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-		len = 4, cp = p[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return len;
-}
-
 /* Copies n bytes of src as printable UTF-8: control bytes, ';' (the
  * folded format's frame separator) and invalid sequences become '?'.
  * Stops at a NUL. dst has room for n + 4. */
@@ -61,7 +32,7 @@ static void copy_printable(char *dst, const uint8_t *src, size_t n, bool cut)
 	size_t o = 0;
 
 	for (size_t i = 0; i < n && src[i];) {
-		size_t l = utf8_seq(src + i, n - i);
+		size_t l = utf8_char_len(src + i, n - i);
 
 		if (l == 1 && (src[i] < 0x20 || src[i] == 0x7f || src[i] == ';'))
 			l = 0;

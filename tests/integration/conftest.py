@@ -2,6 +2,7 @@
 tests/run, run as root against the real kernel; clients are Debian's
 python3-grpcio with stubs generated from proto/ at test time."""
 import grpc
+import hashlib
 import os
 import pathlib
 import shutil
@@ -34,6 +35,12 @@ import ingest_pb2  # noqa: E402
 import ingest_pb2_grpc  # noqa: E402
 import symbols_pb2  # noqa: E402
 import symbols_pb2_grpc  # noqa: E402
+
+
+def htlhash(data):
+    """The file ID of data's bytes (common/fileid.h): SHA-256 of the first
+    and last 4096 bytes and the size as a big-endian u64, first 16 bytes."""
+    return hashlib.sha256(data[:4096] + data[-4096:] + len(data).to_bytes(8, "big")).digest()[:16]
 
 
 def wait_for(predicate, timeout, what, interval=0.05):

@@ -4,7 +4,6 @@ then Symbolize it by file ID with source frames; options; and the
 Upload checks (file ID must be the bytes' htlhash, sizes, order); the
 first query after an upload answered before the whole source index is
 built, as the whole index answers it."""
-import hashlib
 import random
 import subprocess
 import time
@@ -12,13 +11,10 @@ import time
 import grpc
 import pytest
 
-from conftest import SYMBOLIZER, WORKLOAD, symbols_pb2
+from conftest import SYMBOLIZER, WORKLOAD, htlhash, symbols_pb2
 
 CHUNK = 4 << 20
 
-
-def htlhash(data):
-    return hashlib.sha256(data[:4096] + data[-4096:] + len(data).to_bytes(8, "big")).digest()[:16]
 
 
 def upload(stub, data, file_id, name):

@@ -8,7 +8,6 @@ library is answered for root only.
 Clients are Debian's python3-grpcio, run as each user (setuid, with the
 socket's group for the 0660 mode and --client-group or --admin-group)."""
 import grp
-import gzip
 import json
 import os
 import pathlib
@@ -16,12 +15,11 @@ import pwd
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 
-from conftest import (SONDE, WORKLOAD, Sensor, Symbolizer, ingest_pb2, ingest_pb2_grpc, symbols_pb2,
-                      symbols_pb2_grpc, wait_for)
+from conftest import (SONDE, WORKLOAD, Sensor, Symbolizer, htlhash, ingest_pb2, ingest_pb2_grpc,
+                      symbols_pb2, symbols_pb2_grpc, wait_for)
 
 USER_A, USER_B, ADMINS = "sonde-t3a", "sonde-t3b", "sonde-t3adm"
 
@@ -248,7 +246,7 @@ def test_upload_of_a_known_file_needs_its_bytes(tmp_path, users):
     try:
         data = lib.read_bytes()
         # Root uploads it (an admin: nothing to prove) and it is analysed.
-        fid = _htlhash(data)
+        fid = htlhash(data)
         up = sym.symbols.Upload(symbols_pb2.UploadRequest(file_id=fid, size=len(data), offset=0, data=data,
                                                           name="libt3secret.so"), timeout=60)
         assert up.complete
@@ -290,11 +288,6 @@ print(json.dumps(out))
     finally:
         sym.stop()
 
-
-def _htlhash(data):
-    import hashlib
-    import struct
-    return hashlib.sha256(data[:4096] + data[-4096:] + struct.pack(">Q", len(data))).digest()[:16]
 
 
 # Spawned as the sensor's --pid target (root), so the Go probes attach only

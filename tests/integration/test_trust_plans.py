@@ -24,7 +24,6 @@ accepted by default."""
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import time

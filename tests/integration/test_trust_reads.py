@@ -11,21 +11,15 @@ against the real sensor with real BPF following a real process:
 - a ReadRange past the registered file's size ends the stream (the sensor
   fails closed) and is not answered.
 """
-import hashlib
 import json
 import os
 import shutil
 import subprocess
-import sys
-import time
 
 import pytest
 
-from conftest import SRC, Sensor, make_tmp, wait_for
+from conftest import SRC, Sensor, htlhash, make_tmp, wait_for
 
-
-def htlhash(data):
-    return hashlib.sha256(data[:4096] + data[-4096:] + len(data).to_bytes(8, "big")).digest()[:16]
 
 
 # The attacker: a minimal Ingest server. At the first ProcessUpdate with a
@@ -134,7 +128,7 @@ def test_symbolizer_reads_only_registered_ranges(world_tmp):
     sensor = None
     try:
         wait_for(lambda: any(e["kind"] == "listening" for e in events(log)), 30,
-                 "the attacker's Ingest server")
+                 f"the attacker's Ingest server: {(world_tmp / 'attacker.err').read_text()[-1500:]}")
         sensor = Sensor(world_tmp, f"unix:{sock}", ["--symbolizer-uid", "nobody", "--pid", str(target.pid),
                                                      "--unwind-rows", "0"])
         wait_for(lambda: [e for e in events(log) if e["kind"] == "target"], 60,
@@ -143,13 +137,14 @@ def test_symbolizer_reads_only_registered_ranges(world_tmp):
         wait_for(lambda: any(e["kind"] == "stream_end" and e["conn"] == 1 for e in events(log)), 60,
                  f"the sensor to end the stream: {sensor.logtext()[-1500:]}")
         evs = events(log)
+        why = f"{evs}\n{sensor.logtext()[-1500:]}"
         tgt = next(e for e in evs if e["kind"] == "target")
         answers = {e["request_id"]: e for e in evs if e["kind"] == "file_range" and e["conn"] == 1}
-        assert 1 in answers and answers[1]["error"] and not answers[1]["data"], answers
+        assert 1 in answers and answers[1]["error"] and not answers[1]["data"], why
         with open(f"/proc/{target.pid}/root{tgt['path']}", "rb") as f:
             head = f.read(64)
-        assert 2 in answers and bytes.fromhex(answers[2]["data"]) == head, answers   # control
-        assert 3 not in answers or (answers[3]["error"] and not answers[3]["data"]), answers
+        assert 2 in answers and bytes.fromhex(answers[2]["data"]) == head, why   # control
+        assert 3 not in answers or (answers[3]["error"] and not answers[3]["data"]), why
         assert sensor.proc.poll() is None, sensor.logtext()
     finally:
         target.kill()

@@ -4,7 +4,6 @@ an unprivileged user cannot make the sensor open a file of its choosing
 (map_files only, regular files only, the maps line's dev/inode), the
 first /proc scan runs only after the privilege drop, and the running
 sensor's own seccomp filter refuses what its mode does not need."""
-import hashlib
 import os
 import pathlib
 import re
@@ -15,13 +14,10 @@ import time
 
 import pytest
 
-from conftest import SENSOR, Symbolizer, symbols_pb2, wait_for
+from conftest import SENSOR, Symbolizer, htlhash, symbols_pb2, wait_for
 
 NOBODY = 65534
 
-
-def htlhash(data):
-    return hashlib.sha256(data[:4096] + data[-4096:] + len(data).to_bytes(8, "big")).digest()[:16]
 
 
 # The attacker: maps /dev/zero (a character device, so the map_files open
