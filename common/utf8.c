@@ -35,12 +35,22 @@ size_t utf8_char_len(const uint8_t *s, size_t n)
 	return len;
 }
 
+/* The bytes kept as they are at s: a valid UTF-8 character that is not a
+ * C0 control or DEL (an ESC in a thread name would otherwise reach a
+ * terminal through `sonde status`); 0: escape the byte. */
+static size_t kept_len(const uint8_t *s, size_t n)
+{
+	if (s[0] < 0x20 || s[0] == 0x7f)
+		return 0;
+	return s[0] < 0x80 ? 1 : utf8_char_len(s, n);
+}
+
 bool utf8_valid(const char *s, size_t n)
 {
 	const uint8_t *u = (const uint8_t *)s;
 
 	for (size_t i = 0; i < n;) {
-		size_t k = u[i] && u[i] < 0x80 ? 1 : utf8_char_len(u + i, n - i);
+		size_t k = kept_len(u + i, n - i);
 
 		if (k == 0)
 			return false;
@@ -57,7 +67,7 @@ size_t utf8_escape(char *dst, size_t cap, const char *src, size_t n)
 	size_t o = 0;
 
 	for (size_t i = 0; i < n;) {
-		size_t k = utf8_char_len(u + i, n - i);
+		size_t k = kept_len(u + i, n - i);
 
 		if (k == 0) {
 			if (o + 4 >= cap)
@@ -86,7 +96,7 @@ size_t utf8_escaped_len(const char *src, size_t n)
 	size_t o = 0;
 
 	for (size_t i = 0; i < n;) {
-		size_t k = utf8_char_len(u + i, n - i);
+		size_t k = kept_len(u + i, n - i);
 
 		o += k ? k : 4;
 		i += k ? k : 1;

@@ -6,9 +6,11 @@
  *
  * The escape: every byte that does not begin a valid UTF-8 sequence
  * (stray continuation bytes, overlong forms, UTF-16 surrogates, code
- * points above U+10FFFF, sequences cut short) and every NUL byte becomes
- * the four characters "\xNN" (lowercase hex); valid sequences, multibyte
- * ones included, are copied unchanged, and so is '\\'. Escaped text is
+ * points above U+10FFFF, sequences cut short) and every C0 control byte
+ * (NUL, ESC, newline...) and DEL becomes the four characters "\xNN"
+ * (lowercase hex), so names cannot drive a terminal either; valid
+ * printable sequences, multibyte ones included, are copied unchanged, and
+ * so is '\\'. Escaped text is
  * therefore valid UTF-8 and escaping it again changes nothing
  * (idempotent), at the price that a name which really contains the text
  * "\xff" reads like one with the byte 0xff. Output is bounded by the
@@ -25,7 +27,8 @@
  * has n > 0 bytes left; 0 if s does not start one. */
 size_t utf8_char_len(const uint8_t *s, size_t n);
 
-/* Whether the n bytes at s are valid UTF-8 without NUL bytes. */
+/* Whether the n bytes at s are valid UTF-8 without C0 controls or DEL:
+ * what utf8_escape() would copy unchanged. */
 bool utf8_valid(const char *s, size_t n);
 
 /* Writes the n bytes of src, escaped as above, into dst (cap bytes, cap

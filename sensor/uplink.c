@@ -498,9 +498,12 @@ static int connect_checked(struct uplink *u)
 		    ms_since(&u->last_peer_log) < UPLINK_REFUSAL_LOG_INTERVAL_MS)
 			return r;
 		clock_gettime(CLOCK_MONOTONIC, &u->last_peer_log);
-		for (size_t i = 0, n = 0; i < u->n_peer_uids; i++)
-			n += (size_t)snprintf(allowed + n, sizeof(allowed) - n, "%s%" PRIu32,
-					      i ? ", " : "", u->peer_uids[i]);
+		for (size_t i = 0, n = 0; i < u->n_peer_uids && n < sizeof(allowed) - 1; i++) {
+			int w = snprintf(allowed + n, sizeof(allowed) - n, "%s%" PRIu32,
+					 i ? ", " : "", u->peer_uids[i]);
+
+			n = w < 0 ? sizeof(allowed) - 1 : n + (size_t)w; /* cut: stop */
+		}
 		if (r == -EPERM)
 			log_warn("refusing the symbolizer at %.200s: its socket is served by uid "
 				 "%" PRIu32 " (pid %" PRId32 "), not uid %s (--symbolizer-uid); "

@@ -169,8 +169,9 @@ static int check_cpython_layout(const struct sonde_cpython_offsets *o, const cha
 			       SONDE_CPYTHON_ENTRY_ALL | SONDE_CPYTHON_LASTI_INDEX |
 			       SONDE_CPYTHON_PTHREAD_ID;
 
-	if (o->major != 3)
-		return refuse(ret_reason, "not a CPython 3 layout");
+	if (o->major != 3 || o->minor < VALIDATE_CPYTHON_MINOR_MIN ||
+	    o->minor > VALIDATE_CPYTHON_MINOR_MAX)
+		return refuse(ret_reason, "not a CPython 3.10-3.13 layout");
 	if (o->runtime_interpreters_head >= VALIDATE_CPYTHON_RUNTIME_OFF_MAX ||
 	    o->interp_threads_head >= VALIDATE_CPYTHON_RUNTIME_OFF_MAX)
 		return refuse(ret_reason, "a runtime or interpreter offset out of bounds");

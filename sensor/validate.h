@@ -50,6 +50,10 @@
  * (sonde_cpython_meta's slots, the line table clamped to 1024 bytes), so
  * no length comes from the symbolizer. */
 #define VALIDATE_CPYTHON_RUNTIME_OFF_MAX 32768
+/* The minor versions the symbolizer has layouts for (cpython_layout.c);
+ * BPF copies it into each code object record as the line table's format. */
+#define VALIDATE_CPYTHON_MINOR_MIN 10
+#define VALIDATE_CPYTHON_MINOR_MAX 13
 #define VALIDATE_CPYTHON_FIELD_OFF_MAX 1024
 #define VALIDATE_CPYTHON_IMAGE_SLACK (2u << 20)
 
@@ -96,7 +100,7 @@ int validate_probe_offsets(const uint64_t *offsets, size_t n_offsets,
 /* An InterpreterConfig without error: file ID of 16 bytes, kind CPYTHON,
  * format_version SONDE_CPYTHON_FORMAT_VERSION, a layout of exactly
  * sizeof(struct sonde_cpython_offsets) whose offsets are within the
- * bounds above, whose flags are known bits and whose major version is 3,
+ * bounds above, whose flags are known bits and whose version is 3.10-3.13,
  * and a runtime_offset (plus the first read at it) inside the file's
  * image: file_size is the registered file's size, from the sensor's own
  * registry. */

@@ -678,27 +678,33 @@ static int open_database(const char *path, struct cache **ret)
 /* As root: gives the socket at path (bound here, mode 0660) the user's
  * group. Never follows a symlink: something else in its place (the
  * directory's owner may swap it) is refused, and the change applies to
- * the path itself (AT_SYMLINK_NOFOLLOW), not to what a link names. */
+ * the inode that was checked, through its O_PATH descriptor. */
 static int socket_to_group(const char *path, const struct passwd *pw)
 {
 	struct stat st;
-	int r;
+	int fd, r = 0;
 
-	if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+	/* O_PATH|O_NOFOLLOW: a symlink swapped in is looked at, not followed;
+	 * the group then goes to exactly the inode checked. */
+	fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
 		r = -errno;
-		log_error_errno(r, "cannot stat socket %s", path);
-		return r;
+		log_error_errno(r, "cannot look at socket %s", path);
+		goto out;
 	}
 	if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
 		log_error("%s is no longer the socket bound there; refusing", path);
-		return -EEXIST;
+		r = -EEXIST;
+		goto out;
 	}
-	if (fchownat(AT_FDCWD, path, 0, pw->pw_gid, AT_SYMLINK_NOFOLLOW) < 0) {
+	if (fchownat(fd, "", 0, pw->pw_gid, AT_EMPTY_PATH) < 0) {
 		r = -errno;
 		log_error_errno(r, "cannot hand socket %s to group %u", path, (unsigned)pw->pw_gid);
-		return r;
 	}
-	return 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	return r;
 }
 
 /* As root: hands the databases and the unix sockets to the service user. */

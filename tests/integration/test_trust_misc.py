@@ -481,11 +481,12 @@ def test_sensor_sends_valid_utf8(tmp_path):
 
 SWAP_SHIM_C = r"""
 /* LD_PRELOAD: the first time the symbolizer names SWAP_PATH in a
- * chown/chmod/fstatat/fchownat call, move the socket there aside and put a
+ * chown/chmod/fstatat/fchownat/open call, move the socket there aside and put a
  * symlink to SWAP_VICTIM in its place: the race a user who can write the
  * socket's directory would run, made deterministic. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -517,6 +518,19 @@ int fstatat(int d, const char *p, struct stat *st, int f)
 { swap(p); return NEXT("fstatat", int (*)(int, const char *, struct stat *, int))(d, p, st, f); }
 int fstatat64(int d, const char *p, struct stat64 *st, int f)
 { swap(p); return NEXT("fstatat64", int (*)(int, const char *, struct stat64 *, int))(d, p, st, f); }
+#define OPEN(name) \
+int name(const char *p, int f, ...) \
+{ \
+	va_list ap; \
+	mode_t m; \
+	va_start(ap, f); \
+	m = va_arg(ap, mode_t); /* read always: harmless without O_CREAT */ \
+	va_end(ap); \
+	swap(p); \
+	return NEXT(#name, int (*)(const char *, int, ...))(p, f, m); \
+}
+OPEN(open)
+OPEN(open64)
 """
 
 

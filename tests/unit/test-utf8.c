@@ -1,5 +1,5 @@
 /* test-utf8.c - target text becomes valid UTF-8: invalid bytes escaped as
- * "\xNN", valid multibyte characters kept, output bounded and cut only
+ * "\xNN" (and C0 controls, DEL), valid multibyte characters kept, output bounded and cut only
  * between characters, escaping idempotent. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -62,6 +62,10 @@ static void test_invalid_escaped(void **state)
 	/* An embedded NUL would end a C string. */
 	assert_string_equal(esc("a\0b", 3), "a\\x00b");
 	assert_false(utf8_valid("a\0b", 3));
+	/* Controls would drive a terminal (`sonde status` prints comms). */
+	assert_string_equal(ESC("\x1b]0;pwn\x07x"), "\\x1b]0;pwn\\x07x");
+	assert_string_equal(ESC("a\tb\nc\x7f"), "a\\x09b\\x0ac\\x7f");
+	assert_false(utf8_valid("a\x1b", 2));
 }
 
 static void test_idempotent(void **state)

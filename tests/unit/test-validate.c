@@ -333,6 +333,15 @@ static void test_config_layout_bounds(void **state)
 	config_init(&f);
 	f.o.major = 2;
 	assert_int_equal(check_config(&f, NULL), -EBADMSG);
+	config_init(&f);
+	f.o.minor = VALIDATE_CPYTHON_MINOR_MIN - 1;
+	assert_int_equal(check_config(&f, NULL), -EBADMSG);
+	config_init(&f);
+	f.o.minor = VALIDATE_CPYTHON_MINOR_MAX + 1;
+	assert_int_equal(check_config(&f, NULL), -EBADMSG);
+	config_init(&f);
+	f.o.minor = VALIDATE_CPYTHON_MINOR_MAX;
+	assert_int_equal(check_config(&f, NULL), 0);
 }
 
 static void test_config_runtime_offset(void **state)
