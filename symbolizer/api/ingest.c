@@ -1537,6 +1537,23 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 	analysis_flush_done(s->svc);
 }
 
+/* The session's processes are as good as exited: its Status entries are
+ * forgotten after a while, not kept beside a reconnected sensor's. */
+static void outcomes_session_gone(struct session *s)
+{
+	struct hmap_iter it;
+	int64_t now = service_now_ms();
+	void *val;
+
+	hmap_iter_init(s->svc->proc_outcomes, &it);
+	while (hmap_next(s->svc->proc_outcomes, &it, NULL, NULL, &val)) {
+		struct proc_outcome *po = val;
+
+		if (po->key >> 32 == (s->id & UINT32_MAX) && !po->exited_ms)
+			po->exited_ms = now;
+	}
+}
+
 void ingest_on_close(struct rpc_call *call, void *ctx)
 {
 	struct service *svc = ctx;
@@ -1552,6 +1569,7 @@ void ingest_on_close(struct rpc_call *call, void *ctx)
 	analysis_session_gone(svc, s);
 	/* What waited is stored with what is known now. */
 	flush_all_pending(s);
+	outcomes_session_gone(s);
 	svc->past.samples_taken += s->stats.samples_taken;
 	svc->past.samples_lost += s->stats.samples_lost;
 	svc->past.samples_dropped += s->stats.samples_dropped;
