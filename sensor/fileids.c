@@ -67,7 +67,9 @@ static bool same_file(const struct fileid_info *a, const struct stat *st)
 {
 	return a->dev == (uint64_t)st->st_dev && a->ino == (uint64_t)st->st_ino &&
 	       a->size == (uint64_t)st->st_size && a->mtime_sec == st->st_mtim.tv_sec &&
-	       a->mtime_nsec == st->st_mtim.tv_nsec;
+	       a->mtime_nsec == st->st_mtim.tv_nsec && a->ctime_sec == st->st_ctim.tv_sec &&
+	       a->ctime_nsec == st->st_ctim.tv_nsec && a->mode == (st->st_mode & 07777) &&
+	       a->uid == st->st_uid && a->gid == st->st_gid;
 }
 
 /* Called with the lock held: a free slot, evicting the least recently
@@ -179,6 +181,8 @@ int fileids_register(struct fileids *f, int fd, uint64_t dev, uint64_t ino,
 	info.ino = st.st_ino;
 	info.mtime_sec = st.st_mtim.tv_sec;
 	info.mtime_nsec = st.st_mtim.tv_nsec;
+	info.ctime_sec = st.st_ctim.tv_sec;
+	info.ctime_nsec = st.st_ctim.tv_nsec;
 	info.mode = st.st_mode & 07777;
 	info.uid = st.st_uid;
 	info.gid = st.st_gid;

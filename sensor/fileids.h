@@ -24,6 +24,10 @@ struct fileid_info {
 	uint64_t ino;
 	int64_t mtime_sec;
 	int64_t mtime_nsec;
+	/* Status change time: a chmod or chown after registration changes
+	 * it, so the file is registered again with its new mode and owner. */
+	int64_t ctime_sec;
+	int64_t ctime_nsec;
 	/* Owner and mode bits (st_mode & 07777) at registration, for the
 	 * symbolizer's access policy (ingest.proto Mapping.file_mode). */
 	uint32_t mode, uid, gid;

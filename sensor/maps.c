@@ -132,7 +132,9 @@ int proc_parse_stat(const char *text, size_t len, uint32_t *ret_ppid, uint64_t *
 	return 0;
 }
 
-int proc_parse_status_uid(const char *text, size_t len, uint32_t *ret_uid)
+/* The four ids of the line starting with key ("Uid:" or "Gid:"), and
+ * whether they are all equal. */
+static int status_ids(const char *text, size_t len, const char *key, uint32_t *ret_id)
 {
 	uint64_t ids[4];
 	size_t pos = 0;
@@ -140,7 +142,7 @@ int proc_parse_status_uid(const char *text, size_t len, uint32_t *ret_uid)
 	/* Lines are "Name:\tvalue"; the Uid: line comes after Name: and
 	 * State:, whose values (the comm) a target chose: match at line
 	 * starts only. The comm is escaped by the kernel (no newline). */
-	while (pos < len && !(len - pos >= 4 && memcmp(text + pos, "Uid:", 4) == 0 &&
+	while (pos < len && !(len - pos >= 4 && memcmp(text + pos, key, 4) == 0 &&
 			      (pos == 0 || text[pos - 1] == '\n'))) {
 		const char *nl = memchr(text + pos, '\n', len - pos);
 
@@ -166,6 +168,18 @@ int proc_parse_status_uid(const char *text, size_t len, uint32_t *ret_uid)
 	}
 	if (pos < len && text[pos] != '\n')
 		return -EINVAL;
-	*ret_uid = ids[0] == ids[1] && ids[1] == ids[2] && ids[2] == ids[3] ? (uint32_t)ids[0] : 0;
+	*ret_id = ids[0] == ids[1] && ids[1] == ids[2] && ids[2] == ids[3] ? (uint32_t)ids[0]
+									 : UINT32_MAX;
+	return 0;
+}
+
+int proc_parse_status_uid(const char *text, size_t len, uint32_t *ret_uid)
+{
+	uint32_t uid, gid;
+
+	if (status_ids(text, len, "Uid:", &uid) < 0 || status_ids(text, len, "Gid:", &gid) < 0)
+		return -EINVAL;
+	/* A uid or gid change under way (setuid, setgid): root's. */
+	*ret_uid = uid == UINT32_MAX || gid == UINT32_MAX ? 0 : uid;
 	return 0;
 }

@@ -36,10 +36,11 @@ bool maps_line_is_exec_file(const struct maps_line *l);
  * or parentheses cannot shift the fields. Returns 0 or -EINVAL. */
 int proc_parse_stat(const char *text, size_t len, uint32_t *ret_ppid, uint64_t *ret_start);
 
-/* The owner of a process from a /proc/PID/status text: the "Uid:" line's
- * four ids (real, effective, saved, file-system). *ret_uid is the uid when
- * all four are equal, else 0: a process in the middle of a uid change (a
- * setuid program) belongs to root only, as ptrace_may_access() judges it.
- * Returns 0, or -EINVAL when there is no well-formed Uid: line (*ret_uid
- * untouched). */
+/* The owner of a process from a /proc/PID/status text: the "Uid:" and
+ * "Gid:" lines' four ids each (real, effective, saved, file-system).
+ * *ret_uid is the uid when the four uids are equal and the four gids are
+ * equal, else 0: a process in the middle of a uid or gid change (a setuid
+ * or setgid program) belongs to root only, as ptrace_may_access() judges
+ * it. Returns 0, or -EINVAL when either line is missing or malformed
+ * (*ret_uid untouched). */
 int proc_parse_status_uid(const char *text, size_t len, uint32_t *ret_uid);

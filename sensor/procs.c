@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
@@ -434,12 +435,18 @@ static int scan(struct procs *p, uint32_t pid, bool maps_only)
 	}
 
 	if (!maps_only) {
+		struct stat st;
 		uint32_t uid = 0;
 
 		/* Unreadable or malformed: root's (admin only), not anyone's. */
 		snprintf(path, sizeof(path), "%s/status", dir);
 		len = read_small(path, buf, sizeof(buf));
 		if (len <= 0 || proc_parse_status_uid(buf, (size_t)len, &uid) < 0)
+			uid = 0;
+		/* The kernel makes /proc/PID root's while the task is not
+		 * dumpable (after a setuid exec, or prctl): perf and ptrace
+		 * refuse it to its uid, so its samples are root's too. */
+		if (uid && (stat(dir, &st) < 0 || st.st_uid != uid))
 			uid = 0;
 		if (old->uid != uid) {
 			old->uid = uid;

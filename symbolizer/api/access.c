@@ -9,9 +9,11 @@
  * the samples, spans and processes of its own uid only, and the analysis
  * of a file only when it could have read the file itself, or uploaded it.
  *
- * A file's owner and mode come from the sensors (ingest.proto
+ * A file's owner and mode come from the sensors on this host (ingest.proto
  * Mapping.file_mode/uid/gid, the fstat of the descriptor the sensor
- * hashed); which uids map it, from the ProcessUpdates that name it. The
+ * hashed); which uids map it, from the ProcessUpdates that name it. A
+ * uid means something only on its own host: ingest.c notes no mapping
+ * from a sensor over TCP (another node), so those files are admins'. The
  * mode bits approximate "could read": directories on the way are not
  * seen, so a file that is not world-readable also needs a process of the
  * caller's own that maps it (which proves the caller reached it).
@@ -133,14 +135,21 @@ void access_note_mapping(struct service *svc, const struct fileid *id, uint32_t 
 
 	if (!f)
 		return;
-	/* All zero: a sensor that does not report owners (older), or a
-	 * root-owned file with mode 0; either way no reader but admins. The
-	 * newest report wins (a chmod shows at the next registration). */
-	if (mode || file_uid || file_gid) {
+	/* The most restrictive report wins: a sensor that names this file ID
+	 * with looser bits (a lie, or a chmod) widens nothing. Reports that
+	 * disagree on the owner or group leave no class to trust: no mode
+	 * bit at all, so admins and uploaders only. All zero (a sensor that
+	 * does not report owners, or a root-owned file of mode 0) is a
+	 * report like any other. Loosening shows only after a restart. */
+	if (!f->has_meta) {
 		f->has_meta = true;
 		f->mode = mode & 07777;
 		f->uid = file_uid;
 		f->gid = file_gid;
+	} else if (f->uid != file_uid || f->gid != file_gid) {
+		f->mode = 0;
+	} else {
+		f->mode &= mode & 07777;
 	}
 	add_uid(f->mappers, &f->n_mappers, proc_uid);
 }

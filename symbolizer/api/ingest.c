@@ -129,6 +129,10 @@ struct session {
 	struct rpc_call *call; /* NULL once closed */
 	uint64_t id;
 	bool hello, half_closed, finished;
+	/* A Unix peer: a sensor on this host, whose uids (process and file
+	 * owners) are this host's. A TCP sensor's are another node's, which
+	 * name nobody here: its processes are root's, its files noted not. */
+	bool local;
 	int64_t drain_deadline_ms;
 	char hostname[128];
 	uint32_t frequency_hz;
@@ -970,6 +974,25 @@ static int on_hello(struct session *s, const Sonde__V1__Hello *h)
 	return 0;
 }
 
+/* The Status outcomes of p, if it has any, take its owner and name from
+ * its ProcessUpdate: a sample may come before it (root's until then), and
+ * a reused pid is another process, whose counts start again. */
+static void outcome_refresh(struct session *s, const struct process *p)
+{
+	struct proc_outcome *po =
+		hmap_get_u64(s->svc->proc_outcomes, proc_outcome_key(s->id, p->pid));
+
+	if (!po)
+		return;
+	if (po->uid != p->uid) {
+		memset(&po->c, 0, sizeof(po->c));
+		po->uid = p->uid;
+	}
+	if (p->comm[0])
+		utf8_escape(po->comm, sizeof(po->comm), p->comm, strlen(p->comm));
+	po->exited_ms = 0;
+}
+
 static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
 {
 	struct process *p;
@@ -1033,9 +1056,10 @@ static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
 		}
 		p->pid = u->pid;
 	}
-	p->uid = u->uid;
+	p->uid = s->local ? u->uid : 0;
 	/* Target text: valid UTF-8 from here on, whatever the sensor sent. */
 	text_copy(p->comm, sizeof(p->comm), u->comm);
+	outcome_refresh(s, p);
 	if (!u->cgroup || !export_container_id(u->cgroup, p->container_id))
 		p->container_id[0] = '\0';
 	free(p->exe);
@@ -1063,7 +1087,9 @@ static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
 		memcpy(id.bytes, m->file_id.data, FILEID_LEN);
 		maps[i].id = id;
 		maps[i].has_file = true;
-		access_note_mapping(s->svc, &id, m->file_mode, m->file_uid, m->file_gid, u->uid);
+		if (s->local)
+			access_note_mapping(s->svc, &id, m->file_mode, m->file_uid, m->file_gid,
+					    u->uid);
 		if (m->path && *m->path && utf8_valid(m->path, strlen(m->path))) {
 			service_note_path(s->svc, &id, m->path);
 		} else if (m->path && *m->path) {
@@ -1267,7 +1293,8 @@ nomem:
 static void count_outcome(struct session *s, uint8_t outcome, const Sonde__V1__SampleCount *sc)
 {
 	struct service *svc = s->svc;
-	struct proc_outcome *po = hmap_get_u64(svc->proc_outcomes, sc->pid);
+	uint64_t key = proc_outcome_key(s->id, sc->pid);
+	struct proc_outcome *po = hmap_get_u64(svc->proc_outcomes, key);
 
 	svc->outcomes.n[outcome] += sc->count;
 	svc->outcomes.total += sc->count;
@@ -1277,10 +1304,11 @@ static void count_outcome(struct session *s, uint8_t outcome, const Sonde__V1__S
 		if (hmap_count(svc->proc_outcomes) >= SERVICE_MAX_OUTCOME_PIDS)
 			return;
 		po = calloc(1, sizeof(*po));
-		if (!po || hmap_put_u64(svc->proc_outcomes, sc->pid, po, NULL) < 0) {
+		if (!po || hmap_put_u64(svc->proc_outcomes, key, po, NULL) < 0) {
 			free(po);
 			return;
 		}
+		po->key = key;
 		po->pid = sc->pid;
 		/* Unknown process: root's, so only admins see it. */
 		po->uid = p ? p->uid : 0;
@@ -1388,12 +1416,15 @@ void ingest_on_open(struct rpc_call *call, void *ctx)
 {
 	struct service *svc = ctx;
 	struct session *s = calloc(1, sizeof(*s));
+	struct rpc_peer peer;
 
 	if (!s)
 		goto fail;
 	s->svc = svc;
 	s->call = call;
 	s->id = svc->next_session_id++;
+	rpc_call_peer_creds(call, &peer);
+	s->local = peer.transport == RPC_TRANSPORT_UNIX;
 	snprintf(s->hostname, sizeof(s->hostname), "session %" PRIu64, s->id);
 	s->procs = hmap_new();
 	s->files = hmap_new();
@@ -1446,7 +1477,8 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 		on_process(s, m->process);
 		break;
 	case SONDE__V1__SENSOR_MESSAGE__KIND_EXIT: {
-		struct proc_outcome *po = hmap_get_u64(s->svc->proc_outcomes, m->exit->pid);
+		struct proc_outcome *po =
+			hmap_get_u64(s->svc->proc_outcomes, proc_outcome_key(s->id, m->exit->pid));
 		struct process *p = hmap_remove_u64(s->procs, m->exit->pid);
 
 		if (p) {
@@ -1505,6 +1537,23 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 	analysis_flush_done(s->svc);
 }
 
+/* The session's processes are as good as exited: its Status entries are
+ * forgotten after a while, not kept beside a reconnected sensor's. */
+static void outcomes_session_gone(struct session *s)
+{
+	struct hmap_iter it;
+	int64_t now = service_now_ms();
+	void *val;
+
+	hmap_iter_init(s->svc->proc_outcomes, &it);
+	while (hmap_next(s->svc->proc_outcomes, &it, NULL, NULL, &val)) {
+		struct proc_outcome *po = val;
+
+		if (po->key >> 32 == (s->id & UINT32_MAX) && !po->exited_ms)
+			po->exited_ms = now;
+	}
+}
+
 void ingest_on_close(struct rpc_call *call, void *ctx)
 {
 	struct service *svc = ctx;
@@ -1520,6 +1569,7 @@ void ingest_on_close(struct rpc_call *call, void *ctx)
 	analysis_session_gone(svc, s);
 	/* What waited is stored with what is known now. */
 	flush_all_pending(s);
+	outcomes_session_gone(s);
 	svc->past.samples_taken += s->stats.samples_taken;
 	svc->past.samples_lost += s->stats.samples_lost;
 	svc->past.samples_dropped += s->stats.samples_dropped;

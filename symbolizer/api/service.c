@@ -154,7 +154,7 @@ static void forget_exited(struct service *svc, int64_t now)
 		struct proc_outcome *po = val;
 
 		if (po->exited_ms && now - po->exited_ms >= PROC_OUTCOME_KEEP_MS)
-			free(hmap_remove_u64(svc->proc_outcomes, po->pid));
+			free(hmap_remove_u64(svc->proc_outcomes, po->key));
 	}
 }
 

@@ -100,7 +100,7 @@ struct service {
 	struct hmap *file_acl; /* fileid -> owner, mode, mapping uids (access.c) */
 
 	struct outcome_counts outcomes;
-	struct hmap *proc_outcomes; /* pid (u64) -> struct proc_outcome */
+	struct hmap *proc_outcomes; /* proc_outcome_key() -> struct proc_outcome */
 
 	struct sym_wait *waits; /* deferred Symbolize calls */
 	struct hmap *uploads;   /* fileid -> struct upload (in progress) */
@@ -180,8 +180,10 @@ void access_profile_query(const struct access_scope *sc, struct profile_query *q
  * readable or mapped by a process of sc's uid. */
 bool access_may_read_file(struct service *svc, const struct access_scope *sc,
 			  const struct fileid *id);
-/* A sensor reported a process of proc_uid mapping id, whose owner and
- * mode bits are file_uid, file_gid, mode (all 0: not reported). */
+/* A sensor on this host (a Unix peer) reported a process of proc_uid
+ * mapping id, whose owner and mode bits are file_uid, file_gid, mode. Of
+ * several reports of one file the most restrictive wins: the mode bits
+ * intersect, and an owner or group that differs clears them all. */
 void access_note_mapping(struct service *svc, const struct fileid *id, uint32_t mode,
 			 uint32_t file_uid, uint32_t file_gid, uint32_t proc_uid);
 /* sc uploaded id (its bytes matched the ID). */
@@ -218,12 +220,19 @@ uint32_t ingest_frequency_hz(struct service *svc);
 void ingest_unwind_done(struct service *svc, const struct fileid *id);
 
 struct proc_outcome {
+	uint64_t key; /* proc_outcome_key(): the session's and the pid */
 	uint32_t pid;
 	uint32_t uid; /* the process's owner (access.c decides who sees it) */
 	char comm[17];
 	struct outcome_counts c;
 	int64_t exited_ms; /* 0: running; else forgotten PROC_OUTCOME_KEEP_MS later */
 };
+/* The proc_outcomes key of pid as one sensor session sees it: a pid
+ * names a process of one host only. */
+static inline uint64_t proc_outcome_key(uint64_t session_id, uint32_t pid)
+{
+	return session_id << 32 | pid;
+}
 /* How long `sonde status` still shows an exited process's outcomes. Without
  * it the table filled with every short-lived pid, up to the bound. */
 #define PROC_OUTCOME_KEEP_MS 120000

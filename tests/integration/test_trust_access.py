@@ -419,3 +419,267 @@ def test_tls_readers_see_no_process_admins_all(tmp_path):
         work.wait()
         sensor.stop()
         sym.stop()
+
+
+# ---- Review of issue 27's scoping: uids of other hosts, file reports,
+# per-process Status. A sensor played by Python (local over the Unix
+# socket as root, or another node over TCP with the sensor certificate).
+
+# Runs as the client's user: Status's processes and, per file ID, whether
+# Symbolize answers it.
+VIEW = r"""
+import json, sys, grpc
+sys.path.insert(0, sys.argv[2])
+import symbols_pb2, symbols_pb2_grpc
+s = symbols_pb2_grpc.SymbolsStub(grpc.insecure_channel(sys.argv[1]))
+st = s.Status(symbols_pb2.StatusRequest(), timeout=30)
+out = {"processes": [[p.pid, p.comm, p.outcomes.complete + p.outcomes.truncated + p.outcomes.no_table +
+                      p.outcomes.read_error + p.outcomes.no_user_stack] for p in st.processes],
+       "folded": {}, "files": {}}
+for pid in sys.argv[4].split(",") if sys.argv[4] else []:
+    out["folded"][pid] = s.Folded(symbols_pb2.ProfileQuery(pid=int(pid)), timeout=30).total_samples
+addr = int(sys.argv[3])
+for fid in sys.argv[5:]:
+    q = symbols_pb2.SymbolizeQuery(file_id=bytes.fromhex(fid), addresses=[addr])
+    r = s.Symbolize(symbols_pb2.SymbolizeRequest(queries=[q]), timeout=60).results[0]
+    out["files"][fid] = "" if r.unknown_file else (r.symbols[0].function if r.symbols else "?")
+print(json.dumps(out))
+"""
+
+
+class _Node:
+    """A sensor over the real Ingest protocol on a given channel."""
+
+    def __init__(self, channel, hostname):
+        import queue
+        import threading
+        self._q = queue.Queue()
+        self.channel = channel
+        self.welcome = threading.Event()
+        self._resp = ingest_pb2_grpc.IngestStub(channel).Connect(iter(self._q.get, None))
+
+        def serve():
+            try:
+                for m in self._resp:
+                    if m.HasField("welcome"):
+                        self.welcome.set()
+            except Exception:
+                pass
+        self._t = threading.Thread(target=serve, daemon=True)
+        self._t.start()
+        self._q.put(ingest_pb2.SensorMessage(hello=ingest_pb2.Hello(
+            protocol_version=1, sensor_version="t8", hostname=hostname, frequency_hz=19)))
+        assert self.welcome.wait(15), "no Welcome"
+
+    def process(self, pid, uid, comm, files=()):
+        """files: [(file ID, size, mode, owner uid, owner gid)]."""
+        maps = [ingest_pb2.Mapping(start=0x10000000 * (i + 1), end=0x10000000 * (i + 1) + ((size + 4095) & ~4095),
+                                   file_offset=0, file_id=fid, path=f"/t8/{i}.so", file_size=size,
+                                   executable=True, file_mode=mode, file_uid=fu, file_gid=fg)
+                for i, (fid, size, mode, fu, fg) in enumerate(files)]
+        self._q.put(ingest_pb2.SensorMessage(process=ingest_pb2.ProcessUpdate(
+            pid=pid, uid=uid, comm=comm, exe_path="/t8/exe", mappings=maps)))
+
+    def sample(self, stack_id, pid, count, comm, fid=None, addr=0):
+        now = __import__("time").time_ns()
+        user = [ingest_pb2.Frame(file_id=fid, address=addr)] if fid else []
+        self._q.put(ingest_pb2.SensorMessage(stacks=ingest_pb2.StackBatch(
+            stacks=[ingest_pb2.StackDef(id=stack_id, user=user, kernel=[] if fid else [0xffffffff81000000])],
+            samples=[ingest_pb2.SampleCount(stack_id=stack_id, pid=pid, tid=pid, count=count,
+                                            first_unix_ns=now, last_unix_ns=now, comm=comm)])))
+
+    def close(self):
+        self._resp.cancel()
+        self._t.join(10)
+        self.channel.close()
+
+
+def _lib(tmp_path, tag):
+    """A library with unique bytes (its own file ID), uploaded by root
+    (an admin's upload grants no one else), and its function's address."""
+    d = tmp_path / f"lib-{tag}"
+    d.mkdir()
+    (d / "l.c").write_text(SECRET_C + f'const char t8_tag[] = "{tag}";\n')
+    lib = d / f"lib{tag}.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-g", "-o", str(lib), str(d / "l.c")], check=True)
+    nm = subprocess.run(["nm", str(lib)], check=True, capture_output=True, text=True).stdout
+    addr = next(int(ln.split()[0], 16) for ln in nm.splitlines() if ln.endswith(" t3_secret_function_b"))
+    return lib.read_bytes(), addr
+
+
+def _upload(sym, data):
+    fid = htlhash(data)
+    up = sym.symbols.Upload(symbols_pb2.UploadRequest(file_id=fid, size=len(data), offset=0, data=data,
+                                                      name="lib.so"), timeout=60)
+    assert up.complete
+    return fid
+
+
+def _analysed(sym, fid, addr):
+    """Waits until root gets fid's analysis (before any sensor names it)."""
+    def known():
+        q = symbols_pb2.SymbolizeQuery(file_id=fid, addresses=[addr])
+        r = sym.symbols.Symbolize(symbols_pb2.SymbolizeRequest(queries=[q]), timeout=60).results[0]
+        return r.symbols and r.symbols[0].function == "t3_secret_function_b"
+    wait_for(known, 60, "the upload's analysis", interval=0.5)
+
+
+def _view(sym, stubs, uid, addr, pids=(), fids=()):
+    groups = [grp.getgrnam("sonde").gr_gid, grp.getgrnam("nogroup").gr_gid] if uid else [0]
+    p = subprocess.run([sys.executable, "-c", VIEW, sym.address, str(stubs), str(addr),
+                        ",".join(map(str, pids)), *[f.hex() for f in fids]],
+                       preexec_fn=_demote(uid, groups), capture_output=True, text=True, timeout=120, cwd="/")
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout)
+
+
+def _pids(view):
+    return {pid for pid, _, _ in view["processes"]}
+
+
+def test_remote_node_uids_name_nobody_here(tmp_path, users):
+    """A uid another node's sensor reports (over TCP) is that node's: a
+    local user of the same uid sees none of its processes, samples or
+    files; root does. Control: the same report from the local sensor
+    (Unix socket) is the user's."""
+    import test_security as ts
+    uid_a, _, _ = users
+    pki = tmp_path / "pki"
+    pki.mkdir()
+    ts._make_ca(pki, "sonde-ca")
+    ts._make_cert(pki, "sonde-ca", "symbolizer", "IP:127.0.0.1,DNS:localhost", client=False)
+    ts._make_cert(pki, "sonde-ca", "sonde-sensor", "DNS:sonde-sensor", client=True)
+    port = ts._free_port()
+    stubs = _stub_dir(tmp_path)
+    sym = Symbolizer(tmp_path, extra=["--client-group", "nogroup", "--listen", f"tcp:127.0.0.1:{port}",
+                                      "--tls-cert", str(pki / "symbolizer.crt"),
+                                      "--tls-key", str(pki / "symbolizer.key"),
+                                      "--tls-client-ca", str(pki / "sonde-ca.crt")])
+    nodes = []
+    try:
+        data, addr = _lib(tmp_path, "remote")
+        fid = _upload(sym, data)
+        local_data, _ = _lib(tmp_path, "local")
+        local_fid = _upload(sym, local_data)
+        _analysed(sym, fid, addr)
+        _analysed(sym, local_fid, addr)
+        remote = _Node(ts._tls_channel(pki, port, "sonde-sensor"), "node-b")
+        nodes.append(remote)
+        local = _Node(grpc_insecure(sym.address), "here")
+        nodes.append(local)
+        rpid, lpid = 3999001, 3999002
+        # Node B: a process of uid A's number, mapping a world-readable file.
+        remote.process(rpid, uid_a, "t8-remote", [(fid, len(data), 0o644, uid_a, uid_a)])
+        remote.sample(1, rpid, 5, "t8-remote", fid, addr)
+        local.process(lpid, uid_a, "t8-local", [(local_fid, len(local_data), 0o644, uid_a, uid_a)])
+        local.sample(1, lpid, 5, "t8-local", local_fid, addr)
+
+        def stored(pid):
+            return sym.symbols.Folded(symbols_pb2.ProfileQuery(pid=pid), timeout=30).total_samples > 0
+        wait_for(lambda: stored(rpid) and stored(lpid), 60, "both nodes' samples stored", interval=0.5)
+        root = _view(sym, stubs, 0, addr, [rpid, lpid], [fid, local_fid])
+        assert {rpid, lpid} <= _pids(root)
+        assert root["files"][fid.hex()] == "t3_secret_function_b", (root, sym.logtext())
+        a = _view(sym, stubs, uid_a, addr, [rpid, lpid], [fid, local_fid])
+        # The control: the local sensor's report of A's process is A's.
+        assert lpid in _pids(a) and a["folded"][str(lpid)] > 0, a
+        assert a["files"][local_fid.hex()] == "t3_secret_function_b", a
+        # Node B's uid names nobody here.
+        assert rpid not in _pids(a), a
+        assert a["folded"][str(rpid)] == 0, a
+        assert a["files"][fid.hex()] == "", a
+    finally:
+        for n in nodes:
+            n.close()
+        sym.stop()
+
+
+def grpc_insecure(address):
+    import grpc
+    return grpc.insecure_channel(address)
+
+
+def test_most_restrictive_file_report_wins(tmp_path, users):
+    """A later report of a file ID with looser bits (0600, then 0644) or
+    another owner does not open it to a non-admin. Control: a file only
+    ever reported 0644 is readable."""
+    uid_a, uid_b, _ = users
+    stubs = _stub_dir(tmp_path)
+    sym = Symbolizer(tmp_path, extra=["--client-group", "nogroup"])
+    node = None
+    try:
+        libs = {t: _lib(tmp_path, t) for t in ("loosened", "chowned", "open")}
+        addr = libs["open"][1]
+        assert len({a for _, a in libs.values()}) == 1
+        fids = {t: _upload(sym, d) for t, (d, _) in libs.items()}
+        for f in fids.values():
+            _analysed(sym, f, addr)
+        size = {t: len(d) for t, (d, _) in libs.items()}
+        node = _Node(grpc_insecure(sym.address), "here")
+        # B's private file, mapped by B; then reported 0644, mapped by A.
+        node.process(3999011, uid_b, "t8-b", [(fids["loosened"], size["loosened"], 0o600, uid_b, uid_b)])
+        node.process(3999012, uid_a, "t8-a", [(fids["loosened"], size["loosened"], 0o644, uid_b, uid_b)])
+        # B's private file, then reported as A's own (0600), mapped by A.
+        node.process(3999013, uid_b, "t8-b", [(fids["chowned"], size["chowned"], 0o600, uid_b, uid_b)])
+        node.process(3999014, uid_a, "t8-a", [(fids["chowned"], size["chowned"], 0o600, uid_a, uid_a)])
+        # World-readable, root's, mapped by root only.
+        node.process(3999015, 0, "t8-root", [(fids["open"], size["open"], 0o644, 0, 0)])
+        # The control, sent last on the one stream: when A gets it, all came.
+        a = wait_for(lambda: (lambda v: v if v["files"][fids["open"].hex()] == "t3_secret_function_b"
+                              else None)(_view(sym, stubs, uid_a, addr, (), [fids[t] for t in
+                                                                          ("loosened", "chowned", "open")])),
+                     30, "A to get the world-readable file", interval=0.5)
+        assert a["files"][fids["loosened"].hex()] == "", a
+        assert a["files"][fids["chowned"].hex()] == "", a
+        root = _view(sym, stubs, 0, addr, (), [fids["loosened"], fids["chowned"]])
+        assert set(root["files"].values()) == {"t3_secret_function_b"}, root
+    finally:
+        if node:
+            node.close()
+        sym.stop()
+
+
+def test_status_processes_follow_their_process_update(tmp_path, users):
+    """Status's per-process list: a process whose first sample came before
+    its ProcessUpdate becomes its owner's once the update comes; a pid that
+    changes owner starts again (the new owner does not get the old counts,
+    the old owner no longer sees it); the same pid from another sensor is
+    another process."""
+    uid_a, uid_b, _ = users
+    stubs = _stub_dir(tmp_path)
+    sym = Symbolizer(tmp_path, extra=["--client-group", "nogroup"])
+    nodes = []
+    pid = 3999021
+    try:
+        one = _Node(grpc_insecure(sym.address), "one")
+        nodes.append(one)
+        one.sample(1, pid, 7, "t8-early")
+        wait_for(lambda: sym.status().samples_received >= 7, 30, "the early sample")
+        one.process(pid, uid_a, "t8-late")
+        one.sample(2, pid, 2, "t8-late")
+        wait_for(lambda: sym.status().samples_received >= 9, 30, "the later sample")
+        a = _view(sym, stubs, uid_a, 0)
+        # Counts from before the update were root's (a pid nobody named
+        # may have been another process): A's start with its update.
+        assert [pid, "t8-late", 2] in a["processes"], a
+        # The pid is now B's (reused): A sees it no more, B's counts start at 0.
+        one.process(pid, uid_b, "t8-other")
+        one.sample(3, pid, 1, "t8-other")
+        wait_for(lambda: sym.status().samples_received >= 10, 30, "B's sample")
+        assert pid not in _pids(_view(sym, stubs, uid_a, 0))
+        b = _view(sym, stubs, uid_b, 0)
+        assert [pid, "t8-other", 1] in b["processes"], b
+        # Another sensor's process of the same pid is another process.
+        two = _Node(grpc_insecure(sym.address), "two")
+        nodes.append(two)
+        two.process(pid, uid_a, "t8-second")
+        two.sample(1, pid, 3, "t8-second")
+        wait_for(lambda: sym.status().samples_received >= 13, 30, "the second sensor's sample")
+        a = _view(sym, stubs, uid_a, 0)
+        assert [p for p in a["processes"] if p[0] == pid] == [[pid, "t8-second", 3]], a
+        root = _view(sym, stubs, 0, 0)
+        assert sorted(p[1] for p in root["processes"] if p[0] == pid) == ["t8-other", "t8-second"], root
+    finally:
+        for n in nodes:
+            n.close()
+        sym.stop()

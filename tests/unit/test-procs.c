@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -199,6 +200,33 @@ static void test_register_only_the_expected_regular_file(void **state)
 	close(dev);
 }
 
+/* A chmod after registration: the file registers again, with the new
+ * mode (the symbolizer's access policy gets the fresh bits). */
+static void test_chmod_registers_again(void **state)
+{
+	struct fixture *f = *state;
+	struct fileid_entry *e1 = NULL, *e2 = NULL;
+	struct fileid_info info;
+	struct stat st;
+	char path[] = "/tmp/sonde-test-fileids.XXXXXX";
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "sonde chmod test\n", 17), 17);
+	assert_int_equal(fchmod(fd, 0644), 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(fileids_register(f->ids, fd, st.st_dev, st.st_ino, &e1, &info), 0);
+	assert_int_equal(info.mode, 0644);
+	assert_int_equal(fchmod(fd, 0600), 0);
+	assert_int_equal(fileids_register(f->ids, fd, st.st_dev, st.st_ino, &e2, &info), 0);
+	assert_int_equal(info.mode, 0600);
+	assert_ptr_not_equal(e1, e2);
+	fileids_unref(f->ids, e1);
+	fileids_unref(f->ids, e2);
+	close(fd);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -207,6 +235,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_register_only_the_expected_regular_file, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_chmod_registers_again, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -371,7 +371,15 @@ static void test_status_uid(void **state)
 	assert_int_equal(uid, 1000);
 	assert_int_equal(proc_parse_status_uid(setuid, strlen(setuid), &uid), 0);
 	assert_int_equal(uid, 0);
+	/* A setgid program (gids differ, uids equal): root's too. */
+	const char *setgid = "Name:\tGid:\t5\t5\t5\t5\nUid:\t1000\t1000\t1000\t1000\n"
+			     "Gid:\t1000\t42\t42\t42\n";
 	uid = 99;
+	assert_int_equal(proc_parse_status_uid(setgid, strlen(setgid), &uid), 0);
+	assert_int_equal(uid, 0);
+	uid = 99;
+	/* No Gid: line: not well-formed. */
+	assert_int_equal(proc_parse_status_uid("Uid:\t1\t1\t1\t1\n", 14, &uid), -EINVAL);
 	assert_int_equal(proc_parse_status_uid("Name:\tx\n", 8, &uid), -EINVAL);
 	assert_int_equal(proc_parse_status_uid("Uid:\t1\t1\t1\n", 11, &uid), -EINVAL);
 	assert_int_equal(proc_parse_status_uid("Uid:\t1\t1\t1\tx\n", 13, &uid), -EINVAL);
