@@ -460,13 +460,17 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	{
-		char *argv_sen[12];
+		char *argv_sen[14];
 		int n = 0;
 		argv_sen[n++] = sensor_bin;
 		argv_sen[n++] = "--symbolizer";
 		argv_sen[n++] = address;
 		argv_sen[n++] = "--frequency";
 		argv_sen[n++] = freq;
+		/* The symbolizer's user: its group is the socket's, which
+		 * the sensor keeps when it drops to its own user. */
+		argv_sen[n++] = "--symbolizer-uid";
+		argv_sen[n++] = (char *)env.user;
 		/* The progress line counts what arrived: every second, not
 		 * at the sensor's default 5 s. */
 		argv_sen[n++] = "--flush-ms";

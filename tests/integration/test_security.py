@@ -179,8 +179,10 @@ def test_sensor_keeps_exactly_the_documented_capabilities(symbolizer, start_sens
         sensor = start_sensor(symbolizer.address, "--pid", str(work.pid), "--frequency", "99")
         wait_for(lambda: "privileges dropped" in sensor.logtext(), 20, "the sensor to drop privileges")
         wait_for(lambda: symbolizer.status().samples_received > 0, 20, "samples")
+        sensor_user = pwd.getpwnam("sonde-sensor")
         for st in every_thread(sensor.proc.pid):
-            assert st["Uid"].split()[0] == "0"
+            assert st["Uid"].split() == [str(sensor_user.pw_uid)] * 4, (st["Name"], st["Uid"])
+            assert st["Gid"].split() == [str(sensor_user.pw_gid)] * 4, (st["Name"], st["Gid"])
             assert int(st["CapEff"], 16) == SENSOR_CAPS, (st["Name"], st["CapEff"])
             assert int(st["CapPrm"], 16) == SENSOR_CAPS
             assert int(st["CapBnd"], 16) == SENSOR_CAPS
