@@ -140,12 +140,20 @@ int privileges_resolve(const char *user, const char *symbolizer_user,
 	unsigned long n;
 
 	memset(ret, 0, sizeof(*ret));
-	if (!pw)
+	errno = 0;
+	n = strtoul(user, &end, 10);
+	if (pw) {
+		ret->uid = (uint32_t)pw->pw_uid;
+		ret->gid = (uint32_t)pw->pw_gid;
+	} else if (*user && !*end && errno == 0 && n < UINT32_MAX) {
+		/* A number with no passwd entry (a container image): that uid
+		 * and the same gid. */
+		ret->uid = ret->gid = (uint32_t)n;
+	} else {
 		return -ENOENT;
-	if (pw->pw_uid == 0 || pw->pw_gid == 0)
+	}
+	if (ret->uid == 0 || ret->gid == 0)
 		return -EINVAL;
-	ret->uid = (uint32_t)pw->pw_uid;
-	ret->gid = (uint32_t)pw->pw_gid;
 	/* The symbolizer gives its socket its user's primary group. */
 	errno = 0;
 	n = strtoul(sym, &end, 10);

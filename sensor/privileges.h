@@ -40,7 +40,8 @@ struct privileges_user {
 	int has_group;
 };
 
-/* Resolves user (the sensor's: must exist and not be root) and the
+/* Resolves user (the sensor's: a name that exists, or a number, which
+ * without a passwd entry is that uid and gid; not root) and the
  * primary group of symbolizer_user (NULL: "sonde", skipped when no such
  * user; a number is a uid). Returns 0, -ENOENT for a user that does not
  * exist, -EINVAL for root. Before privileges_drop (it reads

@@ -484,7 +484,8 @@ def test_systemd_units_verify():
     sen = (DEPLOY / "systemd" / "sonde-sensor.service").read_text()
     caps = re.search(r"^CapabilityBoundingSet=(.*)$", sen, re.M).group(1).split()
     assert set(caps) == {"CAP_BPF", "CAP_PERFMON", "CAP_SYS_PTRACE", "CAP_DAC_READ_SEARCH", "CAP_SYSLOG",
-                         "CAP_CHECKPOINT_RESTORE", "CAP_SETPCAP", "CAP_SYS_RESOURCE"}, caps
+                         "CAP_CHECKPOINT_RESTORE", "CAP_SETPCAP", "CAP_SETUID", "CAP_SETGID",
+                         "CAP_SYS_RESOURCE"}, caps
 
 
 def _k8s_docs():
@@ -516,7 +517,8 @@ def test_kubernetes_manifests():
         assert sc["readOnlyRootFilesystem"] is True
         assert sc["capabilities"]["drop"] == ["ALL"]
         assert set(sc["capabilities"]["add"]) == {"BPF", "PERFMON", "SYS_PTRACE", "DAC_READ_SEARCH", "SYSLOG",
-                                                  "CHECKPOINT_RESTORE", "SETPCAP", "SYS_RESOURCE"}
+                                                  "CHECKPOINT_RESTORE", "SETPCAP", "SETUID", "SETGID",
+                                                  "SYS_RESOURCE"}
     dep = next(d for d in docs if d["kind"] == "Deployment")
     pod = dep["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
