@@ -56,11 +56,9 @@
  * family, signals and prlimit64 to the sensor itself.
  */
 #include <arpa/inet.h>
-#include <inttypes.h>
 #include <errno.h>
-#include <grp.h>
-#include <pwd.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/bpf.h>
 #include <linux/capability.h>
 #include <linux/perf_event.h>
@@ -72,6 +70,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
