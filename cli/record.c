@@ -421,6 +421,14 @@ int cmd_record(int argc, char **argv)
 				env.user, env.user);
 			goto cleanup;
 		}
+		/* The sensor switches to this user after set-up and refuses
+		 * to start without it. */
+		if (!getpwnam("sonde-sensor")) {
+			fprintf(stderr, "sonde record: no user 'sonde-sensor' for the sensor; create it with\n"
+					"  useradd --system --no-create-home --shell /usr/sbin/nologin sonde-sensor\n");
+			goto cleanup;
+		}
+		pw = getpwnam(env.user); /* getpwnam's buffer is shared */
 		/* Through an fd opened without following a symlink. */
 		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
