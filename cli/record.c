@@ -421,6 +421,14 @@ int cmd_record(int argc, char **argv)
 				env.user, env.user);
 			goto cleanup;
 		}
+		/* The sensor switches to this user after set-up and refuses
+		 * to start without it. */
+		if (!getpwnam("sonde-sensor")) {
+			fprintf(stderr, "sonde record: no user 'sonde-sensor' for the sensor; create it with\n"
+					"  useradd --system --no-create-home --shell /usr/sbin/nologin sonde-sensor\n");
+			goto cleanup;
+		}
+		pw = getpwnam(env.user); /* getpwnam's buffer is shared */
 		/* Through an fd opened without following a symlink. */
 		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
@@ -460,13 +468,17 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	{
-		char *argv_sen[12];
+		char *argv_sen[14];
 		int n = 0;
 		argv_sen[n++] = sensor_bin;
 		argv_sen[n++] = "--symbolizer";
 		argv_sen[n++] = address;
 		argv_sen[n++] = "--frequency";
 		argv_sen[n++] = freq;
+		/* The symbolizer's user: its group is the socket's, which
+		 * the sensor keeps when it drops to its own user. */
+		argv_sen[n++] = "--symbolizer-uid";
+		argv_sen[n++] = (char *)env.user;
 		/* The progress line counts what arrived: every second, not
 		 * at the sensor's default 5 s. */
 		argv_sen[n++] = "--flush-ms";

@@ -54,6 +54,11 @@ sonde_install_deps() {
   if ! getent passwd sonde >/dev/null; then
     useradd --system --no-create-home --shell /usr/sbin/nologin sonde || return 1
   fi
+  # The sensor switches to this user after set-up (its own group, no
+  # other: it adds the symbolizer socket's group itself).
+  if ! getent passwd sonde-sensor >/dev/null; then
+    useradd --system --no-create-home --shell /usr/sbin/nologin sonde-sensor || return 1
+  fi
 }
 
 # The newer Go toolchains the tests build with are only in bookworm-backports:

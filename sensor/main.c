@@ -114,7 +114,10 @@ static struct env {
 	struct rpc_tls tls;
 	bool insecure;
 	const char *symbolizer_user; /* --symbolizer-uid; NULL: the default */
+	const char *user; /* --user: who the running sensor is */
+	const char *selftest_socket; /* --sandbox-selftest-socket */
 } env = {
+	.user = "sonde-sensor",
 	.frequency = 19,
 	.buffer_stacks = 65536,
 	/* Every 10 s, as Parca Agent and Pyroscope report (the OpenTelemetry
@@ -194,13 +197,20 @@ static const char usage[] =
 	"  --insecure            allow plaintext tcp: (testing only)\n"
 	"  --symbolizer-uid U    unix: accept only a symbolizer whose socket is served by\n"
 	"                        root or user U (name or number; default: user sonde if it\n"
-	"                        exists, else root only)\n"
+	"                        exists, else root only); its primary group is the\n"
+	"                        socket's group, which the sensor keeps after set-up\n"
+	"  --user NAME           user the sensor switches to after set-up, keeping only\n"
+	"                        the capabilities it needs (default sonde-sensor; it\n"
+	"                        must exist unless --no-drop-privileges; a number\n"
+	"                        without a passwd entry is that uid and gid)\n"
 	"  --no-drop-privileges  keep every capability and no seccomp filter (debugging)\n"
 	"  --go-probes           load the Go probes the symbolizer plans (docs/go-probes.md);\n"
 	"                        keeps CAP_SYS_ADMIN, which the kernel wants for uprobes\n"
 	"  --sandbox-selftest    set up, drop privileges with a filter that answers EPERM\n"
 	"                        instead of killing, try what the running sensor must not\n"
 	"                        do, print one line per attempt and exit (0: all denied)\n"
+	"  --sandbox-selftest-socket PATH  with --sandbox-selftest, also connect() to\n"
+	"                        this root-owned 0600 Unix socket (must be refused)\n"
 	"  --verbose             debug logging, including libbpf's\n"
 	"  --help\n";
 
@@ -209,7 +219,8 @@ static int parse_args(int argc, char **argv)
 	enum { OPT_SYM = 256, OPT_FREQ, OPT_PID, OPT_CGROUP, OPT_DURATION, OPT_BUFFER,
 	       OPT_FLUSH, OPT_RINGBUF, OPT_UNWIND_ROWS, OPT_IDLE, OPT_VERBOSE, OPT_HELP,
 	       OPT_TLS_CA, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_NAME, OPT_INSECURE, OPT_NO_DROP,
-	       OPT_BPF_WALK, OPT_GO_PROBES, OPT_SELFTEST, OPT_SYM_UID };
+	       OPT_BPF_WALK, OPT_GO_PROBES, OPT_SELFTEST, OPT_SYM_UID, OPT_USER,
+	       OPT_SELFTEST_SOCKET };
 	static const struct option opts[] = {
 		{"symbolizer", required_argument, NULL, OPT_SYM},
 		{"frequency", required_argument, NULL, OPT_FREQ},
@@ -233,6 +244,8 @@ static int parse_args(int argc, char **argv)
 		{"go-probes", no_argument, NULL, OPT_GO_PROBES},
 		{"sandbox-selftest", no_argument, NULL, OPT_SELFTEST},
 		{"symbolizer-uid", required_argument, NULL, OPT_SYM_UID},
+		{"user", required_argument, NULL, OPT_USER},
+		{"sandbox-selftest-socket", required_argument, NULL, OPT_SELFTEST_SOCKET},
 		{},
 	};
 	int c;
@@ -288,6 +301,12 @@ static int parse_args(int argc, char **argv)
 			continue;
 		case OPT_SYM_UID:
 			env.symbolizer_user = optarg;
+			continue;
+		case OPT_USER:
+			env.user = optarg;
+			continue;
+		case OPT_SELFTEST_SOCKET:
+			env.selftest_socket = optarg;
 			continue;
 		case OPT_VERBOSE:
 			env.verbose = true;
@@ -1469,6 +1488,8 @@ static int uplink_peer_setup(void)
 	return uplink_set_peer_uids(S.uplink, uids, (size_t)n_uids);
 }
 
+/* Everything of the uplink but its thread: nothing is connected or read
+ * from the symbolizer until uplink_begin(), after the privilege drop. */
 static int uplink_setup(int *ret_wfd)
 {
 	int wfd, err;
@@ -1490,7 +1511,15 @@ static int uplink_setup(int *ret_wfd)
 	}
 	*ret_wfd = wfd;
 	uplink_set_wakeup(S.uplink, wfd);
-	err = uplink_start(S.uplink);
+	return 0;
+}
+
+/* Starts the uplink's thread: it connects and parses the symbolizer's
+ * messages, so only once the sensor holds no more than it keeps. */
+static int uplink_begin(void)
+{
+	int err = uplink_start(S.uplink);
+
 	if (err < 0)
 		log_error_errno(err, "cannot start the uplink thread");
 	return err;
@@ -1511,21 +1540,47 @@ static unsigned privileges_mode(void)
 	return mode;
 }
 
+/* The sensor's user and the symbolizer socket's group (privileges.h),
+ * resolved before the drop: a sensor that cannot switch does not start
+ * (unless --no-drop-privileges). */
+static int user_resolve(struct privileges_user *ret)
+{
+	int err;
+
+	if (env.no_drop_privileges && !env.sandbox_selftest)
+		return 0;
+	err = privileges_resolve(env.user, env.symbolizer_user, ret);
+	if (err == -ENOENT)
+		log_error("--user %.64s or --symbolizer-uid %.64s: no such user (create the sensor's "
+			  "user with: useradd --system --no-create-home --shell /usr/sbin/nologin "
+			  "sonde-sensor)", env.user,
+			  env.symbolizer_user ? env.symbolizer_user : "sonde");
+	else if (err < 0)
+		log_error("--user %.64s: the sensor's user must not be root or in group root",
+			  env.user);
+	return err;
+}
+
 /* Set-up is over: BPF loaded and attached, perf events open, ring buffer
  * mapped. Keep only what the running sensor needs; then, and only then,
- * read the targets' /proc (ARCHITECTURE.md, rule 1). Returns the number
- * of processes found or a negative errno. */
-static int drop_and_scan(struct sample_bpf *skel, struct events *ev, const char *cgroup_rel)
+ * start the uplink (the symbolizer's messages) and read the targets'
+ * /proc (ARCHITECTURE.md, rule 1). Returns the number of processes found
+ * or a negative errno. */
+static int drop_and_scan(struct sample_bpf *skel, struct events *ev, const char *cgroup_rel,
+			 const struct privileges_user *user)
 {
 	int err, n;
 
 	if (!env.no_drop_privileges) {
-		err = privileges_drop(privileges_mode());
+		err = privileges_drop(privileges_mode(), user);
 		if (err < 0)
 			return err;
 	} else {
-		log_warn("--no-drop-privileges: running with every capability and no seccomp filter");
+		log_warn("--no-drop-privileges: running as root with every capability and no seccomp filter");
 	}
+	err = uplink_begin();
+	if (err < 0)
+		return err;
 	n = track_initial(skel, ev, cgroup_rel);
 	if (n < 0)
 		log_error_errno(n, "cannot scan /proc");
@@ -1536,14 +1591,14 @@ static int drop_and_scan(struct sample_bpf *skel, struct events *ev, const char 
 
 /* --sandbox-selftest: the real drop, with a filter that answers EPERM
  * where it would kill, then the attempts. 0 if all were denied. */
-static int sandbox_selftest(void)
+static int sandbox_selftest(const struct privileges_user *user)
 {
 	unsigned mode = privileges_mode() | PRIVILEGES_SELFTEST;
-	int err = privileges_drop(mode), allowed;
+	int err = privileges_drop(mode, user), allowed;
 
 	if (err < 0)
 		return err;
-	allowed = privileges_selftest(stdout, mode);
+	allowed = privileges_selftest(stdout, mode, env.selftest_socket);
 	printf("selftest: %d allowed\n", allowed);
 	fflush(stdout);
 	return allowed ? -EPERM : 0;
@@ -1561,6 +1616,7 @@ int main(int argc, char **argv)
 	char *cgroup_rel = NULL;
 	int sfd = -1, tfd = -1, wfd = -1, err = 0, n;
 	bool rpc_inited = false, use_loop = true;
+	struct privileges_user user = { 0 };
 
 	log_init("sonde-sensor", LOG_LEVEL_INFO);
 	/* Keep the resident set flat (issue 3: under 32 MiB): large buffers
@@ -1575,6 +1631,9 @@ int main(int argc, char **argv)
 	if (env.verbose)
 		log_init("sonde-sensor", LOG_LEVEL_DEBUG);
 
+	err = user_resolve(&user);
+	if (err < 0)
+		goto cleanup;
 	sfd = err = signals_setup();
 	if (err < 0)
 		goto cleanup;
@@ -1623,10 +1682,10 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	if (env.sandbox_selftest) {
-		err = sandbox_selftest();
+		err = sandbox_selftest(&user);
 		goto cleanup;
 	}
-	err = n = drop_and_scan(skel, ev, cgroup_rel);
+	err = n = drop_and_scan(skel, ev, cgroup_rel, &user);
 	if (err < 0)
 		goto cleanup;
 	log_info("sampling %d CPUs at %u Hz; filters: %s%s%s%s; %d processes; symbolizer %.200s",

@@ -39,15 +39,26 @@
  * (memlock: memcg accounting since 5.11), CAP_NET_*, CAP_SETUID/SETGID,
  * CAP_DAC_OVERRIDE, CAP_KILL...
  *
- * The uid stays 0, so root-owned files stay writable by their owner bits:
- * the seccomp filter allows openat only without O_WRONLY/O_RDWR/O_CREAT/
- * O_TRUNC/O_APPEND, and none of unlink/rename/chmod/chown/truncate/mount.
- * The filter narrows bpf() to the commands of the mode, sockets to the
- * symbolizer's family, signals and prlimit64 to the sensor itself.
+ * Every thread then leaves uid 0 for the sensor's user (privileges.h):
+ * root-owned Unix sockets (the system bus, docker.sock) refuse its
+ * connect() with EACCES, root's processes its F_SETOWN signals, and it
+ * keeps only the symbolizer socket's group for its uplink. The kept
+ * capabilities do the rest as before: they do not depend on the uid, and
+ * /proc/self/fd reopens work on the now non-dumpable (root-owned)
+ * /proc/self because the kernel lets a process look at its own fds and
+ * CAP_DAC_READ_SEARCH searches the directory.
+ *
+ * The seccomp filter allows openat only without O_WRONLY/O_RDWR/O_CREAT/
+ * O_TRUNC/O_APPEND, and none of unlink/rename/chmod/chown/truncate/mount;
+ * fcntl only for fd flags, status flags without O_ASYNC and
+ * F_DUPFD_CLOEXEC (F_SETOWN/F_SETSIG would signal other processes). It
+ * narrows bpf() to the commands of the mode, sockets to the symbolizer's
+ * family, signals and prlimit64 to the sensor itself.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/bpf.h>
 #include <linux/capability.h>
 #include <linux/perf_event.h>
@@ -59,6 +70,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -118,10 +130,70 @@ void privileges_print(FILE *f, unsigned mode)
 			fprintf(f, "  %-24s %s\n", kept[i].name, kept[i].why);
 }
 
+int privileges_resolve(const char *user, const char *symbolizer_user,
+		       struct privileges_user *ret)
+{
+	const char *sym = symbolizer_user ? symbolizer_user : "sonde";
+	const struct passwd *pw = getpwnam(user);
+	char *end;
+	unsigned long n;
+
+	memset(ret, 0, sizeof(*ret));
+	errno = 0;
+	n = strtoul(user, &end, 10);
+	if (pw) {
+		ret->uid = (uint32_t)pw->pw_uid;
+		ret->gid = (uint32_t)pw->pw_gid;
+	} else if (*user && !*end && errno == 0 && n < UINT32_MAX) {
+		/* A number with no passwd entry (a container image): that uid
+		 * and the same gid. */
+		ret->uid = ret->gid = (uint32_t)n;
+	} else {
+		return -ENOENT;
+	}
+	if (ret->uid == 0 || ret->gid == 0)
+		return -EINVAL;
+	/* The symbolizer gives its socket its user's primary group. */
+	errno = 0;
+	n = strtoul(sym, &end, 10);
+	if (symbolizer_user && *sym && !*end && errno == 0)
+		pw = getpwuid((uid_t)n);
+	else
+		pw = getpwnam(sym);
+	if (!pw)
+		return symbolizer_user ? -ENOENT : 0; /* no user sonde: no group */
+	if (pw->pw_gid != 0) {
+		ret->group = (uint32_t)pw->pw_gid;
+		ret->has_group = 1;
+	}
+	return 0;
+}
+
 struct drop_job {
 	uint64_t keep;
 	int last_cap;
+	struct privileges_user user;
 };
+
+/* On every thread, in a signal handler: raw system calls only (glibc's
+ * setuid() and setgroups() would broadcast to every thread themselves).
+ * Keeps the permitted set across the uid change, sets the groups before
+ * the uid (setgroups needs CAP_SETGID), then the kept set. */
+static int switch_user(const struct drop_job *job)
+{
+	gid_t groups[1] = { (gid_t)job->user.group };
+	uint32_t u = job->user.uid, g = job->user.gid;
+
+	if (syscall(SYS_prctl, PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+		return -errno;
+	if (syscall(SYS_setgroups, job->user.has_group ? 1 : 0, groups) < 0)
+		return -errno;
+	if (syscall(SYS_setresgid, g, g, g) < 0)
+		return -errno;
+	if (syscall(SYS_setresuid, u, u, u) < 0)
+		return -errno;
+	return 0;
+}
 
 /* On every thread, in a signal handler: raw system calls only. */
 static int drop_thread(void *arg)
@@ -129,6 +201,7 @@ static int drop_thread(void *arg)
 	const struct drop_job *job = arg;
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct data[2];
+	int r;
 
 	/* Bounding first: dropping from it needs CAP_SETPCAP, which goes
 	 * with the capset below. */
@@ -139,10 +212,15 @@ static int drop_thread(void *arg)
 	if (syscall(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 &&
 	    errno != EINVAL)
 		return -errno;
+	r = switch_user(job);
+	if (r < 0)
+		return r;
 	memset(data, 0, sizeof(data));
 	data[0].effective = data[0].permitted = (uint32_t)job->keep;
 	data[1].effective = data[1].permitted = (uint32_t)(job->keep >> 32);
 	if (syscall(SYS_capset, &hdr, data) < 0)
+		return -errno;
+	if (syscall(SYS_prctl, PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
 		return -errno;
 	if (syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -errno;
@@ -155,7 +233,7 @@ static int drop_thread(void *arg)
 static const char *const allowed[] = {
 	/* files: reads only (openat is filtered on its flags below) */
 	"read", "pread64", "readv", "write", "writev", "close", "fstat", "fstatfs", "newfstatat",
-	"statx", "lseek", "readlink", "readlinkat", "getdents64", "fcntl", "faccessat", "faccessat2",
+	"statx", "lseek", "readlink", "readlinkat", "getdents64", "faccessat", "faccessat2",
 	"dup3",
 	/* memory */
 	"mmap", "munmap", "mprotect", "madvise", "mremap", "brk",
@@ -261,6 +339,23 @@ static int add_argument_rules(scmp_filter_ctx ctx, unsigned mode)
 		r = rule1(ctx, SCMP_ACT_ALLOW, "ioctl", SCMP_A1(SCMP_CMP_EQ, PERF_EVENT_IOC_DISABLE));
 	if (r == 0)
 		r = rule1(ctx, SCMP_ACT_ERRNO(ENOTTY), "ioctl", SCMP_A1(SCMP_CMP_EQ, 0x5401 /* TCGETS */));
+	/* fcntl: fd and status flags (not O_ASYNC: with F_SETOWN it
+	 * signals), duplicates; never F_SETOWN/F_SETSIG/leases/locks. */
+	if (r == 0)
+		r = rule1(ctx, SCMP_ACT_ALLOW, "fcntl", SCMP_A1(SCMP_CMP_EQ, F_GETFD));
+	if (r == 0)
+		r = rule1(ctx, SCMP_ACT_ALLOW, "fcntl", SCMP_A1(SCMP_CMP_EQ, F_SETFD));
+	if (r == 0)
+		r = rule1(ctx, SCMP_ACT_ALLOW, "fcntl", SCMP_A1(SCMP_CMP_EQ, F_GETFL));
+	if (r == 0)
+		r = rule1(ctx, SCMP_ACT_ALLOW, "fcntl", SCMP_A1(SCMP_CMP_EQ, F_DUPFD_CLOEXEC));
+	if (r == 0) {
+		struct scmp_arg_cmp setfl[] = {
+			SCMP_A1(SCMP_CMP_EQ, F_SETFL),
+			SCMP_A2(SCMP_CMP_MASKED_EQ, O_ASYNC, 0),
+		};
+		r = rule(ctx, SCMP_ACT_ALLOW, "fcntl", 2, setfl);
+	}
 	/* openat: read-only opens. */
 	if (r == 0)
 		r = rule1(ctx, SCMP_ACT_ALLOW, "openat", SCMP_A2(SCMP_CMP_MASKED_EQ, writes, 0));
@@ -344,9 +439,10 @@ out:
 	return r;
 }
 
-int privileges_drop(unsigned mode)
+int privileges_drop(unsigned mode, const struct privileges_user *user)
 {
-	struct drop_job job = { .keep = privileges_kept(mode), .last_cap = CAP_LAST_CAP };
+	struct drop_job job = { .keep = privileges_kept(mode), .last_cap = CAP_LAST_CAP,
+				.user = *user };
 	char names[256] = "";
 	int r;
 
@@ -366,7 +462,9 @@ int privileges_drop(unsigned mode)
 		if (kept_in(i, mode))
 			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
 				 names[0] ? ", " : "", kept[i].name);
-	log_info("privileges dropped: kept %s; no_new_privs; seccomp allow-list (%s%s)", names,
+	log_info("privileges dropped: uid %" PRIu32 " gid %" PRIu32 " groups %s%" PRIu32 "; kept %s; "
+		 "no_new_privs; seccomp allow-list (%s%s)", user->uid, user->gid,
+		 user->has_group ? "" : "none ", user->has_group ? user->group : 0, names,
 		 mode & PRIVILEGES_GO_PROBES ? "Go probes: program loads, uprobes" : "maps only",
 		 mode & PRIVILEGES_TCP ? ", INET sockets" : ", Unix sockets");
 	return 0;
@@ -374,9 +472,10 @@ int privileges_drop(unsigned mode)
 
 /* ---- --sandbox-selftest ---- */
 
-static int report(FILE *f, const char *what, long rc, int err)
+/* Denied: EPERM (the filter), or also EACCES (the kernel) if access. */
+static int report_as(FILE *f, const char *what, long rc, int err, bool access)
 {
-	bool denied = rc < 0 && err == EPERM;
+	bool denied = rc < 0 && (err == EPERM || (access && err == EACCES));
 
 	if (rc < 0)
 		fprintf(f, "%s %s: %s\n", denied ? "denied" : "ALLOWED", what, strerror(err));
@@ -384,6 +483,55 @@ static int report(FILE *f, const char *what, long rc, int err)
 		fprintf(f, "ALLOWED %s: succeeded\n", what);
 	fflush(f);
 	return denied ? 0 : 1;
+}
+
+static int report(FILE *f, const char *what, long rc, int err)
+{
+	return report_as(f, what, rc, err, false);
+}
+
+/* connect() to a Unix socket owned by root, mode 0600 (the test's
+ * stand-in for the system bus): the kernel must refuse the sensor's
+ * user. */
+static long selftest_connect(const char *path)
+{
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	int fd, e;
+	long rc;
+
+	if (strlen(path) >= sizeof(un.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(un.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return fd;
+	rc = connect(fd, (struct sockaddr *)&un, sizeof(un));
+	e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
+/* fcntl on a pipe of its own: F_SETOWN to pid 1, then O_ASYNC (which
+ * with an owner signals it). Harmless if allowed: nothing is written. */
+static int selftest_fcntl(FILE *f)
+{
+	int p[2], allowed = 0;
+	long rc;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return report(f, "pipe2 for the fcntl attempts", -1, ENOTSUP);
+	rc = fcntl(p[1], F_SETOWN, 1);
+	allowed += report(f, "fcntl(F_SETOWN, 1)", rc, errno);
+	rc = fcntl(p[1], F_SETSIG, SIGKILL);
+	allowed += report(f, "fcntl(F_SETSIG)", rc, errno);
+	rc = fcntl(p[1], F_SETFL, O_ASYNC | O_NONBLOCK);
+	allowed += report(f, "fcntl(F_SETFL, O_ASYNC)", rc, errno);
+	close(p[0]);
+	close(p[1]);
+	return allowed;
 }
 
 /* bind() on a socket of the family the mode allows: an abstract Unix
@@ -407,7 +555,7 @@ static long selftest_bind(unsigned mode)
 	return rc;
 }
 
-int privileges_selftest(FILE *f, unsigned mode)
+int privileges_selftest(FILE *f, unsigned mode, const char *socket_path)
 {
 	union bpf_attr attr;
 	struct rlimit64 rl;
@@ -449,5 +597,10 @@ int privileges_selftest(FILE *f, unsigned mode)
 		close(fd);
 	rc = execve("/nonexistent/sonde-selftest", (char *[]){ NULL }, (char *[]){ NULL });
 	allowed += report(f, "execve", rc, errno);
+	allowed += selftest_fcntl(f);
+	if (socket_path) {
+		rc = selftest_connect(socket_path);
+		allowed += report_as(f, "connect to a root-owned 0600 Unix socket", rc, errno, true);
+	}
 	return allowed;
 }

@@ -114,7 +114,8 @@ static void usage(FILE *f)
 		"  --retention-minutes N  keep profiles this long (default 60)\n"
 		"\nWho may connect (docs/security.md):\n"
 		"  --sensor-uid UID       Unix peers with this uid may stream sensor data\n"
-		"                         (repeatable; root always may)\n"
+		"                         (repeatable; root and the user sonde-sensor, which\n"
+		"                         the sensor runs as after set-up, always may)\n"
 		"  --client-group GROUP   members may use the Symbols API on Unix sockets\n"
 		"                         (repeatable; root and --user always may); they see\n"
 		"                         only their own processes' data\n"
@@ -800,6 +801,20 @@ static bool peer_in_groups(const struct rpc_peer *peer, const gid_t *gids, size_
 	return false;
 }
 
+/* The sensor leaves uid 0 for its user sonde-sensor after set-up
+ * (sensor/privileges.h): that uid streams sensor data like root. */
+static void sensor_user_add(void)
+{
+	const struct passwd *pw = getpwnam("sonde-sensor");
+
+	if (!pw || pw->pw_uid == 0 || env.n_sensor_uids == MAX_IDS)
+		return;
+	for (size_t i = 0; i < env.n_sensor_uids; i++)
+		if (env.sensor_uids[i] == pw->pw_uid)
+			return;
+	env.sensor_uids[env.n_sensor_uids++] = (uint32_t)pw->pw_uid;
+}
+
 static bool peer_named(const struct rpc_peer *peer, const char *const *names, size_t n)
 {
 	for (size_t i = 0; i < peer->n_names; i++)
@@ -939,6 +954,7 @@ int main(int argc, char **argv)
 	malloc_tuning_apply(argv);
 	if (parse_args(argc, argv) < 0)
 		return 2;
+	sensor_user_add();
 	tls = (struct rpc_tls){ .ca = env.tls_client_ca, .cert = env.tls_cert, .key = env.tls_key };
 	log_init("sonde-symbolizer", env.verbose ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO);
 	if (!malloc_tuning_active())

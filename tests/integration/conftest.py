@@ -196,6 +196,13 @@ def symbolizer(tmp_path):
     s.stop()
 
 
+def sensor_may_connect(path):
+    """A test's own Unix listener: the sensor connects as sonde-sensor
+    (group sonde) after set-up, so the socket must let it (the real
+    symbolizer's is root:sonde 0660)."""
+    os.chmod(path, 0o666)
+
+
 @pytest.fixture
 def start_sensor(tmp_path):
     sensors = []

@@ -455,6 +455,15 @@ def main():
     pb_grpc.add_IngestServicer_to_server(Ingest(args), server)
     server.add_insecure_port(addr)
     server.start()
+    if args.listen.startswith("unix:") and os.geteuid() == 0:
+        # Like sonde-symbolizer's socket, root:sonde 0660: the sensor
+        # connects as sonde-sensor with group sonde after set-up.
+        import grp
+        try:
+            os.chown(args.listen[5:], 0, grp.getgrnam("sonde").gr_gid)
+            os.chmod(args.listen[5:], 0o660)
+        except KeyError:
+            pass
     print("listening on", args.listen, flush=True)
     try:
         if args.duration:

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import time
 
-from conftest import (SONDE, WORKLOAD, Symbolizer, symbols_pb2, wait_for)
+from conftest import (SONDE, WORKLOAD, Symbolizer, sensor_may_connect, symbols_pb2, wait_for)
 from pysensor import PySensor
 
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
@@ -334,6 +334,7 @@ def test_symbolizer_that_takes_nothing_is_given_up(tmp_path, start_sensor):
     sock = tmp_path / "silent.sock"
     server.add_insecure_port(f"unix:{sock}")
     server.start()
+    sensor_may_connect(sock)
     try:
         sensor = start_sensor(f"unix:{sock}", "--frequency", "199")
         wait_for(lambda: silent.hellos >= 1, 20, "the sensor's Hello")

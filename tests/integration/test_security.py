@@ -179,8 +179,10 @@ def test_sensor_keeps_exactly_the_documented_capabilities(symbolizer, start_sens
         sensor = start_sensor(symbolizer.address, "--pid", str(work.pid), "--frequency", "99")
         wait_for(lambda: "privileges dropped" in sensor.logtext(), 20, "the sensor to drop privileges")
         wait_for(lambda: symbolizer.status().samples_received > 0, 20, "samples")
+        sensor_user = pwd.getpwnam("sonde-sensor")
         for st in every_thread(sensor.proc.pid):
-            assert st["Uid"].split()[0] == "0"
+            assert st["Uid"].split() == [str(sensor_user.pw_uid)] * 4, (st["Name"], st["Uid"])
+            assert st["Gid"].split() == [str(sensor_user.pw_gid)] * 4, (st["Name"], st["Gid"])
             assert int(st["CapEff"], 16) == SENSOR_CAPS, (st["Name"], st["CapEff"])
             assert int(st["CapPrm"], 16) == SENSOR_CAPS
             assert int(st["CapBnd"], 16) == SENSOR_CAPS
@@ -482,7 +484,8 @@ def test_systemd_units_verify():
     sen = (DEPLOY / "systemd" / "sonde-sensor.service").read_text()
     caps = re.search(r"^CapabilityBoundingSet=(.*)$", sen, re.M).group(1).split()
     assert set(caps) == {"CAP_BPF", "CAP_PERFMON", "CAP_SYS_PTRACE", "CAP_DAC_READ_SEARCH", "CAP_SYSLOG",
-                         "CAP_CHECKPOINT_RESTORE", "CAP_SETPCAP", "CAP_SYS_RESOURCE"}, caps
+                         "CAP_CHECKPOINT_RESTORE", "CAP_SETPCAP", "CAP_SETUID", "CAP_SETGID",
+                         "CAP_SYS_RESOURCE"}, caps
 
 
 def _k8s_docs():
@@ -514,7 +517,8 @@ def test_kubernetes_manifests():
         assert sc["readOnlyRootFilesystem"] is True
         assert sc["capabilities"]["drop"] == ["ALL"]
         assert set(sc["capabilities"]["add"]) == {"BPF", "PERFMON", "SYS_PTRACE", "DAC_READ_SEARCH", "SYSLOG",
-                                                  "CHECKPOINT_RESTORE", "SETPCAP", "SYS_RESOURCE"}
+                                                  "CHECKPOINT_RESTORE", "SETPCAP", "SETUID", "SETGID",
+                                                  "SYS_RESOURCE"}
     dep = next(d for d in docs if d["kind"] == "Deployment")
     pod = dep["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True

@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from conftest import BUILD, SYMBOLIZER, Sensor, Symbolizer, symbols_pb2, symbols_pb2_grpc, wait_for
+from conftest import (BUILD, SYMBOLIZER, Sensor, Symbolizer, sensor_may_connect, symbols_pb2, symbols_pb2_grpc,
+                      wait_for)
 
 # A process whose name is not UTF-8: prctl(PR_SET_NAME) takes any bytes,
 # and the kernel shows them as they are in comm and /proc/PID/status.
@@ -453,6 +454,7 @@ def test_sensor_sends_valid_utf8(tmp_path):
     sock = tmp_path / "ingest.sock"
     server.add_insecure_port(f"unix:{sock}")
     server.start()
+    sensor_may_connect(sock)
     burner = subprocess.Popen([sys.executable, "-c", BURNER], stdout=subprocess.PIPE, text=True)
     sensor = None
     try:

@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from conftest import SRC, Sensor, htlhash, make_tmp, wait_for
+from conftest import SRC, Sensor, htlhash, make_tmp, sensor_may_connect, wait_for
 
 
 
@@ -129,6 +129,7 @@ def test_symbolizer_reads_only_registered_ranges(world_tmp):
     try:
         wait_for(lambda: any(e["kind"] == "listening" for e in events(log)), 30,
                  f"the attacker's Ingest server: {(world_tmp / 'attacker.err').read_text()[-1500:]}")
+        sensor_may_connect(sock)
         sensor = Sensor(world_tmp, f"unix:{sock}", ["--symbolizer-uid", "nobody", "--pid", str(target.pid),
                                                      "--unwind-rows", "0"])
         wait_for(lambda: [e for e in events(log) if e["kind"] == "target"], 60,

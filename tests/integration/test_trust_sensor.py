@@ -4,10 +4,13 @@ an unprivileged user cannot make the sensor open a file of its choosing
 (map_files only, regular files only, the maps line's dev/inode), the
 first /proc scan runs only after the privilege drop, and the running
 sensor's own seccomp filter refuses what its mode does not need."""
+import grp
 import os
 import pathlib
+import pwd
 import re
 import shutil
+import socket
 import sqlite3
 import subprocess
 import time
@@ -225,19 +228,38 @@ def _selftest(sym_address, *args):
 
 SELFTEST_ATTEMPTS = ("bpf(BPF_PROG_LOAD)", "bpf(BPF_LINK_CREATE)", "perf_event_open", "bind",
                      "tgkill(1, 1, 0)", "kill(1, 0)", "prlimit64(1)", "open /etc/passwd for writing",
-                     "execve")
+                     "execve", "fcntl(F_SETOWN, 1)", "fcntl(F_SETSIG)", "fcntl(F_SETFL, O_ASYNC)")
+ROOT_SOCKET_ATTEMPT = "connect to a root-owned 0600 Unix socket"
 
 
-def test_sensor_selftest_denies_everything(tmp_path):
+@pytest.fixture
+def root_socket(tmp_path):
+    """A listening Unix socket owned by root, mode 0600: what the system
+    bus, docker.sock or systemd's private socket are to a uid-0 peer."""
+    path = tmp_path / "root-only.sock"
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(path))
+    os.chmod(path, 0o600)
+    s.listen(4)
+    try:
+        yield path
+    finally:
+        s.close()
+
+
+def test_sensor_selftest_denies_everything(tmp_path, root_socket):
     """Hole 3: the running sensor (real set-up, real capability drop, its
     own filter answering EPERM where it would kill) without --go-probes is
     refused program loads, links, perf events, bind, an INET socket for a
-    unix: symbolizer, signals and prlimit64 to pid 1, a write open and
-    exec."""
-    p, got = _selftest(f"unix:{tmp_path}/none.sock")
+    unix: symbolizer, signals and prlimit64 to pid 1, a write open, exec,
+    the fcntl calls that would make a pipe signal another process
+    (F_SETOWN, F_SETSIG, O_ASYNC), and, no longer being uid 0, a connect()
+    to a root-owned 0600 Unix socket (EACCES from the kernel)."""
+    p, got = _selftest(f"unix:{tmp_path}/none.sock", "--sandbox-selftest-socket", str(root_socket))
     assert p.returncode == 0, p.stdout + p.stderr
-    for a in SELFTEST_ATTEMPTS + ("socket(AF_INET) for a unix: symbolizer",):
+    for a in SELFTEST_ATTEMPTS + ("socket(AF_INET) for a unix: symbolizer", ROOT_SOCKET_ATTEMPT):
         assert got.get(a) == "denied", (a, p.stdout)
+    assert "Permission denied" in next(ln for ln in p.stdout.splitlines() if ROOT_SOCKET_ATTEMPT in ln)
     assert "ALLOWED" not in p.stdout
     # A tcp: symbolizer gets INET sockets, not Unix ones.
     p, got = _selftest("tcp:127.0.0.1:1", "--insecure")
@@ -280,3 +302,93 @@ def test_go_probes_sensor_keeps_its_documented_capabilities(tmp_path, start_work
         sensor.wait(30)
         sym.stop()
     assert sensor.returncode == 0, (tmp_path / "sensor.log").read_text()
+
+
+def _status(pid, tid):
+    return dict(ln.split(":\t", 1) for ln in
+                pathlib.Path(f"/proc/{pid}/task/{tid}/status").read_text().splitlines() if ":\t" in ln)
+
+
+def test_running_sensor_is_its_own_user_on_every_thread(tmp_path, start_workload):
+    """Review finding 1: after set-up every thread of the sensor (main,
+    uplink, gRPC's) has the sensor user's uid and gid in all four slots
+    and the symbolizer socket's group (user sonde's) as its only
+    supplementary group, still with its kept capabilities; and it still
+    works as that user: it reconnects to a restarted symbolizer (the
+    socket is root:sonde 0660) and serves its file ranges (/proc/self/fd
+    reopens with the process no longer dumpable)."""
+    user = pwd.getpwnam("sonde-sensor")
+    sym_group = pwd.getpwnam("sonde").pw_gid
+    work = start_workload(60)
+    sym = Symbolizer(tmp_path)
+    log = tmp_path / "sensor.log"
+    sensor = subprocess.Popen([str(SENSOR), "--symbolizer", sym.address, "--pid", str(work.pid),
+                               "--flush-ms", "500"], stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: sym.status().samples_stored > 0, 40, "samples of the workload")
+        tids = os.listdir(f"/proc/{sensor.pid}/task")
+        assert len(tids) > 1
+        for t in tids:
+            st = _status(sensor.pid, t)
+            assert st["Uid"].split() == [str(user.pw_uid)] * 4, (t, st["Name"], st["Uid"])
+            assert st["Gid"].split() == [str(user.pw_gid)] * 4, (t, st["Name"], st["Gid"])
+            assert st["Groups"].split() == [str(sym_group)], (t, st["Name"], st["Groups"])
+            assert int(st["CapEff"], 16) == sum(1 << c for c in (2, 19, 34, 40)), (t, st["CapEff"])
+            assert st["NoNewPrivs"].strip() == "1" and st["Seccomp"].strip() == "2"
+        wait_for(lambda: sym.status().files_analysed >= 1, 40, "a file analysed from served ranges")
+        # A new symbolizer on the same socket path: the sensor, now
+        # sonde-sensor, must connect to it again.
+        sym.stop()
+        before = log.read_text().count("connected to the symbolizer")
+        sym = Symbolizer(tmp_path)
+        wait_for(lambda: log.read_text().count("connected to the symbolizer") > before, 60,
+                 "a reconnect as sonde-sensor")
+        wait_for(lambda: sym.status().samples_received > 0, 40, "samples after the reconnect")
+    finally:
+        sensor.terminate()
+        sensor.wait(30)
+        sym.stop()
+    text = log.read_text()
+    assert sensor.returncode == 0, text
+    assert "blocked system call" not in text
+
+
+def test_sensor_without_its_user_does_not_start(tmp_path):
+    """Fail closed: a sensor whose --user does not exist refuses to start
+    (it would otherwise stay uid 0)."""
+    p = subprocess.run([str(SENSOR), "--symbolizer", f"unix:{tmp_path}/none.sock",
+                        "--user", "sonde-no-such-user", "--duration", "1"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0, p.stdout + p.stderr
+    assert "no such user" in p.stderr
+    assert "privileges dropped" not in p.stderr and "sampling" not in p.stderr
+
+
+def test_uplink_connects_only_after_the_privilege_drop(tmp_path):
+    """Review finding 3: the sensor connects to the symbolizer (and so
+    parses its first message) only after its seccomp filter is loaded and
+    it has switched user: strace -f orders the filter load, setresuid and
+    the first connect() to the symbolizer's socket."""
+    sym = Symbolizer(tmp_path)
+    trace = tmp_path / "strace.out"
+    p = None
+    try:
+        p = subprocess.Popen(["strace", "-f", "-qq", "-o", str(trace), "-e",
+                              "trace=connect,seccomp,setresuid", str(SENSOR),
+                              "--symbolizer", sym.address, "--flush-ms", "500", "--duration", "6"],
+                             stdout=open(tmp_path / "sensor.log", "w"), stderr=subprocess.STDOUT)
+        p.wait(90)
+    finally:
+        if p and p.poll() is None:
+            p.kill()
+            p.wait()
+        sym.stop()
+    lines = trace.read_text().splitlines()
+    path = sym.address.split(":", 1)[1]
+    load = next((i for i, ln in enumerate(lines) if "SECCOMP_SET_MODE_FILTER" in ln), None)
+    assert load is not None, "no seccomp filter loaded:\n" + "\n".join(lines[-20:])
+    conns = [i for i, ln in enumerate(lines) if "connect(" in ln and f'"{path}"' in ln]
+    assert conns, "never connected to the symbolizer:\n" + "\n".join(lines[-20:])
+    assert conns[0] > load, f"connected (line {conns[0]}) before the filter load (line {load})"
+    switched = [i for i, ln in enumerate(lines) if "setresuid(" in ln and "= 0" in ln]
+    assert switched and conns[0] > max(switched), (lines[conns[0]], switched)
