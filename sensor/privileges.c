@@ -328,27 +328,23 @@ static int add_argument_rules(scmp_filter_ctx ctx, unsigned mode)
 	if (r == 0 && go)
 		r = rule1(ctx, SCMP_ACT_ALLOW, "ioctl", SCMP_A1(SCMP_CMP_EQ, PERF_EVENT_IOC_SET_BPF));
 	/* ioctl: socket queries, and the perf event controls libbpf uses
-	 * when it detaches. */
-	if (r == 0)
-		r = rule1(ctx, SCMP_ACT_ALLOW, "ioctl", SCMP_A1(SCMP_CMP_EQ, FIONREAD));
-	if (r == 0)
-		r = rule1(ctx, SCMP_ACT_ALLOW, "ioctl", SCMP_A1(SCMP_CMP_EQ, FIONBIO));
-	if (r == 0)
-		r = rule1(ctx, SCMP_ACT_ALLOW, "ioctl", SCMP_A1(SCMP_CMP_EQ, PERF_EVENT_IOC_ENABLE));
-	if (r == 0)
-		r = rule1(ctx, SCMP_ACT_ALLOW, "ioctl", SCMP_A1(SCMP_CMP_EQ, PERF_EVENT_IOC_DISABLE));
+	 * when it detaches. fcntl: fd and status flags (F_SETFL below, not
+	 * O_ASYNC: with F_SETOWN it signals), duplicates; never
+	 * F_SETOWN/F_SETSIG/leases/locks. */
+	static const struct {
+		const char *name;
+		unsigned long arg1;
+	} by_arg1[] = {
+		{ "ioctl", FIONREAD },		    { "ioctl", FIONBIO },
+		{ "ioctl", PERF_EVENT_IOC_ENABLE }, { "ioctl", PERF_EVENT_IOC_DISABLE },
+		{ "fcntl", F_GETFD },		    { "fcntl", F_SETFD },
+		{ "fcntl", F_GETFL },		    { "fcntl", F_DUPFD_CLOEXEC },
+	};
+	for (size_t i = 0; r == 0 && i < sizeof(by_arg1) / sizeof(by_arg1[0]); i++)
+		r = rule1(ctx, SCMP_ACT_ALLOW, by_arg1[i].name,
+			  SCMP_A1(SCMP_CMP_EQ, by_arg1[i].arg1));
 	if (r == 0)
 		r = rule1(ctx, SCMP_ACT_ERRNO(ENOTTY), "ioctl", SCMP_A1(SCMP_CMP_EQ, 0x5401 /* TCGETS */));
-	/* fcntl: fd and status flags (not O_ASYNC: with F_SETOWN it
-	 * signals), duplicates; never F_SETOWN/F_SETSIG/leases/locks. */
-	if (r == 0)
-		r = rule1(ctx, SCMP_ACT_ALLOW, "fcntl", SCMP_A1(SCMP_CMP_EQ, F_GETFD));
-	if (r == 0)
-		r = rule1(ctx, SCMP_ACT_ALLOW, "fcntl", SCMP_A1(SCMP_CMP_EQ, F_SETFD));
-	if (r == 0)
-		r = rule1(ctx, SCMP_ACT_ALLOW, "fcntl", SCMP_A1(SCMP_CMP_EQ, F_GETFL));
-	if (r == 0)
-		r = rule1(ctx, SCMP_ACT_ALLOW, "fcntl", SCMP_A1(SCMP_CMP_EQ, F_DUPFD_CLOEXEC));
 	if (r == 0) {
 		struct scmp_arg_cmp setfl[] = {
 			SCMP_A1(SCMP_CMP_EQ, F_SETFL),
