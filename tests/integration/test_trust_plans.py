@@ -33,7 +33,7 @@ import pytest
 from conftest import SENSOR, SRC, make_tmp, wait_for
 import go_plan
 from test_cpython_procs import cpython_map_id, entries, nm_value
-from test_go_probes import build_gohttp
+from test_go_probes import Rig as GoProbesRig, build_gohttp
 from test_interp_config import OFFSETS, PYTHON, binutils_runtime_offset
 
 FAKE = SRC / "tests" / "integration" / "fake_symbolizer.py"
@@ -44,9 +44,10 @@ def gohttp():
     yield from build_gohttp("sonde-trust-gohttp.")
 
 
-class Rig:
+class Rig(GoProbesRig):
     """fake_symbolizer.py with the given plans/configs, and the real sensor
-    connected to it; processes the test starts are killed by pid at the end."""
+    connected to it; processes the test starts are killed by pid at the end
+    (start() and stop() are test_go_probes.Rig's)."""
 
     def __init__(self, tmp, fake_args, sensor_args=()):
         self.tmp = tmp
@@ -77,23 +78,6 @@ class Rig:
         st = [json.loads(line) for line in self.rec.read_text().splitlines()]
         st = [o for o in st if o["kind"] == "stats"]
         return st[-1] if st else {}
-
-    def start(self, args, **kw):
-        p = subprocess.Popen(args, **kw)
-        self.procs.append(p)
-        return p
-
-    def stop(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        if self.sensor.poll() is None:
-            self.sensor.terminate()
-            self.sensor.wait(30)
-        self.fake.terminate()
-        self.fake.wait(15)
-        self.fake_log.close()
 
 
 def copy_with_tail(src, dst, tail):
