@@ -6,9 +6,7 @@
  * SIGINT/SIGTERM are blocked before any thread starts and read through a
  * signalfd here.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <pwd.h>
 #include <inttypes.h>
 #include <malloc.h>
@@ -21,20 +19,20 @@
 #include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "env.h"
 #include "events.h"
 #include "fileids.h"
 #include "flush.h"
 #include "goprobes.h"
 #include "kallsyms.h"
+#include "loader.h"
 #include "log.h"
-#include "maps.h"
 #include "parse.h"
 #include "perf.h"
 #include "privileges.h"
@@ -43,13 +41,13 @@
 #include "sample.h"
 #include "sample.skel.h"
 #include "stacks.h"
+#include "targets.h"
 #include "unwind_bpf.h"
 #include "vdso.h"
 #include "interp_maps.h"
 #include "unwind_maps.h"
 #include "uplink.h"
 
-#define MAX_PIDS 64
 #define MAX_FILES 4096
 #define MAX_PROCS 65536
 #define SHUTDOWN_TIMEOUT_MS 15000
@@ -91,48 +89,19 @@ static const uint32_t young_rescan_ms[] = { 2, 10, 40, 150 };
 
 enum young_kind { YOUNG_EXEC, YOUNG_FORK };
 
-/* How BPF walks user stacks (bpf/sample.bpf.c). */
-enum bpf_walk { WALK_AUTO, WALK_LOOP, WALK_TAIL };
+static struct env env;
 
-static struct env {
-	const char *symbolizer;
-	uint32_t frequency;
-	uint32_t pids[MAX_PIDS];
-	int n_pids;
-	const char *cgroup;
-	uint32_t duration_s;
-	uint32_t buffer_stacks;
-	uint32_t flush_ms;
-	uint32_t ringbuf_mb;
-	uint32_t unwind_rows;
-	bool idle;
-	enum bpf_walk bpf_walk;
-	bool verbose;
-	bool no_drop_privileges;
-	bool go_probes;
-	bool sandbox_selftest;
-	struct rpc_tls tls;
-	bool insecure;
-	const char *symbolizer_user; /* --symbolizer-uid; NULL: the default */
-	const char *user; /* --user: who the running sensor is */
-	const char *selftest_socket; /* --sandbox-selftest-socket */
-} env = {
-	.user = "sonde-sensor",
-	.frequency = 19,
-	.buffer_stacks = 65536,
-	/* Every 10 s, as Parca Agent and Pyroscope report (the OpenTelemetry
-	 * profiler: 5 s): a flush costs both services several milliseconds
-	 * of CPU on a VM (wakeups of both, gRPC's threads, the symbolizer's
-	 * profile store; 3.5-7 ms together at 99 Hz, docs/benchmarks.md),
-	 * and nobody reads a profile within seconds of a sample. Short-lived processes are drained sooner anyway
-	 * (EVENTS_DRAIN_MS); `sonde record` asks for 1 s. */
-	.flush_ms = 10000,
-	.ringbuf_mb = 0,
-	.unwind_rows = 2097152,
-};
-
-/* Everything the record handlers touch. */
+/* Everything the sensor owns, from set-up to clean-up. */
 static struct sensor {
+	struct targets *targets;
+	struct sample_bpf *skel;
+	bool use_loop; /* user stacks walked with bpf_loop() (loader.h) */
+	struct events *ev;
+	struct perf_sampler *sampler;
+	int sfd, tfd, wfd; /* signalfd, flush timer, uplink wakeups */
+	int allowed_fd; /* allowed_tgids: the --pid allow-list */
+	bool rpc_inited;
+	struct privileges_user user;
 	struct procs *procs;
 	struct fileids *fileids;
 	struct stacks *stacks;
@@ -171,225 +140,7 @@ static struct sensor {
 	} young[YOUNG_MAX];
 	size_t n_young;
 	uint64_t last_proc_event_ns; /* CLOCK_MONOTONIC */
-} S;
-
-static const char usage[] =
-	"Usage: sonde-sensor --symbolizer unix:PATH|tcp:HOST:PORT [OPTIONS]\n"
-	"\n"
-	"  --symbolizer ADDR     where the symbolizer listens (or env SONDE_SYMBOLIZER)\n"
-	"  --frequency HZ        samples per second per CPU (default 19)\n"
-	"  --pid PID             profile only this process and its children (repeatable)\n"
-	"  --cgroup PATH         profile only this cgroup v2 (and below)\n"
-	"  --duration S          stop after S seconds (default 0: until SIGINT/SIGTERM)\n"
-	"  --buffer-stacks N     bound on buffered (stack, pid, tid) entries (default 65536)\n"
-	"  --flush-ms MS         how often stacks, spans and counters are sent (default 10000)\n"
-	"  --ringbuf-mb MB       BPF ring buffer size, a power of two (default: a second\n"
-	"                        of samples of every CPU, 256 KiB to 64 MiB)\n"
-	"  --unwind-rows N       unwind table rows in BPF, 12 bytes each (default 2097152;\n"
-	"                        0: frame pointers only)\n"
-	"  --idle                keep samples of the idle task\n"
-	"  --bpf-walk MODE       user stack walk: loop (bpf_loop, 5.17+), tail (tail calls,\n"
-	"                        for 5.10-5.16) or auto (default: loop where the kernel has it)\n"
-	"  --tls-ca FILE         CA that signed the symbolizer's certificate (tcp:)\n"
-	"  --tls-cert FILE       this sensor's client certificate (tcp:, mutual TLS)\n"
-	"  --tls-key FILE        its key\n"
-	"  --tls-server-name N   name to check in the symbolizer's certificate\n"
-	"  --insecure            allow plaintext tcp: (testing only)\n"
-	"  --symbolizer-uid U    unix: accept only a symbolizer whose socket is served by\n"
-	"                        root or user U (name or number; default: user sonde if it\n"
-	"                        exists, else root only); its primary group is the\n"
-	"                        socket's group, which the sensor keeps after set-up\n"
-	"  --user NAME           user the sensor switches to after set-up, keeping only\n"
-	"                        the capabilities it needs (default sonde-sensor; it\n"
-	"                        must exist unless --no-drop-privileges; a number\n"
-	"                        without a passwd entry is that uid and gid)\n"
-	"  --no-drop-privileges  keep every capability and no seccomp filter (debugging)\n"
-	"  --go-probes           load the Go probes the symbolizer plans (docs/go-probes.md);\n"
-	"                        keeps CAP_SYS_ADMIN, which the kernel wants for uprobes\n"
-	"  --sandbox-selftest    set up, drop privileges with a filter that answers EPERM\n"
-	"                        instead of killing, try what the running sensor must not\n"
-	"                        do, print one line per attempt and exit (0: all denied)\n"
-	"  --sandbox-selftest-socket PATH  with --sandbox-selftest, also connect() to\n"
-	"                        this root-owned 0600 Unix socket (must be refused)\n"
-	"  --verbose             debug logging, including libbpf's\n"
-	"  --help\n";
-
-static int parse_args(int argc, char **argv)
-{
-	enum { OPT_SYM = 256, OPT_FREQ, OPT_PID, OPT_CGROUP, OPT_DURATION, OPT_BUFFER,
-	       OPT_FLUSH, OPT_RINGBUF, OPT_UNWIND_ROWS, OPT_IDLE, OPT_VERBOSE, OPT_HELP,
-	       OPT_TLS_CA, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_NAME, OPT_INSECURE, OPT_NO_DROP,
-	       OPT_BPF_WALK, OPT_GO_PROBES, OPT_SELFTEST, OPT_SYM_UID, OPT_USER,
-	       OPT_SELFTEST_SOCKET };
-	static const struct option opts[] = {
-		{"symbolizer", required_argument, NULL, OPT_SYM},
-		{"frequency", required_argument, NULL, OPT_FREQ},
-		{"pid", required_argument, NULL, OPT_PID},
-		{"cgroup", required_argument, NULL, OPT_CGROUP},
-		{"duration", required_argument, NULL, OPT_DURATION},
-		{"buffer-stacks", required_argument, NULL, OPT_BUFFER},
-		{"flush-ms", required_argument, NULL, OPT_FLUSH},
-		{"ringbuf-mb", required_argument, NULL, OPT_RINGBUF},
-		{"unwind-rows", required_argument, NULL, OPT_UNWIND_ROWS},
-		{"idle", no_argument, NULL, OPT_IDLE},
-		{"bpf-walk", required_argument, NULL, OPT_BPF_WALK},
-		{"verbose", no_argument, NULL, OPT_VERBOSE},
-		{"help", no_argument, NULL, OPT_HELP},
-		{"tls-ca", required_argument, NULL, OPT_TLS_CA},
-		{"tls-cert", required_argument, NULL, OPT_TLS_CERT},
-		{"tls-key", required_argument, NULL, OPT_TLS_KEY},
-		{"tls-server-name", required_argument, NULL, OPT_TLS_NAME},
-		{"insecure", no_argument, NULL, OPT_INSECURE},
-		{"no-drop-privileges", no_argument, NULL, OPT_NO_DROP},
-		{"go-probes", no_argument, NULL, OPT_GO_PROBES},
-		{"sandbox-selftest", no_argument, NULL, OPT_SELFTEST},
-		{"symbolizer-uid", required_argument, NULL, OPT_SYM_UID},
-		{"user", required_argument, NULL, OPT_USER},
-		{"sandbox-selftest-socket", required_argument, NULL, OPT_SELFTEST_SOCKET},
-		{},
-	};
-	int c;
-
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		uint32_t v;
-
-		switch (c) {
-		case OPT_SYM:
-			env.symbolizer = optarg;
-			continue;
-		case OPT_CGROUP:
-			env.cgroup = optarg;
-			continue;
-		case OPT_IDLE:
-			env.idle = true;
-			continue;
-		case OPT_BPF_WALK:
-			if (!strcmp(optarg, "auto"))
-				env.bpf_walk = WALK_AUTO;
-			else if (!strcmp(optarg, "loop"))
-				env.bpf_walk = WALK_LOOP;
-			else if (!strcmp(optarg, "tail"))
-				env.bpf_walk = WALK_TAIL;
-			else {
-				log_error("--bpf-walk wants auto, loop or tail, not '%.32s'", optarg);
-				return -EINVAL;
-			}
-			continue;
-		case OPT_TLS_CA:
-			env.tls.ca = optarg;
-			continue;
-		case OPT_TLS_CERT:
-			env.tls.cert = optarg;
-			continue;
-		case OPT_TLS_KEY:
-			env.tls.key = optarg;
-			continue;
-		case OPT_TLS_NAME:
-			env.tls.server_name = optarg;
-			continue;
-		case OPT_INSECURE:
-			env.insecure = true;
-			continue;
-		case OPT_NO_DROP:
-			env.no_drop_privileges = true;
-			continue;
-		case OPT_GO_PROBES:
-			env.go_probes = true;
-			continue;
-		case OPT_SELFTEST:
-			env.sandbox_selftest = true;
-			continue;
-		case OPT_SYM_UID:
-			env.symbolizer_user = optarg;
-			continue;
-		case OPT_USER:
-			env.user = optarg;
-			continue;
-		case OPT_SELFTEST_SOCKET:
-			env.selftest_socket = optarg;
-			continue;
-		case OPT_VERBOSE:
-			env.verbose = true;
-			continue;
-		case OPT_HELP:
-			fputs(usage, stdout);
-			exit(0);
-		case OPT_FREQ:
-		case OPT_PID:
-		case OPT_DURATION:
-		case OPT_BUFFER:
-		case OPT_FLUSH:
-		case OPT_RINGBUF:
-		case OPT_UNWIND_ROWS:
-			break;
-		default:
-			fputs(usage, stderr);
-			return -EINVAL;
-		}
-		if (parse_u32(optarg, 10, &v) < 0) {
-			log_error("bad number \"%.40s\"", optarg);
-			return -EINVAL;
-		}
-		switch (c) {
-		case OPT_FREQ:
-			if (v == 0 || v > 10000) {
-				log_error("--frequency must be 1..10000");
-				return -EINVAL;
-			}
-			env.frequency = v;
-			break;
-		case OPT_PID:
-			if (v == 0 || env.n_pids == MAX_PIDS) {
-				log_error("--pid must be > 0, at most %d times", MAX_PIDS);
-				return -EINVAL;
-			}
-			env.pids[env.n_pids++] = v;
-			break;
-		case OPT_DURATION:
-			env.duration_s = v;
-			break;
-		case OPT_BUFFER:
-			if (v == 0 || v > (1u << 24)) {
-				log_error("--buffer-stacks must be 1..%u", 1u << 24);
-				return -EINVAL;
-			}
-			env.buffer_stacks = v;
-			break;
-		case OPT_FLUSH:
-			if (v < 10 || v > 600000) {
-				log_error("--flush-ms must be 10..600000");
-				return -EINVAL;
-			}
-			env.flush_ms = v;
-			break;
-		case OPT_RINGBUF:
-			if (v == 0 || v > 1024 || (v & (v - 1))) {
-				log_error("--ringbuf-mb must be a power of two up to 1024");
-				return -EINVAL;
-			}
-			env.ringbuf_mb = v;
-			break;
-		case OPT_UNWIND_ROWS:
-			if (v > (64u << 20)) {
-				log_error("--unwind-rows must be at most %u", 64u << 20);
-				return -EINVAL;
-			}
-			env.unwind_rows = v;
-			break;
-		}
-	}
-	if (optind < argc) {
-		log_error("unexpected argument \"%.40s\"", argv[optind]);
-		return -EINVAL;
-	}
-	if (!env.symbolizer)
-		env.symbolizer = getenv("SONDE_SYMBOLIZER");
-	if (!env.symbolizer || !*env.symbolizer) {
-		log_error("--symbolizer is required (or SONDE_SYMBOLIZER)");
-		return -EINVAL;
-	}
-	return 0;
-}
+} S = { .sfd = -1, .tfd = -1, .wfd = -1, .allowed_fd = -1 };
 
 /* The uids a unix: symbolizer's listener may have (--symbolizer-uid).
  * SO_PEERCRED names the process that called listen(): sonde-symbolizer
@@ -708,203 +459,6 @@ static const struct procs_observer unwind_observer = {
 	.gone = on_proc_gone,
 };
 
-/* Kernel memory charged for all of the sensor's BPF maps. */
-static uint64_t bpf_map_bytes(struct sample_bpf *skel)
-{
-	struct bpf_map *map;
-	uint64_t total = 0;
-
-	bpf_object__for_each_map(map, skel->obj)
-		total += unwind_bpf_map_memlock(bpf_map__fd(map));
-	return total;
-}
-
-/* ---- setup ---- */
-
-/* The ring buffer holds about one second of samples of every CPU: ten
- * drain intervals of slack, and no more, since the sensor maps all of it
- * (its pages count in the sensor's RSS). */
-static uint32_t ringbuf_size(void)
-{
-	uint64_t want, size = 256u << 10;
-	int ncpus = libbpf_num_possible_cpus();
-
-	if (env.ringbuf_mb)
-		return env.ringbuf_mb << 20;
-	want = (uint64_t)(ncpus > 0 ? ncpus : 1) * env.frequency * sizeof(struct sonde_sample);
-	while (size < want && size < (64u << 20))
-		size <<= 1;
-	return (uint32_t)size;
-}
-
-/* cgroup v2 id (the directory's inode) and depth below the cgroup2 root. */
-static int cgroup_resolve(const char *path, uint64_t *ret_id, uint32_t *ret_level,
-			  char **ret_rel)
-{
-	char mnt[4096] = "", line[8192], *real = NULL;
-	struct stat st;
-	uint32_t level = 0;
-	FILE *f;
-	int r = 0;
-
-	f = fopen("/proc/self/mounts", "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char dev[256], dir[4096], type[64];
-
-		if (sscanf(line, "%255s %4095s %63s", dev, dir, type) == 3 &&
-		    strcmp(type, "cgroup2") == 0) {
-			snprintf(mnt, sizeof(mnt), "%s", dir);
-			break;
-		}
-	}
-	fclose(f);
-	if (!mnt[0])
-		return -ENOENT;
-	real = realpath(path, NULL);
-	if (!real)
-		return -errno;
-	if (strncmp(real, mnt, strlen(mnt)) != 0 ||
-	    (real[strlen(mnt)] != '/' && real[strlen(mnt)] != '\0')) {
-		r = -EXDEV;
-		goto out;
-	}
-	if (stat(real, &st) < 0) {
-		r = -errno;
-		goto out;
-	}
-	for (const char *p = real + strlen(mnt); *p; p++)
-		if (*p == '/' && p[1] != '\0')
-			level++;
-	*ret_rel = strdup(real[strlen(mnt)] ? real + strlen(mnt) : "/");
-	if (!*ret_rel) {
-		r = -ENOMEM;
-		goto out;
-	}
-	*ret_id = st.st_ino;
-	*ret_level = level;
-out:
-	free(real);
-	return r;
-}
-
-static uint64_t bpf_lost(struct sample_bpf *skel, uint64_t *ret_errs)
-{
-	int ncpus = libbpf_num_possible_cpus();
-	uint64_t vals[ncpus > 0 ? ncpus : 1];
-	int fd = bpf_map__fd(skel->maps.errors);
-
-	for (uint32_t k = 0; k < SONDE_ERR__COUNT; k++) {
-		ret_errs[k] = 0;
-		if (ncpus <= 0 || bpf_map_lookup_elem(fd, &k, vals) < 0)
-			continue;
-		for (int c = 0; c < ncpus; c++)
-			ret_errs[k] += vals[c];
-	}
-	return ret_errs[SONDE_ERR_RINGBUF_FULL];
-}
-
-/* Is pid in cgroup v2 path rel (as /proc/PID/cgroup shows it) or below? */
-static bool pid_in_cgroup(uint32_t pid, const char *rel)
-{
-	char path[64], line[4096];
-	size_t n = strlen(rel);
-	bool in = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "0::", 3) != 0)
-			continue;
-		line[strcspn(line, "\n")] = '\0';
-		in = strcmp(rel, "/") == 0 ||
-		     (strncmp(line + 3, rel, n) == 0 && (line[3 + n] == '/' || line[3 + n] == '\0'));
-		break;
-	}
-	fclose(f);
-	return in;
-}
-
-/* The --pid processes in the BPF allow-list, before sampling starts: BPF
- * follows their forks from then on. Nothing of them is read. */
-static int allow_pids(struct sample_bpf *skel)
-{
-	int fd = bpf_map__fd(skel->maps.allowed_tgids);
-	uint8_t one = 1;
-
-	for (int i = 0; i < env.n_pids; i++)
-		if (bpf_map_update_elem(fd, &env.pids[i], &one, BPF_ANY) < 0)
-			return -errno;
-	return 0;
-}
-
-/* Adds the existing descendants of the --pid processes to the BPF
- * allow-list and scans them all. Runs after the
- * privilege drop, with the perf events already sampling: the ring buffer
- * is drained every INITIAL_DRAIN_EVERY scans, so that a long first scan
- * does not fill it. */
-static int track_initial(struct sample_bpf *skel, struct events *ev, const char *cgroup_rel)
-{
-	int fd = bpf_map__fd(skel->maps.allowed_tgids);
-	uint8_t one = 1;
-	bool changed = true;
-	int n = 0;
-
-	/* Every process once; for --pid, repeat until no new descendant. */
-	while (changed) {
-		DIR *d = opendir("/proc");
-		struct dirent *de;
-
-		if (!d)
-			return -errno;
-		changed = false;
-		while ((de = readdir(d))) {
-			uint32_t pid;
-			uint8_t v;
-
-			if (parse_u32(de->d_name, 10, &pid) < 0 || procs_find(S.procs, pid))
-				continue;
-			if (env.n_pids) {
-				if (bpf_map_lookup_elem(fd, &pid, &v) < 0) {
-					/* A child of an allowed process? Scan to learn the ppid. */
-					char path[64], buf[1024];
-					FILE *f;
-					uint32_t ppid;
-					uint64_t start;
-					size_t len;
-
-					snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-					f = fopen(path, "re");
-					if (!f)
-						continue;
-					len = fread(buf, 1, sizeof(buf) - 1, f);
-					fclose(f);
-					buf[len] = '\0';
-					if (proc_parse_stat(buf, len, &ppid, &start) < 0 ||
-					    bpf_map_lookup_elem(fd, &ppid, &v) < 0)
-						continue;
-					bpf_map_update_elem(fd, &pid, &one, BPF_ANY);
-					changed = true;
-				}
-			}
-			/* Check the cgroup before scanning, so that no file of a
-			 * process we do not profile gets registered. */
-			if (cgroup_rel && !pid_in_cgroup(pid, cgroup_rel))
-				continue;
-			if (procs_scan(S.procs, pid) < 0)
-				continue;
-			if (++n % INITIAL_DRAIN_EVERY == 0)
-				events_consume(ev);
-		}
-		closedir(d);
-	}
-	return n;
-}
-
 /* ---- flushing ---- */
 
 static void counters(struct sample_bpf *skel, struct sensor_counters *c)
@@ -918,7 +472,7 @@ static void counters(struct sample_bpf *skel, struct sensor_counters *c)
 	stacks_get_stats(S.stacks, &ss);
 	unwind_maps_get_stats(S.unwind, &us);
 	c->samples_taken = S.samples_taken;
-	c->samples_lost = bpf_lost(skel, errs);
+	c->samples_lost = loader_errors(skel, errs);
 	c->samples_dropped = ss.dropped;
 	c->processes = procs_count(S.procs);
 	c->files = fileids_count(S.fileids);
@@ -1108,206 +662,184 @@ static void raise_nofile(void)
 	}
 }
 
-/* open -> configure -> load (not attach): the sampler object, its maps
- * wired to the modules that write them. *ret_skel is set as soon as the
- * object exists (the caller destroys it, also on failure). */
-static int bpf_setup(uint64_t cgroup_id, uint32_t cgroup_level, struct sample_bpf **ret_skel,
-		     bool *ret_use_loop)
+/* ---- the --pid allow-list (targets.h) ---- */
+
+static bool allowed_contains(void *ctx, uint32_t pid)
 {
-	struct sample_bpf *skel;
-	uint32_t ringbuf_bytes;
-	bool use_loop;
-	int err, n;
+	uint8_t v;
 
-	skel = sample_bpf__open();
-	if (!skel) {
-		err = -errno;
-		log_error_errno(err, "cannot open the BPF object");
-		return err;
-	}
-	*ret_skel = skel;
-	skel->rodata->filter_enabled = env.n_pids > 0 || cgroup_id != 0;
-	skel->rodata->filter_tgids = env.n_pids > 0;
-	skel->rodata->filter_cgroup_id = cgroup_id;
-	skel->rodata->filter_cgroup_level = cgroup_level;
-	skel->rodata->keep_idle = env.idle;
-	/* One of the two walkers is loaded: bpf_loop() where the kernel has
-	 * it (5.17), tail calls elsewhere; a kernel without the helper would
-	 * refuse the whole object otherwise. */
-	*ret_use_loop = use_loop = env.bpf_walk == WALK_LOOP ||
-		   (env.bpf_walk == WALK_AUTO &&
-		    libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) == 1);
-	bpf_program__set_autoload(skel->progs.sonde_sample, use_loop);
-	bpf_program__set_autoload(skel->progs.sonde_sample_tail, !use_loop);
-	bpf_program__set_autoload(skel->progs.sonde_walk_tail, !use_loop);
-	/* Wake up for a quarter of the ring; the main loop drains it every
-	 * EVENTS_DRAIN_MS anyway (see sample.bpf.c). */
-	ringbuf_bytes = ringbuf_size();
-	skel->rodata->wakeup_bytes = ringbuf_bytes / 4;
-	err = bpf_map__set_max_entries(skel->maps.events, ringbuf_bytes);
-	if (err < 0) {
-		log_error_errno(err, "cannot size the ring buffer");
-		return err;
-	}
-	/* Buckets of 8 rows (bpf/unwind.h). An array cannot be empty: with
-	 * tables off it has one unused bucket. */
-	env.unwind_rows -= env.unwind_rows % SONDE_UNWIND_ROWS_PER_BUCKET;
-	err = bpf_map__set_max_entries(skel->maps.unwind_rows,
-				       env.unwind_rows ? env.unwind_rows / SONDE_UNWIND_ROWS_PER_BUCKET
-						       : 1);
-	if (err < 0) {
-		log_error_errno(err, "cannot size the unwind row array");
-		return err;
-	}
-	n = UNWIND_INDEX_ENTRIES(env.unwind_rows) / SONDE_UNWIND_INDEX_PER_BUCKET;
-	err = bpf_map__set_max_entries(skel->maps.unwind_index, n > 0 ? n : 1);
-	if (err < 0) {
-		log_error_errno(err, "cannot size the unwind index array");
-		return err;
-	}
-	err = sample_bpf__load(skel);
-	if (err < 0) {
-		log_error_errno(err, "cannot load the BPF programs (run with --verbose for the "
-				     "verifier log)");
-		return err;
-	}
-	if (!use_loop) {
-		uint32_t zero = 0;
-		int prog_fd = bpf_program__fd(skel->progs.sonde_walk_tail);
+	(void)ctx;
+	return bpf_map_lookup_elem(S.allowed_fd, &pid, &v) == 0;
+}
 
-		err = bpf_map_update_elem(bpf_map__fd(skel->maps.walk_progs), &zero, &prog_fd, BPF_ANY);
-		if (err < 0) {
-			err = -errno;
-			log_error_errno(err, "cannot install the tail-call walker");
-			return err;
-		}
-	}
-	log_info("user stacks walked with %s", use_loop ? "bpf_loop()" : "tail calls (no bpf_loop())");
+static int allowed_add(void *ctx, uint32_t pid)
+{
+	uint8_t one = 1;
+
+	(void)ctx;
+	return bpf_map_update_elem(S.allowed_fd, &pid, &one, BPF_ANY) < 0 ? -errno : 0;
+}
+
+static const struct targets_allow_ops allowed_ops = {
+	.contains = allowed_contains,
+	.add = allowed_add,
+};
+
+/* The loaded object's maps, wired to the modules that write them. */
+static int sensor_wire_maps(void)
+{
+	struct sample_bpf *skel = S.skel;
+
 	S.unwind_bpf.rows_fd = bpf_map__fd(skel->maps.unwind_rows);
-	S.bpf_map_bytes = bpf_map_bytes(skel);
+	S.bpf_map_bytes = loader_map_bytes(skel);
 	S.unwind_bpf.index_fd = bpf_map__fd(skel->maps.unwind_index);
 	S.unwind_bpf.lpm_fd = bpf_map__fd(skel->maps.unwind_lpm);
 	S.unwind_bpf.gen = &skel->bss->unwind_gen;
 	S.unwind_bpf.fileids = S.fileids;
 	if (env.go_probes) {
 		S.goprobes = goprobes_new(bpf_map__fd(skel->maps.go_spans));
-		if (!S.goprobes) {
-			err = -ENOMEM;
-			return err;
-		}
+		if (!S.goprobes)
+			return -ENOMEM;
 	}
-	S.unwind = unwind_maps_new(env.unwind_rows, &unwind_bpf_ops, &S.unwind_bpf);
+	S.unwind = unwind_maps_new(loader_unwind_rows(env.unwind_rows), &unwind_bpf_ops,
+				   &S.unwind_bpf);
 	if (!S.unwind) {
-		err = -ENOMEM;
 		log_error("out of memory");
-		return err;
+		return -ENOMEM;
 	}
 	S.cpython_fd = bpf_map__fd(skel->maps.cpython_procs);
 	S.redirect_fd = bpf_map__fd(skel->maps.lpm_redirect);
 	S.interp = interp_maps_new(&cpython_ops, NULL);
 	if (!S.interp) {
-		err = -ENOMEM;
 		log_error("out of memory");
-		return err;
+		return -ENOMEM;
 	}
+	S.allowed_fd = bpf_map__fd(skel->maps.allowed_tgids);
+	targets_set_allow_list(S.targets, &allowed_ops, NULL);
 	procs_set_observer(S.procs, &unwind_observer, NULL);
 	return 0;
 }
 
+/* How long the main loop may wait in poll(), in ms (-1: until the flush
+ * timer, a signal or a full quarter ring): EVENTS_DRAIN_MS while young
+ * processes or a new connection wait, longer as process events age, and
+ * never past the next young rescan (young_wait, -1: none) or end_ns (0:
+ * none). */
+static int loop_timeout(uint64_t end_ns, int young_wait)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC), since_event = now - S.last_proc_event_ns;
+	int timeout = -1;
+
+	if (S.n_young || uplink_generation(S.uplink) != S.sent_gen)
+		timeout = EVENTS_DRAIN_MS;
+	else if (since_event < EVENTS_BUSY_NS) {
+		int since_ms = (int)(since_event / 1000000); /* < 2000 */
+
+		timeout = since_ms > EVENTS_DRAIN_MS ? since_ms : EVENTS_DRAIN_MS;
+	}
+	if (young_wait >= 0 && (timeout < 0 || young_wait < timeout))
+		timeout = young_wait;
+	if (end_ns && now >= end_ns)
+		return 0; /* the caller stops at its next look at the clock */
+	if (end_ns && (timeout < 0 || (end_ns - now) / 1000000 < (uint64_t)timeout))
+		timeout = (int)((end_ns - now) / 1000000) + 1;
+	return timeout;
+}
+
+/* A connection was made (flushed just before) or a table loaded: Status
+ * shows it now, not at the next flush. An interpreter config: entries for
+ * the processes that already map its file. */
+static void loop_on_wakeup(struct sample_bpf *skel)
+{
+	eventfd_t v;
+
+	eventfd_read(S.wfd, &v);
+	if (interp_maps_take_pending(S.interp))
+		procs_visit(S.procs, interp_report_one, NULL);
+	sensor_flush_stats(skel);
+}
+
+/* One turn's work after poll(): drain the ring, apply what the uplink
+ * queued, rescan, send new processes. Returns the ms to the next young
+ * rescan (-1: none). */
+static int loop_turn(struct sample_bpf *skel, const struct pollfd *wakeup)
+{
+	int n, young_wait;
+
+	/* Samples do not wake us (wakeup_bytes): drain on every turn. */
+	n = events_consume(S.ev);
+	if (n < 0 && n != -EINTR)
+		log_warn_errno(n, "ring buffer, ignoring");
+	/* Plans the uplink thread queued; Go probe records. */
+	goprobes_apply(S.goprobes, S.procs);
+	goprobes_consume(S.goprobes);
+	young_wait = rescan_young();
+	sensor_flush_new_processes(skel);
+	if (wakeup->revents)
+		loop_on_wakeup(skel);
+	return young_wait;
+}
+
+/* The flush timer fired, or buffers are half full: flush. */
+static void loop_flush(struct sample_bpf *skel, const struct pollfd *timer)
+{
+	uint64_t ticks;
+	bool due = timer->revents && read(S.tfd, &ticks, sizeof(ticks)) == sizeof(ticks);
+
+	if (due || buffers_half_full()) {
+		int r = sensor_flush(skel, NULL);
+
+		if (r < 0 && r != -ENOTCONN)
+			log_debug("flush failed: %d, retrying later", r);
+	}
+}
+
+/* SIGINT or SIGTERM read from the signalfd. */
+static bool loop_signalled(const struct pollfd *sig)
+{
+	struct signalfd_siginfo si;
+
+	if (!sig->revents || read(S.sfd, &si, sizeof(si)) != sizeof(si))
+		return false;
+	log_info("got signal %u, stopping", si.ssi_signo);
+	return true;
+}
+
 /* The main loop, until a signal or --duration. Returns 0 or a negative
  * errno (poll failed). */
-static int run(struct sample_bpf *skel, struct events *ev, int sfd, int tfd, int wfd)
+static int run(struct sample_bpf *skel)
 {
 	uint64_t end_ns = 0;
-	int n, err = 0;
+	int young_wait = -1; /* ms to the next young-process rescan */
+	int err;
 
 	if (env.duration_s)
 		end_ns = clock_ns(CLOCK_MONOTONIC) + env.duration_s * 1000000000ull;
-	int young_wait = -1; /* ms to the next young-process rescan */
 	for (;;) {
 		struct pollfd pfd[5] = {
-			{.fd = events_fd(ev), .events = POLLIN},
-			{.fd = sfd, .events = POLLIN},
-			{.fd = tfd, .events = POLLIN},
-			{.fd = wfd, .events = POLLIN},
+			{.fd = events_fd(S.ev), .events = POLLIN},
+			{.fd = S.sfd, .events = POLLIN},
+			{.fd = S.tfd, .events = POLLIN},
+			{.fd = S.wfd, .events = POLLIN},
 			{.fd = S.goprobes ? goprobes_fd(S.goprobes) : -1, .events = POLLIN},
 		};
-		/* -1: until the flush timer, a signal or a full quarter ring. */
-		uint64_t since_event = clock_ns(CLOCK_MONOTONIC) - S.last_proc_event_ns;
-		int timeout = -1;
 
-		if (S.n_young || uplink_generation(S.uplink) != S.sent_gen)
-			timeout = EVENTS_DRAIN_MS;
-		else if (since_event < EVENTS_BUSY_NS) {
-			int since_ms = (int)(since_event / 1000000); /* < 2000 */
-
-			timeout = since_ms > EVENTS_DRAIN_MS ? since_ms : EVENTS_DRAIN_MS;
+		if (end_ns && clock_ns(CLOCK_MONOTONIC) >= end_ns) {
+			log_info("--duration elapsed, stopping");
+			return 0;
 		}
-
-		if (young_wait >= 0 && (timeout < 0 || young_wait < timeout))
-			timeout = young_wait;
-		if (end_ns) {
-			uint64_t now = clock_ns(CLOCK_MONOTONIC);
-
-			if (now >= end_ns) {
-				log_info("--duration elapsed, stopping");
-				break;
-			}
-			if (timeout < 0 || (end_ns - now) / 1000000 < (uint64_t)timeout)
-				timeout = (int)((end_ns - now) / 1000000) + 1;
-		}
-		if (poll(pfd, 5, timeout) < 0) {
+		if (poll(pfd, 5, loop_timeout(end_ns, young_wait)) < 0) {
 			if (errno == EINTR)
 				continue;
 			err = -errno;
 			log_error_errno(err, "poll");
-			break;
+			return err;
 		}
-		/* Samples do not wake us (wakeup_bytes): drain on every turn. */
-		n = events_consume(ev);
-		if (n < 0 && n != -EINTR)
-			log_warn_errno(n, "ring buffer, ignoring");
-		/* Plans the uplink thread queued; Go probe records. */
-		goprobes_apply(S.goprobes, S.procs);
-		goprobes_consume(S.goprobes);
-		young_wait = rescan_young();
-		sensor_flush_new_processes(skel);
-		if (pfd[3].revents) {
-			eventfd_t v;
-
-			/* A connection was made (flushed just above) or a table
-			 * loaded: Status shows it now, not at the next flush. */
-			eventfd_read(wfd, &v);
-			/* An interpreter config: entries for the processes
-			 * that already map its file. */
-			if (interp_maps_take_pending(S.interp))
-				procs_visit(S.procs, interp_report_one, NULL);
-			sensor_flush_stats(skel);
-		}
-		if (pfd[1].revents) {
-			struct signalfd_siginfo si;
-
-			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-				log_info("got signal %u, stopping", si.ssi_signo);
-				break;
-			}
-		}
-		bool due = false;
-
-		if (pfd[2].revents) {
-			uint64_t ticks;
-
-			due = read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks);
-		}
-		if (due || buffers_half_full()) {
-			int r = sensor_flush(skel, NULL);
-
-			if (r < 0 && r != -ENOTCONN)
-				log_debug("flush failed: %d, retrying later", r);
-		}
+		young_wait = loop_turn(skel, &pfd[3]);
+		if (loop_signalled(&pfd[1]))
+			return 0;
+		loop_flush(skel, &pfd[2]);
 	}
-
-	return err;
 }
 
 /* The totals, logged at exit. */
@@ -1323,7 +855,7 @@ static void log_totals(struct sample_bpf *skel, struct events *ev)
 		       "SONDE_ERR_NAMES");
 	counters(skel, &c);
 	stacks_get_stats(S.stacks, &ss);
-	bpf_lost(skel, errs);
+	loader_errors(skel, errs);
 	for (int k = 0; k < SONDE_ERR__COUNT; k++)
 		if (errs[k])
 			log_debug("bpf error %s: %" PRIu64, err_names[k], errs[k]);
@@ -1392,7 +924,7 @@ static int rpc_setup(void)
 	 * the sensor's idle CPU. The environment still wins. */
 	setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "0", 0);
 	rpc_global_init();
-	if (strncmp(env.symbolizer, "tcp:", 4) != 0)
+	if (!env_symbolizer_is_tcp(&env))
 		return 0;
 	/* TCP means mutual TLS unless the operator says otherwise. */
 	if (env.tls.ca && env.tls.cert && env.tls.key) {
@@ -1405,32 +937,6 @@ static int rpc_setup(void)
 		log_error("--symbolizer %.200s needs --tls-ca, --tls-cert and --tls-key (or --insecure for testing)",
 			  env.symbolizer);
 		return -EINVAL;
-	}
-	return 0;
-}
-
-/* --cgroup resolved to its id, level and path below the cgroup2 root;
- * --pid checked to exist (a lookup in /proc, nothing of it read). */
-static int filters_resolve(uint64_t *ret_cgroup_id, uint32_t *ret_cgroup_level,
-			   char **ret_cgroup_rel)
-{
-	int err;
-
-	if (env.cgroup) {
-		err = cgroup_resolve(env.cgroup, ret_cgroup_id, ret_cgroup_level, ret_cgroup_rel);
-		if (err < 0) {
-			log_error_errno(err, "--cgroup %.200s: not a cgroup v2 directory", env.cgroup);
-			return err;
-		}
-	}
-	for (int i = 0; i < env.n_pids; i++) {
-		char path[32];
-
-		snprintf(path, sizeof(path), "/proc/%u", env.pids[i]);
-		if (access(path, F_OK) < 0) {
-			log_error("--pid %u: no such process", env.pids[i]);
-			return -ESRCH;
-		}
 	}
 	return 0;
 }
@@ -1461,8 +967,6 @@ static int tables_setup(void)
 	return 0;
 }
 
-/* The uplink's thread, connecting to the symbolizer; *ret_wfd (owned by
- * the caller, also on failure) wakes the main loop. */
 /* A unix: symbolizer must listen as root or --symbolizer-uid (uplink.h);
  * tcp: is authenticated by TLS. */
 static int uplink_peer_setup(void)
@@ -1490,7 +994,7 @@ static int uplink_peer_setup(void)
 
 /* Everything of the uplink but its thread: nothing is connected or read
  * from the symbolizer until uplink_begin(), after the privilege drop. */
-static int uplink_setup(int *ret_wfd)
+static int uplink_setup(void)
 {
 	int wfd, err;
 
@@ -1509,7 +1013,7 @@ static int uplink_setup(int *ret_wfd)
 		log_error_errno(err, "eventfd");
 		return err;
 	}
-	*ret_wfd = wfd;
+	S.wfd = wfd;
 	uplink_set_wakeup(S.uplink, wfd);
 	return 0;
 }
@@ -1535,7 +1039,7 @@ static unsigned privileges_mode(void)
 #endif
 	if (env.go_probes)
 		mode |= PRIVILEGES_GO_PROBES;
-	if (strncmp(env.symbolizer, "tcp:", 4) == 0)
+	if (env_symbolizer_is_tcp(&env))
 		mode |= PRIVILEGES_TCP;
 	return mode;
 }
@@ -1561,18 +1065,23 @@ static int user_resolve(struct privileges_user *ret)
 	return err;
 }
 
+static void drain_events(void *ctx)
+{
+	(void)ctx;
+	events_consume(S.ev);
+}
+
 /* Set-up is over: BPF loaded and attached, perf events open, ring buffer
  * mapped. Keep only what the running sensor needs; then, and only then,
  * start the uplink (the symbolizer's messages) and read the targets'
  * /proc (ARCHITECTURE.md, rule 1). Returns the number of processes found
  * or a negative errno. */
-static int drop_and_scan(struct sample_bpf *skel, struct events *ev, const char *cgroup_rel,
-			 const struct privileges_user *user)
+static int drop_and_scan(void)
 {
 	int err, n;
 
 	if (!env.no_drop_privileges) {
-		err = privileges_drop(privileges_mode(), user);
+		err = privileges_drop(privileges_mode(), &S.user);
 		if (err < 0)
 			return err;
 	} else {
@@ -1581,7 +1090,7 @@ static int drop_and_scan(struct sample_bpf *skel, struct events *ev, const char 
 	err = uplink_begin();
 	if (err < 0)
 		return err;
-	n = track_initial(skel, ev, cgroup_rel);
+	n = targets_scan(S.targets, S.procs, INITIAL_DRAIN_EVERY, drain_events, NULL);
 	if (n < 0)
 		log_error_errno(n, "cannot scan /proc");
 	else
@@ -1604,108 +1113,122 @@ static int sandbox_selftest(const struct privileges_user *user)
 	return allowed ? -EPERM : 0;
 }
 
-int main(int argc, char **argv)
+/* Open: what is resolved and built before any BPF (users, signals,
+ * gRPC, the target selection, the tables). Returns 0 or a negative errno
+ * (logged). */
+static int sensor_open(void)
 {
-	struct events_handlers handlers = {.on_sample = on_sample, .on_proc = on_proc,
-					   .on_cpython_meta = on_cpython_meta};
-	uint64_t cgroup_id = 0;
-	struct perf_sampler *sampler = NULL;
-	struct sample_bpf *skel = NULL;
-	struct events *ev = NULL;
-	uint32_t cgroup_level = 0;
-	char *cgroup_rel = NULL;
-	int sfd = -1, tfd = -1, wfd = -1, err = 0, n;
-	bool rpc_inited = false, use_loop = true;
-	struct privileges_user user = { 0 };
+	int err;
 
-	log_init("sonde-sensor", LOG_LEVEL_INFO);
-	/* Keep the resident set flat (issue 3: under 32 MiB): large buffers
-	 * (unwind tables being assembled, map batches) come from mmap and go
-	 * back on free, instead of glibc raising its threshold to 32 MiB and
-	 * keeping them in the heap; and gRPC's threads share two arenas
-	 * rather than growing one each. */
-	mallopt(M_MMAP_THRESHOLD, 128 << 10);
-	mallopt(M_ARENA_MAX, 2);
-	if (parse_args(argc, argv) < 0)
-		return 2;
-	if (env.verbose)
-		log_init("sonde-sensor", LOG_LEVEL_DEBUG);
-
-	err = user_resolve(&user);
+	err = user_resolve(&S.user);
 	if (err < 0)
-		goto cleanup;
-	sfd = err = signals_setup();
+		return err;
+	S.sfd = err = signals_setup();
 	if (err < 0)
-		goto cleanup;
+		return err;
 	raise_nofile();
 	libbpf_set_print(libbpf_print);
-	rpc_inited = true;
+	S.rpc_inited = true;
 	err = rpc_setup();
 	if (err < 0)
-		goto cleanup;
-	err = filters_resolve(&cgroup_id, &cgroup_level, &cgroup_rel);
+		return err;
+	err = targets_new(env.pids, (size_t)env.n_pids, env.cgroup, &S.targets);
 	if (err < 0)
-		goto cleanup;
-	err = tables_setup();
+		return err;
+	return tables_setup();
+}
+
+/* Configure and load: the sampler object with the selection and tunables
+ * in rodata, its maps wired to their writers, the ring buffer reader. */
+static int sensor_load(void)
+{
+	static const struct events_handlers handlers = {
+		.on_sample = on_sample, .on_proc = on_proc, .on_cpython_meta = on_cpython_meta,
+	};
+	struct targets_filter filter;
+	struct loader_config config = {
+		.filter = &filter,
+		.idle = env.idle,
+		.walk = env.bpf_walk,
+		.ringbuf_bytes = loader_ringbuf_size(env.ringbuf_mb, env.frequency),
+		.unwind_rows = loader_unwind_rows(env.unwind_rows),
+	};
+	int err;
+
+	targets_bpf_filter(S.targets, &filter);
+	err = loader_load(&config, &S.skel, &S.use_loop);
 	if (err < 0)
-		goto cleanup;
-	err = bpf_setup(cgroup_id, cgroup_level, &skel, &use_loop);
+		return err;
+	err = sensor_wire_maps();
 	if (err < 0)
-		goto cleanup;
-	ev = events_new(bpf_map__fd(skel->maps.events), &handlers);
-	if (!ev) {
+		return err;
+	S.ev = events_new(bpf_map__fd(S.skel->maps.events), &handlers);
+	if (!S.ev) {
 		err = -errno;
 		log_error_errno(err, "cannot set up the ring buffer");
-		goto cleanup;
 	}
-	/* The allow-list and the tracepoints before the /proc scan, so that
-	 * no fork or exec falls between the scan and sampling. */
-	err = allow_pids(skel);
+	return err;
+}
+
+/* Attach: the allow-list and the tracepoints before the /proc scan, so
+ * that no fork or exec falls between the scan and sampling; the uplink
+ * (not started); the perf events; the flush timer. */
+static int sensor_attach(void)
+{
+	int err;
+
+	err = targets_allow_pids(S.targets);
 	if (err == 0)
-		err = sample_bpf__attach(skel);
+		err = sample_bpf__attach(S.skel);
 	if (err < 0) {
 		log_error_errno(err, "cannot fill the --pid allow-list or attach the sched tracepoints");
-		goto cleanup;
+		return err;
 	}
-	err = uplink_setup(&wfd);
+	err = uplink_setup();
 	if (err < 0)
-		goto cleanup;
-	err = perf_sampler_attach(use_loop ? skel->progs.sonde_sample : skel->progs.sonde_sample_tail,
-				  env.frequency, &sampler);
+		return err;
+	err = perf_sampler_attach(S.use_loop ? S.skel->progs.sonde_sample
+					     : S.skel->progs.sonde_sample_tail,
+				  env.frequency, &S.sampler);
 	if (err < 0) {
 		log_error_errno(err, "cannot attach perf events");
-		goto cleanup;
+		return err;
 	}
-	tfd = err = make_timer(env.flush_ms);
-	if (err < 0) {
-		log_error_errno(err, "timerfd");
-		goto cleanup;
-	}
-	if (env.sandbox_selftest) {
-		err = sandbox_selftest(&user);
-		goto cleanup;
-	}
-	err = n = drop_and_scan(skel, ev, cgroup_rel, &user);
+	S.tfd = err = make_timer(env.flush_ms);
 	if (err < 0)
-		goto cleanup;
-	log_info("sampling %d CPUs at %u Hz; filters: %s%s%s%s; %d processes; symbolizer %.200s",
-		 perf_sampler_cpus(sampler), env.frequency,
-		 env.n_pids ? "pid (and children)" : "",
-		 env.n_pids && env.cgroup ? ", " : "", env.cgroup ? "cgroup " : "",
-		 env.cgroup ? env.cgroup : (env.n_pids ? "" : "none (whole host)"), n,
+		log_error_errno(err, "timerfd");
+	return err < 0 ? err : 0;
+}
+
+/* Drop privileges, start the uplink, scan: the sensor is running. */
+static int sensor_start(void)
+{
+	int n = drop_and_scan();
+
+	if (n < 0)
+		return n;
+	log_info("sampling %d CPUs at %u Hz; filters: %s; %d processes; symbolizer %.200s",
+		 perf_sampler_cpus(S.sampler), env.frequency, targets_describe(S.targets), n,
 		 env.symbolizer);
+	return 0;
+}
 
-	err = run(skel, ev, sfd, tfd, wfd);
+/* Stop sampling first, then the tracepoints, then drain and send the
+ * rest. */
+static void sensor_stop(void)
+{
+	perf_sampler_free(S.sampler);
+	S.sampler = NULL;
+	sample_bpf__detach(S.skel);
+	drain_and_final_flush(S.skel, S.ev);
+	log_totals(S.skel, S.ev);
+}
 
-	/* Stop sampling first, then the tracepoints, then drain. */
-	perf_sampler_free(sampler);
-	sampler = NULL;
-	sample_bpf__detach(skel);
-	drain_and_final_flush(skel, ev);
-	log_totals(skel, ev);
-
-cleanup:
-	perf_sampler_free(sampler);
+/* Releases everything, in the reverse order of set-up; also after a set-up
+ * that failed part way. */
+static void sensor_close(void)
+{
+	perf_sampler_free(S.sampler);
 	uplink_free(S.uplink);
 	/* After the uplink thread (which adds tables) and before procs. */
 	if (S.procs)
@@ -1713,21 +1236,59 @@ cleanup:
 	unwind_maps_free(S.unwind);
 	goprobes_free(S.goprobes); /* detaches; before the sampler owning go_spans */
 	interp_maps_free(S.interp);
-	events_free(ev);
-	sample_bpf__destroy(skel);
+	events_free(S.ev);
+	sample_bpf__destroy(S.skel);
 	stacks_free(S.stacks);
 	flush_release();
 	free(cpython_records);
 	procs_free(S.procs);
 	fileids_free(S.fileids);
-	free(cgroup_rel);
-	if (tfd >= 0)
-		close(tfd);
-	if (wfd >= 0)
-		close(wfd); /* after uplink_free: its thread writes to it */
-	if (sfd >= 0)
-		close(sfd);
-	if (rpc_inited)
+	targets_free(S.targets);
+	if (S.tfd >= 0)
+		close(S.tfd);
+	if (S.wfd >= 0)
+		close(S.wfd); /* after uplink_free: its thread writes to it */
+	if (S.sfd >= 0)
+		close(S.sfd);
+	if (S.rpc_inited)
 		rpc_global_shutdown();
+}
+
+/* Keep the resident set flat (issue 3: under 32 MiB): large buffers
+ * (unwind tables being assembled, map batches) come from mmap and go back
+ * on free, instead of glibc raising its threshold to 32 MiB and keeping
+ * them in the heap; and gRPC's threads share two arenas rather than
+ * growing one each. */
+static void malloc_setup(void)
+{
+	mallopt(M_MMAP_THRESHOLD, 128 << 10);
+	mallopt(M_ARENA_MAX, 2);
+}
+
+int main(int argc, char **argv)
+{
+	int err;
+
+	log_init("sonde-sensor", LOG_LEVEL_INFO);
+	malloc_setup();
+	if (env_parse(argc, argv, &env) < 0)
+		return 2;
+	if (env.verbose)
+		log_init("sonde-sensor", LOG_LEVEL_DEBUG);
+	err = sensor_open();
+	if (err == 0)
+		err = sensor_load();
+	if (err == 0)
+		err = sensor_attach();
+	if (err == 0 && env.sandbox_selftest)
+		err = sandbox_selftest(&S.user);
+	else if (err == 0) {
+		err = sensor_start();
+		if (err == 0) {
+			err = run(S.skel);
+			sensor_stop();
+		}
+	}
+	sensor_close();
 	return err < 0 ? 1 : 0;
 }

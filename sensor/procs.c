@@ -4,6 +4,7 @@
  * opened only through /proc/PID/map_files so the mapped inode is what we
  * hash, also for deleted files and files inside a container's root; the
  * path text of a maps line is never opened. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -18,6 +19,7 @@
 
 #include "log.h"
 #include "maps.h"
+#include "parse.h"
 #include "environ.h"
 #include "procs.h"
 #include "vdso.h"
@@ -146,8 +148,10 @@ static ssize_t read_small(const char *path, char *buf, size_t size)
 	return total;
 }
 
-/* The cgroup v2 line "0::/path". Returns a malloc'd string ("" if none). */
-static char *read_cgroup(const char *dir)
+/* The path of the cgroup v2 line "0::/path" of dir/cgroup. Returns 0 with
+ * an owned *ret, -ENOENT when there is no such line, -ENOMEM, or
+ * read_small's error. */
+static int cgroup_of(const char *dir, char **ret)
 {
 	char path[128], buf[4096];
 	const char *line;
@@ -155,16 +159,23 @@ static char *read_cgroup(const char *dir)
 
 	snprintf(path, sizeof(path), "%s/cgroup", dir);
 	n = read_small(path, buf, sizeof(buf));
-	if (n <= 0)
-		return strdup("");
+	if (n < 0)
+		return (int)n;
 	for (line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
 		if (strncmp(line, "0::", 3) == 0) {
-			size_t len = strcspn(line + 3, "\n");
-
-			return strndup(line + 3, len);
+			*ret = strndup(line + 3, strcspn(line + 3, "\n"));
+			return *ret ? 0 : -ENOMEM;
 		}
 	}
-	return strdup("");
+	return -ENOENT;
+}
+
+/* The cgroup v2 path. Returns a malloc'd string ("" if none). */
+static char *read_cgroup(const char *dir)
+{
+	char *cgroup;
+
+	return cgroup_of(dir, &cgroup) == 0 ? cgroup : strdup("");
 }
 
 static void remove_node(struct procs *p, uint32_t pid)
@@ -750,4 +761,47 @@ int procs_foreach_exit(struct procs *p, int (*fn)(uint32_t pid, void *ctx), void
 size_t procs_count(struct procs *p)
 {
 	return p->n_live;
+}
+
+int procs_list_pids(struct procs *p, int (*fn)(uint32_t pid, void *ctx), void *ctx)
+{
+	DIR *d = opendir(p->proc_root);
+	struct dirent *de;
+	int r = 0;
+
+	if (!d)
+		return -errno;
+	while (r == 0 && (de = readdir(d))) {
+		uint32_t pid;
+
+		if (parse_u32(de->d_name, 10, &pid) == 0)
+			r = fn(pid, ctx);
+	}
+	closedir(d);
+	return r;
+}
+
+int procs_read_ppid(struct procs *p, uint32_t pid, uint32_t *ret_ppid)
+{
+	char path[128], buf[4096];
+	uint32_t ppid;
+	uint64_t start;
+	ssize_t len;
+
+	snprintf(path, sizeof(path), "%s/%" PRIu32 "/stat", p->proc_root, pid);
+	len = read_small(path, buf, sizeof(buf));
+	if (len < 0)
+		return len == -ENOENT ? -ESRCH : (int)len;
+	if (proc_parse_stat(buf, (size_t)len, &ppid, &start) < 0)
+		return -EINVAL;
+	*ret_ppid = ppid;
+	return 0;
+}
+
+int procs_read_cgroup(struct procs *p, uint32_t pid, char **ret_path)
+{
+	char dir[96];
+
+	snprintf(dir, sizeof(dir), "%s/%" PRIu32, p->proc_root, pid);
+	return cgroup_of(dir, ret_path);
 }

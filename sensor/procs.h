@@ -130,5 +130,20 @@ int procs_visit(struct procs *p, int (*fn)(const struct proc *pr, void *ctx), vo
  * Stops at a non-zero return. */
 int procs_foreach_exit(struct procs *p, int (*fn)(uint32_t pid, void *ctx), void *ctx);
 
+/* Calls fn with the pid of every process in the proc root (known to the
+ * table or not), in directory order; nothing of them is read. Stops at a
+ * non-zero return of fn and returns it; 0 when all were visited, or a
+ * negative errno when the proc root cannot be listed. */
+int procs_list_pids(struct procs *p, int (*fn)(uint32_t pid, void *ctx), void *ctx);
+/* The parent of any process, from its stat, without adding it to the
+ * table. Returns 0 with *ret_ppid set, -ESRCH when it is gone, -EINVAL
+ * when its stat does not parse, or another negative errno. */
+int procs_read_ppid(struct procs *p, uint32_t pid, uint32_t *ret_ppid);
+/* The cgroup v2 path of any process ("/a/b", as its /proc/PID/cgroup
+ * shows it), without adding it to the table. Returns 0 with an owned
+ * malloc'd *ret_path, -ENOENT when it is gone or has no cgroup v2 line,
+ * -ENOMEM, or another negative errno. */
+int procs_read_cgroup(struct procs *p, uint32_t pid, char **ret_path);
+
 /* Live (not exited) processes. */
 size_t procs_count(struct procs *p);

@@ -1,0 +1,161 @@
+/* loader.c - open, configure and load bpf/sample.bpf.c (loader.h): the
+ * filter and tunables go into rodata and the map sizes are set between
+ * open and load, as libbpf-tools' profile.c does. */
+#include <errno.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "loader.h"
+#include "log.h"
+#include "sample.h"
+#include "unwind_bpf.h"
+#include "unwind_maps.h"
+
+uint32_t loader_ringbuf_size(uint32_t ringbuf_mb, uint32_t frequency)
+{
+	uint64_t want, size = 256u << 10;
+	int ncpus = libbpf_num_possible_cpus();
+
+	/* Ten drain intervals of slack, and no more: the sensor maps all of
+	 * it (its pages count in the sensor's RSS). */
+	if (ringbuf_mb)
+		return ringbuf_mb << 20;
+	want = (uint64_t)(ncpus > 0 ? ncpus : 1) * frequency * sizeof(struct sonde_sample);
+	while (size < want && size < (64u << 20))
+		size <<= 1;
+	return (uint32_t)size;
+}
+
+uint32_t loader_unwind_rows(uint32_t rows)
+{
+	return rows - rows % SONDE_UNWIND_ROWS_PER_BUCKET;
+}
+
+/* One of the two walkers is loaded: bpf_loop() where the kernel has it
+ * (5.17), tail calls elsewhere; a kernel without the helper would refuse
+ * the whole object otherwise. */
+static bool loader_use_loop(enum env_bpf_walk walk)
+{
+	return walk == ENV_WALK_LOOP ||
+	       (walk == ENV_WALK_AUTO &&
+		libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) == 1);
+}
+
+static void loader_configure(struct sample_bpf *skel, const struct loader_config *c,
+			     bool use_loop)
+{
+	skel->rodata->filter_enabled = c->filter->enabled;
+	skel->rodata->filter_tgids = c->filter->tgids;
+	skel->rodata->filter_cgroup_id = c->filter->cgroup_id;
+	skel->rodata->filter_cgroup_level = c->filter->cgroup_level;
+	skel->rodata->keep_idle = c->idle;
+	bpf_program__set_autoload(skel->progs.sonde_sample, use_loop);
+	bpf_program__set_autoload(skel->progs.sonde_sample_tail, !use_loop);
+	bpf_program__set_autoload(skel->progs.sonde_walk_tail, !use_loop);
+	/* Wake up for a quarter of the ring; the main loop drains it on a
+	 * timer anyway (see sample.bpf.c). */
+	skel->rodata->wakeup_bytes = c->ringbuf_bytes / 4;
+}
+
+/* The ring buffer and the unwind arrays. Returns 0 or a negative errno
+ * (logged). */
+static int loader_size_maps(struct sample_bpf *skel, const struct loader_config *c)
+{
+	int err, n;
+
+	err = bpf_map__set_max_entries(skel->maps.events, c->ringbuf_bytes);
+	if (err < 0) {
+		log_error_errno(err, "cannot size the ring buffer");
+		return err;
+	}
+	/* Buckets of 8 rows (bpf/unwind.h). An array cannot be empty: with
+	 * tables off it has one unused bucket. */
+	err = bpf_map__set_max_entries(skel->maps.unwind_rows,
+				       c->unwind_rows ? c->unwind_rows / SONDE_UNWIND_ROWS_PER_BUCKET
+						      : 1);
+	if (err < 0) {
+		log_error_errno(err, "cannot size the unwind row array");
+		return err;
+	}
+	n = UNWIND_INDEX_ENTRIES(c->unwind_rows) / SONDE_UNWIND_INDEX_PER_BUCKET;
+	err = bpf_map__set_max_entries(skel->maps.unwind_index, n > 0 ? n : 1);
+	if (err < 0)
+		log_error_errno(err, "cannot size the unwind index array");
+	return err;
+}
+
+static int loader_install_tail_walker(struct sample_bpf *skel)
+{
+	uint32_t zero = 0;
+	int prog_fd = bpf_program__fd(skel->progs.sonde_walk_tail), err;
+
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.walk_progs), &zero, &prog_fd, BPF_ANY) < 0) {
+		err = -errno;
+		log_error_errno(err, "cannot install the tail-call walker");
+		return err;
+	}
+	return 0;
+}
+
+int loader_load(const struct loader_config *c, struct sample_bpf **ret_skel, bool *ret_use_loop)
+{
+	struct sample_bpf *skel;
+	bool use_loop;
+	int err;
+
+	skel = sample_bpf__open();
+	if (!skel) {
+		err = -errno;
+		log_error_errno(err, "cannot open the BPF object");
+		return err;
+	}
+	use_loop = loader_use_loop(c->walk);
+	loader_configure(skel, c, use_loop);
+	err = loader_size_maps(skel, c);
+	if (err < 0)
+		goto fail;
+	err = sample_bpf__load(skel);
+	if (err < 0) {
+		log_error_errno(err, "cannot load the BPF programs (run with --verbose for the "
+				     "verifier log)");
+		goto fail;
+	}
+	if (!use_loop) {
+		err = loader_install_tail_walker(skel);
+		if (err < 0)
+			goto fail;
+	}
+	log_info("user stacks walked with %s", use_loop ? "bpf_loop()" : "tail calls (no bpf_loop())");
+	*ret_skel = skel;
+	*ret_use_loop = use_loop;
+	return 0;
+fail:
+	sample_bpf__destroy(skel);
+	return err;
+}
+
+uint64_t loader_errors(struct sample_bpf *skel, uint64_t *ret_errs)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	uint64_t vals[ncpus > 0 ? ncpus : 1];
+	int fd = bpf_map__fd(skel->maps.errors);
+
+	for (uint32_t k = 0; k < SONDE_ERR__COUNT; k++) {
+		ret_errs[k] = 0;
+		if (ncpus <= 0 || bpf_map_lookup_elem(fd, &k, vals) < 0)
+			continue;
+		for (int c = 0; c < ncpus; c++)
+			ret_errs[k] += vals[c];
+	}
+	return ret_errs[SONDE_ERR_RINGBUF_FULL];
+}
+
+uint64_t loader_map_bytes(struct sample_bpf *skel)
+{
+	struct bpf_map *map;
+	uint64_t total = 0;
+
+	bpf_object__for_each_map(map, skel->obj)
+		total += unwind_bpf_map_memlock(bpf_map__fd(map));
+	return total;
+}
