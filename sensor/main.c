@@ -44,6 +44,7 @@
 #include "targets.h"
 #include "unwind_bpf.h"
 #include "vdso.h"
+#include "young.h"
 #include "interp_maps.h"
 #include "unwind_maps.h"
 #include "uplink.h"
@@ -67,27 +68,13 @@
  * VM (docs/benchmarks.md). */
 #define EVENTS_DRAIN_MS 100
 #define EVENTS_BUSY_NS 2000000000ull
-/* After exec, ld.so maps the libraries within the first milliseconds;
- * the exec-time scan may see none of them. These rescans pick them up before
- * most of the process's first samples (neither kprobes nor fentry can be
- * counted on to see the mmap calls themselves). The schedule ends at the
- * first rescan that finds nothing new: ld.so maps every library before
- * the program runs, and a later dlopen shows as samples outside the known
- * mappings, which rescan (procs_rescan_limited). */
-#define YOUNG_MAX 1024
 /* A stack not sampled for this long is forgotten (stacks.h): short-lived
  * processes bring new stacks all the time, and remembering them all grew
  * both services by a few hundred KiB a minute. Recurring later costs one
  * more definition on the wire. */
 #define STACK_IDLE_NS 30000000000ull
-static const uint32_t young_rescan_ms[] = { 2, 10, 40, 150 };
-/* A fork's child that has neither exec'd nor exited by then gets its own
- * scan (and unwind entries); before, it uses its parent's. */
-#define YOUNG_FORK_SCAN_MS 500
 /* Processes scanned between two drains of the ring during the first scan. */
 #define INITIAL_DRAIN_EVERY 64
-
-enum young_kind { YOUNG_EXEC, YOUNG_FORK };
 
 static struct env env;
 
@@ -130,15 +117,7 @@ static struct sensor {
 	 * the sensor's steady CPU. */
 	uint64_t bpf_map_bytes;
 	bool kallsyms_pending;
-	/* Processes that exec'd recently, rescanned on a schedule (see
-	 * rescan_young()). */
-	struct young {
-		uint32_t pid;
-		uint16_t step;
-		uint16_t kind; /* enum young_kind */
-		uint64_t due_ns; /* CLOCK_MONOTONIC */
-	} young[YOUNG_MAX];
-	size_t n_young;
+	struct young *young; /* processes that exec'd or forked recently */
 	uint64_t last_proc_event_ns; /* CLOCK_MONOTONIC */
 } S = { .sfd = -1, .tfd = -1, .wfd = -1, .allowed_fd = -1 };
 
@@ -189,6 +168,36 @@ static uint64_t clock_ns(clockid_t id)
 
 /* ---- records from BPF ---- */
 
+/* A sample's user addresses of pid into frames (file ID and offset where
+ * a known mapping holds them). A process BPF sampled is profiled
+ * (targets.h): an unknown or exec'd one is scanned first. */
+static void resolve_user(uint32_t pid, const __u64 *addrs, uint32_t n, struct stack_frame *ret)
+{
+	const struct proc *pr = procs_find(S.procs, pid);
+	bool rescanned = false;
+
+	/* Unknown, or exec'd since its last scan (the exec is ahead of this
+	 * sample in the ring): its mappings are to be read now. */
+	if (n > 0 && pid != 0 && (!pr || pr->exec_pending)) {
+		procs_scan(S.procs, pid);
+		rescanned = true;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		memset(&ret[i], 0, sizeof(ret[i]));
+		if (procs_resolve(S.procs, pid, addrs[i], &ret[i]) == 0)
+			continue;
+		/* In no known mapping: maybe a new dlopen'ed library. */
+		if (!rescanned) {
+			rescanned = true;
+			if (procs_rescan_limited(S.procs, pid, RESCAN_INTERVAL_NS) == 1 &&
+			    procs_resolve(S.procs, pid, addrs[i], &ret[i]) == 0)
+				continue;
+		}
+		ret[i].has_file_id = 0;
+		ret[i].addr = addrs[i];
+	}
+}
+
 static void on_sample(const struct sonde_sample *rec, void *ctx)
 {
 	struct stack_frame user[SONDE_MAX_USER_FRAMES];
@@ -202,31 +211,8 @@ static void on_sample(const struct sonde_sample *rec, void *ctx)
 	S.cpython_samples += (rec->flags & SONDE_SAMPLE_CPYTHON) != 0;
 	S.python_samples += rec->n_python > 0;
 	S.python_frames += rec->n_python;
-	const __u64 *rec_user = rec->frames + n_kernel;
-	bool rescanned = false;
-	const struct proc *pr = procs_find(S.procs, rec->pid);
-
 	S.samples_taken++;
-	/* Unknown, or exec'd since its last scan (the exec is ahead of this
-	 * sample in the ring): its mappings are to be read now. */
-	if (n_user > 0 && rec->pid != 0 && (!pr || pr->exec_pending)) {
-		procs_scan(S.procs, rec->pid);
-		rescanned = true;
-	}
-	for (uint32_t i = 0; i < n_user; i++) {
-		memset(&user[i], 0, sizeof(user[i]));
-		if (procs_resolve(S.procs, rec->pid, rec_user[i], &user[i]) == 0)
-			continue;
-		/* In no known mapping: maybe a new dlopen'ed library. */
-		if (!rescanned) {
-			rescanned = true;
-			if (procs_rescan_limited(S.procs, rec->pid, RESCAN_INTERVAL_NS) == 1 &&
-			    procs_resolve(S.procs, rec->pid, rec_user[i], &user[i]) == 0)
-				continue;
-		}
-		user[i].has_file_id = 0;
-		user[i].addr = rec_user[i];
-	}
+	resolve_user(rec->pid, rec->frames + n_kernel, n_user, user);
 	memcpy(comm, rec->comm, SONDE_COMM_LEN);
 	comm[SONDE_COMM_LEN] = '\0';
 	/* __u64 is unsigned long long, uint64_t unsigned long: same bits. */
@@ -267,64 +253,6 @@ static void on_cpython_meta(const struct sonde_cpython_meta_rec *r, void *ctx)
 	cpython_records[n_cpython_records++] = *r;
 }
 
-static void young_add(uint32_t pid, enum young_kind kind)
-{
-	uint32_t ms = kind == YOUNG_FORK ? YOUNG_FORK_SCAN_MS : young_rescan_ms[0];
-	struct young y = {
-		.pid = pid,
-		.kind = kind,
-		.due_ns = clock_ns(CLOCK_MONOTONIC) + ms * 1000000ull,
-	};
-
-	/* A fork's child that execs: the exec's schedule replaces the fork
-	 * step (one entry per pid). */
-	for (size_t i = 0; i < S.n_young; i++) {
-		if (S.young[i].pid == pid) {
-			S.young[i] = y;
-			return;
-		}
-	}
-	/* Full: a sample of an exec'd process scans it (on_sample), and a
-	 * fork's child keeps its parent's unwind entries. */
-	if (S.n_young == YOUNG_MAX)
-		return;
-	S.young[S.n_young++] = y;
-}
-
-/* Rescans the young processes that are due. Returns the milliseconds to
- * the next due rescan, or -1 if none is scheduled. */
-static int rescan_young(void)
-{
-	uint64_t now = clock_ns(CLOCK_MONOTONIC), next = UINT64_MAX;
-	size_t kept = 0;
-
-	for (size_t i = 0; i < S.n_young; i++) {
-		struct young y = S.young[i];
-
-		if (y.due_ns <= now) {
-			const struct proc *pr = procs_find(S.procs, y.pid);
-			uint32_t gen = pr ? pr->maps_gen : 0;
-			/* After an exec's first scan only the mappings change
-			 * (ld.so, then dlopen); comm, exe, cgroup and the
-			 * environment were read by it. */
-			int r = y.kind == YOUNG_EXEC && y.step == 0 ? procs_scan(S.procs, y.pid)
-								   : procs_rescan_maps(S.procs, y.pid);
-			bool same = y.step > 0 && r == 0 && pr &&
-				    (pr = procs_find(S.procs, y.pid)) && pr->maps_gen == gen;
-
-			if (r == -ESRCH || y.kind == YOUNG_FORK || same ||
-			    ++y.step == sizeof(young_rescan_ms) / sizeof(young_rescan_ms[0]))
-				continue;
-			y.due_ns += (young_rescan_ms[y.step] - young_rescan_ms[y.step - 1]) * 1000000ull;
-		}
-		if (y.due_ns < next)
-			next = y.due_ns;
-		S.young[kept++] = y;
-	}
-	S.n_young = kept;
-	return next == UINT64_MAX ? -1 : (int)((next > now ? next - now : 0) / 1000000) + 1;
-}
-
 static void on_proc(const struct sonde_proc_event *ev, void *ctx)
 {
 	int r;
@@ -339,7 +267,7 @@ static void on_proc(const struct sonde_proc_event *ev, void *ctx)
 		if (r == -ESRCH)
 			r = procs_scan(S.procs, ev->pid);
 		if (r == 0)
-			young_add(ev->pid, YOUNG_FORK);
+			young_add(S.young, ev->pid, YOUNG_FORK, S.last_proc_event_ns);
 		else if (r != -ESRCH && r != -ENOEXEC && r != -EEXIST)
 			log_debug("pid %" PRIu32 ": fork not followed: %d", ev->pid, r);
 		break;
@@ -348,7 +276,7 @@ static void on_proc(const struct sonde_proc_event *ev, void *ctx)
 		 * milliseconds: the first scan is the first young step, and
 		 * a sample before it rescans (on_sample). */
 		procs_exec(S.procs, ev->pid);
-		young_add(ev->pid, YOUNG_EXEC);
+		young_add(S.young, ev->pid, YOUNG_EXEC, S.last_proc_event_ns);
 		break;
 	case SONDE_REC_EXIT:
 		procs_exit(S.procs, ev->pid);
@@ -730,7 +658,7 @@ static int loop_timeout(uint64_t end_ns, int young_wait)
 	uint64_t now = clock_ns(CLOCK_MONOTONIC), since_event = now - S.last_proc_event_ns;
 	int timeout = -1;
 
-	if (S.n_young || uplink_generation(S.uplink) != S.sent_gen)
+	if (young_count(S.young) || uplink_generation(S.uplink) != S.sent_gen)
 		timeout = EVENTS_DRAIN_MS;
 	else if (since_event < EVENTS_BUSY_NS) {
 		int since_ms = (int)(since_event / 1000000); /* < 2000 */
@@ -773,7 +701,7 @@ static int loop_turn(struct sample_bpf *skel, const struct pollfd *wakeup)
 	/* Plans the uplink thread queued; Go probe records. */
 	goprobes_apply(S.goprobes, S.procs);
 	goprobes_consume(S.goprobes);
-	young_wait = rescan_young();
+	young_wait = young_rescan(S.young, clock_ns(CLOCK_MONOTONIC));
 	sensor_flush_new_processes(skel);
 	if (wakeup->revents)
 		loop_on_wakeup(skel);
@@ -953,7 +881,8 @@ static int tables_setup(void)
 	S.fileids = fileids_new(MAX_FILES);
 	S.procs = S.fileids ? procs_new(S.fileids, MAX_PROCS, "/proc") : NULL;
 	S.stacks = stacks_new(env.buffer_stacks, 4 * (size_t)env.buffer_stacks, STACK_IDLE_NS);
-	if (!S.fileids || !S.procs || !S.stacks) {
+	S.young = S.procs ? young_new(S.procs) : NULL;
+	if (!S.fileids || !S.procs || !S.stacks || !S.young) {
 		log_error("out of memory");
 		return -ENOMEM;
 	}
@@ -1241,6 +1170,7 @@ static void sensor_close(void)
 	stacks_free(S.stacks);
 	flush_release();
 	free(cpython_records);
+	young_free(S.young);
 	procs_free(S.procs);
 	fileids_free(S.fileids);
 	targets_free(S.targets);

@@ -1,0 +1,47 @@
+/* young.h - the rescan schedule of processes that have just exec'd or
+ * forked.
+ *
+ * After exec, ld.so maps the libraries within the first milliseconds; the
+ * exec-time scan may see none of them. The exec schedule's rescans pick
+ * them up before most of the process's first samples (neither kprobes nor
+ * fentry can be counted on to see the mmap calls themselves). It ends at
+ * the first rescan that finds nothing new: ld.so maps every library before
+ * the program runs, and a later dlopen shows as samples outside the known
+ * mappings, which rescan (procs_rescan_limited). A fork's child that has
+ * neither exec'd nor exited after YOUNG_FORK_SCAN_MS gets its own scan
+ * (and unwind entries); before, it uses its parent's.
+ *
+ * Main thread only. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "procs.h"
+
+#define YOUNG_MAX 1024
+#define YOUNG_FORK_SCAN_MS 500
+
+enum young_kind { YOUNG_EXEC, YOUNG_FORK };
+
+struct young;
+
+/* procs: borrowed, must outlive the schedule. Returns NULL when out of
+ * memory. */
+struct young *young_new(struct procs *procs);
+void young_free(struct young *y);
+
+/* Puts pid on the schedule of kind, its first step due after now_ns
+ * (CLOCK_MONOTONIC). A pid already on it starts over with the new kind
+ * (a fork's child that execs takes the exec's schedule). When YOUNG_MAX
+ * processes are scheduled, the new one is left out: a sample of an exec'd
+ * process scans it anyway, and a fork's child keeps its parent's unwind
+ * entries. */
+void young_add(struct young *y, uint32_t pid, enum young_kind kind, uint64_t now_ns);
+/* Scans or rescans (procs_scan, procs_rescan_maps) the processes whose
+ * step is due at now_ns, and drops those whose schedule ended (gone, the
+ * fork step done, a rescan that found nothing new, or the last step).
+ * Returns the ms to the next due step (at least 1), or -1 if none. */
+int young_rescan(struct young *y, uint64_t now_ns);
+/* Processes on the schedule. */
+size_t young_count(const struct young *y);
