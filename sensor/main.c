@@ -438,6 +438,23 @@ static void cpython_reset_connection(struct sample_bpf *skel)
 
 /* Sends what is pending on the current connection. Returns 0, -ENOTCONN
  * while there is none, or the uplink's error (retried at the next flush). */
+/* Connection gen is new: ids and everything the symbolizer knew are
+ * void, and the accounting moves to it. */
+static void sensor_new_connection(struct sample_bpf *skel, uint64_t gen)
+{
+	stacks_reset_connection(S.stacks);
+	procs_reset_connection(S.procs);
+	cpython_reset_connection(skel);
+	S.kallsyms_pending = true;
+	/* The old connection broke: what it got may be lost with it. Drops
+	 * not reported on it are this one's to report. */
+	S.prev_taken = S.conn_sent + (S.dropped_reported - S.dropped_base);
+	S.unconfirmed += S.prev_taken;
+	S.conn_sent = 0;
+	S.dropped_base = S.dropped_reported;
+	S.sent_gen = gen;
+}
+
 static int sensor_flush(struct sample_bpf *skel, uint64_t *ret_gen)
 {
 	struct sensor_counters c;
@@ -446,20 +463,8 @@ static int sensor_flush(struct sample_bpf *skel, uint64_t *ret_gen)
 
 	if (!gen)
 		return -ENOTCONN;
-	if (gen != S.sent_gen) {
-		/* Ids and everything the symbolizer knew are void. */
-		stacks_reset_connection(S.stacks);
-		procs_reset_connection(S.procs);
-		cpython_reset_connection(skel);
-		S.kallsyms_pending = true;
-		/* The old connection broke: what it got may be lost with it.
-		 * Drops not reported on it are this one's to report. */
-		S.prev_taken = S.conn_sent + (S.dropped_reported - S.dropped_base);
-		S.unconfirmed += S.prev_taken;
-		S.conn_sent = 0;
-		S.dropped_base = S.dropped_reported;
-		S.sent_gen = gen;
-	}
+	if (gen != S.sent_gen)
+		sensor_new_connection(skel, gen);
 	r = flush_processes(S.uplink, gen, S.procs, PROCS_DIRTY);
 	if (r < 0)
 		return r;
@@ -770,13 +775,32 @@ static int run(struct sample_bpf *skel)
 	}
 }
 
+/* The unwind tables' totals, logged at exit. */
+static void log_unwind_totals(uint64_t bpf_map_bytes)
+{
+	struct unwind_maps_stats us;
+
+	unwind_maps_get_stats(S.unwind, &us);
+	for (int k = 0; k < UNWIND_REJECT__COUNT; k++)
+		if (us.rejected[k])
+			log_info("unwind tables rejected (%s): %" PRIu64, unwind_reject_names[k],
+				 us.rejected[k]);
+	log_info("unwind tables loaded %" PRIu64 " (%" PRIu64 " rows of %" PRIu32
+		 "; %" PRIu64 " without a page index), rejected %" PRIu64 ", unavailable %" PRIu64
+		 ", evicted %" PRIu64 "; %" PRIu64 " LPM entries (%" PRIu64 " mappings without); BPF maps %" PRIu64
+		 " KiB",
+		 us.tables_loaded, us.rows_loaded, us.capacity_rows, us.tables_unindexed,
+		 us.tables_rejected,
+		 us.tables_unavailable, us.tables_evicted, us.lpm_entries, us.lpm_failures,
+		 bpf_map_bytes >> 10);
+}
+
 /* The totals, logged at exit. */
 static void log_totals(struct sample_bpf *skel, struct events *ev)
 {
 	static const char *const err_names[] = SONDE_ERR_NAMES;
 	uint64_t errs[SONDE_ERR__COUNT];
 	struct sensor_counters c;
-	struct unwind_maps_stats us;
 	struct stacks_stats ss;
 
 	_Static_assert(sizeof(err_names) / sizeof(err_names[0]) == SONDE_ERR__COUNT,
@@ -801,19 +825,7 @@ static void log_totals(struct sample_bpf *skel, struct events *ev)
 		 " dropped); %" PRIu64 " were accounted to connections that broke",
 		 c.connection_samples_taken, S.conn_sent, c.connection_samples_dropped,
 		 S.unconfirmed);
-	unwind_maps_get_stats(S.unwind, &us);
-	for (int k = 0; k < UNWIND_REJECT__COUNT; k++)
-		if (us.rejected[k])
-			log_info("unwind tables rejected (%s): %" PRIu64, unwind_reject_names[k],
-				 us.rejected[k]);
-	log_info("unwind tables loaded %" PRIu64 " (%" PRIu64 " rows of %" PRIu32
-		 "; %" PRIu64 " without a page index), rejected %" PRIu64 ", unavailable %" PRIu64
-		 ", evicted %" PRIu64 "; %" PRIu64 " LPM entries (%" PRIu64 " mappings without); BPF maps %" PRIu64
-		 " KiB",
-		 us.tables_loaded, us.rows_loaded, us.capacity_rows, us.tables_unindexed,
-		 us.tables_rejected,
-		 us.tables_unavailable, us.tables_evicted, us.lpm_entries, us.lpm_failures,
-		 c.bpf_map_bytes >> 10);
+	log_unwind_totals(c.bpf_map_bytes);
 }
 
 /* Before any thread (gRPC's included) exists: SIGINT/SIGTERM through a
