@@ -159,3 +159,26 @@ uint64_t loader_map_bytes(struct sample_bpf *skel)
 		total += unwind_bpf_map_memlock(bpf_map__fd(map));
 	return total;
 }
+
+static bool loader_allow_contains(void *ctx, uint32_t pid)
+{
+	struct sample_bpf *skel = ctx;
+	uint8_t v;
+
+	return bpf_map_lookup_elem(bpf_map__fd(skel->maps.allowed_tgids), &pid, &v) == 0;
+}
+
+static int loader_allow_add(void *ctx, uint32_t pid)
+{
+	struct sample_bpf *skel = ctx;
+	uint8_t one = 1;
+
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.allowed_tgids), &pid, &one, BPF_ANY) < 0)
+		return -errno;
+	return 0;
+}
+
+const struct targets_allow_ops loader_allow_ops = {
+	.contains = loader_allow_contains,
+	.add = loader_allow_add,
+};

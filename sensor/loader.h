@@ -1,7 +1,7 @@
 /* loader.h - bpf/sample.bpf.c's object: open -> configure -> load, kept
  * apart from attach (the caller attaches once the maps it fills before
- * sampling are filled), and the two things read back from it (error
- * counts, charged map memory). */
+ * sampling are filled); the two things read back from it (error counts,
+ * charged map memory); and its --pid allow-list behind targets.h's ops. */
 #pragma once
 
 #include <stdbool.h>
@@ -41,3 +41,7 @@ uint64_t loader_errors(struct sample_bpf *skel, uint64_t *ret_errs);
 /* Kernel memory charged for all of the object's maps: their sizes are
  * fixed once loaded, so one read after loading holds. */
 uint64_t loader_map_bytes(struct sample_bpf *skel);
+
+/* The --pid allow-list (targets.h) in the object's allowed_tgids map;
+ * ctx is the loaded struct sample_bpf. */
+extern const struct targets_allow_ops loader_allow_ops;

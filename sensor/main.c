@@ -86,7 +86,6 @@ static struct sensor {
 	struct events *ev;
 	struct perf_sampler *sampler;
 	int sfd, tfd, wfd; /* signalfd, flush timer, uplink wakeups */
-	int allowed_fd; /* allowed_tgids: the --pid allow-list */
 	bool rpc_inited;
 	struct privileges_user user;
 	struct procs *procs;
@@ -119,7 +118,7 @@ static struct sensor {
 	bool kallsyms_pending;
 	struct young *young; /* processes that exec'd or forked recently */
 	uint64_t last_proc_event_ns; /* CLOCK_MONOTONIC */
-} S = { .sfd = -1, .tfd = -1, .wfd = -1, .allowed_fd = -1 };
+} S = { .sfd = -1, .tfd = -1, .wfd = -1 };
 
 /* The uids a unix: symbolizer's listener may have (--symbolizer-uid).
  * SO_PEERCRED names the process that called listen(): sonde-symbolizer
@@ -595,29 +594,6 @@ static void raise_nofile(void)
 	}
 }
 
-/* ---- the --pid allow-list (targets.h) ---- */
-
-static bool allowed_contains(void *ctx, uint32_t pid)
-{
-	uint8_t v;
-
-	(void)ctx;
-	return bpf_map_lookup_elem(S.allowed_fd, &pid, &v) == 0;
-}
-
-static int allowed_add(void *ctx, uint32_t pid)
-{
-	uint8_t one = 1;
-
-	(void)ctx;
-	return bpf_map_update_elem(S.allowed_fd, &pid, &one, BPF_ANY) < 0 ? -errno : 0;
-}
-
-static const struct targets_allow_ops allowed_ops = {
-	.contains = allowed_contains,
-	.add = allowed_add,
-};
-
 /* The loaded object's maps, wired to the modules that write them. */
 static int sensor_wire_maps(void)
 {
@@ -647,8 +623,7 @@ static int sensor_wire_maps(void)
 		log_error("out of memory");
 		return -ENOMEM;
 	}
-	S.allowed_fd = bpf_map__fd(skel->maps.allowed_tgids);
-	targets_set_allow_list(S.targets, &allowed_ops, NULL);
+	targets_set_allow_list(S.targets, &loader_allow_ops, skel);
 	procs_set_observer(S.procs, &unwind_observer, NULL);
 	return 0;
 }
