@@ -1,6 +1,13 @@
 /* main.c - sonde-sensor: loads the sampler, tracks processes, aggregates
  * stacks and streams them to the symbolizer.
  *
+ * main() runs the steps in this order, which docs/security.md relies on:
+ * open (options, users, signals, gRPC, target selection, tables), load
+ * (BPF), attach (allow-list and tracepoints, perf events), drop
+ * privileges, start the uplink thread, the first /proc scan, the loop,
+ * stop, close. Nothing of a target's /proc is read and nothing from the
+ * symbolizer parsed before the drop.
+ *
  * Threads: this one (signals, ring buffer, process table, flushes) and the
  * uplink's connection thread (connect, Welcome, ReadRange answers).
  * SIGINT/SIGTERM are blocked before any thread starts and read through a
@@ -1193,19 +1200,24 @@ int main(int argc, char **argv)
 	if (env.verbose)
 		log_init("sonde-sensor", LOG_LEVEL_DEBUG);
 	err = sensor_open();
-	if (err == 0)
-		err = sensor_load();
-	if (err == 0)
-		err = sensor_attach();
-	if (err == 0 && env.sandbox_selftest)
+	if (err < 0)
+		goto cleanup;
+	err = sensor_load();
+	if (err < 0)
+		goto cleanup;
+	err = sensor_attach();
+	if (err < 0)
+		goto cleanup;
+	if (env.sandbox_selftest) {
 		err = sandbox_selftest(&S.user);
-	else if (err == 0) {
-		err = sensor_start();
-		if (err == 0) {
-			err = run(S.skel);
-			sensor_stop();
-		}
+		goto cleanup;
 	}
+	err = sensor_start(); /* drops privileges, starts the uplink, scans */
+	if (err < 0)
+		goto cleanup;
+	err = run(S.skel);
+	sensor_stop();
+cleanup:
 	sensor_close();
 	return err < 0 ? 1 : 0;
 }
