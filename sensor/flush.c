@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "flush.h"
-#include "cpython.h"
+#include "interp.h"
 #include "uplink.h"
 #include "utf8.h"
 
@@ -147,8 +147,8 @@ struct batch {
 	Sonde__V1__StackDef *def_ptrs[BATCH_MAX_ENTRIES];
 	Sonde__V1__Frame *frames[BATCH_MAX_ENTRIES];       /* per def, owned */
 	Sonde__V1__Frame **frame_ptrs[BATCH_MAX_ENTRIES];  /* per def, owned */
-	Sonde__V1__PythonFrame *py[BATCH_MAX_ENTRIES];       /* per def, owned */
-	Sonde__V1__PythonFrame **py_ptrs[BATCH_MAX_ENTRIES]; /* per def, owned */
+	Sonde__V1__InterpFrame *interp[BATCH_MAX_ENTRIES];       /* per def, owned */
+	Sonde__V1__InterpFrame **interp_ptrs[BATCH_MAX_ENTRIES]; /* per def, owned */
 	size_t n_defs;
 	Sonde__V1__SampleCount counts[BATCH_MAX_ENTRIES];
 	Sonde__V1__SampleCount *count_ptrs[BATCH_MAX_ENTRIES];
@@ -163,8 +163,8 @@ static void batch_clear(struct batch *b)
 	for (size_t i = 0; i < b->n_defs; i++) {
 		free(b->frames[i]);
 		free(b->frame_ptrs[i]);
-		free(b->py[i]);
-		free(b->py_ptrs[i]);
+		free(b->interp[i]);
+		free(b->interp_ptrs[i]);
 	}
 	b->n_defs = b->n_counts = 0;
 	b->samples = 0;
@@ -205,7 +205,7 @@ static int add_def(const struct stack_def *d, void *ctx)
 {
 	struct batch *b = ctx;
 	size_t est = 16 + 11 * (size_t)d->n_kernel + 34 * (size_t)d->n_user +
-		     20 * (size_t)d->n_python;
+		     16 * (size_t)d->n_interp;
 	Sonde__V1__StackDef *sd;
 	size_t i;
 	int r;
@@ -218,25 +218,25 @@ static int add_def(const struct stack_def *d, void *ctx)
 	sonde__v1__stack_def__init(sd);
 	b->frames[i] = NULL;
 	b->frame_ptrs[i] = NULL;
-	b->py[i] = NULL;
-	b->py_ptrs[i] = NULL;
-	if (d->n_python) {
-		/* Opaque values from BPF: only split into their fields. */
-		b->py[i] = calloc(d->n_python, sizeof(Sonde__V1__PythonFrame));
-		b->py_ptrs[i] = calloc(d->n_python, sizeof(Sonde__V1__PythonFrame *));
-		if (!b->py[i] || !b->py_ptrs[i]) {
-			free(b->py[i]);
-			free(b->py_ptrs[i]);
+	b->interp[i] = NULL;
+	b->interp_ptrs[i] = NULL;
+	if (d->n_interp) {
+		/* Opaque words from BPF, tagged with their walker's kind. */
+		b->interp[i] = calloc(d->n_interp, sizeof(Sonde__V1__InterpFrame));
+		b->interp_ptrs[i] = calloc(d->n_interp, sizeof(Sonde__V1__InterpFrame *));
+		if (!b->interp[i] || !b->interp_ptrs[i]) {
+			free(b->interp[i]);
+			free(b->interp_ptrs[i]);
 			return -ENOMEM;
 		}
-		for (uint32_t k = 0; k < d->n_python; k++) {
-			Sonde__V1__PythonFrame *f = &b->py[i][k];
+		for (uint32_t k = 0; k < d->n_interp; k++) {
+			Sonde__V1__InterpFrame *f = &b->interp[i][k];
 
-			sonde__v1__python_frame__init(f);
-			f->code = SONDE_CPYTHON_FRAME_CODE(d->python[k]);
-			f->offset = (uint32_t)SONDE_CPYTHON_FRAME_INSTR(d->python[k]);
-			f->entry = (d->python[k] & SONDE_CPYTHON_FRAME_ENTRY) != 0;
-			b->py_ptrs[i][k] = f;
+			sonde__v1__interp_frame__init(f);
+			f->kind = d->interp_kind;
+			f->n_words = 1;
+			f->words = (uint64_t *)&d->interp[k];
+			b->interp_ptrs[i][k] = f;
 		}
 	}
 	if (d->n_user) {
@@ -245,8 +245,8 @@ static int add_def(const struct stack_def *d, void *ctx)
 		if (!b->frames[i] || !b->frame_ptrs[i]) {
 			free(b->frames[i]);
 			free(b->frame_ptrs[i]);
-			free(b->py[i]);
-			free(b->py_ptrs[i]);
+			free(b->interp[i]);
+			free(b->interp_ptrs[i]);
 			return -ENOMEM;
 		}
 	}
@@ -267,9 +267,9 @@ static int add_def(const struct stack_def *d, void *ctx)
 	sd->n_user = d->n_user;
 	sd->user = b->frame_ptrs[i];
 	sd->outcome = (Sonde__V1__StackOutcome)d->outcome;
-	sd->n_python = d->n_python;
-	sd->python = b->py_ptrs[i];
-	sd->pid = d->python_pid;
+	sd->n_interp = d->n_interp;
+	sd->interp = b->interp_ptrs[i];
+	sd->pid = d->interp_pid;
 	b->def_ptrs[i] = sd;
 	b->n_defs++;
 	b->bytes += est;
@@ -351,17 +351,81 @@ int flush_stacks(struct uplink *u, uint64_t gen, struct stacks *s, size_t max_by
 	return r;
 }
 
-int flush_interp_records(struct uplink *u, uint64_t gen, const struct sonde_cpython_meta_rec *recs,
-			 size_t n)
+/* ---- opaque records ---- */
+
+/* Each record: its header (pid, kind, len), then len bytes. */
+struct rec_head {
+	uint32_t pid, kind, len;
+};
+
+struct flush_records {
+	uint8_t *buf; /* allocated on the first record */
+	size_t cap, used, n;
+	uint64_t dropped;
+};
+
+struct flush_records *flush_records_new(size_t max_bytes)
+{
+	struct flush_records *q = calloc(1, sizeof(*q));
+
+	if (q)
+		q->cap = max_bytes;
+	return q;
+}
+
+void flush_records_free(struct flush_records *q)
+{
+	if (!q)
+		return;
+	free(q->buf);
+	free(q);
+}
+
+int flush_records_add(struct flush_records *q, uint32_t pid, uint32_t kind, const void *data,
+		      size_t len)
+{
+	struct rec_head h = { .pid = pid, .kind = kind, .len = (uint32_t)len };
+
+	if (!q->buf)
+		q->buf = malloc(q->cap);
+	if (!q->buf || len > UINT32_MAX || q->cap - q->used < sizeof(h) + len) {
+		q->dropped++;
+		return -ENOBUFS;
+	}
+	memcpy(q->buf + q->used, &h, sizeof(h));
+	memcpy(q->buf + q->used + sizeof(h), data, len);
+	q->used += sizeof(h) + len;
+	q->n++;
+	return 0;
+}
+
+bool flush_records_half_full(const struct flush_records *q)
+{
+	return 2 * q->used >= q->cap;
+}
+
+uint64_t flush_records_dropped(const struct flush_records *q)
+{
+	return q->dropped;
+}
+
+void flush_records_clear(struct flush_records *q)
+{
+	q->used = q->n = 0;
+}
+
+int flush_interp_records(struct uplink *u, uint64_t gen, struct flush_records *q)
 {
 	Sonde__V1__SensorMessage msg = SONDE__V1__SENSOR_MESSAGE__INIT;
 	Sonde__V1__InterpreterRecords ir = SONDE__V1__INTERPRETER_RECORDS__INIT;
-	Sonde__V1__InterpreterRecord *one, **ptrs;
-	/* 1440 bytes each: 512 stay under the 1 MiB message size. */
+	Sonde__V1__InterpreterRecord *one = NULL, **ptrs = NULL;
+	/* At most SONDE_INTERP_REC_MAX bytes each: 512 stay under the 1 MiB
+	 * message size. */
 	const size_t per_message = 512;
+	size_t at = 0;
 	int r = 0;
 
-	if (!n)
+	if (!q->n)
 		return 0;
 	one = calloc(per_message, sizeof(*one));
 	ptrs = calloc(per_message, sizeof(*ptrs));
@@ -369,23 +433,29 @@ int flush_interp_records(struct uplink *u, uint64_t gen, const struct sonde_cpyt
 		r = -ENOMEM;
 		goto out;
 	}
-	for (size_t done = 0; done < n && r == 0;) {
-		size_t k = n - done < per_message ? n - done : per_message;
+	while (at < q->used && r == 0) {
+		size_t k = 0;
 
-		for (size_t i = 0; i < k; i++) {
-			sonde__v1__interpreter_record__init(&one[i]);
-			one[i].pid = recs[done + i].pid;
-			one[i].data.data = (uint8_t *)&recs[done + i].meta;
-			one[i].data.len = sizeof(recs[done + i].meta);
-			ptrs[i] = &one[i];
+		for (; k < per_message && at < q->used; k++) {
+			struct rec_head h;
+
+			memcpy(&h, q->buf + at, sizeof(h));
+			sonde__v1__interpreter_record__init(&one[k]);
+			one[k].pid = h.pid;
+			one[k].kind = h.kind;
+			one[k].data.data = q->buf + at + sizeof(h);
+			one[k].data.len = h.len;
+			ptrs[k] = &one[k];
+			at += sizeof(h) + h.len;
 		}
 		ir.n_records = k;
 		ir.records = ptrs;
 		msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_INTERP_RECORDS;
 		msg.interp_records = &ir;
 		r = uplink_send(u, gen, &msg, true);
-		done += k;
 	}
+	if (r == 0)
+		flush_records_clear(q);
 out:
 	free(one);
 	free(ptrs);

@@ -43,10 +43,28 @@ int flush_stacks(struct uplink *u, uint64_t gen, struct stacks *s, size_t max_by
 		 uint64_t *ret_samples);
 /* Frees the buffer flush_stacks() keeps between calls. */
 void flush_release(void);
+
+/* Opaque records waiting for the next flush (the interpreter walkers'
+ * records, bpf/interp.h): copied in, bounded in bytes, never parsed.
+ * Not thread-safe. */
+struct flush_records;
+
+/* max_bytes: the buffer's size (allocated at the first record). NULL on
+ * ENOMEM. */
+struct flush_records *flush_records_new(size_t max_bytes);
+void flush_records_free(struct flush_records *q);
+/* Copies len bytes of data (borrowed) for pid, tagged kind. 0, or
+ * -ENOBUFS when full (dropped, counted). */
+int flush_records_add(struct flush_records *q, uint32_t pid, uint32_t kind, const void *data,
+		      size_t len);
+/* Half of max_bytes in use: time to flush before the timer. */
+bool flush_records_half_full(const struct flush_records *q);
+/* Records dropped because the buffer was full, since it was made. */
+uint64_t flush_records_dropped(const struct flush_records *q);
+/* Forgets the waiting records (a new connection). */
+void flush_records_clear(struct flush_records *q);
+/* Sends q's records as InterpreterRecords (before the stacks whose frames
+ * need them) and, when all went out, forgets them. */
+int flush_interp_records(struct uplink *u, uint64_t gen, struct flush_records *q);
 /* more: another message follows in this burst. */
-struct sonde_cpython_meta_rec;
-/* Sends recs[0..n) (opaque code object metadata, bpf/cpython.h) as
- * InterpreterRecords, before the stacks whose frames need them. */
-int flush_interp_records(struct uplink *u, uint64_t gen, const struct sonde_cpython_meta_rec *recs,
-			 size_t n);
 int flush_stats(struct uplink *u, uint64_t gen, const struct sensor_counters *c, bool more);

@@ -58,9 +58,9 @@ def cpython_map_id(sensor_pid):
                 i = line.split()[1]
                 info = json.loads(subprocess.run(["bpftool", "-j", "map", "show", "id", i],
                                                  capture_output=True, text=True, check=True).stdout)
-                if info.get("name") == "cpython_procs":
+                if info.get("name") == "interp_procs":
                     return i
-    raise AssertionError("the sensor has no cpython_procs map")
+    raise AssertionError("the sensor has no interp_procs map")
 
 
 def entries(map_id):
