@@ -351,25 +351,28 @@ int flush_stacks(struct uplink *u, uint64_t gen, struct stacks *s, size_t max_by
 	return r;
 }
 
-/* ---- opaque records ---- */
+/* ---- opaque records: one buffer and one batch sender for all ---- */
 
-/* Each record: its header (pid, kind, len), then len bytes. */
+/* Each record: its header, then len bytes. */
 struct rec_head {
 	uint32_t pid, kind, len;
 };
 
 struct flush_records {
 	uint8_t *buf; /* allocated on the first record */
-	size_t cap, used, n;
+	size_t cap, used, n, max_records;
 	uint64_t dropped;
 };
 
-struct flush_records *flush_records_new(size_t max_bytes)
+struct flush_records *flush_records_new(size_t max_records, size_t max_bytes)
 {
 	struct flush_records *q = calloc(1, sizeof(*q));
 
-	if (q)
-		q->cap = max_bytes;
+	if (!q)
+		return NULL;
+	q->max_records = max_records;
+	/* Room for every record's header on top of its bytes. */
+	q->cap = max_bytes + max_records * sizeof(struct rec_head);
 	return q;
 }
 
@@ -388,20 +391,27 @@ int flush_records_add(struct flush_records *q, uint32_t pid, uint32_t kind, cons
 
 	if (!q->buf)
 		q->buf = malloc(q->cap);
-	if (!q->buf || len > UINT32_MAX || q->cap - q->used < sizeof(h) + len) {
+	if (!q->buf || len > UINT32_MAX || q->n == q->max_records ||
+	    q->cap - q->used < sizeof(h) + len) {
 		q->dropped++;
 		return -ENOBUFS;
 	}
 	memcpy(q->buf + q->used, &h, sizeof(h));
-	memcpy(q->buf + q->used + sizeof(h), data, len);
+	if (len)
+		memcpy(q->buf + q->used + sizeof(h), data, len);
 	q->used += sizeof(h) + len;
 	q->n++;
 	return 0;
 }
 
+size_t flush_records_count(const struct flush_records *q)
+{
+	return q->n;
+}
+
 bool flush_records_half_full(const struct flush_records *q)
 {
-	return 2 * q->used >= q->cap;
+	return 2 * q->n >= q->max_records || 2 * q->used >= q->cap;
 }
 
 uint64_t flush_records_dropped(const struct flush_records *q)
@@ -414,52 +424,87 @@ void flush_records_clear(struct flush_records *q)
 	q->used = q->n = 0;
 }
 
-int flush_interp_records(struct uplink *u, uint64_t gen, struct flush_records *q)
+int flush_records_send(struct flush_records *q, struct uplink *u, uint64_t gen,
+		       const struct flush_batch *b, bool last, size_t *ret_unsent)
 {
-	Sonde__V1__SensorMessage msg = SONDE__V1__SENSOR_MESSAGE__INIT;
-	Sonde__V1__InterpreterRecords ir = SONDE__V1__INTERPRETER_RECORDS__INIT;
-	Sonde__V1__InterpreterRecord *one = NULL, **ptrs = NULL;
-	/* At most SONDE_INTERP_REC_MAX bytes each: 512 stay under the 1 MiB
-	 * message size. */
-	const size_t per_message = 512;
-	size_t at = 0;
+	struct flush_rec *recs = NULL;
+	size_t at = 0, done = 0;
 	int r = 0;
 
-	if (!q->n)
+	*ret_unsent = 0;
+	if (!q->n && !last)
 		return 0;
-	one = calloc(per_message, sizeof(*one));
-	ptrs = calloc(per_message, sizeof(*ptrs));
-	if (!one || !ptrs) {
+	recs = calloc(b->per_message ? b->per_message : 1, sizeof(*recs));
+	if (!recs) {
 		r = -ENOMEM;
 		goto out;
 	}
-	while (at < q->used && r == 0) {
-		size_t k = 0;
+	do {
+		size_t n = 0, bytes = 64;
 
-		for (; k < per_message && at < q->used; k++) {
+		/* At least one record per message, so each message moves on. */
+		while (at < q->used && n < b->per_message) {
 			struct rec_head h;
 
 			memcpy(&h, q->buf + at, sizeof(h));
-			sonde__v1__interpreter_record__init(&one[k]);
-			one[k].pid = h.pid;
-			one[k].kind = h.kind;
-			one[k].data.data = q->buf + at + sizeof(h);
-			one[k].data.len = h.len;
-			ptrs[k] = &one[k];
+			if (n > 0 && bytes + h.len + b->overhead > b->max_bytes)
+				break;
+			recs[n++] = (struct flush_rec){ .pid = h.pid, .kind = h.kind,
+							.data = q->buf + at + sizeof(h),
+							.len = h.len };
+			bytes += h.len + b->overhead;
 			at += sizeof(h) + h.len;
 		}
-		ir.n_records = k;
-		ir.records = ptrs;
-		msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_INTERP_RECORDS;
-		msg.interp_records = &ir;
-		r = uplink_send(u, gen, &msg, true);
-	}
-	if (r == 0)
-		flush_records_clear(q);
+		r = b->send(b->ctx, u, gen, recs, n, last && at == q->used);
+		if (r < 0)
+			break;
+		done += n;
+	} while (at < q->used);
 out:
-	free(one);
-	free(ptrs);
+	*ret_unsent = q->n - done;
+	if (r == 0 || !b->keep_on_failure)
+		flush_records_clear(q);
+	free(recs);
 	return r;
+}
+
+/* InterpreterRecords: pid, kind and the walker's bytes. */
+static int send_interp(void *ctx, struct uplink *u, uint64_t gen, const struct flush_rec *recs,
+		       size_t n, bool last)
+{
+	Sonde__V1__SensorMessage msg = SONDE__V1__SENSOR_MESSAGE__INIT;
+	Sonde__V1__InterpreterRecords ir = SONDE__V1__INTERPRETER_RECORDS__INIT;
+	Sonde__V1__InterpreterRecord one[FLUSH_INTERP_PER_MESSAGE],
+		*ptrs[FLUSH_INTERP_PER_MESSAGE];
+
+	(void)ctx;
+	(void)last;
+	for (size_t i = 0; i < n && i < FLUSH_INTERP_PER_MESSAGE; i++) {
+		sonde__v1__interpreter_record__init(&one[i]);
+		one[i].pid = recs[i].pid;
+		one[i].kind = recs[i].kind;
+		one[i].data.data = (uint8_t *)recs[i].data;
+		one[i].data.len = recs[i].len;
+		ptrs[i] = &one[i];
+	}
+	ir.n_records = n;
+	ir.records = ptrs;
+	msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_INTERP_RECORDS;
+	msg.interp_records = &ir;
+	return uplink_send(u, gen, &msg, true);
+}
+
+int flush_interp_records(struct uplink *u, uint64_t gen, struct flush_records *q)
+{
+	/* Messages stay under 1 MiB (512 CPython records of 1440 bytes). On
+	 * failure the records wait for the next flush: a new connection
+	 * clears them (the walkers send them again). */
+	const struct flush_batch b = { .per_message = FLUSH_INTERP_PER_MESSAGE,
+				       .max_bytes = 1u << 20, .overhead = 16,
+				       .keep_on_failure = true, .send = send_interp };
+	size_t unsent;
+
+	return flush_records_send(q, u, gen, &b, false, &unsent);
 }
 
 int flush_stats(struct uplink *u, uint64_t gen, const struct sensor_counters *c, bool more)

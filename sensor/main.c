@@ -506,7 +506,8 @@ static void on_sample(const struct sonde_sample *rec, void *ctx)
 
 /* The walkers' records wait for the next flush; a full buffer drops
  * (counted): the frames they would name stay unknown. */
-#define INTERP_QUEUE_BYTES (2048u * 1456u)
+#define INTERP_QUEUE_RECORDS 2048
+#define INTERP_QUEUE_BYTES (INTERP_QUEUE_RECORDS * 1440u)
 
 static void on_interp(const struct sonde_interp_rec *r, void *ctx)
 {
@@ -1215,7 +1216,7 @@ static int bpf_setup(uint64_t cgroup_id, uint32_t cgroup_level, struct sample_bp
 	S.interp_fd = bpf_map__fd(skel->maps.interp_procs);
 	S.redirect_fd = bpf_map__fd(skel->maps.lpm_redirect);
 	S.interp = interp_maps_new(&interp_map_ops, NULL);
-	S.interp_queue = flush_records_new(INTERP_QUEUE_BYTES);
+	S.interp_queue = flush_records_new(INTERP_QUEUE_RECORDS, INTERP_QUEUE_BYTES);
 	if (!S.interp || !S.interp_queue) {
 		err = -ENOMEM;
 		log_error("out of memory");
