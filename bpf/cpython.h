@@ -103,7 +103,7 @@ _Static_assert(__builtin_offsetof(struct sonde_cpython_proc, off) ==
 /* A code object's metadata, copied by BPF the first time a (process, code
  * object, checksum) is seen, so frames stay nameable after the process
  * exits. Fixed size, little-endian; every length is what was copied into
- * its slot. The symbolizer's decoder (symbolizer/interp/cpython_code.c)
+ * its slot. The symbolizer's decoder (symbolizer/interp/cpython/cpython_code.c)
  * checks all of it: these bytes come from the target's memory. */
 #define SONDE_CPYTHON_META_VERSION 1
 #define SONDE_CPYTHON_META_QUALNAME_CUT 0x1

@@ -34,8 +34,8 @@
 #define VALIDATE_GO_FIELD_OFF_MAX 4096
 
 /* InterpreterConfig bounds are per kind, in a limits table beside each
- * BPF walker's header (bpf/interp_kinds.h, e.g. bpf/cpython.h, which
- * says why each bound is what it is). */
+ * BPF walker's header, which says why each bound is what it is
+ * (bpf/interp_kinds.h lists them). */
 
 /* The probe objects the sensor has (goprobes.c lists them from the
  * objects themselves): names of the programs and of the 64-bit .rodata

@@ -24,8 +24,8 @@ enum pm_frame_type {
 	PM_N_FRAME_TYPES = PM_FRAME_INTERP + PM_INTERP_KINDS,
 };
 
-/* "native", "kernel", "go", or an interpreter kind's name ("cpython"):
- * OTLP's profile.frame.type values. */
+/* "native", "kernel", "go", or an interpreter kind's name
+ * (bpf/interp_kinds.h): OTLP's profile.frame.type values. */
 const char *pm_frame_type_name(enum pm_frame_type t);
 
 struct pm_mapping {

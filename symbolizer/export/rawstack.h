@@ -13,8 +13,8 @@
  *   RAW_INTERP + kind - 1
  *                    u64 key, u8 name length, the name: an interpreter
  *                    frame of that kind (bpf/interp.h) as ingest named it
- *                    (a Python frame: "qualname (file.py:LINE)"; the
- *                    records that named it were the process's); the key,
+ *                    (its runtime's name for it; the records that named
+ *                    it were the process's); the key,
  *                    a hash of the name, tells locations apart
  * Everything read back is checked: a damaged string is rejected whole.
  */
