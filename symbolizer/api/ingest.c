@@ -1176,6 +1176,12 @@ static int add_stackdef(struct session *s, const Sonde__V1__StackDef *sd)
 				     "interpreter frame with more than 2 words");
 			return -EINVAL;
 		}
+		/* One walker per stack, one this symbolizer has an entry for. */
+		if (sd->interp[i]->kind != sd->interp[0]->kind || !interp_ops_of(sd->interp[i]->kind)) {
+			session_fail(s, RPC_INVALID_ARGUMENT,
+				     "interpreter frames of an unknown or mixed kind");
+			return -EINVAL;
+		}
 	}
 	old = hmap_get_u64(s->stacks, sd->id);
 	if (!old && hmap_count(s->stacks) >= SESSION_MAX_STACKS) {
