@@ -496,9 +496,9 @@ static int send_interp(void *ctx, struct uplink *u, uint64_t gen, const struct f
 
 int flush_interp_records(struct uplink *u, uint64_t gen, struct flush_records *q)
 {
-	/* Messages stay under 1 MiB (512 CPython records of 1440 bytes). On
-	 * failure the records wait for the next flush: a new connection
-	 * clears them (the walkers send them again). */
+	/* Messages stay under 1 MiB: 512 records of up to 1.9 KiB, fewer of
+	 * larger ones. On failure the records wait for the next flush: a new
+	 * connection clears them (the walkers send them again). */
 	const struct flush_batch b = { .per_message = FLUSH_INTERP_PER_MESSAGE,
 				       .max_bytes = 1u << 20, .overhead = 16,
 				       .keep_on_failure = true, .send = send_interp };
