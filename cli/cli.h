@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "rpc.h"
+#include "rpc_client.h"
 #include "symbols.pb-c.h"
 
 #define CLI_DEFAULT_SYMBOLIZER "unix:/run/sonde/symbolizer.sock"

@@ -4,7 +4,7 @@
 
 #include "cli.h"
 #include "log.h"
-#include "rpc.h"
+#include "rpc_client.h"
 
 static const struct {
 	const char *name;
