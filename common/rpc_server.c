@@ -703,75 +703,51 @@ static void *server_loop(void *arg)
 	return NULL;
 }
 
-struct rpc_server *rpc_server_new(const struct rpc_method *methods, size_t n_methods, void *ctx,
-				  const struct rpc_server_opts *opts)
+/* Reads the PEM files of t into s (now: the caller may sandbox itself
+ * before listening). Returns 0 or a negative errno (logged). */
+static int server_read_tls(struct rpc_server *s, const struct rpc_tls *t)
 {
-	struct rpc_admission_policy policy = { .ctx = ctx };
+	int err = -EINVAL;
+
+	if (!t->cert || !t->key || !t->ca || (err = rpc_pem_read(t->cert, &s->tls_cert)) < 0 ||
+	    (err = rpc_pem_read(t->key, &s->tls_key)) < 0 ||
+	    (err = rpc_pem_read(t->ca, &s->tls_client_ca)) < 0) {
+		log_error_errno(err, "cannot read the TLS certificate, key or client CA");
+		return err;
+	}
+	return 0;
+}
+
+/* The lock and the condition variable (on CLOCK_MONOTONIC) of s. Returns
+ * 0, or -1 with neither left initialised. */
+static int server_init_sync(struct rpc_server *s)
+{
 	pthread_condattr_t cattr;
-	struct rpc_server *s = NULL;
-	grpc_channel_args args;
-	grpc_arg arg[3];
-	size_t max_msg;
-
-	if (!methods && n_methods > 0) {
-		log_error("no method table");
-		return NULL;
-	}
-	s = calloc(1, sizeof(*s));
-	if (!s) {
-		log_error_errno(-ENOMEM, "cannot allocate the server");
-		return NULL;
-	}
-	s->methods = methods;
-	s->n_methods = n_methods;
-	s->ctx = ctx;
-	s->max_message_bytes = opts && opts->max_message_bytes ? opts->max_message_bytes
-							       : SERVER_MAX_MESSAGE_DEFAULT;
-	s->max_queued_bytes = opts && opts->max_queued_bytes ? opts->max_queued_bytes
-							     : SERVER_MAX_QUEUED_DEFAULT;
-	s->t_shutdown.fn = server_on_shutdown;
-	atomic_init(&s->stopping, false);
-	s->accept_stop_fd = -1;
-	if (opts) {
-		policy.authorize = opts->authorize;
-		policy.stream_msgs_per_s = opts->stream_msgs_per_s;
-		policy.stream_burst = opts->stream_burst;
-		policy.unary_calls_per_s = opts->unary_calls_per_s;
-		policy.unary_burst = opts->unary_burst;
-	}
-	s->admission = rpc_admission_new(&policy);
-	if (!s->admission) {
-		free(s);
-		return NULL;
-	}
-	if (opts && opts->tls) {
-		const struct rpc_tls *t = opts->tls;
-		int err = -EINVAL;
-
-		/* Read now: the caller may sandbox itself before listening. */
-		if (!t->cert || !t->key || !t->ca ||
-		    (err = rpc_pem_read(t->cert, &s->tls_cert)) < 0 ||
-		    (err = rpc_pem_read(t->key, &s->tls_key)) < 0 ||
-		    (err = rpc_pem_read(t->ca, &s->tls_client_ca)) < 0) {
-			log_error_errno(err, "cannot read the TLS certificate, key or client CA");
-			goto fail_early;
-		}
-	}
 
 	if (pthread_mutex_init(&s->lock, NULL) != 0)
-		goto fail;
+		return -1;
 	if (pthread_condattr_init(&cattr) != 0) {
 		pthread_mutex_destroy(&s->lock);
-		goto fail;
+		return -1;
 	}
 	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
 	if (pthread_cond_init(&s->cond, &cattr) != 0) {
 		pthread_condattr_destroy(&cattr);
 		pthread_mutex_destroy(&s->lock);
-		goto fail;
+		return -1;
 	}
 	pthread_condattr_destroy(&cattr);
 	s->sync_ready = true;
+	return 0;
+}
+
+/* The completion queue and the gRPC server of s. Returns 0 or -1
+ * (logged). */
+static int server_create_grpc(struct rpc_server *s)
+{
+	grpc_channel_args args;
+	grpc_arg arg[3];
+	size_t max_msg;
 
 	/* gRPC itself refuses bigger messages with RESOURCE_EXHAUSTED. */
 	max_msg = s->max_message_bytes > INT_MAX ? INT_MAX : s->max_message_bytes;
@@ -799,22 +775,28 @@ struct rpc_server *rpc_server_new(const struct rpc_method *methods, size_t n_met
 	s->srv = grpc_server_create(&args, NULL);
 	if (!s->cq || !s->srv) {
 		log_error("cannot create the gRPC server");
-		goto fail;
+		return -1;
 	}
 	grpc_server_register_completion_queue(s->srv, s->cq, NULL);
+	return 0;
+}
 
-	s->slots = calloc(n_methods + 1, sizeof(*s->slots));
+/* One slot per method of s, registered with gRPC, and the catch-all slot
+ * for unknown methods last. Returns 0 or -1 (logged). */
+static int server_register_methods(struct rpc_server *s)
+{
+	s->slots = calloc(s->n_methods + 1, sizeof(*s->slots));
 	if (!s->slots) {
 		log_error_errno(-ENOMEM, "cannot allocate the method table");
-		goto fail;
+		return -1;
 	}
-	for (size_t i = 0; i < n_methods; i++) {
-		const struct rpc_method *m = &methods[i];
+	for (size_t i = 0; i < s->n_methods; i++) {
+		const struct rpc_method *m = &s->methods[i];
 
 		if (!m->path || m->path[0] != '/' || !m->request ||
 		    (m->kind != RPC_UNARY && m->kind != RPC_BIDI)) {
 			log_error("bad method table entry %zu", i);
-			goto fail;
+			return -1;
 		}
 		s->slots[i].server = s;
 		s->slots[i].m = m;
@@ -825,11 +807,63 @@ struct rpc_server *rpc_server_new(const struct rpc_method *methods, size_t n_met
 			0);
 		if (!s->slots[i].handle) {
 			log_error("cannot register method %s (duplicate?)", m->path);
-			goto fail;
+			return -1;
 		}
 	}
-	s->slots[n_methods].server = s;
-	s->slots[n_methods].m = NULL;
+	s->slots[s->n_methods].server = s;
+	s->slots[s->n_methods].m = NULL;
+	return 0;
+}
+
+/* The admission policy of opts (NULL: no authorize(), no limits). */
+static struct rpc_admission_policy server_policy(const struct rpc_server_opts *opts, void *ctx)
+{
+	struct rpc_admission_policy policy = { .ctx = ctx };
+
+	if (opts) {
+		policy.authorize = opts->authorize;
+		policy.stream_msgs_per_s = opts->stream_msgs_per_s;
+		policy.stream_burst = opts->stream_burst;
+		policy.unary_calls_per_s = opts->unary_calls_per_s;
+		policy.unary_burst = opts->unary_burst;
+	}
+	return policy;
+}
+
+struct rpc_server *rpc_server_new(const struct rpc_method *methods, size_t n_methods, void *ctx,
+				  const struct rpc_server_opts *opts)
+{
+	struct rpc_admission_policy policy = server_policy(opts, ctx);
+	struct rpc_server *s = NULL;
+
+	if (!methods && n_methods > 0) {
+		log_error("no method table");
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		log_error_errno(-ENOMEM, "cannot allocate the server");
+		return NULL;
+	}
+	s->methods = methods;
+	s->n_methods = n_methods;
+	s->ctx = ctx;
+	s->max_message_bytes = opts && opts->max_message_bytes ? opts->max_message_bytes
+							       : SERVER_MAX_MESSAGE_DEFAULT;
+	s->max_queued_bytes = opts && opts->max_queued_bytes ? opts->max_queued_bytes
+							     : SERVER_MAX_QUEUED_DEFAULT;
+	s->t_shutdown.fn = server_on_shutdown;
+	atomic_init(&s->stopping, false);
+	s->accept_stop_fd = -1;
+	s->admission = rpc_admission_new(&policy);
+	if (!s->admission) {
+		free(s);
+		return NULL;
+	}
+	if (opts && opts->tls && server_read_tls(s, opts->tls) < 0)
+		goto fail_early;
+	if (server_init_sync(s) < 0 || server_create_grpc(s) < 0 || server_register_methods(s) < 0)
+		goto fail;
 	return s;
 fail:
 	rpc_server_free(s);
@@ -843,7 +877,7 @@ fail_early:
 	return NULL;
 }
 
-
+/* Binds a Unix stream socket at path, mode 0660, and listens. */
 static int unix_listen(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };

@@ -52,7 +52,7 @@ struct rpc_method {
 struct rpc_server_opts {
 	size_t max_message_bytes; /* 0: 16 MiB */
 	size_t max_queued_bytes;  /* per-call write queue bound; 0: 64 MiB */
-	/* TLS for tcp: listeners (files read by rpc_server_listen()); NULL:
+	/* TLS for tcp: listeners (files read by rpc_server_new()); NULL:
 	 * plaintext. With TLS every client must present a certificate that
 	 * client_ca verifies. */
 	const struct rpc_tls *tls;
