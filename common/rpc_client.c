@@ -31,6 +31,7 @@
 
 #include "log.h"
 #include "parse.h"
+#include "rpc_deadline.h"
 #include "rpc_client.h"
 #include "rpc_testing.h"
 
@@ -51,14 +52,6 @@
  * status that says whether the end was clean. The status follows the
  * trailers at once; this only bounds a misbehaving peer. */
 #define READ_STATUS_WAIT_MS 5000
-
-static gpr_timespec deadline_after_ms(int ms)
-{
-	if (ms < 0)
-		return gpr_inf_future(GPR_CLOCK_MONOTONIC);
-	return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-			    gpr_time_from_millis(ms, GPR_TIMESPAN));
-}
 
 struct rpc_channel {
 	grpc_channel *ch;
@@ -471,7 +464,7 @@ static int unary_call(struct rpc_channel *ch, const char *path, grpc_byte_buffer
 	cq = grpc_completion_queue_create_for_pluck(NULL);
 	method = grpc_slice_from_copied_string(path);
 	call = grpc_channel_create_call(ch->ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq, method, NULL,
-					deadline_after_ms(timeout_ms), NULL);
+					rpc_deadline_after_ms(timeout_ms), NULL);
 	if (!cq || !call) {
 		error_set(err, RPC_INTERNAL, "cannot create the call");
 		r = -ENOMEM;
@@ -661,7 +654,7 @@ struct rpc_stream *rpc_stream_open(struct rpc_channel *ch, const char *path,
 				   int connect_timeout_ms, struct rpc_error *err)
 {
 	struct rpc_stream *s = NULL;
-	gpr_timespec deadline = deadline_after_ms(connect_timeout_ms);
+	gpr_timespec deadline = rpc_deadline_after_ms(connect_timeout_ms);
 	bool timed_out = false;
 	grpc_op ops[2];
 	int r;
@@ -769,7 +762,7 @@ static int stream_send(struct rpc_stream *s, grpc_byte_buffer *bb, bool buffer_h
 	/* Flow control can hold this; rpc_stream_cancel() releases it, and
 	 * so does the write timeout (by cancelling the call). */
 	if (!stream_pluck(s, &s->t_write,
-			  s->write_timeout_ms > 0 ? deadline_after_ms(s->write_timeout_ms)
+			  s->write_timeout_ms > 0 ? rpc_deadline_after_ms(s->write_timeout_ms)
 						  : gpr_inf_future(GPR_CLOCK_MONOTONIC),
 			  &timed_out)) {
 		s->write_broken = true;
@@ -861,7 +854,7 @@ int rpc_stream_read(struct rpc_stream *s, const ProtobufCMessageDescriptor *desc
 		 * OK (a cancelled call also ends this way). */
 		bool timed_out = false;
 
-		stream_wait_status(s, deadline_after_ms(READ_STATUS_WAIT_MS), &timed_out);
+		stream_wait_status(s, rpc_deadline_after_ms(READ_STATUS_WAIT_MS), &timed_out);
 		s->read_end = !timed_out && s->status == GRPC_STATUS_OK ? -ENODATA : -EPIPE;
 		return s->read_end;
 	}
@@ -911,12 +904,12 @@ int rpc_stream_close_send(struct rpc_stream *s)
 {
 	bool timed_out = false;
 
-	return stream_half_close(s, deadline_after_ms(5000), &timed_out);
+	return stream_half_close(s, rpc_deadline_after_ms(5000), &timed_out);
 }
 
 int rpc_stream_close(struct rpc_stream *s, int timeout_ms, struct rpc_error *err)
 {
-	gpr_timespec deadline = deadline_after_ms(timeout_ms);
+	gpr_timespec deadline = rpc_deadline_after_ms(timeout_ms);
 	bool timed_out = false;
 	int r;
 

@@ -42,6 +42,7 @@
 
 #include "log.h"
 #include "parse.h"
+#include "rpc_deadline.h"
 #include "rpc_message.h"
 #include "rpc_server.h"
 
@@ -59,14 +60,6 @@
  * costs hundreds of microseconds of CPU on a VM. */
 #define LOOP_MAX_SLEEP_MS 5000
 #define MAX_UNIX_LISTENERS 16
-
-static gpr_timespec deadline_after_ms(int ms)
-{
-	if (ms < 0)
-		return gpr_inf_future(GPR_CLOCK_MONOTONIC);
-	return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-			    gpr_time_from_millis(ms, GPR_TIMESPAN));
-}
 
 struct rpc_tag {
 	void (*fn)(struct rpc_tag *tag, bool ok);
@@ -667,7 +660,7 @@ static void server_run_timers(struct rpc_server *s)
 
 static gpr_timespec server_next_deadline(struct rpc_server *s)
 {
-	gpr_timespec dl = deadline_after_ms(LOOP_MAX_SLEEP_MS);
+	gpr_timespec dl = rpc_deadline_after_ms(LOOP_MAX_SLEEP_MS);
 
 	pthread_mutex_lock(&s->lock);
 	for (size_t i = 0; i < s->n_timers; i++)
@@ -1064,7 +1057,7 @@ int rpc_server_add_timer(struct rpc_server *s, int interval_ms, void (*fn)(void 
 	t[s->n_timers].interval_ms = interval_ms;
 	t[s->n_timers].fn = fn;
 	t[s->n_timers].ctx = ctx;
-	t[s->n_timers].due = deadline_after_ms(interval_ms);
+	t[s->n_timers].due = rpc_deadline_after_ms(interval_ms);
 	s->n_timers++;
 	pthread_mutex_unlock(&s->lock);
 	return 0;
@@ -1072,7 +1065,7 @@ int rpc_server_add_timer(struct rpc_server *s, int interval_ms, void (*fn)(void 
 
 void rpc_server_timer_delay(struct rpc_server *s, void (*fn)(void *ctx), int ms, bool sooner_only)
 {
-	gpr_timespec due = deadline_after_ms(ms);
+	gpr_timespec due = rpc_deadline_after_ms(ms);
 
 	pthread_mutex_lock(&s->lock);
 	for (size_t i = 0; i < s->n_timers; i++)
@@ -1150,7 +1143,7 @@ static bool server_wait_shutdown(struct rpc_server *s, int wait_ms)
 	bool done;
 
 	if (!s->thread_running) {
-		gpr_timespec deadline = deadline_after_ms(wait_ms);
+		gpr_timespec deadline = rpc_deadline_after_ms(wait_ms);
 
 		for (;;) {
 			pthread_mutex_lock(&s->lock);

@@ -44,17 +44,35 @@ static bool authorize(const struct rpc_peer *peer, enum rpc_role role, void *ctx
 	return false;
 }
 
-/* A connected socket standing for an accepted connection, its key as
- * gRPC names it ("fd:N"); *ret_other is the peer's end. */
-static int accepted(struct rpc_admission *a, char *key, size_t size, int *ret_other)
+/* A connected socket standing for an accepted connection, recorded by
+ * a; key is its name as gRPC gives it ("fd:N"). */
+struct conn {
+	int fd, other;
+	char key[32];
+};
+
+static void conn_accept(struct rpc_admission *a, struct conn *c)
 {
 	int sv[2];
 
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	assert_int_equal(rpc_admission_add_unix(a, sv[0]), 0);
-	snprintf(key, size, "fd:%d", sv[0]);
-	*ret_other = sv[1];
-	return sv[0];
+	snprintf(c->key, sizeof(c->key), "fd:%d", sv[0]);
+	c->fd = sv[0];
+	c->other = sv[1];
+}
+
+static void conn_close(struct conn *c)
+{
+	close(c->fd);
+	close(c->other);
+}
+
+/* rpc_admission_check_call() for a call on the connection named key. */
+static enum rpc_status check(struct rpc_admission *a, const char *key, enum rpc_role role,
+			     bool unary, struct rpc_admission_grant *g, const char **reason)
+{
+	return rpc_admission_check_call(a, NULL, key, "/t/Method", role, unary, g, reason);
 }
 
 static void test_unix_peer_roles(void **state)
@@ -64,14 +82,11 @@ static void test_unix_peer_roles(void **state)
 	struct rpc_admission *a = rpc_admission_new(&policy);
 	struct rpc_admission_grant g;
 	const char *reason = NULL;
-	char key[32];
-	int other, fd;
+	struct conn c;
 
 	assert_non_null(a);
-	fd = accepted(a, key, sizeof(key), &other);
-	assert_int_equal(rpc_admission_check_call(a, NULL, key, "/t/Client", RPC_ROLE_CLIENT, true,
-						  &g, &reason),
-			 RPC_OK);
+	conn_accept(a, &c);
+	assert_int_equal(check(a, c.key, RPC_ROLE_CLIENT, true, &g, &reason), RPC_OK);
 	assert_true(g.unix_known);
 	assert_int_equal(g.peer.transport, RPC_TRANSPORT_UNIX);
 	assert_int_equal(g.peer.uid, getuid());
@@ -84,16 +99,12 @@ static void test_unix_peer_roles(void **state)
 
 	/* The policy says no: the method's role decides. */
 	p.grant_client = false;
-	assert_int_equal(rpc_admission_check_call(a, NULL, key, "/t/Client", RPC_ROLE_CLIENT, true,
-						  &g, &reason),
+	assert_int_equal(check(a, c.key, RPC_ROLE_CLIENT, true, &g, &reason),
 			 RPC_PERMISSION_DENIED);
 	assert_string_equal(reason, "this peer may not call this method");
 	/* RPC_ROLE_ANY asks nobody about the method. */
-	assert_int_equal(rpc_admission_check_call(a, NULL, key, "/t/Any", RPC_ROLE_ANY, true, &g,
-						  &reason),
-			 RPC_OK);
-	close(fd);
-	close(other);
+	assert_int_equal(check(a, c.key, RPC_ROLE_ANY, true, &g, &reason), RPC_OK);
+	conn_close(&c);
 	rpc_admission_free(a);
 }
 
@@ -106,15 +117,13 @@ static void test_fail_closed(void **state)
 	struct rpc_admission *b = rpc_admission_new(&nobody);
 	struct rpc_admission_grant g;
 	const char *reason = NULL;
-	char key[32];
-	int other, fd;
+	struct conn c;
 
 	assert_non_null(a);
 	assert_non_null(b);
 	/* A Unix connection without a record: nobody to trust, and the
 	 * policy is not even asked. */
-	assert_int_equal(rpc_admission_check_call(a, NULL, "fd:100000", "/t/Client",
-						  RPC_ROLE_CLIENT, true, &g, &reason),
+	assert_int_equal(check(a, "fd:100000", RPC_ROLE_CLIENT, true, &g, &reason),
 			 RPC_PERMISSION_DENIED);
 	assert_int_equal(p.calls, 0);
 	assert_false(g.unix_known);
@@ -124,16 +133,12 @@ static void test_fail_closed(void **state)
 	assert_false(g.is_admin);
 
 	/* No authorize(): every role but RPC_ROLE_ANY is refused. */
-	fd = accepted(b, key, sizeof(key), &other);
-	assert_int_equal(rpc_admission_check_call(b, NULL, key, "/t/Sensor", RPC_ROLE_SENSOR, false,
-						  &g, &reason),
+	conn_accept(b, &c);
+	assert_int_equal(check(b, c.key, RPC_ROLE_SENSOR, false, &g, &reason),
 			 RPC_PERMISSION_DENIED);
 	assert_true(g.unix_known);
-	assert_int_equal(rpc_admission_check_call(b, NULL, key, "/t/Any", RPC_ROLE_ANY, false, &g,
-						  &reason),
-			 RPC_OK);
-	close(fd);
-	close(other);
+	assert_int_equal(check(b, c.key, RPC_ROLE_ANY, false, &g, &reason), RPC_OK);
+	conn_close(&c);
 	rpc_admission_free(a);
 	rpc_admission_free(b);
 }
@@ -146,30 +151,22 @@ static void test_unary_rate(void **state)
 	struct rpc_admission *a = rpc_admission_new(&policy);
 	struct rpc_admission_grant g;
 	const char *reason = NULL;
-	char key[32];
-	int other, fd;
+	struct conn c;
 
 	assert_non_null(a);
-	fd = accepted(a, key, sizeof(key), &other);
+	conn_accept(a, &c);
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(rpc_admission_check_call(a, NULL, key, "/t/Client", RPC_ROLE_CLIENT,
-							  true, &g, &reason),
-				 RPC_OK);
-	assert_int_equal(rpc_admission_check_call(a, NULL, key, "/t/Client", RPC_ROLE_CLIENT, true,
-						  &g, &reason),
+		assert_int_equal(check(a, c.key, RPC_ROLE_CLIENT, true, &g, &reason), RPC_OK);
+	assert_int_equal(check(a, c.key, RPC_ROLE_CLIENT, true, &g, &reason),
 			 RPC_RESOURCE_EXHAUSTED);
 	assert_string_equal(reason, "rate limit: too many calls");
 	/* Streams are not unary calls. */
-	assert_int_equal(rpc_admission_check_call(a, NULL, key, "/t/Stream", RPC_ROLE_CLIENT, false,
-						  &g, &reason),
-			 RPC_OK);
+	assert_int_equal(check(a, c.key, RPC_ROLE_CLIENT, false, &g, &reason), RPC_OK);
 	/* A refusal is reported as such, not as the rate. */
 	p.grant_client = false;
-	assert_int_equal(rpc_admission_check_call(a, NULL, key, "/t/Client", RPC_ROLE_CLIENT, true,
-						  &g, &reason),
+	assert_int_equal(check(a, c.key, RPC_ROLE_CLIENT, true, &g, &reason),
 			 RPC_PERMISSION_DENIED);
-	close(fd);
-	close(other);
+	conn_close(&c);
 	rpc_admission_free(a);
 }
 
