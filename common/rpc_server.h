@@ -67,14 +67,16 @@ struct rpc_server_opts {
 	uint32_t unary_calls_per_s, unary_burst;
 };
 
-/* methods and ctx are borrowed and must outlive the server. Returns NULL
- * on failure (logged). */
+/* methods and ctx are borrowed and must outlive the server; opts (may
+ * be NULL: defaults) is read now, its TLS files too. Returns an owned
+ * server (rpc_server_free()), or NULL on failure (logged, but for the
+ * allocation of the admission table). */
 struct rpc_server *rpc_server_new(const struct rpc_method *methods, size_t n_methods,
 				  void *ctx, const struct rpc_server_opts *opts);
 /* addr: "unix:/abs/path" or "tcp:HOST:PORT" (TLS if opts->tls). Before
- * rpc_server_start(). For unix: rpc_server.c binds and accepts itself, so it can
- * read each peer's credentials (SO_PEERCRED) before gRPC sees a byte; the
- * socket file gets mode 0660 after bind.
+ * rpc_server_start(). For unix: rpc_server.c binds and accepts itself,
+ * so rpc_admission.c can read each peer's credentials (SO_PEERCRED)
+ * before gRPC sees a byte; the socket file gets mode 0660 at bind.
  * Returns 0 or a negative errno. If ret_port is not NULL it receives the
  * bound TCP port (useful with port 0). */
 int rpc_server_listen(struct rpc_server *s, const char *addr, int *ret_port);
