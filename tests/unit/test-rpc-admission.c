@@ -75,18 +75,37 @@ static enum rpc_status check(struct rpc_admission *a, const char *key, enum rpc_
 	return rpc_admission_check_call(a, NULL, key, "/t/Method", role, unary, g, reason);
 }
 
+/* An admission whose policy is authorize() on p, and one connection it
+ * recorded. */
+struct fixture {
+	struct policy_state p;
+	struct rpc_admission *a;
+	struct conn c;
+};
+
+static void fixture_init(struct fixture *f, struct rpc_admission_policy policy)
+{
+	policy.authorize = authorize;
+	policy.ctx = &f->p;
+	f->a = rpc_admission_new(&policy);
+	assert_non_null(f->a);
+	conn_accept(f->a, &f->c);
+}
+
+static void fixture_done(struct fixture *f)
+{
+	conn_close(&f->c);
+	rpc_admission_free(f->a);
+}
+
 static void test_unix_peer_roles(void **state)
 {
-	struct policy_state p = { .grant_sensor = true, .grant_client = true };
-	struct rpc_admission_policy policy = { .authorize = authorize, .ctx = &p };
-	struct rpc_admission *a = rpc_admission_new(&policy);
+	struct fixture f = { .p = { .grant_sensor = true, .grant_client = true } };
 	struct rpc_admission_grant g;
 	const char *reason = NULL;
-	struct conn c;
 
-	assert_non_null(a);
-	conn_accept(a, &c);
-	assert_int_equal(check(a, c.key, RPC_ROLE_CLIENT, true, &g, &reason), RPC_OK);
+	fixture_init(&f, (struct rpc_admission_policy){ 0 });
+	assert_int_equal(check(f.a, f.c.key, RPC_ROLE_CLIENT, true, &g, &reason), RPC_OK);
 	assert_true(g.unix_known);
 	assert_int_equal(g.peer.transport, RPC_TRANSPORT_UNIX);
 	assert_int_equal(g.peer.uid, getuid());
@@ -95,17 +114,16 @@ static void test_unix_peer_roles(void **state)
 	assert_int_equal(g.peer.n_names, 0);
 	assert_true(g.is_sensor);
 	assert_false(g.is_admin);
-	assert_int_equal(p.last.uid, getuid());
+	assert_int_equal(f.p.last.uid, getuid());
 
 	/* The policy says no: the method's role decides. */
-	p.grant_client = false;
-	assert_int_equal(check(a, c.key, RPC_ROLE_CLIENT, true, &g, &reason),
+	f.p.grant_client = false;
+	assert_int_equal(check(f.a, f.c.key, RPC_ROLE_CLIENT, true, &g, &reason),
 			 RPC_PERMISSION_DENIED);
 	assert_string_equal(reason, "this peer may not call this method");
 	/* RPC_ROLE_ANY asks nobody about the method. */
-	assert_int_equal(check(a, c.key, RPC_ROLE_ANY, true, &g, &reason), RPC_OK);
-	conn_close(&c);
-	rpc_admission_free(a);
+	assert_int_equal(check(f.a, f.c.key, RPC_ROLE_ANY, true, &g, &reason), RPC_OK);
+	fixture_done(&f);
 }
 
 static void test_fail_closed(void **state)
@@ -145,29 +163,23 @@ static void test_fail_closed(void **state)
 
 static void test_unary_rate(void **state)
 {
-	struct policy_state p = { .grant_client = true };
-	struct rpc_admission_policy policy = { .authorize = authorize, .ctx = &p,
-					       .unary_calls_per_s = 1, .unary_burst = 2 };
-	struct rpc_admission *a = rpc_admission_new(&policy);
+	struct fixture f = { .p = { .grant_client = true } };
 	struct rpc_admission_grant g;
 	const char *reason = NULL;
-	struct conn c;
 
-	assert_non_null(a);
-	conn_accept(a, &c);
+	fixture_init(&f, (struct rpc_admission_policy){ .unary_calls_per_s = 1, .unary_burst = 2 });
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(check(a, c.key, RPC_ROLE_CLIENT, true, &g, &reason), RPC_OK);
-	assert_int_equal(check(a, c.key, RPC_ROLE_CLIENT, true, &g, &reason),
+		assert_int_equal(check(f.a, f.c.key, RPC_ROLE_CLIENT, true, &g, &reason), RPC_OK);
+	assert_int_equal(check(f.a, f.c.key, RPC_ROLE_CLIENT, true, &g, &reason),
 			 RPC_RESOURCE_EXHAUSTED);
 	assert_string_equal(reason, "rate limit: too many calls");
 	/* Streams are not unary calls. */
-	assert_int_equal(check(a, c.key, RPC_ROLE_CLIENT, false, &g, &reason), RPC_OK);
+	assert_int_equal(check(f.a, f.c.key, RPC_ROLE_CLIENT, false, &g, &reason), RPC_OK);
 	/* A refusal is reported as such, not as the rate. */
-	p.grant_client = false;
-	assert_int_equal(check(a, c.key, RPC_ROLE_CLIENT, true, &g, &reason),
+	f.p.grant_client = false;
+	assert_int_equal(check(f.a, f.c.key, RPC_ROLE_CLIENT, true, &g, &reason),
 			 RPC_PERMISSION_DENIED);
-	conn_close(&c);
-	rpc_admission_free(a);
+	fixture_done(&f);
 }
 
 static void test_message_rate(void **state)
