@@ -2,7 +2,7 @@
  * symbolizer/api/): sensor sessions (ingest.c), file analysis jobs
  * (analysis.c) and the public Symbols service (symbols.c).
  *
- * Everything here runs on the rpc loop thread (see rpc.h), so nothing is
+ * Everything here runs on the rpc loop thread (see rpc_server.h), so nothing is
  * locked. Pointers between the pieces (job -> session, request -> job)
  * are cleared by whoever frees the target.
  */
@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rpc.h"
+#include "rpc_server.h"
 #include "fileid.h"
 #include "symtab.h"
 #include "cache.h"
