@@ -124,6 +124,7 @@ struct stackdef {
 };
 
 struct session {
+	struct byte_source src; /* first: its files' bytes, for analysis jobs */
 	struct session *next;
 	struct service *svc;
 	struct rpc_call *call; /* NULL once closed */
@@ -163,10 +164,6 @@ struct session {
 	bool codes_refused_logged;
 };
 
-struct session *session_next(const struct session *s)
-{
-	return s->next;
-}
 
 /* Copies text a target or a sensor chose (NULL: "") into dst (cap bytes) as valid
  * UTF-8 (common/utf8.h): the sensor is not trusted to have escaped it. */
@@ -213,28 +210,28 @@ static void session_fail(struct session *s, enum rpc_status status, const char *
 		rpc_call_finish(s->call, status, msg, NULL);
 }
 
-uint64_t session_file_size(const struct session *s, const struct fileid *id)
+/* byte_source_ops.has_file: a session serves the files its sensor
+ * registered while its stream is open. */
+static bool session_has_file(const struct byte_source *src, const struct fileid *id,
+			     uint64_t *ret_size)
 {
-	const struct sfile *f = hmap_get(s->files, id, sizeof(*id));
+	const struct session *s = (const struct session *)src;
+	const struct sfile *f;
 
-	return f ? f->size : 0;
+	if (s->finished || !s->call)
+		return false;
+	f = hmap_get(s->files, id, sizeof(*id));
+	if (!f)
+		return false;
+	*ret_size = f->size;
+	return true;
 }
 
-struct session *service_session_with_file(struct service *svc, const struct fileid *id,
-					  const struct session *except)
+/* byte_source_ops.read_range: a ReadRange to the sensor. */
+static int session_read_range(struct byte_source *src, uint64_t request_id,
+			      const struct fileid *id, uint64_t offset, uint32_t length)
 {
-	for (struct session *s = svc->sessions; s; s = s->next) {
-		if (s == except || s->finished || !s->call)
-			continue;
-		if (hmap_get(s->files, id, sizeof(*id)))
-			return s;
-	}
-	return NULL;
-}
-
-int session_send_read_range(struct session *s, uint64_t request_id, const struct fileid *id,
-			    uint64_t offset, uint32_t length)
-{
+	struct session *s = (struct session *)src;
 	Sonde__V1__SymbolizerMessage m = SONDE__V1__SYMBOLIZER_MESSAGE__INIT;
 	Sonde__V1__ReadRange rr = SONDE__V1__READ_RANGE__INIT;
 	int r;
@@ -255,6 +252,11 @@ int session_send_read_range(struct session *s, uint64_t request_id, const struct
 		s->finished = true;
 	return r;
 }
+
+static const struct byte_source_ops session_source_ops = {
+	.has_file = session_has_file,
+	.read_range = session_read_range,
+};
 
 /* ---- unwind tables ---- */
 
@@ -277,7 +279,6 @@ static void table_enqueue(struct session *s, struct table_send *t)
 static void table_check(struct session *s, struct table_send *t)
 {
 	struct service *svc = s->svc;
-	const int64_t *retry_at;
 
 	if (t->state != TABLE_WAITING)
 		return;
@@ -285,15 +286,12 @@ static void table_check(struct session *s, struct table_send *t)
 		table_enqueue(s, t);
 		return;
 	}
-	if (analysis_running(svc, &t->id))
-		return;
-	retry_at = hmap_get(svc->retry, &t->id, sizeof(t->id));
-	if (retry_at && service_now_ms() < *retry_at)
+	if (analysis_running(svc->analysis, &t->id) || analysis_retry_later(svc->analysis, &t->id))
 		return;
 	/* Also when the symtab is cached: a cache from before unwind tables
 	 * (or an older UNWIND_BLOB_VERSION) has none; the job recomputes
 	 * both from one fetch. */
-	if (analysis_start(svc, &t->id) < 0)
+	if (analysis_start(svc->analysis, &t->id) < 0)
 		log_debug("cannot start the analysis of a file for its unwind table");
 }
 
@@ -313,11 +311,10 @@ static void interp_check(struct session *s, struct table_send *t)
 	Sonde__V1__SymbolizerMessage m = SONDE__V1__SYMBOLIZER_MESSAGE__INIT;
 	Sonde__V1__InterpreterConfig ic = SONDE__V1__INTERPRETER_CONFIG__INIT;
 	struct service *svc = s->svc;
-	const char *name = service_file_name(svc, &t->id);
+	const char *name = registry_file_name(svc->reg, &t->id);
 	const struct cpython_layout *l;
 	struct sonde_cpython_offsets off;
 	struct interp_data d;
-	const int64_t *retry_at;
 	int r;
 
 	if (t->interp_done || !s->call || s->finished || !s->hello)
@@ -331,12 +328,11 @@ static void interp_check(struct session *s, struct table_send *t)
 		interp_mark_done(s, t); /* said once in the log by the analysis */
 		return;
 	case CACHE_MISS:
-		if (analysis_running(svc, &t->id) || !cache_contains(svc->cache, &t->id))
+		if (analysis_running(svc->analysis, &t->id) || !cache_contains(svc->cache, &t->id))
 			return; /* the running (or coming) job stores it */
-		retry_at = hmap_get(svc->retry, &t->id, sizeof(t->id));
-		if (retry_at && service_now_ms() < *retry_at)
+		if (analysis_retry_later(svc->analysis, &t->id))
 			return;
-		if (analysis_start(svc, &t->id) < 0)
+		if (analysis_start(svc->analysis, &t->id) < 0)
 			log_debug("cannot start the analysis of an interpreter file");
 		return;
 	case CACHE_OK:
@@ -524,7 +520,9 @@ static void session_pump_tables(struct session *s)
 	}
 }
 
-void ingest_unwind_done(struct service *svc, const struct fileid *id)
+/* Unwind tables: a job for id ended (either way); sessions waiting for
+ * its table get it now (or an error UnwindTable). */
+static void unwind_done(struct service *svc, const struct fileid *id)
 {
 	for (struct session *s = svc->sessions; s; s = s->next) {
 		struct table_send *t;
@@ -572,7 +570,7 @@ static void pend_remove(struct session *s, struct stackdef *d)
 static void pend_add(struct session *s, struct stackdef *d)
 {
 	d->queued = true;
-	d->deadline_ms = service_now_ms() + SERVICE_PENDING_TIMEOUT_MS;
+	d->deadline_ms = clock_now_ms() + SERVICE_PENDING_TIMEOUT_MS;
 	d->pnext = NULL;
 	d->pprev = s->pend_tail;
 	if (s->pend_tail)
@@ -591,7 +589,7 @@ static bool stack_ready(struct session *s, const struct stackdef *d)
 	for (uint32_t i = 0; i < d->n_user; i++) {
 		if (!d->user[i].has_file)
 			continue;
-		if (service_file_state(s->svc, &d->user[i].id, true, NULL, NULL) == FILE_PENDING)
+		if (analysis_file_state(s->svc->analysis, &d->user[i].id, true, NULL, NULL) == FILE_PENDING)
 			return false;
 	}
 	return true;
@@ -607,7 +605,7 @@ static const char *user_frame_symbol(struct session *s, const struct uframe *u,
 
 	if (!u->has_file)
 		return NULL;
-	if (service_file_state(s->svc, &u->id, false, &t, NULL) == FILE_READY && t &&
+	if (analysis_file_state(s->svc->analysis, &u->id, false, &t, NULL) == FILE_READY && t &&
 	    symtab_offset_to_vaddr(t, u->addr, &vaddr) == 0) {
 		/* A return address points after the call; the call itself may
 		 * be the last instruction of its function. */
@@ -894,9 +892,9 @@ static void stack_resolve(struct session *s, struct stackdef *d)
 		d->text = strdup("[unknown]");
 }
 
-void session_retry_pending(struct session *s, bool force_expired)
+static void session_retry_pending(struct session *s, bool force_expired)
 {
-	int64_t now = service_now_ms();
+	int64_t now = clock_now_ms();
 
 	for (struct stackdef *d = s->pend_head, *next; d; d = next) {
 		next = d->pnext;
@@ -923,18 +921,33 @@ static void flush_all_pending(struct session *s)
 		resolve_oldest(s);
 }
 
-void session_try_finish(struct session *s)
+static void session_try_finish(struct session *s)
 {
 	if (!s->half_closed || s->finished || !s->call)
 		return;
-	if ((s->n_pending > 0 || analysis_uses_session(s->svc, s)) &&
-	    service_now_ms() < s->drain_deadline_ms)
+	if ((s->n_pending > 0 || analysis_uses_source(s->svc->analysis, &s->src)) &&
+	    clock_now_ms() < s->drain_deadline_ms)
 		return;
 	flush_all_pending(s);
 	profile_flush(s->svc->profile);
 	s->finished = true;
 	log_info("sensor %.100s ended its stream", s->hostname);
 	rpc_call_finish(s->call, RPC_OK, NULL, NULL);
+}
+
+void ingest_file_done(void *ctx, const struct fileid *id)
+{
+	struct service *svc = ctx;
+
+	unwind_done(svc, id);
+	for (struct session *s = svc->sessions; s;) {
+		/* session_retry_pending may finish, but never free, a session. */
+		struct session *next = s->next;
+
+		session_retry_pending(s, false);
+		session_try_finish(s);
+		s = next;
+	}
 }
 
 /* ---- message handlers ---- */
@@ -964,7 +977,7 @@ static int on_hello(struct session *s, const Sonde__V1__Hello *h)
 		 h->kernel_release ? h->kernel_release : "?", h->frequency_hz);
 	w.protocol_version = 1;
 	w.max_message_bytes = SERVICE_MAX_MESSAGE;
-	w.max_read_bytes = SERVICE_MAX_READ;
+	w.max_read_bytes = ANALYSIS_MAX_READ;
 	m.kind_case = SONDE__V1__SYMBOLIZER_MESSAGE__KIND_WELCOME;
 	m.welcome = &w;
 	if (rpc_call_write(s->call, &m.base) < 0) {
@@ -1091,12 +1104,12 @@ static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
 			access_note_mapping(s->svc, &id, m->file_mode, m->file_uid, m->file_gid,
 					    u->uid);
 		if (m->path && *m->path && utf8_valid(m->path, strlen(m->path))) {
-			service_note_path(s->svc, &id, m->path);
+			registry_note_path(s->svc->reg, &id, m->path);
 		} else if (m->path && *m->path) {
 			char *path = utf8_escape_dup(m->path, SESSION_MAX_PATH);
 
 			if (path)
-				service_note_path(s->svc, &id, path);
+				registry_note_path(s->svc->reg, &id, path);
 			free(path);
 		}
 		if (!m->file_size)
@@ -1119,7 +1132,7 @@ static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
 			if (cache_contains(s->svc->cache, &id) == 1)
 				f->in_cache = true;
 			else
-				service_file_state(s->svc, &id, true, NULL, NULL);
+				analysis_file_state(s->svc->analysis, &id, true, NULL, NULL);
 		}
 		if (m->executable)
 			session_want_table(s, &id);
@@ -1406,7 +1419,7 @@ static void on_file_range(struct session *s, const Sonde__V1__FileRange *fr)
 {
 	const char *reason = NULL;
 
-	if (analysis_on_file_range(s->svc, s, fr->request_id, fr->file_id.data, fr->file_id.len,
+	if (analysis_on_file_range(s->svc->analysis, &s->src, fr->request_id, fr->file_id.data, fr->file_id.len,
 				   fr->offset, fr->data.data, fr->data.len, fr->error,
 				   &reason) < 0)
 		session_fail(s, RPC_INVALID_ARGUMENT, reason ? reason : "bad FileRange");
@@ -1435,6 +1448,8 @@ void ingest_on_open(struct rpc_call *call, void *ctx)
 		goto fail;
 	s->next = svc->sessions;
 	svc->sessions = s;
+	s->src.ops = &session_source_ops;
+	registry_add_source(svc->reg, &s->src);
 	svc->sensors_connected++;
 	rpc_call_set_data(call, s);
 	return;
@@ -1460,7 +1475,7 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 	if (!msg) {
 		/* Half-close: finish what is pending, then end with OK. */
 		s->half_closed = true;
-		s->drain_deadline_ms = service_now_ms() + SERVICE_DRAIN_TIMEOUT_MS;
+		s->drain_deadline_ms = clock_now_ms() + SERVICE_DRAIN_TIMEOUT_MS;
 		session_retry_pending(s, false);
 		session_try_finish(s);
 		return;
@@ -1491,7 +1506,7 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 		}
 		process_free(p);
 		if (po)
-			po->exited_ms = service_now_ms();
+			po->exited_ms = clock_now_ms();
 		break;
 	}
 	case SONDE__V1__SENSOR_MESSAGE__KIND_PROBE_EVENTS:
@@ -1534,7 +1549,7 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 		session_fail(s, RPC_INVALID_ARGUMENT, "empty or unknown SensorMessage");
 		break;
 	}
-	analysis_flush_done(s->svc);
+	analysis_flush_done(s->svc->analysis);
 }
 
 /* The session's processes are as good as exited: its Status entries are
@@ -1542,7 +1557,7 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 static void outcomes_session_gone(struct session *s)
 {
 	struct hmap_iter it;
-	int64_t now = service_now_ms();
+	int64_t now = clock_now_ms();
 	void *val;
 
 	hmap_iter_init(s->svc->proc_outcomes, &it);
@@ -1566,7 +1581,7 @@ void ingest_on_close(struct rpc_call *call, void *ctx)
 		log_info("sensor %.100s disconnected", s->hostname);
 	s->finished = true;
 	s->call = NULL;
-	analysis_session_gone(svc, s);
+	analysis_source_gone(svc->analysis, &s->src);
 	/* What waited is stored with what is known now. */
 	flush_all_pending(s);
 	outcomes_session_gone(s);
@@ -1582,6 +1597,7 @@ void ingest_on_close(struct rpc_call *call, void *ctx)
 			break;
 		}
 	}
+	registry_remove_source(svc->reg, &s->src);
 	svc->sensors_connected--;
 	hmap_free(s->procs, process_free);
 	hmap_free(s->files, free);
@@ -1590,7 +1606,7 @@ void ingest_on_close(struct rpc_call *call, void *ctx)
 	cpython_codes_free(s->codes);
 	ksyms_free(s->ksyms);
 	free(s);
-	analysis_flush_done(svc);
+	analysis_flush_done(svc->analysis);
 }
 
 void ingest_tick(struct service *svc)

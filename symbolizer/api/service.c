@@ -15,14 +15,6 @@
 #include "ingest.pb-c.h"
 #include "symbols.pb-c.h"
 
-int64_t service_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static const struct rpc_method methods[] = {
 	{ .path = "/sonde.v1.Ingest/Connect",
 	  .kind = RPC_BIDI,
@@ -74,21 +66,15 @@ struct service *service_new(const struct service_opts *opts)
 		return NULL;
 	svc->retention_minutes = opts->retention_minutes;
 	svc->debug_dirs = opts->debug_dirs;
-	svc->start_ms = service_now_ms();
+	svc->start_ms = clock_now_ms();
 	svc->last_flush_ms = svc->last_expire_ms = svc->start_ms;
-	svc->next_request_id = 1;
 	svc->next_session_id = 1;
-	svc->jobs = hmap_new();
-	svc->requests = hmap_new();
-	svc->retry = hmap_new();
-	svc->paths = hmap_new();
-	svc->names = hmap_new();
+	svc->reg = registry_new();
 	svc->file_acl = hmap_new();
 	svc->proc_outcomes = hmap_new();
 	svc->uploads = hmap_new();
 	svc->spans = span_store_new();
-	if (!svc->jobs || !svc->requests || !svc->retry || !svc->paths ||
-	    !svc->names || !svc->file_acl || !svc->proc_outcomes || !svc->uploads || !svc->spans) {
+	if (!svc->reg || !svc->file_acl || !svc->proc_outcomes || !svc->uploads || !svc->spans) {
 		service_free(svc);
 		return NULL;
 	}
@@ -136,7 +122,7 @@ static int idle_delay_ms(struct service *svc, int64_t now)
 
 static bool service_busy(struct service *svc)
 {
-	return svc->n_active || svc->n_queued || svc->waits || hmap_count(svc->uploads) ||
+	return analysis_busy(svc->analysis) || svc->waits || hmap_count(svc->uploads) ||
 	       index_worker_busy() || ingest_busy(svc) ||
 	       (svc->profile && profile_writing(svc->profile));
 }
@@ -161,12 +147,13 @@ static void forget_exited(struct service *svc, int64_t now)
 static void tick(void *ctx)
 {
 	struct service *svc = ctx;
-	int64_t now = service_now_ms();
+	int64_t now = clock_now_ms();
 	int r;
 
-	analysis_tick(svc);
+	analysis_tick(svc->analysis);
 	index_worker_release_held(now);
-	index_worker_collect(svc);
+	if (index_worker_collect(svc->cache, svc->reg))
+		symbols_wake(svc, false);
 	ingest_tick(svc);
 	symbols_wake(svc, false);
 	upload_expire(svc, false);
@@ -202,14 +189,31 @@ void service_poke(struct service *svc)
 		rpc_server_timer_delay(svc->server, tick, busy_delay_ms(svc), true);
 }
 
+static void poke(void *ctx)
+{
+	service_poke(ctx);
+}
+
 int service_attach(struct service *svc, struct rpc_server *server, struct cache *cache,
 		   struct cache *profile_db)
 {
+	const struct analysis_opts aopts = {
+		.pack_plan = probe_plan_pack,
+		.poke = poke,
+		.ctx = svc,
+	};
+
 	svc->server = server;
 	svc->cache = cache;
 	svc->profile = profile_new(profile_db, svc->retention_minutes);
-	if (!svc->profile)
+	svc->analysis = analysis_new(cache, svc->reg, svc->debug_dirs, &aopts);
+	if (!svc->profile || !svc->analysis)
 		return -ENOMEM;
+	/* When a file is done: sessions first (their pending stacks and
+	 * unwind tables), then deferred Symbolize calls. */
+	if (registry_subscribe(svc->reg, ingest_file_done, svc) < 0 ||
+	    registry_subscribe(svc->reg, symbols_file_done, svc) < 0)
+		return -E2BIG;
 	return rpc_server_add_timer(server, TICK_BUSY_MS, tick, svc);
 }
 
@@ -221,79 +225,19 @@ void service_free(struct service *svc)
 	 * OTLP window is symbolized while the cache is still there. */
 	otlp_exporter_free(svc->otlp, OTLP_DRAIN_MS);
 	svc->otlp = NULL;
-	index_worker_stop(svc);
+	if (svc->cache)
+		index_worker_stop(svc->cache, svc->reg);
 	symbols_wake(svc, true);
 	if (svc->uploads)
 		upload_expire(svc, true);
 	hmap_free(svc->uploads, NULL);
-	analysis_free_all(svc);
+	analysis_free(svc->analysis);
 	profile_free(svc->profile);
-	hmap_free(svc->jobs, NULL);
-	hmap_free(svc->requests, free);
-	hmap_free(svc->retry, free);
-	hmap_free(svc->paths, free);
 	hmap_free(svc->file_acl, free);
-	hmap_free(svc->names, free);
+	registry_free(svc->reg);
 	hmap_free(svc->proc_outcomes, free);
 	span_store_free(svc->spans);
 	free(svc);
-}
-
-void service_note_path(struct service *svc, const struct fileid *id, const char *path)
-{
-	size_t len = strlen(path);
-	struct fileid *old = NULL, *copy;
-
-	if (len == 0)
-		return;
-	/* A file with a name that is no path (the kernel's "[vdso]", which
-	 * sensors serve: sensor/vdso.h) is named by it in frames, but cannot
-	 * be looked up by it. */
-	if (path[0] != '/')
-		goto name;
-	copy = hmap_get(svc->paths, path, len);
-	if (copy && memcmp(copy, id, sizeof(*id)) == 0)
-		goto name;
-	if (!copy && hmap_count(svc->paths) >= SERVICE_MAX_PATHS)
-		goto name;
-	copy = malloc(sizeof(*copy));
-	if (!copy)
-		return;
-	*copy = *id;
-	/* A path now names a new file (the library was upgraded): newest wins. */
-	if (hmap_put(svc->paths, path, len, copy, (void **)&old) < 0)
-		free(copy);
-	free(old);
-name:
-	if (!hmap_get(svc->names, id, sizeof(*id)) && hmap_count(svc->names) < SERVICE_MAX_PATHS) {
-		char *p = strdup(path);
-
-		if (p && hmap_put(svc->names, id, sizeof(*id), p, NULL) < 0)
-			free(p);
-	}
-}
-
-void service_note_name(struct service *svc, const struct fileid *id, const char *name)
-{
-	char *p;
-
-	if (!name || !*name || hmap_get(svc->names, id, sizeof(*id)) ||
-	    hmap_count(svc->names) >= SERVICE_MAX_PATHS)
-		return;
-	p = strdup(name);
-	if (p && hmap_put(svc->names, id, sizeof(*id), p, NULL) < 0)
-		free(p);
-}
-
-const char *service_file_name(struct service *svc, const struct fileid *id)
-{
-	const char *p = hmap_get(svc->names, id, sizeof(*id));
-	const char *slash;
-
-	if (!p)
-		return NULL;
-	slash = strrchr(p, '/');
-	return slash ? slash + 1 : p;
 }
 
 void service_export(struct service *svc, const struct export_sample *s)
@@ -318,62 +262,8 @@ const char *service_frame_name(struct service *svc, const struct fileid *id, con
 		free(d);
 		return buf;
 	}
-	name = service_file_name(svc, id);
+	name = registry_file_name(svc->reg, id);
 	snprintf(buf, len, "%.200s+0x%" PRIx64, name ? name : "[unknown]", offset);
 	return buf;
 }
 
-const char *service_file_path(struct service *svc, const struct fileid *id)
-{
-	return hmap_get(svc->names, id, sizeof(*id));
-}
-
-enum file_state service_file_state(struct service *svc, const struct fileid *id, bool start,
-				   const struct symtab **ret_symtab, const char **ret_error)
-{
-	int64_t *retry_at;
-
-	if (analysis_running(svc, id))
-		return FILE_PENDING;
-	switch (cache_lookup(svc->cache, id, ret_symtab, ret_error)) {
-	case CACHE_OK:
-		return FILE_READY;
-	case CACHE_ERROR:
-		return FILE_FAILED;
-	case CACHE_MISS:
-		break;
-	}
-	retry_at = hmap_get(svc->retry, id, sizeof(*id));
-	if (retry_at) {
-		if (service_now_ms() < *retry_at) {
-			if (ret_error)
-				*ret_error = "file could not be read from the sensor";
-			return FILE_FAILED;
-		}
-		free(hmap_remove(svc->retry, id, sizeof(*id)));
-	}
-	if (!service_session_with_file(svc, id, NULL))
-		return FILE_UNKNOWN;
-	if (!start)
-		return FILE_PENDING;
-	if (analysis_start(svc, id) < 0) {
-		if (ret_error)
-			*ret_error = "too many files waiting for analysis";
-		return FILE_FAILED;
-	}
-	return FILE_PENDING;
-}
-
-void service_file_done(struct service *svc, const struct fileid *id)
-{
-	ingest_unwind_done(svc, id);
-	for (struct session *s = svc->sessions; s;) {
-		/* session_retry_pending may finish, but never free, a session. */
-		struct session *next = session_next(s);
-
-		session_retry_pending(s, false);
-		session_try_finish(s);
-		s = next;
-	}
-	symbols_wake(svc, false);
-}

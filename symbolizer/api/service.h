@@ -19,19 +19,15 @@
 #include "profile.h"
 #include "hmap.h"
 #include "file_image.h"
+#include "analysis.h"
+#include "clock.h"
+#include "index_worker.h"
+#include "registry.h"
 
 #define SERVICE_MAX_MESSAGE (16u << 20)
-#define SERVICE_MAX_READ (4u << 20)           /* largest ReadRange */
-#define SERVICE_MAX_FETCH (256ull << 20)      /* bytes fetched per file */
-#define SERVICE_MAX_REQUESTS_PER_JOB 4096u
-#define SERVICE_MAX_ACTIVE_JOBS 8u
-#define SERVICE_MAX_QUEUED_JOBS 10000u
-#define SERVICE_JOB_TIMEOUT_MS 60000
-#define SERVICE_RETRY_AFTER_MS 60000          /* after a transient failure */
 #define SERVICE_PENDING_TIMEOUT_MS 10000
 #define SERVICE_SYMBOLIZE_TIMEOUT_MS 10000
 #define SERVICE_DRAIN_TIMEOUT_MS 30000
-#define SERVICE_MAX_PATHS 200000u             /* global path <-> file ID index */
 
 #define SESSION_MAX_PROCESSES 100000u
 #define SESSION_MAX_MAPPINGS 10000u           /* per process */
@@ -88,15 +84,8 @@ struct service {
 	uint64_t stacks_received, samples_received;
 	uint64_t samples_not_stored; /* no memory for them (never in the store) */
 
-	struct hmap *jobs;     /* fileid -> struct job */
-	struct hmap *requests; /* request id (u64) -> struct range_req */
-	uint64_t next_request_id;
-	struct job *queue_head, *queue_tail; /* jobs waiting for a slot */
-	size_t n_active, n_queued;
-	struct hmap *retry;    /* fileid -> int64_t *: no new job before then */
-
-	struct hmap *paths;    /* path -> struct fileid */
-	struct hmap *names;    /* fileid -> char *path (first path seen) */
+	struct registry *reg;      /* paths, byte sources, file done */
+	struct analysis *analysis; /* file analysis jobs */
 	struct hmap *file_acl; /* fileid -> owner, mode, mapping uids (access.c) */
 
 	struct outcome_counts outcomes;
@@ -113,35 +102,12 @@ struct service {
 };
 
 /* ---- service.c ---- */
-int64_t service_now_ms(void);
-/* Remembers path <-> id for Symbolize by path and for frame names. */
-void service_note_path(struct service *svc, const struct fileid *id, const char *path);
-/* Remembers a display name for id (an upload's file name). */
-void service_note_name(struct service *svc, const struct fileid *id, const char *name);
-/* Basename of a path some session mapped id from, or NULL. Borrowed. */
-const char *service_file_name(struct service *svc, const struct fileid *id);
 /* How a user frame of id at file offset `offset` is shown: symbol (the
  * file's symbol table's name) demangled, or as is, or basename+0xOFFSET
  * when there is none. Folded stacks and exports both name frames so.
  * Returns buf. */
 const char *service_frame_name(struct service *svc, const struct fileid *id, const char *symbol,
 			       uint64_t offset, char *buf, size_t len);
-/* The whole path of the same, or NULL. Borrowed. */
-const char *service_file_path(struct service *svc, const struct fileid *id);
-/* Called when a job for id ended either way: wakes pending stacks and
- * deferred Symbolize calls. */
-void service_file_done(struct service *svc, const struct fileid *id);
-
-enum file_state {
-	FILE_READY,   /* *ret_symtab (borrowed, see cache_lookup) */
-	FILE_FAILED,  /* *ret_error (borrowed, static or cache-owned) */
-	FILE_PENDING, /* an analysis job is running or queued */
-	FILE_UNKNOWN, /* no session has it and it was never analysed */
-};
-/* Where a file stands; starts an analysis if a session has the file and
- * start is true. */
-enum file_state service_file_state(struct service *svc, const struct fileid *id, bool start,
-				   const struct symtab **ret_symtab, const char **ret_error);
 
 struct export_sample;
 /* Hands samples just stored to the exporters (OTLP), if any are
@@ -194,19 +160,6 @@ void access_note_upload(struct service *svc, const struct fileid *id,
 void ingest_on_open(struct rpc_call *call, void *ctx);
 void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx);
 void ingest_on_close(struct rpc_call *call, void *ctx);
-struct session *session_next(const struct session *s);
-/* Size of id as registered by s; 0 if s does not have it. */
-uint64_t session_file_size(const struct session *s, const struct fileid *id);
-/* A session (not finishing) that registered id, other than except; NULL. */
-struct session *service_session_with_file(struct service *svc, const struct fileid *id,
-					  const struct session *except);
-/* Sends a ReadRange through s. Returns 0 or a negative errno. */
-int session_send_read_range(struct session *s, uint64_t request_id, const struct fileid *id,
-			    uint64_t offset, uint32_t length);
-/* Re-examines s's pending stacks (after a file was done, or on the timer). */
-void session_retry_pending(struct session *s, bool force_expired);
-/* Ends a draining session once nothing is left for it to wait for. */
-void session_try_finish(struct session *s);
 void ingest_tick(struct service *svc);
 /* Whether a session waits for the timer: stacks pending, tables queued,
  * a stream draining. */
@@ -215,9 +168,10 @@ void ingest_sum_counters(struct service *svc, struct sensor_counters *ret);
 /* The sampling rate of the connected sensors; 0 if none is connected or
  * they differ. */
 uint32_t ingest_frequency_hz(struct service *svc);
-/* Unwind tables: a job for id ended (either way); sessions waiting for
- * its table get it now (or an error UnwindTable). */
-void ingest_unwind_done(struct service *svc, const struct fileid *id);
+/* A registry subscriber: the analysis of id is done (either way):
+ * sessions waiting for its unwind table get it now (or an error
+ * UnwindTable), and their pending stacks are looked at again. */
+void ingest_file_done(void *svc, const struct fileid *id);
 
 struct proc_outcome {
 	uint64_t key; /* proc_outcome_key(): the session's and the pid */
@@ -236,35 +190,6 @@ static inline uint64_t proc_outcome_key(uint64_t session_id, uint32_t pid)
 /* How long `sonde status` still shows an exited process's outcomes. Without
  * it the table filled with every short-lived pid, up to the bound. */
 #define PROC_OUTCOME_KEEP_MS 120000
-
-/* ---- analysis.c ---- */
-/* Starts (or queues) an analysis of id, or does nothing if one runs.
- * Returns 0, -ENOENT if no session has the file, -E2BIG if the queue is
- * full. */
-int analysis_start(struct service *svc, const struct fileid *id);
-bool analysis_running(struct service *svc, const struct fileid *id);
-/* A FileRange from s. Returns 0, or -EBADMSG for a protocol violation
- * (the caller ends the stream; *reason says why). */
-int analysis_on_file_range(struct service *svc, struct session *s, uint64_t request_id,
-			   const uint8_t *file_id, size_t file_id_len, uint64_t offset,
-			   const uint8_t *data, size_t len, const char *error, const char **reason);
-/* Analyses a whole local image (an upload; taken) of id in one go and
- * caches every product, like a job would; the source index is queued on
- * the worker, held UPLOAD_INDEX_HOLD_MS for the uploader's first query.
- * Returns 0 with *ret_error NULL (analysed) or set (a property of the
- * file, cached), or -ENOMEM. */
-#define UPLOAD_INDEX_HOLD_MS 250
-int analysis_whole(struct service *svc, const struct fileid *id, struct file_image *img,
-		   const char *name, const char **ret_error);
-/* s is going away: its jobs move to another session or fail. */
-void analysis_session_gone(struct service *svc, struct session *s);
-/* Whether a job currently fetches through s. */
-bool analysis_uses_session(struct service *svc, const struct session *s);
-void analysis_tick(struct service *svc);
-/* Wakes the waiters of jobs that ended and starts queued jobs; call at
- * the end of a handler that may have started or ended a job. */
-void analysis_flush_done(struct service *svc);
-void analysis_free_all(struct service *svc);
 
 /* ---- symbols.c ---- */
 void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
@@ -293,43 +218,6 @@ void spans_call(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 
 /* ---- pprof_call.c ---- */
 void pprof_call(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
-/* ---- index_worker.c ---- */
-/* index_worker_submit flags. */
-#define INDEX_TASK_SPARSE 1u /* symbols only (LINE_INDEX_SYMBOLS_ONLY) */
-/* Also the unwind table, after the index, stored when collected: an
- * upload's client waits for its answers, not for a table that only a
- * sensor mapping the file would load. */
-#define INDEX_TASK_UNWIND 2u
-/* Queues the source index of id for the worker thread; takes img, dimg
- * (the debug file) and aimg (its DWZ alternate file; both may be NULL) in
- * any case. hold_until_ms (service_now_ms() time, 0: none): keep the task
- * off the queue until then or until a first answer is asked of it.
- * Returns 0 or a negative errno. */
-int index_worker_submit(const struct fileid *id, struct file_image *img, struct file_image *dimg,
-			struct file_image *aimg, unsigned flags, const char *name,
-			int64_t hold_until_ms);
-/* Loop thread: when id's index is held or queued (not yet being built),
- * builds an index of only the units that hold addrs (vaddrs) into *ret
- * (owned) and queues the task first. -ENOENT: no such task (building,
- * or none); -E2BIG: the addresses need too much of the DWARF; -ENOMEM,
- * -EBADMSG as line_index_build. *ret_units: the units read. */
-int index_worker_first_answer(const struct fileid *id, const uint64_t *addrs, size_t n,
-			      struct line_index **ret, size_t *ret_units);
-/* A query waits for id's whole index: its task (held or queued) goes to
- * the queue's head. */
-void index_worker_hurry(const struct fileid *id);
-/* Queues the held tasks whose time is up at now_ms. */
-void index_worker_release_held(int64_t now_ms);
-/* Whether the index of id is queued, being built or not collected yet. */
-bool index_worker_pending(const struct fileid *id);
-/* Whether a task is queued, running or waits to be collected. */
-bool index_worker_busy(void);
-/* Loop thread: stores finished indexes (and unwind tables) in the
- * cache, wakes waiters. */
-void index_worker_collect(struct service *svc);
-/* Joins the worker (after the task it is on), stores what it finished
- * and drops what is left. */
-void index_worker_stop(struct service *svc);
 /* ---- upload.c ---- */
 void upload_call(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);
 /* Drops uploads idle for UPLOAD_IDLE_MS (from the timer), or all. */
@@ -337,6 +225,8 @@ void upload_expire(struct service *svc, bool all);
 /* Answers deferred Symbolize calls whose files are done (or all, if
  * force). */
 void symbols_wake(struct service *svc, bool force);
+/* A registry subscriber: symbols_wake(svc, false). */
+void symbols_file_done(void *svc, const struct fileid *id);
 
 /* ---- public: main.c ---- */
 struct otlp_exporter_opts;

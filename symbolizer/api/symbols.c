@@ -417,7 +417,7 @@ static void answer(struct service *svc, struct sym_wait *w)
 		}
 		res->file_id.data = (uint8_t *)q->id.bytes;
 		res->file_id.len = FILEID_LEN;
-		switch (service_file_state(svc, &q->id, false, &t, &error)) {
+		switch (analysis_file_state(svc->analysis, &q->id, false, &t, &error)) {
 		case FILE_READY: {
 			const struct line_index *ix = q->first;
 
@@ -473,14 +473,14 @@ static bool first_answer(struct service *svc, struct sym_query *q)
 	const struct symtab *t = NULL;
 	uint64_t *va;
 	size_t n = 0, units = 0;
-	int64_t t0 = service_now_ms();
+	int64_t t0 = clock_now_ms();
 	int err;
 
 	if (q->first_tried)
 		return false;
 	q->first_tried = true;
 	if (q->n == 0 || q->n > FIRST_ANSWER_MAX_ADDRESSES ||
-	    service_file_state(svc, &q->id, false, &t, NULL) != FILE_READY || !t) {
+	    analysis_file_state(svc->analysis, &q->id, false, &t, NULL) != FILE_READY || !t) {
 		index_worker_hurry(&q->id);
 		return false;
 	}
@@ -504,13 +504,13 @@ static bool first_answer(struct service *svc, struct sym_query *q)
 		return false;
 	}
 	log_info("first answer for %.100s: %zu addresses from %zu units in %lld ms",
-		  q->file_name ? q->file_name : "?", q->n, units, (long long)(service_now_ms() - t0));
+		  q->file_name ? q->file_name : "?", q->n, units, (long long)(clock_now_ms() - t0));
 	return true;
 }
 
 void symbols_wake(struct service *svc, bool force)
 {
-	int64_t now = service_now_ms();
+	int64_t now = clock_now_ms();
 
 	for (struct sym_wait **pp = &svc->waits; *pp;) {
 		struct sym_wait *w = *pp;
@@ -520,7 +520,7 @@ void symbols_wake(struct service *svc, bool force)
 			struct sym_query *q = &w->q[i];
 
 			if (q->known && !q->first &&
-			    (analysis_running(svc, &q->id) ||
+			    (analysis_running(svc->analysis, &q->id) ||
 			     (index_worker_pending(&q->id) && !first_answer(svc, q))))
 				break;
 			if (i == w->n - 1)
@@ -536,6 +536,12 @@ void symbols_wake(struct service *svc, bool force)
 		answer(svc, w);
 		wait_free(w);
 	}
+}
+
+void symbols_file_done(void *svc, const struct fileid *id)
+{
+	(void)id;
+	symbols_wake(svc, false);
 }
 
 void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
@@ -599,7 +605,7 @@ void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *msg, void 
 				bad = "path longer than 4096 bytes";
 				goto invalid;
 			}
-			id = hmap_get(svc->paths, qq->path, strlen(qq->path));
+			id = registry_find_path(svc->reg, qq->path);
 			if (id) {
 				q->id = *id;
 				q->known = true;
@@ -615,7 +621,7 @@ void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *msg, void 
 		if (q->known && !access_may_read_file(svc, &scope, &q->id))
 			q->known = false;
 		if (q->known && !q->file_name) {
-			const char *name = service_file_name(svc, &q->id);
+			const char *name = registry_file_name(svc->reg, &q->id);
 
 			q->file_name = name ? arena_strdup(w->arena, name) : NULL;
 		}
@@ -635,13 +641,13 @@ void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *msg, void 
 			cache_lookup_index(svc->cache, &q->id, NULL, NULL);
 		/* Starts the analysis of files a sensor has but nobody asked for yet. */
 		if (q->known &&
-		    service_file_state(svc, &q->id, true, NULL, NULL) == FILE_UNKNOWN)
+		    analysis_file_state(svc->analysis, &q->id, true, NULL, NULL) == FILE_UNKNOWN)
 			q->known = false;
 	}
-	w->deadline_ms = service_now_ms() + SERVICE_SYMBOLIZE_TIMEOUT_MS;
+	w->deadline_ms = clock_now_ms() + SERVICE_SYMBOLIZE_TIMEOUT_MS;
 	w->next = svc->waits;
 	svc->waits = w;
-	analysis_flush_done(svc);
+	analysis_flush_done(svc->analysis);
 	symbols_wake(svc, false);
 	return;
 invalid:
@@ -711,7 +717,7 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	r.cache_misses = cs.misses;
 	r.files_analysed = cs.files_ok;
 	r.files_failed = cs.files_failed;
-	r.uptime_s = (uint64_t)(service_now_ms() - svc->start_ms) / 1000;
+	r.uptime_s = (uint64_t)(clock_now_ms() - svc->start_ms) / 1000;
 	r.unwind_tables_built = cs.unwind_ok;
 	r.unwind_tables_loaded = sc.unwind_tables_loaded;
 	r.unwind_rows_loaded = sc.unwind_rows_loaded;

@@ -56,7 +56,7 @@ static void upload_free(struct service *svc, struct upload *u)
 
 void upload_expire(struct service *svc, bool all)
 {
-	int64_t now = service_now_ms();
+	int64_t now = clock_now_ms();
 	struct hmap_iter it;
 	void *val;
 
@@ -74,7 +74,7 @@ void upload_expire(struct service *svc, bool all)
 /* Takes len bytes from the shared budget; false when it is empty. */
 static bool take_budget(struct service *svc, size_t len)
 {
-	int64_t now = service_now_ms();
+	int64_t now = clock_now_ms();
 
 	if (svc->upload_refill_ms == 0) {
 		svc->upload_tokens = UPLOAD_BURST;
@@ -134,7 +134,7 @@ static void analyse(struct service *svc, struct rpc_call *call, const struct acc
 	}
 	/* The caller holds the bytes: their analysis is its to see. */
 	access_note_upload(svc, id, sc);
-	if (cache_contains(svc->cache, id) == 1 || analysis_running(svc, id)) {
+	if (cache_contains(svc->cache, id) == 1 || analysis_running(svc->analysis, id)) {
 		/* Analysed already (for a sensor, or another client): the
 		 * bytes only had to prove the caller holds the file. */
 		file_image_free(img);
@@ -143,8 +143,8 @@ static void analyse(struct service *svc, struct rpc_call *call, const struct acc
 	}
 	if (!name[0])
 		name = fileid_to_hex(id, hex);
-	service_note_name(svc, id, name);
-	r = analysis_whole(svc, id, img, name, &error);
+	registry_note_name(svc->reg, id, name);
+	r = analysis_whole(svc->analysis, id, img, name, &error);
 	if (r < 0) {
 		rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
 		return;
@@ -209,7 +209,7 @@ void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 	/* Known already (analysed, by a sensor or an earlier upload) and the
 	 * caller may see it: nothing to send. Otherwise the caller sends the
 	 * bytes, which prove it holds the file (access.c). */
-	if ((cache_contains(svc->cache, &id) == 1 || analysis_running(svc, &id)) &&
+	if ((cache_contains(svc->cache, &id) == 1 || analysis_running(svc->analysis, &id)) &&
 	    access_may_read_file(svc, &scope, &id)) {
 		if (req->by_descriptor && scope.has_uid) {
 			uint64_t size;
@@ -272,7 +272,7 @@ void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 			return;
 		}
 	}
-	u->last_ms = service_now_ms();
+	u->last_ms = clock_now_ms();
 	if (req->offset != u->received) {
 		/* Chunks come in order; say where to go on. */
 		char msg[96];

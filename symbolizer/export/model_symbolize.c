@@ -53,8 +53,8 @@ static int user_frame(struct pmodel *m, struct service *svc, const struct rawfra
 	size_t n = 0;
 
 	memcpy(id.bytes, f->file_id, FILEID_LEN);
-	path = service_file_path(svc, &id);
-	if (service_file_state(svc, &id, false, &t, NULL) != FILE_READY)
+	path = registry_file_path(svc->reg, &id);
+	if (analysis_file_state(svc->analysis, &id, false, &t, NULL) != FILE_READY)
 		t = NULL;
 	if (t) {
 		size_t bl = 0;
