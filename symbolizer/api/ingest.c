@@ -599,22 +599,15 @@ static bool stack_ready(struct session *s, const struct stackdef *d)
 static const char *user_frame_symbol(struct session *s, const struct uframe *u,
 				     bool return_address)
 {
-	const struct symtab *t = NULL;
-	struct symtab_lookup l;
-	uint64_t vaddr;
+	struct symbolize_file sf;
+	struct symbolized sy;
 
 	if (!u->has_file)
 		return NULL;
-	if (analysis_file_state(s->svc->analysis, &u->id, false, &t, NULL) == FILE_READY && t &&
-	    symtab_offset_to_vaddr(t, u->addr, &vaddr) == 0) {
-		/* A return address points after the call; the call itself may
-		 * be the last instruction of its function. */
-		if (return_address && vaddr > 0)
-			vaddr--;
-		if (symtab_lookup(t, vaddr, &l) == 0 && l.name && *l.name)
-			return l.name;
-	}
-	return NULL;
+	symbolize_file_init(&sf, &s->svc->sym, &u->id);
+	symbolize_addr(&sf, u->addr, SYMBOLIZE_FILE_OFFSET | (return_address ? SYMBOLIZE_RETURN : 0),
+		       &sy);
+	return sy.has_symbol && sy.symbol.name && *sy.symbol.name ? sy.symbol.name : NULL;
 }
 
 static int push_user_frame(struct session *s, struct folded *f, const struct uframe *u,
@@ -624,12 +617,9 @@ static int push_user_frame(struct session *s, struct folded *f, const struct ufr
 
 	if (!u->has_file)
 		return folded_push(f, "[unknown]", false);
-	if (symbol)
-		return folded_push(f, service_frame_name(s->svc, &u->id, symbol, u->addr, buf,
-							 sizeof(buf)),
-				   false);
-	service_frame_name(s->svc, &u->id, NULL, u->addr, buf, sizeof(buf));
-	return folded_push(f, buf, false);
+	return folded_push(f, symbolize_frame_name(s->svc->reg, &u->id, symbol, u->addr, buf,
+						   sizeof(buf)),
+			   false);
 }
 
 /* ---- Python frames (issue 5, docs/interpreters.md) ---- */

@@ -61,7 +61,7 @@ static int add_row(const struct profile_row *row, void *arg)
 	};
 	int r;
 
-	r = pm_add_export_sample(c->m, c->svc, &s);
+	r = pm_add_export_sample(c->m, &c->svc->sym, &s);
 	if (r == -EBADMSG) {
 		/* A damaged stored stack: its samples are counted as dropped,
 		 * the rest of the profile is still good. */

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "demangle.h"
 #include "log.h"
 #include "service.h"
 #include "otlp_exporter.h"
@@ -79,7 +78,7 @@ struct service *service_new(const struct service_opts *opts)
 		return NULL;
 	}
 	if (opts->otlp) {
-		svc->otlp = otlp_exporter_new(svc, opts->otlp);
+		svc->otlp = otlp_exporter_new(&svc->sym, opts->otlp);
 		if (!svc->otlp) {
 			service_free(svc);
 			return NULL;
@@ -209,6 +208,7 @@ int service_attach(struct service *svc, struct rpc_server *server, struct cache 
 	svc->analysis = analysis_new(cache, svc->reg, svc->debug_dirs, &aopts);
 	if (!svc->profile || !svc->analysis)
 		return -ENOMEM;
+	svc->sym = (struct symbolize_ctx){ .reg = svc->reg, .analysis = svc->analysis, .cache = cache };
 	/* When a file is done: sessions first (their pending stacks and
 	 * unwind tables), then deferred Symbolize calls. */
 	if (registry_subscribe(svc->reg, ingest_file_done, svc) < 0 ||
@@ -249,21 +249,3 @@ void service_export_span(struct service *svc, const struct trace_span *span)
 {
 	otlp_exporter_add_span(svc->otlp, span);
 }
-
-const char *service_frame_name(struct service *svc, const struct fileid *id, const char *symbol,
-			       uint64_t offset, char *buf, size_t len)
-{
-	const char *name;
-	char *d;
-
-	if (symbol && *symbol) {
-		d = demangle(symbol); /* NULL: not mangled */
-		snprintf(buf, len, "%s", d ? d : symbol);
-		free(d);
-		return buf;
-	}
-	name = registry_file_name(svc->reg, id);
-	snprintf(buf, len, "%.200s+0x%" PRIx64, name ? name : "[unknown]", offset);
-	return buf;
-}
-

@@ -23,6 +23,7 @@
 #include "clock.h"
 #include "index_worker.h"
 #include "registry.h"
+#include "symbolize.h"
 
 #define SERVICE_MAX_MESSAGE (16u << 20)
 #define SERVICE_PENDING_TIMEOUT_MS 10000
@@ -86,6 +87,7 @@ struct service {
 
 	struct registry *reg;      /* paths, byte sources, file done */
 	struct analysis *analysis; /* file analysis jobs */
+	struct symbolize_ctx sym;  /* reg, analysis and cache, for exports */
 	struct hmap *file_acl; /* fileid -> owner, mode, mapping uids (access.c) */
 
 	struct outcome_counts outcomes;
@@ -102,13 +104,6 @@ struct service {
 };
 
 /* ---- service.c ---- */
-/* How a user frame of id at file offset `offset` is shown: symbol (the
- * file's symbol table's name) demangled, or as is, or basename+0xOFFSET
- * when there is none. Folded stacks and exports both name frames so.
- * Returns buf. */
-const char *service_frame_name(struct service *svc, const struct fileid *id, const char *symbol,
-			       uint64_t offset, char *buf, size_t len);
-
 struct export_sample;
 /* Hands samples just stored to the exporters (OTLP), if any are
  * configured. s and what it points to are borrowed for the call. */

@@ -118,13 +118,13 @@ static char *dup_or_empty(struct arena *a, const char *s)
 	return d ? d : (char *)"";
 }
 
-/* Source frames of one address into sym. Returns 0 or -ENOMEM. */
-static int fill_frames(struct arena *a, const struct line_index *ix, uint64_t va,
-		       const struct sym_opts *o, Sonde__V1__Symbol *sym)
+/* Source frames of one address (sy) into sym. Returns 0 or -ENOMEM. */
+static int fill_frames(struct arena *a, const struct symbolized *sy, const struct sym_opts *o,
+		       Sonde__V1__Symbol *sym)
 {
-	struct line_frame fr[LINE_INDEX_MAX_FRAMES];
+	const struct line_frame *fr = sy->frames;
 	Sonde__V1__SourceFrame *frames;
-	size_t n = line_index_lookup(ix, va, fr, LINE_INDEX_MAX_FRAMES), first = 0;
+	size_t n = sy->n_frames, first = 0;
 
 	if (n == 0)
 		return 0;
@@ -279,7 +279,8 @@ static int fill_compact(struct arena *a, const struct sym_query *q, const struct
 		vas[i] = q->addrs[i];
 		/* No vaddr for this file offset: no frames (UINT64_MAX is in no
 		 * index's ranges). */
-		if (!t || !ix || (q->file_offset && symtab_offset_to_vaddr(t, q->addrs[i], &vas[i]) < 0))
+		if (!ix || symbolize_vaddr(t, q->addrs[i], q->file_offset ? SYMBOLIZE_FILE_OFFSET : 0,
+					   &vas[i]) < 0)
 			vas[i] = UINT64_MAX;
 	}
 	if (sort_order(vas, q->n, order) == -E2BIG)
@@ -354,22 +355,21 @@ static int fill_symbols(struct arena *a, const struct sym_query *q, const struct
 			const struct line_index *ix, const struct sym_opts *o,
 			Sonde__V1__SymbolizeResult *res)
 {
+	struct symbolize_file sf = { .symtab = t, .index = ix };
+	struct symbolized sy;
+
 	for (size_t i = 0; i < q->n; i++) {
 		Sonde__V1__Symbol *sym = res->symbols[i];
-		struct symtab_lookup l;
-		uint64_t va = q->addrs[i];
 
-		if (!t)
-			continue;
-		if (q->file_offset && symtab_offset_to_vaddr(t, q->addrs[i], &va) < 0)
-			continue;
-		if (symtab_lookup(t, va, &l) == 0 && l.name) {
-			sym->function = text_dup(a, l.name);
+		symbolize_addr(&sf, q->addrs[i],
+			       (q->file_offset ? SYMBOLIZE_FILE_OFFSET : 0) | SYMBOLIZE_LINES, &sy);
+		if (sy.has_symbol && sy.symbol.name) {
+			sym->function = text_dup(a, sy.symbol.name);
 			if (!sym->function)
 				sym->function = (char *)"";
-			sym->offset = l.offset;
+			sym->offset = sy.symbol.offset;
 		}
-		if (ix && fill_frames(a, ix, va, o, sym) < 0)
+		if (fill_frames(a, &sy, o, sym) < 0)
 			return -ENOMEM;
 	}
 	return 0;
@@ -492,7 +492,7 @@ static bool first_answer(struct service *svc, struct sym_query *q)
 	for (size_t i = 0; i < q->n; i++) {
 		if (!q->file_offset)
 			va[n++] = q->addrs[i];
-		else if (symtab_offset_to_vaddr(t, q->addrs[i], &va[n]) == 0)
+		else if (symbolize_vaddr(t, q->addrs[i], SYMBOLIZE_FILE_OFFSET, &va[n]) == 0)
 			n++;
 	}
 	err = index_worker_first_answer(&q->id, va, n, &q->first, &units);
