@@ -29,7 +29,7 @@
 #include "fd_upload.h"
 #include "fd_upload_wire.h"
 #include "log.h"
-#include "service.h"
+#include "clock.h"
 
 #define REQUIRED_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
 #define MAX_FDS_A_MESSAGE 8 /* room to see (and close) extra descriptors */

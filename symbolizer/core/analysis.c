@@ -1,8 +1,9 @@
 /* analysis.c - file analysis jobs: one per file ID at a time, shared by
- * every byte source (sensor session). A job drives the resumable ELF analysis (elf_analysis.h):
- * step, ask a sensor that mapped the file for the ranges it needs
- * (ReadRange, at most ANALYSIS_MAX_READ each), put the answers into the
- * file image, step again. The symbolizer only ever asks for files a
+ * every byte source (a sensor session: registry.h). A job drives the
+ * resumable ELF analysis (elf_analysis.h): step, ask a source that has
+ * the file for the ranges it needs (a ReadRange to the sensor, at most
+ * ANALYSIS_MAX_READ each), put the answers into the file image, step
+ * again. The symbolizer only ever asks for files a
  * source registered, and bounds what one file may cost (bytes fetched,
  * requests, time).
  *
@@ -15,7 +16,7 @@
  * LINES_MAX_FETCH) or else a separate debug file found locally; a Go
  * binary without DWARF, the sections its .gopclntab reader uses.
  *
- * Uploaded files (upload.c) are whole from the start and go through
+ * Uploaded files (api/upload.c) are whole from the start and go through
  * analysis_whole() instead: the same products, in one go.
  *
  * Results go into the cache: a symtab and an unwind table (each, or an
@@ -202,7 +203,8 @@ bool analysis_running(struct analysis *an, const struct fileid *id)
 	return hmap_get(an->jobs, id, sizeof(*id)) != NULL;
 }
 
-static void drop_requests(struct analysis *an, const struct job *j)
+/* Forgets the requests of job j, or (j NULL) those sent through src. */
+static void drop_requests(struct analysis *an, const struct job *j, const struct byte_source *src)
 {
 	struct hmap_iter it;
 	void *val;
@@ -211,7 +213,7 @@ static void drop_requests(struct analysis *an, const struct job *j)
 	while (hmap_next(an->requests, &it, NULL, NULL, &val)) {
 		struct range_req *r = val;
 
-		if (r->job == j) {
+		if (j ? r->job == j : r->src == src) {
 			hmap_remove_u64(an->requests, r->id);
 			free(r);
 		}
@@ -341,7 +343,7 @@ static void job_reroute(struct analysis *an, struct job *j)
 {
 	struct byte_source *other = registry_source_with_file(an->reg, &j->id, j->src);
 
-	drop_requests(an, j);
+	drop_requests(an, j, NULL);
 	j->outstanding = 0;
 	if (!other) {
 		job_end(an, j, NULL, "sensor gone", false);
@@ -752,7 +754,7 @@ static void job_end(struct analysis *an, struct job *j, struct symtab *t, const 
 	fileid_to_hex(&j->id, hex);
 	if (!name)
 		name = hex;
-	drop_requests(an, j);
+	drop_requests(an, j, NULL);
 	hmap_remove(an->jobs, &j->id, sizeof(j->id));
 	if (j->active) {
 		an->n_active--;
@@ -947,15 +949,7 @@ void analysis_source_gone(struct analysis *an, const struct byte_source *s)
 			job_reroute(an, j);
 	}
 	/* Any request still naming s (cannot be, but must not dangle). */
-	hmap_iter_init(an->requests, &it);
-	while (hmap_next(an->requests, &it, NULL, NULL, &val)) {
-		struct range_req *r = val;
-
-		if (r->src == s) {
-			hmap_remove_u64(an->requests, r->id);
-			free(r);
-		}
-	}
+	drop_requests(an, NULL, s);
 	analysis_drain(an);
 }
 

@@ -15,6 +15,7 @@
 
 #define REGISTRY_MAX_PATHS 200000u /* path <-> file ID entries, each way */
 #define REGISTRY_MAX_SUBSCRIBERS 4u
+#define REGISTRY_MAX_PATH 4096u    /* longest path noted or looked up */
 
 struct registry;
 
