@@ -96,9 +96,9 @@ static struct fileid_entry *free_slot(struct fileids *f)
 
 /* overlayfs reports a per-layer pseudo device in stat (when its layers are
  * on different file systems and xino is off), while /proc/PID/maps shows
- * the overlay's own device: measured on 6.18, a lower file showed 0:40 in
- * maps and 0:42 in fstat, an upper one 0:40 and 0:41; the inode numbers
- * agreed. On overlayfs only the inode is compared. */
+ * the overlay's own device (on 6.18, for example, a lower file shows 0:40
+ * in maps and 0:42 in fstat, an upper one 0:40 and 0:41), while the inode
+ * numbers agree. On overlayfs only the inode is compared. */
 static bool on_overlayfs(int fd)
 {
 	struct statfs sfs;

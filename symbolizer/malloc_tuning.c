@@ -2,10 +2,10 @@
  *
  * A first answer for a file never seen is mostly fresh memory: libelf
  * inflating compressed debug sections (8.5 MB for libc's debug file),
- * libdw's per-unit tables, the index being built. On the VMs this runs on
- * a page fault costs ~12 us (8 MB touched a page at a time: 24 ms; on
- * huge pages: 0.5 ms), and a quarter of the samples of libc's first
- * answer were in the page fault path. glibc's malloc can ask for huge pages for the heap it grows
+ * libdw's per-unit tables, the index being built. On VMs a page fault can
+ * cost ~12 us (8 MB touched a page at a time: 24 ms; on huge pages:
+ * 0.5 ms), which makes page faults a large part of a first answer.
+ * glibc's malloc can ask for huge pages for the heap it grows
  * (MADV_HUGEPAGE, honoured when the kernel's THP mode is "madvise" or
  * "always"), but only through a tunable read at exec; hence the exec.
  * One arena: the others are mmap'd heaps that do not get the advice, and

@@ -156,8 +156,8 @@ def test_cgo_stacks_reach_the_goroutine(go):
     walk goes on from asmcgocall to the goroutine that made the call (the
     g it keeps on the g0 stack, where Go 1.19-1.21 and 1.22+ differ), up to
     runtime.goexit. Go's own profiler does not follow C frames at all
-    without a cgo traceback function; before this, sonde's stacks ended at
-    runtime.asmcgocall."""
+    without a cgo traceback function; a walk that did not follow it would
+    end at runtime.asmcgocall."""
     tmp = make_tmp()
     exe = tmp / "gocgo"
     build(f"/usr/lib/go-{go}/bin/go", tmp, exe, None, workload="gocgo")
