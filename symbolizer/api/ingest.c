@@ -310,7 +310,8 @@ static void table_check(struct session *s, struct table_send *t)
 		table_enqueue(s, t);
 		return;
 	}
-	if (analysis_running(in->core->analysis, &t->id) || analysis_retry_later(in->core->analysis, &t->id))
+	if (analysis_running(in->core->analysis, &t->id) ||
+	    analysis_retry_later(in->core->analysis, &t->id))
 		return;
 	/* Also when the symtab is cached: a cache from before unwind tables
 	 * (or an older UNWIND_BLOB_VERSION) has none; the job recomputes
@@ -352,7 +353,8 @@ static void interp_check(struct session *s, struct table_send *t)
 		interp_mark_done(s, t); /* said once in the log by the analysis */
 		return;
 	case CACHE_MISS:
-		if (analysis_running(in->core->analysis, &t->id) || !cache_contains(in->core->cache, &t->id))
+		if (analysis_running(in->core->analysis, &t->id) ||
+		    !cache_contains(in->core->cache, &t->id))
 			return; /* the running (or coming) job stores it */
 		if (analysis_retry_later(in->core->analysis, &t->id))
 			return;
@@ -613,7 +615,8 @@ static bool stack_ready(struct session *s, const struct stackdef *d)
 	for (uint32_t i = 0; i < d->n_user; i++) {
 		if (!d->user[i].has_file)
 			continue;
-		if (analysis_file_state(s->in->core->analysis, &d->user[i].id, true, NULL, NULL) == FILE_PENDING)
+		if (analysis_file_state(s->in->core->analysis, &d->user[i].id, true, NULL, NULL) ==
+		    FILE_PENDING)
 			return false;
 	}
 	return true;

@@ -35,17 +35,17 @@ struct symbolize_ctx {
 
 /* One file's products, for a series of symbolize_addr calls. */
 struct symbolize_file {
-	const struct symtab *symtab;   /* borrowed; NULL: not analysed */
-	const struct line_index *index;/* borrowed; NULL: looked up in cache */
-	struct cache *cache;           /* borrowed; NULL: no index but index */
-	struct fileid id;
+	const struct symtab *symtab;    /* borrowed; NULL: not analysed */
+	const struct line_index *index; /* borrowed; NULL: looked up in cache */
+	struct cache *cache;            /* borrowed; NULL: index alone is used */
+	struct fileid id;               /* the file, for the cache lookup */
 	bool index_looked_up;
 };
 
 struct symbolized {
 	bool has_vaddr;
 	uint64_t vaddr;      /* after the SYMBOLIZE_RETURN step back */
-	bool has_symbol;     /* symtab_lookup() found an entry (symbol.name may be NULL) */
+	bool has_symbol;     /* symtab_lookup() found one (symbol.name may be NULL) */
 	struct symtab_lookup symbol;
 	size_t n_frames;     /* SYMBOLIZE_LINES: source frames, innermost first */
 	struct line_frame frames[LINE_INDEX_MAX_FRAMES];
@@ -53,7 +53,7 @@ struct symbolized {
 
 /* Fills *ret for id as it stands now: its symtab if the file is analysed
  * (analysis_file_state, starting nothing), its index looked up from the
- * cache on the first symbolize_addr that needs it. Everything it borrows stays
+ * cache on the first symbolize_addr that needs it. What it borrows stays
  * valid until the next cache lookup or store by anyone else. */
 void symbolize_file_init(struct symbolize_file *ret, const struct symbolize_ctx *ctx,
 			 const struct fileid *id);
