@@ -7,7 +7,9 @@ layer and of the layers below it, never of one above. Within a layer that
 holds several directories (the parsers), the directories must not include
 each other in a circle; and no header may, through its includes, include
 itself. Generated headers (*.pb-c.h, *.skel.h) count as the wire layer.
-The rpc handlers in symbolizer/api/ include no other handler's header:
+Below the export layer nothing includes the rpc wrapper (common/rpc*.h) or
+a generated protobuf header: the core, the store and the parsers know no
+wire. The rpc handlers in symbolizer/api/ include no other handler's header:
 only their own and the shared ones (API_SHARED); what one handler needs
 of another is wired in symbolizer/service.c.
 
@@ -42,6 +44,8 @@ RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
 # api/ headers every handler may include; any other api/ header belongs to
 # the handler of its stem (fd_upload.h is the upload handler's descriptor
 # socket, so upload.c may include it).
+NO_WIRE = {"util", "parsers", "store", "core"}
+WIRE_HEADER = re.compile(r"(^|/)(rpc[a-z_]*\.h|[^/]*\.pb-c\.h)$")
 API_DIR = "symbolizer/api"
 API_SHARED = {"api.h", "access_scope.h"}
 API_OWNERS = {"fd_upload.h": {"fd_upload", "upload"}}
@@ -167,6 +171,9 @@ def main():
                 if not allowed(su[0], du[0]):
                     errors.append(f"{src}:{lineno}: includes {dst} ({du[0]} layer) "
                                   f"from the {su[0]} layer, which may not use it")
+                if su[0] in NO_WIRE and WIRE_HEADER.search(dst):
+                    errors.append(f"{src}:{lineno}: includes {dst} from the {su[0]} layer, "
+                                  f"which knows no rpc or protobuf")
                 if api_handler_include(src, dst):
                     errors.append(f"{src}:{lineno}: includes {dst}, another rpc handler's "
                                   f"header (wire handlers together in symbolizer/service.c)")
