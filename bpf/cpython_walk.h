@@ -1,16 +1,17 @@
 /* cpython_walk.h - the CPython frame walker of sample.bpf.c (issue 5,
- * docs/interpreters.md). For a tgid with a cpython_procs entry: find the
+ * docs/interpreters.md). For a tgid whose interp_procs entry is of kind
+ * SONDE_INTERP_CPYTHON (interp_walk.h dispatches): find the
  * sampled thread's PyThreadState (bounded walk of the interpreter's thread
  * list, matching native_thread_id), walk its _PyInterpreterFrame chain
  * (at most SONDE_CPYTHON_MAX_FRAMES) and record each frame's code object
  * and instruction offset after the native frames. The first time a code
  * object (with its checksum) is seen in a process, its metadata goes out
- * as a SONDE_REC_CPYTHON_META record.
+ * as a SONDE_REC_INTERP record of kind SONDE_INTERP_CPYTHON.
  *
  * Everything is read with bpf_probe_read_user at offsets the symbolizer
  * chose for the version: a wrong offset or a racing interpreter gives a
- * wrong or short Python stack, never more. Included by sample.bpf.c after
- * its maps (events, cpython_procs) and count_err().
+ * wrong or short Python stack, never more. Included by interp_walk.h after
+ * sample.bpf.c's maps (events, interp_procs) and count_err().
  */
 #pragma once
 
@@ -65,8 +66,10 @@ static __noinline int cpython_emit_meta(__u32 tgid, __u64 code, __u64 sum,
 		count_err(SONDE_ERR_RINGBUF_FULL_EVENT);
 		return -1;
 	}
-	r->type = SONDE_REC_CPYTHON_META;
-	r->pid = tgid;
+	r->h.type = SONDE_REC_INTERP;
+	r->h.pid = tgid;
+	r->h.kind = SONDE_INTERP_CPYTHON;
+	r->h.len = sizeof(r->meta);
 	m = &r->meta;
 	m->size = sizeof(*m);
 	m->version = SONDE_CPYTHON_META_VERSION;
@@ -206,23 +209,17 @@ __noinline __u64 cpython_frame_word(const struct sonde_cpython_proc *p, __u64 fr
 	return SONDE_CPYTHON_FRAME(code, instr, entry);
 }
 
-/* Records the Python frames of thread tid of tgid at rec->frames[at..].
- * Returns how many, or -1 when tgid has no CPython config. */
-static __noinline int cpython_walk(struct sonde_sample *rec, __u32 tgid, __u32 tid, __u32 at)
+/* Records the Python frames of thread tid of tgid at rec->frames[at..],
+ * with p its interp_procs entry (of kind SONDE_INTERP_CPYTHON). Returns
+ * how many. */
+static __noinline int cpython_walk(struct sonde_sample *rec, const struct sonde_cpython_proc *p,
+				   __u32 tgid, __u32 tid, __u32 at)
 {
-	const struct sonde_cpython_proc *p = bpf_map_lookup_elem(&cpython_procs, &tgid);
 	__u64 ts, frame;
-	__u32 n = 0, i, config_tgid;
+	__u32 n = 0, i;
 
-	if (!p) {
-		/* A fork's child not bound yet: its parent's runtime, at the
-		 * same address in the copied address space. */
-		config_tgid = lpm_tgid(tgid);
-		if (config_tgid != tgid)
-			p = bpf_map_lookup_elem(&cpython_procs, &config_tgid);
-	}
 	if (!p)
-		return -1;
+		return 0;
 	ts = cpython_tstate(p, tid);
 	if (!ts)
 		return 0;
@@ -243,7 +240,7 @@ static __noinline int cpython_walk(struct sonde_sample *rec, __u32 tgid, __u32 t
 		if (!word || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
 			break;
 		/* A bound the verifier follows: the scratch has room for
-		 * 256 frames (unwind_scratch.cpython_slack). */
+		 * 256 frames (unwind_scratch.interp_slack). */
 		rec->frames[idx & 0xff] = word;
 		n++;
 		cpython_note_code(tgid, SONDE_CPYTHON_FRAME_CODE(word), p);

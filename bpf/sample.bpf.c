@@ -26,7 +26,7 @@
 #include "sample.h"
 #include "unwind.h"
 #include "probes/go_spans_map.h"
-#include "cpython.h"
+#include "interp.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -62,16 +62,15 @@ struct {
 	__type(value, __u64);
 } errors SEC(".maps");
 
-/* tgid -> where its CPython runtime is and the offsets to walk it
- * (bpf/cpython.h). Filled by the sensor from the symbolizer's
- * InterpreterConfig (sensor/interp_maps.c); the walker is issue 5's
- * next step. */
+/* tgid -> which interpreter walker runs for it, where its runtime is and
+ * the walker's config (bpf/interp.h). Filled by the sensor from the
+ * symbolizer's InterpreterConfig (sensor/interp_maps.c). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
-	__type(value, struct sonde_cpython_proc);
-} cpython_procs SEC(".maps");
+	__type(value, struct sonde_interp_proc);
+} interp_procs SEC(".maps");
 
 /* tgid -> 1. Filled by the sensor for --pid, extended on fork. */
 struct {
@@ -81,7 +80,7 @@ struct {
 	__type(value, __u8);
 } allowed_tgids SEC(".maps");
 
-/* tgid -> the tgid whose unwind_lpm (and cpython_procs) entries it uses
+/* tgid -> the tgid whose unwind_lpm (and interp_procs) entries it uses
  * until the sensor gives it its own; 0: none are valid (frame pointers).
  * A fork's child has its parent's address space, so it unwinds with the
  * parent's entries from its first instruction, and the sensor reads
@@ -150,9 +149,9 @@ struct unwind_scratch {
 	/* The tail-call walker's state between calls. */
 	struct user_walk walk;
 	__u32 flags, n_kernel, calls;
-	/* Room past rec.frames for an index masked with 0xff: the CPython
-	 * walker's bound the verifier can follow (never written). */
-	__u64 cpython_slack[64];
+	/* Room past rec.frames for an index masked with 0xff: the
+	 * interpreter walkers' bound the verifier can follow (never written). */
+	__u64 interp_slack[64];
 	struct rule_cache_entry rule_cache[RULE_CACHE_SIZE];
 };
 
@@ -222,7 +221,7 @@ static __always_inline void count_err(__u32 err)
 }
 
 /* Does the current task pass the configured filters? */
-#include "cpython_walk.h"
+#include "interp_walk.h"
 
 static __always_inline bool task_allowed(__u32 tgid)
 {
@@ -863,8 +862,8 @@ static __always_inline void sample_send(struct unwind_scratch *s, __u64 id, __u3
 					__u32 n_user, __u8 outcome, __u32 flags)
 {
 	struct sonde_sample *rec = &s->rec;
-	__u32 n_python;
-	int py;
+	__u32 n_interp;
+	int found;
 	__u64 size;
 
 	if (n_user > SONDE_MAX_USER_FRAMES)
@@ -883,13 +882,14 @@ static __always_inline void sample_send(struct unwind_scratch *s, __u64 id, __u3
 	rec->n_kernel = n_kernel;
 	rec->n_user = n_user;
 	__builtin_memset(rec->pad, 0, sizeof(rec->pad));
-	py = cpython_walk(rec, id >> 32, (__u32)id, n_kernel + n_user);
-	if (py >= 0)
-		rec->flags |= SONDE_SAMPLE_CPYTHON;
-	n_python = py > 0 ? (__u32)py : 0;
-	rec->n_python = n_python;
+	rec->interp_kind = SONDE_INTERP_NONE;
+	found = interp_walk(rec, id >> 32, (__u32)id, n_kernel + n_user);
+	if (found >= 0)
+		rec->flags |= SONDE_SAMPLE_INTERP;
+	n_interp = found > 0 ? (__u32)found : 0;
+	rec->n_interp = n_interp;
 
-	size = SONDE_SAMPLE_SIZE(n_kernel, n_user + n_python);
+	size = SONDE_SAMPLE_SIZE(n_kernel, n_user + n_interp);
 	if (size > sizeof(*rec)) /* cannot happen; a bound for the verifier */
 		size = sizeof(*rec);
 	if (bpf_ringbuf_output(&events, rec, size, sample_wakeup_flags()))

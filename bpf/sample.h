@@ -23,7 +23,7 @@ enum sonde_record_type {
 	SONDE_REC_EXEC = 2, /* a process called execve: new mappings */
 	SONDE_REC_EXIT = 3, /* a thread-group leader exited */
 	SONDE_REC_FORK = 4, /* a new process (not a thread) was created */
-	SONDE_REC_CPYTHON_META = 5, /* a code object's metadata (bpf/cpython.h) */
+	SONDE_REC_INTERP = 5, /* an interpreter walker's record (bpf/interp.h) */
 };
 
 /* Same numbers as sonde.v1.StackOutcome; 0 = no user stack (kernel thread,
@@ -47,9 +47,9 @@ enum sonde_stack_outcome {
 /* Some frame had no unwind table (no LPM entry, or an UNSUPPORTED row) and
  * was unwound with its frame pointer. */
 #define SONDE_SAMPLE_FP_FALLBACK 0x4u
-/* The process runs CPython with a config (bpf/cpython.h): n_python says
- * how many interpreter frames the walker found. */
-#define SONDE_SAMPLE_CPYTHON 0x8u
+/* The process has an interpreter config (bpf/interp.h): its walker of
+ * kind interp_kind ran, n_interp says how many frames it found. */
+#define SONDE_SAMPLE_INTERP 0x8u
 
 struct sonde_sample {
 	__u32 type; /* SONDE_REC_SAMPLE */
@@ -63,14 +63,16 @@ struct sonde_sample {
 	__u16 n_kernel;
 	__u16 n_user;
 	__u8 outcome; /* enum sonde_stack_outcome */
-	__u8 n_python; /* CPython frames after the user frames (bpf/cpython.h) */
-	__u8 pad[6];
+	__u8 n_interp;    /* interpreter frames after the user frames */
+	__u8 interp_kind; /* enum sonde_interp_kind of the walker that found them */
+	__u8 pad[5];
 	/* Go probes (docs/go-probes.md): the span the sampled goroutine was
 	 * serving, from go_spans; all zeros when none. */
 	__u8 trace_id[16];
 	__u8 span_id[8];
-	/* n_kernel kernel frames, then n_user user frames, then n_python
-	 * CPython frames (SONDE_CPYTHON_FRAME), each leaf first.
+	/* n_kernel kernel frames, then n_user user frames, then n_interp
+	 * interpreter frames (one word each, as the kind's walker encodes
+	 * it: SONDE_CPYTHON_FRAME, ...), each leaf first.
 	 * Only these go on the ring: a record is SONDE_SAMPLE_SIZE(n_kernel,
 	 * n_user) bytes (typical stacks are a tenth of the maximum). */
 	__u64 frames[SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES];

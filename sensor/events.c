@@ -10,7 +10,7 @@ struct events {
 	struct ring_buffer *rb;
 	struct events_handlers h;
 	uint64_t malformed;
-	uint64_t cpython_meta;
+	uint64_t interp;
 };
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -30,9 +30,9 @@ static int on_record(void *ctx, void *data, size_t size)
 		/* The frame counts must fit the maximum and the record. */
 		if (size < SONDE_SAMPLE_HEADER || rec->n_kernel > SONDE_MAX_KERNEL_FRAMES ||
 		    rec->n_user > SONDE_MAX_USER_FRAMES ||
-		    rec->n_kernel + rec->n_user + rec->n_python >
+		    rec->n_kernel + rec->n_user + rec->n_interp >
 			    SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES ||
-		    size != SONDE_SAMPLE_SIZE(rec->n_kernel, rec->n_user + rec->n_python))
+		    size != SONDE_SAMPLE_SIZE(rec->n_kernel, rec->n_user + rec->n_interp))
 			break;
 		ev->h.on_sample(rec, ev->h.ctx);
 		return 0;
@@ -44,14 +44,20 @@ static int on_record(void *ctx, void *data, size_t size)
 			break;
 		ev->h.on_proc(data, ev->h.ctx);
 		return 0;
-	case SONDE_REC_CPYTHON_META:
-		/* Opaque: only its size is checked; the symbolizer decodes it. */
-		if (size != sizeof(struct sonde_cpython_meta_rec))
+	case SONDE_REC_INTERP: {
+		const struct sonde_interp_rec *rec = data;
+
+		/* Opaque: only its sizes and kind are checked; the
+		 * symbolizer decodes it. */
+		if (size < sizeof(*rec) || rec->len > SONDE_INTERP_REC_MAX ||
+		    size != sizeof(*rec) + rec->len || rec->kind == SONDE_INTERP_NONE ||
+		    rec->kind >= SONDE_INTERP_KINDS)
 			break;
-		ev->cpython_meta++;
-		if (ev->h.on_cpython_meta)
-			ev->h.on_cpython_meta(data, ev->h.ctx);
+		ev->interp++;
+		if (ev->h.on_interp)
+			ev->h.on_interp(rec, ev->h.ctx);
 		return 0;
+	}
 	}
 	ev->malformed++;
 	return 0;
@@ -95,7 +101,7 @@ uint64_t events_malformed(const struct events *ev)
 	return ev->malformed;
 }
 
-uint64_t events_cpython_meta(struct events *ev)
+uint64_t events_interp(struct events *ev)
 {
-	return ev->cpython_meta;
+	return ev->interp;
 }

@@ -4,15 +4,16 @@
 
 #include <stdint.h>
 
+#include "interp.h"
 #include "sample.h"
-#include "cpython.h"
 
 struct events_handlers {
 	/* Records are borrowed: valid during the call only. */
 	void (*on_sample)(const struct sonde_sample *s, void *ctx);
 	void (*on_proc)(const struct sonde_proc_event *e, void *ctx);
-	/* A code object's metadata (size checked, contents not); may be NULL. */
-	void (*on_cpython_meta)(const struct sonde_cpython_meta_rec *r, void *ctx);
+	/* An interpreter walker's record: r->len bytes follow the header
+	 * (sizes and kind range checked, contents not); may be NULL. */
+	void (*on_interp)(const struct sonde_interp_rec *r, void *ctx);
 	void *ctx;
 };
 
@@ -27,5 +28,5 @@ int events_fd(struct events *ev);
 int events_consume(struct events *ev);
 /* Records of unknown type or wrong size (a BPF/sensor mismatch). */
 uint64_t events_malformed(const struct events *ev);
-/* SONDE_REC_CPYTHON_META records received. */
-uint64_t events_cpython_meta(struct events *ev);
+/* SONDE_REC_INTERP records received. */
+uint64_t events_interp(struct events *ev);

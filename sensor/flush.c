@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "flush.h"
-#include "cpython.h"
+#include "interp.h"
 #include "uplink.h"
 #include "utf8.h"
 
@@ -147,8 +147,8 @@ struct batch {
 	Sonde__V1__StackDef *def_ptrs[BATCH_MAX_ENTRIES];
 	Sonde__V1__Frame *frames[BATCH_MAX_ENTRIES];       /* per def, owned */
 	Sonde__V1__Frame **frame_ptrs[BATCH_MAX_ENTRIES];  /* per def, owned */
-	Sonde__V1__PythonFrame *py[BATCH_MAX_ENTRIES];       /* per def, owned */
-	Sonde__V1__PythonFrame **py_ptrs[BATCH_MAX_ENTRIES]; /* per def, owned */
+	Sonde__V1__InterpFrame *interp[BATCH_MAX_ENTRIES];       /* per def, owned */
+	Sonde__V1__InterpFrame **interp_ptrs[BATCH_MAX_ENTRIES]; /* per def, owned */
 	size_t n_defs;
 	Sonde__V1__SampleCount counts[BATCH_MAX_ENTRIES];
 	Sonde__V1__SampleCount *count_ptrs[BATCH_MAX_ENTRIES];
@@ -163,8 +163,8 @@ static void batch_clear(struct batch *b)
 	for (size_t i = 0; i < b->n_defs; i++) {
 		free(b->frames[i]);
 		free(b->frame_ptrs[i]);
-		free(b->py[i]);
-		free(b->py_ptrs[i]);
+		free(b->interp[i]);
+		free(b->interp_ptrs[i]);
 	}
 	b->n_defs = b->n_counts = 0;
 	b->samples = 0;
@@ -205,7 +205,7 @@ static int add_def(const struct stack_def *d, void *ctx)
 {
 	struct batch *b = ctx;
 	size_t est = 16 + 11 * (size_t)d->n_kernel + 34 * (size_t)d->n_user +
-		     20 * (size_t)d->n_python;
+		     16 * (size_t)d->n_interp;
 	Sonde__V1__StackDef *sd;
 	size_t i;
 	int r;
@@ -218,25 +218,25 @@ static int add_def(const struct stack_def *d, void *ctx)
 	sonde__v1__stack_def__init(sd);
 	b->frames[i] = NULL;
 	b->frame_ptrs[i] = NULL;
-	b->py[i] = NULL;
-	b->py_ptrs[i] = NULL;
-	if (d->n_python) {
-		/* Opaque values from BPF: only split into their fields. */
-		b->py[i] = calloc(d->n_python, sizeof(Sonde__V1__PythonFrame));
-		b->py_ptrs[i] = calloc(d->n_python, sizeof(Sonde__V1__PythonFrame *));
-		if (!b->py[i] || !b->py_ptrs[i]) {
-			free(b->py[i]);
-			free(b->py_ptrs[i]);
+	b->interp[i] = NULL;
+	b->interp_ptrs[i] = NULL;
+	if (d->n_interp) {
+		/* Opaque words from BPF, tagged with their walker's kind. */
+		b->interp[i] = calloc(d->n_interp, sizeof(Sonde__V1__InterpFrame));
+		b->interp_ptrs[i] = calloc(d->n_interp, sizeof(Sonde__V1__InterpFrame *));
+		if (!b->interp[i] || !b->interp_ptrs[i]) {
+			free(b->interp[i]);
+			free(b->interp_ptrs[i]);
 			return -ENOMEM;
 		}
-		for (uint32_t k = 0; k < d->n_python; k++) {
-			Sonde__V1__PythonFrame *f = &b->py[i][k];
+		for (uint32_t k = 0; k < d->n_interp; k++) {
+			Sonde__V1__InterpFrame *f = &b->interp[i][k];
 
-			sonde__v1__python_frame__init(f);
-			f->code = SONDE_CPYTHON_FRAME_CODE(d->python[k]);
-			f->offset = (uint32_t)SONDE_CPYTHON_FRAME_INSTR(d->python[k]);
-			f->entry = (d->python[k] & SONDE_CPYTHON_FRAME_ENTRY) != 0;
-			b->py_ptrs[i][k] = f;
+			sonde__v1__interp_frame__init(f);
+			f->kind = d->interp_kind;
+			f->n_words = 1;
+			f->words = (uint64_t *)&d->interp[k];
+			b->interp_ptrs[i][k] = f;
 		}
 	}
 	if (d->n_user) {
@@ -245,8 +245,8 @@ static int add_def(const struct stack_def *d, void *ctx)
 		if (!b->frames[i] || !b->frame_ptrs[i]) {
 			free(b->frames[i]);
 			free(b->frame_ptrs[i]);
-			free(b->py[i]);
-			free(b->py_ptrs[i]);
+			free(b->interp[i]);
+			free(b->interp_ptrs[i]);
 			return -ENOMEM;
 		}
 	}
@@ -267,9 +267,9 @@ static int add_def(const struct stack_def *d, void *ctx)
 	sd->n_user = d->n_user;
 	sd->user = b->frame_ptrs[i];
 	sd->outcome = (Sonde__V1__StackOutcome)d->outcome;
-	sd->n_python = d->n_python;
-	sd->python = b->py_ptrs[i];
-	sd->pid = d->python_pid;
+	sd->n_interp = d->n_interp;
+	sd->interp = b->interp_ptrs[i];
+	sd->pid = d->interp_pid;
 	b->def_ptrs[i] = sd;
 	b->n_defs++;
 	b->bytes += est;
@@ -351,45 +351,160 @@ int flush_stacks(struct uplink *u, uint64_t gen, struct stacks *s, size_t max_by
 	return r;
 }
 
-int flush_interp_records(struct uplink *u, uint64_t gen, const struct sonde_cpython_meta_rec *recs,
-			 size_t n)
+/* ---- opaque records: one buffer and one batch sender for all ---- */
+
+/* Each record: its header, then len bytes. */
+struct rec_head {
+	uint32_t pid, kind, len;
+};
+
+struct flush_records {
+	uint8_t *buf; /* allocated on the first record */
+	size_t cap, used, n, max_records;
+	uint64_t dropped;
+};
+
+struct flush_records *flush_records_new(size_t max_records, size_t max_bytes)
 {
-	Sonde__V1__SensorMessage msg = SONDE__V1__SENSOR_MESSAGE__INIT;
-	Sonde__V1__InterpreterRecords ir = SONDE__V1__INTERPRETER_RECORDS__INIT;
-	Sonde__V1__InterpreterRecord *one, **ptrs;
-	/* 1440 bytes each: 512 stay under the 1 MiB message size. */
-	const size_t per_message = 512;
+	struct flush_records *q = calloc(1, sizeof(*q));
+
+	if (!q)
+		return NULL;
+	q->max_records = max_records;
+	/* Room for every record's header on top of its bytes. */
+	q->cap = max_bytes + max_records * sizeof(struct rec_head);
+	return q;
+}
+
+void flush_records_free(struct flush_records *q)
+{
+	if (!q)
+		return;
+	free(q->buf);
+	free(q);
+}
+
+int flush_records_add(struct flush_records *q, uint32_t pid, uint32_t kind, const void *data,
+		      size_t len)
+{
+	struct rec_head h = { .pid = pid, .kind = kind, .len = (uint32_t)len };
+
+	if (!q->buf)
+		q->buf = malloc(q->cap);
+	if (!q->buf || len > UINT32_MAX || q->n == q->max_records ||
+	    q->cap - q->used < sizeof(h) + len) {
+		q->dropped++;
+		return -ENOBUFS;
+	}
+	memcpy(q->buf + q->used, &h, sizeof(h));
+	if (len)
+		memcpy(q->buf + q->used + sizeof(h), data, len);
+	q->used += sizeof(h) + len;
+	q->n++;
+	return 0;
+}
+
+size_t flush_records_count(const struct flush_records *q)
+{
+	return q->n;
+}
+
+bool flush_records_half_full(const struct flush_records *q)
+{
+	return 2 * q->n >= q->max_records || 2 * q->used >= q->cap;
+}
+
+uint64_t flush_records_dropped(const struct flush_records *q)
+{
+	return q->dropped;
+}
+
+void flush_records_clear(struct flush_records *q)
+{
+	q->used = q->n = 0;
+}
+
+int flush_records_send(struct flush_records *q, struct uplink *u, uint64_t gen,
+		       const struct flush_batch *b, bool last, size_t *ret_unsent)
+{
+	struct flush_rec *recs = NULL;
+	size_t at = 0, done = 0;
 	int r = 0;
 
-	if (!n)
+	*ret_unsent = 0;
+	if (!q->n && !last)
 		return 0;
-	one = calloc(per_message, sizeof(*one));
-	ptrs = calloc(per_message, sizeof(*ptrs));
-	if (!one || !ptrs) {
+	recs = calloc(b->per_message ? b->per_message : 1, sizeof(*recs));
+	if (!recs) {
 		r = -ENOMEM;
 		goto out;
 	}
-	for (size_t done = 0; done < n && r == 0;) {
-		size_t k = n - done < per_message ? n - done : per_message;
+	do {
+		size_t n = 0, bytes = 64;
 
-		for (size_t i = 0; i < k; i++) {
-			sonde__v1__interpreter_record__init(&one[i]);
-			one[i].pid = recs[done + i].pid;
-			one[i].data.data = (uint8_t *)&recs[done + i].meta;
-			one[i].data.len = sizeof(recs[done + i].meta);
-			ptrs[i] = &one[i];
+		/* At least one record per message, so each message moves on. */
+		while (at < q->used && n < b->per_message) {
+			struct rec_head h;
+
+			memcpy(&h, q->buf + at, sizeof(h));
+			if (n > 0 && bytes + h.len + b->overhead > b->max_bytes)
+				break;
+			recs[n++] = (struct flush_rec){ .pid = h.pid, .kind = h.kind,
+							.data = q->buf + at + sizeof(h),
+							.len = h.len };
+			bytes += h.len + b->overhead;
+			at += sizeof(h) + h.len;
 		}
-		ir.n_records = k;
-		ir.records = ptrs;
-		msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_INTERP_RECORDS;
-		msg.interp_records = &ir;
-		r = uplink_send(u, gen, &msg, true);
-		done += k;
-	}
+		r = b->send(b->ctx, u, gen, recs, n, last && at == q->used);
+		if (r < 0)
+			break;
+		done += n;
+	} while (at < q->used);
 out:
-	free(one);
-	free(ptrs);
+	*ret_unsent = q->n - done;
+	if (r == 0 || !b->keep_on_failure)
+		flush_records_clear(q);
+	free(recs);
 	return r;
+}
+
+/* InterpreterRecords: pid, kind and the walker's bytes. */
+static int send_interp(void *ctx, struct uplink *u, uint64_t gen, const struct flush_rec *recs,
+		       size_t n, bool last)
+{
+	Sonde__V1__SensorMessage msg = SONDE__V1__SENSOR_MESSAGE__INIT;
+	Sonde__V1__InterpreterRecords ir = SONDE__V1__INTERPRETER_RECORDS__INIT;
+	Sonde__V1__InterpreterRecord one[FLUSH_INTERP_PER_MESSAGE],
+		*ptrs[FLUSH_INTERP_PER_MESSAGE];
+
+	(void)ctx;
+	(void)last;
+	for (size_t i = 0; i < n && i < FLUSH_INTERP_PER_MESSAGE; i++) {
+		sonde__v1__interpreter_record__init(&one[i]);
+		one[i].pid = recs[i].pid;
+		one[i].kind = recs[i].kind;
+		one[i].data.data = (uint8_t *)recs[i].data;
+		one[i].data.len = recs[i].len;
+		ptrs[i] = &one[i];
+	}
+	ir.n_records = n;
+	ir.records = ptrs;
+	msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_INTERP_RECORDS;
+	msg.interp_records = &ir;
+	return uplink_send(u, gen, &msg, true);
+}
+
+int flush_interp_records(struct uplink *u, uint64_t gen, struct flush_records *q)
+{
+	/* Messages stay under 1 MiB: 512 records of up to 1.9 KiB, fewer of
+	 * larger ones. On failure the records wait for the next flush: a new
+	 * connection clears them (the walkers send them again). */
+	const struct flush_batch b = { .per_message = FLUSH_INTERP_PER_MESSAGE,
+				       .max_bytes = 1u << 20, .overhead = 16,
+				       .keep_on_failure = true, .send = send_interp };
+	size_t unsent;
+
+	return flush_records_send(q, u, gen, &b, false, &unsent);
 }
 
 int flush_stats(struct uplink *u, uint64_t gen, const struct sensor_counters *c, bool more)

@@ -21,6 +21,7 @@
 
 #include "go_http_client.skel.h"
 #include "go_http_server.skel.h"
+#include "flush.h"
 #include "goprobes.h"
 #include "probes/go_http.h"
 #include "log.h"
@@ -39,6 +40,7 @@
 #define MAX_RECORD 4096
 #define MAX_PENDING 16384
 #define PENDING_BYTES ((size_t)MAX_PENDING * 512) /* their bytes, in all */
+#define EVENTS_PER_MESSAGE 512
 /* Names a probe object may have (programs, consts), for the catalog. */
 #define MAX_OBJ_NAMES 32
 /* One refusal logged per this interval (the rest counted). */
@@ -109,10 +111,8 @@ struct goprobes {
 	struct attachment *att;
 	size_t n_att, cap_att;
 
-	/* Records waiting for the flush: lengths, and bytes back to back. */
-	uint8_t *buf;
-	size_t buf_used, n_pending;
-	uint32_t lens[MAX_PENDING];
+	/* Records waiting for the flush (flush.c's buffer). */
+	struct flush_records *pending;
 	uint64_t lost_unsent, lost_bpf_seen;
 
 	struct catalog_entry cat_names[N_PROBE_DEFS];
@@ -765,14 +765,10 @@ static int on_record(void *ctx, void *data, size_t size)
 {
 	struct goprobes *gp = ctx;
 
-	if (size == 0 || size > MAX_RECORD || gp->n_pending == MAX_PENDING ||
-	    gp->buf_used + size > PENDING_BYTES) {
+	if (size == 0 || size > MAX_RECORD || flush_records_add(gp->pending, 0, 0, data, size) < 0) {
 		gp->lost_unsent++;
 		return 0;
 	}
-	memcpy(gp->buf + gp->buf_used, data, size);
-	gp->buf_used += size;
-	gp->lens[gp->n_pending++] = (uint32_t)size;
 	gp->st.records++;
 	return 0;
 }
@@ -791,7 +787,7 @@ int goprobes_consume(struct goprobes *gp)
 
 bool goprobes_half_full(const struct goprobes *gp)
 {
-	return gp && (gp->n_pending >= MAX_PENDING / 2 || gp->buf_used >= PENDING_BYTES / 2);
+	return gp && flush_records_half_full(gp->pending);
 }
 
 /* Ring-full drops BPF counted since the last call. */
@@ -810,52 +806,56 @@ static uint64_t bpf_lost_delta(struct goprobes *gp)
 	return d;
 }
 
+/* What each ProbeEvents message carries beside its records. */
+struct events_batch {
+	int64_t mono_to_real_ns;
+	uint64_t lost; /* said in the first message, then 0 */
+};
+
+static int send_events(void *ctx, struct uplink *u, uint64_t gen, const struct flush_rec *recs,
+		       size_t n, bool last)
+{
+	struct events_batch *eb = ctx;
+	Sonde__V1__SensorMessage msg = SONDE__V1__SENSOR_MESSAGE__INIT;
+	Sonde__V1__ProbeEvents pe = SONDE__V1__PROBE_EVENTS__INIT;
+	ProtobufCBinaryData bin[EVENTS_PER_MESSAGE];
+	int r;
+
+	(void)last;
+	for (size_t i = 0; i < n && i < EVENTS_PER_MESSAGE; i++)
+		bin[i] = (ProtobufCBinaryData){ .data = (uint8_t *)recs[i].data, .len = recs[i].len };
+	pe.monotonic_to_unix_ns = eb->mono_to_real_ns;
+	pe.n_records = n;
+	pe.records = bin;
+	pe.records_lost = eb->lost;
+	msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_PROBE_EVENTS;
+	msg.probe_events = &pe;
+	r = uplink_send(u, gen, &msg, true);
+	if (r == 0)
+		eb->lost = 0;
+	return r;
+}
+
 int goprobes_flush(struct goprobes *gp, struct uplink *u, uint64_t gen, size_t max_bytes,
 		   int64_t mono_to_real_ns)
 {
-	uint64_t lost;
-	size_t i = 0, off = 0;
-	int r = 0;
+	struct events_batch eb = { .mono_to_real_ns = mono_to_real_ns };
+	const struct flush_batch b = { .per_message = EVENTS_PER_MESSAGE, .max_bytes = max_bytes,
+				       .overhead = 8, .send = send_events, .ctx = &eb };
+	size_t unsent = 0;
+	int r;
 
 	if (!gp)
 		return 0;
-	lost = gp->lost_unsent + bpf_lost_delta(gp);
+	eb.lost = gp->lost_unsent + bpf_lost_delta(gp);
 	gp->lost_unsent = 0;
-	if (gp->n_pending == 0 && lost == 0)
+	if (flush_records_count(gp->pending) == 0 && eb.lost == 0)
 		return 0;
-	while (r == 0 && (i < gp->n_pending || lost)) {
-		Sonde__V1__SensorMessage msg = SONDE__V1__SENSOR_MESSAGE__INIT;
-		Sonde__V1__ProbeEvents pe = SONDE__V1__PROBE_EVENTS__INIT;
-		ProtobufCBinaryData recs[512];
-		size_t n = 0, bytes = 64;
-
-		while (i < gp->n_pending && n < 512 && bytes + gp->lens[i] + 8 <= max_bytes) {
-			recs[n].data = gp->buf + off;
-			recs[n].len = gp->lens[i];
-			bytes += gp->lens[i] + 8;
-			off += gp->lens[i];
-			n++;
-			i++;
-		}
-		pe.monotonic_to_unix_ns = mono_to_real_ns;
-		pe.n_records = n;
-		pe.records = recs;
-		pe.records_lost = lost;
-		msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_PROBE_EVENTS;
-		msg.probe_events = &pe;
-		r = uplink_send(u, gen, &msg, true);
-		if (r < 0) {
-			/* This batch and the rest are lost; say so next time. */
-			gp->lost_unsent += (gp->n_pending - i + n) + lost;
-			break;
-		}
-		lost = 0;
-		if (n == 0 && i < gp->n_pending) /* a record over max_bytes */
-			break;
-	}
+	/* With no records, one message says what was lost. */
+	r = flush_records_send(gp->pending, u, gen, &b, eb.lost != 0, &unsent);
+	if (r < 0) /* the failed batch and the rest are lost; say so next time */
+		gp->lost_unsent += unsent + eb.lost;
 	gp->st.lost += gp->lost_unsent;
-	gp->n_pending = 0;
-	gp->buf_used = 0;
 	return r;
 }
 
@@ -882,11 +882,11 @@ struct goprobes *goprobes_new(int spans_fd)
 	gp->events_fd = gp->lost_fd = -1;
 	pthread_mutex_init(&gp->lock, NULL);
 	gp->queue_tail = &gp->queue;
-	gp->buf = malloc(PENDING_BYTES);
+	gp->pending = flush_records_new(MAX_PENDING, PENDING_BYTES);
 	gp->events_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "go_events", 0, 0, EVENTS_BYTES, NULL);
 	gp->lost_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "go_lost", sizeof(uint32_t),
 				     sizeof(uint64_t), 1, NULL);
-	if (!gp->buf || gp->events_fd < 0 || gp->lost_fd < 0) {
+	if (!gp->pending || gp->events_fd < 0 || gp->lost_fd < 0) {
 		log_error_errno(-errno, "go probes: cannot create the shared maps");
 		goto fail;
 	}
@@ -929,7 +929,7 @@ void goprobes_free(struct goprobes *gp)
 		close(gp->events_fd);
 	if (gp->lost_fd >= 0)
 		close(gp->lost_fd);
-	free(gp->buf);
+	flush_records_free(gp->pending);
 	catalog_free(gp);
 	pthread_mutex_destroy(&gp->lock);
 	free(gp);

@@ -4,12 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "interp_kinds.h"
 #include "interp_maps.h"
 
 struct config {
 	uint8_t file_id[16];
 	uint64_t runtime_offset;
-	struct sonde_cpython_offsets off;
+	uint32_t kind, len;
+	uint8_t layout[SONDE_INTERP_CONFIG_MAX];
 };
 
 struct interp_maps {
@@ -50,15 +52,17 @@ static struct config *find_config(struct interp_maps *im, const uint8_t id[16])
 	return NULL;
 }
 
-int interp_maps_add_config(struct interp_maps *im, const uint8_t file_id[16], uint32_t format_version,
-			   uint64_t runtime_offset, const void *layout, size_t layout_len)
+int interp_maps_add_config(struct interp_maps *im, const uint8_t file_id[16], uint32_t kind,
+			   uint32_t format_version, uint64_t runtime_offset, const void *layout,
+			   size_t layout_len)
 {
+	const struct sonde_interp_limits *lim = sonde_interp_limits_of(kind);
 	struct config *c;
 	int r = 0;
 
 	pthread_mutex_lock(&im->lock);
-	if (format_version != SONDE_CPYTHON_FORMAT_VERSION ||
-	    layout_len != sizeof(struct sonde_cpython_offsets)) {
+	if (!lim || format_version != lim->format_version || layout_len != lim->config_size ||
+	    layout_len > SONDE_INTERP_CONFIG_MAX) {
 		r = -EBADMSG;
 		goto out;
 	}
@@ -72,7 +76,10 @@ int interp_maps_add_config(struct interp_maps *im, const uint8_t file_id[16], ui
 		memcpy(c->file_id, file_id, 16);
 	}
 	c->runtime_offset = runtime_offset;
-	memcpy(&c->off, layout, sizeof(c->off));
+	c->kind = kind;
+	c->len = (uint32_t)layout_len;
+	memset(c->layout, 0, sizeof(c->layout));
+	memcpy(c->layout, layout, layout_len);
 	im->pending = true;
 out:
 	if (r < 0)
@@ -95,7 +102,7 @@ bool interp_maps_take_pending(struct interp_maps *im)
 void interp_maps_set_process(struct interp_maps *im, uint32_t pid, const struct interp_mapping *maps,
 			     size_t n)
 {
-	struct sonde_cpython_proc v;
+	struct sonde_interp_proc v;
 	const struct config *c = NULL;
 
 	pthread_mutex_lock(&im->lock);
@@ -105,11 +112,14 @@ void interp_maps_set_process(struct interp_maps *im, uint32_t pid, const struct 
 	 * interpreter has one executable mapping per file. */
 	for (size_t i = 0; i < n && !c; i++) {
 		c = find_config(im, maps[i].file_id);
-		if (c)
-			v = (struct sonde_cpython_proc){
+		if (c) {
+			v = (struct sonde_interp_proc){
 				.runtime_addr = maps[i].start - maps[i].offset + c->runtime_offset,
-				.off = c->off,
+				.kind = c->kind,
+				.config_len = c->len,
 			};
+			memcpy(v.config, c->layout, sizeof(v.config));
+		}
 	}
 	if (!c) {
 		im->ops->remove(im->ctx, pid);

@@ -45,6 +45,7 @@
 #include "stacks.h"
 #include "unwind_bpf.h"
 #include "vdso.h"
+#include "interp_kinds.h"
 #include "interp_maps.h"
 #include "unwind_maps.h"
 #include "uplink.h"
@@ -140,10 +141,13 @@ static struct sensor {
 	struct unwind_maps *unwind;
 	struct unwind_bpf unwind_bpf;
 	struct goprobes *goprobes; /* Go probes (docs/go-probes.md) */
-	struct interp_maps *interp; /* InterpreterConfigs -> cpython_procs */
-	uint64_t cpython_samples; /* of processes with a CPython config */
-	uint64_t python_samples, python_frames;
-	int cpython_fd;
+	struct interp_maps *interp; /* InterpreterConfigs -> interp_procs */
+	/* Per interpreter kind: samples of processes with a config, those
+	 * with frames, the frames, the walker's records. */
+	uint64_t interp_samples[SONDE_INTERP_KINDS], interp_frame_samples[SONDE_INTERP_KINDS];
+	uint64_t interp_frames[SONDE_INTERP_KINDS], interp_records[SONDE_INTERP_KINDS];
+	struct flush_records *interp_queue; /* the walkers' records, till the flush */
+	int interp_fd;
 	int redirect_fd; /* lpm_redirect */
 	int64_t mono_to_real_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at start */
 	uint64_t samples_taken;
@@ -446,11 +450,13 @@ static void on_sample(const struct sonde_sample *rec, void *ctx)
 	/* events.c checked both counts against the maximum and the size. */
 	uint32_t n_user = rec->n_user, n_kernel = rec->n_kernel;
 
-	/* CPython frames follow the user frames (bpf/cpython.h); events.c
+	/* Interpreter frames follow the user frames (bpf/interp.h); events.c
 	 * checked that they fit. */
-	S.cpython_samples += (rec->flags & SONDE_SAMPLE_CPYTHON) != 0;
-	S.python_samples += rec->n_python > 0;
-	S.python_frames += rec->n_python;
+	uint32_t kind = rec->interp_kind < SONDE_INTERP_KINDS ? rec->interp_kind : 0;
+
+	S.interp_samples[kind] += (rec->flags & SONDE_SAMPLE_INTERP) != 0;
+	S.interp_frame_samples[kind] += rec->n_interp > 0;
+	S.interp_frames[kind] += rec->n_interp;
 	const __u64 *rec_user = rec->frames + n_kernel;
 	bool rescanned = false;
 	const struct proc *pr = procs_find(S.procs, rec->pid);
@@ -484,8 +490,9 @@ static void on_sample(const struct sonde_sample *rec, void *ctx)
 	in.n_kernel = n_kernel;
 	in.user = user;
 	in.n_user = n_user;
-	in.python = (const uint64_t *)rec->frames + n_kernel + rec->n_user;
-	in.n_python = rec->n_python;
+	in.interp = (const uint64_t *)rec->frames + n_kernel + rec->n_user;
+	in.n_interp = rec->n_interp;
+	in.interp_kind = rec->interp_kind;
 	in.outcome = rec->outcome;
 	in.pid = rec->pid;
 	in.tid = rec->tid;
@@ -497,23 +504,16 @@ static void on_sample(const struct sonde_sample *rec, void *ctx)
 	stacks_add(S.stacks, &in); /* failures are counted inside */
 }
 
-/* Code object metadata waiting for the next flush; a full buffer drops
- * (counted): those frames are then named "<unknown python frame>". */
-#define CPYTHON_RECORDS_MAX 2048
-static struct sonde_cpython_meta_rec *cpython_records;
-static size_t n_cpython_records;
-static uint64_t cpython_records_dropped;
+/* The walkers' records wait for the next flush; a full buffer drops
+ * (counted): the frames they would name stay unknown. */
+#define INTERP_QUEUE_RECORDS 2048
+#define INTERP_QUEUE_BYTES (INTERP_QUEUE_RECORDS * 1440u)
 
-static void on_cpython_meta(const struct sonde_cpython_meta_rec *r, void *ctx)
+static void on_interp(const struct sonde_interp_rec *r, void *ctx)
 {
 	(void)ctx;
-	if (!cpython_records)
-		cpython_records = calloc(CPYTHON_RECORDS_MAX, sizeof(*cpython_records));
-	if (!cpython_records || n_cpython_records == CPYTHON_RECORDS_MAX) {
-		cpython_records_dropped++;
-		return;
-	}
-	cpython_records[n_cpython_records++] = *r;
+	S.interp_records[r->kind]++; /* events.c checked the kind's range */
+	flush_records_add(S.interp_queue, r->pid, r->kind, r + 1, r->len);
 }
 
 static void young_add(uint32_t pid, enum young_kind kind)
@@ -675,21 +675,21 @@ static void on_proc_gone(uint32_t pid, void *ctx)
 
 /* ---- interpreter configs (sensor/interp_maps.c) ---- */
 
-static int cpython_update(void *ctx, uint32_t pid, const struct sonde_cpython_proc *v)
+static int interp_update(void *ctx, uint32_t pid, const struct sonde_interp_proc *v)
 {
 	(void)ctx;
-	return bpf_map_update_elem(S.cpython_fd, &pid, v, BPF_ANY) ? -errno : 0;
+	return bpf_map_update_elem(S.interp_fd, &pid, v, BPF_ANY) ? -errno : 0;
 }
 
-static int cpython_remove(void *ctx, uint32_t pid)
+static int interp_remove(void *ctx, uint32_t pid)
 {
 	(void)ctx;
-	return bpf_map_delete_elem(S.cpython_fd, &pid) ? -errno : 0;
+	return bpf_map_delete_elem(S.interp_fd, &pid) ? -errno : 0;
 }
 
-static const struct interp_map_ops cpython_ops = {
-	.update = cpython_update,
-	.remove = cpython_remove,
+static const struct interp_map_ops interp_map_ops = {
+	.update = interp_update,
+	.remove = interp_remove,
 };
 
 /* On the uplink's thread, with a config validate_interp_config()
@@ -697,8 +697,8 @@ static const struct interp_map_ops cpython_ops = {
 static void on_interpreter_config(void *ctx, const Sonde__V1__InterpreterConfig *c)
 {
 	(void)ctx;
-	if (interp_maps_add_config(S.interp, c->file_id.data, c->format_version, c->runtime_offset,
-				   c->layout.data, c->layout.len) < 0)
+	if (interp_maps_add_config(S.interp, c->file_id.data, c->kind, c->format_version,
+				   c->runtime_offset, c->layout.data, c->layout.len) < 0)
 		log_debug("InterpreterConfig not kept (%u configs held at most)",
 			  INTERP_MAPS_MAX_CONFIGS);
 }
@@ -938,19 +938,31 @@ static void counters(struct sample_bpf *skel, struct sensor_counters *c)
 	c->interpreter_configs_refused = uplink_configs_refused(S.uplink);
 }
 
-/* A new session knows no code objects: BPF must send each again. */
-static void cpython_reset_connection(struct sample_bpf *skel)
+/* A new session knows none of the walkers' records: BPF must send each
+ * again, so each kind's map of records sent is emptied. */
+static void interp_reset_connection(struct sample_bpf *skel)
 {
-	int fd = bpf_map__fd(skel->maps.cpython_codes);
-	struct sonde_cpython_code_key key, next;
-	unsigned n = 0;
+	uint8_t key[64], next[64];
 
-	n_cpython_records = 0;
-	/* Deleting the first key each time: bounded by the map's size. */
-	while (n++ < 16384 && !bpf_map_get_next_key(fd, NULL, &next)) {
-		key = next;
-		if (bpf_map_delete_elem(fd, &key))
-			break;
+	flush_records_clear(S.interp_queue);
+	for (uint32_t kind = 1; kind < SONDE_INTERP_KINDS; kind++) {
+		const struct sonde_interp_kind_info *k = sonde_interp_kind_info(kind);
+		struct bpf_map *m = k && k->seen_map
+					    ? bpf_object__find_map_by_name(skel->obj, k->seen_map)
+					    : NULL;
+		unsigned n = 0, max;
+		int fd;
+
+		if (!m || bpf_map__key_size(m) > sizeof(key))
+			continue;
+		fd = bpf_map__fd(m);
+		max = bpf_map__max_entries(m);
+		/* Deleting the first key each time: bounded by the map's size. */
+		while (n++ < max && !bpf_map_get_next_key(fd, NULL, next)) {
+			memcpy(key, next, sizeof(key));
+			if (bpf_map_delete_elem(fd, key))
+				break;
+		}
 	}
 }
 
@@ -968,7 +980,7 @@ static int sensor_flush(struct sample_bpf *skel, uint64_t *ret_gen)
 		/* Ids and everything the symbolizer knew are void. */
 		stacks_reset_connection(S.stacks);
 		procs_reset_connection(S.procs);
-		cpython_reset_connection(skel);
+		interp_reset_connection(skel);
 		S.kallsyms_pending = true;
 		/* The old connection broke: what it got may be lost with it.
 		 * Drops not reported on it are this one's to report. */
@@ -991,10 +1003,9 @@ static int sensor_flush(struct sample_bpf *skel, uint64_t *ret_gen)
 	r = flush_exits(S.uplink, gen, S.procs);
 	if (r < 0)
 		return r;
-	r = flush_interp_records(S.uplink, gen, cpython_records, n_cpython_records);
+	r = flush_interp_records(S.uplink, gen, S.interp_queue);
 	if (r < 0)
 		return r;
-	n_cpython_records = 0;
 	r = flush_stacks(S.uplink, gen, S.stacks, uplink_max_message_bytes(S.uplink), &sent);
 	S.conn_sent += sent;
 	if (r < 0)
@@ -1016,7 +1027,7 @@ static int sensor_flush(struct sample_bpf *skel, uint64_t *ret_gen)
 }
 
 /* Buffers that fill up between two flushes (a burst of new stacks, a busy
- * Go service, many new Python code objects) are sent at half, before the
+ * Go service, many new interpreter records) are sent at half, before the
  * timer: full, they would drop. */
 static bool buffers_half_full(void)
 {
@@ -1024,7 +1035,7 @@ static bool buffers_half_full(void)
 
 	stacks_get_stats(S.stacks, &ss);
 	return (ss.counts && 2 * ss.counts >= env.buffer_stacks) || goprobes_half_full(S.goprobes) ||
-	       n_cpython_records >= CPYTHON_RECORDS_MAX / 2;
+	       flush_records_half_full(S.interp_queue);
 }
 
 /* New processes go out at once, not at the next flush: the symbolizer
@@ -1202,10 +1213,11 @@ static int bpf_setup(uint64_t cgroup_id, uint32_t cgroup_level, struct sample_bp
 		log_error("out of memory");
 		return err;
 	}
-	S.cpython_fd = bpf_map__fd(skel->maps.cpython_procs);
+	S.interp_fd = bpf_map__fd(skel->maps.interp_procs);
 	S.redirect_fd = bpf_map__fd(skel->maps.lpm_redirect);
-	S.interp = interp_maps_new(&cpython_ops, NULL);
-	if (!S.interp) {
+	S.interp = interp_maps_new(&interp_map_ops, NULL);
+	S.interp_queue = flush_records_new(INTERP_QUEUE_RECORDS, INTERP_QUEUE_BYTES);
+	if (!S.interp || !S.interp_queue) {
 		err = -ENOMEM;
 		log_error("out of memory");
 		return err;
@@ -1332,11 +1344,18 @@ static void log_totals(struct sample_bpf *skel, struct events *ev)
 		 " ranges served; %" PRIu64 " malformed records",
 		 c.samples_taken, c.samples_lost, c.samples_dropped, ss.stacks, c.processes,
 		 c.files, uplink_read_ranges(S.uplink), events_malformed(ev));
-	log_info("cpython: %" PRIu64 " samples of configured processes, %" PRIu64
-		 " with %" PRIu64 " interpreter frames, %" PRIu64 " code object records (%" PRIu64
-		 " dropped)",
-		 S.cpython_samples, S.python_samples, S.python_frames, events_cpython_meta(ev),
-		 cpython_records_dropped);
+	for (uint32_t kind = 1; kind < SONDE_INTERP_KINDS; kind++) {
+		const struct sonde_interp_kind_info *k = sonde_interp_kind_info(kind);
+
+		if (!k)
+			continue;
+		log_info("%s: %" PRIu64 " samples of configured processes, %" PRIu64
+			 " with %" PRIu64 " interpreter frames, %" PRIu64 " %s",
+			 k->name, S.interp_samples[kind], S.interp_frame_samples[kind],
+			 S.interp_frames[kind], S.interp_records[kind], k->records);
+	}
+	log_info("interpreter records: %" PRIu64 " received, %" PRIu64 " dropped",
+		 events_interp(ev), flush_records_dropped(S.interp_queue));
 	log_info("accounting: last connection took %" PRIu64 " (%" PRIu64 " sent, %" PRIu64
 		 " dropped); %" PRIu64 " were accounted to connections that broke",
 		 c.connection_samples_taken, S.conn_sent, c.connection_samples_dropped,
@@ -1607,7 +1626,7 @@ static int sandbox_selftest(const struct privileges_user *user)
 int main(int argc, char **argv)
 {
 	struct events_handlers handlers = {.on_sample = on_sample, .on_proc = on_proc,
-					   .on_cpython_meta = on_cpython_meta};
+					   .on_interp = on_interp};
 	uint64_t cgroup_id = 0;
 	struct perf_sampler *sampler = NULL;
 	struct sample_bpf *skel = NULL;
@@ -1717,7 +1736,7 @@ cleanup:
 	sample_bpf__destroy(skel);
 	stacks_free(S.stacks);
 	flush_release();
-	free(cpython_records);
+	flush_records_free(S.interp_queue);
 	procs_free(S.procs);
 	fileids_free(S.fileids);
 	free(cgroup_rel);

@@ -21,11 +21,11 @@ struct stack {
 	uint64_t last_ns; /* latest sample of this stack */
 	uint32_t n_kernel;
 	uint32_t n_user;
-	uint32_t n_python, python_pid;
+	uint32_t n_interp, interp_kind, interp_pid;
 	uint8_t outcome;
 	uint64_t *kernel;         /* points into the same allocation */
 	struct stack_frame *user; /* likewise */
-	uint64_t *python;         /* likewise */
+	uint64_t *interp;         /* likewise */
 };
 
 struct count {
@@ -198,10 +198,10 @@ static uint64_t hash_input(const struct stack_input *in)
 	uint64_t h = mix(0x5bd1e995ull, ((uint64_t)in->n_kernel << 32) | in->n_user);
 
 	h = mix(h, in->outcome);
-	if (in->n_python) {
-		h = mix(mix(h, in->n_python), in->pid);
-		for (uint32_t i = 0; i < in->n_python; i++)
-			h = mix(h, in->python[i]);
+	if (in->n_interp) {
+		h = mix(mix(mix(h, in->n_interp), in->interp_kind), in->pid);
+		for (uint32_t i = 0; i < in->n_interp; i++)
+			h = mix(h, in->interp[i]);
 	}
 	for (uint32_t i = 0; i < in->n_kernel; i++)
 		h = mix(h, in->kernel[i]);
@@ -231,10 +231,10 @@ static struct stack *find_stack(struct stacks *s, const struct stack_input *in, 
 
 	for (; st; st = st->next)
 		if (st->hash == h && st->n_kernel == in->n_kernel && st->n_user == in->n_user &&
-		    st->outcome == in->outcome && st->n_python == in->n_python &&
-		    (in->n_python == 0 ||
-		     (st->python_pid == in->pid &&
-		      memcmp(st->python, in->python, in->n_python * sizeof(uint64_t)) == 0)) &&
+		    st->outcome == in->outcome && st->n_interp == in->n_interp &&
+		    (in->n_interp == 0 ||
+		     (st->interp_pid == in->pid && st->interp_kind == in->interp_kind &&
+		      memcmp(st->interp, in->interp, in->n_interp * sizeof(uint64_t)) == 0)) &&
 		    (in->n_kernel == 0 ||
 		     memcmp(st->kernel, in->kernel, in->n_kernel * sizeof(uint64_t)) == 0) &&
 		    frames_equal(st->user, in->user, in->n_user))
@@ -268,7 +268,7 @@ static void maybe_grow(struct stacks *s)
 static struct stack *new_stack(struct stacks *s, const struct stack_input *in, uint64_t h)
 {
 	size_t size = sizeof(struct stack) + in->n_user * sizeof(struct stack_frame) +
-		      (in->n_kernel + in->n_python) * sizeof(uint64_t);
+		      (in->n_kernel + in->n_interp) * sizeof(uint64_t);
 	struct stack *st;
 	size_t b;
 
@@ -290,11 +290,12 @@ static struct stack *new_stack(struct stacks *s, const struct stack_input *in, u
 		memcpy(st->user, in->user, in->n_user * sizeof(struct stack_frame));
 	if (in->n_kernel)
 		memcpy(st->kernel, in->kernel, in->n_kernel * sizeof(uint64_t));
-	st->n_python = in->n_python;
-	st->python_pid = in->n_python ? in->pid : 0;
-	st->python = st->kernel + in->n_kernel;
-	if (in->n_python)
-		memcpy(st->python, in->python, in->n_python * sizeof(uint64_t));
+	st->n_interp = in->n_interp;
+	st->interp_kind = in->n_interp ? in->interp_kind : 0;
+	st->interp_pid = in->n_interp ? in->pid : 0;
+	st->interp = st->kernel + in->n_kernel;
+	if (in->n_interp)
+		memcpy(st->interp, in->interp, in->n_interp * sizeof(uint64_t));
 	st->next = s->stack_buckets[b];
 	s->stack_buckets[b] = st;
 	lru_push_newest(s, st);
@@ -318,7 +319,7 @@ int stacks_add(struct stacks *s, const struct stack_input *in)
 	size_t b;
 
 	if (in->n_kernel > STACKS_MAX_FRAMES || in->n_user > STACKS_MAX_FRAMES ||
-	    in->n_python > STACKS_MAX_FRAMES) {
+	    in->n_interp > STACKS_MAX_FRAMES) {
 		s->dropped++; /* every sample is accounted for, even a malformed one */
 		return -EINVAL;
 	}
@@ -399,9 +400,10 @@ int stacks_foreach_new_def(struct stacks *s, int (*fn)(const struct stack_def *d
 			.user = st->user,
 			.n_user = st->n_user,
 			.outcome = st->outcome,
-			.python = st->python,
-			.n_python = st->n_python,
-			.python_pid = st->python_pid,
+			.interp = st->interp,
+			.n_interp = st->n_interp,
+			.interp_kind = st->interp_kind,
+			.interp_pid = st->interp_pid,
 		};
 		r = fn(&d, ctx);
 		if (r)

@@ -33,11 +33,12 @@ struct stack_input {
 	const struct stack_frame *user; /* leaf first */
 	uint32_t n_user;
 	uint8_t outcome; /* sonde.v1.StackOutcome number */
-	/* CPython frames as BPF encodes them (bpf/cpython.h), leaf first;
-	 * their code addresses are the process's own, so a stack with any
-	 * is a stack of pid only. */
-	const uint64_t *python;
-	uint32_t n_python;
+	/* Interpreter frames as the walker of interp_kind encodes them
+	 * (bpf/interp.h: one word each), leaf first; they name the process's
+	 * own memory, so a stack with any is a stack of pid only. */
+	const uint64_t *interp;
+	uint32_t n_interp;
+	uint32_t interp_kind;
 	uint32_t pid;
 	uint32_t tid;
 	const char *comm; /* thread name, NUL-terminated; truncated to 15 */
@@ -56,9 +57,10 @@ struct stack_def {
 	const struct stack_frame *user;
 	uint32_t n_user;
 	uint8_t outcome;
-	const uint64_t *python; /* bpf/cpython.h encoding */
-	uint32_t n_python;
-	uint32_t python_pid;    /* the process, when n_python */
+	const uint64_t *interp; /* one word each, as the walker encodes them */
+	uint32_t n_interp;
+	uint32_t interp_kind;   /* enum sonde_interp_kind, when n_interp */
+	uint32_t interp_pid;    /* the process, when n_interp */
 };
 
 struct stack_count {

@@ -3,8 +3,8 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "cpython.h"
 #include "fileid.h"
+#include "interp_kinds.h"
 #include "validate.h"
 
 static int refuse(const char **ret_reason, const char *reason)
@@ -155,41 +155,43 @@ int validate_probe_offsets(const uint64_t *offsets, size_t n_offsets,
 	return 0;
 }
 
-static int check_cpython_layout(const struct sonde_cpython_offsets *o, const char **ret_reason)
+/* Field f of a config (little-endian, 1 or 2 bytes; in bounds: the
+ * limits tables are checked against their structs' sizes). */
+static uint32_t field_value(const uint8_t *config, const struct sonde_interp_field *f)
 {
-	const uint16_t fields[] = {
-		o->tstate_next,	       o->tstate_native_thread_id, o->tstate_cframe,
-		o->cframe_current_frame, o->frame_code,		   o->frame_previous,
-		o->frame_prev_instr,     o->frame_owner,	   o->code_qualname,
-		o->code_filename,	       o->code_firstlineno,	   o->code_linetable,
-		o->code_code_adaptive,   o->ascii_data,		   o->bytes_data,
-		o->var_size,	       o->frame_is_entry,
-	};
-	const uint16_t known = SONDE_CPYTHON_TSTATE_FRAME | SONDE_CPYTHON_ENTRY_SHIM |
-			       SONDE_CPYTHON_ENTRY_ALL | SONDE_CPYTHON_LASTI_INDEX |
-			       SONDE_CPYTHON_PTHREAD_ID;
+	return f->size == 1 ? config[f->offset]
+			    : (uint32_t)config[f->offset] | (uint32_t)config[f->offset + 1] << 8;
+}
 
-	if (o->major != 3 || o->minor < VALIDATE_CPYTHON_MINOR_MIN ||
-	    o->minor > VALIDATE_CPYTHON_MINOR_MAX)
-		return refuse(ret_reason, "not a CPython 3.10-3.13 layout");
-	if (o->runtime_interpreters_head >= VALIDATE_CPYTHON_RUNTIME_OFF_MAX ||
-	    o->interp_threads_head >= VALIDATE_CPYTHON_RUNTIME_OFF_MAX)
-		return refuse(ret_reason, "a runtime or interpreter offset out of bounds");
-	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-		if (fields[i] >= VALIDATE_CPYTHON_FIELD_OFF_MAX)
-			return refuse(ret_reason, "a thread, frame, code or string offset out of bounds");
-	if (o->flags & ~known)
-		return refuse(ret_reason, "unknown layout flags");
-	if (o->pad)
-		return refuse(ret_reason, "layout padding not zero");
+/* Every field of config within lim's bounds; the largest
+ * SONDE_INTERP_ROOT value into *ret_root. */
+static int check_fields(const struct sonde_interp_limits *lim, const uint8_t *config,
+			uint32_t *ret_root, const char **ret_reason)
+{
+	uint32_t root = 0;
+
+	for (uint32_t i = 0; i < lim->n_fields; i++) {
+		const struct sonde_interp_field *f = &lim->fields[i];
+		uint32_t v;
+
+		if (f->offset + f->size > lim->config_size || (f->size != 1 && f->size != 2))
+			return refuse(ret_reason, "the sensor's limits table is wrong");
+		v = field_value(config, f);
+		if (f->rule == SONDE_INTERP_BITS ? (v & ~f->max) != 0 : v < f->min || v > f->max)
+			return refuse(ret_reason, f->why);
+		if (f->rule == SONDE_INTERP_ROOT && v > root)
+			root = v;
+	}
+	*ret_root = root;
 	return 0;
 }
 
 int validate_interp_config(const Sonde__V1__InterpreterConfig *c, uint64_t file_size,
 			   const char **ret_reason)
 {
-	struct sonde_cpython_offsets o;
+	const struct sonde_interp_limits *lim;
 	uint64_t image_end;
+	uint32_t root;
 	int r;
 
 	if (!c)
@@ -197,22 +199,23 @@ int validate_interp_config(const Sonde__V1__InterpreterConfig *c, uint64_t file_
 	r = validate_file_id(&c->file_id, ret_reason);
 	if (r < 0)
 		return r;
-	if (c->kind != SONDE__V1__INTERPRETER_CONFIG__KIND__CPYTHON)
+	lim = sonde_interp_limits_of(c->kind);
+	if (!lim)
 		return refuse(ret_reason, "unknown interpreter kind");
-	if (c->format_version != SONDE_CPYTHON_FORMAT_VERSION)
+	if (c->format_version != lim->format_version)
 		return refuse(ret_reason, "format version not the sensor's");
-	if (c->layout.len != sizeof(o) || !c->layout.data)
-		return refuse(ret_reason, "layout size not sizeof(struct sonde_cpython_offsets)");
-	memcpy(&o, c->layout.data, sizeof(o));
-	r = check_cpython_layout(&o, ret_reason);
+	if (c->layout.len != lim->config_size || !c->layout.data ||
+	    lim->config_size > SONDE_INTERP_CONFIG_MAX)
+		return refuse(ret_reason, "layout size not the kind's config size");
+	r = check_fields(lim, c->layout.data, &root, ret_reason);
 	if (r < 0)
 		return r;
-	/* The first read (the interpreters list head, 8 bytes) inside the
-	 * image: no overflow, as file sizes and the bounds are far below
-	 * 2^63. */
-	image_end = file_size + VALIDATE_CPYTHON_IMAGE_SLACK;
+	/* The walker's first read (8 bytes at the root plus its offset)
+	 * inside the image: no overflow, as file sizes and the bounds are
+	 * far below 2^63. */
+	image_end = file_size + lim->image_slack;
 	if (file_size > (UINT64_MAX >> 1) || c->runtime_offset >= image_end ||
-	    image_end - c->runtime_offset < (uint64_t)o.runtime_interpreters_head + 8)
+	    image_end - c->runtime_offset < (uint64_t)root + 8)
 		return refuse(ret_reason, "runtime offset outside the file's image");
 	return 0;
 }

@@ -33,29 +33,9 @@
  * is a flag (header_lookup): 0 or 1. */
 #define VALIDATE_GO_FIELD_OFF_MAX 4096
 
-/* InterpreterConfig (CPython, bpf/cpython.h) bounds:
- * - runtime_interpreters_head and interp_threads_head are offsets in
- *   _PyRuntimeState and PyInterpreterState, which are large (3.13's
- *   threads.head is at 7344): under 32 KiB;
- * - every other offset is a field of a thread state, a frame, a code
- *   object or a str/bytes header (the largest, 3.13's
- *   code_code_adaptive, is 200): under 1 KiB;
- * - runtime_offset (the _PyRuntime global, in .data of the file) at most
- *   the file's size plus 2 MiB: the data segment's address may sit up to
- *   one p_align past its file offset (4 KiB on x86-64 today, 64 KiB on
- *   arm64, 2 MiB in older x86-64 links), and the sensor parses no ELF to
- *   know better. So BPF's first read of a process is inside that file's
- *   image, which the process itself mapped.
- * The copies BPF makes with these offsets have lengths fixed in BPF
- * (sonde_cpython_meta's slots, the line table clamped to 1024 bytes), so
- * no length comes from the symbolizer. */
-#define VALIDATE_CPYTHON_RUNTIME_OFF_MAX 32768
-/* The minor versions the symbolizer has layouts for (cpython_layout.c);
- * BPF copies it into each code object record as the line table's format. */
-#define VALIDATE_CPYTHON_MINOR_MIN 10
-#define VALIDATE_CPYTHON_MINOR_MAX 13
-#define VALIDATE_CPYTHON_FIELD_OFF_MAX 1024
-#define VALIDATE_CPYTHON_IMAGE_SLACK (2u << 20)
+/* InterpreterConfig bounds are per kind, in a limits table beside each
+ * BPF walker's header, which says why each bound is what it is
+ * (bpf/interp_kinds.h lists them). */
 
 /* The probe objects the sensor has (goprobes.c lists them from the
  * objects themselves): names of the programs and of the 64-bit .rodata
@@ -97,12 +77,12 @@ int validate_probe_offsets(const uint64_t *offsets, size_t n_offsets,
 			   const struct validate_exec_range *ranges, size_t n_ranges,
 			   const char **ret_reason);
 
-/* An InterpreterConfig without error: file ID of 16 bytes, kind CPYTHON,
- * format_version SONDE_CPYTHON_FORMAT_VERSION, a layout of exactly
- * sizeof(struct sonde_cpython_offsets) whose offsets are within the
- * bounds above, whose flags are known bits and whose version is 3.10-3.13,
- * and a runtime_offset (plus the first read at it) inside the file's
- * image: file_size is the registered file's size, from the sensor's own
- * registry. */
+/* An InterpreterConfig without error: file ID of 16 bytes, a kind with
+ * a limits table (bpf/interp_kinds.h), that kind's format_version, a
+ * layout of exactly the kind's config size whose every field is within
+ * the kind's bounds (offsets, versions, known flag bits, zero padding),
+ * and a runtime_offset (plus the walker's first read at it) inside the
+ * file's image plus the kind's slack: file_size is the registered file's
+ * size, from the sensor's own registry. */
 int validate_interp_config(const Sonde__V1__InterpreterConfig *c, uint64_t file_size,
 			   const char **ret_reason);

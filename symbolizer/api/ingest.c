@@ -37,10 +37,8 @@
 #include "rawstack.h"
 #include "unwind_table.h"
 #include "utf8.h"
-#include "cpython.h"
-#include "cpython_code.h"
-#include "cpython_layout.h"
 #include "interp_loader.h"
+#include "interp_ops.h"
 #include "ingest.pb-c.h"
 
 #define INGEST_PENDING_TIMEOUT_MS 10000
@@ -96,13 +94,6 @@ struct uframe {
 	uint64_t addr;
 };
 
-/* A Python frame BPF walked (PythonFrame). */
-struct pyframe {
-	uint64_t code, checksum;
-	uint32_t offset;
-	bool entry;
-};
-
 /* A SampleCount, checked; its comm is the thread's. */
 struct pending_sample {
 	uint64_t first_ns, last_ns;
@@ -134,8 +125,8 @@ struct stackdef {
 	uint32_t n_kernel, n_user; /* leaf first */
 	uint64_t *kernel;
 	struct uframe *user;
-	struct pyframe *py; /* leaf first, of process py_pid */
-	uint32_t n_py, py_pid;
+	struct interp_frame *interp; /* leaf first, of process interp_pid */
+	uint32_t n_interp, interp_pid;
 	char *text; /* folded frames, root first, without comm; NULL: pending */
 	uint8_t *raw; /* the raw stack (core/rawstack.h), with text */
 	size_t raw_len, text_len;
@@ -184,8 +175,8 @@ struct session {
 	uint64_t tables_sent, table_rows_sent;
 	size_t n_interp_waiting; /* table_sends without interp_done */
 	uint64_t interp_sent;
-	struct cpython_codes *codes; /* from InterpreterRecords; NULL until one */
-	bool codes_refused_logged;
+	struct interp_session *interp; /* from InterpreterRecords; NULL until one */
+	bool interp_refused_logged;
 };
 
 
@@ -216,7 +207,7 @@ static void stackdef_free(void *p)
 		return;
 	free(d->kernel);
 	free(d->user);
-	free(d->py);
+	free(d->interp);
 	free(d->text);
 	free(d->raw);
 	free(d->samples);
@@ -337,8 +328,8 @@ static void interp_check(struct session *s, struct table_send *t)
 	Sonde__V1__InterpreterConfig ic = SONDE__V1__INTERPRETER_CONFIG__INIT;
 	struct ingest *in = s->in;
 	const char *name = registry_file_name(in->core->reg, &t->id);
-	const struct cpython_layout *l;
-	struct sonde_cpython_offsets off;
+	const struct interp_ops *ops;
+	struct interp_config cfg;
 	struct interp_data d;
 	int r;
 
@@ -364,19 +355,18 @@ static void interp_check(struct session *s, struct table_send *t)
 	case CACHE_OK:
 		break;
 	}
-	l = d.kind == INTERP_CPYTHON ? cpython_layout_for(d.major, d.minor) : NULL;
-	if (!l) {
+	ops = interp_ops_of(d.kind);
+	if (!ops || ops->config(&d, &cfg) < 0) {
 		interp_mark_done(s, t);
 		return;
 	}
-	cpython_layout_pack(l, &off);
 	ic.file_id.data = (uint8_t *)t->id.bytes;
 	ic.file_id.len = FILEID_LEN;
-	ic.kind = SONDE__V1__INTERPRETER_CONFIG__KIND__CPYTHON;
-	ic.format_version = SONDE_CPYTHON_FORMAT_VERSION;
-	ic.runtime_offset = d.runtime_offset;
-	ic.layout.data = (uint8_t *)&off;
-	ic.layout.len = sizeof(off);
+	ic.kind = cfg.kind;
+	ic.format_version = cfg.format_version;
+	ic.runtime_offset = cfg.runtime_offset;
+	ic.layout.data = cfg.layout;
+	ic.layout.len = cfg.layout_len;
 	m.kind_case = SONDE__V1__SYMBOLIZER_MESSAGE__KIND_INTERPRETER_CONFIG;
 	m.interpreter_config = &ic;
 	r = rpc_call_write(s->call, &m.base);
@@ -390,7 +380,7 @@ static void interp_check(struct session *s, struct table_send *t)
 		char hex[FILEID_HEX_LEN + 1];
 
 		s->interp_sent++;
-		log_debug("sent the CPython %u.%u config of %.100s (%s) to %.100s", d.major,
+		log_debug("sent the %s %u.%u config of %.100s (%s) to %.100s", ops->name, d.major,
 			  d.minor, name, fileid_to_hex(&t->id, hex), s->hostname);
 	}
 	interp_mark_done(s, t);
@@ -649,50 +639,22 @@ static int push_user_frame(struct session *s, struct folded *f, const struct ufr
 			   false);
 }
 
-/* ---- Python frames (issue 5, docs/interpreters.md) ---- */
+/* ---- interpreter frames (docs/interpreters.md) ---- */
 
-/* The eval loop's native frame: each one runs the Python frames of one
- * run, which the splice puts in its place. */
-#define CPYTHON_EVAL_SYMBOL "_PyEval_EvalFrameDefault"
-
-/* The user frames in root-first order after the splice: a native frame
- * is its index in d->user, a Python frame ORDER_PY | its index in d->py. */
-#define ORDER_PY 0x80000000u
-
-static void python_frame_name(const struct session *s, const struct stackdef *d, uint32_t k,
+static void interp_frame_name(const struct session *s, const struct stackdef *d, uint32_t k,
 			      char *buf, size_t len)
 {
-	const struct pyframe *p = &d->py[k];
-	const struct cpython_code *c =
-		s->codes ? cpython_codes_get(s->codes, d->py_pid, p->code, p->checksum) : NULL;
-
-	cpython_code_frame_name(c, p->offset, buf, len);
+	interp_session_frame_name(s->interp, d->interp_pid, &d->interp[k], buf, len);
 }
 
-/* d->py[from, to) root first, named from the session's code objects. */
-static int push_python_frames(struct session *s, struct folded *f, const struct stackdef *d,
-			      uint32_t from, uint32_t to, uint32_t *order, uint32_t *n_order)
-{
-	char buf[PROFILE_MAX_NAME];
-	int r = 0;
-
-	for (uint32_t k = to; k-- > from && r != -ENOMEM;) {
-		python_frame_name(s, d, k, buf, sizeof(buf));
-		r = folded_push(f, buf, false);
-		order[(*n_order)++] = ORDER_PY | k;
-	}
-	return r;
-}
-
-/* The user frames of d, root first, into f, with the Python frames
- * spliced in: runs are d->py split after each entry frame (leaf first);
- * the root-most eval frame gets the root-most run, and so on; the
- * leaf-most eval frame also gets any runs left over. With no eval frame
- * at all (a symbol not found), the Python frames go on top. */
+/* The user frames of d, root first, into f, with the interpreter frames
+ * spliced in where their runtime says (interp_splice()); order gets what
+ * went where: a native frame is its index in d->user, an interpreter
+ * frame INTERP_ORDER_FRAME | its index in d->interp. */
 static int push_user_frames(struct session *s, struct folded *f, const struct stackdef *d,
 			    uint32_t *order, uint32_t *n_order)
 {
-	uint32_t bounds[SESSION_MAX_FRAMES + 1], n_runs = 0, evals = 0, seen = 0;
+	char buf[PROFILE_MAX_NAME];
 	const char **syms = NULL;
 	int r = 0;
 
@@ -701,32 +663,19 @@ static int push_user_frames(struct session *s, struct folded *f, const struct st
 		if (!syms)
 			return -ENOMEM;
 	}
-	for (uint32_t i = 0; i < d->n_user; i++) {
+	for (uint32_t i = 0; i < d->n_user; i++)
 		syms[i] = user_frame_symbol(s, &d->user[i], i != 0);
-		if (syms[i] && !strcmp(syms[i], CPYTHON_EVAL_SYMBOL))
-			evals++;
-	}
-	bounds[0] = 0;
-	for (uint32_t i = 0; i < d->n_py; i++)
-		if (d->py[i].entry || i + 1 == d->n_py)
-			bounds[++n_runs] = i + 1;
-	for (uint32_t i = d->n_user; i-- > 0 && r != -ENOMEM;) {
-		if (n_runs && syms[i] && !strcmp(syms[i], CPYTHON_EVAL_SYMBOL)) {
-			if (++seen == evals) {
-				r = push_python_frames(s, f, d, 0, bounds[n_runs], order, n_order);
-				n_runs = 0;
-			} else {
-				r = push_python_frames(s, f, d, bounds[n_runs - 1], bounds[n_runs],
-						       order, n_order);
-				n_runs--;
-			}
-			continue;
+	interp_splice(syms, d->n_user, d->interp, d->n_interp, order, n_order);
+	for (uint32_t j = 0; j < *n_order && r != -ENOMEM; j++) {
+		uint32_t i = order[j];
+
+		if (i & INTERP_ORDER_FRAME) {
+			interp_frame_name(s, d, i & ~INTERP_ORDER_FRAME, buf, sizeof(buf));
+			r = folded_push(f, buf, false);
+		} else {
+			r = push_user_frame(s, f, &d->user[i], syms[i]);
 		}
-		r = push_user_frame(s, f, &d->user[i], syms[i]);
-		order[(*n_order)++] = i;
 	}
-	if (n_runs && r != -ENOMEM)
-		r = push_python_frames(s, f, d, 0, bounds[n_runs], order, n_order);
 	free(syms);
 	return r;
 }
@@ -737,20 +686,23 @@ static void on_interp_records(struct session *s, const Sonde__V1__InterpreterRec
 		session_fail(s, RPC_INVALID_ARGUMENT, "more than 65536 interpreter records in a message");
 		return;
 	}
-	if (!s->codes && m->n_records && !(s->codes = cpython_codes_new())) {
-		log_warn("out of memory for Python code objects; their frames stay unnamed");
+	if (!s->interp && m->n_records && !(s->interp = interp_session_new())) {
+		log_warn("out of memory for interpreter records; their frames stay unnamed");
 		return;
 	}
 	for (size_t i = 0; i < m->n_records; i++) {
 		const Sonde__V1__InterpreterRecord *rec = m->records[i];
+		int r = interp_session_put_record(s->interp, rec->kind, rec->pid, rec->data.data,
+						  rec->data.len);
 
-		if (cpython_codes_put(s->codes, rec->pid, rec->data.data, rec->data.len) == -EBADMSG &&
-		    !s->codes_refused_logged) {
+		if (r == -EBADMSG && !s->interp_refused_logged) {
 			/* Said once per session: a hostile process can send many. */
-			log_info("pid %" PRIu32 " sent a damaged Python code record (%zu bytes); its"
-				 " frames are " CPYTHON_UNKNOWN_FRAME,
-				 rec->pid, rec->data.len);
-			s->codes_refused_logged = true;
+			log_info("pid %" PRIu32 " sent a damaged %s record (%zu bytes); the frames"
+				 " it names stay unknown",
+				 rec->pid, interp_ops_of(rec->kind)->name, rec->data.len);
+			s->interp_refused_logged = true;
+		} else if (r == -ENOMEM) {
+			log_warn("out of memory for interpreter records; their frames stay unnamed");
 		}
 	}
 }
@@ -801,8 +753,8 @@ static void emit(struct session *s, const struct stackdef *d, const struct pendi
 
 /* The raw stack of d, leaf first: kernel frames (named with this
  * session's kernel symbols: the snapshot is per sensor), then user frames
- * in the reverse of order (push_user_frames), Python frames with their
- * names (the code objects are the process's). */
+ * in the reverse of order (push_user_frames), interpreter frames with
+ * their names (the records that name them are the process's). */
 static void build_raw(struct session *s, struct stackdef *d, const uint32_t *order,
 		      uint32_t n_order)
 {
@@ -825,13 +777,14 @@ static void build_raw(struct session *s, struct stackdef *d, const uint32_t *ord
 		uint32_t i = order[j];
 		struct rawframe f;
 
-		if (i & ORDER_PY) {
+		if (i & INTERP_ORDER_FRAME) {
+			uint32_t k = i & ~INTERP_ORDER_FRAME;
 			char name[PROFILE_MAX_NAME];
 			size_t n;
 
-			python_frame_name(s, d, i & ~ORDER_PY, name, sizeof(name));
+			interp_frame_name(s, d, k, name, sizeof(name));
 			n = strlen(name);
-			f = (struct rawframe){ .kind = RAW_CPYTHON,
+			f = (struct rawframe){ .kind = rawframe_interp_kind(d->interp[k].kind),
 					       .address = profile_stack_hash(name, NULL, 0),
 					       .name = name,
 					       .name_len = (uint8_t)(n > RAWSTACK_MAX_NAME
@@ -861,7 +814,7 @@ static void stack_resolve(struct session *s, struct stackdef *d)
 	uint32_t *order, n_order = 0;
 	int r = 0;
 
-	order = calloc(d->n_user + d->n_py + 1, sizeof(*order));
+	order = calloc(d->n_user + d->n_interp + 1, sizeof(*order));
 	r = order ? push_user_frames(s, &f, d, order, &n_order) : -ENOMEM;
 	for (uint32_t i = d->n_kernel; i-- > 0 && r != -ENOMEM;) {
 		if (ksyms_lookup(s->ksyms, d->kernel[i], &kl) == 0)
@@ -889,11 +842,11 @@ static void stack_resolve(struct session *s, struct stackdef *d)
 	s->n_frames_held -= d->n_kernel + d->n_user;
 	free(d->kernel);
 	free(d->user);
-	free(d->py);
+	free(d->interp);
 	d->kernel = NULL;
 	d->user = NULL;
-	d->py = NULL;
-	d->n_kernel = d->n_user = d->n_py = 0;
+	d->interp = NULL;
+	d->n_kernel = d->n_user = d->n_interp = 0;
 	for (size_t i = 0; i < d->n_samples; i++) {
 		if (d->text)
 			emit(s, d, &d->samples[i]);
@@ -1235,7 +1188,7 @@ static int add_stackdef(struct session *s, const Sonde__V1__StackDef *sd)
 	struct stackdef *d, *old = NULL;
 
 	if (sd->n_kernel > SESSION_MAX_FRAMES || sd->n_user > SESSION_MAX_FRAMES ||
-	    sd->n_python > SESSION_MAX_FRAMES) {
+	    sd->n_interp > SESSION_MAX_FRAMES) {
 		session_fail(s, RPC_INVALID_ARGUMENT, "stack with more than 256 frames");
 		return -EINVAL;
 	}
@@ -1244,6 +1197,19 @@ static int add_stackdef(struct session *s, const Sonde__V1__StackDef *sd)
 
 		if (len != 0 && len != FILEID_LEN) {
 			session_fail(s, RPC_INVALID_ARGUMENT, "frame file_id is not 16 bytes");
+			return -EINVAL;
+		}
+	}
+	for (size_t i = 0; i < sd->n_interp; i++) {
+		if (sd->interp[i]->n_words > INTERP_FRAME_WORDS) {
+			session_fail(s, RPC_INVALID_ARGUMENT,
+				     "interpreter frame with more than 2 words");
+			return -EINVAL;
+		}
+		/* One walker per stack, one this symbolizer has an entry for. */
+		if (sd->interp[i]->kind != sd->interp[0]->kind || !interp_ops_of(sd->interp[i]->kind)) {
+			session_fail(s, RPC_INVALID_ARGUMENT,
+				     "interpreter frames of an unknown or mixed kind");
 			return -EINVAL;
 		}
 	}
@@ -1287,17 +1253,19 @@ static int add_stackdef(struct session *s, const Sonde__V1__StackDef *sd)
 			}
 		}
 	}
-	if (sd->n_python) {
-		d->py = calloc(sd->n_python, sizeof(*d->py));
-		if (!d->py)
+	if (sd->n_interp) {
+		d->interp = calloc(sd->n_interp, sizeof(*d->interp));
+		if (!d->interp)
 			goto nomem;
-		d->n_py = (uint32_t)sd->n_python;
-		d->py_pid = sd->pid;
-		for (uint32_t i = 0; i < d->n_py; i++)
-			d->py[i] = (struct pyframe){ .code = sd->python[i]->code,
-						     .checksum = sd->python[i]->checksum,
-						     .offset = sd->python[i]->offset,
-						     .entry = sd->python[i]->entry };
+		d->n_interp = (uint32_t)sd->n_interp;
+		d->interp_pid = sd->pid;
+		for (uint32_t i = 0; i < d->n_interp; i++) {
+			const Sonde__V1__InterpFrame *fr = sd->interp[i];
+
+			d->interp[i].kind = fr->kind;
+			d->interp[i].n_words = (uint8_t)fr->n_words;
+			memcpy(d->interp[i].words, fr->words, fr->n_words * sizeof(uint64_t));
+		}
 	}
 	s->n_frames_held += d->n_kernel + d->n_user;
 	if (hmap_put_u64(s->stacks, d->id, d, NULL) < 0) {
@@ -1622,7 +1590,7 @@ void ingest_on_close(struct rpc_call *call, void *ctx)
 	hmap_free(s->files, free);
 	hmap_free(s->stacks, stackdef_free);
 	hmap_free(s->tables, free);
-	cpython_codes_free(s->codes);
+	interp_session_free(s->interp);
 	ksyms_free(s->ksyms);
 	free(s);
 	analysis_flush_done(in->core->analysis);

@@ -42,6 +42,7 @@
 #include "go_plan.h"
 #include "pclntab.h"
 #include "interp_loader.h"
+#include "interp_ops.h"
 #include "analysis.h"
 #include "clock.h"
 #include "hmap.h"
@@ -730,8 +731,9 @@ static void interp_analyse(struct analysis *an, const struct fileid *id,
 		return;
 	r = img ? interp_loader_analyse(img, name, &d, &reason) : -EBADMSG;
 	if (r == 0) {
-		log_info("%.100s is CPython %u.%u, _PyRuntime at file offset 0x%llx", name,
-			 d.major, d.minor, (unsigned long long)d.runtime_offset);
+		log_info("%.100s is %s %u.%u, its runtime at file offset 0x%llx", name,
+			 interp_ops_of(d.kind)->name, d.major, d.minor,
+			 (unsigned long long)d.runtime_offset);
 	} else if (r == -EPROTONOSUPPORT) {
 		log_warn("%.100s: unsupported interpreter (%s); its frames stay native", name,
 			 reason);

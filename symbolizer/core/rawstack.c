@@ -39,7 +39,7 @@ void rawstack_push(struct rawstack_builder *b, const struct rawframe *f)
 	}
 	if (f->kind == RAW_USER_FILE) {
 		need += 16;
-	} else if (f->kind == RAW_KERNEL || f->kind == RAW_CPYTHON) {
+	} else if (f->kind == RAW_KERNEL || rawframe_interp_of(f->kind)) {
 		name_len = f->name ? f->name_len : 0;
 		need += 1 + name_len;
 	} else if (f->kind != RAW_USER_ANON) {
@@ -66,7 +66,7 @@ void rawstack_push(struct rawstack_builder *b, const struct rawframe *f)
 	if (f->kind == RAW_USER_FILE)
 		put(b, f->file_id, 16);
 	put_u64(b, f->address);
-	if (f->kind == RAW_KERNEL || f->kind == RAW_CPYTHON) {
+	if (f->kind == RAW_KERNEL || rawframe_interp_of(f->kind)) {
 		b->buf[b->len++] = (uint8_t)name_len;
 		if (name_len)
 			put(b, f->name, name_len);
@@ -143,8 +143,10 @@ int rawstack_next(struct rawstack_iter *it, struct rawframe *f)
 		f->address = get_u64(it->p);
 		it->p += 8;
 		break;
-	case RAW_KERNEL:
-	case RAW_CPYTHON:
+	default:
+		if (f->kind != RAW_KERNEL && !rawframe_interp_of(f->kind))
+			return -EBADMSG;
+		/* A kernel or interpreter frame: named. */
 		if (avail < 9 || avail - 9 < it->p[8])
 			return -EBADMSG;
 		f->address = get_u64(it->p);
@@ -152,8 +154,6 @@ int rawstack_next(struct rawstack_iter *it, struct rawframe *f)
 		f->name = f->name_len ? (const char *)it->p + 9 : NULL;
 		it->p += 9 + f->name_len;
 		break;
-	default:
-		return -EBADMSG;
 	}
 	it->left--;
 	return 1;

@@ -10,10 +10,12 @@
  *   RAW_USER_FILE    file ID (16 bytes), u64 offset in the file
  *   RAW_USER_ANON    u64 virtual address (no file mapped there)
  *   RAW_KERNEL       u64 address, u8 name length, the name (no NUL)
- *   RAW_CPYTHON      u64 key, u8 name length, the name: a Python frame as
- *                    ingest named it ("qualname (file.py:LINE)"; its code
- *                    object was the process's); the key, a hash of the
- *                    name, tells locations apart
+ *   RAW_INTERP + kind - 1
+ *                    u64 key, u8 name length, the name: an interpreter
+ *                    frame of that kind (bpf/interp.h) as ingest named it
+ *                    (its runtime's name for it; the records that named
+ *                    it were the process's); the key,
+ *                    a hash of the name, tells locations apart
  * Everything read back is checked: a damaged string is rejected whole.
  */
 #pragma once
@@ -30,14 +32,29 @@ enum rawframe_kind {
 	RAW_USER_FILE = 1,
 	RAW_USER_ANON = 2,
 	RAW_KERNEL = 3,
-	RAW_CPYTHON = 4,
+	/* + interpreter kind (bpf/interp.h) - 1: 28 kinds fit */
+	RAW_INTERP = 4,
+	RAW_INTERP_LAST = 31,
 };
+
+/* The rawframe kind of an interpreter frame of kind (1 and up). */
+static inline uint8_t rawframe_interp_kind(uint32_t kind)
+{
+	return (uint8_t)(RAW_INTERP + kind - 1);
+}
+
+/* The interpreter kind of a rawframe kind, or 0 when it is none. */
+static inline uint32_t rawframe_interp_of(uint8_t raw_kind)
+{
+	return raw_kind >= RAW_INTERP && raw_kind <= RAW_INTERP_LAST ? raw_kind - RAW_INTERP + 1u
+								     : 0;
+}
 
 struct rawframe {
 	uint8_t kind;       /* enum rawframe_kind */
 	uint8_t file_id[16];/* RAW_USER_FILE */
 	uint64_t address;   /* file offset, virtual or kernel address */
-	const char *name;   /* RAW_KERNEL, RAW_CPYTHON: borrowed from the string, not NUL-terminated; may be NULL */
+	const char *name;   /* RAW_KERNEL, RAW_INTERP..: borrowed from the string, not NUL-terminated; may be NULL */
 	uint8_t name_len;
 };
 

@@ -8,6 +8,7 @@
 
 #include "fileid.h"
 #include "hmap.h"
+#include "interp_kinds.h"
 #include "model.h"
 #include "utf8.h"
 
@@ -18,16 +19,24 @@ struct pm_index {
 		cap_stacks, cap_processes, cap_samples, cap_links;
 };
 
-static const char *const frame_type_names[PM_N_FRAME_TYPES] = {
+_Static_assert(PM_INTERP_KINDS == SONDE_INTERP_KINDS - 1, "PM_INTERP_KINDS: one per kind");
+
+static const char *const frame_type_names[PM_FRAME_INTERP] = {
 	[PM_FRAME_NATIVE] = "native",
 	[PM_FRAME_KERNEL] = "kernel",
 	[PM_FRAME_GO] = "go",
-	[PM_FRAME_CPYTHON] = "cpython",
 };
 
 const char *pm_frame_type_name(enum pm_frame_type t)
 {
-	return (unsigned)t < PM_N_FRAME_TYPES ? frame_type_names[t] : "native";
+	const char *name;
+
+	if ((unsigned)t < PM_FRAME_INTERP)
+		return frame_type_names[t];
+	if ((unsigned)t >= PM_N_FRAME_TYPES)
+		return "native";
+	name = sonde_interp_kind_name((uint32_t)t - PM_FRAME_INTERP + 1);
+	return name ? name : "native";
 }
 
 /* Makes room for one more element of size sz in *arr (n used, *cap). */

@@ -12,15 +12,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Interpreter kinds (bpf/interp.h: SONDE_INTERP_KINDS - 1; model.c checks
+ * that they agree). */
+#define PM_INTERP_KINDS 1
+
 enum pm_frame_type {
 	PM_FRAME_NATIVE = 0,
 	PM_FRAME_KERNEL,
 	PM_FRAME_GO,
-	PM_FRAME_CPYTHON,
-	PM_N_FRAME_TYPES,
+	PM_FRAME_INTERP, /* + interpreter kind - 1 */
+	PM_N_FRAME_TYPES = PM_FRAME_INTERP + PM_INTERP_KINDS,
 };
 
-/* "native", "kernel", "go", "cpython" (OTLP's profile.frame.type values). */
+/* "native", "kernel", "go", or an interpreter kind's name
+ * (bpf/interp_kinds.h): OTLP's profile.frame.type values. */
 const char *pm_frame_type_name(enum pm_frame_type t);
 
 struct pm_mapping {

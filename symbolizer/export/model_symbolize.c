@@ -105,8 +105,8 @@ static int user_frame(struct pmodel *m, const struct symbolize_ctx *sc, const st
 			 ret);
 }
 
-/* A frame named at ingest: kernel, or Python (its key is a hash of the
- * name, so equal keys are equal frames). */
+/* A frame named at ingest: kernel, or interpreter (its key is a hash of
+ * the name, so equal keys are equal frames). */
 static int named_frame(struct pmodel *m, const struct rawframe *f, enum pm_frame_type type,
 		       uint32_t *ret)
 {
@@ -144,8 +144,9 @@ int pm_add_export_sample(struct pmodel *m, const struct symbolize_ctx *sc, const
 	while ((r = rawstack_next(&it, &f)) > 0) {
 		if (f.kind == RAW_KERNEL) {
 			r = named_frame(m, &f, PM_FRAME_KERNEL, &locs[n]);
-		} else if (f.kind == RAW_CPYTHON) {
-			r = named_frame(m, &f, PM_FRAME_CPYTHON, &locs[n]);
+		} else if (rawframe_interp_of(f.kind)) {
+			r = named_frame(m, &f, PM_FRAME_INTERP + rawframe_interp_of(f.kind) - 1,
+					&locs[n]);
 			user_seen = true;
 		} else if (f.kind == RAW_USER_FILE) {
 			/* Every user frame but the leaf is a return address. */

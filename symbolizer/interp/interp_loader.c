@@ -4,17 +4,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpython_layout.h"
 #include "elf_analysis.h"
 #include "interp_loader.h"
-
-#define RUNTIME_SYMBOL "_PyRuntime"
+#include "interp_ops.h"
 
 int interp_loader_wants(const char *path)
 {
-	unsigned major, minor;
+	return interp_ops_for_path(path) != NULL;
+}
 
-	return cpython_version_from_name(path, &major, &minor) == 0;
+int interp_loader_analyse(const struct file_image *img, const char *path, struct interp_data *ret,
+			  const char **reason)
+{
+	const struct interp_ops *ops = interp_ops_for_path(path);
+
+	if (!ops) {
+		*reason = "not a known interpreter file name";
+		return -ENOENT;
+	}
+	return ops->analyse(img, path, ret, reason);
 }
 
 /* The dynamic symbol `name`'s value, scanning .dynsym (bounded by its
@@ -41,21 +49,17 @@ static int find_dynsym(const uint8_t *data, const struct elf_section *sym,
 	return -ENOENT;
 }
 
-int interp_loader_analyse(const struct file_image *img, const char *path, struct interp_data *ret,
-			  const char **reason)
+int interp_loader_find_root(const struct file_image *img, const char *symbol,
+			    const char *unsupported, uint64_t *ret_offset, const char **reason)
 {
 	static const char *const names[] = { ".dynsym", ".dynstr" };
 	struct elf_section secs[2];
 	struct elf_layout *layout = NULL; /* large: 64 segments */
 	struct elf_need need = { 0 };
 	const char *why = NULL;
-	unsigned major, minor;
 	uint64_t vaddr = 0;
 	int r;
 
-	*reason = "not a known interpreter file name";
-	if (cpython_version_from_name(path, &major, &minor) < 0)
-		return -ENOENT;
 	layout = malloc(sizeof(*layout));
 	*reason = "out of memory";
 	r = -ENOMEM;
@@ -82,19 +86,19 @@ int interp_loader_analyse(const struct file_image *img, const char *path, struct
 	    !file_image_has(img, secs[1].offset, secs[1].size))
 		goto out;
 	r = -ENOENT;
-	*reason = "no " RUNTIME_SYMBOL " in the dynamic symbols";
-	if (find_dynsym(file_image_data(img), &secs[0], &secs[1], RUNTIME_SYMBOL, &vaddr) < 0)
+	*reason = "no root symbol in the dynamic symbols";
+	if (find_dynsym(file_image_data(img), &secs[0], &secs[1], symbol, &vaddr) < 0)
 		goto out;
 	r = -EPROTONOSUPPORT;
-	*reason = "CPython version without a layout";
-	if (!cpython_layout_for(major, minor))
+	*reason = unsupported;
+	if (unsupported)
 		goto out;
 	/* The sensor knows only the executable mappings of a process, so the
 	 * runtime's place is given in the executable segment's file
 	 * coordinates: address = that mapping's start - its offset + this.
-	 * _PyRuntime itself must be in some load segment. */
+	 * The symbol itself must be in some load segment. */
 	r = -EBADMSG;
-	*reason = RUNTIME_SYMBOL " is not in a load segment";
+	*reason = "the root symbol is not in a load segment";
 	for (size_t i = 0; i < layout->n_segments; i++) {
 		const struct elf_segment *g = &layout->segments[i];
 
@@ -112,9 +116,7 @@ int interp_loader_analyse(const struct file_image *img, const char *path, struct
 			continue;
 		if (vaddr - g->vaddr + g->offset < vaddr - g->vaddr) /* wrapped */
 			break;
-		*ret = (struct interp_data){ .kind = INTERP_CPYTHON, .major = (uint8_t)major,
-					     .minor = (uint8_t)minor,
-					     .runtime_offset = vaddr - g->vaddr + g->offset };
+		*ret_offset = vaddr - g->vaddr + g->offset;
 		*reason = NULL;
 		r = 0;
 		break;

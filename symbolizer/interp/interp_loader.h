@@ -1,47 +1,60 @@
-/* interp_loader.h - the interpreter Loader (issue 5, docs/interpreters.md):
- * looks at a mapped file, by name and then by content, and returns its
- * per-file Data: which interpreter and version, and where in the file the
- * interpreter's root structure lives. The symbolizer caches the Data by
- * file ID and sends it to the sensors as an InterpreterConfig; the sensor
- * only turns it into a BPF map entry per process.
- *
- * Only CPython today: a file named python3.X or libpython3.X*.so whose
- * dynamic symbols include _PyRuntime (Debian's stripped python3.11
- * exports it too).
+/* interp_loader.h - the interpreter Loader (docs/interpreters.md): looks
+ * at a mapped file, by name and then by content, through the runtimes of
+ * the ops table (interp.h), and returns its per-file Data: which
+ * interpreter and version, and where in the file the interpreter's root
+ * structure lives. The symbolizer caches the Data by file ID and sends it
+ * to the sensors as an InterpreterConfig; the sensor only turns it into a
+ * BPF map entry per process.
  */
 #pragma once
 
 #include <stdint.h>
 
 #include "file_image.h"
+#include "interp.h" /* bpf/: enum sonde_interp_kind */
 
+/* The kinds, as bpf/interp.h numbers them (named here for the cache and
+ * tests). */
 enum interp_kind {
-	INTERP_NONE = 0,
-	INTERP_CPYTHON = 1, /* same number as sonde.v1.InterpreterConfig.Kind */
+	INTERP_NONE = SONDE_INTERP_NONE,
+	INTERP_CPYTHON = SONDE_INTERP_CPYTHON,
 };
 
 struct interp_data {
-	uint32_t kind; /* enum interp_kind */
+	uint32_t kind; /* enum sonde_interp_kind */
 	uint8_t major, minor;
-	/* Where _PyRuntime is, in the file-offset coordinates of the first
-	 * executable load segment: its address in a process is the start of
-	 * that segment's mapping - the mapping's file offset + this (the
-	 * sensor knows only executable mappings; the data segment's
-	 * vaddr - offset often differs from the text's by a page). */
+	/* Where the runtime's root structure is, in the file-offset
+	 * coordinates of the first executable load segment: its address in
+	 * a process is the start of that segment's mapping - the mapping's
+	 * file offset + this (the sensor knows only executable mappings; the
+	 * data segment's vaddr - offset often differs from the text's by a
+	 * page). */
 	uint64_t runtime_offset;
 };
 
-/* Whether path's basename looks like an interpreter this loader knows
- * (then the file is worth interp_loader_analyse()). */
+/* Whether path's basename looks like an interpreter some runtime of the
+ * table knows (then the file is worth interp_loader_analyse()). */
 int interp_loader_wants(const char *path);
 
-/* Analyses img, whose ELF headers and .dynsym/.dynstr must be present (the
- * symtab analysis fetched them). Returns:
+/* Analyses img with the runtime that wants path. img's ELF headers and
+ * .dynsym/.dynstr must be present (the symtab analysis fetched them).
+ * Returns:
  *   0                *ret filled;
- *   -ENOENT          not an interpreter (name, or no _PyRuntime);
+ *   -ENOENT          not an interpreter (name, or no root symbol);
  *   -EPROTONOSUPPORT an interpreter of a version without a layout;
  *   -EBADMSG         bad ELF or the symbol is not in the file's bytes.
  * *reason (static) says why on failure. Every read is bounded by the
  * section sizes and the image. */
 int interp_loader_analyse(const struct file_image *img, const char *path, struct interp_data *ret,
 			  const char **reason);
+
+/* For the runtimes' analyse(): the dynamic symbol `symbol` of img, as an
+ * offset in the executable load segment's file coordinates (see
+ * interp_data.runtime_offset). unsupported: NULL when the runtime has a
+ * layout for the file's version, else the reason to fail with once the
+ * symbol is found. Returns 0 with *ret_offset, -ENOENT (no such symbol,
+ * no .dynsym), -EPROTONOSUPPORT (unsupported, or not x86-64 ELF) or
+ * -EBADMSG (bad ELF, sections not fetched, symbol outside the load
+ * segments); *reason (static) says why. */
+int interp_loader_find_root(const struct file_image *img, const char *symbol,
+			    const char *unsupported, uint64_t *ret_offset, const char **reason);

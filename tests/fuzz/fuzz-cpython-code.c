@@ -1,5 +1,5 @@
 /* fuzz-cpython-code.c - fuzzes the decoder of the code object records BPF
- * copies (symbolizer/interp/cpython_code.c) and frame naming from them.
+ * copies (symbolizer/interp/cpython/cpython_code.c) and frame naming from them.
  * Input: byte 0 (bit 0 set: write a valid size and version into the
  * header, so the fuzzer reaches the fields behind them), bytes 1-4 the
  * bytecode offset to name, the rest the record, zero-padded or cut to the
@@ -8,8 +8,8 @@
  *
  * Build with libFuzzer:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -DSONDE_LIBFUZZER \
- *     -D_GNU_SOURCE -Isymbolizer/interp tests/fuzz/fuzz-cpython-code.c \
- *     symbolizer/interp/cpython_code.c symbolizer/interp/cpython_lines.c
+ *     -D_GNU_SOURCE -Isymbolizer/interp/cpython tests/fuzz/fuzz-cpython-code.c \
+ *     symbolizer/interp/cpython/cpython_code.c symbolizer/interp/cpython/cpython_lines.c
  * Without SONDE_LIBFUZZER, fuzz-main.c replays the files named on the
  * command line (the checked-in corpus, tests/fuzz/corpus/cpython_code).
  */

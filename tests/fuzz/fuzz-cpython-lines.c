@@ -1,13 +1,13 @@
 /* fuzz-cpython-lines.c - fuzzes the CPython line table decoder
- * (symbolizer/interp/cpython_lines.c): input byte 0 picks the format
+ * (symbolizer/interp/cpython/cpython_lines.c): input byte 0 picks the format
  * (even: 3.10, odd: 3.11), bytes 1-4 are co_firstlineno, the rest is the
  * table. Checks that ranges are contiguous from 0 and that addr2line
  * agrees with the iteration.
  *
  * Build with libFuzzer:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -DSONDE_LIBFUZZER \
- *     -D_GNU_SOURCE -Isymbolizer/interp tests/fuzz/fuzz-cpython-lines.c \
- *     symbolizer/interp/cpython_lines.c
+ *     -D_GNU_SOURCE -Isymbolizer/interp/cpython tests/fuzz/fuzz-cpython-lines.c \
+ *     symbolizer/interp/cpython/cpython_lines.c
  * Without SONDE_LIBFUZZER, main() replays the files named on the command
  * line (the checked-in corpus under meson, or a crash to reproduce).
  */

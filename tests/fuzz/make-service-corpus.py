@@ -141,12 +141,13 @@ def code_record(code, addr, size=1440):
 PY_CODE = compile("def hot(n):\n    t = 0\n    for i in range(n):\n        t += i\n",
                   "/srv/hot.py", "exec").co_consts[0]
 write("ingest", "python-frames", hello() + process() + msg(interp_records=pb.InterpreterRecords(
-    records=[pb.InterpreterRecord(pid=4242, data=code_record(PY_CODE, 0x7f1000)),
-             pb.InterpreterRecord(pid=4242, data=code_record(PY_CODE, 0x7f2000)[:100])])) +
+    records=[pb.InterpreterRecord(pid=4242, kind=1, data=code_record(PY_CODE, 0x7f1000)),
+             pb.InterpreterRecord(pid=4242, kind=1, data=code_record(PY_CODE, 0x7f2000)[:100])])) +
       msg(stacks=pb.StackBatch(stacks=[pb.StackDef(
           id=1, user=[pb.Frame(file_id=ELF_ID, address=0x1139), pb.Frame(file_id=ELF_ID, address=0x1160)],
-          python=[pb.PythonFrame(code=0x7f1000, offset=8, checksum=0x7f1001),
-                  pb.PythonFrame(code=0x7f2000, offset=0, entry=True)], pid=4242, outcome=1)],
+          # CPython frame words (bpf/cpython.h): offset << 48 | entry << 47 | code
+          interp=[pb.InterpFrame(kind=1, words=[8 << 48 | 0x7f1000, 0x7f1001]),
+                  pb.InterpFrame(kind=1, words=[1 << 47 | 0x7f2000])], pid=4242, outcome=1)],
           samples=[pb.SampleCount(stack_id=1, pid=4242, tid=4242, count=4, comm="python3")])) +
       SERVE + TICK + HALF_CLOSE)
 

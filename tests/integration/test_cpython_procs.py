@@ -1,7 +1,7 @@
 """CPython processes get their BPF entry (issue 5, step 2): the real
 sensor and symbolizer follow a Debian python3.11 (stripped, not PIE) and
 a child pyenv python3.11 (libpython3.11.so, PIE); the sensor's
-cpython_procs map (read with bpftool through the sensor's own map fds)
+interp_procs map (read with bpftool through the sensor's own map fds)
 holds, for each, the address of its _PyRuntime as nm -D and
 /proc/PID/maps give it, and the 3.11 layout. The entries go when the
 processes exit."""
@@ -58,9 +58,9 @@ def cpython_map_id(sensor_pid):
                 i = line.split()[1]
                 info = json.loads(subprocess.run(["bpftool", "-j", "map", "show", "id", i],
                                                  capture_output=True, text=True, check=True).stdout)
-                if info.get("name") == "cpython_procs":
+                if info.get("name") == "interp_procs":
                     return i
-    raise AssertionError("the sensor has no cpython_procs map")
+    raise AssertionError("the sensor has no interp_procs map")
 
 
 def entries(map_id):

@@ -10,7 +10,7 @@ symbolizer's folded output:
   - a script that burns CPU for 1 s and exits is fully named afterwards;
   - zlib on a large buffer shows the Python caller above libz's frames.
 Each workload waits on stdin until its process has its entry in the
-sensor's cpython_procs map (the symbolizer has analysed the interpreter and
+sensor's interp_procs map (the symbolizer has analysed the interpreter and
 sent its config): samples before that have no Python frames by design."""
 import os
 import pathlib

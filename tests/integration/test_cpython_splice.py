@@ -95,11 +95,11 @@ def test_python_frames_replace_the_eval_loop():
         ps = PySensor(sym.address, {PYTHON: open(PYTHON, "rb").read()})
         ps.hello()
         ps.process(777, "python3.11", [PYTHON])
-        recs = [ingest_pb2.InterpreterRecord(pid=777, data=record(c, addr[k], addr[k] ^ 1))
+        recs = [ingest_pb2.InterpreterRecord(pid=777, kind=1, data=record(c, addr[k], addr[k] ^ 1))
                 for k, c in (("leaf", leaf), ("mid", mid), ("outer", outer), ("listcomp", listcomp))]
-        recs.append(ingest_pb2.InterpreterRecord(pid=777, data=record(leaf, addr["damaged"], 0,
+        recs.append(ingest_pb2.InterpreterRecord(pid=777, kind=1, data=record(leaf, addr["damaged"], 0,
                                                                       size=SIZE - 1)[:-1]))
-        recs.append(ingest_pb2.InterpreterRecord(pid=777, data=record(mid, addr["other"], 5)))
+        recs.append(ingest_pb2.InterpreterRecord(pid=777, kind=1, data=record(mid, addr["other"], 5)))
         ps.send(interp_records=ingest_pb2.InterpreterRecords(records=recs))
 
         py = ps.ids[PYTHON]
@@ -107,7 +107,10 @@ def test_python_frames_replace_the_eval_loop():
                   ("_PyFunction_Vectorcall", 0), ("_PyEval_EvalFrameDefault", 1),
                   ("Py_RunMain", 0), ("Py_BytesMain", 0)]
         user = [ingest_pb2.Frame(file_id=py, address=file_offset(n)) for n, _ in native]
-        P = ingest_pb2.PythonFrame
+        def P(code, offset, checksum=0, entry=False):
+            """A CPython InterpFrame: the walker's word (bpf/cpython.h), the checksum."""
+            word = offset << 48 | (1 << 47 if entry else 0) | code
+            return ingest_pb2.InterpFrame(kind=1, words=[word, checksum] if checksum else [word])
         python = [  # leaf first; the inner run ends at mid (an entry frame)
             P(code=addr["leaf"], offset=hot, checksum=addr["leaf"] ^ 1),
             P(code=addr["mid"], offset=call_leaf, entry=True),
@@ -119,7 +122,7 @@ def test_python_frames_replace_the_eval_loop():
         ]
         now = __import__("time").time_ns()
         ps.send(stacks=ingest_pb2.StackBatch(
-            stacks=[ingest_pb2.StackDef(id=1, user=user, python=python, pid=777)],
+            stacks=[ingest_pb2.StackDef(id=1, user=user, interp=python, pid=777)],
             samples=[ingest_pb2.SampleCount(stack_id=1, pid=777, tid=777, count=9, first_unix_ns=now,
                                             last_unix_ns=now, comm="hot")]))
 

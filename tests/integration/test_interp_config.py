@@ -67,7 +67,7 @@ def binutils_runtime_offset(path):
 
 
 def check_config(c, path):
-    assert c.kind == ingest_pb2.InterpreterConfig.CPYTHON
+    assert c.kind == 1  # SONDE_INTERP_CPYTHON (bpf/interp.h)
     assert c.format_version == 2 and not c.error
     assert c.runtime_offset == binutils_runtime_offset(path)
     off = OFFSETS.unpack(c.layout)

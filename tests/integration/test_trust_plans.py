@@ -11,7 +11,7 @@ fake_symbolizer.py plays a compromised symbolizer against the real sensor
 - InterpreterConfigs with a wrong layout size, an out-of-range struct
   offset, an unknown kind, another format version and a runtime offset far
   outside the interpreter's image are refused and counted: the python3.11
-  run by `nobody` gets no cpython_procs entry, while a valid config for
+  run by `nobody` gets no interp_procs entry, while a valid config for
   another python3.11 gives its entry the right _PyRuntime address
   (control).
 

@@ -1,4 +1,4 @@
-/* test-cpython-code.c - symbolizer/interp/cpython_code.c: records built
+/* test-cpython-code.c - symbolizer/interp/cpython/cpython_code.c: records built
  * from real code objects of Debian's python3.11 (a method, a generator, a
  * nested function and a module-level loop; name, file, first line and
  * co_linetable as the interpreter holds them) name every instruction with

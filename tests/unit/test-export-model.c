@@ -97,7 +97,7 @@ static void test_rawstack_roundtrip(void **state)
 	rawstack_push(&b, &f);
 	f = (struct rawframe){ .kind = RAW_USER_ANON, .address = 0x7fff0000 };
 	rawstack_push(&b, &f);
-	f = (struct rawframe){ .kind = RAW_CPYTHON, .address = 0x1234abcd5678ef00ull,
+	f = (struct rawframe){ .kind = RAW_INTERP, .address = 0x1234abcd5678ef00ull,
 			       .name = "leaf (/a.py:4)", .name_len = 14 };
 	rawstack_push(&b, &f);
 	assert_int_equal(rawstack_end(&b, &raw, &len), 0);
@@ -117,7 +117,7 @@ static void test_rawstack_roundtrip(void **state)
 	assert_int_equal(rawstack_next(&it, &f), 1);
 	assert_int_equal(f.address, 0x7fff0000);
 	assert_int_equal(rawstack_next(&it, &f), 1);
-	assert_int_equal(f.kind, RAW_CPYTHON);
+	assert_int_equal(f.kind, RAW_INTERP);
 	assert_int_equal(f.address, 0x1234abcd5678ef00ull);
 	assert_int_equal(f.name_len, 14);
 	assert_memory_equal(f.name, "leaf (/a.py:4)", 14);

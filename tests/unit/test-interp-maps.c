@@ -10,15 +10,16 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "cpython.h"
 #include "interp_maps.h"
 
 struct fake {
 	uint32_t pid;
-	struct sonde_cpython_proc v;
+	struct sonde_interp_proc v;
 	int updates, removes;
 };
 
-static int fake_update(void *ctx, uint32_t pid, const struct sonde_cpython_proc *v)
+static int fake_update(void *ctx, uint32_t pid, const struct sonde_interp_proc *v)
 {
 	struct fake *f = ctx;
 
@@ -52,22 +53,22 @@ static void test_configs_checked(void **state)
 	(void)state;
 	assert_non_null(im);
 	assert_false(interp_maps_take_pending(im));
-	assert_int_equal(interp_maps_add_config(im, py, SONDE_CPYTHON_FORMAT_VERSION + 1, 0, &off,
+	assert_int_equal(interp_maps_add_config(im, py, SONDE_INTERP_CPYTHON, SONDE_CPYTHON_FORMAT_VERSION + 1, 0, &off,
 						sizeof(off)), -EBADMSG);
-	assert_int_equal(interp_maps_add_config(im, py, SONDE_CPYTHON_FORMAT_VERSION, 0, &off,
+	assert_int_equal(interp_maps_add_config(im, py, SONDE_INTERP_CPYTHON, SONDE_CPYTHON_FORMAT_VERSION, 0, &off,
 						sizeof(off) - 1), -EBADMSG);
 	assert_false(interp_maps_take_pending(im));
 	for (int i = 0; i < INTERP_MAPS_MAX_CONFIGS; i++) {
 		id[0] = (uint8_t)i;
-		assert_int_equal(interp_maps_add_config(im, id, SONDE_CPYTHON_FORMAT_VERSION, 0,
+		assert_int_equal(interp_maps_add_config(im, id, SONDE_INTERP_CPYTHON, SONDE_CPYTHON_FORMAT_VERSION, 0,
 							&off, sizeof(off)), 0);
 	}
 	id[0] = 0xff;
-	assert_int_equal(interp_maps_add_config(im, id, SONDE_CPYTHON_FORMAT_VERSION, 0, &off,
+	assert_int_equal(interp_maps_add_config(im, id, SONDE_INTERP_CPYTHON, SONDE_CPYTHON_FORMAT_VERSION, 0, &off,
 						sizeof(off)), -EBADMSG);
 	/* The same file again replaces, needing no room. */
 	id[0] = 3;
-	assert_int_equal(interp_maps_add_config(im, id, SONDE_CPYTHON_FORMAT_VERSION, 0, &off,
+	assert_int_equal(interp_maps_add_config(im, id, SONDE_INTERP_CPYTHON, SONDE_CPYTHON_FORMAT_VERSION, 0, &off,
 						sizeof(off)), 0);
 	interp_maps_get_stats(im, &st);
 	assert_int_equal(st.configs, INTERP_MAPS_MAX_CONFIGS);
@@ -93,14 +94,15 @@ static void test_runtime_address(void **state)
 	interp_maps_set_process(im, 42, maps, 2);
 	assert_int_equal(f.updates + f.removes, 0);
 
-	assert_int_equal(interp_maps_add_config(im, py, SONDE_CPYTHON_FORMAT_VERSION, 0x556e38,
+	assert_int_equal(interp_maps_add_config(im, py, SONDE_INTERP_CPYTHON, SONDE_CPYTHON_FORMAT_VERSION, 0x556e38,
 						&off, sizeof(off)), 0);
 	interp_maps_set_process(im, 42, maps, 2);
 	assert_int_equal(f.updates, 1);
 	assert_int_equal(f.pid, 42);
 	assert_int_equal(f.v.runtime_addr, 0x400000 - 0x1000 + 0x556e38);
-	assert_int_equal(f.v.off.frame_code, 4);
-	assert_int_equal(f.v.off.minor, 11);
+	assert_int_equal(f.v.kind, SONDE_INTERP_CPYTHON);
+	assert_int_equal(((const struct sonde_cpython_proc *)&f.v)->off.frame_code, 4);
+	assert_int_equal(((const struct sonde_cpython_proc *)&f.v)->off.minor, 11);
 
 	/* A process mapping only libc: its entry (if any) goes. */
 	interp_maps_set_process(im, 43, &maps[1], 1);

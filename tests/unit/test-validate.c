@@ -245,7 +245,7 @@ static void config_init(struct config_fixture *f)
 	sonde__v1__interpreter_config__init(&f->c);
 	f->c.file_id.data = fid;
 	f->c.file_id.len = 16;
-	f->c.kind = SONDE__V1__INTERPRETER_CONFIG__KIND__CPYTHON;
+	f->c.kind = SONDE_INTERP_CPYTHON;
 	f->c.format_version = SONDE_CPYTHON_FORMAT_VERSION;
 	f->c.runtime_offset = RUNTIME_OFFSET;
 	f->o = layout_311();
@@ -274,7 +274,7 @@ static void test_config_good(void **state)
 	f.o.flags = SONDE_CPYTHON_TSTATE_FRAME | SONDE_CPYTHON_ENTRY_SHIM;
 	assert_int_equal(check_config(&f, NULL), 0);
 	/* At the very end of the image: the first read still fits. */
-	f.c.runtime_offset = FILE_SIZE + VALIDATE_CPYTHON_IMAGE_SLACK - 632 - 8;
+	f.c.runtime_offset = FILE_SIZE + SONDE_CPYTHON_IMAGE_SLACK - 632 - 8;
 	assert_int_equal(check_config(&f, NULL), 0);
 }
 
@@ -285,7 +285,7 @@ static void test_config_header(void **state)
 
 	(void)state;
 	config_init(&f);
-	f.c.kind = SONDE__V1__INTERPRETER_CONFIG__KIND__KIND_UNSPECIFIED;
+	f.c.kind = SONDE_INTERP_NONE;
 	assert_int_equal(check_config(&f, &reason), -EBADMSG);
 	assert_non_null(reason);
 	config_init(&f);
@@ -310,19 +310,19 @@ static void test_config_layout_bounds(void **state)
 
 	(void)state;
 	config_init(&f);
-	f.o.interp_threads_head = VALIDATE_CPYTHON_RUNTIME_OFF_MAX;
+	f.o.interp_threads_head = SONDE_CPYTHON_RUNTIME_OFF_MAX;
 	assert_int_equal(check_config(&f, NULL), -EBADMSG);
 	config_init(&f);
 	f.o.runtime_interpreters_head = 0xffff;
 	assert_int_equal(check_config(&f, NULL), -EBADMSG);
 	config_init(&f);
-	f.o.tstate_next = VALIDATE_CPYTHON_FIELD_OFF_MAX;
+	f.o.tstate_next = SONDE_CPYTHON_FIELD_OFF_MAX;
 	assert_int_equal(check_config(&f, NULL), -EBADMSG);
 	config_init(&f);
 	f.o.var_size = 0xffff;
 	assert_int_equal(check_config(&f, NULL), -EBADMSG);
 	config_init(&f);
-	f.o.frame_is_entry = VALIDATE_CPYTHON_FIELD_OFF_MAX;
+	f.o.frame_is_entry = SONDE_CPYTHON_FIELD_OFF_MAX;
 	assert_int_equal(check_config(&f, NULL), -EBADMSG);
 	config_init(&f);
 	f.o.flags = 0x20;
@@ -334,13 +334,13 @@ static void test_config_layout_bounds(void **state)
 	f.o.major = 2;
 	assert_int_equal(check_config(&f, NULL), -EBADMSG);
 	config_init(&f);
-	f.o.minor = VALIDATE_CPYTHON_MINOR_MIN - 1;
+	f.o.minor = SONDE_CPYTHON_MINOR_MIN - 1;
 	assert_int_equal(check_config(&f, NULL), -EBADMSG);
 	config_init(&f);
-	f.o.minor = VALIDATE_CPYTHON_MINOR_MAX + 1;
+	f.o.minor = SONDE_CPYTHON_MINOR_MAX + 1;
 	assert_int_equal(check_config(&f, NULL), -EBADMSG);
 	config_init(&f);
-	f.o.minor = VALIDATE_CPYTHON_MINOR_MAX;
+	f.o.minor = SONDE_CPYTHON_MINOR_MAX;
 	assert_int_equal(check_config(&f, NULL), 0);
 }
 
@@ -350,9 +350,9 @@ static void test_config_runtime_offset(void **state)
 
 	(void)state;
 	config_init(&f);
-	f.c.runtime_offset = FILE_SIZE + VALIDATE_CPYTHON_IMAGE_SLACK;
+	f.c.runtime_offset = FILE_SIZE + SONDE_CPYTHON_IMAGE_SLACK;
 	assert_int_equal(check_config(&f, NULL), -EBADMSG);
-	f.c.runtime_offset = FILE_SIZE + VALIDATE_CPYTHON_IMAGE_SLACK - 40 - 7; /* read ends past */
+	f.c.runtime_offset = FILE_SIZE + SONDE_CPYTHON_IMAGE_SLACK - 40 - 7; /* read ends past */
 	assert_int_equal(check_config(&f, NULL), -EBADMSG);
 	f.c.runtime_offset = UINT64_MAX - 8; /* would wrap */
 	assert_int_equal(check_config(&f, NULL), -EBADMSG);

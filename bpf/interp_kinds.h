@@ -1,0 +1,52 @@
+/* interp_kinds.h - the one list of interpreter kinds for user space: per
+ * kind its names (logs, the exports' frame type), the BPF map in which
+ * its walker remembers what it already sent (cleared for a new
+ * symbolizer session), and the limits the sensor checks its configs
+ * against (sensor/validate.c). A new runtime adds its walker header and
+ * one case below (docs/interpreters.md).
+ */
+#pragma once
+
+#include <stddef.h>
+
+#include "cpython.h"
+#include "interp.h"
+
+struct sonde_interp_kind_info {
+	const char *name;     /* "cpython": OTLP's profile.frame.type value */
+	const char *records;  /* what its records are, for the sensor's log */
+	const char *seen_map; /* BPF map of records already sent; NULL: none */
+	const struct sonde_interp_limits *(*limits)(void);
+};
+
+/* What user space knows of kind, or NULL for a kind this build has no
+ * walker for. Static. */
+static inline const struct sonde_interp_kind_info *sonde_interp_kind_info(__u32 kind)
+{
+	static const struct sonde_interp_kind_info cpython = {
+		"cpython", "code object records", "cpython_codes", sonde_cpython_limits
+	};
+
+	switch (kind) {
+	case SONDE_INTERP_CPYTHON:
+		return &cpython;
+	default:
+		return NULL;
+	}
+}
+
+/* The limits of kind, or NULL for an unknown kind. */
+static inline const struct sonde_interp_limits *sonde_interp_limits_of(__u32 kind)
+{
+	const struct sonde_interp_kind_info *k = sonde_interp_kind_info(kind);
+
+	return k ? k->limits() : NULL;
+}
+
+/* A kind's short name ("cpython"), or NULL for an unknown kind. */
+static inline const char *sonde_interp_kind_name(__u32 kind)
+{
+	const struct sonde_interp_kind_info *k = sonde_interp_kind_info(kind);
+
+	return k ? k->name : NULL;
+}

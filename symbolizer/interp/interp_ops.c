@@ -1,0 +1,130 @@
+/* interp_ops.c - the interpreter ops table, a session's Instances and the
+ * splice (interp_ops.h). A new runtime adds its entry to `table`. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpython_ops.h"
+#include "interp_kinds.h"
+#include "interp_ops.h"
+
+static const struct interp_ops *const table[] = {
+	&cpython_ops,
+};
+#define N_OPS (sizeof(table) / sizeof(table[0]))
+
+const struct interp_ops *interp_ops_of(uint32_t kind)
+{
+	for (size_t i = 0; i < N_OPS; i++)
+		if (table[i]->kind == kind)
+			return table[i];
+	return NULL;
+}
+
+const struct interp_ops *interp_ops_for_path(const char *path)
+{
+	for (size_t i = 0; i < N_OPS; i++)
+		if (table[i]->wants(path))
+			return table[i];
+	return NULL;
+}
+
+const char *interp_kind_name(uint32_t kind)
+{
+	return sonde_interp_kind_name(kind);
+}
+
+struct interp_session {
+	void *inst[N_OPS]; /* by index in table; NULL until a record */
+};
+
+struct interp_session *interp_session_new(void)
+{
+	return calloc(1, sizeof(struct interp_session));
+}
+
+void interp_session_free(struct interp_session *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < N_OPS; i++)
+		table[i]->instance_free(s->inst[i]);
+	free(s);
+}
+
+static int index_of(uint32_t kind)
+{
+	for (size_t i = 0; i < N_OPS; i++)
+		if (table[i]->kind == kind)
+			return (int)i;
+	return -1;
+}
+
+int interp_session_put_record(struct interp_session *s, uint32_t kind, uint32_t pid,
+			      const void *data, size_t len)
+{
+	int i = index_of(kind);
+
+	if (i < 0)
+		return -ENOENT;
+	if (!s->inst[i] && !(s->inst[i] = table[i]->instance_new()))
+		return -ENOMEM;
+	return table[i]->record_put(s->inst[i], pid, data, len);
+}
+
+size_t interp_session_frame_name(const struct interp_session *s, uint32_t pid,
+				 const struct interp_frame *f, char *buf, size_t len)
+{
+	int i = index_of(f->kind);
+	size_t n;
+
+	if (i < 0) {
+		n = strlen("[unknown]");
+		if (n >= len)
+			n = len - 1;
+		memcpy(buf, "[unknown]", n);
+		buf[n] = '\0';
+		return n;
+	}
+	return table[i]->frame_name(s ? s->inst[i] : NULL, pid, f, buf, len);
+}
+
+/* frames[from, to) root first into order. */
+static void splice_run(uint32_t from, uint32_t to, uint32_t *order, uint32_t *n_order)
+{
+	for (uint32_t k = to; k-- > from;)
+		order[(*n_order)++] = INTERP_ORDER_FRAME | k;
+}
+
+void interp_splice(const char *const *syms, uint32_t n_native, const struct interp_frame *frames,
+		   uint32_t n_frames, uint32_t *order, uint32_t *n_order)
+{
+	const struct interp_ops *ops = n_frames ? interp_ops_of(frames[0].kind) : NULL;
+	const char *splice = ops ? ops->splice_symbol : NULL;
+	uint32_t bounds[INTERP_MAX_FRAMES + 1], n_runs = 0, evals = 0, seen = 0;
+
+	if (n_frames > INTERP_MAX_FRAMES)
+		n_frames = INTERP_MAX_FRAMES;
+	for (uint32_t i = 0; splice && i < n_native; i++)
+		if (syms[i] && !strcmp(syms[i], splice))
+			evals++;
+	bounds[0] = 0;
+	for (uint32_t i = 0; i < n_frames; i++)
+		if ((ops && ops->frame_ends_run(&frames[i])) || i + 1 == n_frames)
+			bounds[++n_runs] = i + 1;
+	for (uint32_t i = n_native; i-- > 0;) {
+		if (n_runs && splice && syms[i] && !strcmp(syms[i], splice)) {
+			if (++seen == evals) {
+				splice_run(0, bounds[n_runs], order, n_order);
+				n_runs = 0;
+			} else {
+				splice_run(bounds[n_runs - 1], bounds[n_runs], order, n_order);
+				n_runs--;
+			}
+			continue;
+		}
+		order[(*n_order)++] = i;
+	}
+	if (n_runs)
+		splice_run(0, bounds[n_runs], order, n_order);
+}
