@@ -1,5 +1,5 @@
-/* cli.h - what the sonde subcommands share: the symbolizer address, the
- * query helpers and the output writers. */
+/* cli.h - what the sonde subcommands share: the query helpers and the
+ * output writers (their command lines and calls: command.h). */
 #pragma once
 
 #include <stdbool.h>
@@ -7,36 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "rpc.h"
 #include "symbols.pb-c.h"
-
-#define CLI_DEFAULT_SYMBOLIZER "unix:/run/sonde/symbolizer.sock"
-#define CLI_RPC_TIMEOUT_MS 30000
-
-/* --symbolizer, else $SONDE_SYMBOLIZER, else the default. Borrowed. */
-const char *cli_symbolizer_address(const char *flag);
-
-/* Unary call to the Symbols service with a message that names what failed
- * and how to fix it. Returns 0 with an owned *ret_reply, or a negative
- * errno (already reported on stderr). */
-int cli_call(const char *address, const char *method, const ProtobufCMessage *req,
-	     const ProtobufCMessageDescriptor *reply_desc, int timeout_ms, bool wait_for_ready,
-	     ProtobufCMessage **ret_reply);
-
-/* The same in two steps, to make many calls on one channel: open (NULL on
- * failure, reported), then call. ret_err (may be NULL) receives the
- * status; RESOURCE_EXHAUSTED is then left for the caller to report. */
-struct rpc_channel *cli_channel_open(const char *address);
-int cli_call_on(struct rpc_channel *ch, const char *address, const char *method,
-		const ProtobufCMessage *req, const ProtobufCMessageDescriptor *reply_desc,
-		int timeout_ms, bool wait_for_ready, ProtobufCMessage **ret_reply,
-		struct rpc_error *ret_err);
-
-/* Status on a channel of its own, reporting nothing (for polling: start-up
- * waits, the progress line). Returns 0 with an owned *ret or a negative
- * errno. */
-int cli_status_quiet(const char *address, int timeout_ms, bool wait_for_ready,
-		     Sonde__V1__StatusResponse **ret);
 
 /* sonde symbolize --file (symbolize.c). */
 struct cli_symbolize_opts {
@@ -69,13 +40,13 @@ int cli_write_folded_file(const char *path, const Sonde__V1__FoldedResponse *fol
 /* Options of the commands that query stored profiles (top, folded,
  * flamegraph). */
 struct cli_query_opts {
-	const char *symbolizer;
+	const char *symbolizer; /* the address to call (after parsing) */
 	Sonde__V1__ProfileQuery q;
 	unsigned limit;
 	const char *output;
 };
 /* Parses --symbolizer, --since, --pid, --limit, -o, -F (--frequency:
- * only Pprof uses it). Returns 0, 1 for
+ * only Pprof uses it) with command_parse(). Returns 0, 1 for
  * --help (printed), or -EINVAL (reported). */
 int cli_parse_query_opts(int argc, char **argv, const char *help, struct cli_query_opts *o);
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "command.h"
 #include "parse.h"
 
 /* A node of the merged call tree. Children are a singly linked list; the
@@ -186,9 +187,9 @@ int cmd_flamegraph(int argc, char **argv)
 		fprintf(stderr, "sonde flamegraph: say where to write it: -o FILE.html\n");
 		return 2;
 	}
-	if (cli_call(cli_symbolizer_address(o.symbolizer), "/sonde.v1.Symbols/Folded", &o.q.base,
-		     &sonde__v1__folded_response__descriptor, CLI_RPC_TIMEOUT_MS, false,
-		     (ProtobufCMessage **)&folded) < 0)
+	if (command_call(o.symbolizer, "/sonde.v1.Symbols/Folded", &o.q.base,
+			 &sonde__v1__folded_response__descriptor, COMMAND_RPC_TIMEOUT_MS, false,
+			 (ProtobufCMessage **)&folded) < 0)
 		return 1;
 	err = cli_write_flamegraph_file(o.output, folded, "sonde flame graph");
 	if (err)

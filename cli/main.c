@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "command.h"
 #include "log.h"
 #include "rpc.h"
 
@@ -28,7 +29,7 @@ static void usage(FILE *out)
 		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\n'sonde COMMAND --help' describes each command.\n"
 		     "Commands that query a running symbolizer use --symbolizer ADDR, else\n"
-		     "$SONDE_SYMBOLIZER, else " CLI_DEFAULT_SYMBOLIZER ".\n"
+		     "$SONDE_SYMBOLIZER, else " COMMAND_DEFAULT_SYMBOLIZER ".\n"
 		     "A tcp: symbolizer needs mutual TLS: $SONDE_TLS_CA, $SONDE_TLS_CERT,\n"
 		     "$SONDE_TLS_KEY (and $SONDE_TLS_SERVER_NAME), or SONDE_INSECURE=1.\n");
 }

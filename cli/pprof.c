@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "command.h"
 
 /* Whether path names a pprof file (by suffix). */
 bool cli_is_pprof_path(const char *path)
@@ -46,9 +47,9 @@ int cli_write_bytes_file(const char *path, const void *data, size_t len)
 int cli_fetch_pprof(const char *address, const Sonde__V1__ProfileQuery *q,
 		    Sonde__V1__PprofResponse **ret)
 {
-	return cli_call(address, "/sonde.v1.Symbols/Pprof", &q->base,
-			&sonde__v1__pprof_response__descriptor, CLI_RPC_TIMEOUT_MS, false,
-			(ProtobufCMessage **)ret);
+	return command_call(address, "/sonde.v1.Symbols/Pprof", &q->base,
+			    &sonde__v1__pprof_response__descriptor, COMMAND_RPC_TIMEOUT_MS, false,
+			    (ProtobufCMessage **)ret);
 }
 
 int cmd_pprof(int argc, char **argv)
@@ -71,7 +72,7 @@ int cmd_pprof(int argc, char **argv)
 		fprintf(stderr, "sonde pprof: say where to write it: -o FILE.pb.gz\n");
 		return 2;
 	}
-	if (cli_fetch_pprof(cli_symbolizer_address(o.symbolizer), &o.q, &resp) < 0)
+	if (cli_fetch_pprof(o.symbolizer, &o.q, &resp) < 0)
 		return 1;
 	err = cli_write_bytes_file(o.output, resp->profile.data, resp->profile.len);
 	if (err)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "command.h"
 
 #define PROGRESS_EVERY_MS 1000
 
@@ -43,7 +44,7 @@ void cli_progress_tick(const char *address)
 	if (!pg.on || now < pg.next_ms)
 		return;
 	pg.next_ms = now + PROGRESS_EVERY_MS;
-	if (cli_status_quiet(address, 500, false, &st) == 0) {
+	if (command_status_quiet(address, 500, false, &st) == 0) {
 		secs = (now - pg.start_ms) / 1000;
 		/* \r and erase-line: the line is redrawn where it is. */
 		fprintf(stderr, "\r\033[Ksonde record: %llu:%02llu  %llu samples  %llu lost",

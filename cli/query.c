@@ -1,7 +1,6 @@
 /* query.c - the subcommands that query a running symbolizer: top, folded,
  * symbolize, status. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,154 +8,30 @@
 #include <time.h>
 
 #include "cli.h"
+#include "command.h"
 #include "fileid.h"
 #include "parse.h"
 
-const char *cli_symbolizer_address(const char *flag)
-{
-	const char *env = getenv("SONDE_SYMBOLIZER");
-
-	if (flag && *flag)
-		return flag;
-	if (env && *env)
-		return env;
-	return CLI_DEFAULT_SYMBOLIZER;
-}
-
-struct rpc_channel *cli_channel_open(const char *address)
-{
-	struct rpc_channel *ch;
-	int err;
-
-	if (strncmp(address, "tcp:", 4) == 0) {
-		/* TCP is mutual TLS (docs/security.md); like SONDE_SYMBOLIZER,
-		 * the material comes from the environment so every subcommand
-		 * takes it. */
-		struct rpc_tls tls = { .ca = getenv("SONDE_TLS_CA"), .cert = getenv("SONDE_TLS_CERT"),
-				       .key = getenv("SONDE_TLS_KEY"),
-				       .server_name = getenv("SONDE_TLS_SERVER_NAME") };
-		const char *insecure = getenv("SONDE_INSECURE");
-
-		if (tls.ca && *tls.ca) {
-			err = rpc_client_set_tls(&tls);
-			if (err < 0) {
-				fprintf(stderr, "sonde: cannot use SONDE_TLS_CA/SONDE_TLS_CERT/SONDE_TLS_KEY: %s\n",
-					strerror(-err));
-				return NULL;
-			}
-		} else if (!insecure || strcmp(insecure, "1") != 0) {
-			fprintf(stderr, "sonde: %.200s is TCP: set SONDE_TLS_CA, SONDE_TLS_CERT and SONDE_TLS_KEY (mutual TLS),\n"
-					"  or SONDE_INSECURE=1 for a plaintext test symbolizer\n",
-				address);
-			return NULL;
-		}
-	}
-	ch = rpc_channel_new(address, NULL);
-	if (!ch)
-		fprintf(stderr, "sonde: bad symbolizer address '%.200s' (use unix:/PATH or tcp:HOST:PORT)\n",
-			address);
-	return ch;
-}
-
-int cli_call_on(struct rpc_channel *ch, const char *address, const char *method,
-		const ProtobufCMessage *req, const ProtobufCMessageDescriptor *reply_desc,
-		int timeout_ms, bool wait_for_ready, ProtobufCMessage **ret_reply,
-		struct rpc_error *ret_err)
-{
-	struct rpc_error rerr = { 0 };
-	int err;
-
-	err = rpc_unary(ch, method, req, reply_desc, timeout_ms, wait_for_ready, ret_reply, &rerr);
-	if (ret_err)
-		*ret_err = rerr;
-	if (err == -ECONNREFUSED)
-		fprintf(stderr,
-			"sonde: cannot reach the symbolizer at %.200s: %.200s\n"
-			"  start one (sonde-symbolizer --listen %.200s), or point --symbolizer or\n"
-			"  SONDE_SYMBOLIZER at a running one\n",
-			address, rerr.message, address);
-	else if (err && !(ret_err && rerr.status == RPC_RESOURCE_EXHAUSTED))
-		fprintf(stderr, "sonde: %s at %.200s failed: %.200s\n", method, address,
-			rerr.message[0] ? rerr.message : strerror(-err));
-	return err;
-}
-
-int cli_call(const char *address, const char *method, const ProtobufCMessage *req,
-	     const ProtobufCMessageDescriptor *reply_desc, int timeout_ms, bool wait_for_ready,
-	     ProtobufCMessage **ret_reply)
-{
-	struct rpc_channel *ch = cli_channel_open(address);
-	int err;
-
-	if (!ch)
-		return -EINVAL;
-	err = cli_call_on(ch, address, method, req, reply_desc, timeout_ms, wait_for_ready,
-			  ret_reply, NULL);
-	rpc_channel_free(ch);
-	return err;
-}
-
-
 int cli_parse_query_opts(int argc, char **argv, const char *help, struct cli_query_opts *o)
 {
-	static const struct option longopts[] = {
-		{ "symbolizer", required_argument, NULL, 's' },
-		{ "since", required_argument, NULL, 'S' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "limit", required_argument, NULL, 'n' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "frequency", required_argument, NULL, 'F' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	uint64_t since = 0;
-	int c;
+	const struct command_opt opts[] = {
+		{ "since", 'S', COMMAND_OPT_U64, &since,
+		  .bad = "sonde: --since wants seconds, not '%.64s'\n" },
+		{ "pid", 'p', COMMAND_OPT_U32, &o->q.pid,
+		  .bad = "sonde: --pid wants a process ID, not '%.64s'\n" },
+		{ "limit", 'n', COMMAND_OPT_U32, &o->limit, .min = 1,
+		  .bad = "sonde: --limit wants a positive number\n" },
+		{ "output", 'o', COMMAND_OPT_STRING, &o->output },
+		{ "frequency", 'F', COMMAND_OPT_U32, &o->q.frequency_hz, .min = 1, .max = 10000,
+		  .bad = "sonde: -F wants 1..10000 samples per second\n" },
+	};
+	const struct command_line cl = { help, opts, sizeof(opts) / sizeof(opts[0]),
+					 &o->symbolizer, .operands = COMMAND_OPERANDS_REFUSED };
+	int r = command_parse(&cl, argc, argv, NULL);
 
-	while ((c = getopt_long(argc, argv, "s:S:p:n:o:F:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			o->symbolizer = optarg;
-			break;
-		case 'S':
-			if (parse_u64(optarg, 10, &since) < 0) {
-				fprintf(stderr, "sonde: --since wants seconds, not '%.64s'\n", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'p':
-			if (parse_u32(optarg, 10, &o->q.pid) < 0) {
-				fprintf(stderr, "sonde: --pid wants a process ID, not '%.64s'\n", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'n':
-			if (parse_u32(optarg, 10, &o->limit) < 0 || !o->limit) {
-				fprintf(stderr, "sonde: --limit wants a positive number\n");
-				return -EINVAL;
-			}
-			break;
-		case 'o':
-			o->output = optarg;
-			break;
-		case 'F':
-			if (parse_u32(optarg, 10, &o->q.frequency_hz) < 0 || !o->q.frequency_hz ||
-			    o->q.frequency_hz > 10000) {
-				fprintf(stderr, "sonde: -F wants 1..10000 samples per second\n");
-				return -EINVAL;
-			}
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return 1;
-		default:
-			fputs(help, stderr);
-			return -EINVAL;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "sonde: unexpected argument '%.64s'\n", argv[optind]);
-		return -EINVAL;
-	}
+	if (r)
+		return r;
 	if (since)
 		o->q.since_unix_s = (uint64_t)time(NULL) - since;
 	return 0;
@@ -176,9 +51,9 @@ int cmd_top(int argc, char **argv)
 	if (r)
 		return r > 0 ? 0 : 2;
 	o.q.limit = o.limit;
-	if (cli_call(cli_symbolizer_address(o.symbolizer), "/sonde.v1.Symbols/Top", &o.q.base,
-		     &sonde__v1__top_response__descriptor, CLI_RPC_TIMEOUT_MS, false,
-		     (ProtobufCMessage **)&top) < 0)
+	if (command_call(o.symbolizer, "/sonde.v1.Symbols/Top", &o.q.base,
+			 &sonde__v1__top_response__descriptor, COMMAND_RPC_TIMEOUT_MS, false,
+			 (ProtobufCMessage **)&top) < 0)
 		return 1;
 	cli_print_top(stdout, top, o.limit);
 	rpc_message_free(&top->base);
@@ -198,9 +73,9 @@ int cmd_folded(int argc, char **argv)
 	r = cli_parse_query_opts(argc, argv, help, &o);
 	if (r)
 		return r > 0 ? 0 : 2;
-	if (cli_call(cli_symbolizer_address(o.symbolizer), "/sonde.v1.Symbols/Folded", &o.q.base,
-		     &sonde__v1__folded_response__descriptor, CLI_RPC_TIMEOUT_MS, false,
-		     (ProtobufCMessage **)&folded) < 0)
+	if (command_call(o.symbolizer, "/sonde.v1.Symbols/Folded", &o.q.base,
+			 &sonde__v1__folded_response__descriptor, COMMAND_RPC_TIMEOUT_MS, false,
+			 (ProtobufCMessage **)&folded) < 0)
 		return 1;
 	err = o.output ? cli_write_folded_file(o.output, folded) : cli_write_folded(stdout, folded);
 	if (err)
@@ -255,6 +130,23 @@ void cli_json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+/* --file-id: the file ID (32 hex digits) to look up. */
+struct file_id_arg {
+	struct fileid id;
+	Sonde__V1__SymbolizeQuery *q;
+};
+
+static int parse_file_id(const char *arg, void *target)
+{
+	struct file_id_arg *f = target;
+
+	if (fileid_from_hex(arg, &f->id) < 0)
+		return -EINVAL;
+	f->q->file_id.data = f->id.bytes;
+	f->q->file_id.len = FILEID_LEN;
+	return 0;
+}
+
 int cmd_symbolize(int argc, char **argv)
 {
 	static const char help[] =
@@ -270,93 +162,59 @@ int cmd_symbolize(int argc, char **argv)
 		"  Without ADDRESSes, reads them from standard input, one per line.\n"
 		"--file-id/--build-id/--path: a file the symbolizer has seen; prints\n"
 		"  function+offset (--json: one document).\n";
-	static const struct option longopts[] = {
-		{ "symbolizer", required_argument, NULL, 's' },
-		{ "file-id", required_argument, NULL, 'f' },
-		{ "build-id", required_argument, NULL, 'b' },
-		{ "path", required_argument, NULL, 'P' },
-		{ "offsets", no_argument, NULL, 'O' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "file", required_argument, NULL, 'F' },
-		{ "no-inlines", no_argument, NULL, 'I' },
-		{ "no-demangle", no_argument, NULL, 'D' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	struct cli_symbolize_opts so = { .inlines = true, .demangle = true };
 	Sonde__V1__SymbolizeQuery q = SONDE__V1__SYMBOLIZE_QUERY__INIT;
 	Sonde__V1__SymbolizeQuery *qs[1] = { &q };
 	Sonde__V1__SymbolizeRequest req = SONDE__V1__SYMBOLIZE_REQUEST__INIT;
 	Sonde__V1__SymbolizeResponse *resp = NULL;
 	const char *symbolizer = NULL;
-	struct fileid id;
+	struct file_id_arg fid = { .q = &q };
 	uint64_t *addrs = NULL;
-	bool json = false;
-	int c, rc = 1;
+	bool json = false, offsets = false, no_inlines = false, no_demangle = false;
+	const struct command_opt opts[] = {
+		{ "file-id", 'f', COMMAND_OPT_CUSTOM, &fid, .parse = parse_file_id,
+		  .bad = "sonde: --file-id wants 32 hex digits\n" },
+		{ "build-id", 'b', COMMAND_OPT_STRING, &q.build_id },
+		{ "path", 'P', COMMAND_OPT_STRING, &q.path },
+		{ "offsets", 'O', COMMAND_OPT_FLAG, &offsets },
+		{ "json", 'j', COMMAND_OPT_FLAG, &json },
+		{ "file", 0, COMMAND_OPT_STRING, &so.file },
+		{ "no-inlines", 0, COMMAND_OPT_FLAG, &no_inlines },
+		{ "no-demangle", 0, COMMAND_OPT_FLAG, &no_demangle },
+	};
+	const struct command_line cl = { help, opts, sizeof(opts) / sizeof(opts[0]), &symbolizer,
+					 .operands = COMMAND_OPERANDS_TAKEN };
+	int first, rc;
 
-	while ((c = getopt_long(argc, argv, "s:f:b:P:Ojh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'F':
-			so.file = optarg;
-			break;
-		case 'I':
-			so.inlines = false;
-			break;
-		case 'D':
-			so.demangle = false;
-			break;
-		case 's':
-			symbolizer = optarg;
-			break;
-		case 'f':
-			if (fileid_from_hex(optarg, &id) < 0) {
-				fprintf(stderr, "sonde: --file-id wants 32 hex digits\n");
-				return 2;
-			}
-			q.file_id.data = id.bytes;
-			q.file_id.len = FILEID_LEN;
-			break;
-		case 'b':
-			q.build_id = optarg;
-			break;
-		case 'P':
-			q.path = optarg;
-			break;
-		case 'O':
-			q.kind = SONDE__V1__ADDRESS_KIND__ADDRESS_KIND_FILE_OFFSET;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return 0;
-		default:
-			fputs(help, stderr);
-			return 2;
-		}
-	}
+	rc = command_parse(&cl, argc, argv, &first);
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	rc = 1;
+	if (offsets)
+		q.kind = SONDE__V1__ADDRESS_KIND__ADDRESS_KIND_FILE_OFFSET;
+	so.inlines = !no_inlines;
+	so.demangle = !no_demangle;
 	if (so.file) {
 		if (q.file_id.len || (q.build_id && *q.build_id) || (q.path && *q.path) || q.kind) {
 			fprintf(stderr, "sonde: --file does not go with --file-id, --build-id, --path or --offsets\n");
 			return 2;
 		}
-		so.symbolizer = cli_symbolizer_address(symbolizer);
+		so.symbolizer = symbolizer;
 		so.json = json;
-		return cli_symbolize_file(&so, argc - optind, argv + optind);
+		return cli_symbolize_file(&so, argc - first, argv + first);
 	}
 	if (!q.file_id.len && !q.build_id && !q.path) {
 		fprintf(stderr, "sonde: name the file with --file, --file-id, --build-id or --path\n");
 		return 2;
 	}
-	if (optind == argc) {
+	if (first == argc) {
 		fprintf(stderr, "sonde: give at least one address\n");
 		return 2;
 	}
-	addrs = calloc((size_t)(argc - optind), sizeof(*addrs));
+	addrs = calloc((size_t)(argc - first), sizeof(*addrs));
 	if (!addrs)
 		return 1;
-	for (int i = optind; i < argc; i++) {
+	for (int i = first; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strncmp(a, "0x", 2) || !strncmp(a, "0X", 2))
 			a += 2;
@@ -369,9 +227,9 @@ int cmd_symbolize(int argc, char **argv)
 	q.addresses = addrs;
 	req.n_queries = 1;
 	req.queries = qs;
-	if (cli_call(cli_symbolizer_address(symbolizer), "/sonde.v1.Symbols/Symbolize", &req.base,
-		     &sonde__v1__symbolize_response__descriptor, CLI_RPC_TIMEOUT_MS, false,
-		     (ProtobufCMessage **)&resp) < 0)
+	if (command_call(symbolizer, "/sonde.v1.Symbols/Symbolize", &req.base,
+			 &sonde__v1__symbolize_response__descriptor, COMMAND_RPC_TIMEOUT_MS, false,
+			 (ProtobufCMessage **)&resp) < 0)
 		goto cleanup;
 	if (resp->n_results != 1) {
 		fprintf(stderr, "sonde: the symbolizer answered %zu results for 1 query\n", resp->n_results);
@@ -436,37 +294,22 @@ int cmd_status(int argc, char **argv)
 {
 	static const char help[] = "usage: sonde status [--json] [--symbolizer ADDR]\n"
 				   "Shows a running symbolizer's counters.\n";
-	static const struct option longopts[] = {
-		{ "symbolizer", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	Sonde__V1__StatusRequest req = SONDE__V1__STATUS_REQUEST__INIT;
 	Sonde__V1__StatusResponse *st = NULL;
 	const char *symbolizer = NULL;
 	bool json = false;
-	int c;
+	const struct command_opt opts[] = {
+		{ "json", 'j', COMMAND_OPT_FLAG, &json },
+	};
+	const struct command_line cl = { help, opts, sizeof(opts) / sizeof(opts[0]), &symbolizer,
+					 .operands = COMMAND_OPERANDS_IGNORED };
+	int r = command_parse(&cl, argc, argv, NULL);
 
-	while ((c = getopt_long(argc, argv, "s:jh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			symbolizer = optarg;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return 0;
-		default:
-			fputs(help, stderr);
-			return 2;
-		}
-	}
-	if (cli_call(cli_symbolizer_address(symbolizer), "/sonde.v1.Symbols/Status", &req.base,
-		     &sonde__v1__status_response__descriptor, CLI_RPC_TIMEOUT_MS, false,
-		     (ProtobufCMessage **)&st) < 0)
+	if (r)
+		return r > 0 ? 0 : 2;
+	if (command_call(symbolizer, "/sonde.v1.Symbols/Status", &req.base,
+			 &sonde__v1__status_response__descriptor, COMMAND_RPC_TIMEOUT_MS, false,
+			 (ProtobufCMessage **)&st) < 0)
 		return 1;
 	/* One table drives both formats, so they cannot drift apart. */
 	const struct {
@@ -565,21 +408,4 @@ int cmd_status(int argc, char **argv)
 	}
 	rpc_message_free(&st->base);
 	return 0;
-}
-
-int cli_status_quiet(const char *address, int timeout_ms, bool wait_for_ready,
-		     Sonde__V1__StatusResponse **ret)
-{
-	Sonde__V1__StatusRequest req = SONDE__V1__STATUS_REQUEST__INIT;
-	struct rpc_channel *ch = rpc_channel_new(address, NULL);
-	struct rpc_error rerr;
-	int err;
-
-	if (!ch)
-		return -EINVAL;
-	err = rpc_unary(ch, "/sonde.v1.Symbols/Status", &req.base,
-			&sonde__v1__status_response__descriptor, timeout_ms, wait_for_ready,
-			(ProtobufCMessage **)ret, &rerr);
-	rpc_channel_free(ch);
-	return err;
 }

@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <pwd.h>
 #include <signal.h>
@@ -19,7 +18,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "parse.h"
+#include "command.h"
 
 #define RECORD_DEFAULT_SECONDS 30
 #define RECORD_START_TIMEOUT_MS 20000
@@ -74,80 +73,45 @@ static bool ends_with(const char *s, const char *suffix)
 	return n > m && !strcmp(s + n - m, suffix);
 }
 
+/* -o FILE: one more output (at most RECORD_MAX_OUTPUTS). */
+static int parse_output(const char *arg, void *target)
+{
+	if (env.n_outputs == RECORD_MAX_OUTPUTS) {
+		fprintf(stderr, "sonde record: at most %d -o files\n", RECORD_MAX_OUTPUTS);
+		return -EINVAL;
+	}
+	env.outputs[env.n_outputs++] = arg;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "all", no_argument, NULL, 'a' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "frequency", required_argument, NULL, 'F' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "limit", required_argument, NULL, 'n' },
-		{ "cache", required_argument, NULL, 'c' },
-		{ "user", required_argument, NULL, 'u' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+	static const struct command_opt opts[] = {
+		{ "all", 'a', COMMAND_OPT_FLAG, &env.all },
+		{ "pid", 'p', COMMAND_OPT_U32, &env.pid, .min = 1,
+		  .bad = "sonde record: -p wants a process ID, not '%.64s'\n" },
+		{ "duration", 'd', COMMAND_OPT_U32, &env.seconds, .min = 1,
+		  .bad = "sonde record: -d wants a positive number of seconds\n" },
+		{ "frequency", 'F', COMMAND_OPT_U32, &env.frequency, .min = 1, .max = 10000,
+		  .bad = "sonde record: -F wants 1..10000 samples per second\n" },
+		{ "output", 'o', COMMAND_OPT_CUSTOM, NULL, .parse = parse_output },
+		{ "limit", 'n', COMMAND_OPT_U32, &env.limit, .min = 1,
+		  .bad = "sonde record: -n wants a positive number\n" },
+		{ "cache", 'c', COMMAND_OPT_STRING, &env.cache },
+		{ "user", 'u', COMMAND_OPT_STRING, &env.user },
+		{ "verbose", 'v', COMMAND_OPT_FLAG, &env.verbose },
 	};
-	int c;
+	/* Options stop at the first operand, so CMD's own options stay CMD's. */
+	const struct command_line cl = { help, opts, sizeof(opts) / sizeof(opts[0]),
+					 .stop_at_operand = true,
+					 .operands = COMMAND_OPERANDS_TAKEN };
+	int first;
+	int r = command_parse(&cl, argc, argv, &first);
 
-	/* '+': stop at the first non-option, so CMD's own options stay CMD's. */
-	while ((c = getopt_long(argc, argv, "+ap:d:F:o:n:c:u:vh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'a':
-			env.all = true;
-			break;
-		case 'p':
-			if (parse_u32(optarg, 10, &env.pid) < 0 || !env.pid) {
-				fprintf(stderr, "sonde record: -p wants a process ID, not '%.64s'\n", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'd':
-			if (parse_u32(optarg, 10, &env.seconds) < 0 || !env.seconds) {
-				fprintf(stderr, "sonde record: -d wants a positive number of seconds\n");
-				return -EINVAL;
-			}
-			break;
-		case 'F':
-			if (parse_u32(optarg, 10, &env.frequency) < 0 || !env.frequency ||
-			    env.frequency > 10000) {
-				fprintf(stderr, "sonde record: -F wants 1..10000 samples per second\n");
-				return -EINVAL;
-			}
-			break;
-		case 'o':
-			if (env.n_outputs == RECORD_MAX_OUTPUTS) {
-				fprintf(stderr, "sonde record: at most %d -o files\n", RECORD_MAX_OUTPUTS);
-				return -EINVAL;
-			}
-			env.outputs[env.n_outputs++] = optarg;
-			break;
-		case 'n':
-			if (parse_u32(optarg, 10, &env.limit) < 0 || !env.limit) {
-				fprintf(stderr, "sonde record: -n wants a positive number\n");
-				return -EINVAL;
-			}
-			break;
-		case 'c':
-			env.cache = optarg;
-			break;
-		case 'u':
-			env.user = optarg;
-			break;
-		case 'v':
-			env.verbose = true;
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return 1;
-		default:
-			fputs(help, stderr);
-			return -EINVAL;
-		}
-	}
-	if (optind < argc)
-		env.cmd = argv + optind;
+	if (r)
+		return r;
+	if (first < argc)
+		env.cmd = argv + first;
 	if ((env.all ? 1 : 0) + (env.pid ? 1 : 0) + (env.cmd ? 1 : 0) != 1) {
 		fprintf(stderr, "sonde record: say what to profile: --all, -p PID or -- CMD ARGS...\n");
 		return -EINVAL;
@@ -279,7 +243,7 @@ static int wait_for_services(const char *address, pid_t symbolizer, pid_t sensor
 				status);
 			return -ECHILD;
 		}
-		if (cli_status_quiet(address, 1000, true, &st) == 0) {
+		if (command_status_quiet(address, 1000, true, &st) == 0) {
 			bool ready = st->sensors_connected > 0;
 			rpc_message_free(&st->base);
 			if (ready)
@@ -345,9 +309,9 @@ static int write_output(const char *address, const char *path, Sonde__V1__Folded
 			fprintf(stderr, "sonde record: wrote %llu samples to %s\n",
 				(unsigned long long)(*pprof)->total_samples, path);
 	} else {
-		if (!*folded && (err = cli_call(address, "/sonde.v1.Symbols/Folded", &q.base,
-						&sonde__v1__folded_response__descriptor,
-						CLI_RPC_TIMEOUT_MS, false, (ProtobufCMessage **)folded)) < 0)
+		if (!*folded && (err = command_call(address, "/sonde.v1.Symbols/Folded", &q.base,
+						    &sonde__v1__folded_response__descriptor,
+						    COMMAND_RPC_TIMEOUT_MS, false, (ProtobufCMessage **)folded)) < 0)
 			return err;
 		err = ends_with(path, ".html") ? cli_write_flamegraph_file(path, *folded, "sonde record")
 					       : cli_write_folded_file(path, *folded);
@@ -368,8 +332,8 @@ static int report(const char *address)
 	int err;
 
 	q.limit = env.limit;
-	err = cli_call(address, "/sonde.v1.Symbols/Top", &q.base, &sonde__v1__top_response__descriptor,
-		       CLI_RPC_TIMEOUT_MS, false, (ProtobufCMessage **)&top);
+	err = command_call(address, "/sonde.v1.Symbols/Top", &q.base, &sonde__v1__top_response__descriptor,
+			   COMMAND_RPC_TIMEOUT_MS, false, (ProtobufCMessage **)&top);
 	if (err)
 		goto cleanup;
 	cli_print_top(stdout, top, env.limit);

@@ -1,13 +1,12 @@
 /* spans.c - `sonde spans`: the recent spans of the Go probes a running
  * symbolizer holds (docs/go-probes.md), newest first, as a table or as
  * JSON lines. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 
 #include "cli.h"
+#include "command.h"
 #include "fileid.h"
-#include "parse.h"
 
 static void hex(const ProtobufCBinaryData *b, char *out)
 {
@@ -49,52 +48,26 @@ int cmd_spans(int argc, char **argv)
 		"usage: sonde spans [--json] [--pid PID] [--limit N] [--symbolizer ADDR]\n"
 		"Lists the recent spans of the Go probes, newest first (default 100, at most\n"
 		"10000): one line each, or one JSON object per line with --json.\n";
-	static const struct option longopts[] = {
-		{ "symbolizer", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "limit", required_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	Sonde__V1__SpansRequest req = SONDE__V1__SPANS_REQUEST__INIT;
 	Sonde__V1__SpansResponse *r = NULL;
 	const char *symbolizer = NULL;
 	bool json = false;
-	int c;
+	const struct command_opt opts[] = {
+		{ "json", 'j', COMMAND_OPT_FLAG, &json },
+		{ "pid", 'p', COMMAND_OPT_U32, &req.pid, .min = 1,
+		  .bad = "sonde spans: --pid wants a process ID, not '%s'\n" },
+		{ "limit", 'n', COMMAND_OPT_U32, &req.limit, .min = 1,
+		  .bad = "sonde spans: --limit wants a positive number, not '%s'\n" },
+	};
+	const struct command_line cl = { help, opts, sizeof(opts) / sizeof(opts[0]), &symbolizer,
+					 .operands = COMMAND_OPERANDS_IGNORED };
+	int err = command_parse(&cl, argc, argv, NULL);
 
-	while ((c = getopt_long(argc, argv, "s:jp:n:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			symbolizer = optarg;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'p':
-			if (parse_u32(optarg, 10, &req.pid) < 0 || req.pid == 0) {
-				fprintf(stderr, "sonde spans: --pid wants a process ID, not '%s'\n", optarg);
-				return 2;
-			}
-			break;
-		case 'n':
-			if (parse_u32(optarg, 10, &req.limit) < 0 || req.limit == 0) {
-				fprintf(stderr, "sonde spans: --limit wants a positive number, not '%s'\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return 0;
-		default:
-			fputs(help, stderr);
-			return 2;
-		}
-	}
-	if (cli_call(cli_symbolizer_address(symbolizer), "/sonde.v1.Symbols/Spans", &req.base,
-		     &sonde__v1__spans_response__descriptor, CLI_RPC_TIMEOUT_MS, false,
-		     (ProtobufCMessage **)&r) < 0)
+	if (err)
+		return err > 0 ? 0 : 2;
+	if (command_call(symbolizer, "/sonde.v1.Symbols/Spans", &req.base,
+			 &sonde__v1__spans_response__descriptor, COMMAND_RPC_TIMEOUT_MS, false,
+			 (ProtobufCMessage **)&r) < 0)
 		return 1;
 	for (size_t i = 0; i < r->n_spans; i++) {
 		const Sonde__V1__SpanInfo *s = r->spans[i];

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "command.h"
 #include "fd_upload_wire.h"
 #include "fileid.h"
 
@@ -308,9 +309,9 @@ static int upload_by_descriptor(struct rpc_channel *ch, const char *address, int
 	req.size = size;
 	req.name = (char *)name;
 	req.by_descriptor = true;
-	err = cli_call_on(ch, address, "/sonde.v1.Symbols/Upload", &req.base,
-			  &sonde__v1__upload_response__descriptor, UPLOAD_TIMEOUT_MS, false,
-			  (ProtobufCMessage **)&resp, &rerr);
+	err = command_call_on(ch, address, "/sonde.v1.Symbols/Upload", &req.base,
+			      &sonde__v1__upload_response__descriptor, UPLOAD_TIMEOUT_MS, false,
+			      (ProtobufCMessage **)&resp, &rerr);
 	if (err < 0)
 		return rerr.status == RPC_FAILED_PRECONDITION ? 1 : err;
 	if (resp->error && *resp->error)
@@ -364,9 +365,9 @@ static int upload(struct rpc_channel *ch, const char *address, const char *path,
 		req.data.data = buf;
 		req.data.len = (size_t)n;
 		for (;;) {
-			err = cli_call_on(ch, address, "/sonde.v1.Symbols/Upload", &req.base,
-					  &sonde__v1__upload_response__descriptor, UPLOAD_TIMEOUT_MS,
-					  false, (ProtobufCMessage **)&resp, &rerr);
+			err = command_call_on(ch, address, "/sonde.v1.Symbols/Upload", &req.base,
+					      &sonde__v1__upload_response__descriptor, UPLOAD_TIMEOUT_MS,
+					      false, (ProtobufCMessage **)&resp, &rerr);
 			if (!(err < 0 && rerr.status == RPC_RESOURCE_EXHAUSTED && ++tries < UPLOAD_RETRIES))
 				break;
 			sleep(1); /* the symbolizer's upload budget refills */
@@ -588,9 +589,9 @@ static void fetch_init(struct fetch *f, struct rpc_channel *ch, const struct cli
 
 static void fetch_run(struct fetch *f)
 {
-	f->err = cli_call_on(f->ch, f->address, "/sonde.v1.Symbols/Symbolize", &f->req.base,
-			     &sonde__v1__symbolize_response__descriptor, CLI_RPC_TIMEOUT_MS, false,
-			     (ProtobufCMessage **)&f->resp, NULL);
+	f->err = command_call_on(f->ch, f->address, "/sonde.v1.Symbols/Symbolize", &f->req.base,
+				 &sonde__v1__symbolize_response__descriptor, COMMAND_RPC_TIMEOUT_MS, false,
+				 (ProtobufCMessage **)&f->resp, NULL);
 	if (f->err == 0 && f->resp->n_results != 1) {
 		fprintf(stderr, "sonde: the symbolizer answered a query with the wrong count\n");
 		f->err = -EBADMSG;
@@ -628,7 +629,7 @@ int cli_symbolize_file(const struct cli_symbolize_opts *o, int n, char **argv)
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	/* The connection is made while the file ID is computed and the
 	 * addresses are read (together about as long: 7 ms here). */
-	ch = cli_channel_open(o->symbolizer);
+	ch = command_channel_open(o->symbolizer);
 	if (!ch)
 		return 1;
 	rpc_channel_connect(ch);

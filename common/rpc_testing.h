@@ -1,10 +1,10 @@
-/* rpc_testing.h - test-only entry points of rpc.c. Not for production
+/* rpc_testing.h - test-only entry points of rpc_client.c. Not for production
  * code: they bypass the protobuf layer to exercise error paths. */
 #pragma once
 
 #include <stddef.h>
 
-#include "rpc.h"
+#include "rpc_client.h"
 
 /* Writes len raw bytes (borrowed) as one message on the stream, without
  * packing. Same return values as rpc_stream_write(). */

@@ -39,7 +39,7 @@
 #include "perf.h"
 #include "privileges.h"
 #include "procs.h"
-#include "rpc.h"
+#include "rpc_client.h"
 #include "sample.h"
 #include "sample.skel.h"
 #include "stacks.h"

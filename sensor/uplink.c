@@ -14,7 +14,7 @@
 #include "fileserve.h"
 #include "goprobes.h"
 #include "log.h"
-#include "rpc.h"
+#include "rpc_client.h"
 #include "uplink.h"
 #include "validate.h"
 
@@ -22,7 +22,7 @@
 #define UPLINK_PROTOCOL_VERSION 1
 /* A bound on one wait for the channel to be ready (it retries inside it);
  * not under ~3.03 s, for gRPC's timer list (CONNECT_ATTEMPT_TIMEOUT_MS in
- * common/rpc.c). */
+ * common/rpc_client.c). */
 #define UPLINK_CONNECT_TIMEOUT_MS 5000
 #define UPLINK_BACKOFF_MIN_MS 100
 #define UPLINK_BACKOFF_MAX_MS 2000

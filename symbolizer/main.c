@@ -8,7 +8,7 @@
  * the bounding set is emptied while still root, the rest once the
  * databases are open and the debug directories known.
  *
- * Who may call what (rpc.c enforces it, this file decides): on Unix
+ * Who may call what (rpc_admission.c enforces it, this file decides): on Unix
  * sockets by the peer's credentials, on TCP by its client certificate
  * (mutual TLS; plaintext TCP only with --insecure).
  */
@@ -30,7 +30,7 @@
 
 #include "log.h"
 #include "parse.h"
-#include "rpc.h"
+#include "rpc_server.h"
 #include "cache.h"
 #include "api/fd_upload.h"
 #include "service.h"
@@ -824,8 +824,8 @@ static bool peer_named(const struct rpc_peer *peer, const char *const *names, si
 	return false;
 }
 
-/* The peer policy rpc.c asks before each call to a sensor or client
- * method, and once per call for RPC_ROLE_ADMIN: whether the peer sees
+/* The peer policy rpc_admission.c asks before each call to a sensor or
+ * client method, and once per call for RPC_ROLE_ADMIN: whether the peer sees
  * every user's data or only its own (core/access.c applies the scope). */
 static bool authorize_peer(const struct rpc_peer *peer, enum rpc_role role, void *ctx)
 {

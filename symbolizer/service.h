@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #include "cache.h"
-#include "rpc.h"
+#include "rpc_server.h"
 
 /* Largest request or answer the service takes or sends (api.h). */
 #define SERVICE_MAX_MESSAGE (16u << 20)

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "access.h"
-#include "rpc.h"
+#include "rpc_server.h"
 
 /* The scope of call's peer (call borrowed for the call) into *ret. */
 void access_scope_of(const struct rpc_call *call, struct access_scope *ret);

@@ -3,7 +3,7 @@
  * symbols.h, upload.h, spans.h, pprof_call.h) and includes no other
  * handler's; what one handler needs of another is wired in service.c.
  *
- * Everything runs on the rpc loop thread (see rpc.h), so nothing is
+ * Everything runs on the rpc loop thread (see rpc_server.h), so nothing is
  * locked.
  */
 #pragma once

@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 
 #include "fileid.h"
-#include "rpc.h"
+#include "rpc_admission.h"
 
 #define FD_UPLOAD_MAX_LISTENERS 4
 #define FD_UPLOAD_MAX_HELD 8          /* descriptors waiting for their Upload call */

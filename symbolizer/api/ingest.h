@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "api.h"
-#include "rpc.h"
+#include "rpc_server.h"
 
 struct ingest;
 

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "api.h"
-#include "rpc.h"
+#include "rpc_server.h"
 
 /* rpc_method.on_call of Symbols/Pprof; ctx is the const struct api_core. */
 void pprof_call(struct rpc_call *call, const ProtobufCMessage *req, void *ctx);

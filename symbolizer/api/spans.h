@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "api.h"
-#include "rpc.h"
+#include "rpc_server.h"
 
 struct spans;
 

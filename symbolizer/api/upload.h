@@ -7,7 +7,7 @@
 #include <stdbool.h>
 
 #include "api.h"
-#include "rpc.h"
+#include "rpc_server.h"
 
 struct upload;
 

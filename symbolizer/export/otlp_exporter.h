@@ -5,7 +5,7 @@
  *
  * Threads: new/add/tick/free run on the rpc loop thread (free: after the
  * loop stopped); only the backlog is shared with the sender thread, under
- * a mutex. The sender exists because rpc.h's client calls block and a
+ * a mutex. The sender exists because rpc_client.h's calls block and a
  * loop handler must not. docs/exports.md describes the semantics.
  */
 #pragma once
@@ -16,7 +16,7 @@
 
 #include "export.h"
 #include "otlp_traces.h"
-#include "rpc.h"
+#include "rpc_client.h"
 
 struct symbolize_ctx;
 struct otlp_exporter;

@@ -19,7 +19,7 @@
 #include "fileid.h"
 #include "pprof.h"
 #include "profile.pb-c.h"
-#include "rpc.h"
+#include "rpc_message.h"
 
 /* Labels a sample can carry: pid, tid, thread, comm, process, container,
  * host, trace_id, span_id. */

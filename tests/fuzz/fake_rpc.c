@@ -1,11 +1,14 @@
 /* fake_rpc.c - see fake_rpc.h. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fake_rpc.h"
 #include "ingest.pb-c.h"
+#include "rpc_client.h"
+#include "rpc_message.h"
 
 static void (*timer_fn)(void *ctx);
 static void *timer_ctx;
@@ -85,19 +88,18 @@ void rpc_call_peer_creds(const struct rpc_call *call, struct rpc_peer *ret)
 	ret->transport = RPC_TRANSPORT_UNIX;
 }
 
-/* Packs msg as rpc.c would, so a message the handlers build wrongly
- * (a NULL string, a count without its array) shows up here. */
+/* Packs msg with the real packing code, so a message the handlers build
+ * wrongly (a NULL string, a count without its array) shows up here. */
 static int pack_check(const ProtobufCMessage *msg)
 {
-	size_t n = protobuf_c_message_get_packed_size(msg);
-	uint8_t *buf = malloc(n ? n : 1);
+	uint8_t *buf = NULL;
+	size_t n;
+	int r = rpc_message_pack(msg, SIZE_MAX, &buf, &n);
 
-	if (!buf)
-		return -ENOMEM;
-	if (protobuf_c_message_pack(msg, buf) != n)
-		abort();
+	if (r == -EIO)
+		abort(); /* packed a different size than it computed */
 	free(buf);
-	return 0;
+	return r;
 }
 
 int rpc_call_write(struct rpc_call *call, const ProtobufCMessage *msg)
@@ -136,10 +138,9 @@ void rpc_call_finish(struct rpc_call *call, enum rpc_status status, const char *
 		pack_check(reply);
 }
 
-/* ---- the client half the symbolizer links (OTLP exporter, pprof) ----
- * Defined here too, so the linker takes nothing from rpc.c (whose server
- * half would clash with the fakes above). No network in a fuzzer: the
- * exporter, which the harness never configures, would only see refusals. */
+/* ---- the client half the symbolizer links (OTLP exporter) ----
+ * No network in a fuzzer: the exporter, which the harness never
+ * configures, would only see refusals. */
 
 struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel_opts *opts)
 {
@@ -170,27 +171,4 @@ int rpc_unary_packed(struct rpc_channel *ch, const char *path, const void *data,
 		snprintf(err->message, sizeof(err->message), "fuzz: no network");
 	}
 	return -ECONNREFUSED;
-}
-
-void rpc_message_free(ProtobufCMessage *msg)
-{
-	if (msg)
-		protobuf_c_message_free_unpacked(msg, NULL);
-}
-
-int rpc_message_pack(const ProtobufCMessage *msg, size_t max, uint8_t **ret, size_t *ret_len)
-{
-	size_t size = protobuf_c_message_get_packed_size(msg);
-	uint8_t *buf;
-
-	if (size > max)
-		return -E2BIG;
-	buf = malloc(size ? size : 1);
-	if (!buf)
-		return -ENOMEM;
-	if (protobuf_c_message_pack(msg, buf) != size)
-		abort(); /* the size was computed from msg */
-	*ret = buf;
-	*ret_len = size;
-	return 0;
 }

@@ -1,7 +1,9 @@
-/* fake_rpc.h - a stand-in for the server half of common/rpc.c, so the
- * fuzzers drive the symbolizer's real rpc handlers (symbolizer/api/) in
- * one process, without gRPC or a socket. Calls are plain structs; writes
- * are packed (so every answer must be a packable message) and the
+/* fake_rpc.h - a stand-in for the server side of the rpc wrapper
+ * (common/rpc_server.c) and for its channels, so the fuzzers drive the
+ * symbolizer's real rpc handlers (symbolizer/api/) in one process,
+ * without a server loop, a connection or a socket. Calls are plain
+ * structs; writes are packed by the real common/rpc_message.c (so every
+ * answer must be a packable message) and the
  * ReadRanges not answered yet are kept (up to FAKE_RPC_MAX_READS) for the
  * harness to answer. Timers run when the harness ticks. Single-threaded,
  * like the server loop it replaces.
@@ -12,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rpc.h"
+#include "rpc_server.h"
 
 #define FAKE_RPC_MAX_READS 64
 

@@ -8,11 +8,11 @@
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -DSONDE_LIBFUZZER \
  *     -D_GNU_SOURCE -Isymbolizer/interp/cpython tests/fuzz/fuzz-cpython-lines.c \
  *     symbolizer/interp/cpython/cpython_lines.c
- * Without SONDE_LIBFUZZER, main() replays the files named on the command
- * line (the checked-in corpus under meson, or a crash to reproduce).
+ * Without SONDE_LIBFUZZER, fuzz-main.c's main() replays the files named on
+ * the command line (the checked-in corpus under meson, or a crash to
+ * reproduce).
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,23 +63,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(table);
 	return 0;
 }
-
-#ifndef SONDE_LIBFUZZER
-int main(int argc, char **argv)
-{
-	for (int i = 1; i < argc; i++) {
-		FILE *f = fopen(argv[i], "rbe");
-		uint8_t buf[65536];
-		size_t len;
-
-		if (!f) {
-			perror(argv[i]);
-			return 1;
-		}
-		len = fread(buf, 1, sizeof(buf), f);
-		fclose(f);
-		LLVMFuzzerTestOneInput(buf, len);
-	}
-	return 0;
-}
-#endif

@@ -9,13 +9,12 @@
  *     -D_GNU_SOURCE -Isymbolizer/unwind -Isymbolizer/elf -Ibpf \
  *     tests/fuzz/fuzz-eh-frame.c tests/fuzz/check_unwind_table.c \
  *     symbolizer/unwind/{eh_frame,table}.c -lz
- * Without SONDE_LIBFUZZER, main() replays the files named on the command
- * line (a corpus run, or to reproduce a crash). Corpus: tests/fuzz/corpus/
- * eh_frame/ (real sections extracted with objcopy).
+ * Without SONDE_LIBFUZZER, fuzz-main.c's main() replays the files named on
+ * the command line (a corpus run, or to reproduce a crash). Corpus:
+ * tests/fuzz/corpus/eh_frame/ (real sections extracted with objcopy).
  */
 #include <errno.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,32 +75,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	return 0;
 }
-
-#ifndef SONDE_LIBFUZZER
-int main(int argc, char **argv)
-{
-	for (int i = 1; i < argc; i++) {
-		FILE *f = fopen(argv[i], "rb");
-		uint8_t *buf;
-		long len;
-
-		if (!f) {
-			perror(argv[i]);
-			return 1;
-		}
-		fseek(f, 0, SEEK_END);
-		len = ftell(f);
-		fseek(f, 0, SEEK_SET);
-		buf = malloc(len > 0 ? (size_t)len : 1);
-		if (!buf || fread(buf, 1, (size_t)len, f) != (size_t)len) {
-			fclose(f);
-			return 1;
-		}
-		fclose(f);
-		LLVMFuzzerTestOneInput(buf, (size_t)len);
-		free(buf);
-	}
-	printf("replayed %d inputs\n", argc - 1);
-	return 0;
-}
-#endif

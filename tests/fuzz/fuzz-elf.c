@@ -7,12 +7,12 @@
  * sorted and survive its own blob.
  *
  * Build: tests/fuzz/run (meson, -Dfuzzing=true).
- * Without SONDE_LIBFUZZER, main() replays the files named on the command
- * line (for a corpus run under meson, or to reproduce a crash).
+ * Without SONDE_LIBFUZZER, fuzz-main.c's main() replays the files named on
+ * the command line (for a corpus run under meson, or to reproduce a
+ * crash).
  */
 #include <errno.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,39 +117,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	file_image_free(img);
 	return 0;
 }
-
-#ifndef SONDE_LIBFUZZER
-int main(int argc, char **argv)
-{
-	for (int i = 1; i < argc; i++) {
-		FILE *f = fopen(argv[i], "rbe");
-		uint8_t *buf = NULL;
-		size_t len = 0, cap = 0, n;
-
-		if (!f) {
-			perror(argv[i]);
-			return 1;
-		}
-		do {
-			if (len == cap) {
-				uint8_t *p;
-
-				cap = cap ? cap * 2 : 65536;
-				p = realloc(buf, cap);
-				if (!p) {
-					free(buf);
-					fclose(f);
-					return 1;
-				}
-				buf = p;
-			}
-			n = fread(buf + len, 1, cap - len, f);
-			len += n;
-		} while (n > 0);
-		fclose(f);
-		LLVMFuzzerTestOneInput(buf, len);
-		free(buf);
-	}
-	return 0;
-}
-#endif

@@ -5,7 +5,7 @@
  * fake_rpc.c in place of gRPC.
  *
  * Input: records (fuzz_service.h) of op
- *   0  a SensorMessage, unpacked as rpc.c would (undecodable: the stream
+ *   0  a SensorMessage, unpacked as rpc_message.c would (undecodable: the stream
  *      ends, as gRPC's INVALID_ARGUMENT would end it)
  *   1  the answers to every ReadRange the symbolizer sent so far, the
  *      record's bytes taken as the file (a range past its end gets a
@@ -80,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			m = protobuf_c_message_unpack(&sonde__v1__sensor_message__descriptor, NULL,
 						      rec.len, rec.data);
 			if (!m) {
-				call->finished = true; /* rpc.c ends the call */
+				call->finished = true; /* rpc_server.c ends the call */
 				break;
 			}
 			fuzz_method(CONNECT)->on_message(call, m, fs.svc);

@@ -1,5 +1,5 @@
-/* fuzz-main.c - the replay main() of the fuzz targets that do not carry
- * their own: runs LLVMFuzzerTestOneInput once per file named on the
+/* fuzz-main.c - the replay main() of every fuzz target (none carries its
+ * own): runs LLVMFuzzerTestOneInput once per file named on the
  * command line, so meson's unit suite replays the checked-in corpus and a
  * crash found by libFuzzer reproduces without clang. Not linked into the
  * libFuzzer builds (libFuzzer brings its own main).

@@ -1,6 +1,6 @@
 /* fuzz-probe-plan.c - fuzzes the sensor's one check of what the symbolizer
  * steers BPF and probes with (sensor/validate.c): a SymbolizerMessage
- * unpacked as rpc.c would, its probe_plan through validate_probe_plan()
+ * unpacked as rpc_message.c would, its probe_plan through validate_probe_plan()
  * against a catalog shaped like the sensor's probe objects, and its
  * interpreter_config through validate_interp_config(). Must never crash
  * or read out of bounds; an accepted plan must be inside the documented

@@ -1,7 +1,7 @@
 /* fuzz-symbols-api.c - fuzzes the public Symbols API requests through the
  * real handlers of symbolizer/api/symbols.c and upload.c, with
  * fake_rpc.c in place of gRPC. Each record (fuzz_service.h) is one call,
- * its bytes unpacked as rpc.c would (undecodable: rpc.c answers
+ * its bytes unpacked as rpc_message.c would (undecodable: rpc_server.c answers
  * INVALID_ARGUMENT and no handler runs); op picks the method:
  *   0 Symbolize (SymbolizeRequest)   1 Upload (UploadRequest)
  *   2 Top (ProfileQuery)             3 Folded (ProfileQuery)

@@ -1,5 +1,5 @@
 /* fuzz-unwind-chunks.c - fuzzes what the sensor accepts from the
- * symbolizer: SymbolizerMessages, unpacked as rpc.c would, and the one
+ * symbolizer: SymbolizerMessages, unpacked as rpc_message.c would, and the one
  * kind whose contents reach BPF maps, UnwindTable chunks, through the
  * sensor's real checks (sensor/unwind_maps.c) into fake maps that abort on
  * any write outside their size. The shape check before it mirrors

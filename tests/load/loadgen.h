@@ -14,7 +14,7 @@
 
 #include "fileid.h"
 #include "ingest.pb-c.h"
-#include "rpc.h"
+#include "rpc_client.h"
 
 #define LG_MAX_FILES 512
 #define LG_MAX_SENSORS 4096

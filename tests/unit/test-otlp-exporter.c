@@ -1,5 +1,5 @@
 /* test-otlp-exporter.c - the OTLP exporter's windows, delivery and bounds,
- * against an in-process OTLP receiver (rpc.c's server serving Export over
+ * against an in-process OTLP receiver (rpc_server.c serving Export over
  * tcp:127.0.0.1) and against a port nobody listens on. Symbolization is
  * stubbed: pm_add_export_sample() here adds one sample per raw stack. */
 #include <errno.h>
@@ -22,7 +22,7 @@
 #include "otlp_exporter.h"
 #include "otlp_profiles_service.pb-c.h"
 #include "otlp_trace_service.pb-c.h"
-#include "rpc.h"
+#include "rpc_server.h"
 
 #define PERIOD_NS 10000000ull /* 100 Hz */
 

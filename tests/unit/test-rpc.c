@@ -1,6 +1,7 @@
-/* test-rpc.c - rpc.c end to end: a real server (its loop thread) and real
- * clients (the test thread and helper threads) in one process, over a
- * unix: socket in a mkdtemp directory and over tcp:127.0.0.1:0.
+/* test-rpc.c - the rpc wrapper (common/rpc*.c) end to end: a real server
+ * (its loop thread) and real clients (the test thread and helper threads)
+ * in one process, over a unix: socket in a mkdtemp directory and over
+ * tcp:127.0.0.1:0.
  *
  * Test handlers, all on the server's loop thread:
  *   /sonde.v1.Symbols/Status   unary: answers version "test".
@@ -32,7 +33,7 @@
 
 #include "ingest.pb-c.h"
 #include "log.h"
-#include "rpc.h"
+#include "rpc_server.h"
 #include "rpc_testing.h"
 #include "symbols.pb-c.h"
 
