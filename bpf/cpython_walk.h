@@ -1,5 +1,5 @@
-/* cpython_walk.h - the CPython frame walker of sample.bpf.c (issue 5,
- * docs/interpreters.md). For a tgid whose interp_procs entry is of kind
+/* cpython_walk.h - the CPython frame walker of sample.bpf.c
+ * (docs/interpreters.md). For a tgid whose interp_procs entry is of kind
  * SONDE_INTERP_CPYTHON (interp_walk.h dispatches): find the
  * sampled thread's PyThreadState (bounded walk of the interpreter's thread
  * list, matching native_thread_id), walk its _PyInterpreterFrame chain

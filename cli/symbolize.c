@@ -81,9 +81,9 @@ static int parse_addr(const char *s, uint64_t *ret)
 
 /* The addresses, in anonymous memory of their own: grown by mremap, which
  * moves the pages instead of copying them, and advised for huge pages.
- * With realloc, 100,000 addresses cost ~500 page faults (new pages, then
- * the copy's) at ~12 us each on this kind of VM; this way one 2 MiB page
- * where the kernel has them. */
+ * realloc would fault in new pages and then copy into them, and a page
+ * fault is expensive on a VM; this way one 2 MiB page where the kernel
+ * has them. */
 struct addr_vec {
 	uint64_t *v;
 	size_t n, cap;
@@ -403,9 +403,9 @@ cleanup:
 }
 
 /* A result is assembled here and written a buffer at a time, straight
- * to the descriptor: stdio's lock on every call (gRPC's threads make the
- * CLI multi-threaded) and printf's parsing were a third of the CLI's
- * time, and stdio's own buffer was one more copy of every byte. */
+ * to the descriptor: stdio would take its lock on every call (gRPC's threads make the
+ * CLI multi-threaded) and printf would parse its format every time, and
+ * stdio's own buffer would be one more copy of every byte. */
 static char obuf[1u << 16];
 static size_t olen;
 static bool out_failed;

@@ -45,8 +45,8 @@
  * duration of the timers it has seen, about 1 s at the mean it starts with
  * (3.03 s) and above, less below; a timer much shorter than that puts its
  * shard on a phase of its own for good, and the timer thread then wakes
- * once a second per phase, with no timer pending. A wakeup costs 0.1-0.3 ms
- * of CPU on a VM (docs/benchmarks.md). */
+ * once a second per phase, with no timer pending. Each wakeup costs a few hundred
+ * microseconds of CPU on a VM. */
 #define CONNECT_ATTEMPT_TIMEOUT_MS 5000
 /* After the server's end of stream, how long a reader waits for the
  * status that says whether the end was clean. The status follows the

@@ -33,7 +33,7 @@
 #include "rpc_server.h"
 #include "cache.h"
 #include "api/fd_upload.h"
-#include "api/service.h"
+#include "service.h"
 #include "fd_upload_wire.h"
 #include "malloc_tuning.h"
 #include "sandbox.h"
@@ -826,7 +826,7 @@ static bool peer_named(const struct rpc_peer *peer, const char *const *names, si
 
 /* The peer policy rpc_admission.c asks before each call to a sensor or
  * client method, and once per call for RPC_ROLE_ADMIN: whether the peer sees
- * every user's data or only its own (api/access.c applies the scope). */
+ * every user's data or only its own (core/access.c applies the scope). */
 static bool authorize_peer(const struct rpc_peer *peer, enum rpc_role role, void *ctx)
 {
 	(void)ctx;

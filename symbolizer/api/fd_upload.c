@@ -29,7 +29,7 @@
 #include "fd_upload.h"
 #include "fd_upload_wire.h"
 #include "log.h"
-#include "service.h"
+#include "clock.h"
 
 #define REQUIRED_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
 #define MAX_FDS_A_MESSAGE 8 /* room to see (and close) extra descriptors */
@@ -225,7 +225,7 @@ static int check(int fd, const struct fd_upload_hello *h, const char **why)
  * is full. */
 static int hold(const struct fileid *id, uint32_t uid, int fd, uint64_t size)
 {
-	int64_t now = service_now_ms();
+	int64_t now = clock_now_ms();
 	struct held *free_slot = NULL;
 
 	pthread_mutex_lock(&fdu.lock);

@@ -3,13 +3,13 @@
  * A session holds what its sensor told it: processes and their mappings,
  * the files they map (file ID -> size; only these may be read back), its
  * kernel symbols, and its stack definitions. Every field from the sensor
- * is checked against the bounds in service.h before it is used; a
+ * is checked against the bounds below before it is used; a
  * violation ends the stream with INVALID_ARGUMENT (RESOURCE_EXHAUSTED for
  * bounds on totals).
  *
  * A stack is symbolized once, when every file it needs is analysed (or
  * failed), into folded text; until then it waits with its samples in the
- * session's pending queue, at most SERVICE_PENDING_TIMEOUT_MS.
+ * session's pending queue, at most INGEST_PENDING_TIMEOUT_MS.
  *
  * Unwind tables: every executable file a session's processes map gets its
  * table sent once per session (a reconnect is a new session and gets all
@@ -26,19 +26,43 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "demangle.h"
 #include "export.h"
+#include "hmap.h"
+#include "ingest.h"
 #include "log.h"
 #include "ksyms.h"
+#include "otlp_exporter.h"
 #include "rawstack.h"
-#include "service.h"
 #include "unwind_table.h"
 #include "utf8.h"
 #include "interp_loader.h"
 #include "interp_ops.h"
 #include "ingest.pb-c.h"
 
+#define INGEST_PENDING_TIMEOUT_MS 10000
+#define INGEST_DRAIN_TIMEOUT_MS 30000
+
+#define SESSION_MAX_PROCESSES 100000u
+#define SESSION_MAX_MAPPINGS 10000u           /* per process */
+#define SESSION_MAX_FILES 100000u
+#define SESSION_MAX_PATH REGISTRY_MAX_PATH
+#define SESSION_MAX_FRAMES 256u               /* per stack, kernel and user each */
+#define SESSION_MAX_INTERP_RECORDS 65536u     /* per InterpreterRecords message */
+#define SESSION_MAX_STACKS 1000000u
+#define SESSION_MAX_STACK_FRAMES (16u << 20)  /* unresolved frames held */
+#define SESSION_MAX_PENDING_STACKS 10000u
+#define SESSION_MAX_PENDING_SAMPLES 200000u
+
 #define COMM_MAX 64
+
+struct ingest {
+	const struct api_core *core;
+	struct ingest_hooks hooks;
+	struct session *sessions; /* list, newest first */
+	uint64_t next_session_id;
+};
 
 struct mapping {
 	uint64_t start, end, offset;
@@ -104,7 +128,7 @@ struct stackdef {
 	struct interp_frame *interp; /* leaf first, of process interp_pid */
 	uint32_t n_interp, interp_pid;
 	char *text; /* folded frames, root first, without comm; NULL: pending */
-	uint8_t *raw; /* the raw stack (export/rawstack.h), with text */
+	uint8_t *raw; /* the raw stack (core/rawstack.h), with text */
 	size_t raw_len, text_len;
 	uint64_t hash; /* profile_stack_hash(), with text */
 	bool queued;
@@ -115,8 +139,9 @@ struct stackdef {
 };
 
 struct session {
+	struct byte_source src; /* first: its files' bytes, for analysis jobs */
 	struct session *next;
-	struct service *svc;
+	struct ingest *in;
 	struct rpc_call *call; /* NULL once closed */
 	uint64_t id;
 	bool hello, half_closed, finished;
@@ -154,10 +179,6 @@ struct session {
 	bool interp_refused_logged;
 };
 
-struct session *session_next(const struct session *s)
-{
-	return s->next;
-}
 
 /* Copies text a target or a sensor chose (NULL: "") into dst (cap bytes) as valid
  * UTF-8 (common/utf8.h): the sensor is not trusted to have escaped it. */
@@ -204,28 +225,28 @@ static void session_fail(struct session *s, enum rpc_status status, const char *
 		rpc_call_finish(s->call, status, msg, NULL);
 }
 
-uint64_t session_file_size(const struct session *s, const struct fileid *id)
+/* byte_source_ops.has_file: a session serves the files its sensor
+ * registered while its stream is open. */
+static bool session_has_file(const struct byte_source *src, const struct fileid *id,
+			     uint64_t *ret_size)
 {
-	const struct sfile *f = hmap_get(s->files, id, sizeof(*id));
+	const struct session *s = (const struct session *)src;
+	const struct sfile *f;
 
-	return f ? f->size : 0;
+	if (s->finished || !s->call)
+		return false;
+	f = hmap_get(s->files, id, sizeof(*id));
+	if (!f)
+		return false;
+	*ret_size = f->size;
+	return true;
 }
 
-struct session *service_session_with_file(struct service *svc, const struct fileid *id,
-					  const struct session *except)
+/* byte_source_ops.read_range: a ReadRange to the sensor. */
+static int session_read_range(struct byte_source *src, uint64_t request_id,
+			      const struct fileid *id, uint64_t offset, uint32_t length)
 {
-	for (struct session *s = svc->sessions; s; s = s->next) {
-		if (s == except || s->finished || !s->call)
-			continue;
-		if (hmap_get(s->files, id, sizeof(*id)))
-			return s;
-	}
-	return NULL;
-}
-
-int session_send_read_range(struct session *s, uint64_t request_id, const struct fileid *id,
-			    uint64_t offset, uint32_t length)
-{
+	struct session *s = (struct session *)src;
 	Sonde__V1__SymbolizerMessage m = SONDE__V1__SYMBOLIZER_MESSAGE__INIT;
 	Sonde__V1__ReadRange rr = SONDE__V1__READ_RANGE__INIT;
 	int r;
@@ -247,6 +268,11 @@ int session_send_read_range(struct session *s, uint64_t request_id, const struct
 	return r;
 }
 
+static const struct byte_source_ops session_source_ops = {
+	.has_file = session_has_file,
+	.read_range = session_read_range,
+};
+
 /* ---- unwind tables ---- */
 
 static void table_enqueue(struct session *s, struct table_send *t)
@@ -267,24 +293,21 @@ static void table_enqueue(struct session *s, struct table_send *t)
  * it (unless a transient failure waits for its retry time). */
 static void table_check(struct session *s, struct table_send *t)
 {
-	struct service *svc = s->svc;
-	const int64_t *retry_at;
+	struct ingest *in = s->in;
 
 	if (t->state != TABLE_WAITING)
 		return;
-	if (cache_lookup_unwind(svc->cache, &t->id, NULL, NULL) != CACHE_MISS) {
+	if (cache_lookup_unwind(in->core->cache, &t->id, NULL, NULL) != CACHE_MISS) {
 		table_enqueue(s, t);
 		return;
 	}
-	if (analysis_running(svc, &t->id))
-		return;
-	retry_at = hmap_get(svc->retry, &t->id, sizeof(t->id));
-	if (retry_at && service_now_ms() < *retry_at)
+	if (analysis_running(in->core->analysis, &t->id) ||
+	    analysis_retry_later(in->core->analysis, &t->id))
 		return;
 	/* Also when the symtab is cached: a cache from before unwind tables
 	 * (or an older UNWIND_BLOB_VERSION) has none; the job recomputes
 	 * both from one fetch. */
-	if (analysis_start(svc, &t->id) < 0)
+	if (analysis_start(in->core->analysis, &t->id) < 0)
 		log_debug("cannot start the analysis of a file for its unwind table");
 }
 
@@ -303,12 +326,11 @@ static void interp_check(struct session *s, struct table_send *t)
 {
 	Sonde__V1__SymbolizerMessage m = SONDE__V1__SYMBOLIZER_MESSAGE__INIT;
 	Sonde__V1__InterpreterConfig ic = SONDE__V1__INTERPRETER_CONFIG__INIT;
-	struct service *svc = s->svc;
-	const char *name = service_file_name(svc, &t->id);
+	struct ingest *in = s->in;
+	const char *name = registry_file_name(in->core->reg, &t->id);
 	const struct interp_ops *ops;
 	struct interp_config cfg;
 	struct interp_data d;
-	const int64_t *retry_at;
 	int r;
 
 	if (t->interp_done || !s->call || s->finished || !s->hello)
@@ -317,17 +339,17 @@ static void interp_check(struct session *s, struct table_send *t)
 		interp_mark_done(s, t);
 		return;
 	}
-	switch (cache_lookup_interp(svc->cache, &t->id, &d, NULL, 0)) {
+	switch (cache_lookup_interp(in->core->cache, &t->id, &d, NULL, 0)) {
 	case CACHE_ERROR:
 		interp_mark_done(s, t); /* said once in the log by the analysis */
 		return;
 	case CACHE_MISS:
-		if (analysis_running(svc, &t->id) || !cache_contains(svc->cache, &t->id))
+		if (analysis_running(in->core->analysis, &t->id) ||
+		    !cache_contains(in->core->cache, &t->id))
 			return; /* the running (or coming) job stores it */
-		retry_at = hmap_get(svc->retry, &t->id, sizeof(t->id));
-		if (retry_at && service_now_ms() < *retry_at)
+		if (analysis_retry_later(in->core->analysis, &t->id))
 			return;
-		if (analysis_start(svc, &t->id) < 0)
+		if (analysis_start(in->core->analysis, &t->id) < 0)
 			log_debug("cannot start the analysis of an interpreter file");
 		return;
 	case CACHE_OK:
@@ -410,7 +432,7 @@ static int table_send_one(struct session *s, struct table_send *t, bool *ret_don
 	int r;
 
 	*ret_done = false;
-	switch (cache_lookup_unwind(s->svc->cache, &t->id, &tbl, &error)) {
+	switch (cache_lookup_unwind(s->in->core->cache, &t->id, &tbl, &error)) {
 	case CACHE_OK:
 		total = unwind_table_count(tbl);
 		if (total == 0)
@@ -465,7 +487,7 @@ static void session_send_plan(struct session *s, const struct fileid *id)
 	size_t len = 0;
 	int r;
 
-	if (cache_lookup_plan(s->svc->cache, id, &blob, &len) < 0)
+	if (cache_lookup_plan(s->in->core->cache, id, &blob, &len) < 0)
 		return;
 	plan = sonde__v1__probe_plan__unpack(NULL, len, blob);
 	free(blob);
@@ -514,9 +536,11 @@ static void session_pump_tables(struct session *s)
 	}
 }
 
-void ingest_unwind_done(struct service *svc, const struct fileid *id)
+/* Unwind tables: a job for id ended (either way); sessions waiting for
+ * its table get it now (or an error UnwindTable). */
+static void unwind_done(struct ingest *in, const struct fileid *id)
 {
-	for (struct session *s = svc->sessions; s; s = s->next) {
+	for (struct session *s = in->sessions; s; s = s->next) {
 		struct table_send *t;
 
 		if (!s->tables || !(t = hmap_get(s->tables, id, sizeof(*id))))
@@ -562,7 +586,7 @@ static void pend_remove(struct session *s, struct stackdef *d)
 static void pend_add(struct session *s, struct stackdef *d)
 {
 	d->queued = true;
-	d->deadline_ms = service_now_ms() + SERVICE_PENDING_TIMEOUT_MS;
+	d->deadline_ms = clock_now_ms() + INGEST_PENDING_TIMEOUT_MS;
 	d->pnext = NULL;
 	d->pprev = s->pend_tail;
 	if (s->pend_tail)
@@ -581,7 +605,8 @@ static bool stack_ready(struct session *s, const struct stackdef *d)
 	for (uint32_t i = 0; i < d->n_user; i++) {
 		if (!d->user[i].has_file)
 			continue;
-		if (service_file_state(s->svc, &d->user[i].id, true, NULL, NULL) == FILE_PENDING)
+		if (analysis_file_state(s->in->core->analysis, &d->user[i].id, true, NULL, NULL) ==
+		    FILE_PENDING)
 			return false;
 	}
 	return true;
@@ -591,22 +616,15 @@ static bool stack_ready(struct session *s, const struct stackdef *d)
 static const char *user_frame_symbol(struct session *s, const struct uframe *u,
 				     bool return_address)
 {
-	const struct symtab *t = NULL;
-	struct symtab_lookup l;
-	uint64_t vaddr;
+	struct symbolize_file sf;
+	struct symbolized sy;
 
 	if (!u->has_file)
 		return NULL;
-	if (service_file_state(s->svc, &u->id, false, &t, NULL) == FILE_READY && t &&
-	    symtab_offset_to_vaddr(t, u->addr, &vaddr) == 0) {
-		/* A return address points after the call; the call itself may
-		 * be the last instruction of its function. */
-		if (return_address && vaddr > 0)
-			vaddr--;
-		if (symtab_lookup(t, vaddr, &l) == 0 && l.name && *l.name)
-			return l.name;
-	}
-	return NULL;
+	symbolize_file_init(&sf, s->in->core->sym, &u->id);
+	symbolize_addr(&sf, u->addr, SYMBOLIZE_FILE_OFFSET | (return_address ? SYMBOLIZE_RETURN : 0),
+		       &sy);
+	return sy.has_symbol && sy.symbol.name && *sy.symbol.name ? sy.symbol.name : NULL;
 }
 
 static int push_user_frame(struct session *s, struct folded *f, const struct uframe *u,
@@ -616,12 +634,9 @@ static int push_user_frame(struct session *s, struct folded *f, const struct ufr
 
 	if (!u->has_file)
 		return folded_push(f, "[unknown]", false);
-	if (symbol)
-		return folded_push(f, service_frame_name(s->svc, &u->id, symbol, u->addr, buf,
-							 sizeof(buf)),
-				   false);
-	service_frame_name(s->svc, &u->id, NULL, u->addr, buf, sizeof(buf));
-	return folded_push(f, buf, false);
+	return folded_push(f, symbolize_frame_name(s->in->core->reg, &u->id, symbol, u->addr, buf,
+						   sizeof(buf)),
+			   false);
 }
 
 /* ---- interpreter frames (docs/interpreters.md) ---- */
@@ -728,12 +743,12 @@ static void emit(struct session *s, const struct stackdef *d, const struct pendi
 		.frequency_hz = s->frequency_hz,
 	};
 
-	if (profile_add(s->svc->profile, &ps) < 0) {
-		s->svc->samples_not_stored += p->count;
+	if (profile_add(s->in->core->profile, &ps) < 0) {
+		s->in->core->stats->samples_not_stored += p->count;
 		log_debug("profile_add failed");
 	}
 	if (d->raw)
-		service_export(s->svc, &es);
+		otlp_exporter_add(s->in->core->otlp, &es);
 }
 
 /* The raw stack of d, leaf first: kernel frames (named with this
@@ -836,7 +851,7 @@ static void stack_resolve(struct session *s, struct stackdef *d)
 		if (d->text)
 			emit(s, d, &d->samples[i]);
 		else
-			s->svc->samples_not_stored += d->samples[i].count;
+			s->in->core->stats->samples_not_stored += d->samples[i].count;
 		s->waiting_count -= d->samples[i].count;
 	}
 	s->n_pending_samples -= d->n_samples;
@@ -847,9 +862,9 @@ static void stack_resolve(struct session *s, struct stackdef *d)
 		d->text = strdup("[unknown]");
 }
 
-void session_retry_pending(struct session *s, bool force_expired)
+static void session_retry_pending(struct session *s, bool force_expired)
 {
-	int64_t now = service_now_ms();
+	int64_t now = clock_now_ms();
 
 	for (struct stackdef *d = s->pend_head, *next; d; d = next) {
 		next = d->pnext;
@@ -876,18 +891,33 @@ static void flush_all_pending(struct session *s)
 		resolve_oldest(s);
 }
 
-void session_try_finish(struct session *s)
+static void session_try_finish(struct session *s)
 {
 	if (!s->half_closed || s->finished || !s->call)
 		return;
-	if ((s->n_pending > 0 || analysis_uses_session(s->svc, s)) &&
-	    service_now_ms() < s->drain_deadline_ms)
+	if ((s->n_pending > 0 || analysis_uses_source(s->in->core->analysis, &s->src)) &&
+	    clock_now_ms() < s->drain_deadline_ms)
 		return;
 	flush_all_pending(s);
-	profile_flush(s->svc->profile);
+	profile_flush(s->in->core->profile);
 	s->finished = true;
 	log_info("sensor %.100s ended its stream", s->hostname);
 	rpc_call_finish(s->call, RPC_OK, NULL, NULL);
+}
+
+void ingest_file_done(void *ctx, const struct fileid *id)
+{
+	struct ingest *in = ctx;
+
+	unwind_done(in, id);
+	for (struct session *s = in->sessions; s;) {
+		/* session_retry_pending may finish, but never free, a session. */
+		struct session *next = s->next;
+
+		session_retry_pending(s, false);
+		session_try_finish(s);
+		s = next;
+	}
 }
 
 /* ---- message handlers ---- */
@@ -916,8 +946,8 @@ static int on_hello(struct session *s, const Sonde__V1__Hello *h)
 		 rpc_call_peer(s->call), h->sensor_version ? h->sensor_version : "?",
 		 h->kernel_release ? h->kernel_release : "?", h->frequency_hz);
 	w.protocol_version = 1;
-	w.max_message_bytes = SERVICE_MAX_MESSAGE;
-	w.max_read_bytes = SERVICE_MAX_READ;
+	w.max_message_bytes = API_MAX_MESSAGE;
+	w.max_read_bytes = ANALYSIS_MAX_READ;
 	m.kind_case = SONDE__V1__SYMBOLIZER_MESSAGE__KIND_WELCOME;
 	m.welcome = &w;
 	if (rpc_call_write(s->call, &m.base) < 0) {
@@ -933,7 +963,7 @@ static int on_hello(struct session *s, const Sonde__V1__Hello *h)
 static void outcome_refresh(struct session *s, const struct process *p)
 {
 	struct proc_outcome *po =
-		hmap_get_u64(s->svc->proc_outcomes, proc_outcome_key(s->id, p->pid));
+		hmap_get_u64(s->in->core->stats->proc_outcomes, proc_outcome_key(s->id, p->pid));
 
 	if (!po)
 		return;
@@ -1041,15 +1071,15 @@ static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
 		maps[i].id = id;
 		maps[i].has_file = true;
 		if (s->local)
-			access_note_mapping(s->svc, &id, m->file_mode, m->file_uid, m->file_gid,
+			access_note_mapping(s->in->core->access, &id, m->file_mode, m->file_uid, m->file_gid,
 					    u->uid);
 		if (m->path && *m->path && utf8_valid(m->path, strlen(m->path))) {
-			service_note_path(s->svc, &id, m->path);
+			registry_note_path(s->in->core->reg, &id, m->path);
 		} else if (m->path && *m->path) {
 			char *path = utf8_escape_dup(m->path, SESSION_MAX_PATH);
 
 			if (path)
-				service_note_path(s->svc, &id, path);
+				registry_note_path(s->in->core->reg, &id, path);
 			free(path);
 		}
 		if (!m->file_size)
@@ -1069,10 +1099,10 @@ static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
 		}
 		/* Analyse executable files now, so their stacks do not wait. */
 		if (m->executable && !f->in_cache) {
-			if (cache_contains(s->svc->cache, &id) == 1)
+			if (cache_contains(s->in->core->cache, &id) == 1)
 				f->in_cache = true;
 			else
-				service_file_state(s->svc, &id, true, NULL, NULL);
+				analysis_file_state(s->in->core->analysis, &id, true, NULL, NULL);
 		}
 		if (m->executable)
 			session_want_table(s, &id);
@@ -1200,7 +1230,7 @@ static int add_stackdef(struct session *s, const Sonde__V1__StackDef *sd)
 		goto nomem;
 	d->id = sd->id;
 	/* An outcome this symbolizer does not know counts as unspecified. */
-	d->outcome = (unsigned)sd->outcome < SERVICE_N_OUTCOMES ? (uint8_t)sd->outcome : 0;
+	d->outcome = (unsigned)sd->outcome < SENSOR_STATS_N_OUTCOMES ? (uint8_t)sd->outcome : 0;
 	d->n_kernel = (uint32_t)sd->n_kernel;
 	d->n_user = (uint32_t)sd->n_user;
 	if (d->n_kernel) {
@@ -1243,7 +1273,7 @@ static int add_stackdef(struct session *s, const Sonde__V1__StackDef *sd)
 		goto nomem;
 	}
 	stackdef_free(old);
-	s->svc->stacks_received++;
+	s->in->core->stats->stacks_received++;
 	if (stack_ready(s, d)) {
 		stack_resolve(s, d);
 	} else {
@@ -1260,19 +1290,19 @@ nomem:
 
 static void count_outcome(struct session *s, uint8_t outcome, const Sonde__V1__SampleCount *sc)
 {
-	struct service *svc = s->svc;
+	struct ingest *in = s->in;
 	uint64_t key = proc_outcome_key(s->id, sc->pid);
-	struct proc_outcome *po = hmap_get_u64(svc->proc_outcomes, key);
+	struct proc_outcome *po = hmap_get_u64(in->core->stats->proc_outcomes, key);
 
-	svc->outcomes.n[outcome] += sc->count;
-	svc->outcomes.total += sc->count;
+	in->core->stats->outcomes.n[outcome] += sc->count;
+	in->core->stats->outcomes.total += sc->count;
 	if (!po) {
 		const struct process *p = hmap_get_u64(s->procs, sc->pid);
 
-		if (hmap_count(svc->proc_outcomes) >= SERVICE_MAX_OUTCOME_PIDS)
+		if (hmap_count(in->core->stats->proc_outcomes) >= SENSOR_STATS_MAX_OUTCOME_PIDS)
 			return;
 		po = calloc(1, sizeof(*po));
-		if (!po || hmap_put_u64(svc->proc_outcomes, key, po, NULL) < 0) {
+		if (!po || hmap_put_u64(in->core->stats->proc_outcomes, key, po, NULL) < 0) {
 			free(po);
 			return;
 		}
@@ -1311,7 +1341,7 @@ static int add_sample(struct session *s, const Sonde__V1__SampleCount *sc)
 	}
 	if (sc->count == 0)
 		return 0;
-	s->svc->samples_received += sc->count;
+	s->in->core->stats->samples_received += sc->count;
 	count_outcome(s, d->outcome, sc);
 	ps.first_ns = sc->first_unix_ns ? sc->first_unix_ns : now_ns;
 	/* A sensor clock far ahead would outlive retention. */
@@ -1374,7 +1404,7 @@ static void on_file_range(struct session *s, const Sonde__V1__FileRange *fr)
 {
 	const char *reason = NULL;
 
-	if (analysis_on_file_range(s->svc, s, fr->request_id, fr->file_id.data, fr->file_id.len,
+	if (analysis_on_file_range(s->in->core->analysis, &s->src, fr->request_id, fr->file_id.data, fr->file_id.len,
 				   fr->offset, fr->data.data, fr->data.len, fr->error,
 				   &reason) < 0)
 		session_fail(s, RPC_INVALID_ARGUMENT, reason ? reason : "bad FileRange");
@@ -1382,15 +1412,15 @@ static void on_file_range(struct session *s, const Sonde__V1__FileRange *fr)
 
 void ingest_on_open(struct rpc_call *call, void *ctx)
 {
-	struct service *svc = ctx;
+	struct ingest *in = ctx;
 	struct session *s = calloc(1, sizeof(*s));
 	struct rpc_peer peer;
 
 	if (!s)
 		goto fail;
-	s->svc = svc;
+	s->in = in;
 	s->call = call;
-	s->id = svc->next_session_id++;
+	s->id = in->next_session_id++;
 	rpc_call_peer_creds(call, &peer);
 	s->local = peer.transport == RPC_TRANSPORT_UNIX;
 	snprintf(s->hostname, sizeof(s->hostname), "session %" PRIu64, s->id);
@@ -1401,9 +1431,11 @@ void ingest_on_open(struct rpc_call *call, void *ctx)
 	s->tables = hmap_new();
 	if (!s->procs || !s->files || !s->stacks || !s->ksyms || !s->tables)
 		goto fail;
-	s->next = svc->sessions;
-	svc->sessions = s;
-	svc->sensors_connected++;
+	s->next = in->sessions;
+	in->sessions = s;
+	s->src.ops = &session_source_ops;
+	registry_add_source(in->core->reg, &s->src);
+	in->core->stats->sensors_connected++;
 	rpc_call_set_data(call, s);
 	return;
 fail:
@@ -1428,7 +1460,7 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 	if (!msg) {
 		/* Half-close: finish what is pending, then end with OK. */
 		s->half_closed = true;
-		s->drain_deadline_ms = service_now_ms() + SERVICE_DRAIN_TIMEOUT_MS;
+		s->drain_deadline_ms = clock_now_ms() + INGEST_DRAIN_TIMEOUT_MS;
 		session_retry_pending(s, false);
 		session_try_finish(s);
 		return;
@@ -1446,7 +1478,7 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 		break;
 	case SONDE__V1__SENSOR_MESSAGE__KIND_EXIT: {
 		struct proc_outcome *po =
-			hmap_get_u64(s->svc->proc_outcomes, proc_outcome_key(s->id, m->exit->pid));
+			hmap_get_u64(s->in->core->stats->proc_outcomes, proc_outcome_key(s->id, m->exit->pid));
 		struct process *p = hmap_remove_u64(s->procs, m->exit->pid);
 
 		if (p) {
@@ -1459,13 +1491,15 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 		}
 		process_free(p);
 		if (po)
-			po->exited_ms = service_now_ms();
+			po->exited_ms = clock_now_ms();
 		break;
 	}
 	case SONDE__V1__SENSOR_MESSAGE__KIND_PROBE_EVENTS:
-		spans_add_records(s->svc, s->hostname, m->probe_events->monotonic_to_unix_ns,
-				  m->probe_events->records, m->probe_events->n_records,
-				  m->probe_events->records_lost, service_of, s);
+		if (s->in->hooks.probe_events)
+			s->in->hooks.probe_events(s->in->hooks.ctx, s->hostname,
+						  m->probe_events->monotonic_to_unix_ns,
+						  m->probe_events->records, m->probe_events->n_records,
+						  m->probe_events->records_lost, service_of, s);
 		break;
 	case SONDE__V1__SENSOR_MESSAGE__KIND_KERNEL_SYMBOLS:
 		on_kernel_symbols(s, m->kernel_symbols);
@@ -1502,7 +1536,7 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 		session_fail(s, RPC_INVALID_ARGUMENT, "empty or unknown SensorMessage");
 		break;
 	}
-	analysis_flush_done(s->svc);
+	analysis_flush_done(s->in->core->analysis);
 }
 
 /* The session's processes are as good as exited: its Status entries are
@@ -1510,11 +1544,11 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 static void outcomes_session_gone(struct session *s)
 {
 	struct hmap_iter it;
-	int64_t now = service_now_ms();
+	int64_t now = clock_now_ms();
 	void *val;
 
-	hmap_iter_init(s->svc->proc_outcomes, &it);
-	while (hmap_next(s->svc->proc_outcomes, &it, NULL, NULL, &val)) {
+	hmap_iter_init(s->in->core->stats->proc_outcomes, &it);
+	while (hmap_next(s->in->core->stats->proc_outcomes, &it, NULL, NULL, &val)) {
 		struct proc_outcome *po = val;
 
 		if (po->key >> 32 == (s->id & UINT32_MAX) && !po->exited_ms)
@@ -1524,7 +1558,7 @@ static void outcomes_session_gone(struct session *s)
 
 void ingest_on_close(struct rpc_call *call, void *ctx)
 {
-	struct service *svc = ctx;
+	struct ingest *in = ctx;
 	struct session *s = rpc_call_data(call);
 
 	if (!s)
@@ -1534,23 +1568,24 @@ void ingest_on_close(struct rpc_call *call, void *ctx)
 		log_info("sensor %.100s disconnected", s->hostname);
 	s->finished = true;
 	s->call = NULL;
-	analysis_session_gone(svc, s);
+	analysis_source_gone(in->core->analysis, &s->src);
 	/* What waited is stored with what is known now. */
 	flush_all_pending(s);
 	outcomes_session_gone(s);
-	svc->past.samples_taken += s->stats.samples_taken;
-	svc->past.samples_lost += s->stats.samples_lost;
-	svc->past.samples_dropped += s->stats.samples_dropped;
-	svc->past.session_taken += s->stats.session_taken;
-	svc->past.session_dropped += s->stats.session_dropped;
-	svc->past.samples_unconfirmed += s->stats.samples_unconfirmed;
-	for (struct session **pp = &svc->sessions; *pp; pp = &(*pp)->next) {
+	in->core->stats->past.samples_taken += s->stats.samples_taken;
+	in->core->stats->past.samples_lost += s->stats.samples_lost;
+	in->core->stats->past.samples_dropped += s->stats.samples_dropped;
+	in->core->stats->past.session_taken += s->stats.session_taken;
+	in->core->stats->past.session_dropped += s->stats.session_dropped;
+	in->core->stats->past.samples_unconfirmed += s->stats.samples_unconfirmed;
+	for (struct session **pp = &in->sessions; *pp; pp = &(*pp)->next) {
 		if (*pp == s) {
 			*pp = s->next;
 			break;
 		}
 	}
-	svc->sensors_connected--;
+	registry_remove_source(in->core->reg, &s->src);
+	in->core->stats->sensors_connected--;
 	hmap_free(s->procs, process_free);
 	hmap_free(s->files, free);
 	hmap_free(s->stacks, stackdef_free);
@@ -1558,12 +1593,12 @@ void ingest_on_close(struct rpc_call *call, void *ctx)
 	interp_session_free(s->interp);
 	ksyms_free(s->ksyms);
 	free(s);
-	analysis_flush_done(svc);
+	analysis_flush_done(in->core->analysis);
 }
 
-void ingest_tick(struct service *svc)
+void ingest_tick(struct ingest *in)
 {
-	for (struct session *s = svc->sessions; s; s = s->next) {
+	for (struct session *s = in->sessions; s; s = s->next) {
 		session_tick_tables(s);
 		session_tick_interp(s);
 		session_retry_pending(s, true);
@@ -1571,18 +1606,20 @@ void ingest_tick(struct service *svc)
 	}
 }
 
-bool ingest_busy(struct service *svc)
+bool ingest_busy(const struct ingest *in)
 {
-	for (struct session *s = svc->sessions; s; s = s->next)
+	for (struct session *s = in->sessions; s; s = s->next)
 		if (s->n_pending || s->tq_head || s->n_tables_waiting || s->half_closed)
 			return true;
 	return false;
 }
 
-void ingest_sum_counters(struct service *svc, struct sensor_counters *ret)
+/* sensor_stats_live.add: the connected sessions' counters. */
+static void add_live_counters(void *ctx, struct sensor_counters *ret)
 {
-	*ret = svc->past;
-	for (const struct session *s = svc->sessions; s; s = s->next) {
+	const struct ingest *in = ctx;
+
+	for (const struct session *s = in->sessions; s; s = s->next) {
 		ret->samples_taken += s->stats.samples_taken;
 		ret->samples_lost += s->stats.samples_lost;
 		ret->samples_dropped += s->stats.samples_dropped;
@@ -1604,11 +1641,13 @@ void ingest_sum_counters(struct service *svc, struct sensor_counters *ret)
 	}
 }
 
-uint32_t ingest_frequency_hz(struct service *svc)
+/* sensor_stats_live.frequency_hz. */
+static uint32_t live_frequency_hz(void *ctx)
 {
+	const struct ingest *in = ctx;
 	uint32_t hz = 0;
 
-	for (const struct session *s = svc->sessions; s; s = s->next) {
+	for (const struct session *s = in->sessions; s; s = s->next) {
 		if (!s->hello || !s->frequency_hz)
 			continue;
 		if (hz && hz != s->frequency_hz)
@@ -1616,4 +1655,31 @@ uint32_t ingest_frequency_hz(struct service *svc)
 		hz = s->frequency_hz;
 	}
 	return hz;
+}
+
+struct ingest *ingest_new(const struct api_core *core, const struct ingest_hooks *hooks)
+{
+	struct ingest *in = calloc(1, sizeof(*in));
+
+	if (!in)
+		return NULL;
+	in->core = core;
+	if (hooks)
+		in->hooks = *hooks;
+	in->next_session_id = 1;
+	return in;
+}
+
+void ingest_attach(struct ingest *in)
+{
+	in->core->stats->live = (struct sensor_stats_live){
+		.add = add_live_counters,
+		.frequency_hz = live_frequency_hz,
+		.ctx = in,
+	};
+}
+
+void ingest_free(struct ingest *in)
+{
+	free(in);
 }

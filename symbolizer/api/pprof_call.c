@@ -12,20 +12,21 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "access_scope.h"
 #include "log.h"
-#include "service.h"
+#include "pprof_call.h"
 #include "export.h"
 #include "model.h"
 #include "pprof.h"
 #include "symbols.pb-c.h"
 
 /* Room left in a reply for the fields around the profile. */
-#define PPROF_REPLY_MAX (SERVICE_MAX_MESSAGE - (64u << 10))
+#define PPROF_REPLY_MAX (API_MAX_MESSAGE - (64u << 10))
 /* The model of one call (strings and tables). */
 #define PPROF_MAX_MODEL (512ull << 20)
 
 struct pprof_ctx {
-	struct service *svc;
+	const struct api_core *core;
 	struct pmodel *m;
 	uint32_t frequency_hz;
 	uint64_t dropped;
@@ -61,7 +62,7 @@ static int add_row(const struct profile_row *row, void *arg)
 	};
 	int r;
 
-	r = pm_add_export_sample(c->m, c->svc, &s);
+	r = pm_add_export_sample(c->m, c->core->sym, &s);
 	if (r == -EBADMSG) {
 		/* A damaged stored stack: its samples are counted as dropped,
 		 * the rest of the profile is still good. */
@@ -84,12 +85,12 @@ void pprof_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 	static const char too_big[] =
 		"the profile is too large for one reply: narrow the window (--since) or pick a process (--pid)";
 	const Sonde__V1__ProfileQuery *pq = (const Sonde__V1__ProfileQuery *)msg;
-	struct service *svc = ctx;
+	const struct api_core *core = ctx;
 	Sonde__V1__PprofResponse r = SONDE__V1__PPROF_RESPONSE__INIT;
 	struct profile_query q = { .since_s = pq->since_unix_s, .until_s = pq->until_unix_s,
 				   .pid = pq->pid };
 	struct pmodel m = { 0 };
-	struct pprof_ctx c = { .svc = svc, .m = &m };
+	struct pprof_ctx c = { .core = core, .m = &m };
 	uint8_t *gz = NULL;
 	size_t len = 0;
 	uint64_t until;
@@ -98,14 +99,14 @@ void pprof_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 
 	access_scope_of(call, &scope);
 	access_profile_query(&scope, &q);
-	c.frequency_hz = pq->frequency_hz ? pq->frequency_hz : ingest_frequency_hz(svc);
-	err = profile_flush(svc->profile);
+	c.frequency_hz = pq->frequency_hz ? pq->frequency_hz : sensor_stats_frequency_hz(core->stats);
+	err = profile_flush(core->profile);
 	if (err < 0)
 		log_warn_errno(err, "writing samples to the profile store before Pprof failed, ignoring");
 	err = pm_init(&m);
 	if (err < 0)
 		goto fail;
-	err = profile_rows(svc->profile, &q, add_row, &c);
+	err = profile_rows(core->profile, &q, add_row, &c);
 	if (err < 0)
 		goto fail;
 	/* The minutes the rows span, narrowed to the window asked for (or

@@ -7,10 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "access_scope.h"
 #include "go_http_decode.h"
 #include "log.h"
+#include "otlp_exporter.h"
 #include "otlp_traces.h"
-#include "service.h"
+#include "spans.h"
 #include "symbols.pb-c.h"
 
 #define SPANS_KEPT 10000
@@ -28,24 +30,27 @@ struct stored_span {
 		      sizeof(((struct go_http_fields *)0)->path) + 4];
 };
 
-struct span_store {
+struct spans {
+	const struct api_core *core;
 	struct stored_span *v; /* SPANS_KEPT, a ring */
 	size_t next, n;
 	uint64_t received, rejected, lost;
 };
 
-struct span_store *span_store_new(void)
+struct spans *spans_new(const struct api_core *core)
 {
-	struct span_store *st = calloc(1, sizeof(*st));
+	struct spans *st = calloc(1, sizeof(*st));
 
 	if (st && !(st->v = calloc(SPANS_KEPT, sizeof(*st->v)))) {
 		free(st);
 		return NULL;
 	}
+	if (st)
+		st->core = core;
 	return st;
 }
 
-void span_store_free(struct span_store *st)
+void spans_free(struct spans *st)
 {
 	if (!st)
 		return;
@@ -93,13 +98,11 @@ static void to_trace_span(const struct stored_span *s, struct trace_span *t)
 	t->status_code = f->status_code;
 }
 
-void spans_add_records(struct service *svc, const char *host, int64_t mono_to_unix_ns,
+void spans_add_records(struct spans *st, const char *host, int64_t mono_to_unix_ns,
 		       const ProtobufCBinaryData *recs, size_t n, uint64_t lost,
 		       const char *(*service_of)(void *ctx, uint32_t pid, uint32_t *ret_uid),
 		       void *ctx)
 {
-	struct span_store *st = svc->spans;
-
 	st->lost += lost;
 	for (size_t i = 0; i < n; i++) {
 		struct stored_span *s = &st->v[st->next];
@@ -127,15 +130,14 @@ void spans_add_records(struct service *svc, const char *host, int64_t mono_to_un
 			st->n++;
 		st->received++;
 		to_trace_span(s, &t);
-		service_export_span(svc, &t);
+		otlp_exporter_add_span(st->core->otlp, &t);
 	}
 }
 
 void spans_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 {
 	const Sonde__V1__SpansRequest *q = (const Sonde__V1__SpansRequest *)msg;
-	struct service *svc = ctx;
-	struct span_store *st = svc->spans;
+	struct spans *st = ctx;
 	Sonde__V1__SpansResponse r = SONDE__V1__SPANS_RESPONSE__INIT;
 	size_t limit = q->limit ? q->limit : SPANS_REPLY_DEFAULT, k = 0;
 	Sonde__V1__SpanInfo *info = NULL, **pinfo = NULL;

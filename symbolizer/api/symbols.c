@@ -4,7 +4,7 @@
  * Symbolize names each file by file ID, GNU build ID (of an analysed
  * file) or a path a sensor reported. A file a connected sensor has but
  * that is not analysed yet is analysed first: the call is deferred until
- * its jobs end, at most SERVICE_SYMBOLIZE_TIMEOUT_MS.
+ * its jobs end, at most SYMBOLS_TIMEOUT_MS.
  *
  * Each address gets the symbol-table name (function, offset) and, from
  * the file's source index (line_index.h), its source frames: innermost
@@ -21,11 +21,15 @@
 #include <string.h>
 
 #include "log.h"
+#include "access_scope.h"
 #include "arena.h"
-#include "service.h"
+#include "clock.h"
+#include "hmap.h"
+#include "index_worker.h"
 #include "sort_order.h"
 #include "otlp_exporter.h"
 #include "line_index.h"
+#include "symbols.h"
 #include "symbols.pb-c.h"
 #include "utf8.h"
 
@@ -51,6 +55,14 @@ struct sym_query {
 
 struct sym_opts {
 	bool lines, inlines, demangle, compact;
+};
+
+#define SYMBOLS_TIMEOUT_MS 10000     /* a deferred Symbolize call, at most */
+#define SYMBOLS_STATUS_PROCESSES 50u /* in a Status answer */
+
+struct symbols {
+	const struct api_core *core;
+	struct sym_wait *waits; /* deferred Symbolize calls */
 };
 
 struct sym_wait {
@@ -118,13 +130,13 @@ static char *dup_or_empty(struct arena *a, const char *s)
 	return d ? d : (char *)"";
 }
 
-/* Source frames of one address into sym. Returns 0 or -ENOMEM. */
-static int fill_frames(struct arena *a, const struct line_index *ix, uint64_t va,
-		       const struct sym_opts *o, Sonde__V1__Symbol *sym)
+/* Source frames of one address (sy) into sym. Returns 0 or -ENOMEM. */
+static int fill_frames(struct arena *a, const struct symbolized *sy, const struct sym_opts *o,
+		       Sonde__V1__Symbol *sym)
 {
-	struct line_frame fr[LINE_INDEX_MAX_FRAMES];
+	const struct line_frame *fr = sy->frames;
 	Sonde__V1__SourceFrame *frames;
-	size_t n = line_index_lookup(ix, va, fr, LINE_INDEX_MAX_FRAMES), first = 0;
+	size_t n = sy->n_frames, first = 0;
 
 	if (n == 0)
 		return 0;
@@ -279,7 +291,8 @@ static int fill_compact(struct arena *a, const struct sym_query *q, const struct
 		vas[i] = q->addrs[i];
 		/* No vaddr for this file offset: no frames (UINT64_MAX is in no
 		 * index's ranges). */
-		if (!t || !ix || (q->file_offset && symtab_offset_to_vaddr(t, q->addrs[i], &vas[i]) < 0))
+		if (!ix || symbolize_vaddr(t, q->addrs[i], q->file_offset ? SYMBOLIZE_FILE_OFFSET : 0,
+					   &vas[i]) < 0)
 			vas[i] = UINT64_MAX;
 	}
 	if (sort_order(vas, q->n, order) == -E2BIG)
@@ -354,28 +367,27 @@ static int fill_symbols(struct arena *a, const struct sym_query *q, const struct
 			const struct line_index *ix, const struct sym_opts *o,
 			Sonde__V1__SymbolizeResult *res)
 {
+	struct symbolize_file sf = { .symtab = t, .index = ix };
+	struct symbolized sy;
+
 	for (size_t i = 0; i < q->n; i++) {
 		Sonde__V1__Symbol *sym = res->symbols[i];
-		struct symtab_lookup l;
-		uint64_t va = q->addrs[i];
 
-		if (!t)
-			continue;
-		if (q->file_offset && symtab_offset_to_vaddr(t, q->addrs[i], &va) < 0)
-			continue;
-		if (symtab_lookup(t, va, &l) == 0 && l.name) {
-			sym->function = text_dup(a, l.name);
+		symbolize_addr(&sf, q->addrs[i],
+			       (q->file_offset ? SYMBOLIZE_FILE_OFFSET : 0) | SYMBOLIZE_LINES, &sy);
+		if (sy.has_symbol && sy.symbol.name) {
+			sym->function = text_dup(a, sy.symbol.name);
 			if (!sym->function)
 				sym->function = (char *)"";
-			sym->offset = l.offset;
+			sym->offset = sy.symbol.offset;
 		}
-		if (ix && fill_frames(a, ix, va, o, sym) < 0)
+		if (fill_frames(a, &sy, o, sym) < 0)
 			return -ENOMEM;
 	}
 	return 0;
 }
 
-static void answer(struct service *svc, struct sym_wait *w)
+static void answer(struct symbols *sy, struct sym_wait *w)
 {
 	struct arena *a = w->arena;
 	Sonde__V1__SymbolizeResponse resp = SONDE__V1__SYMBOLIZE_RESPONSE__INIT;
@@ -417,12 +429,12 @@ static void answer(struct service *svc, struct sym_wait *w)
 		}
 		res->file_id.data = (uint8_t *)q->id.bytes;
 		res->file_id.len = FILEID_LEN;
-		switch (service_file_state(svc, &q->id, false, &t, &error)) {
+		switch (analysis_file_state(sy->core->analysis, &q->id, false, &t, &error)) {
 		case FILE_READY: {
 			const struct line_index *ix = q->first;
 
 			/* After the symtab: see cache.h on what a lookup keeps. */
-			if (!ix && cache_lookup_index(svc->cache, &q->id, &ix, NULL) != CACHE_OK)
+			if (!ix && cache_lookup_index(sy->core->cache, &q->id, &ix, NULL) != CACHE_OK)
 				ix = NULL;
 			if (w->opts.compact) {
 				if (fill_compact(a, q, t, ix, &w->opts, res, &cols[i]) < 0)
@@ -468,19 +480,19 @@ static void wait_free(struct sym_wait *w)
  * fall in, built now from its file's queued index task (index_worker.c):
  * a few milliseconds where the whole index takes 80 ms (libasan) to
  * seconds. Returns whether q->first is set. */
-static bool first_answer(struct service *svc, struct sym_query *q)
+static bool first_answer(struct symbols *sy, struct sym_query *q)
 {
 	const struct symtab *t = NULL;
 	uint64_t *va;
 	size_t n = 0, units = 0;
-	int64_t t0 = service_now_ms();
+	int64_t t0 = clock_now_ms();
 	int err;
 
 	if (q->first_tried)
 		return false;
 	q->first_tried = true;
 	if (q->n == 0 || q->n > FIRST_ANSWER_MAX_ADDRESSES ||
-	    service_file_state(svc, &q->id, false, &t, NULL) != FILE_READY || !t) {
+	    analysis_file_state(sy->core->analysis, &q->id, false, &t, NULL) != FILE_READY || !t) {
 		index_worker_hurry(&q->id);
 		return false;
 	}
@@ -492,7 +504,7 @@ static bool first_answer(struct service *svc, struct sym_query *q)
 	for (size_t i = 0; i < q->n; i++) {
 		if (!q->file_offset)
 			va[n++] = q->addrs[i];
-		else if (symtab_offset_to_vaddr(t, q->addrs[i], &va[n]) == 0)
+		else if (symbolize_vaddr(t, q->addrs[i], SYMBOLIZE_FILE_OFFSET, &va[n]) == 0)
 			n++;
 	}
 	err = index_worker_first_answer(&q->id, va, n, &q->first, &units);
@@ -504,15 +516,15 @@ static bool first_answer(struct service *svc, struct sym_query *q)
 		return false;
 	}
 	log_info("first answer for %.100s: %zu addresses from %zu units in %lld ms",
-		  q->file_name ? q->file_name : "?", q->n, units, (long long)(service_now_ms() - t0));
+		  q->file_name ? q->file_name : "?", q->n, units, (long long)(clock_now_ms() - t0));
 	return true;
 }
 
-void symbols_wake(struct service *svc, bool force)
+void symbols_wake(struct symbols *sy, bool force)
 {
-	int64_t now = service_now_ms();
+	int64_t now = clock_now_ms();
 
-	for (struct sym_wait **pp = &svc->waits; *pp;) {
+	for (struct sym_wait **pp = &sy->waits; *pp;) {
 		struct sym_wait *w = *pp;
 		bool ready = force || now >= w->deadline_ms;
 
@@ -520,8 +532,8 @@ void symbols_wake(struct service *svc, bool force)
 			struct sym_query *q = &w->q[i];
 
 			if (q->known && !q->first &&
-			    (analysis_running(svc, &q->id) ||
-			     (index_worker_pending(&q->id) && !first_answer(svc, q))))
+			    (analysis_running(sy->core->analysis, &q->id) ||
+			     (index_worker_pending(&q->id) && !first_answer(sy, q))))
 				break;
 			if (i == w->n - 1)
 				ready = true;
@@ -533,14 +545,42 @@ void symbols_wake(struct service *svc, bool force)
 			continue;
 		}
 		*pp = w->next;
-		answer(svc, w);
+		answer(sy, w);
 		wait_free(w);
 	}
 }
 
+void symbols_file_done(void *ctx, const struct fileid *id)
+{
+	(void)id;
+	symbols_wake(ctx, false);
+}
+
+struct symbols *symbols_new(const struct api_core *core)
+{
+	struct symbols *sy = calloc(1, sizeof(*sy));
+
+	if (sy)
+		sy->core = core;
+	return sy;
+}
+
+void symbols_free(struct symbols *sy)
+{
+	if (!sy)
+		return;
+	symbols_wake(sy, true);
+	free(sy);
+}
+
+bool symbols_waiting(const struct symbols *sy)
+{
+	return sy->waits != NULL;
+}
+
 void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 {
-	struct service *svc = ctx;
+	struct symbols *sy = ctx;
 	const Sonde__V1__SymbolizeRequest *req = (const Sonde__V1__SymbolizeRequest *)msg;
 	struct sym_wait *w = NULL;
 	size_t total = 0;
@@ -590,16 +630,16 @@ void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *msg, void 
 				bad = "build_id must be hex";
 				goto invalid;
 			}
-			q->known = cache_find_build_id(svc->cache, bid, len, &q->id) == 0;
+			q->known = cache_find_build_id(sy->core->cache, bid, len, &q->id) == 0;
 		} else if (qq->path && *qq->path) {
 			const struct fileid *id;
 			const char *slash = strrchr(qq->path, '/');
 
-			if (strnlen(qq->path, SESSION_MAX_PATH + 1) > SESSION_MAX_PATH) {
+			if (strnlen(qq->path, REGISTRY_MAX_PATH + 1) > REGISTRY_MAX_PATH) {
 				bad = "path longer than 4096 bytes";
 				goto invalid;
 			}
-			id = hmap_get(svc->paths, qq->path, strlen(qq->path));
+			id = registry_find_path(sy->core->reg, qq->path);
 			if (id) {
 				q->id = *id;
 				q->known = true;
@@ -612,10 +652,10 @@ void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *msg, void 
 		/* A file the caller could not read itself is answered as one
 		 * the symbolizer does not know: the same reply whether or not
 		 * it exists, and the client may upload a copy it holds. */
-		if (q->known && !access_may_read_file(svc, &scope, &q->id))
+		if (q->known && !access_may_read_file(sy->core->access, &scope, &q->id))
 			q->known = false;
 		if (q->known && !q->file_name) {
-			const char *name = service_file_name(svc, &q->id);
+			const char *name = registry_file_name(sy->core->reg, &q->id);
 
 			q->file_name = name ? arena_strdup(w->arena, name) : NULL;
 		}
@@ -632,17 +672,17 @@ void symbols_symbolize(struct rpc_call *call, const ProtobufCMessage *msg, void 
 		 * the file again (or the client upload it) instead of being
 		 * answered without lines. */
 		if (q->known)
-			cache_lookup_index(svc->cache, &q->id, NULL, NULL);
+			cache_lookup_index(sy->core->cache, &q->id, NULL, NULL);
 		/* Starts the analysis of files a sensor has but nobody asked for yet. */
 		if (q->known &&
-		    service_file_state(svc, &q->id, true, NULL, NULL) == FILE_UNKNOWN)
+		    analysis_file_state(sy->core->analysis, &q->id, true, NULL, NULL) == FILE_UNKNOWN)
 			q->known = false;
 	}
-	w->deadline_ms = service_now_ms() + SERVICE_SYMBOLIZE_TIMEOUT_MS;
-	w->next = svc->waits;
-	svc->waits = w;
-	analysis_flush_done(svc);
-	symbols_wake(svc, false);
+	w->deadline_ms = clock_now_ms() + SYMBOLS_TIMEOUT_MS;
+	w->next = sy->waits;
+	sy->waits = w;
+	analysis_flush_done(sy->core->analysis);
+	symbols_wake(sy, false);
 	return;
 invalid:
 	rpc_call_finish(call, RPC_INVALID_ARGUMENT, bad, NULL);
@@ -679,11 +719,11 @@ static int cmp_proc_outcome(const void *a, const void *b)
 
 void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 {
-	struct service *svc = ctx;
+	struct symbols *sy = ctx;
 	Sonde__V1__StatusResponse r = SONDE__V1__STATUS_RESPONSE__INIT;
-	Sonde__V1__OutcomeCounts overall, proc_counts[SERVICE_STATUS_PROCESSES];
-	Sonde__V1__ProcessOutcomes procs[SERVICE_STATUS_PROCESSES];
-	Sonde__V1__ProcessOutcomes *proc_ptrs[SERVICE_STATUS_PROCESSES];
+	Sonde__V1__OutcomeCounts overall, proc_counts[SYMBOLS_STATUS_PROCESSES];
+	Sonde__V1__ProcessOutcomes procs[SYMBOLS_STATUS_PROCESSES];
+	Sonde__V1__ProcessOutcomes *proc_ptrs[SYMBOLS_STATUS_PROCESSES];
 	struct proc_outcome **top = NULL;
 	struct cache_stats cs;
 	struct sensor_counters sc;
@@ -694,24 +734,24 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	size_t n;
 
 	access_scope_of(call, &scope);
-	cache_get_stats(svc->cache, &cs);
-	ingest_sum_counters(svc, &sc);
+	cache_get_stats(sy->core->cache, &cs);
+	sensor_stats_sum(sy->core->stats, &sc);
 	r.version = (char *)SONDE_VERSION;
-	r.sensors_connected = svc->sensors_connected;
-	r.stacks_received = svc->stacks_received;
-	r.samples_received = svc->samples_received;
+	r.sensors_connected = sy->core->stats->sensors_connected;
+	r.stacks_received = sy->core->stats->stacks_received;
+	r.samples_received = sy->core->stats->samples_received;
 	r.samples_lost = sc.samples_lost;
 	r.samples_dropped = sc.samples_dropped;
 	r.samples_taken = sc.samples_taken;
 	r.session_samples_taken = sc.session_taken;
 	r.session_samples_dropped = sc.session_dropped;
 	r.samples_unconfirmed = sc.samples_unconfirmed;
-	r.profiles_in_memory = profile_in_memory(svc->profile);
+	r.profiles_in_memory = profile_in_memory(sy->core->profile);
 	r.cache_hits = cs.mem_hits + cs.db_hits;
 	r.cache_misses = cs.misses;
 	r.files_analysed = cs.files_ok;
 	r.files_failed = cs.files_failed;
-	r.uptime_s = (uint64_t)(service_now_ms() - svc->start_ms) / 1000;
+	r.uptime_s = (uint64_t)(clock_now_ms() - sy->core->start_ms) / 1000;
 	r.unwind_tables_built = cs.unwind_ok;
 	r.unwind_tables_loaded = sc.unwind_tables_loaded;
 	r.unwind_rows_loaded = sc.unwind_rows_loaded;
@@ -723,8 +763,8 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	r.go_probe_records_lost = sc.go_records_lost;
 	r.probe_plans_refused = sc.plans_refused;
 	r.interpreter_configs_refused = sc.configs_refused;
-	if (svc->otlp) {
-		otlp_exporter_counters(svc->otlp, &oc);
+	if (sy->core->otlp) {
+		otlp_exporter_counters(sy->core->otlp, &oc);
 		otlp.requests = oc.requests;
 		otlp.samples = oc.samples;
 		otlp.failures = oc.failures;
@@ -736,18 +776,18 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 		otlp.dropped_spans = oc.dropped_spans;
 		r.otlp = &otlp;
 	}
-	profile_counts(svc->profile, &added, &dropped);
+	profile_counts(sy->core->profile, &added, &dropped);
 	r.samples_stored = added - dropped;
 	r.samples_waiting = sc.samples_waiting;
 	r.sensor_processes = sc.processes;
-	r.samples_store_failed = dropped + svc->samples_not_stored;
-	to_outcomes(&svc->outcomes, &overall);
+	r.samples_store_failed = dropped + sy->core->stats->samples_not_stored;
+	to_outcomes(&sy->core->stats->outcomes, &overall);
 	r.outcomes = &overall;
 	/* The counters above are the host's totals, for every client; the
 	 * process list is the caller's own processes unless it is an admin. */
 	r.scoped = !scope.all;
 	/* The processes with the most samples. */
-	n = hmap_count(svc->proc_outcomes);
+	n = hmap_count(sy->core->stats->proc_outcomes);
 	if (n) {
 		struct hmap_iter it;
 		void *val;
@@ -755,14 +795,14 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 
 		top = malloc(n * sizeof(*top));
 		if (top) {
-			hmap_iter_init(svc->proc_outcomes, &it);
-			while (k < n && hmap_next(svc->proc_outcomes, &it, NULL, NULL, &val))
+			hmap_iter_init(sy->core->stats->proc_outcomes, &it);
+			while (k < n && hmap_next(sy->core->stats->proc_outcomes, &it, NULL, NULL, &val))
 				if (access_sees_uid(&scope, ((struct proc_outcome *)val)->uid))
 					top[k++] = val;
 			n = k;
 			qsort(top, n, sizeof(*top), cmp_proc_outcome);
-			if (n > SERVICE_STATUS_PROCESSES)
-				n = SERVICE_STATUS_PROCESSES;
+			if (n > SYMBOLS_STATUS_PROCESSES)
+				n = SYMBOLS_STATUS_PROCESSES;
 			for (size_t i = 0; i < n; i++) {
 				sonde__v1__process_outcomes__init(&procs[i]);
 				procs[i].pid = top[i]->pid;
@@ -797,7 +837,7 @@ static void to_query(struct rpc_call *call, const Sonde__V1__ProfileQuery *pq,
 
 void symbols_top(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 {
-	struct service *svc = ctx;
+	struct symbols *sy = ctx;
 	Sonde__V1__TopResponse r = SONDE__V1__TOP_RESPONSE__INIT;
 	struct arena *a = arena_new();
 	struct profile_query q;
@@ -810,7 +850,7 @@ void symbols_top(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 	if (!a)
 		goto nomem;
 	to_query(call, (const Sonde__V1__ProfileQuery *)msg, TOP_DEFAULT_LIMIT, &q);
-	err = profile_top(svc->profile, &q, a, &e, &n, &total);
+	err = profile_top(sy->core->profile, &q, a, &e, &n, &total);
 	if (err < 0) {
 		log_warn_errno(err, "Top query failed");
 		rpc_call_finish(call, RPC_INTERNAL, "profile query failed", NULL);
@@ -839,7 +879,7 @@ cleanup:
 
 void symbols_folded(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 {
-	struct service *svc = ctx;
+	struct symbols *sy = ctx;
 	Sonde__V1__FoldedResponse r = SONDE__V1__FOLDED_RESPONSE__INIT;
 	struct arena *a = arena_new();
 	struct profile_query q;
@@ -852,7 +892,7 @@ void symbols_folded(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	if (!a)
 		goto nomem;
 	to_query(call, (const Sonde__V1__ProfileQuery *)msg, FOLDED_DEFAULT_LIMIT, &q);
-	err = profile_folded(svc->profile, &q, a, &st, &n, &total);
+	err = profile_folded(sy->core->profile, &q, a, &st, &n, &total);
 	if (err < 0) {
 		log_warn_errno(err, "Folded query failed");
 		rpc_call_finish(call, RPC_INTERNAL, "profile query failed", NULL);

@@ -24,10 +24,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "access_scope.h"
+#include "clock.h"
 #include "fd_upload.h"
+#include "hmap.h"
 #include "log.h"
-#include "service.h"
 #include "symbols.pb-c.h"
+#include "upload.h"
 
 #define UPLOAD_MAX_FILE (1ull << 30)
 #define UPLOAD_MAX_CHUNK (4u << 20)
@@ -39,6 +42,14 @@
 #define UPLOAD_MAX_NAME 255
 
 struct upload {
+	const struct api_core *core;
+	struct hmap *files; /* fileid -> struct upload_file (in progress) */
+	uint64_t bytes;     /* held by uploads in progress */
+	double tokens;      /* byte budget (token bucket, see take_budget) */
+	int64_t refill_ms;
+};
+
+struct upload_file {
 	struct fileid id;
 	uint32_t owner; /* access_scope.owner of whoever started it */
 	uint64_t size, received;
@@ -47,46 +58,75 @@ struct upload {
 	char name[UPLOAD_MAX_NAME + 1];
 };
 
-static void upload_free(struct service *svc, struct upload *u)
+static void upload_file_free(struct upload *up, struct upload_file *u)
 {
-	svc->upload_bytes -= u->received;
+	up->bytes -= u->received;
 	file_image_free(u->img);
 	free(u);
 }
 
-void upload_expire(struct service *svc, bool all)
+struct upload *upload_new(const struct api_core *core)
 {
-	int64_t now = service_now_ms();
+	struct upload *up = calloc(1, sizeof(*up));
+
+	if (!up)
+		return NULL;
+	up->core = core;
+	up->files = hmap_new();
+	if (!up->files) {
+		free(up);
+		return NULL;
+	}
+	return up;
+}
+
+void upload_free(struct upload *up)
+{
+	if (!up)
+		return;
+	upload_expire(up, true);
+	hmap_free(up->files, NULL);
+	free(up);
+}
+
+bool upload_busy(const struct upload *up)
+{
+	return hmap_count(up->files) != 0;
+}
+
+void upload_expire(struct upload *up, bool all)
+{
+	int64_t now = clock_now_ms();
 	struct hmap_iter it;
 	void *val;
 
-	hmap_iter_init(svc->uploads, &it);
-	while (hmap_next(svc->uploads, &it, NULL, NULL, &val)) {
-		struct upload *u = val;
+	hmap_iter_init(up->files, &it);
+	while (hmap_next(up->files, &it, NULL, NULL, &val)) {
+		struct upload_file *u = val;
 
 		if (all || now - u->last_ms > UPLOAD_IDLE_MS) {
-			hmap_remove(svc->uploads, &u->id, sizeof(u->id));
-			upload_free(svc, u);
+			hmap_remove(up->files, &u->id, sizeof(u->id));
+			upload_file_free(up, u);
 		}
 	}
 }
 
 /* Takes len bytes from the shared budget; false when it is empty. */
-static bool take_budget(struct service *svc, size_t len)
+static bool take_budget(struct upload *up, size_t len)
 {
-	int64_t now = service_now_ms();
+	int64_t now = clock_now_ms();
 
-	if (svc->upload_refill_ms == 0) {
-		svc->upload_tokens = UPLOAD_BURST;
-		svc->upload_refill_ms = now;
+	if (up->refill_ms == 0) {
+		up->tokens = UPLOAD_BURST;
+		up->refill_ms = now;
 	}
-	svc->upload_tokens += (double)(now - svc->upload_refill_ms) * UPLOAD_BYTES_PER_S / 1000.0;
-	if (svc->upload_tokens > UPLOAD_BURST)
-		svc->upload_tokens = UPLOAD_BURST;
-	svc->upload_refill_ms = now;
-	if (svc->upload_tokens < (double)len)
+	up->tokens += (double)(now - up->refill_ms) * UPLOAD_BYTES_PER_S / 1000.0;
+	if (up->tokens > UPLOAD_BURST)
+		up->tokens = UPLOAD_BURST;
+	up->refill_ms = now;
+	if (up->tokens < (double)len)
 		return false;
-	svc->upload_tokens -= (double)len;
+	up->tokens -= (double)len;
 	return true;
 }
 
@@ -116,7 +156,7 @@ static void reply(struct rpc_call *call, uint64_t received, bool complete, const
 /* A whole image of id (taken): the ID must be the bytes' own, or a client
  * could plant an analysis under another file's ID. Then analysed like a
  * file a sensor maps, and the call answered. */
-static void analyse(struct service *svc, struct rpc_call *call, const struct access_scope *sc,
+static void analyse(struct upload *up, struct rpc_call *call, const struct access_scope *sc,
 		    const struct fileid *id, struct file_image *img, const char *name)
 {
 	uint64_t size = file_image_size(img);
@@ -133,8 +173,8 @@ static void analyse(struct service *svc, struct rpc_call *call, const struct acc
 		return;
 	}
 	/* The caller holds the bytes: their analysis is its to see. */
-	access_note_upload(svc, id, sc);
-	if (cache_contains(svc->cache, id) == 1 || analysis_running(svc, id)) {
+	access_note_upload(up->core->access, id, sc);
+	if (cache_contains(up->core->cache, id) == 1 || analysis_running(up->core->analysis, id)) {
 		/* Analysed already (for a sensor, or another client): the
 		 * bytes only had to prove the caller holds the file. */
 		file_image_free(img);
@@ -143,8 +183,8 @@ static void analyse(struct service *svc, struct rpc_call *call, const struct acc
 	}
 	if (!name[0])
 		name = fileid_to_hex(id, hex);
-	service_note_name(svc, id, name);
-	r = analysis_whole(svc, id, img, name, &error);
+	registry_note_name(up->core->reg, id, name);
+	r = analysis_whole(up->core->analysis, id, img, name, &error);
 	if (r < 0) {
 		rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
 		return;
@@ -153,7 +193,7 @@ static void analyse(struct service *svc, struct rpc_call *call, const struct acc
 }
 
 /* The bytes came as a sealed memfd (fd_upload.c checked it and its ID). */
-static void upload_by_descriptor(struct service *svc, struct rpc_call *call,
+static void upload_by_descriptor(struct upload *up, struct rpc_call *call,
 				 const struct access_scope *sc, const Sonde__V1__UploadRequest *req,
 				 const struct fileid *id)
 {
@@ -173,7 +213,7 @@ static void upload_by_descriptor(struct service *svc, struct rpc_call *call,
 		return;
 	}
 	/* Analysis costs the same whichever way the bytes came. */
-	if (!take_budget(svc, size)) {
+	if (!take_budget(up, size)) {
 		close(fd);
 		rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "upload budget used up, retry later", NULL);
 		return;
@@ -187,14 +227,14 @@ static void upload_by_descriptor(struct service *svc, struct rpc_call *call,
 	clean_name(req->name, name, sizeof(name));
 	log_info("upload of %s by descriptor: %llu bytes", name[0] ? name : "(no name)",
 		 (unsigned long long)size);
-	analyse(svc, call, sc, id, img, name);
+	analyse(up, call, sc, id, img, name);
 }
 
 void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 {
-	struct service *svc = ctx;
+	struct upload *up = ctx;
 	const Sonde__V1__UploadRequest *req = (const Sonde__V1__UploadRequest *)msg;
-	struct upload *u;
+	struct upload_file *u;
 	struct fileid id;
 	struct file_image *img;
 	char name[UPLOAD_MAX_NAME + 1];
@@ -209,8 +249,8 @@ void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 	/* Known already (analysed, by a sensor or an earlier upload) and the
 	 * caller may see it: nothing to send. Otherwise the caller sends the
 	 * bytes, which prove it holds the file (access.c). */
-	if ((cache_contains(svc->cache, &id) == 1 || analysis_running(svc, &id)) &&
-	    access_may_read_file(svc, &scope, &id)) {
+	if ((cache_contains(up->core->cache, &id) == 1 || analysis_running(up->core->analysis, &id)) &&
+	    access_may_read_file(up->core->access, &scope, &id)) {
 		if (req->by_descriptor && scope.has_uid) {
 			uint64_t size;
 			int fd = fd_upload_take(&id, scope.uid, &size);
@@ -222,7 +262,7 @@ void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 		return;
 	}
 	if (req->by_descriptor) {
-		upload_by_descriptor(svc, call, &scope, req, &id);
+		upload_by_descriptor(up, call, &scope, req, &id);
 		return;
 	}
 	if (req->size == 0 || req->size > UPLOAD_MAX_FILE) {
@@ -233,7 +273,7 @@ void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 		rpc_call_finish(call, RPC_INVALID_ARGUMENT, "chunks are at most 4 MiB", NULL);
 		return;
 	}
-	u = hmap_get(svc->uploads, &id, sizeof(id));
+	u = hmap_get(up->files, &id, sizeof(id));
 	if (u && u->owner != scope.owner) {
 		/* The bytes so far are another client's: finishing them must
 		 * not count as holding the file. */
@@ -251,7 +291,7 @@ void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 					"no upload of this file in progress: start at offset 0", NULL);
 			return;
 		}
-		if (hmap_count(svc->uploads) >= UPLOAD_MAX_ACTIVE) {
+		if (hmap_count(up->files) >= UPLOAD_MAX_ACTIVE) {
 			rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "too many uploads in progress", NULL);
 			return;
 		}
@@ -265,14 +305,14 @@ void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 		u->owner = scope.owner;
 		u->size = req->size;
 		clean_name(req->name, u->name, sizeof(u->name));
-		if (hmap_put(svc->uploads, &id, sizeof(id), u, NULL) < 0) {
+		if (hmap_put(up->files, &id, sizeof(id), u, NULL) < 0) {
 			file_image_free(u->img);
 			free(u);
 			rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
 			return;
 		}
 	}
-	u->last_ms = service_now_ms();
+	u->last_ms = clock_now_ms();
 	if (req->offset != u->received) {
 		/* Chunks come in order; say where to go on. */
 		char msg[96];
@@ -285,7 +325,7 @@ void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 		rpc_call_finish(call, RPC_INVALID_ARGUMENT, "chunk goes past the file's size", NULL);
 		return;
 	}
-	if (svc->upload_bytes + req->data.len > UPLOAD_MAX_HELD || !take_budget(svc, req->data.len)) {
+	if (up->bytes + req->data.len > UPLOAD_MAX_HELD || !take_budget(up, req->data.len)) {
 		rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "upload budget used up, retry later", NULL);
 		return;
 	}
@@ -294,15 +334,15 @@ void upload_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 		return;
 	}
 	u->received += req->data.len;
-	svc->upload_bytes += req->data.len;
+	up->bytes += req->data.len;
 	if (u->received < u->size) {
 		reply(call, u->received, false, NULL);
 		return;
 	}
 	memcpy(name, u->name, sizeof(name));
-	hmap_remove(svc->uploads, &id, sizeof(id));
+	hmap_remove(up->files, &id, sizeof(id));
 	img = u->img;
 	u->img = NULL;
-	upload_free(svc, u);
-	analyse(svc, call, &scope, &id, img, name);
+	upload_file_free(up, u);
+	analyse(up, call, &scope, &id, img, name);
 }

@@ -9,7 +9,7 @@
 
 #include "model.h"
 
-struct service;
+struct symbolize_ctx;
 
 struct export_sample {
 	const char *host;       /* the sensor's host name */
@@ -27,10 +27,12 @@ struct export_sample {
 };
 
 /* Symbolizes s's stack (functions, lines, inline chains where the file's
- * index is ready; basename+0xOFFSET otherwise) and adds it to m as one
+ * index is ready; basename+0xOFFSET otherwise: symbolize.h, through sc,
+ * borrowed for the call) and adds it to m as one
  * pm_sample. Returns 0, -EBADMSG (a damaged raw stack: nothing added) or
  * -ENOMEM. */
-int pm_add_export_sample(struct pmodel *m, struct service *svc, const struct export_sample *s);
+int pm_add_export_sample(struct pmodel *m, const struct symbolize_ctx *sc,
+			 const struct export_sample *s);
 
 /* The container ID in a /proc/PID/cgroup text (docker, containerd,
  * cri-o, podman: 64 hex digits in the last path element), into out

@@ -13,8 +13,9 @@
 #include "demangle.h"
 #include "export.h"
 #include "line_index.h"
+#include "profile.h"
 #include "rawstack.h"
-#include "service.h"
+#include "symbolize.h"
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -34,31 +35,26 @@ static int name_only(struct pmodel *m, uint32_t mapping, uint64_t address,
 	return pm_location(m, mapping, address, type, &l, 1, ret);
 }
 
-static int user_frame(struct pmodel *m, struct service *svc, const struct rawframe *f,
+static int user_frame(struct pmodel *m, const struct symbolize_ctx *sc, const struct rawframe *f,
 		      bool return_address, uint32_t *ret)
 {
 	struct fileid id;
-	const struct symtab *t = NULL;
-	const struct line_index *ix = NULL;
-	struct line_frame lf[LINE_INDEX_MAX_FRAMES];
+	struct symbolize_file sf;
+	struct symbolized sy;
 	struct pm_line lines[LINE_INDEX_MAX_FRAMES];
-	struct symtab_lookup sl;
 	enum pm_frame_type type = PM_FRAME_NATIVE;
-	const char *outer_raw = NULL;
+	const char *outer_raw = NULL, *symbol = NULL;
 	char *outer = NULL;
 	const char *path;
 	char build_id[2 * 64 + 1] = "", fallback[PROFILE_MAX_NAME];
 	uint32_t mapping;
-	uint64_t vaddr;
-	size_t n = 0;
 
 	memcpy(id.bytes, f->file_id, FILEID_LEN);
-	path = service_file_path(svc, &id);
-	if (service_file_state(svc, &id, false, &t, NULL) != FILE_READY)
-		t = NULL;
-	if (t) {
+	path = registry_file_path(sc->reg, &id);
+	symbolize_file_init(&sf, sc, &id);
+	if (sf.symtab) {
 		size_t bl = 0;
-		const uint8_t *b = symtab_build_id(t, &bl);
+		const uint8_t *b = symtab_build_id(sf.symtab, &bl);
 
 		if (b && bl && bl <= 64)
 			bytes_to_hex(b, bl, build_id);
@@ -68,52 +64,44 @@ static int user_frame(struct pmodel *m, struct service *svc, const struct rawfra
 	mapping++; /* locations hold index + 1 */
 	if (pm_find_location(m, mapping, f->address, ret))
 		return 0;
-	if (t && symtab_offset_to_vaddr(t, f->address, &vaddr) == 0) {
-		/* A return address points after the call, which may be the
-		 * last instruction of its function. */
-		if (return_address && vaddr > 0)
-			vaddr--;
-		/* After the symtab: see cache.h on what a lookup keeps. */
-		if (cache_lookup_index(svc->cache, &id, &ix, NULL) == CACHE_OK && ix)
-			n = line_index_lookup(ix, vaddr, lf, LINE_INDEX_MAX_FRAMES);
-		/* The containing function is named as folded stacks name it
-		 * (the file's own symbol table, demangled), so every output
-		 * agrees; a debug file's table can prefer an alias
-		 * (__GI_mprotect for mprotect). Inlined frames come from the
-		 * index alone. */
-		if (n && symtab_lookup(t, vaddr, &sl) == 0 && sl.name && *sl.name) {
-			outer_raw = sl.name;
-			outer = demangle(sl.name); /* NULL: not mangled */
-		}
-		for (size_t i = 0; i < n; i++) {
-			const char *fn = lf[i].function ? lf[i].function : lf[i].raw;
-			const char *raw = lf[i].raw ? lf[i].raw : fn;
-
-			if (i == n - 1 && outer_raw) {
-				fn = outer ? outer : outer_raw;
-				raw = outer_raw;
-			}
-			if (!fn || !*fn)
-				fn = raw = "[unknown]";
-			if (pm_function(m, fn, raw, lf[i].file, &lines[i].function) < 0) {
-				free(outer);
-				return -ENOMEM;
-			}
-			lines[i].line = lf[i].line;
-		}
-		free(outer);
-		if (n && ends_with(lf[0].file, ".go"))
-			type = PM_FRAME_GO;
-		if (n)
-			return pm_location(m, mapping, f->address, type, lines, n, ret);
-		if (symtab_lookup(t, vaddr, &sl) == 0 && sl.name && *sl.name)
-			return name_only(m, mapping, f->address, type,
-					 service_frame_name(svc, &id, sl.name, f->address, fallback,
-							    sizeof(fallback)),
-					 ret);
+	symbolize_addr(&sf, f->address,
+		       SYMBOLIZE_FILE_OFFSET | SYMBOLIZE_LINES | (return_address ? SYMBOLIZE_RETURN : 0),
+		       &sy);
+	if (sy.has_symbol && sy.symbol.name && *sy.symbol.name)
+		symbol = sy.symbol.name;
+	/* The containing function is named as folded stacks name it (the
+	 * file's own symbol table, demangled), so every output agrees; a
+	 * debug file's table can prefer an alias (__GI_mprotect for
+	 * mprotect). Inlined frames come from the index alone. */
+	if (sy.n_frames && symbol) {
+		outer_raw = symbol;
+		outer = demangle(symbol); /* NULL: not mangled */
 	}
+	for (size_t i = 0; i < sy.n_frames; i++) {
+		const struct line_frame *lf = &sy.frames[i];
+		const char *fn = lf->function ? lf->function : lf->raw;
+		const char *raw = lf->raw ? lf->raw : fn;
+
+		if (i == sy.n_frames - 1 && outer_raw) {
+			fn = outer ? outer : outer_raw;
+			raw = outer_raw;
+		}
+		if (!fn || !*fn)
+			fn = raw = "[unknown]";
+		if (pm_function(m, fn, raw, lf->file, &lines[i].function) < 0) {
+			free(outer);
+			return -ENOMEM;
+		}
+		lines[i].line = lf->line;
+	}
+	free(outer);
+	if (sy.n_frames && ends_with(sy.frames[0].file, ".go"))
+		type = PM_FRAME_GO;
+	if (sy.n_frames)
+		return pm_location(m, mapping, f->address, type, lines, sy.n_frames, ret);
 	return name_only(m, mapping, f->address, type,
-			 service_frame_name(svc, &id, NULL, f->address, fallback, sizeof(fallback)),
+			 symbolize_frame_name(sc->reg, &id, symbol, f->address, fallback,
+					      sizeof(fallback)),
 			 ret);
 }
 
@@ -133,7 +121,7 @@ static int named_frame(struct pmodel *m, const struct rawframe *f, enum pm_frame
 	return name_only(m, 0, f->address, type, name, ret);
 }
 
-int pm_add_export_sample(struct pmodel *m, struct service *svc, const struct export_sample *s)
+int pm_add_export_sample(struct pmodel *m, const struct symbolize_ctx *sc, const struct export_sample *s)
 {
 	uint32_t locs[RAWSTACK_MAX_FRAMES];
 	struct pm_process p = { .pid = s->pid };
@@ -162,7 +150,7 @@ int pm_add_export_sample(struct pmodel *m, struct service *svc, const struct exp
 			user_seen = true;
 		} else if (f.kind == RAW_USER_FILE) {
 			/* Every user frame but the leaf is a return address. */
-			r = user_frame(m, svc, &f, user_seen, &locs[n]);
+			r = user_frame(m, sc, &f, user_seen, &locs[n]);
 			user_seen = true;
 		} else {
 			r = pm_find_location(m, 0, f.address, &locs[n])

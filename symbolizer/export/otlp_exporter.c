@@ -61,7 +61,7 @@ struct held_span {
 };
 
 struct otlp_exporter {
-	struct service *svc;
+	const struct symbolize_ctx *sc; /* borrowed */
 	struct otlp_exporter_opts o;
 	char *target;
 
@@ -335,7 +335,7 @@ static void build_range(struct otlp_exporter *x, struct held **v, size_t n, uint
 		goto fail;
 	}
 	for (size_t i = 0; i < n; i++) {
-		r = pm_add_export_sample(&m, x->svc, &v[i]->es);
+		r = pm_add_export_sample(&m, x->sc, &v[i]->es);
 		if (r == -EBADMSG) {
 			bad += v[i]->es.count;
 			continue;
@@ -604,7 +604,8 @@ void otlp_exporter_counters(struct otlp_exporter *x, struct otlp_counters *ret)
 	pthread_mutex_unlock(&x->mu);
 }
 
-struct otlp_exporter *otlp_exporter_new(struct service *svc, const struct otlp_exporter_opts *opts)
+struct otlp_exporter *otlp_exporter_new(const struct symbolize_ctx *sc,
+				       const struct otlp_exporter_opts *opts)
 {
 	struct otlp_exporter *x = calloc(1, sizeof(*x));
 	struct rpc_channel_opts copts = {
@@ -627,7 +628,7 @@ struct otlp_exporter *otlp_exporter_new(struct service *svc, const struct otlp_e
 		pthread_cond_init(&x->cond, &ca);
 		pthread_condattr_destroy(&ca);
 	}
-	x->svc = svc;
+	x->sc = sc;
 	x->o = *opts;
 	if (!x->o.interval_ms)
 		x->o.interval_ms = DEFAULT_INTERVAL_MS;

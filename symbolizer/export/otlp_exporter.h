@@ -18,7 +18,7 @@
 #include "otlp_traces.h"
 #include "rpc_client.h"
 
-struct service;
+struct symbolize_ctx;
 struct otlp_exporter;
 
 struct otlp_exporter_opts {
@@ -45,9 +45,11 @@ struct otlp_counters {
 	uint64_t dropped_spans;   /* never delivered */
 };
 
-/* svc is borrowed (for symbolization at tick time). Starts the sender
- * thread. Returns NULL on failure (logged). */
-struct otlp_exporter *otlp_exporter_new(struct service *svc, const struct otlp_exporter_opts *opts);
+/* sc is borrowed (for symbolization at tick time; its members may be set
+ * later, before the first tick). Starts the sender thread. Returns NULL on
+ * failure (logged). */
+struct otlp_exporter *otlp_exporter_new(const struct symbolize_ctx *sc,
+					const struct otlp_exporter_opts *opts);
 /* Copies what it needs from s. Over max_held_bytes the sample is
  * dropped and counted. Accepts x == NULL (no exporter: nothing). */
 void otlp_exporter_add(struct otlp_exporter *x, const struct export_sample *s);

@@ -107,7 +107,7 @@ static const char schema_v3[] =
 	" idx BLOB"
 	") WITHOUT ROWID;";
 
-/* Profiles keep the raw stack (export/rawstack.h) next to its folded
+/* Profiles keep the raw stack (core/rawstack.h) next to its folded
  * text, and the thread: exports symbolize each frame with lines and
  * label samples by thread. Stored profiles are recent data: the old
  * tables are dropped, not converted. */

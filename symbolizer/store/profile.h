@@ -54,7 +54,7 @@ struct profile_sample {
 	const uint8_t *span; /* PROFILE_SPAN_LEN bytes, or NULL: in no span */
 	const char *comm;   /* thread name; sanitised here */
 	const char *frames; /* folded text without the comm (folded_push); may be "" */
-	const void *raw;    /* the raw stack (export/rawstack.h); may be NULL */
+	const void *raw;    /* the raw stack (core/rawstack.h); may be NULL */
 	size_t raw_len;
 	uint64_t count;
 	/* Optional, to save work per sample: strlen(frames) (0: computed)
@@ -124,7 +124,7 @@ int profile_top(struct profile_store *p, const struct profile_query *q, struct a
 int profile_folded(struct profile_store *p, const struct profile_query *q, struct arena *a,
 		   struct profile_stack **ret_stacks, size_t *ret_n, uint64_t *ret_total);
 
-/* A stored row: count samples of one raw stack (export/rawstack.h) of
+/* A stored row: count samples of one raw stack (core/rawstack.h) of
  * thread tid (named comm) of pid, in one minute. Borrowed for the call. */
 struct profile_row {
 	uint64_t minute; /* unix seconds / 60 */

@@ -23,6 +23,7 @@
 #include "symbols.pb-c.h"
 
 #define FUZZ_MAX_INPUT (1u << 20)
+#define CONNECT "/sonde.v1.Ingest/Connect"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -49,7 +50,7 @@ static void answer_reads(struct fuzz_service *fs, struct rpc_call *call,
 		}
 		m.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_FILE_RANGE;
 		m.file_range = &fr;
-		ingest_on_message(call, &m.base, fs->svc);
+		fuzz_method(CONNECT)->on_message(call, &m.base, fs->svc);
 	}
 	/* Reads sent while answering wait for the next record. */
 	memmove(call->reads, call->reads + n, (call->n_reads - n) * sizeof(call->reads[0]));
@@ -70,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	call = calloc(1, sizeof(*call));
 	if (!call)
 		goto cleanup;
-	ingest_on_open(call, fs.svc);
+	fuzz_method(CONNECT)->on_open(call, fs.svc);
 	while (!call->finished && fuzz_next_record(data, size, &pos, &rec)) {
 		ProtobufCMessage *m;
 
@@ -82,23 +83,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				call->finished = true; /* rpc_server.c ends the call */
 				break;
 			}
-			ingest_on_message(call, m, fs.svc);
+			fuzz_method(CONNECT)->on_message(call, m, fs.svc);
 			protobuf_c_message_free_unpacked(m, NULL);
 			break;
 		case 1:
 			answer_reads(&fs, call, &rec);
 			break;
 		case 2:
-			ingest_on_message(call, NULL, fs.svc);
+			fuzz_method(CONNECT)->on_message(call, NULL, fs.svc);
 			break;
 		case 3:
 			fake_rpc_tick();
 			break;
 		}
 	}
-	ingest_on_close(call, fs.svc);
-	status = fuzz_unary(&fs, symbols_status, &sreq.base);
-	folded = fuzz_unary(&fs, symbols_folded, &pq.base);
+	fuzz_method(CONNECT)->on_close(call, fs.svc);
+	status = fuzz_unary(&fs, "/sonde.v1.Symbols/Status", &sreq.base);
+	folded = fuzz_unary(&fs, "/sonde.v1.Symbols/Folded", &pq.base);
 	if ((status && !status->finished) || (folded && !folded->finished))
 		abort(); /* Status and Folded answer at once */
 cleanup:

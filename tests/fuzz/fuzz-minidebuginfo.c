@@ -23,7 +23,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* As merge_minidebug() in symbolizer/api/analysis.c. */
+/* As merge_minidebug() in symbolizer/core/analysis.c. */
 static void analyse(const uint8_t *buf, size_t len)
 {
 	struct file_image *img = NULL;

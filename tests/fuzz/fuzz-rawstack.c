@@ -1,5 +1,5 @@
 /* fuzz-rawstack.c - fuzzes the raw stack string reader
- * (symbolizer/export/rawstack.c): the profile store hands it blobs read
+ * (symbolizer/core/rawstack.c): the profile store hands it blobs read
  * back from SQLite, which a damaged or foreign database controls.
  * rawstack_count() and the iterator must agree, stay inside the bytes and
  * reject a damaged string whole; a string that reads back must rebuild

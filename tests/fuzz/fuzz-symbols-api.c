@@ -21,14 +21,14 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const struct {
-	void (*handler)(struct rpc_call *, const ProtobufCMessage *, void *);
+	const char *path;
 	const ProtobufCMessageDescriptor *request;
 } methods[] = {
-	{ symbols_symbolize, &sonde__v1__symbolize_request__descriptor },
-	{ upload_call, &sonde__v1__upload_request__descriptor },
-	{ symbols_top, &sonde__v1__profile_query__descriptor },
-	{ symbols_folded, &sonde__v1__profile_query__descriptor },
-	{ symbols_status, &sonde__v1__status_request__descriptor },
+	{ "/sonde.v1.Symbols/Symbolize", &sonde__v1__symbolize_request__descriptor },
+	{ "/sonde.v1.Symbols/Upload", &sonde__v1__upload_request__descriptor },
+	{ "/sonde.v1.Symbols/Top", &sonde__v1__profile_query__descriptor },
+	{ "/sonde.v1.Symbols/Folded", &sonde__v1__profile_query__descriptor },
+	{ "/sonde.v1.Symbols/Status", &sonde__v1__status_request__descriptor },
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -47,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		req = protobuf_c_message_unpack(methods[k].request, NULL, rec.len, rec.data);
 		if (!req)
 			continue;
-		calls[n] = fuzz_unary(&fs, methods[k].handler, req);
+		calls[n] = fuzz_unary(&fs, methods[k].path, req);
 		protobuf_c_message_free_unpacked(req, NULL);
 		if (calls[n])
 			n++;

@@ -51,13 +51,21 @@ int fuzz_next_record(const uint8_t *data, size_t size, size_t *pos, struct fuzz_
 	return 1;
 }
 
-struct rpc_call *fuzz_unary(struct fuzz_service *fs,
-			    void (*handler)(struct rpc_call *, const ProtobufCMessage *, void *),
-			    const ProtobufCMessage *req)
+const struct rpc_method *fuzz_method(const char *path)
 {
+	const struct rpc_method *m = service_method(path);
+
+	if (!m)
+		abort();
+	return m;
+}
+
+struct rpc_call *fuzz_unary(struct fuzz_service *fs, const char *path, const ProtobufCMessage *req)
+{
+	const struct rpc_method *m = fuzz_method(path);
 	struct rpc_call *call = calloc(1, sizeof(*call));
 
 	if (call)
-		handler(call, req, fs->svc);
+		m->on_call(call, req, fs->svc);
 	return call;
 }

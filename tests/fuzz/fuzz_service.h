@@ -31,9 +31,10 @@ struct fuzz_record {
  * end (a truncated last record ends the input). */
 int fuzz_next_record(const uint8_t *data, size_t size, size_t *pos, struct fuzz_record *ret);
 
-/* Runs a unary handler on req (borrowed) with a fresh call; the call is
- * freed by the caller (after fuzz_service_stop: deferred calls are
- * answered there). */
-struct rpc_call *fuzz_unary(struct fuzz_service *fs,
-			    void (*handler)(struct rpc_call *, const ProtobufCMessage *, void *),
-			    const ProtobufCMessage *req);
+/* The service's method of path (service_method()); aborts if there is
+ * none. Its handlers take fs->svc as ctx, as from the rpc server. */
+const struct rpc_method *fuzz_method(const char *path);
+/* Runs the unary method of path on req (borrowed) with a fresh call; the
+ * call is freed by the caller (after fuzz_service_stop: deferred calls
+ * are answered there). */
+struct rpc_call *fuzz_unary(struct fuzz_service *fs, const char *path, const ProtobufCMessage *req);

@@ -1,4 +1,5 @@
-/* test-access.c - the Symbols access policy (symbolizer/api/access.c):
+/* test-access.c - the Symbols access policy (symbolizer/core/access.c,
+ * and api/access_scope.c for a peer's scope):
  * which files' analyses and which uids' data a scope sees. The rpc layer
  * is faked: the scopes are built by hand or from a fake peer. */
 #include <setjmp.h>
@@ -9,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "service.h"
+#include "access_scope.h"
 
 static struct rpc_peer fake_peer;
 static bool fake_admin;
@@ -43,43 +44,42 @@ static struct access_scope unix_scope(uint32_t uid, uint32_t gid, uint32_t group
 
 static void test_files(void **state)
 {
-	struct service svc = { 0 };
+	struct access *acl = access_new();
 	struct fileid priv = { { 1 } }, shared = { { 2 } }, grp = { { 3 } }, unseen = { { 4 } },
 		      nometa = { { 5 } };
 	struct access_scope a = unix_scope(1000, 1000, 50), b = unix_scope(2000, 2000, 60);
 	struct access_scope tls;
 
 	(void)state;
-	svc.file_acl = hmap_new();
-	assert_non_null(svc.file_acl);
+	assert_non_null(acl);
 	/* B's 0600 file, mapped by B's process. */
-	access_note_mapping(&svc, &priv, 0600, 2000, 2000, 2000);
+	access_note_mapping(acl, &priv, 0600, 2000, 2000, 2000);
 	/* A world-readable library mapped by root only. */
-	access_note_mapping(&svc, &shared, 0755, 0, 0, 0);
+	access_note_mapping(acl, &shared, 0755, 0, 0, 0);
 	/* 0640 root:50, mapped by B. */
-	access_note_mapping(&svc, &grp, 0640, 0, 50, 2000);
+	access_note_mapping(acl, &grp, 0640, 0, 50, 2000);
 	/* A sensor that reports no owner. */
-	access_note_mapping(&svc, &nometa, 0, 0, 0, 1000);
+	access_note_mapping(acl, &nometa, 0, 0, 0, 1000);
 
-	assert_false(access_may_read_file(&svc, &a, &priv));
-	assert_true(access_may_read_file(&svc, &b, &priv));
-	assert_true(access_may_read_file(&svc, &a, &shared));
+	assert_false(access_may_read_file(acl, &a, &priv));
+	assert_true(access_may_read_file(acl, &b, &priv));
+	assert_true(access_may_read_file(acl, &a, &shared));
 	/* Group 50 may read, but no process of A's maps it and it is not
 	 * world-readable: the directories on the way are unknown. */
-	assert_false(access_may_read_file(&svc, &a, &grp));
-	access_note_mapping(&svc, &grp, 0640, 0, 50, 1000);
-	assert_true(access_may_read_file(&svc, &a, &grp));
+	assert_false(access_may_read_file(acl, &a, &grp));
+	access_note_mapping(acl, &grp, 0640, 0, 50, 1000);
+	assert_true(access_may_read_file(acl, &a, &grp));
 	/* B maps it but is in no group 50: other bits say no. */
-	assert_false(access_may_read_file(&svc, &b, &grp));
-	assert_false(access_may_read_file(&svc, &a, &unseen));
-	assert_false(access_may_read_file(&svc, &a, &nometa));
+	assert_false(access_may_read_file(acl, &b, &grp));
+	assert_false(access_may_read_file(acl, &a, &unseen));
+	assert_false(access_may_read_file(acl, &a, &nometa));
 
 	/* Uploads: the uploader only. */
-	access_note_upload(&svc, &priv, &a);
-	assert_true(access_may_read_file(&svc, &a, &priv));
-	access_note_upload(&svc, &unseen, &a);
-	assert_true(access_may_read_file(&svc, &a, &unseen));
-	assert_false(access_may_read_file(&svc, &b, &unseen));
+	access_note_upload(acl, &priv, &a);
+	assert_true(access_may_read_file(acl, &a, &priv));
+	access_note_upload(acl, &unseen, &a);
+	assert_true(access_may_read_file(acl, &a, &unseen));
+	assert_false(access_may_read_file(acl, &b, &unseen));
 
 	/* A certificate reader: world-readable files and readers' uploads. */
 	memset(&fake_peer, 0, sizeof(fake_peer));
@@ -87,16 +87,16 @@ static void test_files(void **state)
 	fake_admin = false;
 	access_scope_of(NULL, &tls);
 	assert_false(tls.has_uid);
-	assert_true(access_may_read_file(&svc, &tls, &shared));
-	assert_false(access_may_read_file(&svc, &tls, &priv));
-	assert_false(access_may_read_file(&svc, &tls, &grp));
+	assert_true(access_may_read_file(acl, &tls, &shared));
+	assert_false(access_may_read_file(acl, &tls, &priv));
+	assert_false(access_may_read_file(acl, &tls, &grp));
 
 	/* An admin sees everything. */
 	fake_admin = true;
 	access_scope_of(NULL, &tls);
-	assert_true(access_may_read_file(&svc, &tls, &priv));
-	assert_true(access_may_read_file(&svc, &tls, &(struct fileid){ { 9 } }));
-	hmap_free(svc.file_acl, free);
+	assert_true(access_may_read_file(acl, &tls, &priv));
+	assert_true(access_may_read_file(acl, &tls, &(struct fileid){ { 9 } }));
+	access_free(acl);
 }
 
 static void test_uids(void **state)

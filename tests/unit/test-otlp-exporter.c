@@ -27,13 +27,14 @@
 #define PERIOD_NS 10000000ull /* 100 Hz */
 
 /* The stub: a raw stack of one byte 0xff is "damaged". */
-int pm_add_export_sample(struct pmodel *m, struct service *svc, const struct export_sample *s)
+int pm_add_export_sample(struct pmodel *m, const struct symbolize_ctx *sc,
+			 const struct export_sample *s)
 {
 	struct pm_process p = { .pid = s->pid };
 	struct pm_sample smp = { .tid = s->tid, .count = s->count, .first_ns = s->first_ns,
 				 .last_ns = s->last_ns };
 
-	(void)svc;
+	(void)sc;
 	if (s->raw_len == 1 && ((const uint8_t *)s->raw)[0] == 0xff)
 		return -EBADMSG;
 	if (pm_stack(m, NULL, 0, &smp.stack) < 0 || pm_process(m, &p, &smp.process) < 0)

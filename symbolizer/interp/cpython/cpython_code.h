@@ -1,5 +1,5 @@
 /* cpython_code.h - CPython code objects as BPF copied them at sample time
- * (issue 5, docs/interpreters.md): the decoder of one metadata record,
+ * (docs/interpreters.md): the decoder of one metadata record,
  * frame names "qualname (file.py:LINE)" from it, and the table of code
  * objects a symbolizer session keeps per (pid, code object address).
  *

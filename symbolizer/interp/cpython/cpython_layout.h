@@ -1,7 +1,7 @@
 /* cpython_layout.h - where CPython keeps what a profiler reads: the
  * offsets BPF needs to find a thread's state, walk its interpreter frames
  * and copy a code object's name, file and line table. The symbolizer
- * picks the layout for a version (the interpreter's Loader, issue 5) and
+ * picks the layout for a version (the interpreter's Loader) and
  * sends it packed (cpython_layout_pack) to the sensor, which hands it to
  * BPF without reading it.
  *

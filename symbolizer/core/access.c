@@ -1,7 +1,7 @@
 /* access.c - who sees what of the Symbols API (docs/security.md, roles):
- * the one place that turns a call's peer into a scope and decides, for
- * that scope, which processes' data and which files' analyses it may see.
- * Handlers ask here and nowhere else.
+ * the one place that decides, for a caller's scope (made from its rpc
+ * peer by api/access_scope.c), which processes' data and which files'
+ * analyses it may see. Handlers ask here and nowhere else.
  *
  * As perf_event_paranoid gives perf users: an admin (main.c's policy
  * grants RPC_ROLE_ADMIN: root, the service user, --admin-group members,
@@ -23,7 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service.h"
+#include "access.h"
+#include "hmap.h"
 
 #define ACCESS_MAX_FILES 200000u
 #define ACCESS_MAX_UIDS 16u
@@ -37,27 +38,53 @@ struct file_acl {
 	uint8_t n_uploaders;
 };
 
-void access_scope_of(const struct rpc_call *call, struct access_scope *ret)
-{
-	struct rpc_peer peer;
+struct access {
+	struct hmap *files; /* fileid -> struct file_acl */
+};
 
-	memset(ret, 0, sizeof(*ret));
-	ret->all = rpc_call_peer_is_admin(call);
-	rpc_call_peer_creds(call, &peer);
-	if (peer.transport == RPC_TRANSPORT_UNIX && peer.uid != UINT32_MAX) {
-		ret->has_uid = true;
-		ret->uid = peer.uid;
-		ret->gid = peer.gid;
-		ret->n_groups = peer.n_groups < RPC_PEER_MAX_GROUPS ? peer.n_groups
-								    : RPC_PEER_MAX_GROUPS;
-		memcpy(ret->groups, peer.groups, ret->n_groups * sizeof(ret->groups[0]));
-		ret->owner = peer.uid;
-	} else {
-		/* Certificate readers own no processes; their uploads are
-		 * theirs together (one CA, one identity). */
-		ret->uid = ACCESS_NO_UID;
-		ret->owner = ACCESS_TLS_OWNER;
+struct access *access_new(void)
+{
+	struct access *acl = calloc(1, sizeof(*acl));
+
+	if (!acl)
+		return NULL;
+	acl->files = hmap_new();
+	if (!acl->files) {
+		free(acl);
+		return NULL;
 	}
+	return acl;
+}
+
+void access_free(struct access *acl)
+{
+	if (!acl)
+		return;
+	hmap_free(acl->files, free);
+	free(acl);
+}
+
+void access_scope_unix(struct access_scope *ret, bool admin, uint32_t uid, uint32_t gid,
+		       const uint32_t *groups, size_t n_groups)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->all = admin;
+	ret->has_uid = true;
+	ret->uid = uid;
+	ret->gid = gid;
+	ret->n_groups = n_groups < ACCESS_MAX_GROUPS ? n_groups : ACCESS_MAX_GROUPS;
+	memcpy(ret->groups, groups, ret->n_groups * sizeof(ret->groups[0]));
+	ret->owner = uid;
+}
+
+void access_scope_remote(struct access_scope *ret, bool admin)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->all = admin;
+	/* Certificate readers own no processes; their uploads are theirs
+	 * together (one CA, one identity). */
+	ret->uid = ACCESS_NO_UID;
+	ret->owner = ACCESS_TLS_OWNER;
 }
 
 bool access_sees_uid(const struct access_scope *sc, uint32_t uid)
@@ -91,14 +118,14 @@ static bool mode_allows(const struct file_acl *f, const struct access_scope *sc)
 	return f->mode & 0004;
 }
 
-bool access_may_read_file(struct service *svc, const struct access_scope *sc,
+bool access_may_read_file(struct access *acl, const struct access_scope *sc,
 			  const struct fileid *id)
 {
 	const struct file_acl *f;
 
 	if (sc->all)
 		return true;
-	f = hmap_get(svc->file_acl, id, sizeof(*id));
+	f = hmap_get(acl->files, id, sizeof(*id));
 	if (!f)
 		return false;
 	if (in_list(f->uploaders, f->n_uploaders, sc->owner))
@@ -108,14 +135,14 @@ bool access_may_read_file(struct service *svc, const struct access_scope *sc,
 	return (f->mode & 0004) || (sc->has_uid && in_list(f->mappers, f->n_mappers, sc->uid));
 }
 
-static struct file_acl *acl_get(struct service *svc, const struct fileid *id)
+static struct file_acl *acl_get(struct access *acl, const struct fileid *id)
 {
-	struct file_acl *f = hmap_get(svc->file_acl, id, sizeof(*id));
+	struct file_acl *f = hmap_get(acl->files, id, sizeof(*id));
 
-	if (f || hmap_count(svc->file_acl) >= ACCESS_MAX_FILES)
+	if (f || hmap_count(acl->files) >= ACCESS_MAX_FILES)
 		return f;
 	f = calloc(1, sizeof(*f));
-	if (f && hmap_put(svc->file_acl, id, sizeof(*id), f, NULL) < 0) {
+	if (f && hmap_put(acl->files, id, sizeof(*id), f, NULL) < 0) {
 		free(f);
 		f = NULL;
 	}
@@ -128,10 +155,10 @@ static void add_uid(uint32_t *v, uint8_t *n, uint32_t uid)
 		v[(*n)++] = uid;
 }
 
-void access_note_mapping(struct service *svc, const struct fileid *id, uint32_t mode,
+void access_note_mapping(struct access *acl, const struct fileid *id, uint32_t mode,
 			 uint32_t file_uid, uint32_t file_gid, uint32_t proc_uid)
 {
-	struct file_acl *f = acl_get(svc, id);
+	struct file_acl *f = acl_get(acl, id);
 
 	if (!f)
 		return;
@@ -154,10 +181,10 @@ void access_note_mapping(struct service *svc, const struct fileid *id, uint32_t 
 	add_uid(f->mappers, &f->n_mappers, proc_uid);
 }
 
-void access_note_upload(struct service *svc, const struct fileid *id,
+void access_note_upload(struct access *acl, const struct fileid *id,
 			const struct access_scope *sc)
 {
-	struct file_acl *f = acl_get(svc, id);
+	struct file_acl *f = acl_get(acl, id);
 
 	if (f)
 		add_uid(f->uploaders, &f->n_uploaders, sc->owner);

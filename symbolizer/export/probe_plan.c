@@ -8,7 +8,7 @@
 #include "go_plan.h"
 #include "ingest.pb-c.h"
 #include "log.h"
-#include "service.h"
+#include "probe_plan.h"
 
 int probe_plan_pack(const struct fileid *id, const struct go_plan *p, uint8_t **ret, size_t *ret_len)
 {

@@ -1,9 +1,10 @@
 /* analysis.c - file analysis jobs: one per file ID at a time, shared by
- * every session. A job drives the resumable ELF analysis (elf_analysis.h):
- * step, ask a sensor that mapped the file for the ranges it needs
- * (ReadRange, at most SERVICE_MAX_READ each), put the answers into the
- * file image, step again. The symbolizer only ever asks for files a
- * session registered, and bounds what one file may cost (bytes fetched,
+ * every byte source (a sensor session: registry.h). A job drives the
+ * resumable ELF analysis (elf_analysis.h): step, ask a source that has
+ * the file for the ranges it needs (a ReadRange to the sensor, at most
+ * ANALYSIS_MAX_READ each), put the answers into the file image, step
+ * again. The symbolizer only ever asks for files a
+ * source registered, and bounds what one file may cost (bytes fetched,
  * requests, time).
  *
  * One job computes the products of a file from the same fetched image:
@@ -15,14 +16,14 @@
  * LINES_MAX_FETCH) or else a separate debug file found locally; a Go
  * binary without DWARF, the sections its .gopclntab reader uses.
  *
- * Uploaded files (upload.c) are whole from the start and go through
+ * Uploaded files (api/upload.c) are whole from the start and go through
  * analysis_whole() instead: the same products, in one go.
  *
  * Results go into the cache: a symtab and an unwind table (each, or an
  * error that is a property of the file: not ELF, too large, no call frame
  * information) that is never retried. Failures that are
  * not the file's fault (sensor gone, read error, timeout) are remembered
- * in memory only, for SERVICE_RETRY_AFTER_MS.
+ * in memory only, for ANALYSIS_RETRY_AFTER_MS.
  *
  * Completion is reported through a queue drained by analysis_drain(), so
  * waking waiters never re-enters the code that ended the job.
@@ -42,7 +43,10 @@
 #include "pclntab.h"
 #include "interp_loader.h"
 #include "interp_ops.h"
-#include "service.h"
+#include "analysis.h"
+#include "clock.h"
+#include "hmap.h"
+#include "index_worker.h"
 
 /* Debug sections fetched from a sensor for the source index, at most. */
 #define LINES_MAX_FETCH (128ull << 20)
@@ -67,7 +71,7 @@ struct job {
 	struct fileid id;
 	uint64_t size;
 	struct file_image *img;
-	struct session *sess; /* serving session while active */
+	struct byte_source *src; /* serving source while active */
 	bool active;
 	size_t outstanding;
 	uint64_t bytes_requested;
@@ -86,9 +90,22 @@ struct job {
 struct range_req {
 	uint64_t id;
 	struct job *job;
-	struct session *sess;
+	struct byte_source *src;
 	uint64_t offset;
 	uint32_t length;
+};
+
+struct analysis {
+	struct analysis_opts opts;
+	struct cache *cache;            /* borrowed */
+	struct registry *reg;           /* borrowed */
+	const char *const *debug_dirs;  /* borrowed */
+	struct hmap *jobs;     /* fileid -> struct job */
+	struct hmap *requests; /* request id (u64) -> struct range_req */
+	uint64_t next_request_id;
+	struct job *queue_head, *queue_tail; /* jobs waiting for a slot */
+	size_t n_active, n_queued;
+	struct hmap *retry;    /* fileid -> int64_t *: no new job before then */
 };
 
 /* Files whose job ended, waiting for analysis_drain. */
@@ -96,9 +113,9 @@ static struct fileid *done_ids;
 static size_t n_done, cap_done;
 static bool draining;
 
-static void job_end(struct service *svc, struct job *j, struct symtab *t, const char *error,
+static void job_end(struct analysis *an, struct job *j, struct symtab *t, const char *error,
 		    bool permanent);
-static void job_step(struct service *svc, struct job *j);
+static void job_step(struct analysis *an, struct job *j);
 
 static void job_free(struct job *j)
 {
@@ -108,109 +125,184 @@ static void job_free(struct job *j)
 	free(j);
 }
 
-bool analysis_running(struct service *svc, const struct fileid *id)
+struct analysis *analysis_new(struct cache *cache, struct registry *reg,
+			      const char *const *debug_dirs, const struct analysis_opts *opts)
 {
-	return hmap_get(svc->jobs, id, sizeof(*id)) != NULL;
+	struct analysis *an = calloc(1, sizeof(*an));
+
+	if (!an)
+		return NULL;
+	an->cache = cache;
+	an->reg = reg;
+	an->debug_dirs = debug_dirs;
+	if (opts)
+		an->opts = *opts;
+	an->next_request_id = 1;
+	an->jobs = hmap_new();
+	an->requests = hmap_new();
+	an->retry = hmap_new();
+	if (!an->jobs || !an->requests || !an->retry) {
+		hmap_free(an->jobs, NULL);
+		hmap_free(an->requests, NULL);
+		hmap_free(an->retry, NULL);
+		free(an);
+		return NULL;
+	}
+	return an;
 }
 
-static void drop_requests(struct service *svc, const struct job *j)
+bool analysis_busy(const struct analysis *an)
+{
+	return an->n_active || an->n_queued;
+}
+
+bool analysis_retry_later(struct analysis *an, const struct fileid *id)
+{
+	int64_t *retry_at = hmap_get(an->retry, id, sizeof(*id));
+
+	return retry_at && clock_now_ms() < *retry_at;
+}
+
+enum file_state analysis_file_state(struct analysis *an, const struct fileid *id, bool start,
+				    const struct symtab **ret_symtab, const char **ret_error)
+{
+	int64_t *retry_at;
+
+	if (analysis_running(an, id))
+		return FILE_PENDING;
+	switch (cache_lookup(an->cache, id, ret_symtab, ret_error)) {
+	case CACHE_OK:
+		return FILE_READY;
+	case CACHE_ERROR:
+		return FILE_FAILED;
+	case CACHE_MISS:
+		break;
+	}
+	retry_at = hmap_get(an->retry, id, sizeof(*id));
+	if (retry_at) {
+		if (clock_now_ms() < *retry_at) {
+			if (ret_error)
+				*ret_error = "file could not be read from the sensor";
+			return FILE_FAILED;
+		}
+		free(hmap_remove(an->retry, id, sizeof(*id)));
+	}
+	if (!registry_source_with_file(an->reg, id, NULL))
+		return FILE_UNKNOWN;
+	if (!start)
+		return FILE_PENDING;
+	if (analysis_start(an, id) < 0) {
+		if (ret_error)
+			*ret_error = "too many files waiting for analysis";
+		return FILE_FAILED;
+	}
+	return FILE_PENDING;
+}
+
+bool analysis_running(struct analysis *an, const struct fileid *id)
+{
+	return hmap_get(an->jobs, id, sizeof(*id)) != NULL;
+}
+
+/* Forgets the requests of job j, or (j NULL) those sent through src. */
+static void drop_requests(struct analysis *an, const struct job *j, const struct byte_source *src)
 {
 	struct hmap_iter it;
 	void *val;
 
-	hmap_iter_init(svc->requests, &it);
-	while (hmap_next(svc->requests, &it, NULL, NULL, &val)) {
+	hmap_iter_init(an->requests, &it);
+	while (hmap_next(an->requests, &it, NULL, NULL, &val)) {
 		struct range_req *r = val;
 
-		if (r->job == j) {
-			hmap_remove_u64(svc->requests, r->id);
+		if (j ? r->job == j : r->src == src) {
+			hmap_remove_u64(an->requests, r->id);
 			free(r);
 		}
 	}
 }
 
-static void job_activate(struct service *svc, struct job *j)
+static void job_activate(struct analysis *an, struct job *j)
 {
 	j->active = true;
-	svc->n_active++;
-	j->started_ms = service_now_ms();
-	j->sess = service_session_with_file(svc, &j->id, NULL);
-	if (!j->sess) {
-		job_end(svc, j, NULL, "sensor gone", false);
+	an->n_active++;
+	j->started_ms = clock_now_ms();
+	j->src = registry_source_with_file(an->reg, &j->id, NULL);
+	if (!j->src) {
+		job_end(an, j, NULL, "sensor gone", false);
 		return;
 	}
 	if (!j->size)
-		j->size = session_file_size(j->sess, &j->id);
+		byte_source_has_file(j->src, &j->id, &j->size);
 	if (j->size > FILE_IMAGE_MAX_SIZE) {
-		job_end(svc, j, NULL, "file larger than 4 GiB, not analysed", true);
+		job_end(an, j, NULL, "file larger than 4 GiB, not analysed", true);
 		return;
 	}
 	j->img = file_image_new(j->size);
 	if (!j->img) {
-		job_end(svc, j, NULL, j->size ? "out of memory" : "empty file", j->size == 0);
+		job_end(an, j, NULL, j->size ? "out of memory" : "empty file", j->size == 0);
 		return;
 	}
-	job_step(svc, j);
+	job_step(an, j);
 }
 
-int analysis_start(struct service *svc, const struct fileid *id)
+int analysis_start(struct analysis *an, const struct fileid *id)
 {
-	struct session *s;
+	struct byte_source *s;
 	struct job *j;
 
-	if (analysis_running(svc, id))
+	if (analysis_running(an, id))
 		return 0;
-	s = service_session_with_file(svc, id, NULL);
+	s = registry_source_with_file(an->reg, id, NULL);
 	if (!s)
 		return -ENOENT;
-	if (svc->n_active >= SERVICE_MAX_ACTIVE_JOBS && svc->n_queued >= SERVICE_MAX_QUEUED_JOBS)
+	if (an->n_active >= ANALYSIS_MAX_ACTIVE_JOBS && an->n_queued >= ANALYSIS_MAX_QUEUED_JOBS)
 		return -E2BIG;
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
 	j->id = *id;
-	j->size = session_file_size(s, id);
-	if (hmap_put(svc->jobs, id, sizeof(*id), j, NULL) < 0) {
+	byte_source_has_file(s, id, &j->size);
+	if (hmap_put(an->jobs, id, sizeof(*id), j, NULL) < 0) {
 		free(j);
 		return -ENOMEM;
 	}
-	if (svc->n_active < SERVICE_MAX_ACTIVE_JOBS) {
-		job_activate(svc, j);
+	if (an->n_active < ANALYSIS_MAX_ACTIVE_JOBS) {
+		job_activate(an, j);
 	} else {
-		if (svc->queue_tail)
-			svc->queue_tail->qnext = j;
+		if (an->queue_tail)
+			an->queue_tail->qnext = j;
 		else
-			svc->queue_head = j;
-		svc->queue_tail = j;
-		svc->n_queued++;
+			an->queue_head = j;
+		an->queue_tail = j;
+		an->n_queued++;
 	}
 	return 0;
 }
 
-static int issue(struct service *svc, struct job *j, uint64_t off, uint32_t len)
+static int issue(struct analysis *an, struct job *j, uint64_t off, uint32_t len)
 {
 	struct range_req *r;
 	int err;
 
-	if (j->bytes_requested + len > SERVICE_MAX_FETCH)
+	if (j->bytes_requested + len > ANALYSIS_MAX_FETCH)
 		return -EFBIG;
-	if (j->n_requests >= SERVICE_MAX_REQUESTS_PER_JOB)
+	if (j->n_requests >= ANALYSIS_MAX_REQUESTS_PER_JOB)
 		return -ELOOP;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	r->id = svc->next_request_id++;
+	r->id = an->next_request_id++;
 	r->job = j;
-	r->sess = j->sess;
+	r->src = j->src;
 	r->offset = off;
 	r->length = len;
-	if (hmap_put_u64(svc->requests, r->id, r, NULL) < 0) {
+	if (hmap_put_u64(an->requests, r->id, r, NULL) < 0) {
 		free(r);
 		return -ENOMEM;
 	}
-	err = session_send_read_range(j->sess, r->id, &j->id, off, len);
+	err = byte_source_read_range(j->src, r->id, &j->id, off, len);
 	if (err < 0) {
-		hmap_remove_u64(svc->requests, r->id);
+		hmap_remove_u64(an->requests, r->id);
 		free(r);
 		return err;
 	}
@@ -220,7 +312,7 @@ static int issue(struct service *svc, struct job *j, uint64_t off, uint32_t len)
 	return 0;
 }
 
-static int request_ranges(struct service *svc, struct job *j, const struct elf_need *need)
+static int request_ranges(struct analysis *an, struct job *j, const struct elf_need *need)
 {
 	size_t issued = 0;
 	int r;
@@ -232,11 +324,11 @@ static int request_ranges(struct service *svc, struct job *j, const struct elf_n
 			continue;
 		end = need->ranges[i].length > j->size - off ? j->size : off + need->ranges[i].length;
 		while (off < end) {
-			uint32_t len = end - off > SERVICE_MAX_READ ? SERVICE_MAX_READ
+			uint32_t len = end - off > ANALYSIS_MAX_READ ? ANALYSIS_MAX_READ
 								    : (uint32_t)(end - off);
 
 			if (!file_image_has(j->img, off, len)) {
-				r = issue(svc, j, off, len);
+				r = issue(an, j, off, len);
 				if (r < 0)
 					return r;
 				issued++;
@@ -247,19 +339,19 @@ static int request_ranges(struct service *svc, struct job *j, const struct elf_n
 	return issued ? 0 : -EDEADLK;
 }
 
-/* Moves j to another session that has the file; ends it if none. */
-static void job_reroute(struct service *svc, struct job *j)
+/* Moves j to another source that has the file; ends it if none. */
+static void job_reroute(struct analysis *an, struct job *j)
 {
-	struct session *other = service_session_with_file(svc, &j->id, j->sess);
+	struct byte_source *other = registry_source_with_file(an->reg, &j->id, j->src);
 
-	drop_requests(svc, j);
+	drop_requests(an, j, NULL);
 	j->outstanding = 0;
 	if (!other) {
-		job_end(svc, j, NULL, "sensor gone", false);
+		job_end(an, j, NULL, "sensor gone", false);
 		return;
 	}
-	j->sess = other;
-	job_step(svc, j);
+	j->src = other;
+	job_step(an, j);
 }
 
 /* elf_sections() with the layout it needs for itself. */
@@ -344,7 +436,7 @@ static int lines_step(const struct file_image *img, struct elf_need *need)
  * in the cache; sessions send it with the file's unwind table. Returns 0
  * (done: stored, or not a Go executable), -EAGAIN (*need says what),
  * -EBADMSG or -ENOMEM. */
-static int plan_step(struct service *svc, struct job *j, struct elf_need *need)
+static int plan_step(struct analysis *an, struct job *j, struct elf_need *need)
 {
 	static const char *const names[] = { ".go.buildinfo" };
 	struct elf_section sec;
@@ -359,7 +451,7 @@ static int plan_step(struct service *svc, struct job *j, struct elf_need *need)
 		return 0;
 	if (j->size > PLAN_MAX_FETCH) {
 		log_info("%s: a Go executable over %llu MiB, not planned for probes",
-			 service_file_name(svc, &j->id) ? service_file_name(svc, &j->id) : "a file",
+			 registry_file_name(an->reg, &j->id) ? registry_file_name(an->reg, &j->id) : "a file",
 			 PLAN_MAX_FETCH >> 20);
 		return 0;
 	}
@@ -381,14 +473,14 @@ static int plan_step(struct service *svc, struct job *j, struct elf_need *need)
 	}
 	if (r < 0)
 		goto cleanup;
-	r = probe_plan_pack(&j->id, plan, &packed, &len);
+	r = an->opts.pack_plan ? an->opts.pack_plan(&j->id, plan, &packed, &len) : 0;
 	if (r < 0)
 		goto cleanup;
-	r = cache_store_plan(svc->cache, &j->id, packed, len, (int64_t)time(NULL));
+	r = cache_store_plan(an->cache, &j->id, packed, len, (int64_t)time(NULL));
 	if (r < 0)
 		log_warn_errno(r, "storing a probe plan failed");
 	log_info("%s: Go %s, probe plan %s%s (offsets from %s)",
-		 service_file_name(svc, &j->id) ? service_file_name(svc, &j->id) : "a file",
+		 registry_file_name(an->reg, &j->id) ? registry_file_name(an->reg, &j->id) : "a file",
 		 plan->go_version, plan->error ? "not made: " : "made",
 		 plan->error ? plan->error : "", plan->offsets_from ? plan->offsets_from : "-");
 	r = 0;
@@ -399,7 +491,7 @@ cleanup:
 	return r;
 }
 
-static void job_step(struct service *svc, struct job *j)
+static void job_step(struct analysis *an, struct job *j)
 {
 	struct elf_need need = { 0 }, uneed = { 0 };
 	struct symtab *t = NULL;
@@ -410,11 +502,11 @@ static void job_step(struct service *svc, struct job *j)
 	if (!j->sym_done) {
 		r = elf_analysis_step(j->img, &need, &t, &reason);
 		if (r == -EBADMSG) {
-			job_end(svc, j, NULL, reason ? reason : "not a valid ELF file", true);
+			job_end(an, j, NULL, reason ? reason : "not a valid ELF file", true);
 			return;
 		}
 		if (r != 0 && r != -EAGAIN) {
-			job_end(svc, j, NULL, "analysis failed (out of memory)", false);
+			job_end(an, j, NULL, "analysis failed (out of memory)", false);
 			return;
 		}
 		if (r == 0) {
@@ -442,7 +534,7 @@ static void job_step(struct service *svc, struct job *j)
 			j->unwind_done = true;
 			break;
 		default:
-			job_end(svc, j, NULL, "analysis failed (out of memory)", false);
+			job_end(an, j, NULL, "analysis failed (out of memory)", false);
 			return;
 		}
 	}
@@ -461,7 +553,7 @@ static void job_step(struct service *svc, struct job *j)
 	if (j->sym_done && j->unwind_done && j->lines_done && !j->plan_done) {
 		struct elf_need pneed = { 0 };
 
-		r = plan_step(svc, j, &pneed);
+		r = plan_step(an, j, &pneed);
 		if (r == -EAGAIN) {
 			for (size_t i = 0; i < pneed.n; i++)
 				elf_need_add(&need, pneed.ranges[i].offset, pneed.ranges[i].length);
@@ -474,28 +566,28 @@ static void job_step(struct service *svc, struct job *j)
 	if (j->sym_done && j->unwind_done && j->lines_done && j->plan_done) {
 		t = j->symtab;
 		j->symtab = NULL;
-		job_end(svc, j, t, NULL, true);
+		job_end(an, j, t, NULL, true);
 		return;
 	}
-	r = request_ranges(svc, j, &need);
+	r = request_ranges(an, j, &need);
 	switch (r) {
 	case 0:
 		return;
 	case -EPIPE:
-		job_reroute(svc, j);
+		job_reroute(an, j);
 		return;
 	case -EFBIG:
-		job_end(svc, j, NULL, "analysis needs more than 256 MiB of the file", true);
+		job_end(an, j, NULL, "analysis needs more than 256 MiB of the file", true);
 		return;
 	case -ELOOP:
-		job_end(svc, j, NULL, "analysis needs too many reads", true);
+		job_end(an, j, NULL, "analysis needs too many reads", true);
 		return;
 	case -EDEADLK:
-		job_end(svc, j, NULL, "analysis asked for bytes it already has", true);
+		job_end(an, j, NULL, "analysis asked for bytes it already has", true);
 		return;
 	default:
 		/* Requests already sent are dropped with the job. */
-		job_end(svc, j, NULL, "cannot send read requests to the sensor", false);
+		job_end(an, j, NULL, "cannot send read requests to the sensor", false);
 		return;
 	}
 }
@@ -504,7 +596,7 @@ static void job_step(struct service *svc, struct job *j)
  * directory replaces .dynsym-only names with the full .symtab. Local and
  * whole, so the analysis completes in one go; reading it blocks the loop
  * briefly, which is accepted for a once-per-file event. */
-static struct symtab *merge_debug_file(struct service *svc, struct symtab *t,
+static struct symtab *merge_debug_file(struct analysis *an, struct symtab *t,
 				       struct file_image **ret_img)
 {
 	const uint8_t *bid;
@@ -518,13 +610,13 @@ static struct symtab *merge_debug_file(struct service *svc, struct symtab *t,
 	const char *reason = NULL;
 	int r;
 
-	if (!svc->debug_dirs || !svc->debug_dirs[0])
+	if (!an->debug_dirs || !an->debug_dirs[0])
 		return t;
 	bid = symtab_build_id(t, &bid_len);
 	link = symtab_debuglink(t, &crc);
 	if (!bid_len && (!link || !*link))
 		return t;
-	path = elf_find_debug_file(svc->debug_dirs, bid, bid_len, link && *link ? link : NULL, crc);
+	path = elf_find_debug_file(an->debug_dirs, bid, bid_len, link && *link ? link : NULL, crc);
 	if (!path)
 		return t;
 	img = file_image_open(path);
@@ -556,16 +648,16 @@ cleanup:
 /* The DWZ alternate file of the DWARF the index will read (the debug
  * file's, else the file's own unless sparse), from a configured debug
  * directory; NULL when there is none. Local, like the debug file. */
-static struct file_image *open_alt_file(struct service *svc, struct file_image *img,
+static struct file_image *open_alt_file(struct analysis *an, struct file_image *img,
 					struct file_image *dimg, bool sparse)
 {
 	struct file_image *src = dimg ? dimg : (sparse ? NULL : img);
 	struct file_image *aimg = NULL;
 	char *path;
 
-	if (!src || !svc->debug_dirs || !svc->debug_dirs[0])
+	if (!src || !an->debug_dirs || !an->debug_dirs[0])
 		return NULL;
-	path = elf_find_alt_file(svc->debug_dirs, (void *)file_image_data(src),
+	path = elf_find_alt_file(an->debug_dirs, (void *)file_image_data(src),
 				 file_image_size(src));
 	if (!path)
 		return NULL;
@@ -628,7 +720,7 @@ static void queue_done(const struct fileid *id)
 /* The interpreter Loader, for files named like interpreters: its Data or
  * why not, into the cache (img holds the dynamic symbols the symtab
  * analysis fetched). An unsupported version is said once, here. */
-static void interp_analyse(struct service *svc, const struct fileid *id,
+static void interp_analyse(struct analysis *an, const struct fileid *id,
 			   const struct file_image *img, const char *name)
 {
 	struct interp_data d;
@@ -648,34 +740,34 @@ static void interp_analyse(struct service *svc, const struct fileid *id,
 	} else {
 		log_debug("%.100s is no interpreter: %s", name, reason ? reason : "?");
 	}
-	if (cache_store_interp(svc->cache, id, r == 0 ? &d : NULL,
+	if (cache_store_interp(an->cache, id, r == 0 ? &d : NULL,
 			       reason ? reason : "not an interpreter", (int64_t)time(NULL)) < 0)
 		log_warn("cannot write the interpreter data of %.100s to the cache, ignoring",
 			 name);
 }
 
-static void job_end(struct service *svc, struct job *j, struct symtab *t, const char *error,
+static void job_end(struct analysis *an, struct job *j, struct symtab *t, const char *error,
 		    bool permanent)
 {
 	char hex[FILEID_HEX_LEN + 1];
-	const char *name = service_file_name(svc, &j->id);
-	int64_t elapsed = service_now_ms() - j->started_ms;
+	const char *name = registry_file_name(an->reg, &j->id);
+	int64_t elapsed = clock_now_ms() - j->started_ms;
 
 	fileid_to_hex(&j->id, hex);
 	if (!name)
 		name = hex;
-	drop_requests(svc, j);
-	hmap_remove(svc->jobs, &j->id, sizeof(j->id));
+	drop_requests(an, j, NULL);
+	hmap_remove(an->jobs, &j->id, sizeof(j->id));
 	if (j->active) {
-		svc->n_active--;
+		an->n_active--;
 	} else {
 		/* Ended while queued: unlink it. */
-		for (struct job **pp = &svc->queue_head, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->qnext) {
+		for (struct job **pp = &an->queue_head, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->qnext) {
 			if (*pp == j) {
 				*pp = j->qnext;
-				if (svc->queue_tail == j)
-					svc->queue_tail = prev;
-				svc->n_queued--;
+				if (an->queue_tail == j)
+					an->queue_tail = prev;
+				an->n_queued--;
 				break;
 			}
 		}
@@ -683,7 +775,7 @@ static void job_end(struct service *svc, struct job *j, struct symtab *t, const 
 	if (t) {
 		struct file_image *dimg = NULL;
 
-		t = merge_debug_file(svc, t, &dimg);
+		t = merge_debug_file(an, t, &dimg);
 		if (!dimg)
 			t = merge_minidebug(t, j->img);
 		if (dimg) {
@@ -702,11 +794,11 @@ static void job_end(struct service *svc, struct job *j, struct symtab *t, const 
 				unwind_table_free(ut);
 			}
 		}
-		interp_analyse(svc, &j->id, j->img, name);
+		interp_analyse(an, &j->id, j->img, name);
 		/* The index is built on the worker thread (index_worker.c); it
 		 * takes both images. */
 		if (index_worker_submit(&j->id, j->img, dimg,
-					open_alt_file(svc, j->img, dimg, j->lines_sparse),
+					open_alt_file(an, j->img, dimg, j->lines_sparse),
 					j->lines_sparse ? INDEX_TASK_SPARSE : 0, name, 0) < 0)
 			log_warn("cannot queue the source index of %.100s, ignoring", name);
 		j->img = NULL;
@@ -715,27 +807,27 @@ static void job_end(struct service *svc, struct job *j, struct symtab *t, const 
 			 j->unwind_error ? ": " : "", j->unwind_error ? j->unwind_error : "",
 			 (unsigned long long)j->bytes_requested, j->n_requests, j->n_rounds,
 			 (long long)elapsed);
-		if (cache_store(svc->cache, &j->id, t, NULL, (int64_t)time(NULL)) < 0)
+		if (cache_store(an->cache, &j->id, t, NULL, (int64_t)time(NULL)) < 0)
 			log_warn("cannot write the analysis of %.100s to the cache, ignoring", name);
-		if (cache_store_unwind(svc->cache, &j->id, j->unwind, j->unwind_error,
+		if (cache_store_unwind(an->cache, &j->id, j->unwind, j->unwind_error,
 				       (int64_t)time(NULL)) < 0)
 			log_warn("cannot write the unwind table of %.100s to the cache, ignoring",
 				 name);
 		j->unwind = NULL;
 	} else if (permanent) {
 		log_warn("analysis of %.100s (%s) failed: %s", name, hex, error);
-		if (cache_store(svc->cache, &j->id, NULL, error, (int64_t)time(NULL)) < 0)
+		if (cache_store(an->cache, &j->id, NULL, error, (int64_t)time(NULL)) < 0)
 			log_warn("cannot write the failure of %.100s to the cache, ignoring", name);
-		if (cache_store_unwind(svc->cache, &j->id, NULL, error, (int64_t)time(NULL)) < 0)
+		if (cache_store_unwind(an->cache, &j->id, NULL, error, (int64_t)time(NULL)) < 0)
 			log_warn("cannot write the failure of %.100s to the cache, ignoring", name);
-		interp_analyse(svc, &j->id, NULL, name);
+		interp_analyse(an, &j->id, NULL, name);
 	} else {
 		int64_t *at = malloc(sizeof(*at)), *old = NULL;
 
 		log_warn("analysis of %.100s (%s) failed: %s; will retry later", name, hex, error);
 		if (at) {
-			*at = service_now_ms() + SERVICE_RETRY_AFTER_MS;
-			if (hmap_put(svc->retry, &j->id, sizeof(j->id), at, (void **)&old) < 0)
+			*at = clock_now_ms() + ANALYSIS_RETRY_AFTER_MS;
+			if (hmap_put(an->retry, &j->id, sizeof(j->id), at, (void **)&old) < 0)
 				free(at);
 			free(old);
 		}
@@ -746,49 +838,49 @@ static void job_end(struct service *svc, struct job *j, struct symtab *t, const 
 
 /* Wakes waiters of ended jobs and starts queued ones. Not re-entrant:
  * a nested call returns at once and the outer loop picks up the work. */
-static void analysis_drain(struct service *svc)
+static void analysis_drain(struct analysis *an)
 {
 	if (draining)
 		return;
 	draining = true;
 	for (;;) {
-		while (svc->n_active < SERVICE_MAX_ACTIVE_JOBS && svc->queue_head) {
-			struct job *j = svc->queue_head;
+		while (an->n_active < ANALYSIS_MAX_ACTIVE_JOBS && an->queue_head) {
+			struct job *j = an->queue_head;
 
-			svc->queue_head = j->qnext;
-			if (!svc->queue_head)
-				svc->queue_tail = NULL;
+			an->queue_head = j->qnext;
+			if (!an->queue_head)
+				an->queue_tail = NULL;
 			j->qnext = NULL;
-			svc->n_queued--;
-			job_activate(svc, j);
+			an->n_queued--;
+			job_activate(an, j);
 		}
 		if (n_done == 0)
 			break;
 		struct fileid id = done_ids[--n_done];
 
-		service_file_done(svc, &id);
+		registry_file_done(an->reg, &id);
 	}
 	draining = false;
 }
 
-int analysis_on_file_range(struct service *svc, struct session *s, uint64_t request_id,
+int analysis_on_file_range(struct analysis *an, const struct byte_source *s, uint64_t request_id,
 			   const uint8_t *file_id, size_t file_id_len, uint64_t offset,
 			   const uint8_t *data, size_t len, const char *error, const char **reason)
 {
-	struct range_req *r = hmap_get_u64(svc->requests, request_id);
+	struct range_req *r = hmap_get_u64(an->requests, request_id);
 	struct job *j;
 	uint64_t want_off;
 	uint32_t want_len;
 	int err = 0;
 
 	if (!r) {
-		if (request_id == 0 || request_id >= svc->next_request_id) {
+		if (request_id == 0 || request_id >= an->next_request_id) {
 			*reason = "FileRange for a request_id never sent";
 			return -EBADMSG;
 		}
 		return 0; /* answer to a request whose job ended or moved */
 	}
-	if (r->sess != s) {
+	if (r->src != s) {
 		*reason = "FileRange for a request sent to another sensor";
 		return -EBADMSG;
 	}
@@ -801,7 +893,7 @@ int analysis_on_file_range(struct service *svc, struct session *s, uint64_t requ
 		char msg[160];
 
 		snprintf(msg, sizeof(msg), "sensor could not read the file: %.100s", error);
-		job_end(svc, j, NULL, msg, false);
+		job_end(an, j, NULL, msg, false);
 		goto out;
 	}
 	if (offset != r->offset) {
@@ -814,130 +906,127 @@ int analysis_on_file_range(struct service *svc, struct session *s, uint64_t requ
 	}
 	want_off = r->offset;
 	want_len = r->length;
-	hmap_remove_u64(svc->requests, request_id);
+	hmap_remove_u64(an->requests, request_id);
 	free(r);
 	j->outstanding--;
 	if (len == 0) {
-		job_end(svc, j, NULL, "sensor returned no data (short file?)", false);
+		job_end(an, j, NULL, "sensor returned no data (short file?)", false);
 		goto out;
 	}
 	if (file_image_put(j->img, want_off, data, len) < 0) {
-		job_end(svc, j, NULL, "range outside the file", true);
+		job_end(an, j, NULL, "range outside the file", true);
 		goto out;
 	}
 	if (len < want_len) {
 		/* Short read: ask for the rest. */
-		err = issue(svc, j, want_off + len, want_len - (uint32_t)len);
+		err = issue(an, j, want_off + len, want_len - (uint32_t)len);
 		if (err == -EPIPE) {
-			job_reroute(svc, j);
+			job_reroute(an, j);
 			goto out;
 		}
 		if (err < 0) {
-			job_end(svc, j, NULL, "analysis needs too many reads", err != -ENOMEM);
+			job_end(an, j, NULL, "analysis needs too many reads", err != -ENOMEM);
 			goto out;
 		}
 	}
 	if (j->outstanding == 0) {
 		j->n_rounds++;
-		job_step(svc, j);
+		job_step(an, j);
 	}
 out:
-	analysis_drain(svc);
+	analysis_drain(an);
 	return 0;
 }
 
-void analysis_session_gone(struct service *svc, struct session *s)
+void analysis_source_gone(struct analysis *an, const struct byte_source *s)
 {
 	struct hmap_iter it;
 	void *val;
 
-	hmap_iter_init(svc->jobs, &it);
-	while (hmap_next(svc->jobs, &it, NULL, NULL, &val)) {
+	hmap_iter_init(an->jobs, &it);
+	while (hmap_next(an->jobs, &it, NULL, NULL, &val)) {
 		struct job *j = val;
 
-		if (j->active && j->sess == s)
-			job_reroute(svc, j);
+		if (j->active && j->src == s)
+			job_reroute(an, j);
 	}
 	/* Any request still naming s (cannot be, but must not dangle). */
-	hmap_iter_init(svc->requests, &it);
-	while (hmap_next(svc->requests, &it, NULL, NULL, &val)) {
-		struct range_req *r = val;
-
-		if (r->sess == s) {
-			hmap_remove_u64(svc->requests, r->id);
-			free(r);
-		}
-	}
-	analysis_drain(svc);
+	drop_requests(an, NULL, s);
+	analysis_drain(an);
 }
 
-bool analysis_uses_session(struct service *svc, const struct session *s)
+bool analysis_uses_source(const struct analysis *an, const struct byte_source *s)
 {
 	struct hmap_iter it;
 	void *val;
 
-	hmap_iter_init(svc->jobs, &it);
-	while (hmap_next(svc->jobs, &it, NULL, NULL, &val)) {
+	hmap_iter_init(an->jobs, &it);
+	while (hmap_next(an->jobs, &it, NULL, NULL, &val)) {
 		const struct job *j = val;
 
-		if (j->active && j->sess == s)
+		if (j->active && j->src == s)
 			return true;
 	}
 	return false;
 }
 
-void analysis_tick(struct service *svc)
+void analysis_tick(struct analysis *an)
 {
-	int64_t now = service_now_ms();
+	int64_t now = clock_now_ms();
 	struct hmap_iter it;
 	void *val;
 
-	hmap_iter_init(svc->jobs, &it);
-	while (hmap_next(svc->jobs, &it, NULL, NULL, &val)) {
+	hmap_iter_init(an->jobs, &it);
+	while (hmap_next(an->jobs, &it, NULL, NULL, &val)) {
 		struct job *j = val;
 
-		if (j->active && now - j->started_ms > SERVICE_JOB_TIMEOUT_MS)
-			job_end(svc, j, NULL, "analysis timed out", false);
+		if (j->active && now - j->started_ms > ANALYSIS_JOB_TIMEOUT_MS)
+			job_end(an, j, NULL, "analysis timed out", false);
 	}
-	analysis_drain(svc);
+	analysis_drain(an);
 }
 
-void analysis_free_all(struct service *svc)
+void analysis_free(struct analysis *an)
 {
 	struct hmap_iter it;
 	void *val;
 
-	hmap_iter_init(svc->jobs, &it);
-	while (hmap_next(svc->jobs, &it, NULL, NULL, &val)) {
+	if (!an)
+		return;
+	hmap_iter_init(an->jobs, &it);
+	while (hmap_next(an->jobs, &it, NULL, NULL, &val)) {
 		struct job *j = val;
 
-		hmap_remove(svc->jobs, &j->id, sizeof(j->id));
+		hmap_remove(an->jobs, &j->id, sizeof(j->id));
 		job_free(j);
 	}
-	svc->queue_head = svc->queue_tail = NULL;
-	svc->n_active = svc->n_queued = 0;
 	free(done_ids);
 	done_ids = NULL;
 	n_done = cap_done = 0;
+	hmap_free(an->jobs, NULL);
+	hmap_free(an->requests, free);
+	hmap_free(an->retry, free);
+	free(an);
 }
 
 /* Exposed for handlers that may end jobs outside a FileRange. Every
  * handler that can leave work for the timer ends here, so this is also
  * where the timer is told. */
-void analysis_flush_done(struct service *svc)
+void analysis_flush_done(struct analysis *an)
 {
-	analysis_drain(svc);
-	service_poke(svc);
+	analysis_drain(an);
+	if (an->opts.poke)
+		an->opts.poke(an->opts.ctx);
 }
 
-int analysis_whole(struct service *svc, const struct fileid *id, struct file_image *img,
+int analysis_whole(struct analysis *an, const struct fileid *id, struct file_image *img,
 		   const char *name, const char **ret_error)
 {
 	struct symtab *t = NULL;
 	struct file_image *dimg = NULL;
 	struct elf_need need;
 	const char *reason = NULL;
-	int64_t t0 = service_now_ms(), now = (int64_t)time(NULL);
+	int64_t t0 = clock_now_ms(), now = (int64_t)time(NULL);
 	int r = -EAGAIN;
 
 	/* All bytes are there, so each analysis finishes in one step; the
@@ -950,32 +1039,32 @@ int analysis_whole(struct service *svc, const struct fileid *id, struct file_ima
 		const char *error = reason ? reason : "not a valid ELF file";
 
 		log_warn("analysis of uploaded %.100s failed: %s", name, error);
-		cache_store(svc->cache, id, NULL, error, now);
-		cache_store_unwind(svc->cache, id, NULL, error, now);
-		cache_store_index(svc->cache, id, NULL, error, now);
+		cache_store(an->cache, id, NULL, error, now);
+		cache_store_unwind(an->cache, id, NULL, error, now);
+		cache_store_index(an->cache, id, NULL, error, now);
 		*ret_error = error;
 		file_image_free(img);
 		goto done;
 	}
-	t = merge_debug_file(svc, t, &dimg);
+	t = merge_debug_file(an, t, &dimg);
 	if (!dimg)
 		t = merge_minidebug(t, img);
 	log_info("analysed uploaded %.100s: %zu symbols, %lld ms", name, symtab_count(t),
-		 (long long)(service_now_ms() - t0));
-	if (cache_store(svc->cache, id, t, NULL, now) < 0)
+		 (long long)(clock_now_ms() - t0));
+	if (cache_store(an->cache, id, t, NULL, now) < 0)
 		log_warn("cannot write the analysis of %.100s to the cache, ignoring", name);
 	/* The source index (the longest part: 80 ms for libasan's 6 MB of
 	 * DWARF) is built on the worker; the client that uploaded asks next,
 	 * and its first query is answered from the units it needs
 	 * (index_worker_first_answer) while the worker builds the rest. The
 	 * unwind table comes after the index, on the worker too. */
-	if (index_worker_submit(id, img, dimg, open_alt_file(svc, img, dimg, false),
-				INDEX_TASK_UNWIND, name, service_now_ms() + UPLOAD_INDEX_HOLD_MS) < 0)
+	if (index_worker_submit(id, img, dimg, open_alt_file(an, img, dimg, false),
+				INDEX_TASK_UNWIND, name, clock_now_ms() + UPLOAD_INDEX_HOLD_MS) < 0)
 		log_warn("cannot queue the source index of %.100s, ignoring", name);
 	*ret_error = NULL;
 done:
 	queue_done(id);
-	analysis_drain(svc);
+	analysis_drain(an);
 	return 0;
 fail:
 	file_image_free(dimg);

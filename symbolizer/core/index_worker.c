@@ -7,7 +7,7 @@
  * meanwhile. The worker only runs line_index_build over images it was
  * handed (taken); the loop thread keeps everything else: it collects the
  * results on its timer and stores them in the cache (SQLite is used from
- * the loop thread only) and wakes the Symbolize calls waiting for them.
+ * the loop thread only); its caller then wakes the Symbolize calls waiting.
  * The thread is created after the sandbox is on, so it inherits the same
  * Landlock domain, seccomp filter and capabilities (none).
  *
@@ -35,7 +35,8 @@
 
 #include "log.h"
 #include "line_index.h"
-#include "service.h"
+#include "index_worker.h"
+#include "registry.h"
 #include "unwind_analysis.h"
 
 #define WORKER_MAX_QUEUED 256u
@@ -333,7 +334,7 @@ bool index_worker_busy(void)
 
 /* Loop thread: the unwind table an upload's task computed goes to the
  * cache (index_worker_collect then tells the sessions). */
-static void store_unwind(struct service *svc, struct index_task *t)
+static void store_unwind(struct cache *cache, struct index_task *t)
 {
 	if (t->uerr < 0) {
 		log_warn("unwind table of %.100s: %s, ignoring", t->name, strerror(-t->uerr));
@@ -342,22 +343,23 @@ static void store_unwind(struct service *svc, struct index_task *t)
 	log_debug("unwind table of %.100s: %zu rows%s%s", t->name,
 		  t->ut ? unwind_table_count(t->ut) : 0, t->ut ? "" : ": ",
 		  t->ut ? "" : t->ureason);
-	if (cache_store_unwind(svc->cache, &t->id, t->ut, t->ut ? NULL : t->ureason,
+	if (cache_store_unwind(cache, &t->id, t->ut, t->ut ? NULL : t->ureason,
 			       (int64_t)time(NULL)) < 0)
 		log_warn("cannot write the unwind table of %.100s to the cache, ignoring", t->name);
 	t->ut = NULL; /* the cache took it */
 }
 
-void index_worker_collect(struct service *svc)
+size_t index_worker_collect(struct cache *cache, struct registry *reg)
 {
 	struct index_task *list, *t;
+	size_t n = 0;
 
 	pthread_mutex_lock(&mu);
 	list = done;
 	done = NULL;
 	pthread_mutex_unlock(&mu);
 	if (!list)
-		return;
+		return 0;
 	/* Everything goes into the cache before anyone is woken: a wakeup
 	 * answers the queries that no longer wait for the worker, and an
 	 * upload's index and table can come in the same list. */
@@ -368,33 +370,34 @@ void index_worker_collect(struct service *svc)
 			const char *why = t->reason ? t->reason : strerror(-t->err);
 
 			log_warn("source index of %.100s: %s, ignoring", t->name, why);
-			if (cache_store_index(svc->cache, &t->id, NULL, why, (int64_t)time(NULL)) < 0)
+			if (cache_store_index(cache, &t->id, NULL, why, (int64_t)time(NULL)) < 0)
 				log_warn("cannot write the index failure of %.100s to the cache, ignoring",
 					 t->name);
 		} else {
 			log_debug("source index of %.100s: %zu bytes%s", t->name,
 				  line_index_bytes(t->ix),
 				  line_index_has_lines(t->ix) ? "" : " (symbols only)");
-			if (cache_store_index(svc->cache, &t->id, t->ix, NULL, (int64_t)time(NULL)) < 0)
+			if (cache_store_index(cache, &t->id, t->ix, NULL, (int64_t)time(NULL)) < 0)
 				log_warn("cannot write the source index of %.100s to the cache, ignoring",
 					 t->name);
 			t->ix = NULL; /* the cache took it */
 		}
 		if (t->flags & INDEX_TASK_UNWIND)
-			store_unwind(svc, t);
+			store_unwind(cache, t);
 	}
 	while ((t = list)) {
 		list = t->next;
 		/* Sessions whose sensors map an uploaded file get its table,
 		 * as when an analysis job ends. */
 		if (t->flags & INDEX_TASK_UNWIND)
-			service_file_done(svc, &t->id);
+			registry_file_done(reg, &t->id);
 		task_free(t);
+		n++;
 	}
-	symbols_wake(svc, false);
+	return n;
 }
 
-void index_worker_stop(struct service *svc)
+void index_worker_stop(struct cache *cache, struct registry *reg)
 {
 	struct index_task *t;
 
@@ -408,7 +411,7 @@ void index_worker_stop(struct service *svc)
 	/* What the worker finished is stored, not dropped: a symbolizer
 	 * stopped right after an upload's answer would otherwise restart
 	 * with the file's symbols cached and no index that anything builds. */
-	index_worker_collect(svc);
+	index_worker_collect(cache, reg);
 	while ((t = todo)) {
 		todo = t->next;
 		task_free(t);
