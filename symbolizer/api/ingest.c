@@ -1450,10 +1450,121 @@ fail:
 	rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
 }
 
+/* The sensor's messages, one handler each (the other direction's table is
+ * in sensor/uplink.c). Every kind but Hello needs the session's Hello;
+ * a kind not listed ends the stream. */
+static void handle_hello(struct session *s, const Sonde__V1__SensorMessage *m)
+{
+	on_hello(s, m->hello);
+}
+
+static void handle_process(struct session *s, const Sonde__V1__SensorMessage *m)
+{
+	on_process(s, m->process);
+}
+
+static void handle_exit(struct session *s, const Sonde__V1__SensorMessage *m)
+{
+	struct proc_outcome *po =
+		hmap_get_u64(s->in->core->stats->proc_outcomes, proc_outcome_key(s->id, m->exit->pid));
+	struct process *p = hmap_remove_u64(s->procs, m->exit->pid);
+
+	if (p) {
+		const char *name = process_service(p);
+		unsigned i = s->gone_next++ % (sizeof(s->gone) / sizeof(s->gone[0]));
+
+		s->gone[i].pid = p->pid;
+		s->gone[i].uid = p->uid;
+		snprintf(s->gone[i].service, sizeof(s->gone[i].service), "%s", name ? name : "");
+	}
+	process_free(p);
+	if (po)
+		po->exited_ms = clock_now_ms();
+}
+
+static void handle_probe_events(struct session *s, const Sonde__V1__SensorMessage *m)
+{
+	if (s->in->hooks.probe_events)
+		s->in->hooks.probe_events(s->in->hooks.ctx, s->hostname,
+					  m->probe_events->monotonic_to_unix_ns,
+					  m->probe_events->records, m->probe_events->n_records,
+					  m->probe_events->records_lost, service_of, s);
+}
+
+static void handle_kernel_symbols(struct session *s, const Sonde__V1__SensorMessage *m)
+{
+	on_kernel_symbols(s, m->kernel_symbols);
+}
+
+static void handle_stacks(struct session *s, const Sonde__V1__SensorMessage *m)
+{
+	on_stacks(s, m->stacks);
+}
+
+static void handle_interp_records(struct session *s, const Sonde__V1__SensorMessage *m)
+{
+	on_interp_records(s, m->interp_records);
+}
+
+static void handle_file_range(struct session *s, const Sonde__V1__SensorMessage *m)
+{
+	on_file_range(s, m->file_range);
+}
+
+static void handle_stats(struct session *s, const Sonde__V1__SensorMessage *m)
+{
+	const Sonde__V1__SensorStats *st = m->stats;
+
+	s->stats.samples_taken = st->samples_taken;
+	s->stats.samples_lost = st->samples_lost;
+	s->stats.samples_dropped = st->samples_dropped;
+	s->stats.unwind_tables_loaded = st->unwind_tables_loaded;
+	s->stats.unwind_rows_loaded = st->unwind_rows_loaded;
+	s->stats.bpf_map_bytes = st->bpf_map_bytes;
+	s->stats.session_taken = st->connection_samples_taken;
+	s->stats.session_dropped = st->connection_samples_dropped;
+	s->stats.samples_unconfirmed = st->samples_unconfirmed;
+	s->stats.processes = st->processes;
+	s->stats.go_files = st->go_probe_files;
+	s->stats.go_links = st->go_probe_links;
+	s->stats.go_attach_failures = st->go_probe_attach_failures;
+	s->stats.go_records = st->go_probe_records;
+	s->stats.go_records_lost = st->go_probe_records_lost;
+	s->stats.plans_refused = st->probe_plans_refused;
+	s->stats.configs_refused = st->interpreter_configs_refused;
+}
+
+struct ingest_handler {
+	Sonde__V1__SensorMessage__KindCase kind;
+	bool after_hello;
+	void (*fn)(struct session *s, const Sonde__V1__SensorMessage *m);
+};
+
+static const struct ingest_handler ingest_handlers[] = {
+	{SONDE__V1__SENSOR_MESSAGE__KIND_HELLO, false, handle_hello},
+	{SONDE__V1__SENSOR_MESSAGE__KIND_PROCESS, true, handle_process},
+	{SONDE__V1__SENSOR_MESSAGE__KIND_EXIT, true, handle_exit},
+	{SONDE__V1__SENSOR_MESSAGE__KIND_PROBE_EVENTS, true, handle_probe_events},
+	{SONDE__V1__SENSOR_MESSAGE__KIND_KERNEL_SYMBOLS, true, handle_kernel_symbols},
+	{SONDE__V1__SENSOR_MESSAGE__KIND_STACKS, true, handle_stacks},
+	{SONDE__V1__SENSOR_MESSAGE__KIND_INTERP_RECORDS, true, handle_interp_records},
+	{SONDE__V1__SENSOR_MESSAGE__KIND_FILE_RANGE, true, handle_file_range},
+	{SONDE__V1__SENSOR_MESSAGE__KIND_STATS, true, handle_stats},
+};
+
+static const struct ingest_handler *ingest_handler(Sonde__V1__SensorMessage__KindCase kind)
+{
+	for (size_t i = 0; i < sizeof(ingest_handlers) / sizeof(ingest_handlers[0]); i++)
+		if (ingest_handlers[i].kind == kind)
+			return &ingest_handlers[i];
+	return NULL;
+}
+
 void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 {
 	struct session *s = rpc_call_data(call);
 	const Sonde__V1__SensorMessage *m = (const Sonde__V1__SensorMessage *)msg;
+	const struct ingest_handler *h;
 
 	if (!s || s->finished)
 		return;
@@ -1465,77 +1576,13 @@ void ingest_on_message(struct rpc_call *call, const ProtobufCMessage *msg, void 
 		session_try_finish(s);
 		return;
 	}
-	if (!s->hello && m->kind_case != SONDE__V1__SENSOR_MESSAGE__KIND_HELLO) {
+	h = ingest_handler(m->kind_case);
+	if (!s->hello && (!h || h->after_hello))
 		session_fail(s, RPC_INVALID_ARGUMENT, "Hello must come first");
-		return;
-	}
-	switch (m->kind_case) {
-	case SONDE__V1__SENSOR_MESSAGE__KIND_HELLO:
-		on_hello(s, m->hello);
-		break;
-	case SONDE__V1__SENSOR_MESSAGE__KIND_PROCESS:
-		on_process(s, m->process);
-		break;
-	case SONDE__V1__SENSOR_MESSAGE__KIND_EXIT: {
-		struct proc_outcome *po =
-			hmap_get_u64(s->in->core->stats->proc_outcomes, proc_outcome_key(s->id, m->exit->pid));
-		struct process *p = hmap_remove_u64(s->procs, m->exit->pid);
-
-		if (p) {
-			const char *name = process_service(p);
-			unsigned i = s->gone_next++ % (sizeof(s->gone) / sizeof(s->gone[0]));
-
-			s->gone[i].pid = p->pid;
-			s->gone[i].uid = p->uid;
-			snprintf(s->gone[i].service, sizeof(s->gone[i].service), "%s", name ? name : "");
-		}
-		process_free(p);
-		if (po)
-			po->exited_ms = clock_now_ms();
-		break;
-	}
-	case SONDE__V1__SENSOR_MESSAGE__KIND_PROBE_EVENTS:
-		if (s->in->hooks.probe_events)
-			s->in->hooks.probe_events(s->in->hooks.ctx, s->hostname,
-						  m->probe_events->monotonic_to_unix_ns,
-						  m->probe_events->records, m->probe_events->n_records,
-						  m->probe_events->records_lost, service_of, s);
-		break;
-	case SONDE__V1__SENSOR_MESSAGE__KIND_KERNEL_SYMBOLS:
-		on_kernel_symbols(s, m->kernel_symbols);
-		break;
-	case SONDE__V1__SENSOR_MESSAGE__KIND_STACKS:
-		on_stacks(s, m->stacks);
-		break;
-	case SONDE__V1__SENSOR_MESSAGE__KIND_INTERP_RECORDS:
-		on_interp_records(s, m->interp_records);
-		break;
-	case SONDE__V1__SENSOR_MESSAGE__KIND_FILE_RANGE:
-		on_file_range(s, m->file_range);
-		break;
-	case SONDE__V1__SENSOR_MESSAGE__KIND_STATS:
-		s->stats.samples_taken = m->stats->samples_taken;
-		s->stats.samples_lost = m->stats->samples_lost;
-		s->stats.samples_dropped = m->stats->samples_dropped;
-		s->stats.unwind_tables_loaded = m->stats->unwind_tables_loaded;
-		s->stats.unwind_rows_loaded = m->stats->unwind_rows_loaded;
-		s->stats.bpf_map_bytes = m->stats->bpf_map_bytes;
-		s->stats.session_taken = m->stats->connection_samples_taken;
-		s->stats.session_dropped = m->stats->connection_samples_dropped;
-		s->stats.samples_unconfirmed = m->stats->samples_unconfirmed;
-		s->stats.processes = m->stats->processes;
-		s->stats.go_files = m->stats->go_probe_files;
-		s->stats.go_links = m->stats->go_probe_links;
-		s->stats.go_attach_failures = m->stats->go_probe_attach_failures;
-		s->stats.go_records = m->stats->go_probe_records;
-		s->stats.go_records_lost = m->stats->go_probe_records_lost;
-		s->stats.plans_refused = m->stats->probe_plans_refused;
-		s->stats.configs_refused = m->stats->interpreter_configs_refused;
-		break;
-	default:
+	else if (!h)
 		session_fail(s, RPC_INVALID_ARGUMENT, "empty or unknown SensorMessage");
-		break;
-	}
+	else
+		h->fn(s, m);
 	analysis_flush_done(s->in->core->analysis);
 }
 
