@@ -71,9 +71,8 @@
  * that event (at least EVENTS_DRAIN_MS): at 100, 200, 400, 800, 1600 ms and
  * once more at 3.2 s, so a process that lives on for as long again as it
  * had lived when it mapped a library (its samples there trigger the
- * rescan) is drained alive; otherwise at the flush timer. Every 100 ms for the whole window
- * was 20 wakeups after every burst of execs, each 100-300 us of CPU on a
- * VM (docs/benchmarks.md). */
+ * rescan) is drained alive; otherwise at the flush timer. Backing off
+ * keeps a burst of execs to a few wakeups, each costly on a VM. */
 #define EVENTS_DRAIN_MS 100
 #define EVENTS_BUSY_NS 2000000000ull
 /* A stack not sampled for this long is forgotten (stacks.h): short-lived
@@ -861,8 +860,8 @@ static int rpc_setup(void)
 
 	/* gRPC's backup poller polls each channel from a timer in case no
 	 * thread does; the uplink thread always does (it waits in the
-	 * completion queue), and the poller's timer thread was a third of
-	 * the sensor's idle CPU. The environment still wins. */
+	 * completion queue), so the poller's timer thread would only wake
+	 * the idle sensor for nothing. The environment still wins. */
 	setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "0", 0);
 	rpc_global_init();
 	if (!env_symbolizer_is_tcp(&env))
@@ -1197,7 +1196,7 @@ static void sensor_close(void)
 		rpc_global_shutdown();
 }
 
-/* Keep the resident set flat (issue 3: under 32 MiB): large buffers
+/* Keep the resident set flat (target: under 32 MiB): large buffers
  * (unwind tables being assembled, map batches) come from mmap and go back
  * on free, instead of glibc raising its threshold to 32 MiB and keeping
  * them in the heap; and gRPC's threads share two arenas rather than
