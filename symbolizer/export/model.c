@@ -19,8 +19,6 @@ struct pm_index {
 		cap_stacks, cap_processes, cap_samples, cap_links;
 };
 
-_Static_assert(PM_INTERP_KINDS == SONDE_INTERP_KINDS - 1, "PM_INTERP_KINDS: one per kind");
-
 static const char *const frame_type_names[PM_FRAME_INTERP] = {
 	[PM_FRAME_NATIVE] = "native",
 	[PM_FRAME_KERNEL] = "kernel",

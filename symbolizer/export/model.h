@@ -12,9 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Interpreter kinds (bpf/interp.h: SONDE_INTERP_KINDS - 1; model.c checks
- * that they agree). */
-#define PM_INTERP_KINDS 1
+#include "interp.h" /* bpf/: SONDE_INTERP_KINDS */
+
+/* One frame type per interpreter kind (kind 0 is none). */
+#define PM_INTERP_KINDS (SONDE_INTERP_KINDS - 1)
 
 enum pm_frame_type {
 	PM_FRAME_NATIVE = 0,
