@@ -17,6 +17,11 @@
 enum sonde_interp_kind {
 	SONDE_INTERP_NONE = 0,
 	SONDE_INTERP_CPYTHON = 1, /* bpf/cpython.h, bpf/cpython_walk.h */
+	SONDE_INTERP_HOTSPOT = 2, /* the HotSpot JVM */
+	SONDE_INTERP_V8 = 3,      /* V8 (Node.js) */
+	SONDE_INTERP_RUBY = 4,    /* MRI Ruby (YARV) */
+	SONDE_INTERP_PHP = 5,     /* PHP's Zend VM */
+	SONDE_INTERP_PERL = 6,    /* Perl 5 */
 	SONDE_INTERP_KINDS,       /* one past the last kind */
 };
 

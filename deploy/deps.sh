@@ -28,6 +28,10 @@ sonde_test_packages=(
   golang-1.21-go golang-1.22-go golang-1.23-go # newer Go (bookworm-backports): probe plans + e2e
   xz-utils curl gpgv debian-archive-keyring # the MiniDebugInfo test binary; fetching (and checking) Debian 13 python3.13
   chromium                                 # a real browser for the HTML flame graph
+  openjdk-17-jdk-headless                  # a JVM (and JFR, its own sampler) for the HotSpot frames test
+  ruby ruby-stackprof                      # Ruby 3.1 and its own sampler for the Ruby frames test
+  php8.2-cli php-excimer                   # PHP 8.2 and its own sampler (Excimer) for the PHP frames test
+  perl                                     # Perl 5.36 for the Perl frames test
   openssl python3-yaml yamllint systemd    # mTLS certificates; manifest and unit checks
 )
 
