@@ -25,6 +25,15 @@ int interp_loader_analyse(const struct file_image *img, const char *path, struct
 	return ops->analyse(img, path, ret, reason);
 }
 
+int interp_loader_need(const struct file_image *img, const char *path, struct elf_need *need)
+{
+	const struct interp_ops *ops = interp_ops_for_path(path);
+
+	if (!ops)
+		return -ENOENT;
+	return ops->need ? ops->need(img, need) : 0;
+}
+
 /* The dynamic symbol `name`'s value, scanning .dynsym (bounded by its
  * size and ELF_ANALYSIS_MAX_SYMBOLS). */
 static int find_dynsym(const uint8_t *data, const struct elf_section *sym,

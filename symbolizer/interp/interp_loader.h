@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "elf_analysis.h"
 #include "file_image.h"
 #include "interp.h" /* bpf/: enum sonde_interp_kind */
 
@@ -19,6 +20,8 @@ enum interp_kind {
 	INTERP_NONE = SONDE_INTERP_NONE,
 	INTERP_CPYTHON = SONDE_INTERP_CPYTHON,
 };
+
+#define INTERP_DATA_MAX 128
 
 struct interp_data {
 	uint32_t kind; /* enum sonde_interp_kind */
@@ -30,6 +33,11 @@ struct interp_data {
 	 * data segment's vaddr - offset often differs from the text's by a
 	 * page). */
 	uint64_t runtime_offset;
+	/* Bytes of the file the runtime's config() needs beyond the version
+	 * (a JIT runtime's constants, read from the file by analyse()),
+	 * opaque to the cache; data_len 0: none. */
+	uint8_t data[INTERP_DATA_MAX];
+	uint32_t data_len;
 };
 
 /* Whether path's basename looks like an interpreter some runtime of the
@@ -47,6 +55,13 @@ int interp_loader_wants(const char *path);
  * section sizes and the image. */
 int interp_loader_analyse(const struct file_image *img, const char *path, struct interp_data *ret,
 			  const char **reason);
+
+/* The ranges of img the Loader of the runtime that wants path still
+ * needs before interp_loader_analyse() (a runtime reading constants from
+ * the file's data, beyond the symbols the symtab analysis fetches).
+ * Returns 0 (nothing more), -EAGAIN with *need filled (ranges not yet in
+ * img), or -ENOENT (no runtime wants path). */
+int interp_loader_need(const struct file_image *img, const char *path, struct elf_need *need);
 
 /* For the runtimes' analyse(): the dynamic symbol `symbol` of img, as an
  * offset in the executable load segment's file coordinates (see

@@ -228,13 +228,20 @@ static const char schema_v13[] =
 	" count INTEGER NOT NULL,"
 	" PRIMARY KEY (minute, pid, tid, span, stack_id, uid)) WITHOUT ROWID;";
 
+/* The interpreter Loader's Data carries per-file bytes for the runtime's
+ * config (a JIT runtime's constants read from the file,
+ * interp_data.data): every file is analysed for it again. */
+static const char schema_v14[] =
+	"ALTER TABLE interp ADD COLUMN data BLOB;"
+	"DELETE FROM interp;";
+
 /* Migrations from version i to i + 1 go here as they appear; index 0
  * creates the schema in an empty database. */
 static const char *const migrations[CACHE_SCHEMA_VERSION] = { schema_v1, schema_v2, schema_v3,
 									 schema_v4, schema_v5, schema_v6,
 									 schema_v7, schema_v8, schema_v9,
 									 schema_v10, schema_v11, schema_v12,
-									 schema_v13 };
+									 schema_v13, schema_v14 };
 
 static int sqlite_to_errno(int rc)
 {
@@ -535,12 +542,13 @@ int cache_open(const char *path, const struct cache_opts *opts, struct cache **r
 			 " VALUES (?1, ?2, ?3)",
 			 &c->st_pput)) < 0 ||
 	    (r = prepare(c->db,
-			 "SELECT status, error, kind, major, minor, runtime_offset FROM interp"
+			 "SELECT status, error, kind, major, minor, runtime_offset, data FROM interp"
 			 " WHERE file_id = ?1",
 			 &c->st_iget)) < 0 ||
 	    (r = prepare(c->db,
 			 "INSERT OR REPLACE INTO interp (file_id, status, error, analysed_at, kind,"
-			 " major, minor, runtime_offset) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+			 " major, minor, runtime_offset, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
+			 " ?9)",
 			 &c->st_iput)) < 0)
 		goto cleanup;
 	*ret = c;
@@ -1179,13 +1187,22 @@ enum cache_status cache_lookup_interp(struct cache *c, const struct fileid *id,
 			int64_t major = sqlite3_column_int64(c->st_iget, 3);
 			int64_t minor = sqlite3_column_int64(c->st_iget, 4);
 
+			const void *data = sqlite3_column_blob(c->st_iget, 6);
+			int len = sqlite3_column_bytes(c->st_iget, 6);
+
 			status = CACHE_OK;
-			if (ret)
+			if (ret) {
 				*ret = (struct interp_data){
 					.kind = (uint32_t)sqlite3_column_int64(c->st_iget, 2),
 					.major = (uint8_t)major, .minor = (uint8_t)minor,
 					.runtime_offset = (uint64_t)sqlite3_column_int64(c->st_iget, 5),
 				};
+				/* A row longer than the Data holds is not ours: none. */
+				if (data && len > 0 && (size_t)len <= sizeof(ret->data)) {
+					memcpy(ret->data, data, (size_t)len);
+					ret->data_len = (uint32_t)len;
+				}
+			}
 		} else {
 			const char *e = (const char *)sqlite3_column_text(c->st_iget, 1);
 
@@ -1218,6 +1235,10 @@ int cache_store_interp(struct cache *c, const struct fileid *id, const struct in
 	sqlite3_bind_int64(c->st_iput, 6, d ? d->major : 0);
 	sqlite3_bind_int64(c->st_iput, 7, d ? d->minor : 0);
 	sqlite3_bind_int64(c->st_iput, 8, d ? (int64_t)d->runtime_offset : 0);
+	if (d && d->data_len && d->data_len <= sizeof(d->data))
+		sqlite3_bind_blob(c->st_iput, 9, d->data, (int)d->data_len, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(c->st_iput, 9);
 	rc = sqlite3_step(c->st_iput);
 	if (rc != SQLITE_DONE) {
 		r = sqlite_to_errno(rc);
