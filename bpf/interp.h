@@ -93,7 +93,7 @@ enum sonde_interp_rule {
 
 struct sonde_interp_field {
 	__u16 offset; /* in the config */
-	__u8 size;    /* 1 or 2 */
+	__u8 size;    /* 1, 2 or 4 */
 	__u8 rule;    /* enum sonde_interp_rule */
 	__u32 min, max;
 	const char *why; /* the refusal's reason when the field is out of bounds */

@@ -11,6 +11,7 @@
 
 #include "cpython.h"
 #include "interp.h"
+#include "v8.h"
 
 struct sonde_interp_kind_info {
 	const char *name;     /* "cpython": OTLP's profile.frame.type value */
@@ -30,9 +31,16 @@ static inline const struct sonde_interp_kind_info *sonde_interp_kind_info(__u32 
 		"cpython", "code object records", "cpython_codes", sonde_cpython_limits
 	};
 
+	static const struct sonde_interp_kind_info v8 = {
+		"v8js", "SharedFunctionInfo records", "v8_sfis", sonde_v8_limits,
+		SONDE_INTERP_JIT_WORDS
+	};
+
 	switch (kind) {
 	case SONDE_INTERP_CPYTHON:
 		return &cpython;
+	case SONDE_INTERP_V8:
+		return &v8;
 	default:
 		return NULL;
 	}

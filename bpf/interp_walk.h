@@ -15,35 +15,6 @@
 #include "cpython.h"
 #include "cpython_walk.h"
 
-/* Copies tgid's interp_procs entry into s->proc (kind 0: none) and sets
- * up s->jit for a JIT kind. */
-static __always_inline void interp_jit_begin(struct unwind_scratch *s, __u32 tgid)
-{
-	const struct sonde_interp_proc *p = bpf_map_lookup_elem(&interp_procs, &tgid);
-	__u32 config_tgid;
-
-	s->jit.kind = 0;
-	s->jit.n = 0;
-	s->jit.anon = 0;
-	s->jit.n_ranges = 0;
-	if (!p) {
-		/* A fork's child not bound yet: its parent's runtime, at the
-		 * same address in the copied address space. */
-		config_tgid = lpm_tgid(tgid);
-		if (config_tgid != tgid)
-			p = bpf_map_lookup_elem(&interp_procs, &config_tgid);
-	}
-	if (!p) {
-		s->proc.kind = SONDE_INTERP_NONE;
-		return;
-	}
-	s->proc = *p;
-	switch (p->kind) {
-	default:
-		break;
-	}
-}
-
 /* Whether pc lies in one of the walk's JIT ranges. */
 static __always_inline bool interp_jit_in_range(const struct sonde_interp_jit *j, __u64 pc)
 {
@@ -69,6 +40,42 @@ static __always_inline bool interp_jit_push(struct sonde_interp_jit *j, __u32 na
 	return true;
 }
 
+/* The JIT kinds' walkers use interp_jit_push(). */
+#include "v8.h"
+#include "v8_walk.h"
+
+/* Copies tgid's interp_procs entry into s->proc (kind 0: none) and sets
+ * up s->jit for a JIT kind. */
+static __always_inline void interp_jit_begin(struct unwind_scratch *s, __u32 tgid)
+{
+	const struct sonde_interp_proc *p = bpf_map_lookup_elem(&interp_procs, &tgid);
+	__u32 config_tgid;
+
+	s->jit.kind = 0;
+	s->jit.n = 0;
+	s->jit.anon = 0;
+	s->jit.n_ranges = 0;
+	if (!p) {
+		/* A fork's child not bound yet: its parent's runtime, at the
+		 * same address in the copied address space. */
+		config_tgid = lpm_tgid(tgid);
+		if (config_tgid != tgid)
+			p = bpf_map_lookup_elem(&interp_procs, &config_tgid);
+	}
+	if (!p) {
+		s->proc.kind = SONDE_INTERP_NONE;
+		return;
+	}
+	s->proc = *p;
+	switch (p->kind) {
+	case SONDE_INTERP_V8:
+		v8_jit_begin(s);
+		break;
+	default:
+		break;
+	}
+}
+
 /* The frame at st (already recorded as native frame `native`) when the
  * walk has a JIT kind: no_table says the native walk found no unwind
  * table for it. Returns -1 when the kind does not claim it (the usual
@@ -77,12 +84,19 @@ static __always_inline bool interp_jit_push(struct sonde_interp_jit *j, __u32 na
 static __always_inline int interp_jit_step(struct unwind_scratch *s, struct user_walk *st,
 					   __u32 native, bool no_table)
 {
+	int r;
+
 	if (no_table ? !s->jit.anon : !interp_jit_in_range(&s->jit, st->pc))
 		return -1;
 	switch (s->jit.kind) {
+	case SONDE_INTERP_V8:
+		r = v8_jit_step(s, st, native);
+		break;
 	default:
 		return -1;
 	}
+	/* (a global function's result is any number to the verifier) */
+	return r < 0 ? -1 : r ? 1 : 0;
 }
 
 /* Appends the JIT frames the walk buffered at rec->frames[at..]; returns

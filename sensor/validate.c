@@ -155,12 +155,15 @@ int validate_probe_offsets(const uint64_t *offsets, size_t n_offsets,
 	return 0;
 }
 
-/* Field f of a config (little-endian, 1 or 2 bytes; in bounds: the
+/* Field f of a config (little-endian, 1, 2 or 4 bytes; in bounds: the
  * limits tables are checked against their structs' sizes). */
 static uint32_t field_value(const uint8_t *config, const struct sonde_interp_field *f)
 {
-	return f->size == 1 ? config[f->offset]
-			    : (uint32_t)config[f->offset] | (uint32_t)config[f->offset + 1] << 8;
+	uint32_t v = 0;
+
+	for (uint32_t i = f->size; i-- > 0;)
+		v = v << 8 | config[f->offset + i];
+	return v;
 }
 
 /* Every field of config within lim's bounds; the largest
@@ -174,7 +177,7 @@ static int check_fields(const struct sonde_interp_limits *lim, const uint8_t *co
 		const struct sonde_interp_field *f = &lim->fields[i];
 		uint32_t v;
 
-		if (f->offset + f->size > lim->config_size || (f->size != 1 && f->size != 2))
+		if (f->offset + f->size > lim->config_size || (f->size != 1 && f->size != 2 && f->size != 4))
 			return refuse(ret_reason, "the sensor's limits table is wrong");
 		v = field_value(config, f);
 		if (f->rule == SONDE_INTERP_BITS ? (v & ~f->max) != 0 : v < f->min || v > f->max)

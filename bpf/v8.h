@@ -1,0 +1,208 @@
+/* v8.h - what the BPF V8 walker needs per process, shared by the
+ * symbolizer (which reads it from the node binary's v8dbg_* constants,
+ * symbolizer/interp/v8/), the sensor (which checks it against the limits
+ * below and copies it into the interp_procs map) and BPF.
+ * docs/interpreters.md ("V8") describes the design.
+ *
+ * V8 is a JIT kind (bpf/interp.h, "JIT frames"): its frames are found
+ * inside the native walk, by the frame pointer chain V8 keeps in all its
+ * code, and each JavaScript frame is recorded with the native frame it
+ * stands for. A wrong table can only make a wrong stack: BPF reads target
+ * memory with probe_read_user, at the offsets below.
+ */
+#pragma once
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#include "interp.h"
+
+#define SONDE_V8_FORMAT_VERSION 1
+
+/* The walker's config: where the embedded builtins are and the object
+ * layout. Offsets below fp are positive (the frame slot is at fp - n);
+ * object field offsets are from the object's start (a tagged pointer - 1).
+ * Names are the v8dbg_* constants they come from, where V8 has one. */
+struct sonde_v8_offsets {
+	/* The embedded builtins' code starts at the runtime address (the
+	 * symbol v8_Default_embedded_blob_code_) and is this long
+	 * (v8_Default_embedded_blob_code_size_). */
+	__u32 blob_size;
+	__u8 fp_context;         /* off_fp_context_or_frame_type */
+	__u8 fp_function;        /* off_fp_function */
+	__u8 fp_bytecode_array;  /* off_fp_bytecode_array */
+	__u8 fp_bytecode_offset; /* off_fp_bytecode_offset */
+	__u8 map_instance_type;  /* class_Map__instance_type__uint16_t */
+	__u8 fn_shared;          /* class_JSFunction__shared__SharedFunctionInfo */
+	__u8 fn_code;            /* JSFunction's code: the slot after raw_feedback_cell */
+	__u8 sfi_name;           /* class_SharedFunctionInfo__name_or_scope_info__Object */
+	__u8 sfi_script;         /* class_SharedFunctionInfo__script_or_debug_info__HeapObject */
+	__u8 script_name;        /* class_Script__name__Object */
+	__u8 string_length;      /* class_String__length__int32_t */
+	__u8 seq_chars;          /* class_SeqOneByteString__chars__char */
+	__u8 thin_actual;        /* class_ThinString__actual__String */
+	__u8 code_start;         /* Code: its instruction start (a raw pointer) */
+	__u8 code_size;          /* Code: its instruction size (u32) */
+	/* ScopeInfo (a function's name when its SFI has scope info): the
+	 * first variable slot (8 * (1 + scopeinfo_idx_first_vars)), the most
+	 * context local names kept inline (else one hash table slot), and the
+	 * flags' function-variable bits and saved-class-variable bit (V8
+	 * 10-11's ScopeFlags; no v8dbg constant). */
+	__u8 scope_first_slot;
+	__u8 scope_max_inlined;
+	__u8 scope_fv_shift;
+	__u8 scope_saved_class_bit;
+	__u8 string_rep_mask;    /* StringRepresentationMask */
+	__u8 string_seq_tag;     /* SeqStringTag */
+	__u8 string_thin_tag;    /* ThinStringTag */
+	__u8 string_onebyte;     /* OneByteStringTag (the encoding bit) */
+	__u16 type_sfi;          /* type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE */
+	__u16 type_scope_info;   /* type_ScopeInfo__SCOPE_INFO_TYPE */
+	__u16 type_script;       /* type_Script__SCRIPT_TYPE */
+	__u16 type_bytecode_array; /* type_BytecodeArray__BYTECODE_ARRAY_TYPE */
+	__u16 type_code;         /* type_Code__CODE_TYPE */
+	__u16 first_nonstring;   /* FirstNonstringType */
+	__u8 major, minor;       /* V8's version, as far as the symbolizer knows it */
+	__u16 pad;
+};
+_Static_assert(sizeof(struct sonde_v8_offsets) == 44, "sonde_v8_offsets layout");
+
+/* The walker's view of its interp_procs value. */
+struct sonde_v8_proc {
+	__u64 runtime_addr; /* the embedded builtins' code */
+	struct sonde_v8_offsets off;
+	__u8 pad[SONDE_INTERP_CONFIG_MAX - sizeof(struct sonde_v8_offsets)];
+	__u32 kind;
+	__u32 config_len;
+};
+_Static_assert(sizeof(struct sonde_v8_proc) == sizeof(struct sonde_interp_proc),
+	       "sonde_v8_proc layout");
+_Static_assert(__builtin_offsetof(struct sonde_v8_proc, off) ==
+		       __builtin_offsetof(struct sonde_interp_proc, config),
+	       "sonde_v8_proc layout");
+
+/* ---- what the walker records (bpf/v8_walk.h) ---- */
+
+/* A V8 frame: SONDE_INTERP_JIT_WORDS words. Word 0: the
+ * SharedFunctionInfo (a tagged pointer, low 48 bits), the frame's tier in
+ * bits 48-51, the native position in the top byte (bpf/interp.h). Word 1:
+ * the code position: for an interpreted frame the bytecode offset slot
+ * (a Smi's value: the offset + the BytecodeArray's header - its tag); for
+ * the others the pc's offset in the function's current code (low 32
+ * bits; 0xffffffff: the pc is not in it) and that Code object's address
+ * >> 3 in the high 32 bits (which code: a later record may describe it). */
+#define SONDE_V8_TIER_INTERPRETED 1
+#define SONDE_V8_TIER_BASELINE 2
+#define SONDE_V8_TIER_OPTIMIZED 3
+#define SONDE_V8_WORD0(sfi, tier) (((sfi) & 0xffffffffffffull) | ((__u64)((tier) & 0xf) << 48))
+#define SONDE_V8_SFI(w0) ((w0) & 0xffffffffffffull)
+#define SONDE_V8_TIER(w0) ((__u32)((w0) >> 48) & 0xf)
+#define SONDE_V8_NO_PC 0xffffffffu
+
+/* A SharedFunctionInfo's names, copied by BPF the first time a (process,
+ * SFI, checksum) is seen, so frames stay nameable after the process exits.
+ * Fixed size, little-endian; every length is what was copied into its
+ * slot (bytes: a two-byte string's are UTF-16LE). The symbolizer's
+ * decoder (symbolizer/interp/v8/v8_sfi.c) checks all of it: these bytes
+ * come from the target's memory. */
+#define SONDE_V8_META_VERSION 1
+#define SONDE_V8_META_NAME_CUT 0x1     /* the name filled its slot */
+#define SONDE_V8_META_SCRIPT_CUT 0x2   /* the script name filled its slot */
+#define SONDE_V8_META_NAME_TWO_BYTE 0x4
+#define SONDE_V8_META_SCRIPT_TWO_BYTE 0x8
+#define SONDE_V8_META_NO_NAME 0x10     /* a function without a name: (anonymous) */
+#define SONDE_V8_META_NO_SCRIPT 0x20   /* no script (a builtin, native code) */
+struct sonde_v8_meta {
+	__u16 size;    /* sizeof(struct sonde_v8_meta) */
+	__u8 version;  /* SONDE_V8_META_VERSION */
+	__u8 flags;    /* SONDE_V8_META_* */
+	__u16 name_len, script_len;
+	__u64 sfi;
+	__u64 checksum; /* of the name and script pointers: a reused SFI address */
+	char name[128];
+	char script[256];
+};
+_Static_assert(sizeof(struct sonde_v8_meta) == 408, "sonde_v8_meta layout");
+
+/* On the ring: a SONDE_REC_INTERP record of kind SONDE_INTERP_V8. */
+struct sonde_v8_meta_rec {
+	struct sonde_interp_rec h; /* len = sizeof(struct sonde_v8_meta) */
+	struct sonde_v8_meta meta;
+};
+_Static_assert(sizeof(struct sonde_v8_meta_rec) == 424, "sonde_v8_meta_rec layout");
+_Static_assert(sizeof(struct sonde_v8_meta) <= SONDE_INTERP_REC_MAX, "sonde_v8_meta size");
+
+/* Key of the LRU map that says which SFIs were already sent. */
+struct sonde_v8_sfi_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 sfi;
+};
+
+#ifndef __VMLINUX_H__
+/* The sensor's bounds on a V8 config (bpf/interp_kinds.h lists them):
+ * - blob_size: the embedded builtins (1.6 MiB in Node 20) under 64 MiB,
+ *   and the range [runtime offset, + blob_size) inside the file's image
+ *   (a ROOT field: the walker claims pcs there, and reads nothing);
+ * - frame slots: V8's fixed frame slots are a few words below fp: under
+ *   128 bytes, 8-aligned in V8 but only bounded here;
+ * - object field offsets: V8's object headers are a few words: under
+ *   256 (a byte); the ScopeInfo bits under 31 (a Smi's value);
+ * - instance types: V8's are under 4096 (11.3's largest is about 2200);
+ * - string tags: representation mask and tags under 16, the encoding bit
+ *   under 256;
+ * - runtime_offset (the embedded code, in .text) at most the file's size
+ *   plus 2 MiB (as CPython's: one p_align of slack).
+ * The copies BPF makes have lengths fixed in BPF (sonde_v8_meta's slots),
+ * so no length comes from the symbolizer. */
+#define SONDE_V8_BLOB_MAX (64u << 20)
+#define SONDE_V8_IMAGE_SLACK (2u << 20)
+
+static inline const struct sonde_interp_limits *sonde_v8_limits(void)
+{
+#define SONDE_V8_FIELD(f, rule, lo, hi, why)                                          \
+	{ __builtin_offsetof(struct sonde_v8_offsets, f),                             \
+	  sizeof(((struct sonde_v8_offsets *)0)->f), rule, lo, hi, why }
+#define SONDE_V8_SLOT(f) SONDE_V8_FIELD(f, SONDE_INTERP_RANGE, 8, 127, "a frame slot out of bounds")
+#define SONDE_V8_OFF(f) SONDE_V8_FIELD(f, SONDE_INTERP_RANGE, 0, 255, "an object offset out of bounds")
+#define SONDE_V8_BIT(f) SONDE_V8_FIELD(f, SONDE_INTERP_RANGE, 0, 30, "a scope info bit out of bounds")
+#define SONDE_V8_TYPE(f) SONDE_V8_FIELD(f, SONDE_INTERP_RANGE, 1, 4095, "an instance type out of bounds")
+#define SONDE_V8_TAG(f) SONDE_V8_FIELD(f, SONDE_INTERP_RANGE, 0, 15, "a string tag out of bounds")
+	static const struct sonde_interp_field fields[] = {
+		SONDE_V8_FIELD(blob_size, SONDE_INTERP_ROOT, 1, SONDE_V8_BLOB_MAX,
+			       "the embedded builtins' size out of bounds"),
+		SONDE_V8_SLOT(fp_context), SONDE_V8_SLOT(fp_function),
+		SONDE_V8_SLOT(fp_bytecode_array), SONDE_V8_SLOT(fp_bytecode_offset),
+		SONDE_V8_OFF(map_instance_type), SONDE_V8_OFF(fn_shared), SONDE_V8_OFF(fn_code),
+		SONDE_V8_OFF(sfi_name), SONDE_V8_OFF(sfi_script), SONDE_V8_OFF(script_name),
+		SONDE_V8_OFF(string_length), SONDE_V8_OFF(seq_chars), SONDE_V8_OFF(thin_actual),
+		SONDE_V8_OFF(code_start), SONDE_V8_OFF(code_size), SONDE_V8_OFF(scope_first_slot),
+		SONDE_V8_OFF(scope_max_inlined), SONDE_V8_BIT(scope_fv_shift),
+		SONDE_V8_BIT(scope_saved_class_bit), SONDE_V8_TAG(string_rep_mask),
+		SONDE_V8_TAG(string_seq_tag), SONDE_V8_TAG(string_thin_tag),
+		SONDE_V8_OFF(string_onebyte), SONDE_V8_TYPE(type_sfi),
+		SONDE_V8_TYPE(type_scope_info), SONDE_V8_TYPE(type_script),
+		SONDE_V8_TYPE(type_bytecode_array), SONDE_V8_TYPE(type_code),
+		SONDE_V8_TYPE(first_nonstring),
+		SONDE_V8_FIELD(major, SONDE_INTERP_RANGE, 0, 255, "a V8 version out of bounds"),
+		SONDE_V8_FIELD(minor, SONDE_INTERP_RANGE, 0, 255, "a V8 version out of bounds"),
+		SONDE_V8_FIELD(pad, SONDE_INTERP_RANGE, 0, 0, "layout padding not zero"),
+	};
+	static const struct sonde_interp_limits limits = {
+		.kind = SONDE_INTERP_V8,
+		.format_version = SONDE_V8_FORMAT_VERSION,
+		.config_size = sizeof(struct sonde_v8_offsets),
+		.image_slack = SONDE_V8_IMAGE_SLACK,
+		.n_fields = sizeof(fields) / sizeof(fields[0]),
+		.fields = fields,
+	};
+#undef SONDE_V8_TAG
+#undef SONDE_V8_TYPE
+#undef SONDE_V8_BIT
+#undef SONDE_V8_OFF
+#undef SONDE_V8_SLOT
+#undef SONDE_V8_FIELD
+	return &limits;
+}
+#endif

@@ -1,0 +1,251 @@
+/* v8_walk.h - the V8 frame step of sample.bpf.c (docs/interpreters.md,
+ * "V8"), a JIT kind: interp_jit_step() calls v8_jit_step() for a frame
+ * whose pc is in the embedded builtins or in code without an unwind table
+ * (V8's JIT code, in anonymous memory). A frame whose context slot holds
+ * a heap object (not a frame-type marker, which is a Smi) and whose
+ * function slot holds a JSFunction with a SharedFunctionInfo is a
+ * JavaScript frame: it is recorded (SFI, tier, code position) for the
+ * native frame it stands for, and the walk goes on with its caller by the
+ * frame pointer. Any other frame is left to the native rule. The first
+ * time an SFI is seen in a process its names go out as a
+ * SONDE_REC_INTERP record of kind SONDE_INTERP_V8.
+ *
+ * Everything is read with bpf_probe_read_user at offsets the symbolizer
+ * read from the binary: a wrong offset or a racing heap gives a wrong or
+ * short stack, never more. Included by interp_walk.h after sample.bpf.c's
+ * maps, scratch and count_err().
+ */
+#pragma once
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct sonde_v8_sfi_key);
+	__type(value, __u64); /* checksum */
+} v8_sfis SEC(".maps");
+
+static __always_inline __u64 v8_ptr(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
+		return 0;
+	return v;
+}
+
+/* The instance type of the heap object obj (a tagged pointer), or 0. */
+static __always_inline __u16 v8_type(const struct sonde_v8_offsets *o, __u64 obj)
+{
+	__u64 map;
+	__u16 t = 0;
+
+	if (!(obj & 1))
+		return 0;
+	map = v8_ptr(obj - 1);
+	if (!(map & 1))
+		return 0;
+	bpf_probe_read_user(&t, sizeof(t), (const void *)(map - 1 + o->map_instance_type));
+	return t;
+}
+
+/* A sequential string's characters (one hop through a thin string) into
+ * dst; returns the bytes copied, flags set as SONDE_V8_META_*. */
+static __always_inline __u16 v8_str(const struct sonde_v8_offsets *o, char *dst, __u32 size,
+				    __u64 obj, __u8 *flags, __u8 cut, __u8 two_byte)
+{
+	__u16 t = v8_type(o, obj);
+	__s32 len = 0;
+	__u64 n, m;
+
+	if (t && t < o->first_nonstring && (t & o->string_rep_mask) == o->string_thin_tag) {
+		obj = v8_ptr(obj - 1 + o->thin_actual);
+		t = v8_type(o, obj);
+	}
+	if (!t || t >= o->first_nonstring || (t & o->string_rep_mask) != o->string_seq_tag)
+		return 0;
+	bpf_probe_read_user(&len, sizeof(len), (const void *)(obj - 1 + o->string_length));
+	if (len <= 0)
+		return 0;
+	n = len > 0xffff ? 0x1ffff : (__u64)len;
+	if (!(t & o->string_onebyte)) {
+		*flags |= two_byte;
+		n *= 2;
+	}
+	if (n > size) {
+		n = size;
+		*flags |= cut;
+	}
+	/* A bound the verifier sees on the register it is given (the
+	 * compiler would fold it into the clamp above). */
+	m = n - 1;
+	asm volatile("" : "+r"(m));
+	if (n == 0 || m >= size ||
+	    bpf_probe_read_user(dst, m + 1, (const void *)(obj - 1 + o->seq_chars)))
+		return 0;
+	return (__u16)(m + 1);
+}
+
+/* The function name of sfi: its name_or_scope_info when that is a
+ * string, else the ScopeInfo's function variable name (after the context
+ * locals' names and infos and the saved class variable), or 0: none. */
+static __always_inline __u64 v8_sfi_name(const struct sonde_v8_offsets *o, __u64 sfi)
+{
+	__u64 n = v8_ptr(sfi - 1 + o->sfi_name), flags, locals, slot;
+	__u16 t = v8_type(o, n);
+
+	if (t && t < o->first_nonstring)
+		return n;
+	if (t != o->type_scope_info || o->scope_first_slot < 24)
+		return 0;
+	/* Header Smis: flags, parameter count, context local count. */
+	flags = v8_ptr(n - 1 + o->scope_first_slot - 24) >> 32;
+	locals = v8_ptr(n - 1 + o->scope_first_slot - 8) >> 32;
+	if (((flags >> (o->scope_fv_shift & 31)) & 3) == 0 || locals > 4096)
+		return 0;
+	slot = (locals < o->scope_max_inlined ? locals : 1) + locals +
+	       ((flags >> (o->scope_saved_class_bit & 31)) & 1);
+	return v8_ptr(n - 1 + o->scope_first_slot + 8 * slot);
+}
+
+/* (BPF functions take 5 arguments: the names are looked up again; this
+ * runs once per SFI and process.) A global function: verified once. */
+__noinline int v8_emit_meta(__u32 tgid, __u64 sfi, __u64 sum,
+				   const struct sonde_v8_offsets *o)
+{
+	struct sonde_v8_meta_rec *r;
+	struct sonde_v8_meta *m;
+	__u64 script, name;
+
+	if (!o)
+		return -1;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count_err(SONDE_ERR_RINGBUF_FULL_EVENT);
+		return -1;
+	}
+	r->h.type = SONDE_REC_INTERP;
+	r->h.pid = tgid;
+	r->h.kind = SONDE_INTERP_V8;
+	r->h.len = sizeof(r->meta);
+	m = &r->meta;
+	m->size = sizeof(*m);
+	m->version = SONDE_V8_META_VERSION;
+	m->flags = 0;
+	m->sfi = sfi;
+	m->checksum = sum;
+	name = v8_sfi_name(o, sfi);
+	m->name_len = v8_str(o, m->name, sizeof(m->name), name, &m->flags, SONDE_V8_META_NAME_CUT,
+			     SONDE_V8_META_NAME_TWO_BYTE);
+	if (!m->name_len)
+		m->flags |= SONDE_V8_META_NO_NAME;
+	script = v8_ptr(sfi - 1 + o->sfi_script);
+	m->script_len = 0;
+	if (v8_type(o, script) == o->type_script)
+		m->script_len = v8_str(o, m->script, sizeof(m->script),
+				       v8_ptr(script - 1 + o->script_name), &m->flags,
+				       SONDE_V8_META_SCRIPT_CUT, SONDE_V8_META_SCRIPT_TWO_BYTE);
+	else
+		m->flags |= SONDE_V8_META_NO_SCRIPT;
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+/* Sends sfi's names unless this process's copy was sent already. */
+static __always_inline void v8_note_sfi(__u32 tgid, __u64 sfi, const struct sonde_v8_offsets *o)
+{
+	struct sonde_v8_sfi_key key = { .tgid = tgid, .sfi = sfi };
+	/* A freed and reused SFI has other names or another script. */
+	__u64 sum = v8_ptr(sfi - 1 + o->sfi_name) ^ (v8_ptr(sfi - 1 + o->sfi_script) << 1);
+	__u64 *seen = bpf_map_lookup_elem(&v8_sfis, &key);
+
+	if (seen && *seen == sum)
+		return;
+	if (v8_emit_meta(tgid, sfi, sum, o) == 0)
+		bpf_map_update_elem(&v8_sfis, &key, &sum, BPF_ANY);
+}
+
+/* Sets up the walk's JIT state: the embedded builtins, and code without
+ * an unwind table. */
+static __always_inline void v8_jit_begin(struct unwind_scratch *s)
+{
+	const struct sonde_v8_proc *p = (const struct sonde_v8_proc *)&s->proc;
+
+	s->jit.kind = SONDE_INTERP_V8;
+	s->jit.anon = 1;
+	s->jit.n_ranges = 1;
+	s->jit.lo[0] = p->runtime_addr;
+	s->jit.hi[0] = p->runtime_addr + p->off.blob_size;
+}
+
+/* The code position of a frame that is not interpreted (word 1): the
+ * pc's offset in fn's current code, and which code. */
+static __always_inline __u64 v8_code_pos(const struct sonde_v8_offsets *o, __u64 fn, __u64 pc)
+{
+	__u64 code = v8_ptr(fn - 1 + o->fn_code), start;
+	__u32 size = 0, off = SONDE_V8_NO_PC;
+
+	if (v8_type(o, code) != o->type_code)
+		return SONDE_V8_NO_PC;
+	start = v8_ptr(code - 1 + o->code_start);
+	bpf_probe_read_user(&size, sizeof(size), (const void *)(code - 1 + o->code_size));
+	if (pc >= start && pc - start < size)
+		off = (__u32)(pc - start);
+	return ((code >> 3) << 32) | off;
+}
+
+/* The frame at st (native frame `native` of the walk) if it is a
+ * JavaScript frame: recorded, and st set to its caller. Returns -1 (not
+ * one: the native rule applies), 0 (go on) or 1 (stop). A global
+ * function: the verifier checks it once, not in the walk loop's states. */
+__noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32 native)
+{
+	const struct sonde_v8_offsets *o;
+	__u64 fp, ctx, fn, sfi, saved, ra, pos, bo;
+	__u32 tier;
+
+	if (!s || !st)
+		return -1;
+	o = &((const struct sonde_v8_proc *)&s->proc)->off;
+	fp = st->fp;
+	if (!fp || (fp & 7) || fp < st->sp)
+		return -1;
+	ctx = v8_ptr(fp - o->fp_context);
+	fn = v8_ptr(fp - o->fp_function);
+	/* A frame-type marker (a Smi) in the context slot: no JS frame. */
+	if (!(ctx & 1) || !(fn & 1))
+		return -1;
+	sfi = v8_ptr(fn - 1 + o->fn_shared);
+	if (v8_type(o, sfi) != o->type_sfi)
+		return -1;
+	if (v8_type(o, v8_ptr(fp - o->fp_bytecode_array)) == o->type_bytecode_array) {
+		/* Ignition keeps the offset as a Smi; Sparkplug's slot holds
+		 * the feedback vector. */
+		bo = v8_ptr(fp - o->fp_bytecode_offset);
+		tier = bo & 1 ? SONDE_V8_TIER_BASELINE : SONDE_V8_TIER_INTERPRETED;
+		pos = bo & 1 ? v8_code_pos(o, fn, st->pc) : bo >> 32;
+	} else {
+		tier = SONDE_V8_TIER_OPTIMIZED;
+		pos = v8_code_pos(o, fn, st->pc);
+	}
+	if (!interp_jit_push(&s->jit, native, SONDE_V8_WORD0(sfi, tier), pos))
+		count_err(SONDE_ERR_USER_TRUNCATED);
+	v8_note_sfi(bpf_get_current_pid_tgid() >> 32, sfi, o);
+	/* The caller, by V8's frame pointer chain. */
+	saved = v8_ptr(fp);
+	ra = v8_ptr(fp + 8);
+	if (!ra) {
+		st->outcome = SONDE_OUTCOME_COMPLETE;
+		return 1;
+	}
+	st->pc = ra;
+	st->sp = fp + 16;
+	st->exact_pc = 0;
+	if (saved != 0 && saved <= fp) {
+		count_err(SONDE_ERR_USER_BAD_FP);
+		st->outcome = SONDE_OUTCOME_READ_ERROR;
+		st->last = 1;
+		return 0;
+	}
+	st->fp = saved;
+	return 0;
+}

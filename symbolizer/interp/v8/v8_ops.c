@@ -1,0 +1,78 @@
+/* v8_ops.c - V8's entry of the interpreter ops table (v8_ops.h): a JIT
+ * kind, whose frames replace the native frames they stand for. */
+#include <errno.h>
+#include <string.h>
+
+#include "v8.h"
+#include "v8_loader.h"
+#include "v8_ops.h"
+#include "v8_sfi.h"
+
+static int v8_need(const struct file_image *img, struct elf_need *need)
+{
+	return v8_loader_need(img, need);
+}
+
+static int v8_analyse(const struct file_image *img, const char *path, struct interp_data *ret,
+		      const char **reason)
+{
+	(void)path;
+	return v8_loader_analyse(img, ret, reason);
+}
+
+static int v8_config(const struct interp_data *d, struct interp_config *ret)
+{
+	_Static_assert(sizeof(struct sonde_v8_offsets) <= INTERP_CONFIG_MAX, "V8 config size");
+	if (d->data_len != sizeof(struct sonde_v8_offsets))
+		return -EPROTONOSUPPORT;
+	*ret = (struct interp_config){ .kind = SONDE_INTERP_V8,
+				       .format_version = SONDE_V8_FORMAT_VERSION,
+				       .runtime_offset = d->runtime_offset,
+				       .layout_len = sizeof(struct sonde_v8_offsets) };
+	memcpy(ret->layout, d->data, sizeof(struct sonde_v8_offsets));
+	return 0;
+}
+
+static void *v8_instance_new(void)
+{
+	return v8_sfis_new();
+}
+
+static void v8_instance_free(void *inst)
+{
+	v8_sfis_free(inst);
+}
+
+static int v8_record_put(void *inst, uint32_t pid, const void *data, size_t len)
+{
+	return v8_sfis_put(inst, pid, data, len);
+}
+
+static bool v8_frame_ends_run(const struct interp_frame *f)
+{
+	(void)f;
+	return false;
+}
+
+static size_t v8_frame_name(const void *inst, uint32_t pid, const struct interp_frame *f,
+			    char *buf, size_t len)
+{
+	const struct v8_sfi *s = inst ? v8_sfis_get(inst, pid, SONDE_V8_SFI(f->words[0])) : NULL;
+
+	return v8_sfi_frame_name(s, buf, len);
+}
+
+const struct interp_ops v8_ops = {
+	.kind = SONDE_INTERP_V8,
+	.name = "V8",
+	.jit = true,
+	.wants = v8_loader_wants,
+	.need = v8_need,
+	.analyse = v8_analyse,
+	.config = v8_config,
+	.instance_new = v8_instance_new,
+	.instance_free = v8_instance_free,
+	.record_put = v8_record_put,
+	.frame_ends_run = v8_frame_ends_run,
+	.frame_name = v8_frame_name,
+};
