@@ -5,6 +5,9 @@
  * segments), on a sparse image as the service holds one: some ranges of a
  * file have arrived, the rest reads as zeros and must not be trusted.
  *
+ * V8's Loader (v8_loader.c: .dynsym/.symtab scans, the v8dbg values read
+ * from the data) runs for paths named node or libnode.so*.
+ *
  * Input: u8 n, n bytes of path (n == 0: "libpython3.11.so.1.0"), u32 LE
  * file size (capped), then records until the end: u32 LE offset, u16 LE
  * length, that many bytes, put into the image at offset (records outside
@@ -12,7 +15,7 @@
  * (make-interp-corpus.py), so the checked-in files stay small.
  *
  * A success must agree with the path's version and name a version with a
- * layout; a failure must say why and leave the Data untouched.
+ * layout (V8: a node/libnode path and a config of the walker's size); a failure must say why and leave the Data untouched.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -22,6 +25,7 @@
 #include "cpython_layout.h"
 #include "file_image.h"
 #include "interp_loader.h"
+#include "v8_loader.h"
 
 #define FUZZ_MAX_INPUT (1u << 20)
 /* Address space only (file_image reserves, MAP_NORESERVE), but keep the
@@ -83,7 +87,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if ((r != 0) != (reason != NULL))
 		abort(); /* a failure says why, a success does not */
-	if (r == 0) {
+	if (r == 0 && d.kind == SONDE_INTERP_V8) {
+		/* V8: named node or libnode, its config bytes within bounds. */
+		if (!v8_loader_wants(path) || d.data_len != sizeof(struct sonde_v8_offsets))
+			abort();
+	} else if (r == 0) {
 		if (cpython_version_from_name(path, &major, &minor) != 0 || d.kind != INTERP_CPYTHON ||
 		    d.major != major || d.minor != minor || !cpython_layout_for(major, minor))
 			abort();

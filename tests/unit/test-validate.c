@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "cpython.h"
+#include "v8.h"
 #include "validate.h"
 
 static uint8_t fid[16] = { 1, 2, 3 };
@@ -363,6 +364,77 @@ static void test_config_runtime_offset(void **state)
 	assert_int_equal(validate_interp_config(NULL, FILE_SIZE, NULL), -EBADMSG);
 }
 
+/* Node 20's V8 11.3 (Debian's /usr/bin/node, symbolizer/interp/v8/v8_loader.c). */
+#define NODE_SIZE 90000000ull
+#define NODE_BLOB 0x14c4000ull
+static struct sonde_v8_offsets v8_node20(void)
+{
+	return (struct sonde_v8_offsets){
+		.blob_size = 0x191ab8, .fp_context = 8, .fp_function = 16,
+		.fp_bytecode_array = 32, .fp_bytecode_offset = 40, .map_instance_type = 12,
+		.fn_shared = 24, .fn_code = 48, .sfi_name = 16, .sfi_script = 32,
+		.script_name = 16, .string_length = 12, .seq_chars = 16, .thin_actual = 16,
+		.code_start = 40, .code_size = 56, .scope_first_slot = 32, .scope_max_inlined = 75,
+		.scope_fv_shift = 12, .scope_saved_class_bit = 10, .string_rep_mask = 7,
+		.string_seq_tag = 0, .string_thin_tag = 5, .string_onebyte = 8, .type_sfi = 262,
+		.type_scope_info = 261, .type_script = 167, .type_bytecode_array = 191,
+		.type_code = 245, .first_nonstring = 128, .major = 11,
+	};
+}
+
+static int check_v8(struct sonde_v8_offsets o, uint64_t runtime_offset)
+{
+	Sonde__V1__InterpreterConfig c;
+
+	sonde__v1__interpreter_config__init(&c);
+	c.file_id.data = fid;
+	c.file_id.len = 16;
+	c.kind = SONDE_INTERP_V8;
+	c.format_version = SONDE_V8_FORMAT_VERSION;
+	c.runtime_offset = runtime_offset;
+	c.layout.data = (uint8_t *)&o;
+	c.layout.len = sizeof(o);
+	return validate_interp_config(&c, NODE_SIZE, NULL);
+}
+
+static void test_config_v8(void **state)
+{
+	struct sonde_v8_offsets o;
+
+	(void)state;
+	assert_int_equal(check_v8(v8_node20(), NODE_BLOB), 0);
+	/* The builtins' range must end inside the image. */
+	o = v8_node20();
+	assert_int_equal(check_v8(o, NODE_SIZE + SONDE_V8_IMAGE_SLACK - o.blob_size - 8), 0);
+	assert_int_equal(check_v8(o, NODE_SIZE + SONDE_V8_IMAGE_SLACK - o.blob_size), -EBADMSG);
+	o.blob_size = 0;
+	assert_int_equal(check_v8(o, NODE_BLOB), -EBADMSG);
+	o.blob_size = SONDE_V8_BLOB_MAX + 1;
+	assert_int_equal(check_v8(o, 0), -EBADMSG);
+	/* Frame slots 8..127 below fp. */
+	o = v8_node20();
+	o.fp_function = 0;
+	assert_int_equal(check_v8(o, NODE_BLOB), -EBADMSG);
+	o.fp_function = 128;
+	assert_int_equal(check_v8(o, NODE_BLOB), -EBADMSG);
+	/* Scope info bits under 31, string tags under 16, types under 4096. */
+	o = v8_node20();
+	o.scope_fv_shift = 31;
+	assert_int_equal(check_v8(o, NODE_BLOB), -EBADMSG);
+	o = v8_node20();
+	o.string_rep_mask = 16;
+	assert_int_equal(check_v8(o, NODE_BLOB), -EBADMSG);
+	o = v8_node20();
+	o.type_sfi = 4096;
+	assert_int_equal(check_v8(o, NODE_BLOB), -EBADMSG);
+	o = v8_node20();
+	o.type_code = 0;
+	assert_int_equal(check_v8(o, NODE_BLOB), -EBADMSG);
+	o = v8_node20();
+	o.pad = 1;
+	assert_int_equal(check_v8(o, NODE_BLOB), -EBADMSG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -375,6 +447,7 @@ int main(void)
 		cmocka_unit_test(test_config_header),
 		cmocka_unit_test(test_config_layout_bounds),
 		cmocka_unit_test(test_config_runtime_offset),
+		cmocka_unit_test(test_config_v8),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
