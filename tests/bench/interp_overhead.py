@@ -46,8 +46,21 @@ while True:
 
 
 # name: (the script's file name, the script, argv before the script's path)
+def js_script():
+    return """'use strict';
+function f0(n) {
+  let t = 0;
+  for (let i = 0; i < n; i++) t += i * i;
+  return t;
+}
+""" + "".join(f"function f{k}(n) {{ return f{k - 1}(n) + 1; }}\n" for k in range(1, DEPTH)) + f"""
+for (;;) f{DEPTH - 1}(10000);
+"""
+
+
 RUNTIMES = {
     "cpython": ("spin.py", python_script(), ["/usr/bin/python3.11"]),
+    "v8": ("spin.js", js_script(), ["/usr/bin/node"]),
 }
 
 

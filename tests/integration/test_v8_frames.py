@@ -4,11 +4,15 @@ running a known call graph (hot functions that V8 optimises, one async
 hop per round: an await on setImmediate), and the same program runs under
 V8's own sampling profiler (`node --cpu-prof`) in the same test as the
 reference. In the symbolizer's folded output:
-  - >= 95 % of the main thread's samples in the workload carry a complete
-    JS chain (the async function at the root of the round, a leaf below);
+  - >= 95 % of the main thread's samples carry a complete JS chain (the
+    async function at the root of the round, its call path below), and
+    hardly any an unknown V8 frame;
   - the leaf-function shares (leafA, leafB, middle) agree with the
     .cpuprofile's within 5 points;
-  - the names survive the process's exit.
+  - the names survive the process's exit (the folded output is read
+    after it).
+Line numbers are not checked: frames are named without them yet
+(docs/interpreters.md, "V8").
 The workload waits on stdin until its process has its entry in the
 sensor's interp_procs map: samples before that have no JS frames by
 design."""
@@ -26,38 +30,32 @@ from test_cpython_procs import cpython_map_id, entries
 
 NODE = shutil.which("node") or "/usr/bin/node"
 
-# leafA/leafB are big enough (bytecode) that TurboFan does not inline
-# them into their caller: their frames are real frames.
-WORKLOAD = """\
-'use strict';
-function leafA(n) {
-  let s = 0;
-  for (let i = 0; i < n; i++) {
-    s = (s + i * 7) % 1000003;  // HOT_A
-  }
-  return s;
-}
-function leafB(n) {
-  let s = 1;
-  for (let i = 0; i < n; i++) {
-    s = (s * 31 + i) % 999983;  // HOT_B
-  }
-  return s;
-}
+# leafA/leafB are too big (bytecode) for TurboFan to inline them into
+# their caller, so they stay frames of their own at every tier; middle is
+# small and gets inlined into round. The work is fixed (ROUNDS rounds), so
+# both runs go through V8's tiers alike however loaded the machine is.
+def leaf(name, k0):
+    body = "".join(f"      case {k}: s = (s * {k0 + 2 * k} + i + {k}) % 1000003; break;\n"
+                   for k in range(32))
+    return (f"function {name}(n) {{\n  let s = 1;\n  for (let i = 0; i < n; i++) {{\n"
+            f"    switch (i & 31) {{\n{body}    }}\n  }}\n  return s;\n}}\n")
+
+
+WORKLOAD = "'use strict';\n" + leaf("leafA", 3) + leaf("leafB", 5) + """\
 function middle(n) {
   return leafA(n * 2) + leafB(n);
 }
-async function round(deadline) {
+async function round(rounds) {
   let acc = 0;
-  while (Date.now() < deadline) {
+  for (let r = 0; r < rounds; r++) {
     for (let k = 0; k < 50; k++) acc += middle(2000);
-    await new Promise((r) => setImmediate(r));
+    await new Promise((res) => setImmediate(res));
   }
   return acc;
 }
 function main() {
-  const secs = Number(process.argv[2]);
-  const go = () => round(Date.now() + 1000 * secs).then((v) => { console.log('done', v); process.exit(0); });
+  const rounds = Number(process.argv[2]);
+  const go = () => round(rounds).then((v) => { console.log('done', v); process.exit(0); });
   if (process.argv[3] === 'wait') {
     console.log('ready');
     process.stdin.once('data', () => { process.stdin.pause(); go(); });
@@ -67,6 +65,7 @@ function main() {
 }
 main();
 """
+ROUNDS = 1000
 
 LEAVES = ("leafA", "leafB", "middle", "round")
 
@@ -85,11 +84,23 @@ def js_chain(frames, script):
     return [name_of(f) for f in frames if f"({script}" in f]
 
 
-def reference_shares(tmp, script, secs):
+def complete_chain(chain):
+    """round() among the workload's frames (below it the first round's
+    caller, main's go()), then the call path to a leaf (a callee TurboFan
+    inlined into its caller is not a frame)."""
+    if "round" not in chain:
+        return False
+    rest = chain[chain.index("round") + 1:]
+    if rest and rest[0] == "middle":
+        rest = rest[1:]
+    return len(rest) == 0 or (len(rest) == 1 and rest[0] in ("leafA", "leafB"))
+
+
+def reference_shares(tmp, script, rounds):
     """Self-time shares of the workload's functions under node --cpu-prof."""
     out = pathlib.Path(tmp) / "prof"
-    subprocess.run([NODE, "--cpu-prof", "--cpu-prof-dir", str(out), str(script), str(secs)],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run([NODE, "--cpu-prof", "--cpu-prof-dir", str(out), str(script), str(rounds)],
+                   check=True, capture_output=True, timeout=300)
     prof = json.loads(next(out.glob("*.cpuprofile")).read_text())
     by_id = {n["id"]: n for n in prof["nodes"]}
     counts = Counter(prof["samples"])
@@ -103,12 +114,12 @@ def reference_shares(tmp, script, secs):
 def test_node_frames_against_cpu_prof(symbolizer, start_sensor, tmp_path):
     script = pathlib.Path(tmp_path) / "calls.js"
     script.write_text(WORKLOAD)
-    ref, ref_total = reference_shares(tmp_path, script, 6)
-    node = subprocess.Popen([NODE, str(script), "8", "wait"], stdin=subprocess.PIPE,
+    ref, ref_total = reference_shares(tmp_path, script, ROUNDS)
+    node = subprocess.Popen([NODE, str(script), str(ROUNDS), "wait"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
     try:
         assert node.stdout.readline().strip() == "ready"
-        sensor = start_sensor(symbolizer.address, "--pid", str(node.pid), "--frequency", "199")
+        sensor = start_sensor(symbolizer.address, "--pid", str(node.pid), "--frequency", "499")
         try:
             wait_for(lambda: symbolizer.status().sensors_connected == 1, 30, "the sensor")
             map_id = cpython_map_id(sensor.proc.pid)
@@ -118,7 +129,7 @@ def test_node_frames_against_cpu_prof(symbolizer, start_sensor, tmp_path):
         node.stdin.write("\n")
         node.stdin.flush()
         assert node.stdout.readline().startswith("done")
-        assert node.wait(30) == 0
+        assert node.wait(60) == 0
         time.sleep(2.0)  # the sensor's flush
         sensor.stop()
     finally:
@@ -127,20 +138,33 @@ def test_node_frames_against_cpu_prof(symbolizer, start_sensor, tmp_path):
 
     def enough():
         st = folded(symbolizer, node.pid)
-        return st if sum(c for f, c in st if "round" in js_chain(f, script)) >= 300 else None
+        return st if sum(c for f, c in st if "round" in js_chain(f, script)) >= 200 else None
     # After the exit: the names come from the records BPF copied.
-    stacks = wait_for(enough, 30, "300 samples in round()", interval=1.0)
-    main_thread = [(f, c) for f, c in stacks if f and f[0].startswith("node")]
-    in_round = [(f, c) for f, c in stacks if "round" in js_chain(f, script)]
+    try:
+        stacks = wait_for(enough, 30, "200 samples in round()", interval=1.0)
+    except AssertionError:
+        st = folded(symbolizer, node.pid)
+        raise AssertionError((sum(c for _, c in st), st[:3]))
+    # The main thread's stacks start at _start (V8's and libuv's threads
+    # at start_thread); the workload keeps it busy in round() but for its
+    # hop through the event loop.
+    main_thread = [(f, c) for f, c in stacks if f and f[0] == "_start"]
+    main_total = sum(c for _, c in main_thread)
+    in_round = [(f, c) for f, c in main_thread if "round" in js_chain(f, script)]
     total = sum(c for _, c in in_round)
-    complete = sum(c for f, c in in_round if js_chain(f, script)[-1] in LEAVES)
+    complete = sum(c for f, c in in_round if complete_chain(js_chain(f, script)))
+    unknown = sum(c for f, c in stacks if any("<unknown v8 frame>" in x for x in f))
     leaf = Counter()
     for f, c in in_round:
         leaf[js_chain(f, script)[-1]] += c
     got = {f: leaf[f] / total for f in LEAVES}
-    print(f"sonde: {total} samples in round(), {complete} complete; leaves {dict(leaf)}")
+    print(f"sonde: {main_total} main-thread samples, {total} in round(), {complete} with a "
+          f"complete chain, {unknown} with an unknown V8 frame; leaves {dict(leaf)}")
     print(f"--cpu-prof: {ref_total} samples; shares {ref}; sonde {got}")
-    print("examples:", in_round[:3])
-    assert complete >= 0.95 * total, (complete, total)
+    print("example:", in_round[0])
+    for f, c in [(f, c) for f, c in main_thread if not complete_chain(js_chain(f, script))][:5]:
+        print("other:", c, f[-4:])
+    assert complete >= 0.95 * main_total, (complete, total, main_total)
+    assert unknown <= 0.01 * main_total, unknown
     for f in LEAVES:
         assert abs(got[f] - ref[f]) <= 0.05, (f, got, ref)
