@@ -64,9 +64,13 @@ struct sonde_v8_offsets {
 	__u16 type_code;         /* type_Code__CODE_TYPE */
 	__u16 first_nonstring;   /* FirstNonstringType */
 	__u8 major, minor;       /* V8's version, as far as the symbolizer knows it */
+	__u8 code_table;         /* class_Code__source_position_table__ByteArray */
+	__u8 array_length;       /* class_FixedArrayBase__length__SMI */
+	__u8 array_data;         /* class_FixedArray__data__uintptr_t: a ByteArray's bytes too */
+	__u8 script_source;      /* class_Script__source__Object */
 	__u16 pad;
 };
-_Static_assert(sizeof(struct sonde_v8_offsets) == 44, "sonde_v8_offsets layout");
+_Static_assert(sizeof(struct sonde_v8_offsets) == 48, "sonde_v8_offsets layout");
 
 /* The walker's view of its interp_procs value. */
 struct sonde_v8_proc {
@@ -133,7 +137,56 @@ struct sonde_v8_meta_rec {
 _Static_assert(sizeof(struct sonde_v8_meta_rec) == 424, "sonde_v8_meta_rec layout");
 _Static_assert(sizeof(struct sonde_v8_meta) <= SONDE_INTERP_REC_MAX, "sonde_v8_meta size");
 
-/* Key of the LRU map that says which SFIs were already sent. */
+/* A Code object's source position table (pc offset -> script offset),
+ * copied the first time a (process, Code) is seen, with the SFI and script
+ * it belongs to. The key is what a frame's word 1 carries: the low 32 bits
+ * of the Code's address >> 3. */
+#define SONDE_V8_CODE_VERSION 1
+#define SONDE_V8_CODE_TABLE_CUT 0x1
+#define SONDE_V8_CODE_TABLE_MAX 1024
+struct sonde_v8_code {
+	__u16 size;    /* sizeof(struct sonde_v8_code) */
+	__u8 version;  /* SONDE_V8_CODE_VERSION */
+	__u8 flags;    /* SONDE_V8_CODE_* */
+	__u16 table_len;
+	__u16 pad;
+	__u64 code;
+	__u64 sfi;
+	__u64 script;
+	__u8 table[SONDE_V8_CODE_TABLE_MAX];
+};
+_Static_assert(sizeof(struct sonde_v8_code) == 1056, "sonde_v8_code layout");
+
+/* One chunk of a script's source (a sequential one-byte string), copied
+ * the first time a (process, script) is seen: the symbolizer counts lines
+ * in it. At most SONDE_V8_SOURCE_CHUNKS chunks a script. */
+#define SONDE_V8_SOURCE_VERSION 1
+#define SONDE_V8_SOURCE_CHUNK 1536
+#define SONDE_V8_SOURCE_CHUNKS 32
+struct sonde_v8_source {
+	__u16 size;    /* sizeof(struct sonde_v8_source) */
+	__u8 version;  /* SONDE_V8_SOURCE_VERSION */
+	__u8 index;    /* the chunk's index: bytes [index * CHUNK, + len) */
+	__u16 len;
+	__u16 pad;
+	__u32 total;   /* the source's length */
+	__u32 pad2;
+	__u64 script;
+	char bytes[SONDE_V8_SOURCE_CHUNK];
+};
+_Static_assert(sizeof(struct sonde_v8_source) == 1560, "sonde_v8_source layout");
+
+struct sonde_v8_code_rec {
+	struct sonde_interp_rec h;
+	struct sonde_v8_code code;
+};
+struct sonde_v8_source_rec {
+	struct sonde_interp_rec h;
+	struct sonde_v8_source src;
+};
+
+/* Key of the LRU maps that say which SFIs, Code objects and scripts were
+ * already sent. */
 struct sonde_v8_sfi_key {
 	__u32 tgid;
 	__u32 pad;
@@ -154,8 +207,9 @@ struct sonde_v8_sfi_key {
  *   under 256;
  * - runtime_offset (the embedded code, in .text) at most the file's size
  *   plus 2 MiB (as CPython's: one p_align of slack).
- * The copies BPF makes have lengths fixed in BPF (sonde_v8_meta's slots),
- * so no length comes from the symbolizer. */
+ * The copies BPF makes have lengths fixed in BPF (sonde_v8_meta's slots,
+ * 1 KiB of a Code's position table, 32 chunks of 1.5 KiB of a script's
+ * source), so no length comes from the symbolizer. */
 #define SONDE_V8_BLOB_MAX (64u << 20)
 #define SONDE_V8_IMAGE_SLACK (2u << 20)
 
@@ -187,6 +241,8 @@ static inline const struct sonde_interp_limits *sonde_v8_limits(void)
 		SONDE_V8_TYPE(first_nonstring),
 		SONDE_V8_FIELD(major, SONDE_INTERP_RANGE, 0, 255, "a V8 version out of bounds"),
 		SONDE_V8_FIELD(minor, SONDE_INTERP_RANGE, 0, 255, "a V8 version out of bounds"),
+		SONDE_V8_OFF(code_table), SONDE_V8_OFF(array_length), SONDE_V8_OFF(array_data),
+		SONDE_V8_OFF(script_source),
 		SONDE_V8_FIELD(pad, SONDE_INTERP_RANGE, 0, 0, "layout padding not zero"),
 	};
 	static const struct sonde_interp_limits limits = {

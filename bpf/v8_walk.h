@@ -24,6 +24,22 @@ struct {
 	__type(value, __u64); /* checksum */
 } v8_sfis SEC(".maps");
 
+/* Code objects and scripts already sent, per process (value: the SFI,
+ * or the source's address: a reused address is sent again). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct sonde_v8_sfi_key);
+	__type(value, __u64);
+} v8_codes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct sonde_v8_sfi_key);
+	__type(value, __u64);
+} v8_scripts SEC(".maps");
+
 static __always_inline __u64 v8_ptr(__u64 addr)
 {
 	__u64 v = 0;
@@ -164,6 +180,132 @@ static __always_inline void v8_note_sfi(__u32 tgid, __u64 sfi, const struct sond
 		bpf_map_update_elem(&v8_sfis, &key, &sum, BPF_ANY);
 }
 
+/* One chunk of a script's source: bpf_loop()'s callback. */
+struct v8_source_ctx {
+	__u64 script, chars;
+	__u32 tgid, total;
+	__u32 failed;
+};
+
+static long v8_source_chunk(__u64 index, void *ctx)
+{
+	struct v8_source_ctx *c = ctx;
+	struct sonde_v8_source_rec *r;
+	__u64 off = index * SONDE_V8_SOURCE_CHUNK, n;
+
+	if (off >= c->total)
+		return 1;
+	n = c->total - off;
+	if (n > SONDE_V8_SOURCE_CHUNK)
+		n = SONDE_V8_SOURCE_CHUNK;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count_err(SONDE_ERR_RINGBUF_FULL_EVENT);
+		c->failed = 1;
+		return 1;
+	}
+	r->h.type = SONDE_REC_INTERP;
+	r->h.pid = c->tgid;
+	r->h.kind = SONDE_INTERP_V8;
+	r->h.len = sizeof(r->src);
+	r->src.size = sizeof(r->src);
+	r->src.version = SONDE_V8_SOURCE_VERSION;
+	r->src.index = (__u8)index;
+	r->src.pad = 0;
+	r->src.pad2 = 0;
+	r->src.total = c->total;
+	r->src.script = c->script;
+	asm volatile("" : "+r"(n));
+	if (n == 0 || n > SONDE_V8_SOURCE_CHUNK ||
+	    bpf_probe_read_user(r->src.bytes, n, (const void *)(c->chars + off)))
+		n = 0;
+	r->src.len = (__u16)n;
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+/* Sends script's source (a sequential one-byte string, in chunks) unless
+ * this process's copy was sent already. A global function: verified once. */
+__noinline int v8_note_script(__u32 tgid, __u64 script, const struct sonde_v8_offsets *o)
+{
+	struct sonde_v8_sfi_key key = { .tgid = tgid, .sfi = script };
+	struct v8_source_ctx c = { .script = script, .tgid = tgid };
+	__u64 src, *seen;
+	__s32 len = 0;
+	__u16 t;
+
+	if (!o)
+		return 0;
+	src = v8_ptr(script - 1 + o->script_source);
+	seen = bpf_map_lookup_elem(&v8_scripts, &key);
+	if (seen && *seen == src)
+		return 0;
+	t = v8_type(o, src);
+	if (!t || t >= o->first_nonstring || (t & o->string_rep_mask) != o->string_seq_tag ||
+	    !(t & o->string_onebyte))
+		return 0;
+	bpf_probe_read_user(&len, sizeof(len), (const void *)(src - 1 + o->string_length));
+	if (len <= 0)
+		return 0;
+	c.total = (__u32)len;
+	if (c.total > SONDE_V8_SOURCE_CHUNK * SONDE_V8_SOURCE_CHUNKS)
+		c.total = SONDE_V8_SOURCE_CHUNK * SONDE_V8_SOURCE_CHUNKS;
+	c.chars = src - 1 + o->seq_chars;
+	bpf_loop(SONDE_V8_SOURCE_CHUNKS, v8_source_chunk, &c, 0);
+	if (!c.failed)
+		bpf_map_update_elem(&v8_scripts, &key, &src, BPF_ANY);
+	return 0;
+}
+
+/* Sends code's position table unless this process's copy was sent
+ * already, and its script's source. A global function: verified once. */
+__noinline int v8_note_code(__u32 tgid, __u64 code, __u64 sfi, const struct sonde_v8_offsets *o)
+{
+	struct sonde_v8_sfi_key key = { .tgid = tgid, .sfi = code };
+	struct sonde_v8_code_rec *r;
+	__u64 table, len, m, script, *seen;
+
+	if (!o)
+		return 0;
+	seen = bpf_map_lookup_elem(&v8_codes, &key);
+	if (seen && *seen == sfi)
+		return 0;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count_err(SONDE_ERR_RINGBUF_FULL_EVENT);
+		return 0;
+	}
+	r->h.type = SONDE_REC_INTERP;
+	r->h.pid = tgid;
+	r->h.kind = SONDE_INTERP_V8;
+	r->h.len = sizeof(r->code);
+	r->code.size = sizeof(r->code);
+	r->code.version = SONDE_V8_CODE_VERSION;
+	r->code.flags = 0;
+	r->code.pad = 0;
+	r->code.code = code;
+	r->code.sfi = sfi;
+	r->code.script = v8_ptr(sfi - 1 + o->sfi_script);
+	table = v8_ptr(code - 1 + o->code_table);
+	len = v8_ptr(table - 1 + o->array_length) >> 32; /* a Smi */
+	if (len > SONDE_V8_CODE_TABLE_MAX) {
+		len = SONDE_V8_CODE_TABLE_MAX;
+		r->code.flags |= SONDE_V8_CODE_TABLE_CUT;
+	}
+	m = len - 1;
+	asm volatile("" : "+r"(m));
+	if (len == 0 || m >= SONDE_V8_CODE_TABLE_MAX || !(table & 1) ||
+	    bpf_probe_read_user(r->code.table, m + 1, (const void *)(table - 1 + o->array_data)))
+		m = (__u64)-1;
+	r->code.table_len = (__u16)(m + 1);
+	script = r->code.script;
+	bpf_ringbuf_submit(r, 0);
+	bpf_map_update_elem(&v8_codes, &key, &sfi, BPF_ANY);
+	if (v8_type(o, script) == o->type_script)
+		v8_note_script(tgid, script, o);
+	return 0;
+}
+
 /* Sets up the walk's JIT state: the embedded builtins, and code without
  * an unwind table. */
 static __always_inline void v8_jit_begin(struct unwind_scratch *s)
@@ -178,8 +320,10 @@ static __always_inline void v8_jit_begin(struct unwind_scratch *s)
 }
 
 /* The code position of a frame that is not interpreted (word 1): the
- * pc's offset in fn's current code, and which code. */
-static __always_inline __u64 v8_code_pos(const struct sonde_v8_offsets *o, __u64 fn, __u64 pc)
+ * pc's offset in fn's current code, and which code (*ret_code when the pc
+ * is in it). */
+static __always_inline __u64 v8_code_pos(const struct sonde_v8_offsets *o, __u64 fn, __u64 pc,
+					 __u64 *ret_code)
 {
 	__u64 code = v8_ptr(fn - 1 + o->fn_code), start;
 	__u32 size = 0, off = SONDE_V8_NO_PC;
@@ -188,8 +332,10 @@ static __always_inline __u64 v8_code_pos(const struct sonde_v8_offsets *o, __u64
 		return SONDE_V8_NO_PC;
 	start = v8_ptr(code - 1 + o->code_start);
 	bpf_probe_read_user(&size, sizeof(size), (const void *)(code - 1 + o->code_size));
-	if (pc >= start && pc - start < size)
+	if (pc >= start && pc - start < size) {
 		off = (__u32)(pc - start);
+		*ret_code = code;
+	}
 	return ((code >> 3) << 32) | off;
 }
 
@@ -200,7 +346,7 @@ static __always_inline __u64 v8_code_pos(const struct sonde_v8_offsets *o, __u64
 __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32 native)
 {
 	const struct sonde_v8_offsets *o;
-	__u64 fp, ctx, fn, sfi, saved, ra, pos, bo;
+	__u64 fp, ctx, fn, sfi, saved, ra, pos, bo, code = 0;
 	__u32 tier;
 
 	if (!s || !st)
@@ -222,14 +368,16 @@ __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32
 		 * the feedback vector. */
 		bo = v8_ptr(fp - o->fp_bytecode_offset);
 		tier = bo & 1 ? SONDE_V8_TIER_BASELINE : SONDE_V8_TIER_INTERPRETED;
-		pos = bo & 1 ? v8_code_pos(o, fn, st->pc) : bo >> 32;
+		pos = bo & 1 ? v8_code_pos(o, fn, st->pc, &code) : bo >> 32;
 	} else {
 		tier = SONDE_V8_TIER_OPTIMIZED;
-		pos = v8_code_pos(o, fn, st->pc);
+		pos = v8_code_pos(o, fn, st->pc, &code);
 	}
 	if (!interp_jit_push(&s->jit, native, SONDE_V8_WORD0(sfi, tier), pos))
 		count_err(SONDE_ERR_USER_TRUNCATED);
 	v8_note_sfi(bpf_get_current_pid_tgid() >> 32, sfi, o);
+	if (code)
+		v8_note_code(bpf_get_current_pid_tgid() >> 32, code, sfi, o);
 	/* The caller, by V8's frame pointer chain. */
 	saved = v8_ptr(fp);
 	ra = v8_ptr(fp + 8);

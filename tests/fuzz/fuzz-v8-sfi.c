@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rec[2] = V8_META_VERSION;
 	}
 	if (v8_sfi_decode(rec, sizeof(rec), &s) == 0) {
-		n = v8_sfi_frame_name(&s, name, sizeof(name));
+		n = v8_sfi_frame_name(&s, (int32_t)data[0], name, sizeof(name));
 		if (n != strlen(name) || strchr(name, ';') || strchr(name, '\n') ||
 		    strlen(s.name) >= sizeof(s.name) || strlen(s.script) >= sizeof(s.script))
 			abort();
@@ -53,6 +53,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (v8_sfis_put(table, 0, rec, sizeof(rec)) == 0) {
 		abort(); /* the table must refuse what the decoder refused */
 	}
-	v8_sfi_frame_name(NULL, name, sizeof(name));
+	v8_sfi_frame_name(NULL, 0, name, sizeof(name));
 	return 0;
 }

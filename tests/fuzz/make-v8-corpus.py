@@ -28,6 +28,9 @@ CONSTS = {
     "v8dbg_type_ScopeInfo__SCOPE_INFO_TYPE": 261, "v8dbg_type_Script__SCRIPT_TYPE": 167,
     "v8dbg_type_BytecodeArray__BYTECODE_ARRAY_TYPE": 191, "v8dbg_type_Code__CODE_TYPE": 245,
     "v8dbg_FirstNonstringType": 128,
+    "v8dbg_class_Code__source_position_table__ByteArray": 24,
+    "v8dbg_class_FixedArrayBase__length__SMI": 8, "v8dbg_class_FixedArray__data__uintptr_t": 16,
+    "v8dbg_class_Script__source__Object": 8,
 }
 BASE, TEXT_OFF, TEXT_SIZE, DATA_OFF = 0x400000, 0x1000, 0x1000, 0x2000
 

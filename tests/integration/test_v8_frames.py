@@ -11,8 +11,9 @@ reference. In the symbolizer's folded output:
     .cpuprofile's within 5 points;
   - the names survive the process's exit (the folded output is read
     after it).
-Line numbers are not checked: frames are named without them yet
-(docs/interpreters.md, "V8").
+  - >= 90 % of the leaf frames of leafA and leafB are on their loops'
+    lines (optimised code: its source position table and the script's
+    source, copied by BPF).
 The workload waits on stdin until its process has its entry in the
 sensor's interp_procs map: samples before that have no JS frames by
 design."""
@@ -84,6 +85,15 @@ def name_of(frame):
 def js_chain(frames, script):
     """Names of the frames of script, root first."""
     return [name_of(f) for f in frames if f"({script}" in f]
+
+
+def hot_lines(name):
+    """The lines of leaf function name's loop: from its for to its last case."""
+    src = WORKLOAD.splitlines()
+    first = next(i for i, l in enumerate(src) if l.startswith(f"function {name}("))
+    start = next(i for i in range(first, len(src)) if "for (" in src[i])
+    end = next(i for i in range(start, len(src)) if "return s;" in src[i])
+    return set(range(start + 1, end + 1))
 
 
 def complete_chain(chain):
@@ -169,9 +179,23 @@ def test_node_frames_against_cpu_prof(symbolizer, start_sensor, tmp_path, walk):
           f"complete chain, {unknown} with an unknown V8 frame; leaves {dict(leaf)}")
     print(f"--cpu-prof: {ref_total} samples; shares {ref}; sonde {got}")
     print("example:", in_round[0])
-    for f, c in [(f, c) for f, c in main_thread if not complete_chain(js_chain(f, script))][:5]:
-        print("other:", c, f[-4:])
+    bad = [(f, c) for f, c in in_round
+           if not (f[0] == "_start" and complete_chain(js_chain(f, script)))]
+    for f, c in sorted(bad, key=lambda x: -x[1])[:3]:
+        print("incomplete:", c, f[:3], js_chain(f, script))
     assert complete >= 0.95 * main_total, (complete, total, main_total)
     assert unknown <= 0.01 * main_total, unknown
     for f in LEAVES:
         assert abs(got[f] - ref[f]) <= 0.05, (f, got, ref)
+    # Lines: a leaf frame of leafA or leafB is on its loop's lines.
+    on_hot, leaves, lines = 0, 0, Counter()
+    for f, c in in_round:
+        leaf = [x for x in f if f"({script}" in x][-1]
+        if name_of(leaf) not in ("leafA", "leafB"):
+            continue
+        leaves += c
+        line = int(leaf.rsplit(":", 1)[1].rstrip(")")) if f"{script}:" in leaf else 0
+        lines[line] += c
+        on_hot += c if line in hot_lines(name_of(leaf)) else 0
+    print(f"lines: {on_hot} of {leaves} leaf frames on their hot lines; {lines.most_common(6)}")
+    assert on_hot >= 0.9 * leaves, (on_hot, leaves, lines.most_common(10))

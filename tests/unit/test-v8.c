@@ -47,19 +47,19 @@ static void test_decode_and_name(void **state)
 	rec_init(&m, "leafA", "/srv/app.js");
 	assert_int_equal(v8_sfi_decode(&m, sizeof(m), &s), 0);
 	assert_int_equal(s.addr, 0x1234561);
-	v8_sfi_frame_name(&s, buf, sizeof(buf));
+	v8_sfi_frame_name(&s, 0, buf, sizeof(buf));
 	assert_string_equal(buf, "leafA (/srv/app.js)");
 	/* No name: V8's "(anonymous)"; no script: the name alone. */
 	rec_init(&m, "", "node:internal/timers");
 	assert_int_equal(v8_sfi_decode(&m, sizeof(m), &s), 0);
-	v8_sfi_frame_name(&s, buf, sizeof(buf));
+	v8_sfi_frame_name(&s, 0, buf, sizeof(buf));
 	assert_string_equal(buf, "(anonymous) (node:internal/timers)");
 	rec_init(&m, "Promise", "");
 	m.flags = SONDE_V8_META_NO_SCRIPT;
 	assert_int_equal(v8_sfi_decode(&m, sizeof(m), &s), 0);
-	v8_sfi_frame_name(&s, buf, sizeof(buf));
+	v8_sfi_frame_name(&s, 0, buf, sizeof(buf));
 	assert_string_equal(buf, "Promise");
-	v8_sfi_frame_name(NULL, buf, sizeof(buf));
+	v8_sfi_frame_name(NULL, 0, buf, sizeof(buf));
 	assert_string_equal(buf, V8_UNKNOWN_FRAME);
 	/* Cut names say so. */
 	rec_init(&m, "f", "a.js");
@@ -69,7 +69,7 @@ static void test_decode_and_name(void **state)
 	/* A small buffer: cut, NUL-terminated. */
 	rec_init(&m, "leafA", "/srv/app.js");
 	assert_int_equal(v8_sfi_decode(&m, sizeof(m), &s), 0);
-	assert_int_equal(v8_sfi_frame_name(&s, buf, 4), 3);
+	assert_int_equal(v8_sfi_frame_name(&s, 0, buf, 4), 3);
 	assert_string_equal(buf, "lea");
 }
 

@@ -378,7 +378,8 @@ static struct sonde_v8_offsets v8_node20(void)
 		.scope_fv_shift = 12, .scope_saved_class_bit = 10, .string_rep_mask = 7,
 		.string_seq_tag = 0, .string_thin_tag = 5, .string_onebyte = 8, .type_sfi = 262,
 		.type_scope_info = 261, .type_script = 167, .type_bytecode_array = 191,
-		.type_code = 245, .first_nonstring = 128, .major = 11,
+		.type_code = 245, .first_nonstring = 128, .major = 11, .code_table = 24,
+		.array_length = 8, .array_data = 16, .script_source = 8,
 	};
 }
 

@@ -13,7 +13,7 @@ enum v8c {
 	C_SCRIPT_NAME, C_STRING_LENGTH, C_SEQ_CHARS, C_THIN_ACTUAL, C_ISTREAM_START,
 	C_SCOPE_FIRST_VARS, C_REP_MASK, C_SEQ_TAG, C_THIN_TAG, C_ONEBYTE_TAG, C_TYPE_SFI,
 	C_TYPE_SCOPE_INFO, C_TYPE_SCRIPT, C_TYPE_BYTECODE_ARRAY, C_TYPE_CODE, C_FIRST_NONSTRING,
-	C_BLOB, C_BLOB_SIZE, N_CONSTS
+	C_CODE_TABLE, C_ARRAY_LENGTH, C_ARRAY_DATA, C_SCRIPT_SOURCE, C_BLOB, C_BLOB_SIZE, N_CONSTS
 };
 
 static const char *const const_names[N_CONSTS] = {
@@ -45,6 +45,10 @@ static const char *const const_names[N_CONSTS] = {
 	[C_TYPE_BYTECODE_ARRAY] = "v8dbg_type_BytecodeArray__BYTECODE_ARRAY_TYPE",
 	[C_TYPE_CODE] = "v8dbg_type_Code__CODE_TYPE",
 	[C_FIRST_NONSTRING] = "v8dbg_FirstNonstringType",
+	[C_CODE_TABLE] = "v8dbg_class_Code__source_position_table__ByteArray",
+	[C_ARRAY_LENGTH] = "v8dbg_class_FixedArrayBase__length__SMI",
+	[C_ARRAY_DATA] = "v8dbg_class_FixedArray__data__uintptr_t",
+	[C_SCRIPT_SOURCE] = "v8dbg_class_Script__source__Object",
 	[C_BLOB] = "v8_Default_embedded_blob_code_",
 	[C_BLOB_SIZE] = "v8_Default_embedded_blob_code_size_",
 };
@@ -222,6 +226,10 @@ static bool make_config(const int64_t *v, struct sonde_v8_offsets *o)
 	o->scope_max_inlined = 75;
 	o->major = 11;
 	return v[C_BLOB_SIZE] > 0 && v[C_BLOB_SIZE] <= SONDE_V8_BLOB_MAX &&
+	       put8(&o->code_table, v[C_CODE_TABLE], 0, 255) &&
+	       put8(&o->array_length, v[C_ARRAY_LENGTH], 0, 255) &&
+	       put8(&o->array_data, v[C_ARRAY_DATA], 0, 255) &&
+	       put8(&o->script_source, v[C_SCRIPT_SOURCE], 0, 255) &&
 	       put8(&o->fp_context, -v[C_FP_CONTEXT], 8, 127) &&
 	       put8(&o->fp_function, -v[C_FP_FUNCTION], 8, 127) &&
 	       put8(&o->fp_bytecode_array, -v[C_FP_BYTECODE_ARRAY], 8, 127) &&

@@ -1,9 +1,11 @@
 /* v8_ops.c - V8's entry of the interpreter ops table (v8_ops.h): a JIT
  * kind, whose frames replace the native frames they stand for. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "v8.h"
+#include "v8_lines.h"
 #include "v8_loader.h"
 #include "v8_ops.h"
 #include "v8_sfi.h"
@@ -33,19 +35,45 @@ static int v8_config(const struct interp_data *d, struct interp_config *ret)
 	return 0;
 }
 
-static void *v8_instance_new(void)
-{
-	return v8_sfis_new();
-}
+/* A session's V8 state: the SFIs' names, the Code objects' position
+ * tables and the scripts' sources. */
+struct v8_inst {
+	struct v8_sfis *sfis;
+	struct v8_lines *lines;
+};
 
 static void v8_instance_free(void *inst)
 {
-	v8_sfis_free(inst);
+	struct v8_inst *v = inst;
+
+	if (!v)
+		return;
+	v8_sfis_free(v->sfis);
+	v8_lines_free(v->lines);
+	free(v);
+}
+
+static void *v8_instance_new(void)
+{
+	struct v8_inst *v = calloc(1, sizeof(*v));
+
+	if (!v)
+		return NULL;
+	v->sfis = v8_sfis_new();
+	v->lines = v8_lines_new();
+	if (!v->sfis || !v->lines) {
+		v8_instance_free(v);
+		return NULL;
+	}
+	return v;
 }
 
 static int v8_record_put(void *inst, uint32_t pid, const void *data, size_t len)
 {
-	return v8_sfis_put(inst, pid, data, len);
+	struct v8_inst *v = inst;
+	int r = v8_lines_put(v->lines, pid, data, len);
+
+	return r == -ENOENT ? v8_sfis_put(v->sfis, pid, data, len) : r;
 }
 
 static bool v8_frame_ends_run(const struct interp_frame *f)
@@ -57,9 +85,19 @@ static bool v8_frame_ends_run(const struct interp_frame *f)
 static size_t v8_frame_name(const void *inst, uint32_t pid, const struct interp_frame *f,
 			    char *buf, size_t len)
 {
-	const struct v8_sfi *s = inst ? v8_sfis_get(inst, pid, SONDE_V8_SFI(f->words[0])) : NULL;
+	const struct v8_inst *v = inst;
+	const struct v8_sfi *s = v ? v8_sfis_get(v->sfis, pid, SONDE_V8_SFI(f->words[0])) : NULL;
+	uint32_t tier = SONDE_V8_TIER(f->words[0]);
+	int32_t line = 0;
 
-	return v8_sfi_frame_name(s, buf, len);
+	/* Optimised and baseline frames: by their Code's position table
+	 * (interpreted frames' bytecode offsets are not mapped yet). The
+	 * leaf-most native frame's pc is the sampled one. */
+	if (s && tier != SONDE_V8_TIER_INTERPRETED &&
+	    v8_lines_line(v->lines, pid, f->words[1], SONDE_INTERP_JIT_POS(f->words[0]) == 1,
+			  &line) < 0)
+		line = 0;
+	return v8_sfi_frame_name(s, line, buf, len);
 }
 
 const struct interp_ops v8_ops = {

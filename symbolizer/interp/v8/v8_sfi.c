@@ -104,7 +104,7 @@ int v8_sfi_decode(const void *rec, size_t len, struct v8_sfi *ret)
 	return 0;
 }
 
-size_t v8_sfi_frame_name(const struct v8_sfi *s, char *buf, size_t len)
+size_t v8_sfi_frame_name(const struct v8_sfi *s, int32_t line, char *buf, size_t len)
 {
 	const char *name;
 	int n;
@@ -115,7 +115,9 @@ size_t v8_sfi_frame_name(const struct v8_sfi *s, char *buf, size_t len)
 		n = snprintf(buf, len, "%s", V8_UNKNOWN_FRAME);
 	} else {
 		name = s->name[0] ? s->name : V8_ANONYMOUS;
-		if (s->script[0])
+		if (s->script[0] && line > 0)
+			n = snprintf(buf, len, "%s (%s:%d)", name, s->script, (int)line);
+		else if (s->script[0])
 			n = snprintf(buf, len, "%s (%s)", name, s->script);
 		else
 			n = snprintf(buf, len, "%s", name);

@@ -46,11 +46,12 @@ struct v8_sfi {
  * two-byte length). */
 int v8_sfi_decode(const void *rec, size_t len, struct v8_sfi *ret);
 
-/* "functionName (script.js)" ("(anonymous)" for a function without a
- * name; no parenthesis for a function without a script: builtins and API
- * functions); V8_UNKNOWN_FRAME for s == NULL. Always NUL-terminates
- * (len > 0). Returns the length written. */
-size_t v8_sfi_frame_name(const struct v8_sfi *s, char *buf, size_t len);
+/* "functionName (script.js:LINE)", or "functionName (script.js)" when
+ * line is 0 ("(anonymous)" for a function without a name; no parenthesis
+ * for a function without a script: builtins and API functions);
+ * V8_UNKNOWN_FRAME for s == NULL. Always NUL-terminates (len > 0).
+ * Returns the length written. */
+size_t v8_sfi_frame_name(const struct v8_sfi *s, int32_t line, char *buf, size_t len);
 
 /* SFIs of one session, by (pid, address). Bounded: beyond V8_SFIS_MAX the
  * table starts over (BPF sends an SFI again once its dedup entry ages
