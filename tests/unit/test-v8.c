@@ -13,6 +13,7 @@
 
 #include "interp_ops.h"
 #include "v8.h"
+#include "v8_lines.h"
 #include "v8_loader.h"
 #include "v8_sfi.h"
 
@@ -159,6 +160,118 @@ static void test_table_and_ops(void **state)
 	interp_session_free(sess);
 }
 
+/* Appends value as V8's zigzag VLQ. */
+static size_t put_vlq(uint8_t *p, int64_t value)
+{
+	uint64_t v = ((uint64_t)value << 1) ^ (uint64_t)(value >> 63);
+	size_t n = 0;
+
+	do {
+		p[n] = v & 0x7f;
+		v >>= 7;
+		if (v)
+			p[n] |= 0x80;
+		n++;
+	} while (v);
+	return n;
+}
+
+/* An entry (code offset, script offset, inlining id) after prev. */
+static size_t put_entry(uint8_t *p, int64_t *prev_code, int64_t *prev_pos, int64_t code,
+			int32_t offset, int32_t inlined)
+{
+	int64_t pos = ((int64_t)(offset + 1) << 1) | ((int64_t)(inlined + 1) << 31);
+	size_t n = put_vlq(p, -(code - *prev_code) - 1); /* not a statement */
+
+	n += put_vlq(p + n, pos - *prev_pos);
+	*prev_code = code;
+	*prev_pos = pos;
+	return n;
+}
+
+static void test_lines(void **state)
+{
+	uint8_t table[64];
+	int64_t pc = 0, pp = 0;
+	size_t n = 0;
+	int32_t off, inl, line;
+	const char *src = "a\nb\nfunction f() {\n  x++;\n}\n";
+
+	(void)state;
+	n += put_entry(table + n, &pc, &pp, 0, 4, -1);
+	n += put_entry(table + n, &pc, &pp, 40, 22, -1);
+	n += put_entry(table + n, &pc, &pp, 300, 27, 0);
+	assert_int_equal(v8_table_lookup(table, n, 0, &off, &inl), 0);
+	assert_int_equal(off, 4);
+	assert_int_equal(v8_table_lookup(table, n, 39, &off, &inl), 0);
+	assert_int_equal(off, 4);
+	assert_int_equal(v8_table_lookup(table, n, 40, &off, &inl), 0);
+	assert_int_equal(off, 22);
+	assert_int_equal(inl, -1);
+	assert_int_equal(v8_table_lookup(table, n, 100000, &off, &inl), 0);
+	assert_int_equal(off, 27);
+	assert_int_equal(inl, 0);
+	/* Cut in the middle of an entry: what came before still counts. */
+	assert_int_equal(v8_table_lookup(table, n - 1, 100000, &off, &inl), 0);
+	assert_int_equal(off, 22);
+	assert_int_equal(v8_table_lookup(table, 0, 0, &off, &inl), -ENOENT);
+	memset(table, 0xff, sizeof(table)); /* a VLQ that never ends */
+	assert_int_equal(v8_table_lookup(table, sizeof(table), 0, &off, &inl), -EBADMSG);
+	assert_int_equal(v8_source_line((const uint8_t *)src, strlen(src), 0, &line), 0);
+	assert_int_equal(line, 1);
+	assert_int_equal(v8_source_line((const uint8_t *)src, strlen(src), 22, &line), 0);
+	assert_int_equal(line, 4);
+	assert_int_equal(v8_source_line((const uint8_t *)src, 10, 22, &line), -ENOENT);
+}
+
+static void test_lines_records(void **state)
+{
+	struct v8_lines *t = v8_lines_new();
+	struct sonde_v8_code code = { .size = sizeof(code), .version = SONDE_V8_CODE_VERSION,
+				      .code = 0x7f0000001231, .sfi = 0x1234561,
+				      .script = 0x5551 };
+	struct sonde_v8_source src = { .size = sizeof(src), .version = SONDE_V8_SOURCE_VERSION,
+				       .script = 0x5551 };
+	uint64_t word1 = ((0x7f0000001231ull >> 3) << 32) | 50;
+	int64_t pc = 0, pp = 0;
+	int32_t line;
+
+	(void)state;
+	assert_non_null(t);
+	assert_int_equal(sizeof(code), V8_CODE_SIZE);
+	assert_int_equal(sizeof(src), V8_SOURCE_SIZE);
+	assert_int_equal(offsetof(struct sonde_v8_code, table), V8_CODE_HEADER);
+	assert_int_equal(offsetof(struct sonde_v8_source, bytes), V8_SOURCE_HEADER);
+	code.table_len = (uint16_t)put_entry(code.table, &pc, &pp, 0, 1, -1);
+	code.table_len += (uint16_t)put_entry(code.table + code.table_len, &pc, &pp, 40, 1600, -1);
+	assert_int_equal(v8_lines_put(t, 7, &code, sizeof(code)), 0);
+	assert_int_equal(v8_lines_line(t, 7, word1, 1, &line), -ENOENT); /* no source yet */
+	/* The source: 2,000 bytes, a line each 100 bytes, in two chunks. */
+	src.total = 2000;
+	src.len = V8_SOURCE_CHUNK;
+	for (int i = 0; i < V8_SOURCE_CHUNK; i++)
+		src.bytes[i] = i % 100 == 99 ? '\n' : 'x';
+	assert_int_equal(v8_lines_put(t, 7, &src, sizeof(src)), 0);
+	assert_int_equal(v8_lines_line(t, 7, word1, 1, &line), -ENOENT); /* offset 1600: chunk 1 */
+	assert_int_equal(v8_lines_line(t, 7, word1 - 50 + 40, 0, &line), 0); /* a return address */
+	assert_int_equal(line, 1);
+	src.index = 1;
+	src.len = 2000 - V8_SOURCE_CHUNK;
+	for (int i = 0; i < src.len; i++)
+		src.bytes[i] = (V8_SOURCE_CHUNK + i) % 100 == 99 ? '\n' : 'x';
+	assert_int_equal(v8_lines_put(t, 7, &src, sizeof(src)), 0);
+	assert_int_equal(v8_lines_line(t, 7, word1, 1, &line), 0);
+	assert_int_equal(line, 17);
+	assert_int_equal(v8_lines_line(t, 8, word1, 1, &line), -ENOENT); /* another process */
+	/* Damaged: a chunk past the total, a table longer than its slot. */
+	src.index = 2;
+	assert_int_equal(v8_lines_put(t, 7, &src, sizeof(src)), -EBADMSG);
+	code.table_len = V8_CODE_TABLE + 1;
+	assert_int_equal(v8_lines_put(t, 7, &code, sizeof(code)), -EBADMSG);
+	assert_int_equal(v8_lines_put(t, 7, &code, 12), -ENOENT);
+	v8_lines_free(t);
+}
+
 static void test_loader_node(void **state)
 {
 	struct file_image *img = file_image_open("/usr/bin/node");
@@ -214,6 +327,8 @@ int main(void)
 		cmocka_unit_test(test_encodings),
 		cmocka_unit_test(test_damaged),
 		cmocka_unit_test(test_table_and_ops),
+		cmocka_unit_test(test_lines),
+		cmocka_unit_test(test_lines_records),
 		cmocka_unit_test(test_loader_node),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -45,17 +45,23 @@ int v8_table_lookup(const uint8_t *table, size_t len, uint32_t pc_off, int32_t *
 		    int32_t *ret_inlined)
 {
 	int64_t code = 0, pos = 0, best = -1;
+	bool damaged = false;
 	size_t i = 0;
 
 	while (i < len) {
 		int64_t d, p;
 
-		if (!vlq(table, len, &i, &d) || !vlq(table, len, &i, &p))
-			return best >= 0 ? 0 : -EBADMSG;
+		if (!vlq(table, len, &i, &d) || !vlq(table, len, &i, &p) ||
+		    d < -(int64_t)UINT32_MAX - 1 || d > UINT32_MAX) {
+			damaged = true;
+			break;
+		}
 		code += d >= 0 ? d : -d - 1;
-		pos += p;
-		if (code < 0 || code > UINT32_MAX)
-			return best >= 0 ? 0 : -EBADMSG;
+		pos = (int64_t)((uint64_t)pos + (uint64_t)p); /* wraps on garbage, no UB */
+		if (code < 0 || code > UINT32_MAX) {
+			damaged = true;
+			break;
+		}
 		if (code > pc_off)
 			break;
 		best = pos;
@@ -66,7 +72,9 @@ int v8_table_lookup(const uint8_t *table, size_t len, uint32_t pc_off, int32_t *
 		if (best & 1)
 			best = -1;
 	}
-	return best >= 0 && *ret_offset >= 0 ? 0 : -ENOENT;
+	if (best < 0)
+		return damaged ? -EBADMSG : -ENOENT;
+	return *ret_offset >= 0 ? 0 : -ENOENT;
 }
 
 int v8_source_line(const uint8_t *src, size_t have, uint32_t offset, int32_t *ret_line)
