@@ -184,8 +184,10 @@ static __always_inline struct sonde_ruby_meta_rec *rb_rec_new(__u32 tgid, __u8 t
 	return r;
 }
 
-/* A cfunc's method entry's record: its name and owner. */
-static __noinline int ruby_emit_cfunc(__u32 tgid, __u64 me, __u64 sum, __u64 vm,
+/* A cfunc's method entry's record: its name and owner. (The record
+ * makers and ruby_note are global functions: the verifier checks each
+ * once, not once per frame of the walk.) */
+__noinline int ruby_emit_cfunc(__u32 tgid, __u64 me, __u64 sum, __u64 vm,
 				      const struct sonde_ruby_proc *p)
 {
 	struct sonde_ruby_meta_rec *r;
@@ -203,13 +205,13 @@ static __noinline int ruby_emit_cfunc(__u32 tgid, __u64 me, __u64 sum, __u64 vm,
 
 /* An iseq's record: names, path, first line and line table; the owner of
  * the method entry of the frame (env ep) it runs in. */
-static __noinline int ruby_emit_iseq(__u32 tgid, __u64 iseq, __u64 sum, __u64 ep,
+__noinline int ruby_emit_iseq(__u32 tgid, __u64 iseq, __u64 sum, __u64 ep,
 				     const struct sonde_ruby_proc *p)
 {
 	struct sonde_ruby_meta_rec *r;
 	struct sonde_ruby_meta *m;
-	__u64 body, path, table;
-	__u32 size = 0, n, isz;
+	__u64 body, path, table, n, cnt, isz;
+	__u32 size = 0;
 
 	if (!p)
 		return -1;
@@ -236,24 +238,26 @@ static __noinline int ruby_emit_iseq(__u32 tgid, __u64 iseq, __u64 sum, __u64 ep
 	 * that maps an instruction position to one (48 bytes, then 80 per
 	 * 512 positions past the first 54). */
 	isz = p->off.insn_info_size;
-	n = size * isz;
-	if (n > sizeof(m->lines) || size > sizeof(m->lines)) {
-		n = isz ? (sizeof(m->lines) / isz) * isz : 0;
+	cnt = size;
+	if (isz && cnt * isz > sizeof(m->lines)) {
+		cnt = sizeof(m->lines) / isz;
 		m->flags |= SONDE_RUBY_META_LINES_CUT;
 	}
-	if (n > 0 && n <= sizeof(m->lines) &&
+	n = cnt * isz;
+	/* One unsigned bound the verifier follows (a size of 0 reads
+	 * nothing). */
+	if (n > sizeof(m->lines) ||
 	    bpf_probe_read_user(m->lines, n, (const void *)rb_ptr(body + p->off.body_insns_body)))
 		n = 0;
 	m->lines_len = (__u16)n;
 	m->insn_info_size = (__u8)isz;
 	table = rb_ptr(body + p->off.body_succ);
-	n = m->iseq_size > 54 ? 48 + 80 * ((m->iseq_size - 54 + 511) / 512) : 48;
+	n = m->iseq_size > 54 ? 48 + 80 * (((__u64)m->iseq_size - 54 + 511) / 512) : 48;
 	if (n > sizeof(m->succ)) {
 		n = sizeof(m->succ);
 		m->flags |= SONDE_RUBY_META_LINES_CUT;
 	}
-	if (!table || (n > 0 && n <= sizeof(m->succ) &&
-		       bpf_probe_read_user(m->succ, n, (const void *)table)))
+	if (!table || n > sizeof(m->succ) || bpf_probe_read_user(m->succ, n, (const void *)table))
 		n = 0;
 	m->succ_len = (__u16)n;
 	bpf_ringbuf_submit(r, 0);
@@ -262,12 +266,14 @@ static __noinline int ruby_emit_iseq(__u32 tgid, __u64 iseq, __u64 sum, __u64 ep
 
 /* Sends what names addr (an iseq, or a cfunc's method entry) unless this
  * process's copy was sent already. */
-static __always_inline void ruby_note(__u32 tgid, __u64 word, __u64 ep, __u64 vm,
-				      const struct sonde_ruby_proc *p)
+__noinline int ruby_note(__u32 tgid, __u64 word, __u64 ep, __u64 vm,
+			 const struct sonde_ruby_proc *p)
 {
 	struct sonde_ruby_key key = { .tgid = tgid, .addr = SONDE_RUBY_FRAME_ADDR(word) };
 	__u64 sum, *seen, a = key.addr;
 
+	if (!p)
+		return 0;
 	/* A freed and reused object has other names. */
 	if (SONDE_RUBY_FRAME_IS_CFUNC(word)) {
 		sum = rb_ptr(a + p->off.me_def) ^ (rb_ptr(a + p->off.me_owner) << 1);
@@ -279,10 +285,11 @@ static __always_inline void ruby_note(__u32 tgid, __u64 word, __u64 ep, __u64 vm
 	}
 	seen = bpf_map_lookup_elem(&ruby_seen, &key);
 	if (seen && *seen == sum)
-		return;
+		return 0;
 	if ((SONDE_RUBY_FRAME_IS_CFUNC(word) ? ruby_emit_cfunc(tgid, a, sum, vm, p)
 					     : ruby_emit_iseq(tgid, a, sum, ep, p)) == 0)
 		bpf_map_update_elem(&ruby_seen, &key, &sum, BPF_ANY);
+	return 0;
 }
 
 /* The frame word of control frame cfp (0: not one to record) and in *ep
@@ -321,17 +328,33 @@ __noinline __u64 ruby_frame_word(const struct sonde_ruby_proc *p, __u64 cfp, __u
 	return SONDE_RUBY_FRAME(iseq, idx, finish);
 }
 
+/* 1 when w is not 0, computed without a branch (the compiler would make
+ * (w | -w) >> 63 one), so the verifier sees a range, not two values. */
+static __always_inline __u32 ruby_nonzero(__u64 w)
+{
+	__u64 t;
+
+	asm volatile("%[t] = %[w]\n\t"
+		     "%[t] = -%[t]\n\t"
+		     "%[t] |= %[w]\n\t"
+		     "%[t] >>= 63"
+		     : [t] "=&r"(t)
+		     : [w] "r"(w));
+	return (__u32)t;
+}
+
 /* Records the Ruby frames of thread tid of tgid at rec->frames[at..],
  * with p its interp_procs entry (of kind SONDE_INTERP_RUBY). Returns how
- * many. */
-static __noinline int ruby_walk(struct sonde_sample *rec, const struct sonde_ruby_proc *p,
+ * many. A global function: verified once, whatever the state of the
+ * sample program that calls it. */
+__noinline int ruby_walk(struct sonde_sample *rec, const struct sonde_ruby_proc *p,
 				__u32 tgid, __u32 tid, __u32 at)
 {
 	__u64 vm, ec, cfp, end;
 	__u32 n = 0, i;
 	__s32 th_tid = 0;
 
-	if (!p)
+	if (!rec || !p)
 		return 0;
 	vm = rb_ptr(p->runtime_addr + p->off.vm_ptr_off);
 	if (!vm)
@@ -351,15 +374,16 @@ static __noinline int ruby_walk(struct sonde_sample *rec, const struct sonde_rub
 		__u32 idx = at + n;
 
 		cfp += p->off.cfp_size;
-		if (!word)
-			continue;
 		if (idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
 			break;
-		/* A bound the verifier follows: the scratch has room for
-		 * 256 frames (unwind_scratch.interp_slack). */
-		rec->frames[idx & 0xff] = word;
-		n++;
-		ruby_note(tgid, word, ep, vm, p);
+		/* A frame not recorded (word 0) is overwritten by the
+		 * next one: n counts without a branch, so the verifier
+		 * follows one path per frame, not one per count of
+		 * recorded frames. */
+		rec->frames[idx] = word;
+		if (word)
+			ruby_note(tgid, word, ep, vm, p);
+		n += ruby_nonzero(word);
 	}
 	return n;
 }
