@@ -87,6 +87,7 @@ _Static_assert(__builtin_offsetof(struct sonde_ruby_proc, off) ==
 #define SONDE_RUBY_IMEMO_MENT 6
 #define SONDE_RUBY_FRAME_MAGIC_MASK 0x7fff0001ull
 #define SONDE_RUBY_FRAME_MAGIC_CFUNC 0x55550001ull
+#define SONDE_RUBY_FRAME_MAGIC_DUMMY 0x79990001ull /* the thread's root frame */
 #define SONDE_RUBY_FRAME_FLAG_FINISH 0x20ull
 #define SONDE_RUBY_FRAME_FLAG_CFRAME 0x80ull
 #define SONDE_RUBY_ENV_FLAG_LOCAL 0x2ull

@@ -316,7 +316,8 @@ __noinline __u64 ruby_frame_word(const struct sonde_ruby_proc *p, __u64 cfp, __u
 			return 0;
 		return SONDE_RUBY_FRAME(me | SONDE_RUBY_FRAME_CFUNC, 0, finish);
 	}
-	if (flags & SONDE_RUBY_FRAME_FLAG_CFRAME)
+	if ((flags & SONDE_RUBY_FRAME_FLAG_CFRAME) ||
+	    (flags & SONDE_RUBY_FRAME_MAGIC_MASK) == SONDE_RUBY_FRAME_MAGIC_DUMMY)
 		return 0; /* a dummy or ifunc frame */
 	pc = rb_ptr(cfp + p->off.cfp_pc);
 	iseq = rb_ptr(cfp + p->off.cfp_iseq);

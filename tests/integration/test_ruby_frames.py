@@ -141,6 +141,8 @@ def test_ruby_frames(symbolizer, start_sensor, tmp_path):
     print(f"{total} samples: heavy {heavy}, light {light} ({crc} in Zlib.crc32); "
           f"heavy share {share:.3f}, stackprof's {sp_share:.3f} "
           f"({sp_heavy}:{sp_light} samples)")
+    for f, c in sorted(stacks, key=lambda x: -x[1])[:6]:
+        print(c, ";".join(f))
     # The complete chain on >= 95 % of the program's samples.
     assert heavy + light >= 0.95 * total, (heavy, light, total, stacks[:5])
     assert abs(share - 0.75) <= 0.05, share
