@@ -2,12 +2,14 @@
 Debian's ruby3.1 (libruby-3.1.so.3.1) running a program with a known call
 graph: <main> -> Object#run, which alternates two branches by time, 3:1,
 by CPU time, Worker#heavy (a Ruby loop) and Worker.light (Zlib.crc32, a C extension,
-called from a singleton method). The same program runs under stackprof
+called from a singleton method); heavy's loop is Integer#times with a
+block (Ruby -> C -> Ruby). The same program runs under stackprof
 (Debian's ruby-stackprof, cpu mode) in the same test. In the symbolizer's
 folded output:
   - >= 95 % of the program's samples carry the complete Ruby chain,
     spliced in place of rb_vm_exec (Zlib.crc32 above Worker.light, then
-    zlib's native frames above it);
+    zlib's native frames above it; the block above Integer#times's
+    native frames);
   - the branches' shares are within 5 points of the design (75/25) and of
     stackprof's;
   - >= 90 % of the leaf-most Ruby method frames are on their hot line;
@@ -34,7 +36,7 @@ class Worker
     s = 0
     deadline = Process.clock_gettime(CPU) + ms / 1000.0
     while Process.clock_gettime(CPU) < deadline
-      i = 0; while i < 20000; s += (i * i) % 7; i += 1; end  # HOT_HEAVY
+      2000.times { |i| s += (i * i) % 7 }  # HOT_HEAVY
     end
     s
   end
@@ -75,7 +77,8 @@ end
 HEAVY = ["<main>", "Object#run", "Worker#heavy"]
 LIGHT = ["<main>", "Object#run", "Worker.light", "Zlib.crc32"]
 RUBY_FRAMES = {"<main>", "Object#run", "Worker#heavy", "Worker.light", "Zlib.crc32",
-               "Process.clock_gettime"}
+               "Process.clock_gettime", "Integer#times", "block in Worker#heavy"}
+BLOCK = HEAVY + ["Integer#times", "block in Worker#heavy"]
 
 
 def line(marker):
@@ -141,8 +144,6 @@ def test_ruby_frames(symbolizer, start_sensor, tmp_path):
     print(f"{total} samples: heavy {heavy}, light {light} ({crc} in Zlib.crc32); "
           f"heavy share {share:.3f}, stackprof's {sp_share:.3f} "
           f"({sp_heavy}:{sp_light} samples)")
-    for f, c in sorted(stacks, key=lambda x: -x[1])[:6]:
-        print(c, ";".join(f))
     # The complete chain on >= 95 % of the program's samples.
     assert heavy + light >= 0.95 * total, (heavy, light, total, stacks[:5])
     assert abs(share - 0.75) <= 0.05, share
@@ -154,10 +155,29 @@ def test_ruby_frames(symbolizer, start_sensor, tmp_path):
                 any("crc32" in x for x in f[[name_of(x) for x in f].index("Zlib.crc32") + 1:]))
     assert above >= 0.8 * crc, (above, crc, [f for f, _ in stacks if "Zlib.crc32" in
                                               ruby_chain(f)][:3])
-    assert not any("rb_vm_exec" in x for f, _ in stacks for x in f if ruby_chain(f)), \
-        [f for f, _ in stacks if any("rb_vm_exec" in x for x in f)][:3]
+    # Every rb_vm_exec replaced by its run, but in the instants when
+    # Integer#times has called the VM for its block and the block's frame
+    # is not pushed yet or popped already (the block is short: a few
+    # percent of the samples).
+    unspliced = [(f, c) for f, c in stacks if "rb_vm_exec" in f]
+    print(f"{sum(c for _, c in unspliced)} samples with an rb_vm_exec left")
+    for f, c in unspliced[:5]:
+        print(c, ";".join(f))
+    assert sum(c for _, c in unspliced) <= 0.05 * total, unspliced[:3]
+    assert all(ruby_chain(f)[-1] == "Integer#times" for f, _ in unspliced), unspliced[:3]
+    # Ruby -> C (Integer#times) -> Ruby (the block): the block's run sits
+    # above times' native frames, not next to it.
+    block = [(f, c) for f, c in stacks if ruby_chain(f)[:5] == BLOCK]
+    nested = sum(c for f, c in block
+                 if [name_of(x) for x in f].index("block in Worker#heavy") >
+                 [name_of(x) for x in f].index("Integer#times") + 1)
+    print(f"{sum(c for _, c in block)} samples in the block, {nested} with native frames "
+          f"between Integer#times and it")
+    assert sum(c for _, c in block) >= 0.5 * heavy, (len(block), heavy)
+    assert nested >= 0.95 * sum(c for _, c in block), block[:3]
     # Lines: the leaf-most method frame on its hot line.
     hot = {"Worker#heavy": f"({path}:{line('HOT_HEAVY')})",
+           "block in Worker#heavy": f"({path}:{line('HOT_HEAVY')})",
            "Worker.light": f"({path}:{line('HOT_LIGHT')})"}
     leaves = on_line = 0
     for f, c in stacks:
