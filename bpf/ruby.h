@@ -45,7 +45,7 @@ struct sonde_ruby_offsets {
 	 * vm->mark_object_ary (registered by Init_sym, early and in a fixed
 	 * order). */
 	__u8 ids_index;
-	__u8 pad8;
+	__u8 ary_heap_len;
 	__u16 vm_ptr_off;        /* the first read: runtime + this holds the rb_vm_t * */
 	__u16 vm_mark_object_ary; /* rb_vm_t */
 	__u16 ractor_running_ec;  /* rb_ractor_t: threads.running_ec */
@@ -79,7 +79,8 @@ _Static_assert(__builtin_offsetof(struct sonde_ruby_proc, off) ==
 #define SONDE_RUBY_T_ARRAY 0x07
 #define SONDE_RUBY_T_IMEMO 0x1a
 #define SONDE_RUBY_FL_SINGLETON (1ull << 12) /* FL_USER0 */
-#define SONDE_RUBY_NOEMBED (1ull << 13)      /* RSTRING_NOEMBED, RARRAY_EMBED_FLAG */
+#define SONDE_RUBY_STR_NOEMBED (1ull << 13)  /* RSTRING_NOEMBED (FL_USER1) */
+#define SONDE_RUBY_ARY_EMBED (1ull << 13)    /* RARRAY_EMBED_FLAG (FL_USER1) */
 #define SONDE_RUBY_STR_EMBED_LEN(flags) (((flags) >> 14) & 0x1f)
 #define SONDE_RUBY_ARY_EMBED_LEN(flags) (((flags) >> 15) & 0x3)
 #define SONDE_RUBY_IMEMO_TYPE(flags) (((flags) >> 12) & 0xf)
@@ -231,7 +232,7 @@ static inline const struct sonde_interp_limits *sonde_ruby_limits(void)
 		SONDE_RB_OFF(str_embed), SONDE_RB_OFF(ary_heap_ptr), SONDE_RB_OFF(ary_embed),
 		SONDE_RB_FIELD(ids_index, SONDE_INTERP_RANGE, 0, 15,
 			       "the symbol table's index out of bounds"),
-		SONDE_RB_FIELD(pad8, SONDE_INTERP_RANGE, 0, 0, "layout padding not zero"),
+		SONDE_RB_OFF(ary_heap_len),
 		SONDE_RB_FIELD(vm_ptr_off, SONDE_INTERP_ROOT, 0, SONDE_RUBY_VM_OFF_MAX - 1, vm),
 		SONDE_RB_FIELD(vm_mark_object_ary, SONDE_INTERP_RANGE, 0,
 			       SONDE_RUBY_VM_OFF_MAX - 1, vm),

@@ -40,8 +40,10 @@ static __always_inline __u64 rb_ary_at(const struct sonde_ruby_proc *p, __u64 ar
 
 	if ((flags & SONDE_RUBY_T_MASK) != SONDE_RUBY_T_ARRAY)
 		return 0;
-	if (flags & SONDE_RUBY_NOEMBED) /* RARRAY_EMBED_FLAG: embedded */
+	if (flags & SONDE_RUBY_ARY_EMBED)
 		return i < SONDE_RUBY_ARY_EMBED_LEN(flags) ? rb_ptr(ary + p->off.ary_embed + i * 8) : 0;
+	if (i >= rb_ptr(ary + p->off.ary_heap_len))
+		return 0;
 	return rb_ptr(rb_ptr(ary + p->off.ary_heap_ptr) + i * 8);
 }
 
@@ -55,7 +57,7 @@ static __always_inline __u16 rb_str(const struct sonde_ruby_proc *p, char *dst, 
 
 	if ((hdr & SONDE_RUBY_T_MASK) != SONDE_RUBY_T_STRING)
 		return 0;
-	if (hdr & SONDE_RUBY_NOEMBED) {
+	if (hdr & SONDE_RUBY_STR_NOEMBED) {
 		len = rb_ptr(str + p->off.str_heap_len);
 		data = rb_ptr(str + p->off.str_heap_ptr);
 	} else {

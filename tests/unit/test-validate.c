@@ -378,7 +378,7 @@ static void test_config_ruby(void **state)
 		.me_def = 16, .me_owner = 32, .def_original_id = 32, .class_ext = 24,
 		.ext_iv_tbl = 8, .st_entries_start = 32, .st_entries_bound = 40,
 		.st_entries = 48, .str_heap_len = 16, .str_heap_ptr = 24, .str_embed = 16,
-		.ary_heap_ptr = 32, .ary_embed = 16, .ids_index = 1,
+		.ary_heap_len = 16, .ary_heap_ptr = 32, .ary_embed = 16, .ids_index = 1,
 		.vm_mark_object_ary = 328, .ractor_running_ec = 520, .id_classpath = 3841,
 		.id_attached = 3089,
 	};
@@ -416,7 +416,6 @@ static void test_config_ruby(void **state)
 	RB_CHECK(insn_info_size, 255, -EBADMSG);
 	RB_CHECK(ids_index, 16, -EBADMSG);
 	RB_CHECK(id_classpath, 0, -EBADMSG);
-	RB_CHECK(pad8, 1, -EBADMSG);
 	RB_CHECK(pad, 1, -EBADMSG);
 	RB_CHECK(body_succ, 255, 0);       /* a byte bounds the small offsets */
 	/* The first read (8 bytes at the root plus vm_ptr_off) in the image. */

@@ -60,6 +60,7 @@ static const struct sonde_ruby_offsets ruby_31 = {
 	.str_heap_len = 16,
 	.str_heap_ptr = 24,
 	.str_embed = 16,
+	.ary_heap_len = 16,
 	.ary_heap_ptr = 32,
 	.ary_embed = 16,
 	.ids_index = 1,
