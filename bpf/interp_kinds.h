@@ -11,6 +11,7 @@
 
 #include "cpython.h"
 #include "interp.h"
+#include "ruby.h"
 #include "v8.h"
 
 struct sonde_interp_kind_info {
@@ -31,6 +32,9 @@ static inline const struct sonde_interp_kind_info *sonde_interp_kind_info(__u32 
 		"cpython", "code object records", "cpython_codes", sonde_cpython_limits
 	};
 
+	static const struct sonde_interp_kind_info ruby = {
+		"ruby", "iseq and cfunc records", "ruby_seen", sonde_ruby_limits
+	};
 	static const struct sonde_interp_kind_info v8 = {
 		"v8js", "SharedFunctionInfo records", "v8_sfis", sonde_v8_limits,
 		SONDE_INTERP_JIT_WORDS
@@ -39,6 +43,8 @@ static inline const struct sonde_interp_kind_info *sonde_interp_kind_info(__u32 
 	switch (kind) {
 	case SONDE_INTERP_CPYTHON:
 		return &cpython;
+	case SONDE_INTERP_RUBY:
+		return &ruby;
 	case SONDE_INTERP_V8:
 		return &v8;
 	default:

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "cpython_layout.h"
+#include "ruby_layout.h"
 #include "file_image.h"
 #include "interp_loader.h"
 #include "v8_loader.h"
@@ -90,6 +91,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (r == 0 && d.kind == SONDE_INTERP_V8) {
 		/* V8: named node or libnode, its config bytes within bounds. */
 		if (!v8_loader_wants(path) || d.data_len != sizeof(struct sonde_v8_offsets))
+			abort();
+	} else if (r == 0 && d.kind == INTERP_RUBY) {
+		if (ruby_version_from_name(path, &major, &minor) != 0 || d.major != major ||
+		    d.minor != minor || !ruby_layout_for(major, minor))
 			abort();
 	} else if (r == 0) {
 		if (cpython_version_from_name(path, &major, &minor) != 0 || d.kind != INTERP_CPYTHON ||
