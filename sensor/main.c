@@ -939,7 +939,8 @@ static int uplink_setup(void)
 {
 	int wfd, err;
 
-	S.uplink = uplink_new(env.symbolizer, S.fileids, env.frequency, clock_ns(CLOCK_REALTIME));
+	S.uplink = uplink_new(env.symbolizer, S.fileids, env.frequency, clock_ns(CLOCK_REALTIME),
+			       env.node_name);
 	if (!S.uplink)
 		return -EINVAL;
 	err = uplink_peer_setup();
