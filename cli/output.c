@@ -61,6 +61,8 @@ int cli_write_folded(FILE *out, const Sonde__V1__FoldedResponse *folded)
 		}
 		/* The process name is the root frame, as perf's folded output has it. */
 		if (st->comm && *st->comm) {
+			if (sep)
+				fputc(';', out);
 			put_frame(out, st->comm);
 			sep = true;
 		}

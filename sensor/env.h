@@ -40,6 +40,7 @@ struct env {
 	const char *user; /* --user: who the running sensor is */
 	const char *selftest_socket; /* --sandbox-selftest-socket */
 	const char *node_name; /* --node-name; NULL: the host name */
+	bool command_line; /* --command-line: send processes' command lines */
 };
 
 /* Fills *ret with the defaults, then with argv. --help prints the usage

@@ -77,6 +77,7 @@ struct process {
 	char comm[COMM_MAX + 1];
 	char *exe;
 	uint64_t start; /* start time, clock ticks after the node's boot */
+	char *cmdline;  /* ProcessUpdate.command_line, escaped; NULL: not sent */
 	char service[128]; /* OTEL_SERVICE_NAME as the sensor read it; "" if unset */
 	char container_id[CGROUP_IDS_CONTAINER_LEN + 1]; /* "" when the cgroup shows none */
 	char pod_uid[CGROUP_IDS_POD_UID_LEN + 1];        /* Kubernetes pod UID; "" if none */
@@ -204,6 +205,7 @@ static void process_free(void *p)
 	if (!pr)
 		return;
 	free(pr->exe);
+	free(pr->cmdline);
 	free(pr->maps);
 	free(pr);
 }
@@ -749,6 +751,7 @@ static void emit(struct session *s, const struct stackdef *d, const struct pendi
 		.exe_path = proc ? proc->exe : NULL,
 		.container_id = proc && proc->container_id[0] ? proc->container_id : NULL,
 		.pod_uid = proc && proc->pod_uid[0] ? proc->pod_uid : NULL,
+		.command_line = proc ? proc->cmdline : NULL,
 		.raw = d->raw,
 		.raw_len = d->raw_len,
 		.count = p->count,
@@ -1080,6 +1083,10 @@ static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
 	free(p->exe);
 	p->exe = u->exe_path && *u->exe_path ? utf8_escape_dup(u->exe_path, SESSION_MAX_PATH) : NULL;
 	text_copy(p->service, sizeof(p->service), u->otel_service_name);
+	free(p->cmdline);
+	p->cmdline = u->command_line && *u->command_line
+			     ? utf8_escape_dup(u->command_line, SESSION_MAX_PATH)
+			     : NULL;
 	if (u->n_mappings) {
 		maps = calloc(u->n_mappings, sizeof(*maps));
 		if (!maps) {
