@@ -1525,7 +1525,7 @@ static void handle_exit(struct session *s, const Sonde__V1__SensorMessage *m)
 static void handle_probe_events(struct session *s, const Sonde__V1__SensorMessage *m)
 {
 	if (s->in->hooks.probe_events)
-		s->in->hooks.probe_events(s->in->hooks.ctx, s->hostname,
+		s->in->hooks.probe_events(s->in->hooks.ctx, s->node,
 					  m->probe_events->monotonic_to_unix_ns,
 					  m->probe_events->records, m->probe_events->n_records,
 					  m->probe_events->records_lost, service_of, s);

@@ -720,8 +720,10 @@ static int cmp_proc_outcome(const void *a, const void *b)
 
 /* The connected sensors' nodes into r (the arrays, SYMBOLS_STATUS_NODES
  * each, hold them). Node names and host names are the fleet's layout, not
- * a process's: every caller sees them, like the host's counters. */
-static void status_nodes(struct symbols *sy, Sonde__V1__StatusResponse *r, struct sensor_node *nodes,
+ * a process's: every caller sees them, like the host's counters. Machine
+ * IDs only admins: machine-id(5) asks to keep them from untrusted eyes. */
+static void status_nodes(struct symbols *sy, const struct access_scope *scope,
+			 Sonde__V1__StatusResponse *r, struct sensor_node *nodes,
 			 Sonde__V1__NodeInfo *infos, Sonde__V1__NodeInfo **ptrs)
 {
 	const struct sensor_stats_live *live = &sy->core->stats->live;
@@ -731,7 +733,7 @@ static void status_nodes(struct symbols *sy, Sonde__V1__StatusResponse *r, struc
 		sonde__v1__node_info__init(&infos[i]);
 		infos[i].node = (char *)nodes[i].node;
 		infos[i].host_name = (char *)nodes[i].host_name;
-		infos[i].machine_id = (char *)nodes[i].machine_id;
+		infos[i].machine_id = scope->all ? (char *)nodes[i].machine_id : (char *)"";
 		infos[i].sensors = nodes[i].sensors;
 		ptrs[i] = &infos[i];
 	}
@@ -840,7 +842,7 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 			r.n_processes = n;
 		}
 	}
-	status_nodes(sy, &r, nodes, node_infos, node_ptrs);
+	status_nodes(sy, &scope, &r, nodes, node_infos, node_ptrs);
 	rpc_call_finish(call, RPC_OK, NULL, &r.base);
 	free(top);
 }

@@ -71,13 +71,15 @@ def _pki(d):
 
 def _sensor(tmp, ns, node, port, pki, pid):
     here = NETS[node][0]
+    # node-a opts in to command lines, node-b does not.
+    extra = ["--command-line"] if node == "node-a" else []
     log = open(tmp / f"sensor-{node}.log", "w")
     proc = subprocess.Popen(["ip", "netns", "exec", ns, str(SENSOR), "--symbolizer", f"tcp:{here}:{port}",
                              "--node-name", node, "--pid", str(pid), "--frequency", str(HZ),
                              "--flush-ms", "1000", "--tls-ca", str(pki / "sonde-ca.crt"),
                              "--tls-cert", str(pki / "sonde-sensor.crt"),
                              "--tls-key", str(pki / "sonde-sensor.key"),
-                             "--tls-server-name", "localhost"],
+                             "--tls-server-name", "localhost", *extra],
                             stdout=log, stderr=subprocess.STDOUT)
     return proc, log
 
@@ -93,8 +95,9 @@ def _stop(proc):
     return proc.returncode
 
 
-def _resources(reqs, pid):
-    """{host.name: samples} over the OTLP resources of pid."""
+def _resources(reqs, pid, cmdlines=None):
+    """{host.name: samples} over the OTLP resources of pid; with cmdlines
+    (a dict), {host.name: set of process.command_line} there too."""
     out = {}
     for req in reqs:
         for rp in req.resource_profiles:
@@ -103,6 +106,9 @@ def _resources(reqs, pid):
                 continue
             host = res["host.name"].string_value
             assert len(res["host.id"].string_value) == 32, res
+            if cmdlines is not None:
+                cmdlines.setdefault(host, set()).add(
+                    res["process.command_line"].string_value if "process.command_line" in res else None)
             n = sum(sum(s.values) for sp in rp.scope_profiles for p in sp.profiles for s in p.samples)
             out[host] = out.get(host, 0) + n
     return out
@@ -192,6 +198,9 @@ def test_two_nodes_same_pid_stay_apart(tmp_path):
             return got if got == {n: per[n].total_samples for n in NODES} else None
         wait_for(exported, 30, f"OTLP per node: {_resources(recv.snapshot(), work.pid)} vs "
                                f"{ {n: per[n].total_samples for n in NODES} }")
+        cmdlines = {}
+        _resources(recv.snapshot(), work.pid, cmdlines)
+        assert cmdlines == {"node-a": {f"{WORKLOAD} 600"}, "node-b": {None}}, cmdlines
         for req in recv.snapshot():
             for rp in req.resource_profiles:
                 for p in rp.scope_profiles[0].profiles:

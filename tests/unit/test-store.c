@@ -631,6 +631,14 @@ static void test_profile_nodes(void **state)
 	assert_int_equal(profile_folded(p, &q, a, &st, &n, &total), 0);
 	assert_int_equal(total, 0);
 	assert_int_equal(n, 0);
+	/* A node filter narrows a user's scope, never widens it. */
+	q.node = "node-a";
+	q.scoped = true;
+	q.uid = 1000;
+	assert_int_equal(profile_top(p, &q, a, &top, &n, &total), 0);
+	assert_int_equal(total, 0);
+	assert_int_equal(n, 0);
+	q.scoped = false;
 	q.node = NULL;
 	assert_int_equal(profile_rows(p, &q, count_rows, per_node), 0);
 	assert_int_equal(per_node[0], 5);
