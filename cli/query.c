@@ -301,14 +301,16 @@ static void print_outcomes_row(const char *label, const Sonde__V1__OutcomeCounts
 
 int cmd_status(int argc, char **argv)
 {
-	static const char help[] = "usage: sonde status [--json] [--symbolizer ADDR]\n"
-				   "Shows a running symbolizer's counters.\n";
+	static const char help[] = "usage: sonde status [--json] [--node NAME] [--symbolizer ADDR]\n"
+				   "Shows a running symbolizer's counters, its connected nodes and\n"
+				   "the processes with the most samples (--node: that node's).\n";
 	Sonde__V1__StatusRequest req = SONDE__V1__STATUS_REQUEST__INIT;
 	Sonde__V1__StatusResponse *st = NULL;
-	const char *symbolizer = NULL;
+	const char *symbolizer = NULL, *node = NULL;
 	bool json = false;
 	const struct command_opt opts[] = {
 		{ "json", 'j', COMMAND_OPT_FLAG, &json },
+		{ "node", 'N', COMMAND_OPT_STRING, &node },
 	};
 	const struct command_line cl = { help, opts, sizeof(opts) / sizeof(opts[0]), &symbolizer,
 					 .operands = COMMAND_OPERANDS_IGNORED };
@@ -316,6 +318,8 @@ int cmd_status(int argc, char **argv)
 
 	if (r)
 		return r > 0 ? 0 : 2;
+	if (node)
+		req.node = (char *)node;
 	if (command_call(symbolizer, "/sonde.v1.Symbols/Status", &req.base,
 			 &sonde__v1__status_response__descriptor, COMMAND_RPC_TIMEOUT_MS, false,
 			 (ProtobufCMessage **)&st) < 0)

@@ -741,8 +741,15 @@ static void status_nodes(struct symbols *sy, const struct access_scope *scope,
 	r->n_nodes = n;
 }
 
+/* Whether po is of node (NULL or "": every node). */
+static bool of_node(const struct proc_outcome *po, const char *node)
+{
+	return !node || !*node || (po->node && !strcmp(po->node, node));
+}
+
 void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 {
+	const Sonde__V1__StatusRequest *req = (const Sonde__V1__StatusRequest *)msg;
 	struct symbols *sy = ctx;
 	Sonde__V1__StatusResponse r = SONDE__V1__STATUS_RESPONSE__INIT;
 	Sonde__V1__OutcomeCounts overall, proc_counts[SYMBOLS_STATUS_PROCESSES];
@@ -823,7 +830,8 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 		if (top) {
 			hmap_iter_init(sy->core->stats->proc_outcomes, &it);
 			while (k < n && hmap_next(sy->core->stats->proc_outcomes, &it, NULL, NULL, &val))
-				if (access_sees_uid(&scope, ((struct proc_outcome *)val)->uid))
+				if (access_sees_uid(&scope, ((struct proc_outcome *)val)->uid) &&
+				    of_node(val, req->node))
 					top[k++] = val;
 			n = k;
 			qsort(top, n, sizeof(*top), cmp_proc_outcome);

@@ -7,6 +7,7 @@ as pids collide across a fleet. Top --node picks one node's samples,
 the unfiltered answers keep the nodes apart (per-node entries, stacks and
 Status processes), OTLP resources carry each node's host.name, and the
 per-node totals add up to the whole: nothing is merged."""
+import json
 import os
 import subprocess
 import time
@@ -150,6 +151,9 @@ def test_two_nodes_same_pid_stay_apart(tmp_path):
         assert {n.host_name for n in st.nodes} == {os.uname().nodename}
         assert {(p.node, p.pid) for p in st.processes if p.pid == work.pid} == \
             {(n, work.pid) for n in NODES}
+        for n in NODES:
+            one = sym.symbols.Status(symbols_pb2.StatusRequest(node=n), timeout=10)
+            assert one.processes and {p.node for p in one.processes} == {n}
         for _, (proc, _) in zip(NODES, sensors):
             assert _stop(proc) == 0
         # Whatever the sensors sent is stored and exported before this.
@@ -190,6 +194,10 @@ def test_two_nodes_same_pid_stay_apart(tmp_path):
         assert "NODE" in both and "node-a" in both and "node-b" in both
         roots = {ln.split(";", 1)[0] for ln in cli("folded").splitlines() if ln}
         assert roots == set(NODES), roots
+        p = subprocess.run([str(SONDE), "status", "--json", "--node", "node-b", "--symbolizer", sym.address],
+                           capture_output=True, text=True, timeout=60)
+        st = json.loads(p.stdout)
+        assert {x["node"] for x in st["processes"]} == {"node-b"}, st["processes"]
 
         # OTLP: a resource per node for the one pid, with its host.name;
         # each node's samples are that node's stored samples.
