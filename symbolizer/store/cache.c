@@ -236,7 +236,7 @@ static const char schema_v13[] =
  * old rows do not say which node they came from). */
 static const char schema_v14[] =
 	"DROP TABLE samples;"
-	"CREATE TABLE nodes (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);"
+	"CREATE TABLE IF NOT EXISTS nodes (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);"
 	"CREATE TABLE samples ("
 	" minute INTEGER NOT NULL, node INTEGER NOT NULL, pid INTEGER NOT NULL,"
 	" start INTEGER NOT NULL, tid INTEGER NOT NULL, span BLOB NOT NULL,"
