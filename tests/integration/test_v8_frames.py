@@ -49,7 +49,7 @@ function middle(n) {
 async function round(rounds) {
   let acc = 0;
   for (let r = 0; r < rounds; r++) {
-    for (let k = 0; k < 100; k++) acc += middle(2000);
+    for (let k = 0; k < 200; k++) acc += middle(2000);
     await new Promise((res) => setImmediate(res));
   }
   return acc;
@@ -69,7 +69,7 @@ function main() {
 }
 main();
 """
-ROUNDS = 500
+ROUNDS = 250
 
 LEAVES = ("leafA", "leafB", "middle", "round")
 
