@@ -37,7 +37,7 @@ struct sonde_perl_offsets {
 	__u16 si_cxix;             /* I32: the top context's index, -1: none */
 	/* PERL_CONTEXT (an array of cx_size-byte entries) */
 	__u16 cx_size;
-	__u16 cx_type;             /* U8 */
+	__u16 cx_typeoff;          /* cx_type, a U8 */
 	__u16 cx_oldcop;           /* blk_oldcop: the caller's COP at the push */
 	__u16 cx_sub_cv;           /* blk_sub.cv (also blk_format.cv) */
 	__u16 cx_retop;            /* blk_sub.retop (also format's, eval's): NULL
@@ -187,7 +187,7 @@ static inline const struct sonde_interp_limits *sonde_perl_limits(void)
 		SONDE_PERL_OFF(si_cxstack), SONDE_PERL_OFF(si_prev), SONDE_PERL_OFF(si_cxix),
 		SONDE_PERL_FIELD(cx_size, SONDE_INTERP_RANGE, 16, 256,
 				 "a context size out of bounds"),
-		SONDE_PERL_OFF(cx_type), SONDE_PERL_OFF(cx_oldcop), SONDE_PERL_OFF(cx_sub_cv),
+		SONDE_PERL_OFF(cx_typeoff), SONDE_PERL_OFF(cx_oldcop), SONDE_PERL_OFF(cx_sub_cv),
 		SONDE_PERL_OFF(cx_retop), SONDE_PERL_OFF(cop_line), SONDE_PERL_OFF(cop_file),
 		SONDE_PERL_OFF(sv_any), SONDE_PERL_OFF(xcv_stash), SONDE_PERL_OFF(xcv_gv),
 		SONDE_PERL_OFF(xcv_file), SONDE_PERL_OFF(xcv_flags), SONDE_PERL_OFF(xgv_namehek),

@@ -211,7 +211,7 @@ static __always_inline __u64 perl_step(const struct sonde_perl_proc *p,
 	}
 	cx = w->cxstack + (__u64)(__u32)w->ix * p->off.cx_size;
 	w->ix--;
-	bpf_probe_read_user(&type, 1, (const void *)(cx + p->off.cx_type));
+	bpf_probe_read_user(&type, 1, (const void *)(cx + p->off.cx_typeoff));
 	type &= SONDE_PERL_CXTYPEMASK;
 	if (type == SONDE_PERL_CXT_SUB || type == SONDE_PERL_CXT_FORMAT) {
 		cv = perl_ptr(cx + p->off.cx_sub_cv);

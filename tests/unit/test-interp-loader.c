@@ -51,9 +51,9 @@ static struct file_image *fetched_image(const char *path)
 	return img;
 }
 
-/* _PyRuntime's offset as binutils see it: its address from nm -D, in the
+/* symbol's offset as binutils see it: its address from nm -D, in the
  * coordinates of the executable PT_LOAD line of readelf -lW. */
-static uint64_t binutils_offset(const char *path)
+static uint64_t binutils_offset(const char *path, const char *symbol)
 {
 	char cmd[512], line[512];
 	uint64_t vaddr = 0, ret = 0;
@@ -67,7 +67,7 @@ static uint64_t binutils_offset(const char *path)
 		uint64_t v;
 
 		if (sscanf(line, "%" SCNx64 " %c %255s", &v, &type, name) == 3 &&
-		    !strcmp(name, "_PyRuntime"))
+		    !strcmp(name, symbol))
 			vaddr = v;
 	}
 	pclose(f);
@@ -102,7 +102,7 @@ static void check_interpreter(const char *path, const char *name)
 	assert_int_equal(d.kind, INTERP_CPYTHON);
 	assert_int_equal(d.major, 3);
 	assert_int_equal(d.minor, 11);
-	assert_int_equal(d.runtime_offset, binutils_offset(path));
+	assert_int_equal(d.runtime_offset, binutils_offset(path, "_PyRuntime"));
 	/* The same bytes under an unknown version's name: unsupported. */
 	assert_int_equal(interp_loader_analyse(img, "/usr/bin/python3.99", &d, &reason),
 			 -EPROTONOSUPPORT);
@@ -122,6 +122,33 @@ static void test_pyenv_libpython(void **state)
 	check_interpreter(PYENV_LIBPYTHON, PYENV_LIBPYTHON);
 }
 
+/* Debian's perl 5.36: /usr/bin/perl has libperl linked in; libperl.so is
+ * for programs that embed perl. */
+static void check_perl(const char *path)
+{
+	struct file_image *img;
+	struct interp_data d;
+	const char *reason = NULL;
+
+	if (access(path, R_OK) < 0)
+		skip();
+	img = fetched_image(path);
+	assert_true(interp_loader_wants(path));
+	assert_int_equal(interp_loader_analyse(img, path, &d, &reason), 0);
+	assert_int_equal(d.kind, SONDE_INTERP_PERL);
+	assert_int_equal(d.major, 5);
+	assert_int_equal(d.minor, 36);
+	assert_int_equal(d.runtime_offset, binutils_offset(path, "PL_curinterp"));
+	file_image_free(img);
+}
+
+static void test_debian_perl(void **state)
+{
+	(void)state;
+	check_perl("/usr/bin/perl");
+	check_perl("/usr/lib/x86_64-linux-gnu/libperl.so.5.36");
+}
+
 static void test_not_interpreters(void **state)
 {
 	struct file_image *img = fetched_image("/usr/bin/ls");
@@ -137,6 +164,10 @@ static void test_not_interpreters(void **state)
 	assert_false(interp_loader_wants("/usr/bin/python"));
 	assert_true(interp_loader_wants("libpython3.12.so.1.0"));
 	assert_int_equal(interp_loader_analyse(img, "/usr/bin/ls", &d, &reason), -ENOENT);
+	/* A perl's name without PL_curinterp. */
+	assert_true(interp_loader_wants("/usr/bin/perl5.36.0"));
+	assert_false(interp_loader_wants("/usr/bin/perldoc"));
+	assert_int_equal(interp_loader_analyse(img, "/usr/bin/perl", &d, &reason), -ENOENT);
 	file_image_free(img);
 	/* Headers missing from the image: an error, not a crash. */
 	img = file_image_new(4096);
@@ -150,6 +181,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_debian_stripped),
 		cmocka_unit_test(test_pyenv_libpython),
+		cmocka_unit_test(test_debian_perl),
 		cmocka_unit_test(test_not_interpreters),
 	};
 
