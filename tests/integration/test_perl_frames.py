@@ -10,7 +10,9 @@ digest_chunk). In the symbolizer's folded output:
   - >= 90 % of the leaf Perl frames are on their hot line;
   - md5's native frames sit above digest_chunk (an XS call interleaves as
     C frames);
-  - a program that burns CPU for 1 s and exits is fully named afterwards.
+  - a program that burns CPU for 1 s and exits is fully named afterwards;
+  - sort with a named comparator (C calling back into Perl): the
+    comparator above sort's native frames, its caller below them.
 Debian packages no Perl sampler that could run alongside (Devel::NYTProf
 instruments rather than samples, and is not installed by deploy/deps.sh),
 so the shares are checked against the program's own design. The
@@ -201,3 +203,60 @@ def test_exited_program_is_named(symbolizer, start_sensor, tmp_path):
     assert n >= 0.95 * burning, (n, burning, stacks[:5])
     want = f"main::burn_leaf ({path}:{line(BURN, 'HOT_BURN')})"
     assert any(want in f for f, _ in stacks), stacks[:3]
+
+
+SORT = """\
+use strict;
+use warnings;
+my @data = map { ($_ * 7919) % 100003 } 1 .. 20000;
+sub by_num { my $x = $a * 3 + 1; my $y = $b * 3 + 1; return $x <=> $y; }  # HOT_CMP
+sub sorter { my @s = sort by_num @data; return $s[0]; }  # CALL_SORT
+$| = 1;
+print "ready\\n";
+my $go = <STDIN>;
+sorter() while 1;  # CALL_SORTER
+"""
+
+
+def test_sort_calls_back_into_perl(symbolizer, start_sensor, tmp_path):
+    """sort with a named comparator runs it from C (pp_sort's own run
+    loop): the comparator's frame goes above sort's native frames, its
+    caller's below them (Perl -> C -> Perl in one stack). Between two
+    comparisons sort's C code runs with the comparator's context still on
+    Perl's context stack (pushed once per sort), and no run loop of its
+    own: those samples show the comparator above its caller and sort's
+    frames above both (the splice puts runs left over on the leaf-most
+    run loop)."""
+    path, proc = start(tmp_path, SORT, "sort.pl")
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        sensor = profile(symbolizer, start_sensor, proc)
+
+        def enough():
+            st = folded(symbolizer, proc.pid)
+            return st if sum(c for f, c in st if "main::by_num" in perl_chain(f, path)) >= 100 \
+                else None
+        stacks = wait_for(enough, 90, "100 samples in by_num", interval=1.0)
+        sensor.stop()
+    finally:
+        proc.kill()
+        proc.wait()
+    in_cmp = [(f, c) for f, c in stacks if "main::by_num" in perl_chain(f, path)]
+    total = sum(c for _, c in in_cmp)
+    chain = interleaved = between_calls = 0
+    for f, c in in_cmp:
+        names = [name_of(x) for x in f]
+        if perl_chain(f, path) != ["main", "main::sorter", "main::by_num"] or \
+                "Perl_runops_standard" in names:
+            continue
+        chain += c
+        i, j = names.index("main::sorter"), names.index("main::by_num")
+        if "Perl_pp_sort" in names[i + 1:j]:
+            interleaved += c
+        elif "Perl_pp_sort" in names[j + 1:]:
+            between_calls += c
+    print(f"{total} samples in by_num: {chain} with the chain, {interleaved} with sort's "
+          f"native frames between sorter and by_num, {between_calls} in sort between calls")
+    assert chain >= 0.95 * total, (chain, total, in_cmp[:3])
+    assert interleaved + between_calls == chain, in_cmp[:3]
+    assert interleaved >= 0.5 * total, (interleaved, total)
