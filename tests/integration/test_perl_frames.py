@@ -10,7 +10,7 @@ digest_chunk). In the symbolizer's folded output:
   - >= 90 % of the leaf Perl frames are on their hot line;
   - md5's native frames sit above digest_chunk (an XS call interleaves as
     C frames);
-  - a program that burns CPU for 1 s and exits is fully named afterwards;
+  - a program that burns 1 s of CPU and exits is fully named afterwards;
   - sort with a named comparator (C calling back into Perl): the
     comparator above sort's native frames, its caller below them.
 Debian packages no Perl sampler that could run alongside (Devel::NYTProf
@@ -67,8 +67,12 @@ while (time < $stop) {
 BURN = """\
 use strict;
 use warnings;
+use Time::HiRes qw(clock_gettime CLOCK_PROCESS_CPUTIME_ID);
 sub burn_leaf { my $t = 0; for my $i (1 .. 20000) { $t += ($i * $i) % 7; } return $t; }  # HOT_BURN
-sub burn { my $end = time + 1.2; burn_leaf() while time < $end; }  # CALL_BURN_LEAF
+sub burn {
+    my $end = clock_gettime(CLOCK_PROCESS_CPUTIME_ID) + 1.0;
+    burn_leaf() while clock_gettime(CLOCK_PROCESS_CPUTIME_ID) < $end;  # CALL_BURN_LEAF
+}
 my $go = <STDIN>;
 burn();  # CALL_BURN
 """
@@ -141,12 +145,14 @@ def test_branches_method_and_xs(symbolizer, start_sensor, tmp_path):
     for f, c in stacks:
         chains[tuple(perl_chain(f, path))] += c
     complete = Counter()
-    for ch, c in chains.items():
+    for f, c in stacks:
+        ch = perl_chain(f, path)
+        if any("<unknown perl frame>" in x for x in f):
+            continue
         for name, want in (("a", a_chain), ("b", b_chain)):
-            # The whole chain, or the branch's own frame as the leaf (its
-            # clock check between two calls).
-            if list(ch) == want or list(ch) == want[:2] or \
-                    list(ch) == want[:2] + ["main::cpu"]:
+            # From the main program through the branch to whatever it
+            # runs: mostly its sub (want), at times its clock check.
+            if ch[:2] == want[:2] and (ch == want or len(ch) <= 3):
                 complete[name] += c
     n = complete["a"] + complete["b"]
     print(f"{total} samples, {n} with a complete chain: a {complete['a']}, b {complete['b']}; "
@@ -196,7 +202,7 @@ def test_exited_program_is_named(symbolizer, start_sensor, tmp_path):
     def named():
         st = folded(symbolizer, proc.pid)
         n = sum(c for f, c in st if perl_chain(f, path) == chain)
-        return (st, n) if n >= 50 else None  # 1.2 s at 199 Hz on a busy 2-CPU machine
+        return (st, n) if n >= 100 else None  # 1 s of CPU at 199 Hz
     stacks, n = wait_for(named, 30, "the burn's samples", interval=1.0)
     burning = sum(c for f, c in stacks if "main::burn" in perl_chain(f, path))
     print(f"{n} of {burning} samples in burn() carry the chain")
