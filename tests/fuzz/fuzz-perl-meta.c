@@ -7,7 +7,8 @@
  * with no ';' or newline; a decoded record must be found again by the
  * word that names it; the table must refuse what the decoder refused.
  * Without SONDE_LIBFUZZER, fuzz-main.c replays the files named on the
- * command line (the checked-in corpus, tests/fuzz/corpus/perl_meta).
+ * command line (the checked-in corpus, tests/fuzz/corpus/perl_meta, made by
+ * make-perl-meta-corpus.py).
  */
 #include <stdint.h>
 #include <stdlib.h>
