@@ -58,9 +58,11 @@ struct sonde_perl_offsets {
 	__u16 hek_len;             /* I32 */
 	__u16 hek_key;
 	__u16 cvf_named;           /* CVf_NAMED: xcv_gv is a HEK */
+	__u16 interp_op;           /* PL_op: NULL between two runs of a sort's
+				    * or MULTICALL's block (see perl_walk.h) */
 	__u16 pad;
 };
-_Static_assert(sizeof(struct sonde_perl_offsets) == 52, "sonde_perl_offsets layout");
+_Static_assert(sizeof(struct sonde_perl_offsets) == 54, "sonde_perl_offsets layout");
 
 /* The walker's view of its interp_procs value (struct sonde_interp_proc
  * of kind SONDE_INTERP_PERL): where this process's PL_curinterp is. */
@@ -196,6 +198,8 @@ static inline const struct sonde_interp_limits *sonde_perl_limits(void)
 		SONDE_PERL_OFF(hek_key),
 		SONDE_PERL_FIELD(cvf_named, SONDE_INTERP_BITS, 0, 0x8000,
 				 "CVf_NAMED not the known flag bit"),
+		SONDE_PERL_FIELD(interp_op, SONDE_INTERP_RANGE, 0, SONDE_PERL_INTERP_OFF_MAX - 1,
+				 interp),
 		SONDE_PERL_FIELD(pad, SONDE_INTERP_RANGE, 0, 0, "layout padding not zero"),
 	};
 	static const struct sonde_interp_limits limits = {

@@ -171,7 +171,10 @@ struct perl_walk_state {
 	__u32 stacks;    /* stackinfos entered below the first */
 	__u32 sub_entry; /* the last frame found was a sub a C call pushed */
 	__u32 budget;    /* contexts left to look at */
-	__u32 pad;
+	/* PL_op is NULL: C code runs between two runs of the op loop. If
+	 * the top frame is a sub a C call pushed, it is a sort's or a
+	 * MULTICALL's block between two calls, not running: skipped. */
+	__u32 leaf_idle;
 };
 
 static __always_inline __u32 perl_line(const struct sonde_perl_proc *p, __u64 cop)
@@ -218,10 +221,11 @@ static __always_inline __u64 perl_step(const struct sonde_perl_proc *p,
 		/* No op to return to: a C call (call_sv, MULTICALL, sort)
 		 * pushed this sub and runs its own loop for it. */
 		retop = perl_ptr(cx + p->off.cx_retop);
-		if (cv)
+		if (cv && !(w->leaf_idle && !retop))
 			word = SONDE_PERL_FRAME(cv, SONDE_PERL_FRAME_SUB, perl_line(p, w->cop),
 						!retop);
-		w->sub_entry = cv && !retop;
+		w->sub_entry = word && !retop;
+		w->leaf_idle = 0;
 		w->cop = perl_ptr(cx + p->off.cx_oldcop);
 	} else if (type == SONDE_PERL_CXT_EVAL) {
 		/* An eval a C call pushed (eval_sv) starts a loop of its
@@ -232,6 +236,7 @@ static __always_inline __u64 perl_step(const struct sonde_perl_proc *p,
 			word = SONDE_PERL_FRAME(w->cop, SONDE_PERL_FRAME_EVAL,
 						perl_line(p, w->cop), !retop && !w->sub_entry);
 		w->sub_entry = 0;
+		w->leaf_idle = 0;
 		w->cop = perl_ptr(cx + p->off.cx_oldcop);
 	}
 	return word;
@@ -281,6 +286,7 @@ static __noinline int perl_walk(struct sonde_sample *rec, const struct sonde_per
 	w.cxstack = perl_ptr(w.si + p->off.si_cxstack);
 	w.ix = (__s32)perl_u32(w.si + p->off.si_cxix);
 	w.budget = SONDE_PERL_MAX_CONTEXTS;
+	w.leaf_idle = !perl_ptr(interp + p->off.interp_op);
 	for (i = 0; i < SONDE_PERL_MAX_FRAMES; i++) {
 		__u64 word = perl_next_frame(p, &w);
 		__u32 idx = at + n;

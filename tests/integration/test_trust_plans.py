@@ -231,14 +231,14 @@ PERL_FIELDS = ["major", "minor", "interp_curcop", "interp_curstackinfo", "si_cxs
                "si_cxix", "cx_size", "cx_typeoff", "cx_oldcop", "cx_sub_cv", "cx_retop",
                "cop_line", "cop_file", "sv_any", "xcv_stash", "xcv_gv", "xcv_file", "xcv_flags",
                "xgv_namehek", "xgv_stash", "hv_aux_name", "hv_aux_name_count", "hek_len",
-               "hek_key", "cvf_named", "pad"]  # struct sonde_perl_offsets (bpf/perl5.h)
+               "hek_key", "cvf_named", "interp_op", "pad"]  # struct sonde_perl_offsets
 PERL_536 = dict(zip(PERL_FIELDS, [5, 36, 208, 224, 8, 16, 32, 104, 0, 16, 72, 48, 36, 48, 0, 32,
-                                  56, 64, 92, 32, 40, 32, 60, 4, 8, 0x8000, 0]))
+                                  56, 64, 92, 32, 40, 32, 60, 4, 8, 0x8000, 8, 0]))
 
 
 def perl_layout(**change):
     v = dict(PERL_536, **change)
-    return __import__("struct").pack("<BB25H", *(v[k] for k in PERL_FIELDS)).hex()
+    return __import__("struct").pack("<BB26H", *(v[k] for k in PERL_FIELDS)).hex()
 
 
 def perl_runtime_offset(path):
@@ -262,7 +262,7 @@ def test_perl_configs_out_of_range_are_refused():
     valid = {"kind": 6, "format_version": 1, "runtime_offset": perl_runtime_offset(PERL),
              "layout": perl_layout()}
     bad = [
-        dict(valid, layout=perl_layout()[:-2]),               # 51 bytes
+        dict(valid, layout=perl_layout()[:-2]),               # 53 bytes
         dict(valid, layout=perl_layout(minor=38)),            # no 5.38 layout
         dict(valid, layout=perl_layout(cx_size=300)),         # past any PERL_CONTEXT
         dict(valid, layout=perl_layout(hek_key=0xfff0)),      # past any HEK

@@ -39,6 +39,7 @@ int main(void)
 	CHECK(minor, PERL_VERSION);
 	CHECK(interp_curcop, offsetof(struct interpreter, Icurcop));
 	CHECK(interp_curstackinfo, offsetof(struct interpreter, Icurstackinfo));
+	CHECK(interp_op, offsetof(struct interpreter, Iop));
 	CHECK(si_cxstack, offsetof(struct stackinfo, si_cxstack));
 	CHECK(si_prev, offsetof(struct stackinfo, si_prev));
 	CHECK(si_cxix, offsetof(struct stackinfo, si_cxix));

@@ -396,6 +396,7 @@ static struct sonde_perl_offsets layout_536(void)
 		.cop_file = 48, .xcv_stash = 32, .xcv_gv = 56, .xcv_file = 64,
 		.xcv_flags = 92, .xgv_namehek = 32, .xgv_stash = 40, .hv_aux_name = 32,
 		.hv_aux_name_count = 60, .hek_len = 4, .hek_key = 8, .cvf_named = 0x8000,
+		.interp_op = 8,
 	};
 }
 
@@ -420,6 +421,9 @@ static void test_perl_config(void **state)
 	/* Every field's bounds. */
 	o = layout_536();
 	o.interp_curstackinfo = SONDE_PERL_INTERP_OFF_MAX;
+	assert_int_equal(check_perl(&o, PERL_RUNTIME_OFFSET, NULL), -EBADMSG);
+	o = layout_536();
+	o.interp_op = SONDE_PERL_INTERP_OFF_MAX;
 	assert_int_equal(check_perl(&o, PERL_RUNTIME_OFFSET, NULL), -EBADMSG);
 	o = layout_536();
 	o.interp_curcop = 0xffff;

@@ -34,6 +34,7 @@ static const struct sonde_perl_offsets layout_536 = {
 	.hek_len = 4,
 	.hek_key = 8,
 	.cvf_named = 0x8000,
+	.interp_op = 8,
 };
 
 const struct sonde_perl_offsets *perl_layout_for(unsigned major, unsigned minor)
