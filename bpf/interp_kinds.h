@@ -11,6 +11,7 @@
 
 #include "cpython.h"
 #include "interp.h"
+#include "ruby.h"
 #include "perl5.h"
 
 struct sonde_interp_kind_info {
@@ -28,6 +29,9 @@ static inline const struct sonde_interp_kind_info *sonde_interp_kind_info(__u32 
 		"cpython", "code object records", "cpython_codes", sonde_cpython_limits
 	};
 
+	static const struct sonde_interp_kind_info ruby = {
+		"ruby", "iseq and cfunc records", "ruby_seen", sonde_ruby_limits
+	};
 	static const struct sonde_interp_kind_info perl = {
 		"perl", "sub and COP records", "perl_seen", sonde_perl_limits
 	};
@@ -35,6 +39,8 @@ static inline const struct sonde_interp_kind_info *sonde_interp_kind_info(__u32 
 	switch (kind) {
 	case SONDE_INTERP_CPYTHON:
 		return &cpython;
+	case SONDE_INTERP_RUBY:
+		return &ruby;
 	case SONDE_INTERP_PERL:
 		return &perl;
 	default:

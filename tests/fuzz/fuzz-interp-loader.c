@@ -11,8 +11,9 @@
  * the file are dropped). The seeds are real interpreters' ranges
  * (make-interp-corpus.py), so the checked-in files stay small.
  *
- * A success must agree with the path's version (CPython) and name a
- * version with a * layout; a failure must say why and leave the Data untouched.
+ * A success must agree with the path's version (CPython, Ruby) and name
+ * a version with a layout; a failure must say why and leave the Data
+ * untouched.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "cpython_layout.h"
+#include "ruby_layout.h"
 #include "file_image.h"
 #include "interp_loader.h"
 #include "perl_layout.h"
@@ -84,7 +86,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if ((r != 0) != (reason != NULL))
 		abort(); /* a failure says why, a success does not */
-	if (r == 0 && d.kind == SONDE_INTERP_PERL) {
+	if (r == 0 && d.kind == INTERP_RUBY) {
+		if (ruby_version_from_name(path, &major, &minor) != 0 || d.major != major ||
+		    d.minor != minor || !ruby_layout_for(major, minor))
+			abort();
+	} else if (r == 0 && d.kind == SONDE_INTERP_PERL) {
 		if (!perl_layout_for(d.major, d.minor))
 			abort();
 	} else if (r == 0) {

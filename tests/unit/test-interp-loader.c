@@ -23,6 +23,7 @@
 #include "interp_loader.h"
 
 #define DEBIAN_PYTHON "/usr/bin/python3.11"
+#define DEBIAN_LIBRUBY "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1"
 #define PYENV_LIBPYTHON "/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0"
 
 /* A sparse image of path holding only the ranges elf_analysis_step asked
@@ -53,7 +54,7 @@ static struct file_image *fetched_image(const char *path)
 
 /* symbol's offset as binutils see it: its address from nm -D, in the
  * coordinates of the executable PT_LOAD line of readelf -lW. */
-static uint64_t binutils_offset(const char *path, const char *symbol)
+static uint64_t binutils_offset_of(const char *path, const char *symbol)
 {
 	char cmd[512], line[512];
 	uint64_t vaddr = 0, ret = 0;
@@ -88,6 +89,11 @@ static uint64_t binutils_offset(const char *path, const char *symbol)
 	return ret;
 }
 
+static uint64_t binutils_offset(const char *path)
+{
+	return binutils_offset_of(path, "_PyRuntime");
+}
+
 static void check_interpreter(const char *path, const char *name)
 {
 	struct file_image *img;
@@ -102,7 +108,7 @@ static void check_interpreter(const char *path, const char *name)
 	assert_int_equal(d.kind, INTERP_CPYTHON);
 	assert_int_equal(d.major, 3);
 	assert_int_equal(d.minor, 11);
-	assert_int_equal(d.runtime_offset, binutils_offset(path, "_PyRuntime"));
+	assert_int_equal(d.runtime_offset, binutils_offset(path));
 	/* The same bytes under an unknown version's name: unsupported. */
 	assert_int_equal(interp_loader_analyse(img, "/usr/bin/python3.99", &d, &reason),
 			 -EPROTONOSUPPORT);
@@ -122,6 +128,39 @@ static void test_pyenv_libpython(void **state)
 	check_interpreter(PYENV_LIBPYTHON, PYENV_LIBPYTHON);
 }
 
+/* Debian's libruby-3.1.so.3.1: Ruby 3.1, its ruby_current_vm_ptr. */
+static void test_debian_libruby(void **state)
+{
+	const char *path = DEBIAN_LIBRUBY;
+	struct file_image *img;
+	struct interp_data d;
+	const char *reason = NULL;
+
+	(void)state;
+	if (access(path, R_OK) < 0)
+		skip();
+	img = fetched_image(path);
+	assert_true(interp_loader_wants(path));
+	assert_true(interp_loader_wants("libruby.so.3.1.2"));
+	assert_false(interp_loader_wants("/usr/bin/ruby3.1"));
+	assert_false(interp_loader_wants("libruby-static.a"));
+	assert_false(interp_loader_wants("libruby-3.1.a"));
+	assert_int_equal(interp_loader_analyse(img, path, &d, &reason), 0);
+	assert_int_equal(d.kind, INTERP_RUBY);
+	assert_int_equal(d.major, 3);
+	assert_int_equal(d.minor, 1);
+	assert_int_equal(d.runtime_offset, binutils_offset_of(path, "ruby_current_vm_ptr"));
+	/* No layout for another version. */
+	assert_int_equal(interp_loader_analyse(img, "libruby-3.2.so.3.2", &d, &reason),
+			 -EPROTONOSUPPORT);
+	assert_non_null(reason);
+	file_image_free(img);
+	/* A Ruby name without the root symbol. */
+	img = fetched_image("/usr/bin/ls");
+	assert_int_equal(interp_loader_analyse(img, "libruby-3.1.so.3.1", &d, &reason), -ENOENT);
+	file_image_free(img);
+}
+
 /* Debian's perl 5.36: /usr/bin/perl has libperl linked in; libperl.so is
  * for programs that embed perl. */
 static void check_perl(const char *path)
@@ -138,7 +177,7 @@ static void check_perl(const char *path)
 	assert_int_equal(d.kind, SONDE_INTERP_PERL);
 	assert_int_equal(d.major, 5);
 	assert_int_equal(d.minor, 36);
-	assert_int_equal(d.runtime_offset, binutils_offset(path, "PL_curinterp"));
+	assert_int_equal(d.runtime_offset, binutils_offset_of(path, "PL_curinterp"));
 	file_image_free(img);
 }
 
@@ -181,6 +220,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_debian_stripped),
 		cmocka_unit_test(test_pyenv_libpython),
+		cmocka_unit_test(test_debian_libruby),
 		cmocka_unit_test(test_debian_perl),
 		cmocka_unit_test(test_not_interpreters),
 	};
