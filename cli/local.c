@@ -11,6 +11,8 @@
  * would cost a few hundred milliseconds of schema writes and fsyncs).
  * It shares the caller's process group, so a Ctrl-C at the terminal stops
  * it too, and as the caller it also gets SIGTERM if the CLI dies first.
+ * At the end it is told to stop, and finishes storing what it analysed
+ * after the CLI has exited.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -32,7 +34,8 @@
 #include "local.h"
 
 #define START_TIMEOUT_MS 20000
-#define STOP_TIMEOUT_MS 5000
+/* How long the CLI waits for it to exit before leaving it to finish. */
+#define STOP_WAIT_MS 100
 #define SYSTEM_CACHE "/var/cache/sonde/symbolizer/cache.db"
 #define SERVICE_USER "sonde"
 
@@ -137,6 +140,9 @@ static void exec_symbolizer(const char *bin, const struct local_symbolizer *ls, 
 	 * a root symbolizer changes its uid: that one stops on Ctrl-C or at
 	 * the CLI's stop). */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	/* Its malloc settings without its re-exec (malloc_tuning.c keeps a
+	 * caller's): one exec less for a process that lives a second. */
+	setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=1", 0);
 	if (!verbose) {
 		fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd >= 0) {
@@ -284,21 +290,19 @@ static void remove_dir(const char *dir)
 
 void local_symbolizer_stop(struct local_symbolizer *ls)
 {
-	int64_t deadline = now_ms() + STOP_TIMEOUT_MS;
+	int64_t deadline = now_ms() + STOP_WAIT_MS;
 	int status;
 
 	if (ls->pid > 0) {
+		/* It stores what it finished (a new file's source index and
+		 * unwind table, built after the answers) before it exits: that
+		 * can take a second, which the caller need not wait for. */
 		kill(ls->pid, SIGTERM);
-		while (waitpid(ls->pid, &status, WNOHANG) == 0) {
-			if (now_ms() > deadline) {
-				kill(ls->pid, SIGKILL);
-				waitpid(ls->pid, &status, 0);
-				break;
-			}
+		while (waitpid(ls->pid, &status, WNOHANG) == 0 && now_ms() < deadline)
 			nanosleep(&(struct timespec){ .tv_nsec = 2000000 }, NULL);
-		}
 		ls->pid = 0;
 	}
+	/* Its listeners work on unlinked, and it writes nothing else here. */
 	if (ls->dir[0])
 		remove_dir(ls->dir);
 	ls->dir[0] = '\0';

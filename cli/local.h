@@ -32,6 +32,7 @@ struct local_symbolizer {
  * to standard error). Returns 0 with *ret filled, or a negative errno
  * (reported). */
 int local_symbolizer_start(struct local_symbolizer *ret, bool verbose);
-/* Stops it and removes its directory. Accepts a never-started one
- * (pid 0). */
+/* Tells it to stop (SIGTERM: it stores what it analysed, then exits, on
+ * its own if that takes over 100 ms) and removes its directory. Accepts
+ * a never-started one (pid 0). */
 void local_symbolizer_stop(struct local_symbolizer *ls);
