@@ -27,7 +27,7 @@ N_ADDRS = 10
 
 @pytest.fixture
 def user():
-    subprocess.run(["userdel", "-r", USER], capture_output=True)
+    subprocess.run(["userdel", USER], capture_output=True)
     home = make_tmp("sonde-t33home.")
     subprocess.run(["useradd", "--system", "--home-dir", str(home), "--shell", "/usr/sbin/nologin", USER],
                    check=True, capture_output=True)
@@ -37,6 +37,9 @@ def user():
     try:
         yield uid, home
     finally:
+        # A private symbolizer may still be storing what it analysed.
+        wait_for(lambda: subprocess.run(["pgrep", "-u", str(uid)], capture_output=True).returncode != 0, 60,
+                 f"the processes of {USER} to end")
         subprocess.run(["userdel", USER], capture_output=True)
         shutil.rmtree(home, ignore_errors=True)
 
