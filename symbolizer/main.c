@@ -131,7 +131,7 @@ static void usage(FILE *f)
 		"  --debuginfod URL       fetch debug files that no --debug-dir has by GNU\n"
 		"                         build ID from this debuginfod server (repeatable, at\n"
 		"                         most 8; default: $DEBUGINFOD_URLS if set, else off).\n"
-		"                         URL is http[s]://ADDRESS[:PORT][/PATH] with an IP\n"
+		"                         URL is http://ADDRESS[:PORT][/PATH] with an IP\n"
 		"                         address: the sandbox allows no DNS (docs/security.md)\n"
 		"  --debuginfod-timeout SECONDS  each request, connect included (default 10)\n"
 		"  --debuginfod-max-size BYTES   largest debug file fetched (default 1G)\n"
@@ -228,22 +228,19 @@ static int otlp_check_args(void)
 	return 0;
 }
 
-/* One debuginfod URL: http or https, an IP address (v6 in brackets) as
- * the host, an optional port. Returns the port, or 0 when unusable. */
+/* One debuginfod URL: http, an IP address (v6 in brackets) as the host,
+ * an optional port. Returns the port, or 0 when unusable. https is left
+ * out: a certificate names a host, not an address, and the sandbox allows
+ * neither DNS nor the CA files (docs/security.md). */
 static uint16_t debuginfod_url_port(const char *url)
 {
 	const char *host, *end, *colon = NULL;
 	char buf[INET6_ADDRSTRLEN];
 	struct in6_addr a;
 	uint32_t port;
-	bool tls;
-
-	if (strncmp(url, "http://", 7) == 0)
-		host = url + 7, tls = false;
-	else if (strncmp(url, "https://", 8) == 0)
-		host = url + 8, tls = true;
-	else
+	if (strncmp(url, "http://", 7) != 0)
 		return 0;
+	host = url + 7;
 	end = host + strcspn(host, "/");
 	if (*host == '[') {
 		const char *close = memchr(host, ']', (size_t)(end - host));
@@ -269,7 +266,7 @@ static uint16_t debuginfod_url_port(const char *url)
 			return 0;
 	}
 	if (!colon)
-		return tls ? 443 : 80;
+		return 80;
 	{
 		char pbuf[8];
 		size_t plen = (size_t)(end - colon - 1);
@@ -299,7 +296,7 @@ static int debuginfod_check_args(void)
 		for (tok = strtok_r(env.debuginfod_env, " \t\n", &save); tok;
 		     tok = strtok_r(NULL, " \t\n", &save)) {
 			if (!debuginfod_url_port(tok)) {
-				fprintf(stderr, "sonde-symbolizer: DEBUGINFOD_URLS: '%.200s' does not name its host by IP address (the sandbox allows no DNS), ignoring it\n",
+				fprintf(stderr, "sonde-symbolizer: DEBUGINFOD_URLS: '%.200s' is not http:// with an IP address (the sandbox allows no DNS), ignoring it\n",
 					tok);
 				continue;
 			}
@@ -314,7 +311,7 @@ static int debuginfod_check_args(void)
 	for (size_t i = 0; i < env.n_debuginfod; i++) {
 		env.debuginfod_ports[i] = debuginfod_url_port(env.debuginfod[i]);
 		if (!env.debuginfod_ports[i]) {
-			fprintf(stderr, "sonde-symbolizer: --debuginfod wants http[s]://ADDRESS[:PORT][/PATH] with an IP address (the sandbox allows no DNS), not '%.200s'\n",
+			fprintf(stderr, "sonde-symbolizer: --debuginfod wants http://ADDRESS[:PORT][/PATH] with an IP address (the sandbox allows no DNS), not '%.200s'\n",
 				env.debuginfod[i]);
 			return -EINVAL;
 		}
