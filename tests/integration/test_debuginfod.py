@@ -153,6 +153,38 @@ def test_names_and_lines_from_debuginfod(program):
         shutil.rmtree(sym.dir, ignore_errors=True)
 
 
+def test_sensor_file_named_from_debuginfod(program):
+    """A file a sensor maps (here a sensor played by Python, serving the
+    stripped program's bytes): its analysis job waits for the fetch, so
+    the profile's frames carry the debug file's names, the static
+    function's too."""
+    from pysensor import PySensor
+    tmp, full, stripped, bid = program
+    ref = reference(full)
+    server = Debuginfod(tmp, tmp / "srv", bid)
+    sym = Symbolizer(make_tmp(), ["--debuginfod", server.url, "--debuginfod-timeout", str(TIMEOUT_S)])
+    try:
+        path = "/opt/t33/prog"
+        inner = next(a for a, (fn, _) in ref.items() if fn == "inner")
+        s = PySensor(sym.address, {path: stripped.read_bytes()})
+        s.hello()
+        s.process(4242, "prog", [path])
+        # PIE text: file offset = vaddr; a leaf, so the address itself.
+        s.stack(1, 4242, [(path, inner - 1), (path, next(a for a, (fn, _) in ref.items() if fn == "main"))])
+        s.close()
+
+        def leaf():
+            r = sym.symbols.Folded(symbols_pb2.ProfileQuery(pid=4242), timeout=20)
+            return next((st.frames for st in r.stacks if st.frames), None)
+        frames = wait_for(leaf, 30, "the sensor's stack")
+        assert frames[-1] == "inner" and frames[0] == "main", (frames, sym.logtext())
+        assert (sym.cache.parent / "debuginfod" / bid / "debuginfo").is_file()
+    finally:
+        sym.stop()
+        server.stop()
+        shutil.rmtree(sym.dir, ignore_errors=True)
+
+
 def test_server_stopped_answers_without_lines(program):
     tmp, full, stripped, bid = program
     ref = reference(full)
