@@ -700,7 +700,10 @@ void sandbox_print_policy(FILE *f, const struct sandbox_policy *p)
 		fprintf(f, "  allow socket AF_INET/AF_INET6 SOCK_STREAM  # OTLP export, debuginfod\n");
 		fprintf(f, "  errno %s socket AF_UNIX or SOCK_DGRAM; other socket() calls: default action\n",
 			strerror(EPERM));
-		fprintf(f, "  allow connect  # Landlock: the TCP ports above only%s\n",
+		fprintf(f, "  allow connect  # Landlock: TCP port%s", p->n_connect_ports > 1 ? "s" : "");
+		for (size_t i = 0; i < p->n_connect_ports; i++)
+			fprintf(f, "%s %u", i ? "," : "", (unsigned)p->connect_ports[i]);
+		fprintf(f, " only%s\n",
 			abi >= 4 ? "" : " (not enforced: this kernel's Landlock has no network rules)");
 	}
 	for (size_t i = 0; p->rw_make_dirs && i < sizeof(sb_rules_dirs) / sizeof(sb_rules_dirs[0]); i++)

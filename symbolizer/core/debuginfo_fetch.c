@@ -61,15 +61,15 @@ static uint64_t max_size;
 static struct hmap *failed;
 
 /* Worker thread, within debuginfod_find_debuginfo: a non-zero return
- * cancels the transfer. b is the size when the server said it. */
+ * cancels the transfer. a: bytes so far; b: the size, when the server
+ * said it. */
 static int progress(debuginfod_client *c, long a, long b)
 {
 	const int64_t *deadline = debuginfod_get_user_data(c);
 
-	(void)a;
 	if (deadline && clock_now_ms() > *deadline)
 		return 1;
-	return b > 0 && (uint64_t)b > max_size;
+	return (a > 0 && (uint64_t)a > max_size) || (b > 0 && (uint64_t)b > max_size);
 }
 
 /* Worker thread: one request, bounded by timeout_s and max_size. */

@@ -203,6 +203,23 @@ def test_server_stopped_answers_without_lines(program):
         shutil.rmtree(sym.dir, ignore_errors=True)
 
 
+def test_size_cap(program):
+    """A debug file over --debuginfod-max-size is not used."""
+    tmp, full, stripped, bid = program
+    ref = reference(full)
+    size = (tmp / "srv" / "prog.debug").stat().st_size
+    server = Debuginfod(tmp, tmp / "srv", bid)
+    sym = Symbolizer(make_tmp(), ["--debuginfod", server.url, "--debuginfod-max-size", str(size // 2)])
+    try:
+        frames, _ = symbolize(sym, stripped, sorted(ref))
+        assert all(not f or not f[-1].get("line") for f in frames), frames
+        assert sym.proc.poll() is None
+    finally:
+        sym.stop()
+        server.stop()
+        shutil.rmtree(sym.dir, ignore_errors=True)
+
+
 def test_server_that_never_answers_times_out(program):
     """A listener that accepts and sends nothing: the fetch ends at the
     timeout, the query is answered then without lines."""
