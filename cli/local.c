@@ -273,6 +273,24 @@ fail:
 	return r;
 }
 
+void local_symbolizer_explain(struct local_symbolizer *ls)
+{
+	int64_t deadline = now_ms() + 1000;
+	int status;
+	pid_t r;
+
+	if (ls->pid <= 0)
+		return;
+	/* A failed start-up ends within moments of the call's failure. */
+	while ((r = waitpid(ls->pid, &status, WNOHANG)) == 0 && now_ms() < deadline)
+		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
+	if (r != ls->pid)
+		return;
+	ls->pid = 0;
+	fprintf(stderr, "sonde: the private symbolizer exited (status %d):\n", status);
+	show_log(ls);
+}
+
 /* Removes dir's entries (no subdirectories are made there) and dir. */
 static void remove_dir(const char *dir)
 {

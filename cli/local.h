@@ -32,6 +32,10 @@ struct local_symbolizer {
  * to standard error). Returns 0 with *ret filled, or a negative errno
  * (reported). */
 int local_symbolizer_start(struct local_symbolizer *ret, bool verbose);
+/* After a failed call: if it has exited (it binds its socket before it
+ * opens the cache, so it can fail after it was reachable), says so with
+ * the end of its log. */
+void local_symbolizer_explain(struct local_symbolizer *ls);
 /* Tells it to stop (SIGTERM: it stores what it analysed, then exits, on
  * its own if that takes over 100 ms) and removes its directory. Accepts
  * a never-started one (pid 0). */

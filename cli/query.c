@@ -162,6 +162,8 @@ static int symbolize_file(struct cli_symbolize_opts *so, bool local, int n, char
 		so->symbolizer = ls.address;
 	}
 	rc = cli_symbolize_file(so, n, addrs);
+	if (rc != 0)
+		local_symbolizer_explain(&ls);
 	local_symbolizer_stop(&ls);
 	return rc;
 }
