@@ -54,6 +54,10 @@ static bool enabled, started, stopping;
 static pthread_t thread;
 static debuginfod_client *client;
 static bool configured, verbose;
+/* Under mu: after a request that failed for a reason not the file's
+ * (refused, timed out), requests fail at once until then, so a server that
+ * is down costs one timeout, not one per file queued behind it. */
+static int64_t down_until_ms;
 static char cache_dir[4096];
 static unsigned timeout_s;
 static uint64_t max_size;
@@ -114,9 +118,16 @@ static void *worker(void *arg)
 			todo_tail = NULL;
 		n_todo--;
 		running = t;
-		pthread_mutex_unlock(&mu);
-		fetch_one(t);
-		pthread_mutex_lock(&mu);
+		if (clock_now_ms() < down_until_ms) {
+			t->err = -EHOSTDOWN;
+		} else {
+			pthread_mutex_unlock(&mu);
+			fetch_one(t);
+			pthread_mutex_lock(&mu);
+			/* "No such file" and "too large" are the file's. */
+			if (t->err < 0 && t->err != -ENOENT && t->err != -EFBIG)
+				down_until_ms = clock_now_ms() + DEBUGINFO_FETCH_DOWN_S * 1000LL;
+		}
 		running = NULL;
 		t->next = done;
 		done = t;
@@ -239,6 +250,11 @@ int debuginfo_fetch_submit(const struct fileid *id, const uint8_t *build_id,
 		return -ENODEV;
 	if (!build_id_len || build_id_len > MAX_BUILD_ID)
 		return -EINVAL;
+	pthread_mutex_lock(&mu);
+	r = clock_now_ms() < down_until_ms ? -EAGAIN : 0;
+	pthread_mutex_unlock(&mu);
+	if (r < 0)
+		return r;
 	retry_at = hmap_get(failed, build_id, build_id_len);
 	if (retry_at) {
 		if (clock_now_ms() < *retry_at)
@@ -315,7 +331,8 @@ size_t debuginfo_fetch_collect(void (*fn)(void *ctx, const struct fileid *id, co
 		list = t->next;
 		if (t->err < 0) {
 			log_debug("no debug file from debuginfod for a file: %s", strerror(-t->err));
-			remember_failure(t);
+			if (t->err != -EHOSTDOWN)
+				remember_failure(t);
 		}
 		fn(ctx, &t->id, t->path);
 		free(t->path);

@@ -21,6 +21,10 @@
  * remembers a "no such file" on disk (DEBUGINFO_FETCH_MISS_S). */
 #define DEBUGINFO_FETCH_RETRY_S 300
 #define DEBUGINFO_FETCH_MISS_S 600
+/* After a failure of that kind no server is asked for this long: fetches
+ * queued meanwhile, and new ones, fail at once (a server that is down or
+ * drops packets costs one timeout, not one per file). */
+#define DEBUGINFO_FETCH_DOWN_S 60
 
 struct debuginfo_fetch_opts {
 	const char *const *urls; /* borrowed for the call; n_urls of them */
@@ -45,7 +49,8 @@ bool debuginfo_fetch_enabled(void);
 /* Queues a fetch of the debug file of build_id (binary, build_id_len
  * bytes) for the file id; the worker thread starts on the first call.
  * Returns 0, -EAGAIN when the build ID failed less than
- * DEBUGINFO_FETCH_RETRY_S ago, -E2BIG when the queue is full, -ENODEV
+ * DEBUGINFO_FETCH_RETRY_S ago or the servers are taken for down
+ * (DEBUGINFO_FETCH_DOWN_S), -E2BIG when the queue is full, -ENODEV
  * when fetching is off, -EINVAL or -ENOMEM. */
 int debuginfo_fetch_submit(const struct fileid *id, const uint8_t *build_id,
 			   size_t build_id_len);

@@ -33,13 +33,13 @@ FUNCTIONS = ("inner", "middle", "main")
 TIMEOUT_S = 3
 
 
-def build_stripped(tmp):
+def build_stripped(tmp, name="prog", source=PROGRAM):
     """The program with its debug info (the reference), its debug file
     (what the server holds) and the stripped binary (what is symbolized)."""
-    (tmp / "prog.c").write_text(PROGRAM)
-    full, debug, stripped = tmp / "prog", tmp / "srv" / "prog.debug", tmp / "prog.stripped"
-    debug.parent.mkdir()
-    subprocess.run(["gcc", "-g", "-O1", "-Wl,--build-id", "-o", str(full), str(tmp / "prog.c")], check=True)
+    (tmp / f"{name}.c").write_text(source)
+    full, debug, stripped = tmp / name, tmp / "srv" / f"{name}.debug", tmp / f"{name}.stripped"
+    debug.parent.mkdir(exist_ok=True)
+    subprocess.run(["gcc", "-g", "-O1", "-Wl,--build-id", "-o", str(full), str(tmp / f"{name}.c")], check=True)
     subprocess.run(["objcopy", "--only-keep-debug", str(full), str(debug)], check=True)
     subprocess.run(["strip", "--strip-all", "-o", str(stripped), str(full)], check=True)
     notes = subprocess.run(["readelf", "-n", str(stripped)], capture_output=True, text=True, check=True).stdout
@@ -222,9 +222,12 @@ def test_size_cap(program):
 
 def test_server_that_never_answers_times_out(program):
     """A listener that accepts and sends nothing: the fetch ends at the
-    timeout, the query is answered then without lines."""
+    timeout, the query is answered then without lines. The next file does
+    not wait again: the servers count as down for a while."""
     tmp, full, stripped, bid = program
     ref = reference(full)
+    _, other, other_bid = build_stripped(tmp, "other", PROGRAM.replace("x * 3 + 1", "x * 5 + 2"))
+    assert other_bid != bid
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
@@ -235,10 +238,28 @@ def test_server_that_never_answers_times_out(program):
         assert all(not f or not f[-1].get("line") for f in frames), frames
         assert TIMEOUT_S - 1 <= elapsed < TIMEOUT_S + 10, elapsed
         assert sym.status() and sym.proc.poll() is None
+        n_accepted = accepted(listener)
+        frames, elapsed = symbolize(sym, other, sorted(ref))
+        assert all(not f or not f[-1].get("line") for f in frames), frames
+        assert accepted(listener) == 0 and n_accepted > 0, "the second file asked the server again"
+        assert elapsed < TIMEOUT_S, elapsed
     finally:
         sym.stop()
         listener.close()
         shutil.rmtree(sym.dir, ignore_errors=True)
+
+
+def accepted(listener):
+    """Connections waiting on listener since the last call (taken)."""
+    listener.setblocking(False)
+    n = 0
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except BlockingIOError:
+            return n
+        conn.close()
+        n += 1
 
 
 def test_url_must_name_an_address():
