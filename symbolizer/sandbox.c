@@ -291,9 +291,7 @@ static const struct sb_rule sb_rules_dirs[] = {
 	{ "rename", SB_ALLOW, 0, "debuginfod cache (Landlock decides)" },
 	{ "renameat", SB_ALLOW, 0, "debuginfod cache (Landlock decides)" },
 	{ "renameat2", SB_ALLOW, 0, "debuginfod cache (Landlock decides)" },
-	{ "utimensat", SB_ALLOW, 0, "debuginfod cache ages" },
-	{ "utime", SB_ALLOW, 0, "debuginfod cache ages" },
-	{ "utimes", SB_ALLOW, 0, "debuginfod cache ages" },
+	{ "utimensat", SB_ALLOW, 0, "debuginfod cache ages (glibc's utime)" },
 };
 
 /* socket() and connect() are replaced by the rules of sb_seccomp_tcp()
