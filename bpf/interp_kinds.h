@@ -11,6 +11,7 @@
 
 #include "cpython.h"
 #include "interp.h"
+#include "ruby.h"
 
 struct sonde_interp_kind_info {
 	const char *name;     /* "cpython": OTLP's profile.frame.type value */
@@ -27,9 +28,15 @@ static inline const struct sonde_interp_kind_info *sonde_interp_kind_info(__u32 
 		"cpython", "code object records", "cpython_codes", sonde_cpython_limits
 	};
 
+	static const struct sonde_interp_kind_info ruby = {
+		"ruby", "iseq and cfunc records", "ruby_seen", sonde_ruby_limits
+	};
+
 	switch (kind) {
 	case SONDE_INTERP_CPYTHON:
 		return &cpython;
+	case SONDE_INTERP_RUBY:
+		return &ruby;
 	default:
 		return NULL;
 	}
