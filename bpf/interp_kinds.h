@@ -12,6 +12,7 @@
 #include "cpython.h"
 #include "interp.h"
 #include "ruby.h"
+#include "perl5.h"
 #include "v8.h"
 
 struct sonde_interp_kind_info {
@@ -35,6 +36,9 @@ static inline const struct sonde_interp_kind_info *sonde_interp_kind_info(__u32 
 	static const struct sonde_interp_kind_info ruby = {
 		"ruby", "iseq and cfunc records", "ruby_seen", sonde_ruby_limits
 	};
+	static const struct sonde_interp_kind_info perl = {
+		"perl", "sub and COP records", "perl_seen", sonde_perl_limits
+	};
 	static const struct sonde_interp_kind_info v8 = {
 		"v8js", "SharedFunctionInfo records", "v8_sfis", sonde_v8_limits,
 		SONDE_INTERP_JIT_WORDS
@@ -45,6 +49,8 @@ static inline const struct sonde_interp_kind_info *sonde_interp_kind_info(__u32 
 		return &cpython;
 	case SONDE_INTERP_RUBY:
 		return &ruby;
+	case SONDE_INTERP_PERL:
+		return &perl;
 	case SONDE_INTERP_V8:
 		return &v8;
 	default:

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "command.h"
+#include "local.h"
 #include "fileid.h"
 #include "parse.h"
 
@@ -156,10 +157,31 @@ static int parse_file_id(const char *arg, void *target)
 	return 0;
 }
 
+/* --file, through a private symbolizer (local.h) with --local or when
+ * none answers at the default address. */
+static int symbolize_file(struct cli_symbolize_opts *so, bool local, int n, char **addrs)
+{
+	struct local_symbolizer ls = { 0 };
+	int rc;
+
+	if (local || (strcmp(so->symbolizer, COMMAND_DEFAULT_SYMBOLIZER) == 0 &&
+		      !local_reachable(so->symbolizer))) {
+		if (local_symbolizer_start(&ls, false) < 0)
+			return 1;
+		so->symbolizer = ls.address;
+	}
+	rc = cli_symbolize_file(so, n, addrs);
+	if (rc != 0)
+		local_symbolizer_explain(&ls);
+	local_symbolizer_stop(&ls);
+	return rc;
+}
+
 int cmd_symbolize(int argc, char **argv)
 {
 	static const char help[] =
-		"usage: sonde symbolize [--json] [--no-inlines] [--no-demangle] --file PATH [ADDRESS...]\n"
+		"usage: sonde symbolize [--json] [--no-inlines] [--no-demangle] [--local] --file PATH\n"
+		"                       [ADDRESS...]\n"
 		"       sonde symbolize [--json] [--offsets] (--file-id HEX | --build-id HEX | --path PATH)\n"
 		"                       [--symbolizer ADDR] ADDRESS...\n"
 		"Names the functions at ADDRESSes (hex, ELF virtual addresses as nm prints\n"
@@ -169,6 +191,9 @@ int cmd_symbolize(int argc, char **argv)
 		"  llvm-symbolizer-like text, or with --json one object per line:\n"
 		"  {\"address\":\"0x...\",\"frames\":[{\"function\":...,\"file\":...,\"line\":N},...]}.\n"
 		"  Without ADDRESSes, reads them from standard input, one per line.\n"
+		"  With no symbolizer at the default address (or with --local), starts a\n"
+		"  private one for this command, sandboxed, with your cache\n"
+		"  ($SONDE_CACHE, else ~/.cache/sonde/cache.db).\n"
 		"--file-id/--build-id/--path: a file the symbolizer has seen; prints\n"
 		"  function+offset (--json: one document).\n";
 	struct cli_symbolize_opts so = { .inlines = true, .demangle = true };
@@ -179,7 +204,7 @@ int cmd_symbolize(int argc, char **argv)
 	const char *symbolizer = NULL;
 	struct file_id_arg fid = { .q = &q };
 	uint64_t *addrs = NULL;
-	bool json = false, offsets = false, no_inlines = false, no_demangle = false;
+	bool json = false, offsets = false, no_inlines = false, no_demangle = false, local = false;
 	const struct command_opt opts[] = {
 		{ "file-id", 'f', COMMAND_OPT_CUSTOM, &fid, .parse = parse_file_id,
 		  .bad = "sonde: --file-id wants 32 hex digits\n" },
@@ -190,6 +215,7 @@ int cmd_symbolize(int argc, char **argv)
 		{ "file", 0, COMMAND_OPT_STRING, &so.file },
 		{ "no-inlines", 0, COMMAND_OPT_FLAG, &no_inlines },
 		{ "no-demangle", 0, COMMAND_OPT_FLAG, &no_demangle },
+		{ "local", 0, COMMAND_OPT_FLAG, &local },
 	};
 	const struct command_line cl = { help, opts, sizeof(opts) / sizeof(opts[0]), &symbolizer,
 					 .operands = COMMAND_OPERANDS_TAKEN };
@@ -210,7 +236,11 @@ int cmd_symbolize(int argc, char **argv)
 		}
 		so.symbolizer = symbolizer;
 		so.json = json;
-		return cli_symbolize_file(&so, argc - first, argv + first);
+		return symbolize_file(&so, local, argc - first, argv + first);
+	}
+	if (local) {
+		fprintf(stderr, "sonde: --local goes with --file\n");
+		return 2;
 	}
 	if (!q.file_id.len && !q.build_id && !q.path) {
 		fprintf(stderr, "sonde: name the file with --file, --file-id, --build-id or --path\n");

@@ -432,6 +432,13 @@ static int db_open_once(const char *path, sqlite3 **ret_db)
 			goto cleanup;
 		}
 	}
+	/* Before the schema steps: with WAL, NORMAL syncs at checkpoints, not
+	 * at every commit, and a new cache's steps were a dozen fsyncs (a
+	 * third of a second on this kind of VM, where `sonde symbolize` with
+	 * no service running makes its cache). */
+	r = exec_int(db, "PRAGMA synchronous=NORMAL", NULL);
+	if (r < 0)
+		goto cleanup;
 	for (int64_t v = version; v < CACHE_SCHEMA_VERSION; v++) {
 		char sql[64];
 
@@ -456,9 +463,6 @@ static int db_open_once(const char *path, sqlite3 **ret_db)
 	if (r < 0)
 		goto cleanup;
 	r = forget_unindexed(db);
-	if (r < 0)
-		goto cleanup;
-	r = exec_int(db, "PRAGMA synchronous=NORMAL", NULL);
 	if (r < 0)
 		goto cleanup;
 	*ret_db = db;

@@ -45,6 +45,14 @@ while True:
 """
 
 
+def perl_script():
+    return """
+sub f0 { my ($n) = @_; my $t = 0; for my $i (1 .. $n) { $t += $i * $i; } return $t; }
+""" + "".join(f"sub f{k} {{ return f{k - 1}($_[0]) + 1; }}\n" for k in range(1, DEPTH)) + f"""
+while (1) {{ f{DEPTH - 1}(10000); }}
+"""
+
+
 # name: (the script's file name, the script, argv before the script's path)
 def ruby_script():
     return """
@@ -77,6 +85,7 @@ for (;;) f{DEPTH - 1}(10000);
 RUNTIMES = {
     "cpython": ("spin.py", python_script(), ["/usr/bin/python3.11"]),
     "ruby": ("spin.rb", ruby_script(), ["/usr/bin/ruby3.1"]),
+    "perl": ("spin.pl", perl_script(), ["/usr/bin/perl"]),
     "v8": ("spin.js", js_script(), ["/usr/bin/node"]),
 }
 
