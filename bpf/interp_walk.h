@@ -84,12 +84,15 @@ static __always_inline void interp_jit_begin(struct unwind_scratch *s, __u32 tgi
  * walk has a JIT kind: no_table says the native walk found no unwind
  * table for it. Returns -1 when the kind does not claim it (the usual
  * rule applies), else what unwind_one returns: 1 to stop, 0 to go on
- * with st set to the caller. */
-static __always_inline int interp_jit_step(struct unwind_scratch *s, struct user_walk *st,
-					   __u32 native, bool no_table)
+ * with st set to the caller. A global function, verified once: inline,
+ * its range loop multiplied the walk callback's states. */
+__noinline int interp_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32 native,
+			       __u32 no_table)
 {
 	int r;
 
+	if (!s || !st)
+		return -1;
 	if (no_table ? !s->jit.anon : !interp_jit_in_range(&s->jit, st->pc))
 		return -1;
 	switch (s->jit.kind) {
@@ -103,20 +106,26 @@ static __always_inline int interp_jit_step(struct unwind_scratch *s, struct user
 	return r < 0 ? -1 : r ? 1 : 0;
 }
 
-/* Appends the JIT frames the walk buffered at rec->frames[at..]; returns
- * how many words. */
-static __always_inline int interp_jit_finish(struct sonde_sample *rec,
-					     const struct sonde_interp_jit *j, __u32 at)
+/* Appends the JIT frames the walk buffered at s->rec.frames[at..];
+ * returns how many words. A global function: verified once, not in the
+ * states of every walker the sample program holds. */
+__noinline int interp_jit_finish(struct unwind_scratch *s, __u32 at)
 {
 	__u32 n = 0;
 
+	if (!s)
+		return 0;
 	for (__u32 i = 0; i < SONDE_INTERP_JIT_MAX_FRAMES * SONDE_INTERP_JIT_WORDS; i++) {
 		__u32 idx = at + i;
 
-		if (i >= j->n || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
+		if (i >= s->jit.n || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
 			break;
-		/* A bound the verifier follows (unwind_scratch.interp_slack). */
-		rec->frames[idx & 0xff] = j->words[i];
+		/* A bound the verifier follows (unwind_scratch.interp_slack),
+		 * on the register it is given (the barrier keeps the compiler
+		 * from dropping the mask after the check above). */
+		asm volatile("" : "+r"(idx));
+		s->rec.frames[idx & 0xff] = s->jit.words[i & (SONDE_INTERP_JIT_MAX_FRAMES *
+								SONDE_INTERP_JIT_WORDS - 1)];
 		n++;
 	}
 	/* Whole frames only. */
@@ -134,8 +143,12 @@ static __always_inline int interp_walk(struct unwind_scratch *s, struct sonde_sa
 	if (p->kind == SONDE_INTERP_NONE)
 		return -1;
 	rec->interp_kind = (__u8)p->kind;
-	if (s->jit.kind)
-		return interp_jit_finish(rec, &s->jit, at);
+	if (s->jit.kind) {
+		int n = interp_jit_finish(s, at);
+
+		/* (a global function's result is any number to the verifier) */
+		return n > 0 && n <= SONDE_INTERP_JIT_MAX_FRAMES * SONDE_INTERP_JIT_WORDS ? n : 0;
+	}
 	switch (p->kind) {
 	case SONDE_INTERP_CPYTHON:
 		return cpython_walk(rec, (const struct sonde_cpython_proc *)p, tgid, tid, at);

@@ -691,16 +691,23 @@ static __always_inline long unwind_one(struct user_walk *st, bool helper_loop)
 		return 1;
 
 	/* A JIT runtime's frame (bpf/interp_walk.h): its kind steps it. */
-	if (s->jit.kind && (r = interp_jit_step(s, st, n, false)) >= 0)
-		return r;
+	if (s->jit.kind) {
+		r = interp_jit_step(s, st, n, 0);
+		/* (a global function's result is any number to the verifier) */
+		if (r >= 0)
+			return r ? 1 : 0;
+	}
 	if (unwind_rule(s, st, &rule, helper_loop))
 		return 1;
 	switch (rule.method) {
 	case UNWIND_TABLE:
 		return unwind_step_table(st, &rule);
 	case UNWIND_FRAME_POINTER:
-		if (s->jit.kind && (r = interp_jit_step(s, st, n, true)) >= 0)
-			return r;
+		if (s->jit.kind) {
+			r = interp_jit_step(s, st, n, 1);
+			if (r >= 0)
+				return r ? 1 : 0;
+		}
 		st->used_fp = 1;
 		r = unwind_step_fp(st);
 		/* No table, and no frame pointer either: say so, rather than
