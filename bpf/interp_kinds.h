@@ -11,6 +11,7 @@
 
 #include "cpython.h"
 #include "interp.h"
+#include "php.h"
 
 struct sonde_interp_kind_info {
 	const char *name;     /* "cpython": OTLP's profile.frame.type value */
@@ -26,10 +27,15 @@ static inline const struct sonde_interp_kind_info *sonde_interp_kind_info(__u32 
 	static const struct sonde_interp_kind_info cpython = {
 		"cpython", "code object records", "cpython_codes", sonde_cpython_limits
 	};
+	static const struct sonde_interp_kind_info php = {
+		"php", "function records", "php_funcs", sonde_php_limits
+	};
 
 	switch (kind) {
 	case SONDE_INTERP_CPYTHON:
 		return &cpython;
+	case SONDE_INTERP_PHP:
+		return &php;
 	default:
 		return NULL;
 	}

@@ -7,9 +7,11 @@
 #include "cpython_ops.h"
 #include "interp_kinds.h"
 #include "interp_ops.h"
+#include "php_ops.h"
 
 static const struct interp_ops *const table[] = {
 	&cpython_ops,
+	&php_ops,
 };
 #define N_OPS (sizeof(table) / sizeof(table[0]))
 
