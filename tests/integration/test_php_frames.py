@@ -59,17 +59,21 @@ def folded(sym, pid):
     return [(list(s.frames), s.count) for s in r.stacks if s.pid == pid]
 
 
+INTERNAL = ("crc32", "getrusage", "hrtime", "ExcimerProfiler::start", "ExcimerProfiler::stop",
+            "<unknown php frame>")
+
+
 def php_frames(frames):
     """(name, line or None, is_user) of the PHP frames, root first: user
-    frames end in "(file.php:LINE)" / "(file.php)", internal ones are
-    found by the caller's crc32/getrusage names."""
+    frames end in "(file.php:LINE)" / "(file.php)"; an internal function
+    is the program's one named right after a user frame (the C frames
+    above it may have the same name: libc's getrusage)."""
     out = []
     for f in frames:
         m = re.fullmatch(r"(.+) \((.+\.php)(?::(\d+))?\)", f)
         if m:
             out.append((m.group(1), int(m.group(3)) if m.group(3) else None, True))
-        elif f in ("crc32", "getrusage", "hrtime", "ExcimerProfiler::stop",
-                   "ExcimerProfiler::start", "<unknown php frame>"):
+        elif f in INTERNAL and out and out[-1][2]:
             out.append((f, None, False))
     return out
 
