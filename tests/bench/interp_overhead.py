@@ -45,9 +45,26 @@ while True:
 """
 
 
+def php_script():
+    return """<?php
+function f0($n) {
+    $t = 0;
+    for ($i = 0; $i < $n; $i++) {
+        $t += $i * $i;
+    }
+    return $t;
+}
+""" + "".join(f"function f{k}($n) {{\n    return f{k - 1}($n) + 1;\n}}\n" for k in range(1, DEPTH)) + f"""
+while (true) {{
+    f{DEPTH - 1}(10000);
+}}
+"""
+
+
 # name: (the script's file name, the script, argv before the script's path)
 RUNTIMES = {
     "cpython": ("spin.py", python_script(), ["/usr/bin/python3.11"]),
+    "php": ("spin.php", php_script(), ["/usr/bin/php8.2"]),
 }
 
 
