@@ -131,6 +131,8 @@ def test_php_frames_under_sonde_and_excimer(symbolizer, start_sensor, tmp_path):
     share, ex_share = 100 * a / (a + b), 100 * ex_a / (ex_a + ex_b)
     print(f"{total} samples, {ok} complete ({100 * ok / total:.1f} %); branch_a {share:.1f} % "
           f"(sonde {a}:{b}), program {own:.1f} %, Excimer {ex_share:.1f} % ({ex_a}:{ex_b})")
+    for c, f in bad[:3]:
+        print(f"  incomplete: {c} {';'.join(f)}")
     assert total >= 300, total
     assert ok >= 0.95 * total, (ok, total, bad)
     assert abs(share - 75) <= 5 and abs(share - own) <= 5 and abs(share - ex_share) <= 5, \
