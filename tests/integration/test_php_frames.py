@@ -16,7 +16,8 @@ process exited (so the names survived it):
     hot lines (spin's loop; branch_b's crc32 call);
   - the PHP frames replace execute_ex, and crc32's C frames sit above
     the crc32 frame.
-The workload waits on stdin until its process has its entry in the
+Both BPF walks of the native stack (bpf_loop and tail calls) run the PHP
+walker. The workload waits on stdin until its process has its entry in the
 sensor's interp_procs map: samples before that have no PHP frames by
 design. Also: the Loader's offsets against php8.2-dev's headers (when
 installed) and the VM's registers in execute_ex's disassembly."""
@@ -96,14 +97,16 @@ def complete(chain):
     return True
 
 
-def test_php_frames_under_sonde_and_excimer(symbolizer, start_sensor, tmp_path):
+@pytest.mark.parametrize("walk", ["loop", "tail"])
+def test_php_frames_under_sonde_and_excimer(symbolizer, start_sensor, tmp_path, walk):
     out = tmp_path / "excimer.json"
     os.chmod(tmp_path, 0o777)
     php = subprocess.Popen([PHP, str(WORKLOAD), str(out), str(SECONDS)], stdin=subprocess.PIPE,
                            stdout=subprocess.PIPE, text=True)
     try:
         assert php.stdout.readline().strip() == "ready"
-        sensor = start_sensor(symbolizer.address, "--pid", str(php.pid), "--frequency", "199")
+        sensor = start_sensor(symbolizer.address, "--pid", str(php.pid), "--frequency", "199",
+                              "--bpf-walk", walk)
         try:
             wait_for(lambda: symbolizer.status().sensors_connected == 1, 30, "the sensor")
             map_id = cpython_map_id(sensor.proc.pid)
