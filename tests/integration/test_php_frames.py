@@ -231,3 +231,73 @@ def test_vm_registers_in_execute_ex():
                          check=True).stdout
     assert "mov    %rdi,%r14" in asm and "mov    (%rdi),%r15" in asm, asm
     assert "jmp    *(%r15)" in asm, asm
+
+
+CALLBACK = """<?php
+class Mapper
+{
+    public function each(array $xs): array
+    {
+        return array_map(function ($x) { // CALL_MAP
+            $t = 0;
+            for ($i = 0; $i < 300; $i++) { // HOT_FOR
+                $t += ($x * $i) % 7; // HOT_CLOSURE
+            }
+            return $t;
+        }, $xs);
+    }
+}
+$m = new Mapper();
+$xs = range(1, 1000);
+echo "ready\\n";
+fgets(STDIN);
+$end = hrtime(true) + 4e9;
+while (hrtime(true) < $end) {
+    $m->each($xs); // CALL_EACH
+}
+"""
+
+
+def test_closure_called_back_from_c(symbolizer, start_sensor, tmp_path):
+    """array_map (C) calling a closure: the closure's run replaces the
+    inner execute_ex, above array_map's C frames; the outer run
+    ({main}, Mapper::each, array_map) the outer execute_ex."""
+    script = tmp_path / "callback.php"
+    script.write_text(CALLBACK)
+    src = CALLBACK.splitlines()
+    at = lambda m: next(i + 1 for i, l in enumerate(src) if l.rstrip().endswith("// " + m))
+    php = subprocess.Popen([PHP, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           text=True)
+    try:
+        assert php.stdout.readline().strip() == "ready"
+        sensor = start_sensor(symbolizer.address, "--pid", str(php.pid), "--frequency", "199")
+        wait_for(lambda: symbolizer.status().sensors_connected == 1, 30, "the sensor")
+        map_id = cpython_map_id(sensor.proc.pid)
+        wait_for(lambda: php.pid in entries(map_id), 60, "php's BPF entry", interval=0.2)
+        php.stdin.write("\n")
+        php.stdin.flush()
+        assert php.wait(60) == 0
+    finally:
+        php.kill()
+        php.wait()
+    time.sleep(2.0)
+    sensor.stop()
+    stacks = wait_for(lambda: folded(symbolizer, php.pid), 30, "php's samples", interval=1.0)
+    outer = [f"{{main}} ({script}:{at('CALL_EACH')})", f"Mapper::each ({script}:{at('CALL_MAP')})",
+             "array_map"]
+    closure = {f"Mapper::{{closure}} ({script}:{at(m)})" for m in ("HOT_FOR", "HOT_CLOSURE")}
+    total = sum(c for f, c in stacks if "array_map" in f)
+    good = 0
+    for f, c in stacks:
+        here = [k for k, x in enumerate(f) if x in closure]
+        if not here or "array_map" not in f:
+            continue
+        i = f.index("array_map")
+        # The outer run in order, then C frames (array_map's, the call
+        # back), then the closure on its loop: no execute_ex left.
+        if f[i - 2:i + 1] == outer and i + 1 < here[0] and "execute_ex" not in f:
+            good += c
+    print(f"{total} samples under array_map, {good} with the closure above its C frames")
+    for f, c in sorted(stacks, key=lambda x: -x[1])[:2]:
+        print(c, ";".join(f))
+    assert total > 100 and good >= 0.8 * total, (good, total)
