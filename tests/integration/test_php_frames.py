@@ -19,8 +19,10 @@ process exited (so the names survived it):
 Both BPF walks of the native stack (bpf_loop and tail calls) run the PHP
 walker. The workload waits on stdin until its process has its entry in the
 sensor's interp_procs map: samples before that have no PHP frames by
-design. Also: the Loader's offsets against php8.2-dev's headers (when
-installed) and the VM's registers in execute_ex's disassembly."""
+design. Also: a closure called back by array_map (C) gets its own run
+above array_map's C frames; the Loader's offsets against php8.2-dev's
+headers (when installed) and the VM's registers in execute_ex's
+disassembly."""
 import json
 import os
 import pathlib
