@@ -34,8 +34,9 @@ from collections import Counter
 
 import pytest
 
-from conftest import symbols_pb2, wait_for
+from conftest import Symbolizer, symbols_pb2, wait_for
 from test_cpython_procs import cpython_map_id, entries
+from test_otlp import Receiver, attr_map, free_port
 
 PHP = "/usr/bin/php8.2"
 WORKLOAD = pathlib.Path(__file__).resolve().parents[1] / "workload" / "php_frames.php"
@@ -260,14 +261,31 @@ while (hrtime(true) < $end) {
 """
 
 
-def test_closure_called_back_from_c(symbolizer, start_sensor, tmp_path):
+def otlp_frame_types(recv):
+    """function name -> profile.frame.type over what recv got."""
+    types = {}
+    for req in recv.snapshot():
+        d = req.dictionary
+        for loc in d.location_table[1:]:
+            t = attr_map(req, loc.attribute_indices).get("profile.frame.type")
+            for ln in loc.lines:
+                types[d.string_table[d.function_table[ln.function_index].name_strindex]] = t
+    return types
+
+
+def test_closure_called_back_from_c(start_sensor, tmp_path):
     """array_map (C) calling a closure: the closure's run replaces the
     inner execute_ex, above array_map's C frames; the outer run
-    ({main}, Mapper::each, array_map) the outer execute_ex."""
+    ({main}, Mapper::each, array_map) the outer execute_ex. The OTLP
+    export gives the PHP frames the frame type php."""
     script = tmp_path / "callback.php"
     script.write_text(CALLBACK)
     src = CALLBACK.splitlines()
     at = lambda m: next(i + 1 for i, l in enumerate(src) if l.rstrip().endswith("// " + m))
+    recv = Receiver(free_port())
+    recv.start()
+    symbolizer = Symbolizer(tmp_path, ["--otlp-endpoint", f"127.0.0.1:{recv.port}",
+                                       "--otlp-insecure", "--otlp-interval", "1"])
     php = subprocess.Popen([PHP, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                            text=True)
     try:
@@ -279,12 +297,16 @@ def test_closure_called_back_from_c(symbolizer, start_sensor, tmp_path):
         php.stdin.write("\n")
         php.stdin.flush()
         assert php.wait(60) == 0
+        time.sleep(2.0)
+        sensor.stop()
+        stacks = wait_for(lambda: folded(symbolizer, php.pid), 30, "php's samples", interval=1.0)
+        types = wait_for(lambda: (lambda t: t if "array_map" in t else None)(
+            otlp_frame_types(recv)), 30, "the PHP frames over OTLP", interval=0.5)
     finally:
         php.kill()
         php.wait()
-    time.sleep(2.0)
-    sensor.stop()
-    stacks = wait_for(lambda: folded(symbolizer, php.pid), 30, "php's samples", interval=1.0)
+        symbolizer.stop()
+        recv.stop()
     outer = [f"{{main}} ({script}:{at('CALL_EACH')})", f"Mapper::each ({script}:{at('CALL_MAP')})",
              "array_map"]
     closure = {f"Mapper::{{closure}} ({script}:{at(m)})" for m in ("HOT_FOR", "HOT_CLOSURE")}
@@ -303,3 +325,7 @@ def test_closure_called_back_from_c(symbolizer, start_sensor, tmp_path):
     for f, c in sorted(stacks, key=lambda x: -x[1])[:2]:
         print(c, ";".join(f))
     assert total > 100 and good >= 0.8 * total, (good, total)
+    for name in (*outer, *closure):
+        assert types.get(name) == "php", (name, types)
+    assert types.get("zend_call_function") == "native", types
+    assert "execute_ex" not in types, types
