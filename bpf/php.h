@@ -27,7 +27,8 @@
  * leaf's line comes from r15. */
 #define SONDE_PHP_VM_REGS 0x1
 
-/* Zend constants the walker uses, the same in PHP 7.4-8.3. */
+/* Zend constants the walker uses (checked against 8.2's headers by
+ * test_php_frames.py). */
 #define SONDE_PHP_CALL_TOP (1u << 17) /* ZEND_CALL_TOP: the frame began a C call of the VM */
 #define SONDE_PHP_USER_CODE(type) (((type) & 1) == 0) /* ZEND_USER_CODE(): user or eval code */
 #define SONDE_PHP_OP_SIZE 32                          /* sizeof(zend_op) on 64-bit */

@@ -10,10 +10,11 @@
  * A non-ZTS PHP runs its VM on the process's main thread (CLI, FPM and
  * CGI workers, mod_php under prefork): only that thread's samples are
  * walked, as the globals are its own; other threads (a profiler's timer
- * thread, an extension's workers) get no PHP frames. Everything is read with bpf_probe_read_user at offsets
- * the symbolizer chose for the version: a wrong offset or a racing VM
- * gives a wrong or short PHP stack, never more. Included by interp_walk.h
- * after sample.bpf.c's maps (events, interp_procs) and count_err().
+ * thread, an extension's workers) get no PHP frames. Everything is read
+ * with bpf_probe_read_user at offsets the symbolizer chose for the
+ * version: a wrong offset or a racing VM gives a wrong or short PHP
+ * stack, never more. Included by interp_walk.h after sample.bpf.c's maps
+ * (events, interp_procs) and count_err().
  */
 #pragma once
 
