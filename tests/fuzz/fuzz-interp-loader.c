@@ -11,8 +11,9 @@
  * the file are dropped). The seeds are real interpreters' ranges
  * (make-interp-corpus.py), so the checked-in files stay small.
  *
- * A success must agree with the path's version and name a version with a
- * layout; a failure must say why and leave the Data untouched.
+ * A success must agree with the path's runtime and version and name a
+ * version with a layout; a failure must say why and leave the Data
+ * untouched.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -22,6 +23,7 @@
 #include "cpython_layout.h"
 #include "file_image.h"
 #include "interp_loader.h"
+#include "php_layout.h"
 
 #define FUZZ_MAX_INPUT (1u << 20)
 /* Address space only (file_image reserves, MAP_NORESERVE), but keep the
@@ -83,7 +85,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if ((r != 0) != (reason != NULL))
 		abort(); /* a failure says why, a success does not */
-	if (r == 0) {
+	if (r == 0 && d.kind == SONDE_INTERP_PHP) {
+		if (php_version_from_name(path, &major, &minor) != 0 || d.major != major ||
+		    d.minor != minor || !php_layout_for(major, minor))
+			abort();
+	} else if (r == 0) {
 		if (cpython_version_from_name(path, &major, &minor) != 0 || d.kind != INTERP_CPYTHON ||
 		    d.major != major || d.minor != minor || !cpython_layout_for(major, minor))
 			abort();

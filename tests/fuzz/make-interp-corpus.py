@@ -2,13 +2,13 @@
 """Writes the seed corpus of fuzz-interp-loader (tests/fuzz/corpus/
 interp_loader/): records of fuzz-interp-loader.c (u8 name length, name,
 u32 file size, then u32 offset + u16 length + bytes per range), made from
-this machine's real interpreters, Debian's libpython3.11.so.1.0 and
-/usr/bin/python3.11: the ranges the interpreter Loader reads (ELF header
+this machine's real interpreters, Debian's libpython3.11.so.1.0,
+/usr/bin/python3.11 and /usr/bin/php8.2: the ranges the interpreter Loader reads (ELF header
 and program headers, section headers, .shstrtab, .dynsym, .dynstr) at
 their real offsets in an image of the file's real size, the rest absent,
 as the service holds such a file. Variants: other names (an unknown
-version, a free-threaded build, a non-interpreter), a range missing, the
-symbol renamed, another machine, a header only.
+version, a free-threaded build, a non-interpreter, PHP 8.1), a range
+missing, the symbol renamed, another machine, a header only.
 
   /usr/bin/python3 tests/fuzz/make-interp-corpus.py
 """
@@ -19,6 +19,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 OUT = HERE / "corpus" / "interp_loader"
 LIBPYTHON = pathlib.Path("/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0")
 PYTHON = pathlib.Path("/usr/bin/python3.11")
+PHP = pathlib.Path("/usr/bin/php8.2")
 
 
 def ranges(data):
@@ -52,7 +53,7 @@ def record(name, size, rngs):
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     for path, name in ((LIBPYTHON, b"/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0"),
-                       (PYTHON, b"/usr/bin/python3.11")):
+                       (PYTHON, b"/usr/bin/python3.11"), (PHP, b"/usr/bin/php8.2")):
         data = path.read_bytes()
         rngs = ranges(data)
         (OUT / path.name).write_bytes(record(name, len(data), rngs))
@@ -71,6 +72,10 @@ def main():
     (OUT / "header-only").write_bytes(record(name, size, rngs[:1]))
     arm = [(0, rngs[0][1][:0x12] + struct.pack("<H", 183) + rngs[0][1][0x14:])] + heads[1:]
     (OUT / "aarch64-headers").write_bytes(record(name, size, arm))
+    # PHP: a version without a layout fails after the headers too.
+    data = PHP.read_bytes()
+    (OUT / "as-php8.1-headers").write_bytes(record(b"/usr/bin/php8.1", len(data),
+                                                   ranges(data)[:3]))
 
 if __name__ == "__main__":
     main()

@@ -2,9 +2,11 @@
  * bpf/php.h's struct sonde_php_meta decode and name frames as PHP does
  * (methods, {main}, closures, eval, internal functions); damaged and
  * hostile records are refused or made harmless; the per-(pid, address)
- * table; the version from file names; the 8.2 layout passes the sensor's
+ * table; the version from file names; the Loader on Debian's php8.2 finds
+ * executor_globals where binutils do; the 8.2 layout passes the sensor's
  * limits; PHP frames replace execute_ex in the splice. */
 #include <errno.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -12,10 +14,13 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "file_image.h"
 #include "interp_kinds.h"
+#include "interp_loader.h"
 #include "interp_ops.h"
 #include "php.h"
 #include "php_func.h"
@@ -190,6 +195,61 @@ static void test_version_from_name(void **state)
 	assert_string_equal(interp_kind_name(SONDE_INTERP_PHP), "php");
 }
 
+#define DEBIAN_PHP "/usr/bin/php8.2"
+
+/* From cmd's output: field 0, the value of nm's symbol `want`; field 1,
+ * vaddr - offset + 1 of readelf -lW's first LOAD line holding `want`.
+ * 0: not found. */
+static uint64_t popen_value(const char *cmd, const char *want, int field)
+{
+	char line[512];
+	uint64_t ret = 0;
+	FILE *f = popen(cmd, "r");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		uint64_t v[2];
+		char name[256];
+
+		if (field == 0 && sscanf(line, "%" SCNx64 " %*c %255s", &v[0], name) == 2 &&
+		    !strcmp(name, want) && !ret)
+			ret = v[0];
+		if (field == 1 && strstr(line, want) &&
+		    sscanf(line, " LOAD 0x%" SCNx64 " 0x%" SCNx64, &v[0], &v[1]) == 2 && !ret)
+			ret = v[1] - v[0] + 1; /* vaddr - offset, + 1: found */
+	}
+	pclose(f);
+	return ret;
+}
+
+static void test_loader_on_debian_php(void **state)
+{
+	struct file_image *img;
+	struct interp_data d;
+	const char *reason = NULL;
+	uint64_t eg, delta;
+
+	(void)state;
+	if (access(DEBIAN_PHP, R_OK) < 0)
+		skip();
+	eg = popen_value("nm -D --defined-only " DEBIAN_PHP, "executor_globals", 0);
+	delta = popen_value("readelf -lW " DEBIAN_PHP, " R E ", 1);
+	assert_int_not_equal(eg, 0);
+	assert_int_not_equal(delta, 0);
+	img = file_image_open(DEBIAN_PHP);
+	assert_non_null(img);
+	assert_true(interp_loader_wants(DEBIAN_PHP));
+	assert_int_equal(interp_loader_analyse(img, DEBIAN_PHP, &d, &reason), 0);
+	assert_int_equal(d.kind, SONDE_INTERP_PHP);
+	assert_int_equal(d.major * 10 + d.minor, 82);
+	assert_int_equal(d.runtime_offset, eg - (delta - 1));
+	/* The same bytes under another version's name: unsupported. */
+	assert_int_equal(interp_loader_analyse(img, "/usr/bin/php8.3", &d, &reason),
+			 -EPROTONOSUPPORT);
+	assert_non_null(reason);
+	file_image_free(img);
+}
+
 /* The 8.2 config passes its own limits table (as sensor/validate.c checks
  * it). */
 static void test_config_in_limits(void **state)
@@ -255,6 +315,7 @@ int main(void)
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_version_from_name),
+		cmocka_unit_test(test_loader_on_debian_php),
 		cmocka_unit_test(test_config_in_limits),
 		cmocka_unit_test(test_splice),
 	};
