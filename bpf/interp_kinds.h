@@ -11,6 +11,7 @@
 
 #include "cpython.h"
 #include "interp.h"
+#include "ruby.h"
 #include "php.h"
 
 struct sonde_interp_kind_info {
@@ -31,9 +32,15 @@ static inline const struct sonde_interp_kind_info *sonde_interp_kind_info(__u32 
 		"php", "function records", "php_funcs", sonde_php_limits
 	};
 
+	static const struct sonde_interp_kind_info ruby = {
+		"ruby", "iseq and cfunc records", "ruby_seen", sonde_ruby_limits
+	};
+
 	switch (kind) {
 	case SONDE_INTERP_CPYTHON:
 		return &cpython;
+	case SONDE_INTERP_RUBY:
+		return &ruby;
 	case SONDE_INTERP_PHP:
 		return &php;
 	default:

@@ -18,6 +18,7 @@
 enum interp_kind {
 	INTERP_NONE = SONDE_INTERP_NONE,
 	INTERP_CPYTHON = SONDE_INTERP_CPYTHON,
+	INTERP_RUBY = SONDE_INTERP_RUBY,
 };
 
 struct interp_data {

@@ -8,9 +8,11 @@
 #include "interp_kinds.h"
 #include "interp_ops.h"
 #include "php_ops.h"
+#include "ruby_ops.h"
 
 static const struct interp_ops *const table[] = {
 	&cpython_ops,
+	&ruby_ops,
 	&php_ops,
 };
 #define N_OPS (sizeof(table) / sizeof(table[0]))

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "cpython_layout.h"
+#include "ruby_layout.h"
 #include "file_image.h"
 #include "interp_loader.h"
 #include "php_layout.h"
@@ -85,7 +86,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if ((r != 0) != (reason != NULL))
 		abort(); /* a failure says why, a success does not */
-	if (r == 0 && d.kind == SONDE_INTERP_PHP) {
+	if (r == 0 && d.kind == INTERP_RUBY) {
+		if (ruby_version_from_name(path, &major, &minor) != 0 || d.major != major ||
+		    d.minor != minor || !ruby_layout_for(major, minor))
+			abort();
+	} else if (r == 0 && d.kind == SONDE_INTERP_PHP) {
 		if (php_version_from_name(path, &major, &minor) != 0 || d.major != major ||
 		    d.minor != minor || !php_layout_for(major, minor))
 			abort();
