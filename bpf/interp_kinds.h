@@ -12,6 +12,7 @@
 #include "cpython.h"
 #include "interp.h"
 #include "ruby.h"
+#include "perl5.h"
 #include "php.h"
 
 struct sonde_interp_kind_info {
@@ -35,12 +36,17 @@ static inline const struct sonde_interp_kind_info *sonde_interp_kind_info(__u32 
 	static const struct sonde_interp_kind_info ruby = {
 		"ruby", "iseq and cfunc records", "ruby_seen", sonde_ruby_limits
 	};
+	static const struct sonde_interp_kind_info perl = {
+		"perl", "sub and COP records", "perl_seen", sonde_perl_limits
+	};
 
 	switch (kind) {
 	case SONDE_INTERP_CPYTHON:
 		return &cpython;
 	case SONDE_INTERP_RUBY:
 		return &ruby;
+	case SONDE_INTERP_PERL:
+		return &perl;
 	case SONDE_INTERP_PHP:
 		return &php;
 	default:

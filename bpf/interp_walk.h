@@ -11,6 +11,8 @@
 #include "cpython_walk.h"
 #include "ruby.h"
 #include "ruby_walk.h"
+#include "perl5.h"
+#include "perl_walk.h"
 #include "php.h"
 #include "php_walk.h"
 
@@ -36,6 +38,8 @@ static __always_inline int interp_walk(struct sonde_sample *rec, __u32 tgid, __u
 		return cpython_walk(rec, (const struct sonde_cpython_proc *)p, tgid, tid, at);
 	case SONDE_INTERP_RUBY:
 		return ruby_walk(rec, (const struct sonde_ruby_proc *)p, tgid, tid, at);
+	case SONDE_INTERP_PERL:
+		return perl_walk(rec, (const struct sonde_perl_proc *)p, tgid, tid, at);
 	case SONDE_INTERP_PHP:
 		return php_walk(rec, (const struct sonde_php_proc *)p, tgid, tid, at);
 	default:

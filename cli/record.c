@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "command.h"
+#include "local.h"
 
 #define RECORD_DEFAULT_SECONDS 30
 #define RECORD_START_TIMEOUT_MS 20000
@@ -130,28 +131,6 @@ static int parse_args(int argc, char **argv)
 	if (!env.cache || !*env.cache)
 		env.cache = "/var/cache/sonde/symbolizer/cache.db";
 	return 0;
-}
-
-/* The services are found next to this binary (installed), or in the build
- * tree's layout (build/cli/sonde → build/sensor/sonde-sensor). */
-static int find_service(const char *name, const char *subdir, char *buf, size_t len)
-{
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	char *slash;
-
-	if (n < 0)
-		return -errno;
-	self[n] = '\0';
-	slash = strrchr(self, '/');
-	if (!slash)
-		return -ENOENT;
-	*slash = '\0';
-	if (snprintf(buf, len, "%s/%s", self, name) < (int)len && access(buf, X_OK) == 0)
-		return 0;
-	if (snprintf(buf, len, "%s/../%s/%s", self, subdir, name) < (int)len && access(buf, X_OK) == 0)
-		return 0;
-	return -ENOENT;
 }
 
 /* fork+exec argv in its own process group. Returns the pid or -errno. */
@@ -365,8 +344,8 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "sonde record: needs root to load BPF programs: run it with sudo\n");
 		return 1;
 	}
-	if (find_service("sonde-sensor", "sensor", sensor_bin, sizeof(sensor_bin)) < 0 ||
-	    find_service("sonde-symbolizer", "symbolizer", symbolizer_bin, sizeof(symbolizer_bin)) < 0) {
+	if (local_find_service("sonde-sensor", "sensor", sensor_bin, sizeof(sensor_bin)) < 0 ||
+	    local_find_service("sonde-symbolizer", "symbolizer", symbolizer_bin, sizeof(symbolizer_bin)) < 0) {
 		fprintf(stderr, "sonde record: sonde-sensor and sonde-symbolizer must be installed next to sonde\n");
 		return 1;
 	}

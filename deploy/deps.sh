@@ -15,6 +15,7 @@ sonde_build_packages=(
   libcmocka-dev                            # unit tests
   libseccomp-dev                           # seccomp allow-lists (symbolizer sandbox, sensor)
   libcapstone-dev                          # x86 decoding: the RETs of hooked Go functions (symbolizer only)
+  libdebuginfod-dev                        # --debuginfod: debug files by build ID from debuginfod servers (symbolizer only)
 )
 sonde_test_packages=(
   python3-grpcio python3-protobuf python3-pytest
@@ -24,6 +25,7 @@ sonde_test_packages=(
   libclang-rt-14-dev                       # libFuzzer + sanitizer runtimes (tests/fuzz/run)
   libc6-dbg                                # libc's debug files: symbolization accuracy test (llvm-symbolizer comes with llvm)
   dwz                                      # DWZ multifiles (.gnu_debugaltlink) for the symbolization test
+  debuginfod                               # a local debuginfod server for test_debuginfod.py
   golang-1.19                              # builds the Go test program (stripped: .gopclntab only)
   golang-1.21-go golang-1.22-go golang-1.23-go # newer Go (bookworm-backports): probe plans + e2e
   xz-utils curl gpgv debian-archive-keyring # the MiniDebugInfo test binary; fetching (and checking) Debian 13 python3.13

@@ -39,6 +39,7 @@
 #include "sandbox.h"
 #include "otlp_exporter.h"
 #include "interp_ops.h"
+#include "debuginfo_fetch.h"
 
 #define MAX_LISTEN 16
 #define MAX_DEBUG_DIRS 16
@@ -58,6 +59,13 @@ static struct env {
 	const char *user;
 	unsigned retention_minutes;
 	const char *interpreters; /* --interpreters, parsed into interp_kinds */
+	/* --debuginfod (else $DEBUGINFOD_URLS), their ports for the sandbox */
+	const char *debuginfod[DEBUGINFO_FETCH_MAX_URLS];
+	size_t n_debuginfod;
+	uint16_t debuginfod_ports[DEBUGINFO_FETCH_MAX_URLS];
+	char *debuginfod_env; /* $DEBUGINFOD_URLS, copied: the URLs point into it */
+	uint32_t debuginfod_timeout_s;
+	uint64_t debuginfod_max_size;
 	uint32_t interp_kinds;
 	bool verbose;
 	/* sandbox */
@@ -95,6 +103,8 @@ static struct env {
 	.user = "sonde",
 	.retention_minutes = 60,
 	.interpreters = "all",
+	.debuginfod_timeout_s = 10,
+	.debuginfod_max_size = 1ull << 30,
 	.max_memory = 8ull << 30,
 	.max_open_files = 16384,
 	.rate_ingest = DEFAULT_RATE_INGEST,
@@ -118,6 +128,13 @@ static void usage(FILE *f)
 		"  --retention-minutes N  keep profiles this long (default 60)\n"
 		"  --interpreters LIST    runtimes whose frames sensors walk: names\n"
 		"                         (cpython,...), all (default) or none\n"
+		"  --debuginfod URL       fetch debug files that no --debug-dir has by GNU\n"
+		"                         build ID from this debuginfod server (repeatable, at\n"
+		"                         most 8; default: $DEBUGINFOD_URLS if set, else off).\n"
+		"                         URL is http://ADDRESS[:PORT][/PATH] with an IP\n"
+		"                         address: the sandbox allows no DNS (docs/security.md)\n"
+		"  --debuginfod-timeout SECONDS  each request, connect included (default 10)\n"
+		"  --debuginfod-max-size BYTES   largest debug file fetched (default 1G)\n"
 		"\nWho may connect (docs/security.md):\n"
 		"  --sensor-uid UID       Unix peers with this uid may stream sensor data\n"
 		"                         (repeatable; root and the user sonde-sensor, which\n"
@@ -211,6 +228,127 @@ static int otlp_check_args(void)
 	return 0;
 }
 
+/* One debuginfod URL: http, an IP address (v6 in brackets) as the host,
+ * an optional port. Returns the port, or 0 when unusable. https is left
+ * out: a certificate names a host, not an address, and the sandbox allows
+ * neither DNS nor the CA files (docs/security.md). */
+static uint16_t debuginfod_url_port(const char *url)
+{
+	const char *host, *end, *colon = NULL;
+	char buf[INET6_ADDRSTRLEN];
+	struct in6_addr a;
+	uint32_t port;
+	if (strncmp(url, "http://", 7) != 0)
+		return 0;
+	host = url + 7;
+	end = host + strcspn(host, "/");
+	if (*host == '[') {
+		const char *close = memchr(host, ']', (size_t)(end - host));
+
+		if (!close || (size_t)(close - host - 1) >= sizeof(buf))
+			return 0;
+		memcpy(buf, host + 1, (size_t)(close - host - 1));
+		buf[close - host - 1] = '\0';
+		if (inet_pton(AF_INET6, buf, &a) != 1)
+			return 0;
+		colon = close + 1 < end && close[1] == ':' ? close + 1 : NULL;
+		if (!colon && close + 1 != end)
+			return 0;
+	} else {
+		colon = memchr(host, ':', (size_t)(end - host));
+		size_t len = (size_t)((colon ? colon : end) - host);
+
+		if (len == 0 || len >= sizeof(buf))
+			return 0;
+		memcpy(buf, host, len);
+		buf[len] = '\0';
+		if (inet_pton(AF_INET, buf, &a) != 1)
+			return 0;
+	}
+	if (!colon)
+		return 80;
+	{
+		char pbuf[8];
+		size_t plen = (size_t)(end - colon - 1);
+
+		if (plen == 0 || plen >= sizeof(pbuf))
+			return 0;
+		memcpy(pbuf, colon + 1, plen);
+		pbuf[plen] = '\0';
+		if (parse_u32(pbuf, 10, &port) < 0 || port == 0 || port > 65535)
+			return 0;
+	}
+	return (uint16_t)port;
+}
+
+/* --debuginfod, else $DEBUGINFOD_URLS (whitespace-separated; URLs this
+ * symbolizer cannot use are left out with a warning there, refused here). */
+static int debuginfod_check_args(void)
+{
+	const char *ev = getenv("DEBUGINFOD_URLS");
+
+	if (!env.n_debuginfod && ev && *ev) {
+		char *save = NULL, *tok;
+
+		env.debuginfod_env = strdup(ev);
+		if (!env.debuginfod_env)
+			return -ENOMEM;
+		for (tok = strtok_r(env.debuginfod_env, " \t\n", &save); tok;
+		     tok = strtok_r(NULL, " \t\n", &save)) {
+			if (!debuginfod_url_port(tok)) {
+				fprintf(stderr, "sonde-symbolizer: DEBUGINFOD_URLS: '%.200s' is not http:// with an IP address (the sandbox allows no DNS), ignoring it\n",
+					tok);
+				continue;
+			}
+			if (env.n_debuginfod == DEBUGINFO_FETCH_MAX_URLS) {
+				fprintf(stderr, "sonde-symbolizer: DEBUGINFOD_URLS: more than %d URLs, ignoring the rest\n",
+					DEBUGINFO_FETCH_MAX_URLS);
+				break;
+			}
+			env.debuginfod[env.n_debuginfod++] = tok;
+		}
+	}
+	for (size_t i = 0; i < env.n_debuginfod; i++) {
+		env.debuginfod_ports[i] = debuginfod_url_port(env.debuginfod[i]);
+		if (!env.debuginfod_ports[i]) {
+			fprintf(stderr, "sonde-symbolizer: --debuginfod wants http://ADDRESS[:PORT][/PATH] with an IP address (the sandbox allows no DNS), not '%.200s'\n",
+				env.debuginfod[i]);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* libdebuginfod's settings, before any thread exists; its cache is a
+ * directory next to the SQLite cache (inside the Landlock rules). */
+static int debuginfod_configure(const char *cache_dir)
+{
+	char dir[PATH_MAX + 16];
+	struct debuginfo_fetch_opts o = {
+		.urls = env.debuginfod,
+		.n_urls = env.n_debuginfod,
+		.cache_dir = dir,
+		.timeout_s = env.debuginfod_timeout_s,
+		.max_size = env.debuginfod_max_size,
+		.verbose = env.verbose,
+	};
+	int r;
+
+	if (!env.n_debuginfod)
+		return 0;
+	snprintf(dir, sizeof(dir), "%s/debuginfod", cache_dir);
+	r = debuginfo_fetch_configure(&o);
+	if (r < 0) {
+		log_error_errno(r, "cannot configure the debuginfod client");
+		return r;
+	}
+	for (size_t i = 0; i < env.n_debuginfod; i++)
+		log_info("debuginfod: %s (%u s per request, files up to %llu bytes, cached in %s)",
+			 env.debuginfod[i], env.debuginfod_timeout_s,
+			 (unsigned long long)env.debuginfod_max_size, dir);
+	return 0;
+}
+
 /* Resolves the OTLP host once, before the sandbox (which allows no DNS:
  * no files outside its rules, no UDP). The first address wins. */
 static int otlp_resolve(void)
@@ -248,7 +386,8 @@ static int parse_args(int argc, char **argv)
 	       OPT_SENSOR_NAME, OPT_ADMIN_GROUP, OPT_ADMIN_NAME, OPT_INSECURE, OPT_RATE_INGEST, OPT_RATE_SYMBOLS, OPT_MAX_MEMORY,
 	       OPT_MAX_FILES, OPT_REQUIRE_SANDBOX, OPT_ALLOW_UNSANDBOXED, OPT_SANDBOX_LOG, OPT_PRINT_POLICY, OPT_SELFTEST,
 	       OPT_OTLP_ENDPOINT, OPT_OTLP_INTERVAL, OPT_OTLP_INSECURE, OPT_OTLP_CA, OPT_OTLP_CERT,
-	       OPT_OTLP_KEY, OPT_OTLP_SERVER_NAME, OPT_INTERPRETERS };
+	       OPT_OTLP_KEY, OPT_OTLP_SERVER_NAME, OPT_INTERPRETERS, OPT_DEBUGINFOD,
+	       OPT_DEBUGINFOD_TIMEOUT, OPT_DEBUGINFOD_MAX_SIZE };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, OPT_LISTEN },
 		{ "cache", required_argument, NULL, OPT_CACHE },
@@ -257,6 +396,9 @@ static int parse_args(int argc, char **argv)
 		{ "user", required_argument, NULL, OPT_USER },
 		{ "retention-minutes", required_argument, NULL, OPT_RETENTION },
 		{ "interpreters", required_argument, NULL, OPT_INTERPRETERS },
+		{ "debuginfod", required_argument, NULL, OPT_DEBUGINFOD },
+		{ "debuginfod-timeout", required_argument, NULL, OPT_DEBUGINFOD_TIMEOUT },
+		{ "debuginfod-max-size", required_argument, NULL, OPT_DEBUGINFOD_MAX_SIZE },
 		{ "verbose", no_argument, NULL, OPT_VERBOSE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "sensor-uid", required_argument, NULL, OPT_SENSOR_UID },
@@ -438,6 +580,29 @@ static int parse_args(int argc, char **argv)
 		case OPT_OTLP_ENDPOINT:
 			env.otlp_endpoint = optarg;
 			break;
+		case OPT_DEBUGINFOD:
+			if (env.n_debuginfod == DEBUGINFO_FETCH_MAX_URLS) {
+				fprintf(stderr, "sonde-symbolizer: at most %d --debuginfod\n",
+					DEBUGINFO_FETCH_MAX_URLS);
+				return -EINVAL;
+			}
+			env.debuginfod[env.n_debuginfod++] = optarg;
+			break;
+		case OPT_DEBUGINFOD_TIMEOUT:
+			if (parse_u32(optarg, 10, &v) < 0 || v == 0 || v > 300) {
+				fprintf(stderr, "sonde-symbolizer: bad --debuginfod-timeout '%s' (1..300 seconds)\n",
+					optarg);
+				return -EINVAL;
+			}
+			env.debuginfod_timeout_s = v;
+			break;
+		case OPT_DEBUGINFOD_MAX_SIZE:
+			if (parse_size(optarg, &env.debuginfod_max_size) < 0 ||
+			    env.debuginfod_max_size == 0) {
+				fprintf(stderr, "sonde-symbolizer: bad --debuginfod-max-size '%s'\n", optarg);
+				return -EINVAL;
+			}
+			break;
 		case OPT_OTLP_INTERVAL:
 			if (parse_u32(optarg, 10, &v) < 0 || v == 0 || v > 3600) {
 				fprintf(stderr, "sonde-symbolizer: bad --otlp-interval '%s' (1..3600 seconds)\n",
@@ -487,7 +652,7 @@ static int parse_args(int argc, char **argv)
 			return -EINVAL;
 		}
 	}
-	if (otlp_check_args() < 0)
+	if (otlp_check_args() < 0 || debuginfod_check_args() < 0)
 		return -EINVAL;
 	if (interp_kinds_parse(env.interpreters, &env.interp_kinds) < 0) {
 		fprintf(stderr, "sonde-symbolizer: bad --interpreters '%s' (kind names, all or none)\n",
@@ -929,7 +1094,17 @@ static void sandbox_policy_fill(struct sandbox_policy *p, char *cache_dir, char 
 	}
 	for (size_t i = 0; i < env.n_debug_dirs && p->n_ro < SANDBOX_MAX_DIRS; i++)
 		p->ro_dirs[p->n_ro++] = env.debug_dirs[i];
-	p->connect_port = env.otlp_endpoint ? env.otlp_port : 0;
+	p->rw_make_dirs = env.n_debuginfod > 0;
+	if (env.otlp_endpoint)
+		p->connect_ports[p->n_connect_ports++] = env.otlp_port;
+	for (size_t i = 0; i < env.n_debuginfod; i++) {
+		bool seen = false;
+
+		for (size_t k = 0; k < p->n_connect_ports; k++)
+			seen = seen || p->connect_ports[k] == env.debuginfod_ports[i];
+		if (!seen && p->n_connect_ports < SANDBOX_MAX_PORTS)
+			p->connect_ports[p->n_connect_ports++] = env.debuginfod_ports[i];
+	}
 	p->max_memory = env.max_memory;
 	p->max_open_files = env.max_open_files;
 	p->allow_unsandboxed = env.allow_unsandboxed;
@@ -1030,6 +1205,10 @@ int main(int argc, char **argv)
 		if (r < 0)
 			return 1;
 	}
+
+	r = debuginfod_configure(cache_dir);
+	if (r < 0)
+		return 1;
 
 	rpc_global_init();
 	rpc_up = true;
@@ -1159,6 +1338,13 @@ int main(int argc, char **argv)
 	/* SQLite's temporary files (big sorts) go where Landlock lets it
 	 * write, not to /tmp. */
 	setenv("SQLITE_TMPDIR", cache_dir, 1);
+	/* As the user (its cache directory is the user's), before the
+	 * sandbox (curl's set-up). */
+	r = debuginfo_fetch_init();
+	if (r < 0) {
+		log_error_errno(r, "cannot set up the debuginfod client");
+		goto cleanup;
+	}
 	r = sandbox_apply(&policy);
 	if (r < 0) {
 		log_error_errno(r, "cannot apply the sandbox, refusing to run");

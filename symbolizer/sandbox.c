@@ -10,11 +10,12 @@
  *     debug directories (read-only): Landlock, checked on the resolved
  *     path, so a symlink in a debug directory cannot lead out of it; no
  *     TCP bind or connect and no abstract Unix sockets or signals to
- *     processes outside (Landlock ABI 4 and 6); with --otlp-endpoint,
- *     TCP connect to that one port (the OTLP receiver) and nothing else;
+ *     processes outside (Landlock ABI 4 and 6); with --otlp-endpoint or
+ *     --debuginfod, TCP connect to those ports (the OTLP receiver, the
+ *     debuginfod servers) and nothing else;
  *   - can make only the system calls gRPC's threads, SQLite and the
  *     analysis need: no socket(), connect() (but TCP ones with
- *     --otlp-endpoint), bind(), execve(), ptrace(),
+ *     --otlp-endpoint or --debuginfod), bind(), execve(), ptrace(),
  *     fork (clone without CLONE_THREAD), mount, bpf or perf.
  * Order: capabilities and no_new_privs first (Landlock and seccomp need
  * no_new_privs), rlimits, Landlock (which needs open() to build its rules),
@@ -78,6 +79,7 @@ struct sb_ruleset_attr {
 #define LL_WRITE                                                                        \
 	(LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_FILE |                 \
 	 LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_TRUNCATE)
+#define LL_DIRS (LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_REMOVE_DIR)
 
 /* ---- seccomp allow-list ---- */
 
@@ -279,12 +281,27 @@ static int sb_add(scmp_filter_ctx ctx, uint32_t action, const char *name, unsign
 	return seccomp_rule_add_array(ctx, action, nr, n_args, args);
 }
 
+/* --debuginfod: what libdebuginfod does in its cache (a directory per
+ * build ID, files renamed into place, old entries removed by age), inside
+ * the directories Landlock lets it write. */
+static const struct sb_rule sb_rules_dirs[] = {
+	{ "mkdir", SB_ALLOW, 0, "debuginfod cache (Landlock decides)" },
+	{ "mkdirat", SB_ALLOW, 0, "debuginfod cache (Landlock decides)" },
+	{ "rmdir", SB_ALLOW, 0, "debuginfod cache cleaning (Landlock decides)" },
+	{ "rename", SB_ALLOW, 0, "debuginfod cache (Landlock decides)" },
+	{ "renameat", SB_ALLOW, 0, "debuginfod cache (Landlock decides)" },
+	{ "renameat2", SB_ALLOW, 0, "debuginfod cache (Landlock decides)" },
+	{ "utimensat", SB_ALLOW, 0, "debuginfod cache ages (glibc's utime)" },
+};
+
 /* socket() and connect() are replaced by the rules of sb_seccomp_tcp()
- * when the policy allows an outgoing TCP connection. */
-static bool sb_rule_skipped(const struct sb_rule *rule, uint16_t connect_port)
+ * when the policy allows an outgoing TCP connection; mkdir by
+ * sb_rules_dirs when it may make directories. */
+static bool sb_rule_skipped(const struct sb_rule *rule, bool connects, bool dirs)
 {
-	return connect_port &&
-	       (strcmp(rule->name, "socket") == 0 || strcmp(rule->name, "connect") == 0);
+	return (connects &&
+		(strcmp(rule->name, "socket") == 0 || strcmp(rule->name, "connect") == 0)) ||
+	       (dirs && (strcmp(rule->name, "mkdir") == 0 || strcmp(rule->name, "mkdirat") == 0));
 }
 
 /* --otlp-endpoint: TCP sockets of either family and connect() (Landlock
@@ -310,7 +327,7 @@ static int sb_seccomp_tcp(scmp_filter_ctx ctx)
 	return r;
 }
 
-static int sb_seccomp(enum sandbox_seccomp_mode mode, uint16_t connect_port)
+static int sb_seccomp(enum sandbox_seccomp_mode mode, bool connects, bool dirs)
 {
 	scmp_filter_ctx ctx = NULL;
 	struct sigaction sa;
@@ -342,7 +359,7 @@ static int sb_seccomp(enum sandbox_seccomp_mode mode, uint16_t connect_port)
 	for (size_t i = 0; i < sizeof(sb_rules) / sizeof(sb_rules[0]); i++) {
 		const struct sb_rule *rule = &sb_rules[i];
 
-		if (sb_rule_skipped(rule, connect_port))
+		if (sb_rule_skipped(rule, connects, dirs))
 			continue;
 		r = sb_add(ctx, rule->action == SB_ALLOW ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO(rule->err),
 			   rule->name, 0, NULL);
@@ -351,9 +368,14 @@ static int sb_seccomp(enum sandbox_seccomp_mode mode, uint16_t connect_port)
 			goto out;
 		}
 	}
-	if (connect_port) {
+	if (connects) {
 		r = sb_seccomp_tcp(ctx);
 		if (r < 0)
+			goto out;
+	}
+	for (size_t i = 0; dirs && i < sizeof(sb_rules_dirs) / sizeof(sb_rules_dirs[0]); i++) {
+		r = sb_add(ctx, SCMP_ACT_ALLOW, sb_rules_dirs[i].name, 0, NULL);
+		if (r < 0 && r != -EEXIST)
 			goto out;
 	}
 	/* clone: threads only (CLONE_THREAD set); a fork gets the default. */
@@ -504,20 +526,22 @@ static int sb_landlock_ruleset(const struct sandbox_policy *p, int abi)
 	fd = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
 	if (fd < 0)
 		return errno == ENOSYS || errno == EOPNOTSUPP ? -EOPNOTSUPP : -errno;
-	if (abi >= 4 && p->connect_port) {
+	for (size_t i = 0; abi >= 4 && i < p->n_connect_ports; i++) {
 		struct sb_net_port_attr np = { .allowed_access = SB_LL_NET_CONNECT_TCP,
-					       .port = p->connect_port };
+					       .port = p->connect_ports[i] };
 
 		if (syscall(SYS_landlock_add_rule, fd, SB_LL_RULE_NET_PORT, &np, 0) < 0) {
 			r = -errno;
 			log_error_errno(r, "sandbox: cannot add the TCP connect rule for port %u",
-					(unsigned)p->connect_port);
+					(unsigned)p->connect_ports[i]);
 			close(fd);
 			return r;
 		}
 	}
 	for (size_t i = 0; i < p->n_rw; i++) {
-		r = sb_add_path(fd, p->rw_dirs[i], LL_READ | LL_WRITE, attr.handled_access_fs);
+		r = sb_add_path(fd, p->rw_dirs[i],
+				LL_READ | LL_WRITE | (p->rw_make_dirs ? LL_DIRS : 0),
+				attr.handled_access_fs);
 		if (r < 0) {
 			log_error_errno(r, "sandbox: cannot add rule for %s", p->rw_dirs[i]);
 			close(fd);
@@ -587,8 +611,8 @@ int sandbox_apply(const struct sandbox_policy *p)
 		}
 		log_warn_errno(abi, "sandbox: Landlock is not available; --allow-unsandboxed: files are guarded by the uid and seccomp only");
 	} else {
-		if (abi < 4 && p->connect_port)
-			log_warn("sandbox: Landlock ABI %d has no network rules; TCP connect (for OTLP) is allowed to any port",
+		if (abi < 4 && p->n_connect_ports)
+			log_warn("sandbox: Landlock ABI %d has no network rules; TCP connect (for OTLP or debuginfod) is allowed to any port",
 				 abi);
 		else if (abi < 4)
 			log_warn("sandbox: Landlock ABI %d has no network rules; TCP connect is blocked by seccomp only",
@@ -607,7 +631,7 @@ int sandbox_apply(const struct sandbox_policy *p)
 		log_error_errno(r, "sandbox: cannot restrict every thread");
 		return r;
 	}
-	r = sb_seccomp(p->seccomp_mode, p->connect_port);
+	r = sb_seccomp(p->seccomp_mode, p->n_connect_ports > 0, p->rw_make_dirs);
 	if (r < 0) {
 		log_error_errno(r, "sandbox: cannot load the seccomp filter");
 		return r;
@@ -634,18 +658,25 @@ void sandbox_print_policy(FILE *f, const struct sandbox_policy *p)
 			p->allow_unsandboxed ? ", --allow-unsandboxed: degraded" : ", would refuse to start");
 	else
 	{
-		char net[64] = "";
+		char net[128] = "";
 
-		if (abi >= 4 && p->connect_port)
-			snprintf(net, sizeof(net), ", TCP bind: none, TCP connect: port %u only",
-				 (unsigned)p->connect_port);
+		if (abi >= 4 && p->n_connect_ports) {
+			int n = snprintf(net, sizeof(net), ", TCP bind: none, TCP connect: port");
+
+			for (size_t i = 0; i < p->n_connect_ports && n > 0 && (size_t)n < sizeof(net); i++)
+				n += snprintf(net + n, sizeof(net) - (size_t)n, "%s %u", i ? "," : "",
+					      (unsigned)p->connect_ports[i]);
+			if (n > 0 && (size_t)n < sizeof(net))
+				snprintf(net + n, sizeof(net) - (size_t)n, " only");
+		}
 		else if (abi >= 4)
 			snprintf(net, sizeof(net), ", TCP bind/connect: none");
 		fprintf(f, "landlock: ABI %d%s%s\n", abi, net,
 			abi >= 6 ? ", scoped: abstract Unix sockets, signals" : "");
 	}
 	for (size_t i = 0; i < p->n_rw; i++)
-		fprintf(f, "  read-write: %s\n", p->rw_dirs[i]);
+		fprintf(f, "  read-write%s: %s\n", p->rw_make_dirs ? " (directories too)" : "",
+			p->rw_dirs[i]);
 	for (size_t i = 0; i < p->n_ro; i++)
 		fprintf(f, "  read-only: %s\n", p->ro_dirs[i]);
 	fprintf(f, "seccomp: x86_64 only, default action %s\n",
@@ -655,7 +686,7 @@ void sandbox_print_policy(FILE *f, const struct sandbox_policy *p)
 	for (size_t i = 0; i < sizeof(sb_rules) / sizeof(sb_rules[0]); i++) {
 		const struct sb_rule *r = &sb_rules[i];
 
-		if (sb_rule_skipped(r, p->connect_port))
+		if (sb_rule_skipped(r, p->n_connect_ports > 0, p->rw_make_dirs))
 			continue;
 		if (r->action == SB_ALLOW)
 			fprintf(f, "  allow %s%s%s\n", r->name, *r->why ? "  # " : "", r->why);
@@ -663,13 +694,18 @@ void sandbox_print_policy(FILE *f, const struct sandbox_policy *p)
 			fprintf(f, "  errno %s %s%s%s\n", strerror(r->err), r->name,
 				*r->why ? "  # " : "", r->why);
 	}
-	if (p->connect_port) {
-		fprintf(f, "  allow socket AF_INET/AF_INET6 SOCK_STREAM  # OTLP export (--otlp-endpoint)\n");
+	if (p->n_connect_ports) {
+		fprintf(f, "  allow socket AF_INET/AF_INET6 SOCK_STREAM  # OTLP export, debuginfod\n");
 		fprintf(f, "  errno %s socket AF_UNIX or SOCK_DGRAM; other socket() calls: default action\n",
 			strerror(EPERM));
-		fprintf(f, "  allow connect  # Landlock: TCP port %u only%s\n", (unsigned)p->connect_port,
+		fprintf(f, "  allow connect  # Landlock: TCP port%s", p->n_connect_ports > 1 ? "s" : "");
+		for (size_t i = 0; i < p->n_connect_ports; i++)
+			fprintf(f, "%s %u", i ? "," : "", (unsigned)p->connect_ports[i]);
+		fprintf(f, " only%s\n",
 			abi >= 4 ? "" : " (not enforced: this kernel's Landlock has no network rules)");
 	}
+	for (size_t i = 0; p->rw_make_dirs && i < sizeof(sb_rules_dirs) / sizeof(sb_rules_dirs[0]); i++)
+		fprintf(f, "  allow %s  # %s\n", sb_rules_dirs[i].name, sb_rules_dirs[i].why);
 	fprintf(f, "  allow clone if flags & CLONE_THREAD  # threads, not processes\n");
 	fprintf(f, "  allow ioctl FIONREAD, FIONBIO; errno ENOTTY for TCGETS\n");
 	fprintf(f, "  allow prctl PR_SET_NAME, PR_GET_NAME\n");

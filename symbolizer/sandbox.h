@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #define SANDBOX_MAX_DIRS 20
+#define SANDBOX_MAX_PORTS 9 /* OTLP and 8 debuginfod servers */
 
 enum sandbox_seccomp_mode {
 	SANDBOX_SECCOMP_KILL, /* release default: kill the process */
@@ -31,11 +32,16 @@ enum sandbox_seccomp_mode {
 struct sandbox_policy {
 	const char *rw_dirs[SANDBOX_MAX_DIRS]; /* borrowed */
 	size_t n_rw;
+	/* --debuginfod: directories may be made and removed under rw_dirs too
+	 * (libdebuginfod's cache: a directory per build ID, cleaned by age). */
+	bool rw_make_dirs;
 	const char *ro_dirs[SANDBOX_MAX_DIRS]; /* borrowed */
 	size_t n_ro;
-	/* --otlp-endpoint: the one TCP port it may connect to (Landlock ABI
-	 * 4+; seccomp then allows TCP socket() and connect()). 0: none. */
-	uint16_t connect_port;
+	/* The TCP ports it may connect to (Landlock ABI 4+; seccomp then
+	 * allows TCP socket() and connect()): --otlp-endpoint's, and the
+	 * --debuginfod servers'. None: no outgoing connection. */
+	uint16_t connect_ports[SANDBOX_MAX_PORTS];
+	size_t n_connect_ports;
 	uint64_t max_memory;     /* RLIMIT_DATA in bytes; 0: leave as is */
 	uint64_t max_open_files; /* RLIMIT_NOFILE; 0: leave as is */
 	/* --allow-unsandboxed: run without Landlock (a warning) instead of

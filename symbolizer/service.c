@@ -13,6 +13,7 @@
 #include "api.h"
 #include "clock.h"
 #include "index_worker.h"
+#include "debuginfo_fetch.h"
 #include "ingest.h"
 #include "ingest.pb-c.h"
 #include "log.h"
@@ -350,6 +351,8 @@ void service_free(struct service *svc)
 	svc->otlp = svc->core.otlp = NULL;
 	if (svc->core.cache)
 		index_worker_stop(svc->core.cache, svc->reg);
+	/* Before the analysis its answers would go to. */
+	debuginfo_fetch_stop();
 	symbols_free(svc->symbols);
 	upload_free(svc->upload);
 	analysis_free(svc->analysis);

@@ -47,6 +47,7 @@
 #include "clock.h"
 #include "hmap.h"
 #include "index_worker.h"
+#include "debuginfo_fetch.h"
 
 /* Debug sections fetched from a sensor for the source index, at most. */
 #define LINES_MAX_FETCH (128ull << 20)
@@ -85,6 +86,11 @@ struct job {
 	struct symtab *symtab;
 	struct unwind_table *unwind;
 	const char *unwind_error; /* static; set when unwind_done without a table */
+	/* Waiting for a debug file from debuginfod (debuginfo_fetch.h): the
+	 * products are done, the job ends when the fetch does. */
+	bool fetching;
+	bool whole; /* an upload's (analysis_whole): ends through whole_finish */
+	char *debug_path; /* the fetched debug file, or NULL */
 };
 
 struct range_req {
@@ -105,6 +111,7 @@ struct analysis {
 	uint64_t next_request_id;
 	struct job *queue_head, *queue_tail; /* jobs waiting for a slot */
 	size_t n_active, n_queued;
+	size_t n_fetching; /* uploads waiting for debuginfod (not active) */
 	struct hmap *retry;    /* fileid -> int64_t *: no new job before then */
 };
 
@@ -116,12 +123,17 @@ static bool draining;
 static void job_end(struct analysis *an, struct job *j, struct symtab *t, const char *error,
 		    bool permanent);
 static void job_step(struct analysis *an, struct job *j);
+static bool fetch_debug_file(struct analysis *an, struct job *j);
+static void fetch_done(void *ctx, const struct fileid *id, const char *path);
+static void whole_finish(struct analysis *an, const struct fileid *id, struct file_image *img,
+			 struct symtab *t, const char *name, const char *fetched);
 
 static void job_free(struct job *j)
 {
 	file_image_free(j->img);
 	symtab_free(j->symtab);
 	unwind_table_free(j->unwind);
+	free(j->debug_path);
 	free(j);
 }
 
@@ -153,7 +165,7 @@ struct analysis *analysis_new(struct cache *cache, struct registry *reg,
 
 bool analysis_busy(const struct analysis *an)
 {
-	return an->n_active || an->n_queued;
+	return an->n_active || an->n_queued || an->n_fetching || debuginfo_fetch_busy();
 }
 
 bool analysis_retry_later(struct analysis *an, const struct fileid *id)
@@ -431,6 +443,50 @@ static int lines_step(const struct file_image *img, struct elf_need *need)
 	return need->n ? -EAGAIN : 0;
 }
 
+/* Whether the file carries DWARF of its own (then it needs no debug
+ * file for lines). */
+static bool has_own_dwarf(const struct file_image *img)
+{
+	static const char *const names[] = { ".debug_info" };
+	struct elf_need need = { 0 };
+	struct elf_section sec;
+
+	return find_sections(img, &need, names, 1, &sec) == 0 && has_bytes(&sec);
+}
+
+/* Asks debuginfod (debuginfo_fetch.h) for the debug file of a finished
+ * job whose file has a GNU build ID, no DWARF of its own and no debug file
+ * in a local directory. Returns whether the job now waits for it. */
+static bool fetch_debug_file(struct analysis *an, struct job *j)
+{
+	const uint8_t *bid;
+	size_t bid_len;
+	uint32_t crc = 0;
+	const char *link;
+	char *local;
+	int r;
+
+	if (!debuginfo_fetch_enabled() || !j->symtab || j->fetching || j->debug_path)
+		return false;
+	bid = symtab_build_id(j->symtab, &bid_len);
+	if (bid_len < 2 || has_own_dwarf(j->img))
+		return false;
+	link = symtab_debuglink(j->symtab, &crc);
+	local = elf_find_debug_file(an->debug_dirs, bid, bid_len, link && *link ? link : NULL, crc);
+	if (local) {
+		free(local);
+		return false;
+	}
+	r = debuginfo_fetch_submit(&j->id, bid, bid_len);
+	if (r < 0) {
+		if (r != -EAGAIN)
+			log_debug("cannot ask debuginfod: %s", strerror(-r));
+		return false;
+	}
+	j->fetching = true;
+	return true;
+}
+
 /* The probe plan of a Go executable (docs/go-probes.md), computed from
  * the whole file (symbols, the hooked functions' code, DWARF) and stored
  * in the cache; sessions send it with the file's unwind table. Returns 0
@@ -564,6 +620,8 @@ static void job_step(struct analysis *an, struct job *j)
 		}
 	}
 	if (j->sym_done && j->unwind_done && j->lines_done && j->plan_done) {
+		if (fetch_debug_file(an, j))
+			return;
 		t = j->symtab;
 		j->symtab = NULL;
 		job_end(an, j, t, NULL, true);
@@ -596,7 +654,7 @@ static void job_step(struct analysis *an, struct job *j)
  * directory replaces .dynsym-only names with the full .symtab. Local and
  * whole, so the analysis completes in one go; reading it blocks the loop
  * briefly, which is accepted for a once-per-file event. */
-static struct symtab *merge_debug_file(struct analysis *an, struct symtab *t,
+static struct symtab *merge_debug_file(struct analysis *an, struct symtab *t, const char *fetched,
 				       struct file_image **ret_img)
 {
 	const uint8_t *bid;
@@ -610,13 +668,18 @@ static struct symtab *merge_debug_file(struct analysis *an, struct symtab *t,
 	const char *reason = NULL;
 	int r;
 
-	if (!an->debug_dirs || !an->debug_dirs[0])
-		return t;
-	bid = symtab_build_id(t, &bid_len);
-	link = symtab_debuglink(t, &crc);
-	if (!bid_len && (!link || !*link))
-		return t;
-	path = elf_find_debug_file(an->debug_dirs, bid, bid_len, link && *link ? link : NULL, crc);
+	if (fetched) {
+		path = strdup(fetched);
+	} else {
+		if (!an->debug_dirs || !an->debug_dirs[0])
+			return t;
+		bid = symtab_build_id(t, &bid_len);
+		link = symtab_debuglink(t, &crc);
+		if (!bid_len && (!link || !*link))
+			return t;
+		path = elf_find_debug_file(an->debug_dirs, bid, bid_len,
+					   link && *link ? link : NULL, crc);
+	}
 	if (!path)
 		return t;
 	img = file_image_open(path);
@@ -628,6 +691,17 @@ static struct symtab *merge_debug_file(struct analysis *an, struct symtab *t,
 	if (r < 0) {
 		log_warn("debug file %s: %s, ignoring", path, r == -EBADMSG && reason ? reason : "failed");
 		goto cleanup;
+	}
+	if (fetched) {
+		/* From a server: it must be the file's own. */
+		size_t dlen;
+		const uint8_t *dbid = symtab_build_id(dt, &dlen);
+
+		bid = symtab_build_id(t, &bid_len);
+		if (dlen != bid_len || !dlen || memcmp(dbid, bid, dlen) != 0) {
+			log_warn("debug file %s from debuginfod has another build ID, ignoring", path);
+			goto cleanup;
+		}
 	}
 	merged = symtab_merge_debug(t, dt);
 	if (merged) {
@@ -775,7 +849,7 @@ static void job_end(struct analysis *an, struct job *j, struct symtab *t, const 
 	if (t) {
 		struct file_image *dimg = NULL;
 
-		t = merge_debug_file(an, t, &dimg);
+		t = merge_debug_file(an, t, j->debug_path, &dimg);
 		if (!dimg)
 			t = merge_minidebug(t, j->img);
 		if (dimg) {
@@ -947,7 +1021,8 @@ void analysis_source_gone(struct analysis *an, const struct byte_source *s)
 	while (hmap_next(an->jobs, &it, NULL, NULL, &val)) {
 		struct job *j = val;
 
-		if (j->active && j->src == s)
+		/* A job waiting for debuginfod has every byte it needs. */
+		if (j->active && j->src == s && !j->fetching)
 			job_reroute(an, j);
 	}
 	/* Any request still naming s (cannot be, but must not dangle). */
@@ -964,7 +1039,7 @@ bool analysis_uses_source(const struct analysis *an, const struct byte_source *s
 	while (hmap_next(an->jobs, &it, NULL, NULL, &val)) {
 		const struct job *j = val;
 
-		if (j->active && j->src == s)
+		if (j->active && j->src == s && !j->fetching)
 			return true;
 	}
 	return false;
@@ -980,9 +1055,11 @@ void analysis_tick(struct analysis *an)
 	while (hmap_next(an->jobs, &it, NULL, NULL, &val)) {
 		struct job *j = val;
 
-		if (j->active && now - j->started_ms > ANALYSIS_JOB_TIMEOUT_MS)
+		/* A fetch is bounded by its own timeout (debuginfo_fetch.h). */
+		if (j->active && !j->fetching && now - j->started_ms > ANALYSIS_JOB_TIMEOUT_MS)
 			job_end(an, j, NULL, "analysis timed out", false);
 	}
+	debuginfo_fetch_collect(fetch_done, an);
 	analysis_drain(an);
 }
 
@@ -1019,22 +1096,76 @@ void analysis_flush_done(struct analysis *an)
 		an->opts.poke(an->opts.ctx);
 }
 
+/* An upload whose debug file debuginfod may have: a job that holds img
+ * and t (both taken when it returns true) until the fetch ends, so its
+ * queries wait (analysis_running) instead of being answered without lines. */
+static bool park_whole(struct analysis *an, const struct fileid *id, struct file_image *img,
+		       struct symtab *t)
+{
+	struct job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return false;
+	j->id = *id;
+	j->img = img;
+	j->symtab = t;
+	j->whole = true;
+	j->started_ms = clock_now_ms();
+	if (!fetch_debug_file(an, j) || hmap_put(an->jobs, id, sizeof(*id), j, NULL) < 0) {
+		/* A queued fetch then ends with no job to finish. */
+		j->img = NULL;
+		j->symtab = NULL;
+		job_free(j);
+		return false;
+	}
+	an->n_fetching++;
+	return true;
+}
+
+/* debuginfo_fetch_collect: a job's fetch ended (path NULL: no debug file). */
+static void fetch_done(void *ctx, const struct fileid *id, const char *path)
+{
+	struct analysis *an = ctx;
+	struct job *j = hmap_get(an->jobs, id, sizeof(*id));
+	struct symtab *t;
+
+	if (!j || !j->fetching)
+		return;
+	j->fetching = false;
+	if (path && !(j->debug_path = strdup(path)))
+		log_warn("out of memory for a debug file's path, ignoring it");
+	t = j->symtab;
+	j->symtab = NULL;
+	if (!j->whole) {
+		job_end(an, j, t, NULL, true);
+		return;
+	}
+	hmap_remove(an->jobs, id, sizeof(*id));
+	an->n_fetching--;
+	whole_finish(an, id, j->img, t, registry_file_name(an->reg, id) ?: "upload",
+		     j->debug_path);
+	j->img = NULL;
+	job_free(j);
+}
+
 int analysis_whole(struct analysis *an, const struct fileid *id, struct file_image *img,
 		   const char *name, const char **ret_error)
 {
 	struct symtab *t = NULL;
-	struct file_image *dimg = NULL;
 	struct elf_need need;
 	const char *reason = NULL;
-	int64_t t0 = clock_now_ms(), now = (int64_t)time(NULL);
+	int64_t now = (int64_t)time(NULL);
 	int r = -EAGAIN;
 
 	/* All bytes are there, so each analysis finishes in one step; the
 	 * bound only guards against a step that keeps asking. */
 	for (int i = 0; i < 4 && r == -EAGAIN; i++)
 		r = elf_analysis_step(img, &need, &t, &reason);
-	if (r == -ENOMEM)
-		goto fail;
+	if (r == -ENOMEM) {
+		file_image_free(img);
+		return -ENOMEM;
+	}
+	*ret_error = NULL;
 	if (r < 0) {
 		const char *error = reason ? reason : "not a valid ELF file";
 
@@ -1044,9 +1175,27 @@ int analysis_whole(struct analysis *an, const struct fileid *id, struct file_ima
 		cache_store_index(an->cache, id, NULL, error, now);
 		*ret_error = error;
 		file_image_free(img);
-		goto done;
+		queue_done(id);
+		analysis_drain(an);
+		return 0;
 	}
-	t = merge_debug_file(an, t, &dimg);
+	/* Waiting for debuginfod, its queries wait too (park_whole). */
+	if (park_whole(an, id, img, t))
+		analysis_drain(an);
+	else
+		whole_finish(an, id, img, t, name, NULL);
+	return 0;
+}
+
+/* The rest of analysis_whole, once any debug file is known (fetched: a
+ * path from debuginfod, or NULL). Takes img and t. */
+static void whole_finish(struct analysis *an, const struct fileid *id, struct file_image *img,
+			 struct symtab *t, const char *name, const char *fetched)
+{
+	struct file_image *dimg = NULL;
+	int64_t t0 = clock_now_ms(), now = (int64_t)time(NULL);
+
+	t = merge_debug_file(an, t, fetched, &dimg);
 	if (!dimg)
 		t = merge_minidebug(t, img);
 	log_info("analysed uploaded %.100s: %zu symbols, %lld ms", name, symtab_count(t),
@@ -1061,13 +1210,6 @@ int analysis_whole(struct analysis *an, const struct fileid *id, struct file_ima
 	if (index_worker_submit(id, img, dimg, open_alt_file(an, img, dimg, false),
 				INDEX_TASK_UNWIND, name, clock_now_ms() + UPLOAD_INDEX_HOLD_MS) < 0)
 		log_warn("cannot queue the source index of %.100s, ignoring", name);
-	*ret_error = NULL;
-done:
 	queue_done(id);
 	analysis_drain(an);
-	return 0;
-fail:
-	file_image_free(dimg);
-	file_image_free(img);
-	return -ENOMEM;
 }

@@ -7,12 +7,14 @@
 #include "cpython_ops.h"
 #include "interp_kinds.h"
 #include "interp_ops.h"
+#include "perl_ops.h"
 #include "php_ops.h"
 #include "ruby_ops.h"
 
 static const struct interp_ops *const table[] = {
 	&cpython_ops,
 	&ruby_ops,
+	&perl_ops,
 	&php_ops,
 };
 #define N_OPS (sizeof(table) / sizeof(table[0]))

@@ -1,6 +1,6 @@
 /* cache.c - SQLite file-analysis cache with an in-memory LRU above it.
  *
- * Schema (user_version 13):
+ * Schema (user_version 14):
  *   files(file_id BLOB PK, status INT (0 ok, 1 error), error TEXT,
  *         analysed_at INT (unix s), build_id BLOB, symtab BLOB)
  *   unwind(file_id BLOB PK, status INT (0 ok, 1 error), error TEXT,
@@ -12,8 +12,10 @@
  * symtab but no unwind row, which the service treats as "analyse again".
  *   stacks(id INTEGER PK, hash INT, text TEXT, raw BLOB; INDEX(hash))
  *                                                      -- profile.c, version 12
- *   samples(minute, pid, tid, span, stack_id, uid, count;
- *           PK(minute, pid, tid, span, stack_id, uid)) -- version 13
+ *   nodes(id INTEGER PK, name TEXT UNIQUE)           -- version 14
+ *   samples(minute, node, pid, start, tid, span, stack_id, uid, count;
+ *           PK(minute, node, pid, start, tid, span, stack_id, uid))
+ *                                                      -- version 14
  * The database file is outside input too: a blob that does not
  * deserialise is dropped and its file analysed again.
  */
@@ -228,13 +230,26 @@ static const char schema_v13[] =
 	" count INTEGER NOT NULL,"
 	" PRIMARY KEY (minute, pid, tid, span, stack_id, uid)) WITHOUT ROWID;";
 
+/* Samples are keyed by the node that sent them and the process's start
+ * time too: pids collide across a fleet (and recur on one node), and one
+ * symbolizer serves many nodes. Recent data: dropped, not converted (the
+ * old rows do not say which node they came from). */
+static const char schema_v14[] =
+	"DROP TABLE samples;"
+	"CREATE TABLE IF NOT EXISTS nodes (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);"
+	"CREATE TABLE samples ("
+	" minute INTEGER NOT NULL, node INTEGER NOT NULL, pid INTEGER NOT NULL,"
+	" start INTEGER NOT NULL, tid INTEGER NOT NULL, span BLOB NOT NULL,"
+	" stack_id INTEGER NOT NULL, uid INTEGER NOT NULL, count INTEGER NOT NULL,"
+	" PRIMARY KEY (minute, node, pid, start, tid, span, stack_id, uid)) WITHOUT ROWID;";
+
 /* Migrations from version i to i + 1 go here as they appear; index 0
  * creates the schema in an empty database. */
 static const char *const migrations[CACHE_SCHEMA_VERSION] = { schema_v1, schema_v2, schema_v3,
 									 schema_v4, schema_v5, schema_v6,
 									 schema_v7, schema_v8, schema_v9,
 									 schema_v10, schema_v11, schema_v12,
-									 schema_v13 };
+									 schema_v13, schema_v14 };
 
 static int sqlite_to_errno(int rc)
 {
@@ -399,6 +414,13 @@ static int db_open_once(const char *path, sqlite3 **ret_db)
 			goto cleanup;
 		}
 	}
+	/* Before the schema steps: with WAL, NORMAL syncs at checkpoints, not
+	 * at every commit, and a new cache's steps were a dozen fsyncs (a
+	 * third of a second on this kind of VM, where `sonde symbolize` with
+	 * no service running makes its cache). */
+	r = exec_int(db, "PRAGMA synchronous=NORMAL", NULL);
+	if (r < 0)
+		goto cleanup;
 	for (int64_t v = version; v < CACHE_SCHEMA_VERSION; v++) {
 		char sql[64];
 
@@ -423,9 +445,6 @@ static int db_open_once(const char *path, sqlite3 **ret_db)
 	if (r < 0)
 		goto cleanup;
 	r = forget_unindexed(db);
-	if (r < 0)
-		goto cleanup;
-	r = exec_int(db, "PRAGMA synchronous=NORMAL", NULL);
 	if (r < 0)
 		goto cleanup;
 	*ret_db = db;

@@ -45,6 +45,14 @@ while True:
 """
 
 
+def perl_script():
+    return """
+sub f0 { my ($n) = @_; my $t = 0; for my $i (1 .. $n) { $t += $i * $i; } return $t; }
+""" + "".join(f"sub f{k} {{ return f{k - 1}($_[0]) + 1; }}\n" for k in range(1, DEPTH)) + f"""
+while (1) {{ f{DEPTH - 1}(10000); }}
+"""
+
+
 def php_script():
     return """<?php
 function f0($n) {
@@ -81,6 +89,7 @@ loop {{ f{DEPTH - 1}(10000) }}
 RUNTIMES = {
     "cpython": ("spin.py", python_script(), ["/usr/bin/python3.11"]),
     "ruby": ("spin.rb", ruby_script(), ["/usr/bin/ruby3.1"]),
+    "perl": ("spin.pl", perl_script(), ["/usr/bin/perl"]),
     "php": ("spin.php", php_script(), ["/usr/bin/php8.2"]),
 }
 

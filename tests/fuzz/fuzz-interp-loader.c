@@ -11,9 +11,9 @@
  * the file are dropped). The seeds are real interpreters' ranges
  * (make-interp-corpus.py), so the checked-in files stay small.
  *
- * A success must agree with the path's runtime and version and name a
- * version with a layout; a failure must say why and leave the Data
- * untouched.
+ * A success must agree with the path's runtime and version (CPython,
+ * Ruby, PHP) and name a version with a layout; a failure must say why
+ * and leave the Data untouched.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -24,6 +24,7 @@
 #include "ruby_layout.h"
 #include "file_image.h"
 #include "interp_loader.h"
+#include "perl_layout.h"
 #include "php_layout.h"
 
 #define FUZZ_MAX_INPUT (1u << 20)
@@ -89,6 +90,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (r == 0 && d.kind == INTERP_RUBY) {
 		if (ruby_version_from_name(path, &major, &minor) != 0 || d.major != major ||
 		    d.minor != minor || !ruby_layout_for(major, minor))
+			abort();
+	} else if (r == 0 && d.kind == SONDE_INTERP_PERL) {
+		if (!perl_layout_for(d.major, d.minor))
 			abort();
 	} else if (r == 0 && d.kind == SONDE_INTERP_PHP) {
 		if (php_version_from_name(path, &major, &minor) != 0 || d.major != major ||

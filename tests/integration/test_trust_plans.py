@@ -32,7 +32,7 @@ import pytest
 
 from conftest import SENSOR, SRC, make_tmp, wait_for
 import go_plan
-from test_cpython_procs import cpython_map_id, entries, nm_value
+from test_cpython_procs import cpython_map_id, entries, load_base, nm_value
 from test_go_probes import Rig as GoProbesRig, build_gohttp
 from test_interp_config import OFFSETS, PYTHON, binutils_runtime_offset
 
@@ -222,6 +222,72 @@ def test_interpreter_configs_out_of_range_are_refused():
         assert victim.pid not in entries(map_id), entries(map_id)[victim.pid]
         assert rig.stats()["interpreter_configs_refused"] == len(bad), rig.stats()
         assert "refusing the symbolizer's InterpreterConfig" in rig.log()
+    finally:
+        rig.stop()
+        subprocess.run(["rm", "-rf", str(tmp)])
+
+
+PERL = "/usr/bin/perl"
+PERL_FIELDS = ["major", "minor", "interp_curcop", "interp_curstackinfo", "si_cxstack", "si_prev",
+               "si_cxix", "cx_size", "cx_typeoff", "cx_oldcop", "cx_sub_cv", "cx_retop",
+               "cop_line", "cop_file", "sv_any", "xcv_stash", "xcv_gv", "xcv_file", "xcv_flags",
+               "xgv_namehek", "xgv_stash", "hv_aux_name", "hv_aux_name_count", "hek_len",
+               "hek_key", "cvf_named", "interp_op", "pad"]  # struct sonde_perl_offsets
+PERL_536 = dict(zip(PERL_FIELDS, [5, 36, 208, 224, 8, 16, 32, 104, 0, 16, 72, 48, 36, 48, 0, 32,
+                                  56, 64, 92, 32, 40, 32, 60, 4, 8, 0x8000, 8, 0]))
+
+
+def perl_layout(**change):
+    v = dict(PERL_536, **change)
+    return __import__("struct").pack("<BB26H", *(v[k] for k in PERL_FIELDS)).hex()
+
+
+def perl_runtime_offset(path):
+    """PL_curinterp's address (nm -D) in the executable segment's file
+    coordinates (readelf -lW)."""
+    vaddr = nm_value(path, "PL_curinterp")
+    for line in subprocess.run(["readelf", "-lW", path], capture_output=True, text=True,
+                               check=True).stdout.splitlines():
+        f = line.split()
+        if f and f[0] == "LOAD" and " R E " in line:
+            return vaddr - int(f[2], 16) + int(f[1], 16)
+    raise AssertionError("no executable segment")
+
+
+@pytest.mark.skipif(not os.path.exists(PERL), reason="no perl")
+def test_perl_configs_out_of_range_are_refused():
+    """As above for kind Perl (6): the sensor checks its limits table."""
+    tmp = make_tmp("sonde-trust-perl.")
+    good = copy_with_tail(PERL, tmp / "perl-good", b"\1" * 4096)
+    bad_perl = copy_with_tail(PERL, tmp / "perl-bad", b"\2" * 4096)
+    valid = {"kind": 6, "format_version": 1, "runtime_offset": perl_runtime_offset(PERL),
+             "layout": perl_layout()}
+    bad = [
+        dict(valid, layout=perl_layout()[:-2]),               # 53 bytes
+        dict(valid, layout=perl_layout(minor=38)),            # no 5.38 layout
+        dict(valid, layout=perl_layout(cx_size=300)),         # past any PERL_CONTEXT
+        dict(valid, layout=perl_layout(hek_key=0xfff0)),      # past any HEK
+        dict(valid, layout=perl_layout(cvf_named=0x4000)),    # not CVf_NAMED
+        dict(valid, runtime_offset=os.path.getsize(bad_perl) + (64 << 20)),  # outside the image
+    ]
+    (tmp / "good.json").write_text(json.dumps({"path": str(good), "configs": [valid]}))
+    (tmp / "bad.json").write_text(json.dumps({"path": str(bad_perl), "configs": bad}))
+    rig = Rig(tmp, ["--interp-config", str(tmp / "good.json"),
+                    "--interp-config", str(tmp / "bad.json")])
+    try:
+        ok = rig.start([str(good), "-e", "sleep 600"])
+        victim = rig.start([str(bad_perl), "-e", "sleep 600"], user="nobody", group="nogroup")
+        map_id = cpython_map_id(rig.sensor.pid)
+        # Control: the valid config makes the entry, at PL_curinterp of
+        # this PIE's load address.
+        wait_for(lambda: ok.pid in entries(map_id), 30, "the valid config's entry")
+        base = load_base(ok.pid, str(good))
+        assert entries(map_id)[ok.pid][:3] == (base + nm_value(PERL, "PL_curinterp"), 5, 36)
+        wait_for(lambda: victim.pid in entries(map_id) or
+                 rig.stats().get("interpreter_configs_refused", 0) >= len(bad), 30,
+                 "the bad configs to be applied or refused")
+        assert victim.pid not in entries(map_id), entries(map_id)[victim.pid]
+        assert rig.stats()["interpreter_configs_refused"] == len(bad), rig.stats()
     finally:
         rig.stop()
         subprocess.run(["rm", "-rf", str(tmp)])

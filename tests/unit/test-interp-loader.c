@@ -161,6 +161,33 @@ static void test_debian_libruby(void **state)
 	file_image_free(img);
 }
 
+/* Debian's perl 5.36: /usr/bin/perl has libperl linked in; libperl.so is
+ * for programs that embed perl. */
+static void check_perl(const char *path)
+{
+	struct file_image *img;
+	struct interp_data d;
+	const char *reason = NULL;
+
+	if (access(path, R_OK) < 0)
+		skip();
+	img = fetched_image(path);
+	assert_true(interp_loader_wants(path));
+	assert_int_equal(interp_loader_analyse(img, path, &d, &reason), 0);
+	assert_int_equal(d.kind, SONDE_INTERP_PERL);
+	assert_int_equal(d.major, 5);
+	assert_int_equal(d.minor, 36);
+	assert_int_equal(d.runtime_offset, binutils_offset_of(path, "PL_curinterp"));
+	file_image_free(img);
+}
+
+static void test_debian_perl(void **state)
+{
+	(void)state;
+	check_perl("/usr/bin/perl");
+	check_perl("/usr/lib/x86_64-linux-gnu/libperl.so.5.36");
+}
+
 static void test_not_interpreters(void **state)
 {
 	struct file_image *img = fetched_image("/usr/bin/ls");
@@ -176,6 +203,10 @@ static void test_not_interpreters(void **state)
 	assert_false(interp_loader_wants("/usr/bin/python"));
 	assert_true(interp_loader_wants("libpython3.12.so.1.0"));
 	assert_int_equal(interp_loader_analyse(img, "/usr/bin/ls", &d, &reason), -ENOENT);
+	/* A perl's name without PL_curinterp. */
+	assert_true(interp_loader_wants("/usr/bin/perl5.36.0"));
+	assert_false(interp_loader_wants("/usr/bin/perldoc"));
+	assert_int_equal(interp_loader_analyse(img, "/usr/bin/perl", &d, &reason), -ENOENT);
 	file_image_free(img);
 	/* Headers missing from the image: an error, not a crash. */
 	img = file_image_new(4096);
@@ -190,6 +221,7 @@ int main(void)
 		cmocka_unit_test(test_debian_stripped),
 		cmocka_unit_test(test_pyenv_libpython),
 		cmocka_unit_test(test_debian_libruby),
+		cmocka_unit_test(test_debian_perl),
 		cmocka_unit_test(test_not_interpreters),
 	};
 

@@ -15,6 +15,7 @@
 #include "cpython.h"
 #include "php.h"
 #include "ruby.h"
+#include "perl5.h"
 #include "validate.h"
 
 static uint8_t fid[16] = { 1, 2, 3 };
@@ -429,6 +430,89 @@ static void test_config_ruby(void **state)
 #undef RB_CHECK
 }
 
+/* Perl 5.36's layout (symbolizer/interp/perl/perl_layout.c) in a config
+ * for Debian's /usr/bin/perl. */
+#define PERL_FILE_SIZE 3804432ull
+#define PERL_RUNTIME_OFFSET 0x3a56d8
+
+static int check_perl(const struct sonde_perl_offsets *o, uint64_t runtime_offset,
+		      const char **reason)
+{
+	Sonde__V1__InterpreterConfig c;
+	uint8_t bytes[sizeof(*o)];
+
+	sonde__v1__interpreter_config__init(&c);
+	c.file_id.data = fid;
+	c.file_id.len = 16;
+	c.kind = SONDE_INTERP_PERL;
+	c.format_version = SONDE_PERL_FORMAT_VERSION;
+	c.runtime_offset = runtime_offset;
+	memcpy(bytes, o, sizeof(*o));
+	c.layout.data = bytes;
+	c.layout.len = sizeof(bytes);
+	return validate_interp_config(&c, PERL_FILE_SIZE, reason);
+}
+
+static struct sonde_perl_offsets layout_536(void)
+{
+	return (struct sonde_perl_offsets){
+		.major = 5, .minor = 36, .interp_curcop = 208, .interp_curstackinfo = 224,
+		.si_cxstack = 8, .si_prev = 16, .si_cxix = 32, .cx_size = 104,
+		.cx_oldcop = 16, .cx_sub_cv = 72, .cx_retop = 48, .cop_line = 36,
+		.cop_file = 48, .xcv_stash = 32, .xcv_gv = 56, .xcv_file = 64,
+		.xcv_flags = 92, .xgv_namehek = 32, .xgv_stash = 40, .hv_aux_name = 32,
+		.hv_aux_name_count = 60, .hek_len = 4, .hek_key = 8, .cvf_named = 0x8000,
+		.interp_op = 8,
+	};
+}
+
+static void test_perl_config(void **state)
+{
+	struct sonde_perl_offsets o = layout_536();
+	const char *reason = NULL;
+
+	(void)state;
+	assert_int_equal(check_perl(&o, PERL_RUNTIME_OFFSET, &reason), 0);
+	/* The first read (PL_curinterp, 8 bytes) at the image's very end. */
+	assert_int_equal(check_perl(&o, PERL_FILE_SIZE + SONDE_PERL_IMAGE_SLACK - 8, NULL), 0);
+	assert_int_equal(check_perl(&o, PERL_FILE_SIZE + SONDE_PERL_IMAGE_SLACK - 7, &reason),
+			 -EBADMSG);
+	assert_non_null(reason);
+	/* Versions without a layout. */
+	o.major = 6;
+	assert_int_equal(check_perl(&o, PERL_RUNTIME_OFFSET, NULL), -EBADMSG);
+	o = layout_536();
+	o.minor = 38;
+	assert_int_equal(check_perl(&o, PERL_RUNTIME_OFFSET, NULL), -EBADMSG);
+	/* Every field's bounds. */
+	o = layout_536();
+	o.interp_curstackinfo = SONDE_PERL_INTERP_OFF_MAX;
+	assert_int_equal(check_perl(&o, PERL_RUNTIME_OFFSET, NULL), -EBADMSG);
+	o = layout_536();
+	o.interp_op = SONDE_PERL_INTERP_OFF_MAX;
+	assert_int_equal(check_perl(&o, PERL_RUNTIME_OFFSET, NULL), -EBADMSG);
+	o = layout_536();
+	o.interp_curcop = 0xffff;
+	assert_int_equal(check_perl(&o, PERL_RUNTIME_OFFSET, NULL), -EBADMSG);
+	o = layout_536();
+	o.cx_size = 15;
+	assert_int_equal(check_perl(&o, PERL_RUNTIME_OFFSET, NULL), -EBADMSG);
+	o.cx_size = 257;
+	assert_int_equal(check_perl(&o, PERL_RUNTIME_OFFSET, NULL), -EBADMSG);
+	o = layout_536();
+	o.cop_line = SONDE_PERL_FIELD_OFF_MAX;
+	assert_int_equal(check_perl(&o, PERL_RUNTIME_OFFSET, NULL), -EBADMSG);
+	o = layout_536();
+	o.hek_key = 0xffff;
+	assert_int_equal(check_perl(&o, PERL_RUNTIME_OFFSET, NULL), -EBADMSG);
+	o = layout_536();
+	o.cvf_named = 0x4000;
+	assert_int_equal(check_perl(&o, PERL_RUNTIME_OFFSET, NULL), -EBADMSG);
+	o = layout_536();
+	o.pad = 1;
+	assert_int_equal(check_perl(&o, PERL_RUNTIME_OFFSET, NULL), -EBADMSG);
+}
+
 /* PHP 8.2's config (symbolizer/interp/php/php_layout.c) against its
  * limits (bpf/php.h). */
 static void test_php_config(void **state)
@@ -500,6 +584,7 @@ int main(void)
 		cmocka_unit_test(test_config_layout_bounds),
 		cmocka_unit_test(test_config_runtime_offset),
 		cmocka_unit_test(test_config_ruby),
+		cmocka_unit_test(test_perl_config),
 		cmocka_unit_test(test_php_config),
 	};
 
