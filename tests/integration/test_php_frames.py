@@ -328,4 +328,7 @@ def test_closure_called_back_from_c(start_sensor, tmp_path):
     for name in (*outer, *closure):
         assert types.get(name) == "php", (name, types)
     assert types.get("zend_call_function") == "native", types
-    assert "execute_ex" not in types, types
+    # execute_ex itself shows only in a sample between a closure's frame
+    # leaving (the VM's current frame is array_map's again) and its
+    # execute_ex returning: a native frame then.
+    assert types.get("execute_ex", "native") == "native", types
