@@ -199,8 +199,8 @@ def main():
         subprocess.run(["sysctl", "-q", f"kernel.bpf_stats_enabled={before}"])
         shutil.rmtree(tmp, ignore_errors=True)
     med = {k: sorted(v)[len(v) // 2] for k, v in res.items()}
-    print(f"\n| runtime | native ns/sample | walk ns/sample | walk / native |"
-          f"\n|---|---|---|---|")
+    print("\n| runtime | native ns/sample | walk ns/sample | walk / native |"
+          "\n|---|---|---|---|")
     for r in runtimes:
         nat, walk = med[(r, "native")], med[(r, "walk")]
         print(f"| {r} | {nat:.0f} | {walk:.0f} | {walk / max(nat, 1):.2f}x |")
