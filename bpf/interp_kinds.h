@@ -13,6 +13,7 @@
 #include "interp.h"
 #include "ruby.h"
 #include "perl5.h"
+#include "php.h"
 #include "v8.h"
 
 struct sonde_interp_kind_info {
@@ -31,6 +32,9 @@ static inline const struct sonde_interp_kind_info *sonde_interp_kind_info(__u32 
 {
 	static const struct sonde_interp_kind_info cpython = {
 		"cpython", "code object records", "cpython_codes", sonde_cpython_limits
+	};
+	static const struct sonde_interp_kind_info php = {
+		"php", "function records", "php_funcs", sonde_php_limits
 	};
 
 	static const struct sonde_interp_kind_info ruby = {
@@ -51,6 +55,8 @@ static inline const struct sonde_interp_kind_info *sonde_interp_kind_info(__u32 
 		return &ruby;
 	case SONDE_INTERP_PERL:
 		return &perl;
+	case SONDE_INTERP_PHP:
+		return &php;
 	case SONDE_INTERP_V8:
 		return &v8;
 	default:

@@ -18,6 +18,8 @@
 #include "ruby_walk.h"
 #include "perl5.h"
 #include "perl_walk.h"
+#include "php.h"
+#include "php_walk.h"
 
 /* Whether pc lies in one of the walk's JIT ranges. */
 static __always_inline bool interp_jit_in_range(const struct sonde_interp_jit *j, __u64 pc)
@@ -156,6 +158,8 @@ static __always_inline int interp_walk(struct unwind_scratch *s, struct sonde_sa
 		return ruby_walk(rec, (const struct sonde_ruby_proc *)p, tgid, tid, at);
 	case SONDE_INTERP_PERL:
 		return perl_walk(rec, (const struct sonde_perl_proc *)p, tgid, tid, at);
+	case SONDE_INTERP_PHP:
+		return php_walk(rec, (const struct sonde_php_proc *)p, tgid, tid, at);
 	default:
 		return 0;
 	}

@@ -33,6 +33,7 @@ sonde_test_packages=(
   openjdk-17-jdk-headless                  # a JVM (and JFR, its own sampler) for the HotSpot frames test
   ruby ruby-stackprof                      # Ruby 3.1 and its own sampler for the Ruby frames test
   php8.2-cli php-excimer                   # PHP 8.2 and its own sampler (Excimer) for the PHP frames test
+  php8.2-dev                               # Zend headers: the PHP offsets checked with offsetof()
   perl                                     # Perl 5.36 for the Perl frames test
   openssl python3-yaml yamllint systemd    # mTLS certificates; manifest and unit checks
 )

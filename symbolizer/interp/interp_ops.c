@@ -8,6 +8,7 @@
 #include "interp_kinds.h"
 #include "interp_ops.h"
 #include "perl_ops.h"
+#include "php_ops.h"
 #include "ruby_ops.h"
 #include "v8_ops.h"
 
@@ -15,6 +16,7 @@ static const struct interp_ops *const table[] = {
 	&cpython_ops,
 	&ruby_ops,
 	&perl_ops,
+	&php_ops,
 	&v8_ops,
 };
 #define N_OPS (sizeof(table) / sizeof(table[0]))

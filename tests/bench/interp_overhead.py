@@ -53,6 +53,22 @@ while (1) {{ f{DEPTH - 1}(10000); }}
 """
 
 
+def php_script():
+    return """<?php
+function f0($n) {
+    $t = 0;
+    for ($i = 0; $i < $n; $i++) {
+        $t += $i * $i;
+    }
+    return $t;
+}
+""" + "".join(f"function f{k}($n) {{\n    return f{k - 1}($n) + 1;\n}}\n" for k in range(1, DEPTH)) + f"""
+while (true) {{
+    f{DEPTH - 1}(10000);
+}}
+"""
+
+
 # name: (the script's file name, the script, argv before the script's path)
 def ruby_script():
     return """
@@ -86,6 +102,7 @@ RUNTIMES = {
     "cpython": ("spin.py", python_script(), ["/usr/bin/python3.11"]),
     "ruby": ("spin.rb", ruby_script(), ["/usr/bin/ruby3.1"]),
     "perl": ("spin.pl", perl_script(), ["/usr/bin/perl"]),
+    "php": ("spin.php", php_script(), ["/usr/bin/php8.2"]),
     "v8": ("spin.js", js_script(), ["/usr/bin/node"]),
 }
 
@@ -195,8 +212,8 @@ def main():
         subprocess.run(["sysctl", "-q", f"kernel.bpf_stats_enabled={before}"])
         shutil.rmtree(tmp, ignore_errors=True)
     med = {k: sorted(v)[len(v) // 2] for k, v in res.items()}
-    print(f"\n| runtime | native ns/sample | walk ns/sample | walk / native |"
-          f"\n|---|---|---|---|")
+    print("\n| runtime | native ns/sample | walk ns/sample | walk / native |"
+          "\n|---|---|---|---|")
     for r in runtimes:
         nat, walk = med[(r, "native")], med[(r, "walk")]
         print(f"| {r} | {nat:.0f} | {walk:.0f} | {walk / max(nat, 1):.2f}x |")

@@ -14,9 +14,10 @@
  * the file are dropped). The seeds are real interpreters' ranges
  * (make-interp-corpus.py), so the checked-in files stay small.
  *
- * A success must agree with the path's version (CPython, Ruby) and name
- * a version with a layout (V8: a node/libnode path and a config of the
- * walker's size); a failure must say why and leave the Data untouched.
+ * A success must agree with the path's runtime and version (CPython,
+ * Ruby, PHP) and name a version with a layout (V8: a node/libnode path
+ * and a config of the walker's size); a failure must say why and leave
+ * the Data untouched.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -28,6 +29,7 @@
 #include "file_image.h"
 #include "interp_loader.h"
 #include "perl_layout.h"
+#include "php_layout.h"
 #include "v8_loader.h"
 
 #define FUZZ_MAX_INPUT (1u << 20)
@@ -100,6 +102,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	} else if (r == 0 && d.kind == SONDE_INTERP_PERL) {
 		if (!perl_layout_for(d.major, d.minor))
+			abort();
+	} else if (r == 0 && d.kind == SONDE_INTERP_PHP) {
+		if (php_version_from_name(path, &major, &minor) != 0 || d.major != major ||
+		    d.minor != minor || !php_layout_for(major, minor))
 			abort();
 	} else if (r == 0) {
 		if (cpython_version_from_name(path, &major, &minor) != 0 || d.kind != INTERP_CPYTHON ||

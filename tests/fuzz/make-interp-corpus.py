@@ -3,13 +3,13 @@
 interp_loader/): records of fuzz-interp-loader.c (u8 name length, name,
 u32 file size, then u32 offset + u16 length + bytes per range), made from
 this machine's real interpreters, Debian's libpython3.11.so.1.0,
-/usr/bin/python3.11, libruby-3.1.so.3.1 and /usr/bin/perl: the ranges
-the interpreter Loader reads (ELF header and program headers, section
-headers, .shstrtab, .dynsym, .dynstr) at their real offsets in an image
-of the file's real size, the rest absent, as the service holds such a
-file. Variants: other names (an unknown
-version, a free-threaded build, a non-interpreter), a range missing, the
-symbol renamed, another machine, a header only.
+/usr/bin/python3.11, libruby-3.1.so.3.1, /usr/bin/perl and /usr/bin/php8.2:
+the ranges the interpreter Loader reads (ELF header and program headers,
+section headers, .shstrtab, .dynsym, .dynstr) at their real offsets in an
+image of the file's real size, the rest absent, as the service holds
+such a file. Variants: other names (an unknown version, a free-threaded
+build, a non-interpreter, PHP 8.1), a range missing, the symbol renamed,
+another machine, a header only.
 
   /usr/bin/python3 tests/fuzz/make-interp-corpus.py
 """
@@ -22,6 +22,7 @@ LIBPYTHON = pathlib.Path("/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0")
 PYTHON = pathlib.Path("/usr/bin/python3.11")
 LIBRUBY = pathlib.Path("/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1")
 PERL = pathlib.Path("/usr/bin/perl")
+PHP = pathlib.Path("/usr/bin/php8.2")
 
 
 def ranges(data):
@@ -55,7 +56,7 @@ def record(name, size, rngs):
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     for path, name in ((LIBPYTHON, b"/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0"),
-                       (PYTHON, b"/usr/bin/python3.11")):
+                       (PYTHON, b"/usr/bin/python3.11"), (PHP, b"/usr/bin/php8.2")):
         data = path.read_bytes()
         rngs = ranges(data)
         (OUT / path.name).write_bytes(record(name, len(data), rngs))
@@ -88,6 +89,10 @@ def main():
     (OUT / "perl").write_bytes(record(b"/usr/bin/perl", len(data), rngs))
     older = [(o, c.replace(b"Perl_pp_is_bool\0", b"Perl_pp_is_boox\0")) for o, c in rngs]
     (OUT / "perl-older").write_bytes(record(b"/usr/bin/perl5.34.0", len(data), older))
+    # PHP: a version without a layout fails after the headers too.
+    data = PHP.read_bytes()
+    (OUT / "as-php8.1-headers").write_bytes(record(b"/usr/bin/php8.1", len(data),
+                                                   ranges(data)[:3]))
 
 if __name__ == "__main__":
     main()

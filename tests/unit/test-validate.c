@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "cpython.h"
+#include "php.h"
 #include "ruby.h"
 #include "perl5.h"
 #include "v8.h"
@@ -585,6 +586,64 @@ static void test_perl_config(void **state)
 	assert_int_equal(check_perl(&o, PERL_RUNTIME_OFFSET, NULL), -EBADMSG);
 }
 
+/* PHP 8.2's config (symbolizer/interp/php/php_layout.c) against its
+ * limits (bpf/php.h). */
+static void test_php_config(void **state)
+{
+	const struct sonde_php_offsets good = {
+		.major = 8, .minor = 2, .eg_current_execute_data = 488, .ex_func = 24,
+		.ex_call_info = 40, .ex_prev = 48, .fn_flags = 4, .fn_name = 8, .fn_scope = 16,
+		.op_filename = 152, .op_line_start = 160, .op_opcodes = 88, .op_last = 80,
+		.ce_name = 8, .str_len = 16, .str_val = 24, .op_lineno = 24,
+		.flags = SONDE_PHP_VM_REGS,
+	};
+	const uint64_t file_size = 5715672, root = 0x58ae60; /* Debian's php8.2 */
+	uint8_t bytes[sizeof(good)];
+	Sonde__V1__InterpreterConfig c;
+	struct sonde_php_offsets o;
+	const char *reason = NULL;
+
+#define PHP_CHECK(mutate, want)                                              \
+	do {                                                                 \
+		o = good;                                                    \
+		c.runtime_offset = root;                                     \
+		mutate;                                                      \
+		memcpy(bytes, &o, sizeof(o));                                \
+		assert_int_equal(validate_interp_config(&c, file_size, &reason), want); \
+	} while (0)
+	(void)state;
+	sonde__v1__interpreter_config__init(&c);
+	c.file_id.data = fid;
+	c.file_id.len = 16;
+	c.kind = SONDE_INTERP_PHP;
+	c.format_version = SONDE_PHP_FORMAT_VERSION;
+	c.layout.data = bytes;
+	c.layout.len = sizeof(good);
+	PHP_CHECK((void)0, 0);
+	PHP_CHECK(o.flags = 0, 0);
+	PHP_CHECK(o.eg_current_execute_data = SONDE_PHP_ROOT_OFF_MAX - 1, 0);
+	PHP_CHECK(o.eg_current_execute_data = SONDE_PHP_ROOT_OFF_MAX, -EBADMSG);
+	PHP_CHECK(o.ex_prev = SONDE_PHP_FIELD_OFF_MAX, -EBADMSG);
+	PHP_CHECK(o.op_filename = 0xffff, -EBADMSG);
+	PHP_CHECK(o.op_lineno = SONDE_PHP_FIELD_OFF_MAX, -EBADMSG);
+	PHP_CHECK(o.str_val = SONDE_PHP_FIELD_OFF_MAX - 1, 0);
+	PHP_CHECK(o.flags = 0x2, -EBADMSG);
+	PHP_CHECK(o.pad = 1, -EBADMSG);
+	PHP_CHECK(o.major = 7, -EBADMSG);
+	PHP_CHECK(o.minor = 3, -EBADMSG);
+	PHP_CHECK(c.runtime_offset = file_size + SONDE_PHP_IMAGE_SLACK - 488 - 8, 0);
+	PHP_CHECK(c.runtime_offset = file_size + SONDE_PHP_IMAGE_SLACK - 488 - 7, -EBADMSG);
+	PHP_CHECK(c.format_version = SONDE_PHP_FORMAT_VERSION + 1, -EBADMSG);
+	c.format_version = SONDE_PHP_FORMAT_VERSION;
+	c.layout.len = sizeof(good) - 1;
+	PHP_CHECK((void)0, -EBADMSG);
+	c.layout.len = sizeof(good);
+	/* A CPython layout under PHP's kind: its size is not PHP's. */
+	c.layout.len = sizeof(struct sonde_cpython_offsets);
+	PHP_CHECK((void)0, -EBADMSG);
+#undef PHP_CHECK
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -600,6 +659,7 @@ int main(void)
 		cmocka_unit_test(test_config_v8),
 		cmocka_unit_test(test_config_ruby),
 		cmocka_unit_test(test_perl_config),
+		cmocka_unit_test(test_php_config),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
