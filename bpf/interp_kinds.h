@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "cpython.h"
+#include "hotspot.h"
 #include "interp.h"
 
 struct sonde_interp_kind_info {
@@ -27,9 +28,15 @@ static inline const struct sonde_interp_kind_info *sonde_interp_kind_info(__u32 
 		"cpython", "code object records", "cpython_codes", sonde_cpython_limits
 	};
 
+	static const struct sonde_interp_kind_info hotspot = {
+		"jvm", "Java method records", NULL, sonde_hotspot_limits
+	};
+
 	switch (kind) {
 	case SONDE_INTERP_CPYTHON:
 		return &cpython;
+	case SONDE_INTERP_HOTSPOT:
+		return &hotspot;
 	default:
 		return NULL;
 	}

@@ -80,7 +80,7 @@ struct job {
 	struct job *qnext;
 	/* Products finished in an earlier round (the steps are stateless
 	 * and would rebuild them). */
-	bool sym_done, unwind_done, lines_done, plan_done;
+	bool sym_done, unwind_done, lines_done, plan_done, interp_done;
 	bool lines_sparse; /* the debug sections were not fetched */
 	struct symtab *symtab;
 	struct unwind_table *unwind;
@@ -563,7 +563,21 @@ static void job_step(struct analysis *an, struct job *j)
 			j->plan_done = true;
 		}
 	}
-	if (j->sym_done && j->unwind_done && j->lines_done && j->plan_done) {
+	if (j->sym_done && !j->interp_done) {
+		/* What an interpreter's Loader reads beyond the dynamic symbols
+		 * (interp_analyse() at the end): HotSpot's tables. */
+		const char *name = registry_file_name(an->reg, &j->id);
+		struct elf_need ineed = { 0 };
+
+		if (name && interp_loader_wants(name) &&
+		    interp_loader_need(j->img, name, &ineed) == -EAGAIN && ineed.n) {
+			for (size_t i = 0; i < ineed.n; i++)
+				elf_need_add(&need, ineed.ranges[i].offset, ineed.ranges[i].length);
+		} else {
+			j->interp_done = true;
+		}
+	}
+	if (j->sym_done && j->unwind_done && j->lines_done && j->plan_done && j->interp_done) {
 		t = j->symtab;
 		j->symtab = NULL;
 		job_end(an, j, t, NULL, true);

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "elf_analysis.h"
 #include "file_image.h"
 #include "interp.h" /* bpf/: enum sonde_interp_kind */
 
@@ -18,6 +19,7 @@
 enum interp_kind {
 	INTERP_NONE = SONDE_INTERP_NONE,
 	INTERP_CPYTHON = SONDE_INTERP_CPYTHON,
+	INTERP_HOTSPOT = SONDE_INTERP_HOTSPOT,
 };
 
 struct interp_data {
@@ -30,11 +32,22 @@ struct interp_data {
 	 * data segment's vaddr - offset often differs from the text's by a
 	 * page). */
 	uint64_t runtime_offset;
+	/* The walker's config when the runtime reads it from the file itself
+	 * (HotSpot's offsets from libjvm's tables); layout_len 0: the
+	 * runtime's config() makes it from the version alone (CPython). */
+	uint8_t layout[64]; /* SONDE_INTERP_CONFIG_MAX */
+	uint16_t layout_len;
 };
 
 /* Whether path's basename looks like an interpreter some runtime of the
  * table knows (then the file is worth interp_loader_analyse()). */
 int interp_loader_wants(const char *path);
+
+/* The file ranges the runtime that wants path reads in
+ * interp_loader_analyse() beyond the ELF headers and dynamic symbols:
+ * 0 (all in img, or the runtime reads none: analyse now), or -EAGAIN
+ * (fetch *need, then ask again). Bounded like analyse(). */
+int interp_loader_need(const struct file_image *img, const char *path, struct elf_need *need);
 
 /* Analyses img with the runtime that wants path. img's ELF headers and
  * .dynsym/.dynstr must be present (the symtab analysis fetched them).

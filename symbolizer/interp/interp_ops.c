@@ -5,11 +5,13 @@
 #include <string.h>
 
 #include "cpython_ops.h"
+#include "hotspot_ops.h"
 #include "interp_kinds.h"
 #include "interp_ops.h"
 
 static const struct interp_ops *const table[] = {
 	&cpython_ops,
+	&hotspot_ops,
 };
 #define N_OPS (sizeof(table) / sizeof(table[0]))
 

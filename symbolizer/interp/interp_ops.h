@@ -50,6 +50,9 @@ struct interp_ops {
 	const char *splice_symbol;
 	/* Whether path names a file of this runtime. */
 	bool (*wants)(const char *path);
+	/* The file ranges analyse() reads beyond the ELF headers and the
+	 * dynamic symbols, as interp_loader_need(); NULL: none. */
+	int (*need)(const struct file_image *img, struct elf_need *need);
 	/* The Loader: as interp_loader_analyse(). */
 	int (*analyse)(const struct file_image *img, const char *path, struct interp_data *ret,
 		       const char **reason);

@@ -1,6 +1,6 @@
 /* cache.c - SQLite file-analysis cache with an in-memory LRU above it.
  *
- * Schema (user_version 13):
+ * Schema (user_version 14):
  *   files(file_id BLOB PK, status INT (0 ok, 1 error), error TEXT,
  *         analysed_at INT (unix s), build_id BLOB, symtab BLOB)
  *   unwind(file_id BLOB PK, status INT (0 ok, 1 error), error TEXT,
@@ -228,13 +228,19 @@ static const char schema_v13[] =
 	" count INTEGER NOT NULL,"
 	" PRIMARY KEY (minute, pid, tid, span, stack_id, uid)) WITHOUT ROWID;";
 
+/* The interpreter Data of runtimes whose walker config is read from the
+ * file itself (HotSpot: offsets from libjvm's own tables), as the bytes
+ * of that config; NULL for the others. */
+static const char schema_v14[] =
+	"ALTER TABLE interp ADD COLUMN layout BLOB;";
+
 /* Migrations from version i to i + 1 go here as they appear; index 0
  * creates the schema in an empty database. */
 static const char *const migrations[CACHE_SCHEMA_VERSION] = { schema_v1, schema_v2, schema_v3,
 									 schema_v4, schema_v5, schema_v6,
 									 schema_v7, schema_v8, schema_v9,
 									 schema_v10, schema_v11, schema_v12,
-									 schema_v13 };
+									 schema_v13, schema_v14 };
 
 static int sqlite_to_errno(int rc)
 {
@@ -535,12 +541,13 @@ int cache_open(const char *path, const struct cache_opts *opts, struct cache **r
 			 " VALUES (?1, ?2, ?3)",
 			 &c->st_pput)) < 0 ||
 	    (r = prepare(c->db,
-			 "SELECT status, error, kind, major, minor, runtime_offset FROM interp"
+			 "SELECT status, error, kind, major, minor, runtime_offset, layout FROM interp"
 			 " WHERE file_id = ?1",
 			 &c->st_iget)) < 0 ||
 	    (r = prepare(c->db,
 			 "INSERT OR REPLACE INTO interp (file_id, status, error, analysed_at, kind,"
-			 " major, minor, runtime_offset) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+			 " major, minor, runtime_offset, layout)"
+			 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 			 &c->st_iput)) < 0)
 		goto cleanup;
 	*ret = c;
@@ -1178,14 +1185,24 @@ enum cache_status cache_lookup_interp(struct cache *c, const struct fileid *id,
 		if (sqlite3_column_int(c->st_iget, 0) == 0) {
 			int64_t major = sqlite3_column_int64(c->st_iget, 3);
 			int64_t minor = sqlite3_column_int64(c->st_iget, 4);
+			const void *layout = sqlite3_column_blob(c->st_iget, 6);
+			int layout_len = sqlite3_column_bytes(c->st_iget, 6);
 
 			status = CACHE_OK;
-			if (ret)
+			if (ret) {
 				*ret = (struct interp_data){
 					.kind = (uint32_t)sqlite3_column_int64(c->st_iget, 2),
 					.major = (uint8_t)major, .minor = (uint8_t)minor,
 					.runtime_offset = (uint64_t)sqlite3_column_int64(c->st_iget, 5),
 				};
+				/* A layout that does not fit is dropped: config()
+				 * then refuses the Data. */
+				if (layout && layout_len > 0 &&
+				    (size_t)layout_len <= sizeof(ret->layout)) {
+					memcpy(ret->layout, layout, (size_t)layout_len);
+					ret->layout_len = (uint16_t)layout_len;
+				}
+			}
 		} else {
 			const char *e = (const char *)sqlite3_column_text(c->st_iget, 1);
 
@@ -1218,6 +1235,10 @@ int cache_store_interp(struct cache *c, const struct fileid *id, const struct in
 	sqlite3_bind_int64(c->st_iput, 6, d ? d->major : 0);
 	sqlite3_bind_int64(c->st_iput, 7, d ? d->minor : 0);
 	sqlite3_bind_int64(c->st_iput, 8, d ? (int64_t)d->runtime_offset : 0);
+	if (d && d->layout_len && d->layout_len <= sizeof(d->layout))
+		sqlite3_bind_blob(c->st_iput, 9, d->layout, d->layout_len, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(c->st_iput, 9);
 	rc = sqlite3_step(c->st_iput);
 	if (rc != SQLITE_DONE) {
 		r = sqlite_to_errno(rc);
