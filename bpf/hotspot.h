@@ -76,17 +76,19 @@ _Static_assert(sizeof(struct sonde_hotspot_offsets) <= SONDE_INTERP_CONFIG_MAX,
 
 /* ---- what the BPF walker records ---- */
 
-/* One Java frame (an InterpFrame's first word): the Method* in the low 47
- * bits (a user address), bit 47 set for a compiled frame, the bytecode
- * index in the high 16 (0xffff: unknown, e.g. a compiled frame whose scope
- * was not decoded). */
+/* One Java frame: SONDE_INTERP_JIT_WORDS words (bpf/interp.h; word 0's
+ * top byte is the framework's native position). Word 0's low 56 bits:
+ * the Method* in the low 47 (a user address), bit 47 set for a compiled
+ * frame (an nmethod's, inlined ones included). Word 1: the bytecode index
+ * in the low 16 bits (0xffff: unknown). Several frames with one native
+ * position are a compiled frame's inlined methods, leaf first. */
 #define SONDE_HOTSPOT_FRAME_COMPILED (1ull << 47)
 #define SONDE_HOTSPOT_BCI_UNKNOWN 0xffffu
-#define SONDE_HOTSPOT_FRAME(method, bci, compiled)                                 \
-	((((__u64)(bci) > 0xffff ? 0xffffull : (__u64)(bci)) << 48) |              \
-	 ((compiled) ? SONDE_HOTSPOT_FRAME_COMPILED : 0) | ((method) & 0x7fffffffffffull))
-#define SONDE_HOTSPOT_FRAME_METHOD(f) ((f) & 0x7fffffffffffull)
-#define SONDE_HOTSPOT_FRAME_BCI(f) ((__u32)((f) >> 48))
+#define SONDE_HOTSPOT_WORD0(method, compiled)                                          \
+	(((method) & 0x7fffffffffffull) | ((compiled) ? SONDE_HOTSPOT_FRAME_COMPILED : 0))
+#define SONDE_HOTSPOT_WORD1(bci) ((__u64)((bci) > 0xffff ? 0xffff : (bci)))
+#define SONDE_HOTSPOT_FRAME_METHOD(w0) ((w0) & 0x7fffffffffffull)
+#define SONDE_HOTSPOT_FRAME_BCI(w1) ((__u32)((w1) & 0xffff))
 
 /* A method's names and line table, copied by BPF the first time a
  * (process, Method*, ConstMethod*) is seen, so frames stay nameable after

@@ -39,6 +39,34 @@ struct sonde_interp_proc {
 };
 _Static_assert(sizeof(struct sonde_interp_proc) == 80, "sonde_interp_proc layout");
 
+/* JIT frames (docs/interpreters.md, "JIT frames"): a kind whose frames
+ * live in JIT code walks them inside the native walk. Its per-sample state
+ * (the code ranges it claims, the frames found so far) is kept in the
+ * per-CPU scratch; each frame it finds is SONDE_INTERP_JIT_WORDS words,
+ * the first of which carries in its top byte the index (+ 1) of the
+ * native frame it stands for (0: none), the rest being the kind's. */
+#define SONDE_INTERP_JIT_RANGES 4
+#define SONDE_INTERP_JIT_WORDS 2
+#define SONDE_INTERP_JIT_MAX_FRAMES 64
+#define SONDE_INTERP_JIT_POS_SHIFT 56
+#define SONDE_INTERP_JIT_KIND_MASK ((1ull << SONDE_INTERP_JIT_POS_SHIFT) - 1)
+/* Word 0 of a JIT frame: native frame index + 1 (0: none) over the kind's bits. */
+#define SONDE_INTERP_JIT_WORD0(native_plus_1, bits)                                        \
+	(((__u64)(native_plus_1) << SONDE_INTERP_JIT_POS_SHIFT) |                          \
+	 ((__u64)(bits) & SONDE_INTERP_JIT_KIND_MASK))
+/* The native index + 1 a JIT frame's word 0 carries; 0: none. */
+#define SONDE_INTERP_JIT_POS(word0) ((__u32)((word0) >> SONDE_INTERP_JIT_POS_SHIFT))
+
+/* One walk's JIT state (per-CPU scratch; BPF only, but fixed-width). */
+struct sonde_interp_jit {
+	__u32 kind; /* the walk's JIT kind; 0: none */
+	__u32 n;    /* words buffered in words[] */
+	__u32 anon; /* the kind also claims frames without an unwind table */
+	__u32 n_ranges;
+	__u64 lo[SONDE_INTERP_JIT_RANGES], hi[SONDE_INTERP_JIT_RANGES]; /* pc in [lo, hi) */
+	__u64 words[SONDE_INTERP_JIT_MAX_FRAMES * SONDE_INTERP_JIT_WORDS];
+};
+
 /* SONDE_REC_INTERP on the ring: a header, then len bytes the walker
  * copied from the target (a CPython code object's metadata, ...). The
  * sensor forwards them as they are; only the symbolizer decodes them. */

@@ -18,6 +18,9 @@ struct sonde_interp_kind_info {
 	const char *records;  /* what its records are, for the sensor's log */
 	const char *seen_map; /* BPF map of records already sent; NULL: none */
 	const struct sonde_interp_limits *(*limits)(void);
+	/* Words per frame in a sample (0 means 1): a JIT kind's frames are
+	 * SONDE_INTERP_JIT_WORDS each, sent as one InterpFrame. */
+	__u32 frame_words;
 };
 
 /* What user space knows of kind, or NULL for a kind this build has no
@@ -29,7 +32,8 @@ static inline const struct sonde_interp_kind_info *sonde_interp_kind_info(__u32 
 	};
 
 	static const struct sonde_interp_kind_info hotspot = {
-		"jvm", "Java method records", NULL, sonde_hotspot_limits
+		"jvm", "Java method records", "hotspot_methods", sonde_hotspot_limits,
+		SONDE_INTERP_JIT_WORDS
 	};
 
 	switch (kind) {
@@ -48,6 +52,14 @@ static inline const struct sonde_interp_limits *sonde_interp_limits_of(__u32 kin
 	const struct sonde_interp_kind_info *k = sonde_interp_kind_info(kind);
 
 	return k ? k->limits() : NULL;
+}
+
+/* Words per frame of kind (1 for an unknown kind). */
+static inline __u32 sonde_interp_frame_words(__u32 kind)
+{
+	const struct sonde_interp_kind_info *k = sonde_interp_kind_info(kind);
+
+	return k && k->frame_words ? k->frame_words : 1;
 }
 
 /* A kind's short name ("cpython"), or NULL for an unknown kind. */

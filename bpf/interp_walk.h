@@ -1,22 +1,31 @@
-/* interp_walk.h - runs the interpreter walker of a sampled process
- * (docs/interpreters.md): looks up the tgid's interp_procs entry (or its
- * parent's, for a fork's child not bound yet) and calls the walker of the
- * entry's kind, which records its frames after the native ones and
- * returns how many. One walker header per runtime; a new one adds a case.
- * Included by sample.bpf.c after its maps and count_err().
+/* interp_walk.h - runs the interpreter walkers of a sampled process
+ * (docs/interpreters.md). At the sample's start interp_jit_begin() looks
+ * the tgid's interp_procs entry up once (or its parent's, for a fork's
+ * child not bound yet) and keeps a copy in the scratch; for a JIT kind it
+ * also lets the kind fill the walk's code ranges. During the native walk,
+ * interp_jit_step() hands the frames in those ranges (or without an
+ * unwind table, when the kind claims them) to the kind's step. After it,
+ * interp_walk() calls the walker of the entry's kind, which records its
+ * frames after the native ones (a JIT kind: the frames its steps
+ * buffered). One walker header per runtime; a new one adds its cases.
+ * Included by sample.bpf.c after its maps, scratch and count_err().
  */
 #pragma once
 
 #include "cpython.h"
 #include "cpython_walk.h"
 
-/* Returns the frames recorded at rec->frames[at..] (rec->interp_kind
- * set), or -1 when tgid has no interpreter config. */
-static __always_inline int interp_walk(struct sonde_sample *rec, __u32 tgid, __u32 tid, __u32 at)
+/* Copies tgid's interp_procs entry into s->proc (kind 0: none) and sets
+ * up s->jit for a JIT kind. */
+static __always_inline void interp_jit_begin(struct unwind_scratch *s, __u32 tgid)
 {
 	const struct sonde_interp_proc *p = bpf_map_lookup_elem(&interp_procs, &tgid);
 	__u32 config_tgid;
 
+	s->jit.kind = 0;
+	s->jit.n = 0;
+	s->jit.anon = 0;
+	s->jit.n_ranges = 0;
 	if (!p) {
 		/* A fork's child not bound yet: its parent's runtime, at the
 		 * same address in the copied address space. */
@@ -24,9 +33,91 @@ static __always_inline int interp_walk(struct sonde_sample *rec, __u32 tgid, __u
 		if (config_tgid != tgid)
 			p = bpf_map_lookup_elem(&interp_procs, &config_tgid);
 	}
-	if (!p)
+	if (!p) {
+		s->proc.kind = SONDE_INTERP_NONE;
+		return;
+	}
+	s->proc = *p;
+	switch (p->kind) {
+	default:
+		break;
+	}
+}
+
+/* Whether pc lies in one of the walk's JIT ranges. */
+static __always_inline bool interp_jit_in_range(const struct sonde_interp_jit *j, __u64 pc)
+{
+	for (__u32 i = 0; i < SONDE_INTERP_JIT_RANGES; i++)
+		if (i < j->n_ranges && pc >= j->lo[i] && pc < j->hi[i])
+			return true;
+	return false;
+}
+
+/* Buffers one JIT frame for native frame `native` (its index among the
+ * user frames): word0's kind bits, word1. False when the buffer is full. */
+static __always_inline bool interp_jit_push(struct sonde_interp_jit *j, __u32 native, __u64 word0,
+					    __u64 word1)
+{
+	__u32 at = j->n;
+
+	if (at + SONDE_INTERP_JIT_WORDS > SONDE_INTERP_JIT_MAX_FRAMES * SONDE_INTERP_JIT_WORDS)
+		return false;
+	j->words[at & (SONDE_INTERP_JIT_MAX_FRAMES * SONDE_INTERP_JIT_WORDS - 1)] =
+		SONDE_INTERP_JIT_WORD0(native + 1, word0);
+	j->words[(at + 1) & (SONDE_INTERP_JIT_MAX_FRAMES * SONDE_INTERP_JIT_WORDS - 1)] = word1;
+	j->n = at + SONDE_INTERP_JIT_WORDS;
+	return true;
+}
+
+/* The frame at st (already recorded as native frame `native`) when the
+ * walk has a JIT kind: no_table says the native walk found no unwind
+ * table for it. Returns -1 when the kind does not claim it (the usual
+ * rule applies), else what unwind_one returns: 1 to stop, 0 to go on
+ * with st set to the caller. */
+static __always_inline int interp_jit_step(struct unwind_scratch *s, struct user_walk *st,
+					   __u32 native, bool no_table)
+{
+	if (no_table ? !s->jit.anon : !interp_jit_in_range(&s->jit, st->pc))
+		return -1;
+	switch (s->jit.kind) {
+	default:
+		return -1;
+	}
+}
+
+/* Appends the JIT frames the walk buffered at rec->frames[at..]; returns
+ * how many words. */
+static __always_inline int interp_jit_finish(struct sonde_sample *rec,
+					     const struct sonde_interp_jit *j, __u32 at)
+{
+	__u32 n = 0;
+
+	for (__u32 i = 0; i < SONDE_INTERP_JIT_MAX_FRAMES * SONDE_INTERP_JIT_WORDS; i++) {
+		__u32 idx = at + i;
+
+		if (i >= j->n || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
+			break;
+		/* A bound the verifier follows (unwind_scratch.interp_slack). */
+		rec->frames[idx & 0xff] = j->words[i];
+		n++;
+	}
+	/* Whole frames only. */
+	return n - n % SONDE_INTERP_JIT_WORDS;
+}
+
+/* Returns the frames (words, for a JIT kind) recorded at rec->frames[at..]
+ * (rec->interp_kind set), or -1 when the process has no interpreter
+ * config. s->proc is interp_jit_begin()'s copy. */
+static __always_inline int interp_walk(struct unwind_scratch *s, struct sonde_sample *rec,
+				       __u32 tgid, __u32 tid, __u32 at)
+{
+	const struct sonde_interp_proc *p = &s->proc;
+
+	if (p->kind == SONDE_INTERP_NONE)
 		return -1;
 	rec->interp_kind = (__u8)p->kind;
+	if (s->jit.kind)
+		return interp_jit_finish(rec, &s->jit, at);
 	switch (p->kind) {
 	case SONDE_INTERP_CPYTHON:
 		return cpython_walk(rec, (const struct sonde_cpython_proc *)p, tgid, tid, at);

@@ -152,6 +152,10 @@ struct unwind_scratch {
 	/* Room past rec.frames for an index masked with 0xff: the
 	 * interpreter walkers' bound the verifier can follow (never written). */
 	__u64 interp_slack[64];
+	/* The sampled process's interp_procs entry (kind 0: none) and, for
+	 * a JIT kind, the walk's JIT state (bpf/interp_walk.h). */
+	struct sonde_interp_proc proc;
+	struct sonde_interp_jit jit;
 	struct rule_cache_entry rule_cache[RULE_CACHE_SIZE];
 };
 
@@ -686,12 +690,17 @@ static __always_inline long unwind_one(struct user_walk *st, bool helper_loop)
 	if (st->last)
 		return 1;
 
+	/* A JIT runtime's frame (bpf/interp_walk.h): its kind steps it. */
+	if (s->jit.kind && (r = interp_jit_step(s, st, n, false)) >= 0)
+		return r;
 	if (unwind_rule(s, st, &rule, helper_loop))
 		return 1;
 	switch (rule.method) {
 	case UNWIND_TABLE:
 		return unwind_step_table(st, &rule);
 	case UNWIND_FRAME_POINTER:
+		if (s->jit.kind && (r = interp_jit_step(s, st, n, true)) >= 0)
+			return r;
 		st->used_fp = 1;
 		r = unwind_step_fp(st);
 		/* No table, and no frame pointer either: say so, rather than
@@ -854,6 +863,7 @@ static __always_inline struct unwind_scratch *sample_begin(struct bpf_perf_event
 	n /= sizeof(__u64);
 	*ret_n_kernel = n > SONDE_MAX_KERNEL_FRAMES ? SONDE_MAX_KERNEL_FRAMES : (__u32)n;
 	tag_go_span(ctx, tgid, &s->rec);
+	interp_jit_begin(s, tgid);
 	return s;
 }
 
@@ -883,7 +893,7 @@ static __always_inline void sample_send(struct unwind_scratch *s, __u64 id, __u3
 	rec->n_user = n_user;
 	__builtin_memset(rec->pad, 0, sizeof(rec->pad));
 	rec->interp_kind = SONDE_INTERP_NONE;
-	found = interp_walk(rec, id >> 32, (__u32)id, n_kernel + n_user);
+	found = interp_walk(s, rec, id >> 32, (__u32)id, n_kernel + n_user);
 	if (found >= 0)
 		rec->flags |= SONDE_SAMPLE_INTERP;
 	n_interp = found > 0 ? (__u32)found : 0;

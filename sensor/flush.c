@@ -7,6 +7,7 @@
 
 #include "flush.h"
 #include "interp.h"
+#include "interp_kinds.h"
 #include "uplink.h"
 #include "utf8.h"
 
@@ -207,6 +208,8 @@ static int add_def(const struct stack_def *d, void *ctx)
 	size_t est = 16 + 11 * (size_t)d->n_kernel + 34 * (size_t)d->n_user +
 		     16 * (size_t)d->n_interp;
 	Sonde__V1__StackDef *sd;
+	uint32_t words = sonde_interp_frame_words(d->interp_kind);
+	uint32_t n_frames = d->n_interp / words;
 	size_t i;
 	int r;
 
@@ -220,7 +223,7 @@ static int add_def(const struct stack_def *d, void *ctx)
 	b->frame_ptrs[i] = NULL;
 	b->interp[i] = NULL;
 	b->interp_ptrs[i] = NULL;
-	if (d->n_interp) {
+	if (n_frames) {
 		/* Opaque words from BPF, tagged with their walker's kind. */
 		b->interp[i] = calloc(d->n_interp, sizeof(Sonde__V1__InterpFrame));
 		b->interp_ptrs[i] = calloc(d->n_interp, sizeof(Sonde__V1__InterpFrame *));
@@ -229,13 +232,15 @@ static int add_def(const struct stack_def *d, void *ctx)
 			free(b->interp_ptrs[i]);
 			return -ENOMEM;
 		}
-		for (uint32_t k = 0; k < d->n_interp; k++) {
+		/* A kind's frames are frame_words words each (bpf/interp_kinds.h);
+		 * a partial last frame is left out. */
+		for (uint32_t k = 0; k < n_frames; k++) {
 			Sonde__V1__InterpFrame *f = &b->interp[i][k];
 
 			sonde__v1__interp_frame__init(f);
 			f->kind = d->interp_kind;
-			f->n_words = 1;
-			f->words = (uint64_t *)&d->interp[k];
+			f->n_words = words;
+			f->words = (uint64_t *)&d->interp[k * words];
 			b->interp_ptrs[i][k] = f;
 		}
 	}
@@ -267,7 +272,7 @@ static int add_def(const struct stack_def *d, void *ctx)
 	sd->n_user = d->n_user;
 	sd->user = b->frame_ptrs[i];
 	sd->outcome = (Sonde__V1__StackOutcome)d->outcome;
-	sd->n_interp = d->n_interp;
+	sd->n_interp = n_frames;
 	sd->interp = b->interp_ptrs[i];
 	sd->pid = d->interp_pid;
 	b->def_ptrs[i] = sd;

@@ -221,7 +221,7 @@ static void on_sample(const struct sonde_sample *rec, void *ctx)
 
 	S.interp_samples[kind] += (rec->flags & SONDE_SAMPLE_INTERP) != 0;
 	S.interp_frame_samples[kind] += rec->n_interp > 0;
-	S.interp_frames[kind] += rec->n_interp;
+	S.interp_frames[kind] += rec->n_interp / sonde_interp_frame_words(kind);
 	S.samples_taken++;
 	resolve_user(rec->pid, rec->frames + n_kernel, n_user, user);
 	memcpy(comm, rec->comm, SONDE_COMM_LEN);

@@ -564,13 +564,12 @@ static void job_step(struct analysis *an, struct job *j)
 		}
 	}
 	if (j->sym_done && !j->interp_done) {
-		/* What an interpreter's Loader reads beyond the dynamic symbols
-		 * (interp_analyse() at the end): HotSpot's tables. */
-		const char *name = registry_file_name(an->reg, &j->id);
+		/* What the interpreter Loader reads beyond the symbols. */
 		struct elf_need ineed = { 0 };
+		const char *name = registry_file_name(an->reg, &j->id);
 
-		if (name && interp_loader_wants(name) &&
-		    interp_loader_need(j->img, name, &ineed) == -EAGAIN && ineed.n) {
+		r = name ? interp_loader_need(j->img, name, &ineed) : 0;
+		if (r == -EAGAIN) {
 			for (size_t i = 0; i < ineed.n; i++)
 				elf_need_add(&need, ineed.ranges[i].offset, ineed.ranges[i].length);
 		} else {

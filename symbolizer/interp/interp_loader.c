@@ -13,13 +13,6 @@ int interp_loader_wants(const char *path)
 	return interp_ops_for_path(path) != NULL;
 }
 
-int interp_loader_need(const struct file_image *img, const char *path, struct elf_need *need)
-{
-	const struct interp_ops *ops = interp_ops_for_path(path);
-
-	return ops && ops->need ? ops->need(img, need) : 0;
-}
-
 int interp_loader_analyse(const struct file_image *img, const char *path, struct interp_data *ret,
 			  const char **reason)
 {
@@ -30,6 +23,15 @@ int interp_loader_analyse(const struct file_image *img, const char *path, struct
 		return -ENOENT;
 	}
 	return ops->analyse(img, path, ret, reason);
+}
+
+int interp_loader_need(const struct file_image *img, const char *path, struct elf_need *need)
+{
+	const struct interp_ops *ops = interp_ops_for_path(path);
+
+	if (!ops)
+		return -ENOENT;
+	return ops->need ? ops->need(img, need) : 0;
 }
 
 /* The dynamic symbol `name`'s value, scanning .dynsym (bounded by its

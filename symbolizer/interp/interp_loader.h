@@ -22,6 +22,8 @@ enum interp_kind {
 	INTERP_HOTSPOT = SONDE_INTERP_HOTSPOT,
 };
 
+#define INTERP_DATA_MAX 128
+
 struct interp_data {
 	uint32_t kind; /* enum sonde_interp_kind */
 	uint8_t major, minor;
@@ -32,22 +34,16 @@ struct interp_data {
 	 * data segment's vaddr - offset often differs from the text's by a
 	 * page). */
 	uint64_t runtime_offset;
-	/* The walker's config when the runtime reads it from the file itself
-	 * (HotSpot's offsets from libjvm's tables); layout_len 0: the
-	 * runtime's config() makes it from the version alone (CPython). */
-	uint8_t layout[64]; /* SONDE_INTERP_CONFIG_MAX */
-	uint16_t layout_len;
+	/* Bytes of the file the runtime's config() needs beyond the version
+	 * (a JIT runtime's constants, read from the file by analyse()),
+	 * opaque to the cache; data_len 0: none. */
+	uint8_t data[INTERP_DATA_MAX];
+	uint32_t data_len;
 };
 
 /* Whether path's basename looks like an interpreter some runtime of the
  * table knows (then the file is worth interp_loader_analyse()). */
 int interp_loader_wants(const char *path);
-
-/* The file ranges the runtime that wants path reads in
- * interp_loader_analyse() beyond the ELF headers and dynamic symbols:
- * 0 (all in img, or the runtime reads none: analyse now), or -EAGAIN
- * (fetch *need, then ask again). Bounded like analyse(). */
-int interp_loader_need(const struct file_image *img, const char *path, struct elf_need *need);
 
 /* Analyses img with the runtime that wants path. img's ELF headers and
  * .dynsym/.dynstr must be present (the symtab analysis fetched them).
@@ -60,6 +56,13 @@ int interp_loader_need(const struct file_image *img, const char *path, struct el
  * section sizes and the image. */
 int interp_loader_analyse(const struct file_image *img, const char *path, struct interp_data *ret,
 			  const char **reason);
+
+/* The ranges of img the Loader of the runtime that wants path still
+ * needs before interp_loader_analyse() (a runtime reading constants from
+ * the file's data, beyond the symbols the symtab analysis fetches).
+ * Returns 0 (nothing more), -EAGAIN with *need filled (ranges not yet in
+ * img), or -ENOENT (no runtime wants path). */
+int interp_loader_need(const struct file_image *img, const char *path, struct elf_need *need);
 
 /* For the runtimes' analyse(): the dynamic symbol `symbol` of img, as an
  * offset in the executable load segment's file coordinates (see

@@ -91,36 +91,76 @@ size_t interp_session_frame_name(const struct interp_session *s, uint32_t pid,
 	return table[i]->frame_name(s ? s->inst[i] : NULL, pid, f, buf, len);
 }
 
-/* frames[from, to) root first into order. */
-static void splice_run(uint32_t from, uint32_t to, uint32_t *order, uint32_t *n_order)
+/* The native frame a frame of a JIT kind stands for, + 1; 0: none. */
+static uint32_t frame_pos(const struct interp_ops *ops, const struct interp_frame *f)
+{
+	return ops && ops->jit ? SONDE_INTERP_JIT_POS(f->words[0]) : 0;
+}
+
+/* The frames of idx[from, to) root first into order. */
+static void splice_run(const uint32_t *idx, uint32_t from, uint32_t to, uint32_t *order,
+		       uint32_t *n_order)
 {
 	for (uint32_t k = to; k-- > from;)
-		order[(*n_order)++] = INTERP_ORDER_FRAME | k;
+		order[(*n_order)++] = INTERP_ORDER_FRAME | idx[k];
+}
+
+/* The frames standing for native frame i (position i + 1), root first. */
+static bool splice_at(const struct interp_ops *ops, const struct interp_frame *frames,
+		      uint32_t n_frames, uint32_t i, uint32_t *order, uint32_t *n_order)
+{
+	bool any = false;
+
+	for (uint32_t k = n_frames; k-- > 0;) {
+		if (frame_pos(ops, &frames[k]) == i + 1) {
+			order[(*n_order)++] = INTERP_ORDER_FRAME | k;
+			any = true;
+		}
+	}
+	return any;
 }
 
 void interp_splice(const char *const *syms, uint32_t n_native, const struct interp_frame *frames,
 		   uint32_t n_frames, uint32_t *order, uint32_t *n_order)
 {
-	const struct interp_ops *ops = n_frames ? interp_ops_of(frames[0].kind) : NULL;
+	interp_splice_with(n_frames ? interp_ops_of(frames[0].kind) : NULL, syms, n_native, frames,
+			   n_frames, order, n_order);
+}
+
+void interp_splice_with(const struct interp_ops *ops, const char *const *syms, uint32_t n_native,
+			const struct interp_frame *frames, uint32_t n_frames, uint32_t *order,
+			uint32_t *n_order)
+{
 	const char *splice = ops ? ops->splice_symbol : NULL;
-	uint32_t bounds[INTERP_MAX_FRAMES + 1], n_runs = 0, evals = 0, seen = 0;
+	uint32_t bounds[INTERP_MAX_FRAMES + 1], idx[INTERP_MAX_FRAMES];
+	uint32_t n_idx = 0, n_runs = 0, evals = 0, seen = 0;
 
 	if (n_frames > INTERP_MAX_FRAMES)
 		n_frames = INTERP_MAX_FRAMES;
+	/* Frames with a native position (a JIT kind's) replace that frame;
+	 * the others are split into runs for the splice symbol's frames. */
+	for (uint32_t i = 0; i < n_frames; i++) {
+		uint32_t pos = frame_pos(ops, &frames[i]);
+
+		if (pos == 0 || pos > n_native)
+			idx[n_idx++] = i;
+	}
 	for (uint32_t i = 0; splice && i < n_native; i++)
 		if (syms[i] && !strcmp(syms[i], splice))
 			evals++;
 	bounds[0] = 0;
-	for (uint32_t i = 0; i < n_frames; i++)
-		if ((ops && ops->frame_ends_run(&frames[i])) || i + 1 == n_frames)
+	for (uint32_t i = 0; i < n_idx; i++)
+		if ((ops && ops->frame_ends_run(&frames[idx[i]])) || i + 1 == n_idx)
 			bounds[++n_runs] = i + 1;
 	for (uint32_t i = n_native; i-- > 0;) {
+		if (ops && ops->jit && splice_at(ops, frames, n_frames, i, order, n_order))
+			continue;
 		if (n_runs && splice && syms[i] && !strcmp(syms[i], splice)) {
 			if (++seen == evals) {
-				splice_run(0, bounds[n_runs], order, n_order);
+				splice_run(idx, 0, bounds[n_runs], order, n_order);
 				n_runs = 0;
 			} else {
-				splice_run(bounds[n_runs - 1], bounds[n_runs], order, n_order);
+				splice_run(idx, bounds[n_runs - 1], bounds[n_runs], order, n_order);
 				n_runs--;
 			}
 			continue;
@@ -128,5 +168,5 @@ void interp_splice(const char *const *syms, uint32_t n_native, const struct inte
 		order[(*n_order)++] = i;
 	}
 	if (n_runs)
-		splice_run(0, bounds[n_runs], order, n_order);
+		splice_run(idx, 0, bounds[n_runs], order, n_order);
 }

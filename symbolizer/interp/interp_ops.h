@@ -48,10 +48,13 @@ struct interp_ops {
 	/* The native function each run of interpreter frames replaces
 	 * (interp_splice()); NULL: the frames go on top of the native ones. */
 	const char *splice_symbol;
+	/* A JIT kind (docs/interpreters.md, "JIT frames"): its frames carry
+	 * the native frame each stands for in word 0 (SONDE_INTERP_JIT_POS)
+	 * and replace that frame; frames without one are spliced as below. */
+	bool jit;
 	/* Whether path names a file of this runtime. */
 	bool (*wants)(const char *path);
-	/* The file ranges analyse() reads beyond the ELF headers and the
-	 * dynamic symbols, as interp_loader_need(); NULL: none. */
+	/* Optional: as interp_loader_need() (NULL: the symbols suffice). */
 	int (*need)(const struct file_image *img, struct elf_need *need);
 	/* The Loader: as interp_loader_analyse(). */
 	int (*analyse)(const struct file_image *img, const char *path, struct interp_data *ret,
@@ -110,11 +113,18 @@ size_t interp_session_frame_name(const struct interp_session *s, uint32_t pid,
 /* Where a stack's interpreter frames go among its native ones, root
  * first: syms[i] is the symbol of native frame i (leaf first, NULL when
  * unknown), frames[0..n_frames) the interpreter frames (leaf first, all of
- * frames[0]'s kind). The frames are split into runs after each frame that
- * ends one; the root-most native frame named the kind's splice symbol gets
- * the root-most run, and so on; the leaf-most also gets any runs left
- * over. Without such a frame the interpreter frames go on top. n_frames
+ * frames[0]'s kind). For a JIT kind, the frames whose word 0 names native
+ * frame i (SONDE_INTERP_JIT_POS() == i + 1) replace it, root first (more
+ * than one: inlined functions). The others are split into runs after each
+ * frame that ends one; the root-most native frame named the kind's splice
+ * symbol gets the root-most run, and so on; the leaf-most also gets any
+ * runs left over. Without such a frame they go on top. n_frames
  * at most INTERP_MAX_FRAMES. Writes at most n_native + n_frames entries
  * to order (room for that many); the spliced native frames are left out. */
 void interp_splice(const char *const *syms, uint32_t n_native, const struct interp_frame *frames,
 		   uint32_t n_frames, uint32_t *order, uint32_t *n_order);
+/* interp_splice() with the entry ops (NULL: none) instead of frames[0]'s
+ * kind's (tests). */
+void interp_splice_with(const struct interp_ops *ops, const char *const *syms, uint32_t n_native,
+			const struct interp_frame *frames, uint32_t n_frames, uint32_t *order,
+			uint32_t *n_order);

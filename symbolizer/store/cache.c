@@ -1,6 +1,6 @@
 /* cache.c - SQLite file-analysis cache with an in-memory LRU above it.
  *
- * Schema (user_version 14):
+ * Schema (user_version 13):
  *   files(file_id BLOB PK, status INT (0 ok, 1 error), error TEXT,
  *         analysed_at INT (unix s), build_id BLOB, symtab BLOB)
  *   unwind(file_id BLOB PK, status INT (0 ok, 1 error), error TEXT,
@@ -228,11 +228,12 @@ static const char schema_v13[] =
 	" count INTEGER NOT NULL,"
 	" PRIMARY KEY (minute, pid, tid, span, stack_id, uid)) WITHOUT ROWID;";
 
-/* The interpreter Data of runtimes whose walker config is read from the
- * file itself (HotSpot: offsets from libjvm's own tables), as the bytes
- * of that config; NULL for the others. */
+/* The interpreter Loader's Data carries per-file bytes for the runtime's
+ * config (a JIT runtime's constants read from the file,
+ * interp_data.data): every file is analysed for it again. */
 static const char schema_v14[] =
-	"ALTER TABLE interp ADD COLUMN layout BLOB;";
+	"ALTER TABLE interp ADD COLUMN data BLOB;"
+	"DELETE FROM interp;";
 
 /* Migrations from version i to i + 1 go here as they appear; index 0
  * creates the schema in an empty database. */
@@ -541,13 +542,13 @@ int cache_open(const char *path, const struct cache_opts *opts, struct cache **r
 			 " VALUES (?1, ?2, ?3)",
 			 &c->st_pput)) < 0 ||
 	    (r = prepare(c->db,
-			 "SELECT status, error, kind, major, minor, runtime_offset, layout FROM interp"
+			 "SELECT status, error, kind, major, minor, runtime_offset, data FROM interp"
 			 " WHERE file_id = ?1",
 			 &c->st_iget)) < 0 ||
 	    (r = prepare(c->db,
 			 "INSERT OR REPLACE INTO interp (file_id, status, error, analysed_at, kind,"
-			 " major, minor, runtime_offset, layout)"
-			 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+			 " major, minor, runtime_offset, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
+			 " ?9)",
 			 &c->st_iput)) < 0)
 		goto cleanup;
 	*ret = c;
@@ -1185,8 +1186,9 @@ enum cache_status cache_lookup_interp(struct cache *c, const struct fileid *id,
 		if (sqlite3_column_int(c->st_iget, 0) == 0) {
 			int64_t major = sqlite3_column_int64(c->st_iget, 3);
 			int64_t minor = sqlite3_column_int64(c->st_iget, 4);
-			const void *layout = sqlite3_column_blob(c->st_iget, 6);
-			int layout_len = sqlite3_column_bytes(c->st_iget, 6);
+
+			const void *data = sqlite3_column_blob(c->st_iget, 6);
+			int len = sqlite3_column_bytes(c->st_iget, 6);
 
 			status = CACHE_OK;
 			if (ret) {
@@ -1195,12 +1197,10 @@ enum cache_status cache_lookup_interp(struct cache *c, const struct fileid *id,
 					.major = (uint8_t)major, .minor = (uint8_t)minor,
 					.runtime_offset = (uint64_t)sqlite3_column_int64(c->st_iget, 5),
 				};
-				/* A layout that does not fit is dropped: config()
-				 * then refuses the Data. */
-				if (layout && layout_len > 0 &&
-				    (size_t)layout_len <= sizeof(ret->layout)) {
-					memcpy(ret->layout, layout, (size_t)layout_len);
-					ret->layout_len = (uint16_t)layout_len;
+				/* A row longer than the Data holds is not ours: none. */
+				if (data && len > 0 && (size_t)len <= sizeof(ret->data)) {
+					memcpy(ret->data, data, (size_t)len);
+					ret->data_len = (uint32_t)len;
 				}
 			}
 		} else {
@@ -1235,8 +1235,8 @@ int cache_store_interp(struct cache *c, const struct fileid *id, const struct in
 	sqlite3_bind_int64(c->st_iput, 6, d ? d->major : 0);
 	sqlite3_bind_int64(c->st_iput, 7, d ? d->minor : 0);
 	sqlite3_bind_int64(c->st_iput, 8, d ? (int64_t)d->runtime_offset : 0);
-	if (d && d->layout_len && d->layout_len <= sizeof(d->layout))
-		sqlite3_bind_blob(c->st_iput, 9, d->layout, d->layout_len, SQLITE_STATIC);
+	if (d && d->data_len && d->data_len <= sizeof(d->data))
+		sqlite3_bind_blob(c->st_iput, 9, d->data, (int)d->data_len, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(c->st_iput, 9);
 	rc = sqlite3_step(c->st_iput);

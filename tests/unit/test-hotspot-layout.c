@@ -147,13 +147,13 @@ static void test_loader_and_config(void **state)
 	assert_int_equal(interp_loader_analyse(img, LIBJVM, &d, &reason), 0);
 	assert_int_equal(d.kind, SONDE_INTERP_HOTSPOT);
 	assert_int_equal(d.major, 17);
-	assert_int_equal(d.layout_len, sizeof(struct sonde_hotspot_offsets));
+	assert_int_equal(d.data_len, sizeof(struct sonde_hotspot_offsets));
 	assert_int_equal(interp_ops_of(d.kind)->config(&d, &c), 0);
 	assert_int_equal(c.format_version, SONDE_HOTSPOT_FORMAT_VERSION);
 	assert_int_equal(c.runtime_offset, 0x131c600);
-	assert_memory_equal(c.layout, d.layout, c.layout_len);
+	assert_memory_equal(c.layout, d.data, c.layout_len);
 	assert_string_equal(interp_kind_name(SONDE_INTERP_HOTSPOT), "jvm");
-	d.layout_len = 3; /* a damaged cache row */
+	d.data_len = 3; /* a damaged cache row */
 	assert_int_equal(interp_ops_of(d.kind)->config(&d, &c), -EPROTONOSUPPORT);
 	file_image_free(img);
 }

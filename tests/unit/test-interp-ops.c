@@ -96,12 +96,66 @@ static void test_splice(void **state)
 	assert_int_equal(order[5], 0);
 }
 
+static bool jit_ends_run(const struct interp_frame *f)
+{
+	return f->words[1] == 1;
+}
+
+/* A JIT kind's frames: native position + 1 in word 0's top byte. */
+static struct interp_frame jit_frame(uint32_t pos, uint64_t id, uint64_t word1)
+{
+	return (struct interp_frame){ .kind = SONDE_INTERP_V8, .n_words = 2,
+				      .words = { SONDE_INTERP_JIT_WORD0(pos, id), word1 } };
+}
+
+static void test_splice_jit(void **state)
+{
+	const struct interp_ops jit = { .kind = SONDE_INTERP_V8, .jit = true,
+					.frame_ends_run = jit_ends_run };
+	const struct interp_ops jit_eval = { .kind = SONDE_INTERP_V8, .jit = true,
+					     .splice_symbol = "eval",
+					     .frame_ends_run = jit_ends_run };
+	/* Leaf first: two JIT frames (0, 2), a native one between, main. */
+	const char *syms[] = { NULL, "uv_run", NULL, "eval", "main" };
+	/* Native 0 is one frame; native 2 is two (an inlined function). */
+	struct interp_frame frames[] = { jit_frame(1, 0xa, 0), jit_frame(3, 0xb, 0),
+					 jit_frame(3, 0xc, 0), jit_frame(0, 0xd, 1),
+					 jit_frame(9, 0xe, 1) };
+	/* Root first: main, eval, the two of native 2 (root-most: c), uv_run,
+	 * the one of native 0; positionless frames (3, and 4's position past
+	 * the stack) on top. */
+	const uint32_t want[] = { 4, 3, F(2), F(1), 1, F(0), F(4), F(3) };
+	/* With a splice symbol they go in its place, one run each: eval is
+	 * the only one, so it gets both runs. */
+	const uint32_t want_eval[] = { 4, F(4), F(3), F(2), F(1), 1, F(0) };
+	uint32_t order[16], n = 0;
+
+	(void)state;
+	interp_splice_with(&jit, syms, 5, frames, 5, order, &n);
+	assert_int_equal(n, sizeof(want) / sizeof(want[0]));
+	assert_memory_equal(order, want, sizeof(want));
+	n = 0;
+	interp_splice_with(&jit_eval, syms, 5, frames, 5, order, &n);
+	assert_int_equal(n, sizeof(want_eval) / sizeof(want_eval[0]));
+	assert_memory_equal(order, want_eval, sizeof(want_eval));
+	/* Positions are ignored for a kind that is not JIT: all on top. */
+	n = 0;
+	interp_splice_with(&(struct interp_ops){ .kind = SONDE_INTERP_V8,
+						 .frame_ends_run = jit_ends_run },
+			   syms, 5, frames, 5, order, &n);
+	assert_int_equal(n, 10);
+	assert_int_equal(order[0], 4);
+	assert_int_equal(order[5], F(4));
+	assert_int_equal(order[9], F(0));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_session),
 		cmocka_unit_test(test_splice),
+		cmocka_unit_test(test_splice_jit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

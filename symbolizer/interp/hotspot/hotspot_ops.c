@@ -40,23 +40,24 @@ static int hotspot_analyse(const struct file_image *img, const char *path,
 		return -EBADMSG; /* the Loader's contract has no -ENOMEM: said as damaged */
 	if (r < 0)
 		return r;
-	_Static_assert(sizeof(l.off) <= sizeof(ret->layout), "HotSpot config size");
+	_Static_assert(sizeof(l.off) <= sizeof(ret->data), "HotSpot config size");
 	*ret = (struct interp_data){ .kind = SONDE_INTERP_HOTSPOT, .major = (uint8_t)l.major,
 				     .runtime_offset = l.root_offset,
-				     .layout_len = sizeof(l.off) };
-	memcpy(ret->layout, &l.off, sizeof(l.off));
+				     .data_len = sizeof(l.off) };
+	memcpy(ret->data, &l.off, sizeof(l.off));
 	return 0;
 }
 
 static int hotspot_config(const struct interp_data *d, struct interp_config *ret)
 {
-	if (d->layout_len != sizeof(struct sonde_hotspot_offsets))
+	_Static_assert(sizeof(struct sonde_hotspot_offsets) <= INTERP_CONFIG_MAX, "config size");
+	if (d->data_len != sizeof(struct sonde_hotspot_offsets))
 		return -EPROTONOSUPPORT;
 	*ret = (struct interp_config){ .kind = SONDE_INTERP_HOTSPOT,
 				       .format_version = SONDE_HOTSPOT_FORMAT_VERSION,
 				       .runtime_offset = d->runtime_offset,
-				       .layout_len = d->layout_len };
-	memcpy(ret->layout, d->layout, d->layout_len);
+				       .layout_len = d->data_len };
+	memcpy(ret->layout, d->data, d->data_len);
 	return 0;
 }
 
@@ -78,24 +79,26 @@ static int hotspot_record_put(void *inst, uint32_t pid, const void *data, size_t
 static bool hotspot_frame_ends_run(const struct interp_frame *f)
 {
 	(void)f;
-	return false; /* one run: frames are placed by position, not by splice */
+	return false; /* frames are placed by their native position, not spliced */
 }
 
 static size_t hotspot_frame_name(const void *inst, uint32_t pid, const struct interp_frame *f,
 				 char *buf, size_t len)
 {
 	const struct hotspot_method *m =
-		inst ? hotspot_methods_get(inst, pid, SONDE_HOTSPOT_FRAME_METHOD(f->words[0]),
-					   f->n_words > 1 ? f->words[1] : 0)
+		inst ? hotspot_methods_get(inst, pid, SONDE_HOTSPOT_FRAME_METHOD(f->words[0]), 0)
 		     : NULL;
 
-	return hotspot_method_frame_name(m, SONDE_HOTSPOT_FRAME_BCI(f->words[0]), buf, len);
+	return hotspot_method_frame_name(
+		m, f->n_words > 1 ? SONDE_HOTSPOT_FRAME_BCI(f->words[1]) : SONDE_HOTSPOT_BCI_UNKNOWN,
+		buf, len);
 }
 
 const struct interp_ops hotspot_ops = {
 	.kind = SONDE_INTERP_HOTSPOT,
 	.name = "HotSpot",
 	.splice_symbol = NULL,
+	.jit = true,
 	.wants = hotspot_wants,
 	.need = hotspot_need,
 	.analyse = hotspot_analyse,
