@@ -74,6 +74,20 @@ _Static_assert(sizeof(struct sonde_hotspot_offsets) == 64, "sonde_hotspot_offset
 _Static_assert(sizeof(struct sonde_hotspot_offsets) <= SONDE_INTERP_CONFIG_MAX,
 	       "sonde_hotspot_offsets size");
 
+/* The walker's view of its interp_procs value (struct sonde_interp_proc of
+ * kind SONDE_INTERP_HOTSPOT): where this process's CodeCache statics are. */
+struct sonde_hotspot_proc {
+	__u64 runtime_addr;
+	struct sonde_hotspot_offsets off;
+	__u32 kind;
+	__u32 config_len;
+};
+_Static_assert(sizeof(struct sonde_hotspot_proc) == sizeof(struct sonde_interp_proc),
+	       "sonde_hotspot_proc layout");
+_Static_assert(__builtin_offsetof(struct sonde_hotspot_proc, off) ==
+		       __builtin_offsetof(struct sonde_interp_proc, config),
+	       "sonde_hotspot_proc layout");
+
 /* ---- what the BPF walker records ---- */
 
 /* One Java frame: SONDE_INTERP_JIT_WORDS words (bpf/interp.h; word 0's
@@ -127,6 +141,19 @@ struct sonde_hotspot_method {
 _Static_assert(sizeof(struct sonde_hotspot_method) == 1256, "sonde_hotspot_method layout");
 _Static_assert(sizeof(struct sonde_hotspot_method) <= SONDE_INTERP_REC_MAX,
 	       "sonde_hotspot_method size");
+
+/* On the ring: a SONDE_REC_INTERP record of kind SONDE_INTERP_HOTSPOT. */
+struct sonde_hotspot_method_rec {
+	struct sonde_interp_rec h; /* len = sizeof(struct sonde_hotspot_method) */
+	struct sonde_hotspot_method m;
+};
+
+/* Key of the LRU map of methods already sent (value: the ConstMethod*). */
+struct sonde_hotspot_method_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 method;
+};
 
 #ifndef __VMLINUX_H__
 /* The sensor's bounds on a HotSpot config (bpf/interp_kinds.h lists them):

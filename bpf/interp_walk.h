@@ -14,6 +14,8 @@
 
 #include "cpython.h"
 #include "cpython_walk.h"
+#include "hotspot.h"
+#include "hotspot_walk.h"
 
 /* Copies tgid's interp_procs entry into s->proc (kind 0: none) and sets
  * up s->jit for a JIT kind. */
@@ -39,6 +41,9 @@ static __always_inline void interp_jit_begin(struct unwind_scratch *s, __u32 tgi
 	}
 	s->proc = *p;
 	switch (p->kind) {
+	case SONDE_INTERP_HOTSPOT:
+		hotspot_jit_begin(&s->jit, &s->proc);
+		break;
 	default:
 		break;
 	}
@@ -77,9 +82,15 @@ static __always_inline bool interp_jit_push(struct sonde_interp_jit *j, __u32 na
 static __always_inline int interp_jit_step(struct unwind_scratch *s, struct user_walk *st,
 					   __u32 native, bool no_table)
 {
+	int r;
+
 	if (no_table ? !s->jit.anon : !interp_jit_in_range(&s->jit, st->pc))
 		return -1;
 	switch (s->jit.kind) {
+	case SONDE_INTERP_HOTSPOT:
+		/* A global function: its result is any int to the verifier. */
+		r = hotspot_jit_step(&s->jit, &s->proc, st, native);
+		return r < 0 ? -1 : r > 0 ? 1 : 0;
 	default:
 		return -1;
 	}
