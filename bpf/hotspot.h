@@ -27,11 +27,10 @@
  * words below the interpreter frame's fp (x86-64 frame layout). */
 struct sonde_hotspot_offsets {
 	__u8 major;            /* the JDK feature release, 11..21 */
-	__u8 flags;            /* none defined yet: 0 */
 	/* statics, from runtime_addr */
-	__u16 codecache_low_static;   /* CodeCache::_low_bound */
-	__u16 codecache_high_static;  /* CodeCache::_high_bound */
-	__u16 codecache_heaps_static; /* CodeCache::_heaps */
+	__u8 codecache_low_static;   /* CodeCache::_low_bound */
+	__u8 codecache_high_static;  /* CodeCache::_high_bound */
+	__u8 codecache_heaps_static; /* CodeCache::_heaps */
 	/* GrowableArray<CodeHeap*> */
 	__u16 growable_len;  /* GrowableArrayBase::_len */
 	__u16 growable_data; /* GrowableArray<int>::_data */
@@ -46,9 +45,11 @@ struct sonde_hotspot_offsets {
 	__u16 blob_frame_size;       /* CodeBlob::_frame_size (words) */
 	__u16 blob_frame_complete;   /* CodeBlob::_frame_complete_offset */
 	__u16 blob_code_begin;       /* CodeBlob::_code_begin */
-	__u16 blob_code_end;         /* CodeBlob::_code_end */
 	__u16 nmethod_method;        /* CompiledMethod::_method */
-	__u16 nmethod_compile_id;    /* nmethod::_compile_id */
+	__u16 nmethod_scopes_data;   /* CompiledMethod::_scopes_data_begin */
+	__u16 nmethod_metadata;      /* nmethod::_metadata_offset */
+	__u16 nmethod_scopes_pcs;    /* nmethod::_scopes_pcs_offset */
+	__u16 nmethod_dependencies;  /* nmethod::_dependencies_offset: the PcDescs' end */
 	/* Method, ConstMethod, ConstantPool, Klass, Symbol */
 	__u16 method_const;          /* Method::_constMethod */
 	__u16 cmethod_constants;     /* ConstMethod::_constants */
@@ -87,6 +88,13 @@ _Static_assert(sizeof(struct sonde_hotspot_proc) == sizeof(struct sonde_interp_p
 _Static_assert(__builtin_offsetof(struct sonde_hotspot_proc, off) ==
 		       __builtin_offsetof(struct sonde_interp_proc, config),
 	       "sonde_hotspot_proc layout");
+
+/* A compiled method's PcDesc (pcDesc.hpp, the same JDK 8 to 21; the
+ * symbolizer refuses a file whose tables say otherwise): sorted by
+ * pc_offset between the nmethod's scopes_pcs and dependencies offsets. */
+#define SONDE_HOTSPOT_PCDESC_SIZE 16
+#define SONDE_HOTSPOT_PCDESC_PC 0    /* int: pc - code_begin */
+#define SONDE_HOTSPOT_PCDESC_SCOPE 4 /* int: the scope's offset in the scopes data */
 
 /* ---- what the BPF walker records ---- */
 
@@ -159,8 +167,9 @@ struct sonde_hotspot_method_key {
 /* The sensor's bounds on a HotSpot config (bpf/interp_kinds.h lists them):
  * - major: a JDK whose tables the symbolizer reads (11..21);
  * - the statics are distances between CodeCache's static fields, which
- *   sit next to each other in libjvm's .bss: under 4 KiB; each is also a
- *   first read that must lie in the file's image (the ROOT rule);
+ *   sit next to each other in libjvm's .bss (within 32 bytes in JDK 17):
+ *   under 256 by their u8 type; each is also a first read that must lie
+ *   in the file's image (the ROOT rule);
  * - offsets into Method, ConstMethod, ConstantPool, Klass, CodeBlob,
  *   nmethod, CodeHeap and GrowableArray: under 1 KiB (the largest in JDK
  *   17, nmethod's, are under 400);
@@ -171,7 +180,7 @@ struct sonde_hotspot_method_key {
  *   image slack of one p_align).
  * The copies BPF makes have lengths fixed in BPF (the record's slots), so
  * no length comes from the symbolizer. */
-#define SONDE_HOTSPOT_STATIC_MAX 4096
+#define SONDE_HOTSPOT_STATIC_MAX 256
 #define SONDE_HOTSPOT_FIELD_OFF_MAX 1024
 #define SONDE_HOTSPOT_MAJOR_MIN 11
 #define SONDE_HOTSPOT_MAJOR_MAX 21
@@ -193,7 +202,6 @@ static inline const struct sonde_interp_limits *sonde_hotspot_limits(void)
 	static const struct sonde_interp_field fields[] = {
 		SONDE_HS_FIELD(major, SONDE_INTERP_RANGE, SONDE_HOTSPOT_MAJOR_MIN,
 			       SONDE_HOTSPOT_MAJOR_MAX, "not a JDK 11-21 layout"),
-		SONDE_HS_FIELD(flags, SONDE_INTERP_BITS, 0, 0, "unknown layout flags"),
 		SONDE_HS_STATIC(codecache_low_static), SONDE_HS_STATIC(codecache_high_static),
 		SONDE_HS_STATIC(codecache_heaps_static),
 		SONDE_HS_OFF(growable_len), SONDE_HS_OFF(growable_data),
@@ -201,8 +209,9 @@ static inline const struct sonde_interp_limits *sonde_hotspot_limits(void)
 		SONDE_HS_OFF(heap_log2_segment), SONDE_HS_OFF(vs_low), SONDE_HS_OFF(vs_high),
 		SONDE_HS_OFF(blob_name), SONDE_HS_OFF(blob_frame_size),
 		SONDE_HS_OFF(blob_frame_complete), SONDE_HS_OFF(blob_code_begin),
-		SONDE_HS_OFF(blob_code_end), SONDE_HS_OFF(nmethod_method),
-		SONDE_HS_OFF(nmethod_compile_id), SONDE_HS_OFF(method_const),
+		SONDE_HS_OFF(nmethod_method), SONDE_HS_OFF(nmethod_scopes_data),
+		SONDE_HS_OFF(nmethod_metadata), SONDE_HS_OFF(nmethod_scopes_pcs),
+		SONDE_HS_OFF(nmethod_dependencies), SONDE_HS_OFF(method_const),
 		SONDE_HS_OFF(cmethod_constants), SONDE_HS_OFF(cmethod_flags),
 		SONDE_HS_OFF(cmethod_code_size), SONDE_HS_OFF(cmethod_name_index),
 		SONDE_HS_OFF(cmethod_sig_index), SONDE_HS_OFF(cpool_holder),

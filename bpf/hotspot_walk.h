@@ -37,6 +37,8 @@ static __always_inline bool interp_jit_push(struct sonde_interp_jit *j, __u32 na
 #define HOTSPOT_BLOB_BUF 512    /* bytes of a blob's header read at once */
 #define HOTSPOT_FRAME_WORDS 12  /* interpreter frame words read: fp - 80 .. fp + 16 */
 #define HOTSPOT_MAX_FRAME_SIZE (1u << 16) /* words: a compiled frame beyond is damage */
+#define HOTSPOT_MAX_INLINE 8    /* scopes (inlined methods) per compiled frame */
+#define HOTSPOT_SCOPE_BUF 16    /* bytes read at a scope: its 3 header numbers */
 
 struct hotspot_heap {
 	__u64 low, high; /* committed code: [low, high) */
@@ -51,6 +53,7 @@ struct hotspot_scratch {
 	__u32 n_heaps, filled;
 	__u8 blob[HOTSPOT_BLOB_BUF];
 	__u64 frame[HOTSPOT_FRAME_WORDS];
+	__u8 scope[HOTSPOT_SCOPE_BUF];
 };
 
 struct {
@@ -359,6 +362,105 @@ static __always_inline int hs_step_sized(struct user_walk *st, __u64 words)
 	return 0;
 }
 
+/* The 3 numbers a scope starts with (CompressedReadStream: a byte below
+ * 192 ends a number, each further byte weighs 6 bits more, at most 5):
+ * the sender scope's offset, the method's metadata index, bci + 1. */
+static __always_inline int hs_scope_header(const __u8 *b, __u32 *sender, __u32 *midx,
+					   __u32 *bci1)
+{
+	__u32 sum = 0, shift = 0, nb = 0, vi = 0;
+
+	for (__u32 i = 0; i < HOTSPOT_SCOPE_BUF; i++) {
+		__u32 v = b[i];
+
+		sum += v << shift;
+		nb++;
+		if (v >= 192 && nb < 5) {
+			shift += 6;
+			continue;
+		}
+		if (vi == 0)
+			*sender = sum;
+		else if (vi == 1)
+			*midx = sum;
+		else
+			*bci1 = sum;
+		if (++vi == 3)
+			return 0;
+		sum = shift = nb = 0;
+	}
+	return -1;
+}
+
+/* A compiled frame's Java frames, leaf first: the scope chain of the
+ * PcDesc at pc (a return address's own, the next one after a sampled pc),
+ * inlined methods included.
+ * Returns how many were buffered. */
+static __always_inline __u32 hs_compiled_frames(struct sonde_interp_jit *j,
+						struct hotspot_scratch *x, __u64 blob, __u64 pc,
+						bool exact, __u32 native, __u32 tgid,
+						const struct sonde_hotspot_proc *h)
+{
+	__u64 code_begin = hs_blob64(x, h->off.blob_code_begin);
+	__u64 scopes = hs_blob64(x, h->off.nmethod_scopes_data);
+	__u32 meta = hs_blob32(x, h->off.nmethod_metadata);
+	__u32 pcs_off = hs_blob32(x, h->off.nmethod_scopes_pcs);
+	__u32 deps_off = hs_blob32(x, h->off.nmethod_dependencies);
+	__u32 lo = 0, hi, n, pushed = 0;
+	__s32 desc[2] = {};
+	__s64 target;
+	__u64 pcs = blob + pcs_off;
+
+	if (pc < code_begin || pc - code_begin > 0x7fffffff || deps_off <= pcs_off ||
+	    deps_off - pcs_off > (SONDE_HOTSPOT_PCDESC_SIZE << 16) || !scopes)
+		return 0;
+	/* The sampled pc takes the next PcDesc after it (as the JVM's own
+	 * sampler does, pc_desc_near(pc + 1)); a return address its own. */
+	target = (__s64)(pc - code_begin) + (exact ? 1 : 0);
+	n = (deps_off - pcs_off) / SONDE_HOTSPOT_PCDESC_SIZE;
+	hi = n;
+	for (__u32 k = 0; k < 17; k++) {
+		__u32 mid;
+		__s32 v = 0;
+
+		if (lo >= hi)
+			break;
+		mid = lo + (hi - lo) / 2;
+		if (bpf_probe_read_user(&v, sizeof(v),
+					(const void *)(pcs + (__u64)mid * SONDE_HOTSPOT_PCDESC_SIZE +
+						       SONDE_HOTSPOT_PCDESC_PC)))
+			return 0;
+		if (v < target)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo >= n || bpf_probe_read_user(desc, sizeof(desc),
+					   (const void *)(pcs + (__u64)lo * SONDE_HOTSPOT_PCDESC_SIZE)))
+		return 0;
+	for (__u32 depth = 0, decode = (__u32)desc[1]; depth < HOTSPOT_MAX_INLINE; depth++) {
+		__u32 sender = 0, midx = 0, bci1 = 0;
+		__u64 method, bci;
+
+		/* 0 is the recorder's "no scope": the end of the chain. */
+		if (!decode || decode > (1u << 24) ||
+		    bpf_probe_read_user(x->scope, sizeof(x->scope), (const void *)(scopes + decode)) ||
+		    hs_scope_header(x->scope, &sender, &midx, &bci1) < 0 || !midx || midx > 65536)
+			break;
+		method = hs_ptr(blob + meta + (__u64)(midx - 1) * 8);
+		if (!method)
+			break;
+		bci = bci1 ? bci1 - 1 : 0; /* bci1 0: the method's entry */
+		hotspot_note_method(tgid, method, h);
+		if (!interp_jit_push(j, native, SONDE_HOTSPOT_WORD0(method, 1),
+				     SONDE_HOTSPOT_WORD1(bci)))
+			break;
+		pushed++;
+		decode = sender;
+	}
+	return pushed;
+}
+
 /* The name at a blob's _name: which kind of blob. */
 #define HS_BLOB_OTHER 0
 #define HS_BLOB_NMETHOD 1
@@ -413,7 +515,7 @@ __noinline int hotspot_jit_step(struct sonde_interp_jit *j, const struct sonde_i
 	}
 	if (kind == HS_BLOB_NMETHOD) {
 		method = hs_blob64(x, h->off.nmethod_method);
-		if (method) {
+		if (!hs_compiled_frames(j, x, blob, st->pc, st->exact_pc, native, st->tgid, h) && method) {
 			hotspot_note_method(st->tgid, method, h);
 			interp_jit_push(j, native, SONDE_HOTSPOT_WORD0(method, 1),
 					SONDE_HOTSPOT_WORD1(SONDE_HOTSPOT_BCI_UNKNOWN));

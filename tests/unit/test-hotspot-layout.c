@@ -93,9 +93,11 @@ static void check_jdk17(const struct hotspot_layout *l)
 	assert_int_equal(o->blob_frame_size, 28);
 	assert_int_equal(o->blob_frame_complete, 20);
 	assert_int_equal(o->blob_code_begin, 32);
-	assert_int_equal(o->blob_code_end, 40);
 	assert_int_equal(o->nmethod_method, 112);
-	assert_int_equal(o->nmethod_compile_id, 304);
+	assert_int_equal(o->nmethod_scopes_data, 120);
+	assert_int_equal(o->nmethod_metadata, 260);
+	assert_int_equal(o->nmethod_scopes_pcs, 268);
+	assert_int_equal(o->nmethod_dependencies, 272);
 	assert_int_equal(o->method_const, 8);
 	assert_int_equal(o->cmethod_constants, 8);
 	assert_int_equal(o->cmethod_flags, 28);
@@ -112,7 +114,6 @@ static void check_jdk17(const struct hotspot_layout *l)
 	assert_int_equal(o->frame_method_slot, 3);
 	assert_int_equal(o->frame_bcp_slot, 8);
 	assert_int_equal(o->frame_sender_sp_slot, 1);
-	assert_int_equal(o->flags, 0);
 	assert_int_equal(o->pad, 0);
 }
 
@@ -147,12 +148,17 @@ static void test_loader_and_config(void **state)
 	assert_int_equal(interp_loader_analyse(img, LIBJVM, &d, &reason), 0);
 	assert_int_equal(d.kind, SONDE_INTERP_HOTSPOT);
 	assert_int_equal(d.major, 17);
-	assert_int_equal(d.data_len, sizeof(struct sonde_hotspot_offsets));
+	assert_int_equal(d.data_len, 1 + sizeof(struct sonde_hotspot_offsets));
+	assert_int_equal(d.data[0], SONDE_HOTSPOT_FORMAT_VERSION);
 	assert_int_equal(interp_ops_of(d.kind)->config(&d, &c), 0);
 	assert_int_equal(c.format_version, SONDE_HOTSPOT_FORMAT_VERSION);
 	assert_int_equal(c.runtime_offset, 0x131c600);
-	assert_memory_equal(c.layout, d.data, c.layout_len);
+	assert_int_equal(c.layout_len, sizeof(struct sonde_hotspot_offsets));
+	assert_memory_equal(c.layout, d.data + 1, c.layout_len);
 	assert_string_equal(interp_kind_name(SONDE_INTERP_HOTSPOT), "jvm");
+	d.data[0]++; /* a row of another format */
+	assert_int_equal(interp_ops_of(d.kind)->config(&d, &c), -EPROTONOSUPPORT);
+	d.data[0]--;
 	d.data_len = 3; /* a damaged cache row */
 	assert_int_equal(interp_ops_of(d.kind)->config(&d, &c), -EPROTONOSUPPORT);
 	file_image_free(img);

@@ -11,8 +11,9 @@
 enum {
 	Q_VERSION, Q_LOW, Q_HIGH, Q_HEAPS,
 	Q_GA_LEN, Q_GA_DATA, Q_HEAP_MEMORY, Q_HEAP_SEGMAP, Q_HEAP_LOG2, Q_VS_LOW, Q_VS_HIGH,
-	Q_BLOB_NAME, Q_BLOB_FRAME_SIZE, Q_BLOB_FRAME_COMPLETE, Q_BLOB_CODE_BEGIN, Q_BLOB_CODE_END,
-	Q_NM_METHOD, Q_NM_COMPILE_ID, Q_METHOD_CONST, Q_CM_CONSTANTS, Q_CM_FLAGS, Q_CM_CODE_SIZE,
+	Q_BLOB_NAME, Q_BLOB_FRAME_SIZE, Q_BLOB_FRAME_COMPLETE, Q_BLOB_CODE_BEGIN,
+	Q_NM_METHOD, Q_NM_SCOPES_DATA, Q_NM_METADATA, Q_NM_SCOPES_PCS, Q_NM_DEPENDENCIES,
+	Q_PCDESC_PC, Q_PCDESC_SCOPE, Q_PCDESC_SIZE, Q_METHOD_CONST, Q_CM_CONSTANTS, Q_CM_FLAGS, Q_CM_CODE_SIZE,
 	Q_CM_NAME, Q_CM_SIG, Q_CP_HOLDER, Q_CP_SOURCE, Q_KLASS_NAME, Q_SYM_LENGTH, Q_SYM_BODY,
 	Q_HEAPBLOCK_SIZE, Q_CM_SIZE, Q_CP_SIZE, Q_HAS_LINES, Q_LAST_SP, Q_SENDER_SP,
 	N_Q
@@ -39,9 +40,14 @@ static const struct hotspot_vm_query queries[N_Q] = {
 	[Q_BLOB_FRAME_SIZE] = OFF("CodeBlob", "_frame_size"),
 	[Q_BLOB_FRAME_COMPLETE] = OFF("CodeBlob", "_frame_complete_offset"),
 	[Q_BLOB_CODE_BEGIN] = OFF("CodeBlob", "_code_begin"),
-	[Q_BLOB_CODE_END] = OFF("CodeBlob", "_code_end"),
 	[Q_NM_METHOD] = OFF("CompiledMethod", "_method"),
-	[Q_NM_COMPILE_ID] = OFF("nmethod", "_compile_id"),
+	[Q_NM_SCOPES_DATA] = OFF("CompiledMethod", "_scopes_data_begin"),
+	[Q_NM_METADATA] = OFF("nmethod", "_metadata_offset"),
+	[Q_NM_SCOPES_PCS] = OFF("nmethod", "_scopes_pcs_offset"),
+	[Q_NM_DEPENDENCIES] = OFF("nmethod", "_dependencies_offset"),
+	[Q_PCDESC_PC] = OFF("PcDesc", "_pc_offset"),
+	[Q_PCDESC_SCOPE] = OFF("PcDesc", "_scope_decode_offset"),
+	[Q_PCDESC_SIZE] = SIZE("PcDesc"),
 	[Q_METHOD_CONST] = OFF("Method", "_constMethod"),
 	[Q_CM_CONSTANTS] = OFF("ConstMethod", "_constants"),
 	[Q_CM_FLAGS] = OFF("ConstMethod", "_flags"),
@@ -119,8 +125,10 @@ static int pack(const struct hotspot_vm_query *q, struct hotspot_layout *l, cons
 		F(Q_HEAP_LOG2, heap_log2_segment), F(Q_VS_LOW, vs_low), F(Q_VS_HIGH, vs_high),
 		F(Q_BLOB_NAME, blob_name), F(Q_BLOB_FRAME_SIZE, blob_frame_size),
 		F(Q_BLOB_FRAME_COMPLETE, blob_frame_complete),
-		F(Q_BLOB_CODE_BEGIN, blob_code_begin), F(Q_BLOB_CODE_END, blob_code_end),
-		F(Q_NM_METHOD, nmethod_method), F(Q_NM_COMPILE_ID, nmethod_compile_id),
+		F(Q_BLOB_CODE_BEGIN, blob_code_begin), F(Q_NM_METHOD, nmethod_method),
+		F(Q_NM_SCOPES_DATA, nmethod_scopes_data), F(Q_NM_METADATA, nmethod_metadata),
+		F(Q_NM_SCOPES_PCS, nmethod_scopes_pcs),
+		F(Q_NM_DEPENDENCIES, nmethod_dependencies),
 		F(Q_METHOD_CONST, method_const), F(Q_CM_CONSTANTS, cmethod_constants),
 		F(Q_CM_FLAGS, cmethod_flags), F(Q_CM_CODE_SIZE, cmethod_code_size),
 		F(Q_CM_NAME, cmethod_name_index), F(Q_CM_SIG, cmethod_sig_index),
@@ -145,6 +153,11 @@ static int pack(const struct hotspot_vm_query *q, struct hotspot_layout *l, cons
 		if (fields[i].size == 2)
 			p[fields[i].at + 1] = (uint8_t)(v >> 8);
 	}
+	*reason = "a PcDesc layout other than the walker's";
+	if (!q[Q_PCDESC_PC].found || q[Q_PCDESC_PC].value != SONDE_HOTSPOT_PCDESC_PC ||
+	    !q[Q_PCDESC_SCOPE].found || q[Q_PCDESC_SCOPE].value != SONDE_HOTSPOT_PCDESC_SCOPE ||
+	    !q[Q_PCDESC_SIZE].found || q[Q_PCDESC_SIZE].value != SONDE_HOTSPOT_PCDESC_SIZE)
+		return -EPROTONOSUPPORT;
 	*reason = "no interpreter frame layout in vmStructs";
 	if (!q[Q_LAST_SP].found || !q[Q_SENDER_SP].found || q[Q_LAST_SP].value > -1 ||
 	    q[Q_LAST_SP].value < -8 || q[Q_SENDER_SP].value > -1 || q[Q_SENDER_SP].value < -8 ||
@@ -162,8 +175,8 @@ static int statics(const struct hotspot_vm_query *q, uint64_t *ret_root, struct 
 {
 	const int idx[3] = { Q_LOW, Q_HIGH, Q_HEAPS };
 	uint64_t root = UINT64_MAX;
-	__u16 *out[3] = { &l->off.codecache_low_static, &l->off.codecache_high_static,
-			  &l->off.codecache_heaps_static };
+	__u8 *out[3] = { &l->off.codecache_low_static, &l->off.codecache_high_static,
+			 &l->off.codecache_heaps_static };
 
 	*reason = "no CodeCache statics in vmStructs";
 	for (int i = 0; i < 3; i++) {
@@ -178,7 +191,7 @@ static int statics(const struct hotspot_vm_query *q, uint64_t *ret_root, struct 
 
 		if (d >= SONDE_HOTSPOT_STATIC_MAX)
 			return -EPROTONOSUPPORT;
-		*out[i] = (__u16)d;
+		*out[i] = (__u8)d;
 	}
 	*ret_root = root;
 	return 0;

@@ -40,24 +40,28 @@ static int hotspot_analyse(const struct file_image *img, const char *path,
 		return -EBADMSG; /* the Loader's contract has no -ENOMEM: said as damaged */
 	if (r < 0)
 		return r;
-	_Static_assert(sizeof(l.off) <= sizeof(ret->data), "HotSpot config size");
+	/* The config's format first: a cache row of another format is
+	 * refused by config(), not misread. */
+	_Static_assert(1 + sizeof(l.off) <= sizeof(ret->data), "HotSpot config size");
 	*ret = (struct interp_data){ .kind = SONDE_INTERP_HOTSPOT, .major = (uint8_t)l.major,
 				     .runtime_offset = l.root_offset,
-				     .data_len = sizeof(l.off) };
-	memcpy(ret->data, &l.off, sizeof(l.off));
+				     .data_len = 1 + sizeof(l.off) };
+	ret->data[0] = SONDE_HOTSPOT_FORMAT_VERSION;
+	memcpy(ret->data + 1, &l.off, sizeof(l.off));
 	return 0;
 }
 
 static int hotspot_config(const struct interp_data *d, struct interp_config *ret)
 {
 	_Static_assert(sizeof(struct sonde_hotspot_offsets) <= INTERP_CONFIG_MAX, "config size");
-	if (d->data_len != sizeof(struct sonde_hotspot_offsets))
+	if (d->data_len != 1 + sizeof(struct sonde_hotspot_offsets) ||
+	    d->data[0] != SONDE_HOTSPOT_FORMAT_VERSION)
 		return -EPROTONOSUPPORT;
 	*ret = (struct interp_config){ .kind = SONDE_INTERP_HOTSPOT,
 				       .format_version = SONDE_HOTSPOT_FORMAT_VERSION,
 				       .runtime_offset = d->runtime_offset,
-				       .layout_len = d->data_len };
-	memcpy(ret->layout, d->data, d->data_len);
+				       .layout_len = sizeof(struct sonde_hotspot_offsets) };
+	memcpy(ret->layout, d->data + 1, sizeof(struct sonde_hotspot_offsets));
 	return 0;
 }
 

@@ -1,10 +1,13 @@
 // Work.java - the Java workload of tests/integration/test_hotspot_frames.py:
-// a known call graph on two threads, run for argv[0] seconds.
-//   main thread: main -> outer -> middle -> spin -> mix (spin is hot and
-//                compiled; mix is small: C2 inlines it into spin)
-//   thread "slow": slowLoop -> slow (excluded from compilation by the test's
-//                -XX:CompileCommand: stays interpreted)
-// Waits for a line on stdin first when argv[1] is "wait".
+// a known call graph on two threads, run for argv[0] seconds. The test
+// starts it with -XX:CompileCommand=inline,Work::mix, dontinline,Work::hash
+// and exclude,Work::slow, so the graph does not depend on C2's heuristics:
+//   main thread: main -> outer -> middle -> spin -> mix -> hash
+//                (spin is hot and compiled; mix is inlined into it; hash
+//                is compiled on its own and called from the inlined mix)
+//   thread "slow": Thread.run -> lambda -> slowLoop -> slow (slow stays
+//                interpreted)
+// With argv[1] "wait" it prints "ready" and waits for a line on stdin first.
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 
@@ -12,14 +15,22 @@ public class Work {
     static volatile long sink;
     static volatile boolean stop;
 
+    static long hash(long x) {
+        long h = x;
+        for (int k = 0; k < 16; k++) {
+            h = (h ^ (h >>> 31)) * 0x9E3779B97F4A7C15L; // HASH
+        }
+        return h;
+    }
+
     static long mix(long x) {
-        return (x * 0x9E3779B97F4A7C15L) ^ (x >>> 29); // MIX
+        return hash(x) ^ (x >>> 29); // CALL_HASH
     }
 
     static long spin(int n) {
         long t = 0;
         for (int i = 0; i < n; i++) {
-            t += mix(t + i); // SPIN
+            t += mix(t + i); // CALL_MIX
         }
         return t;
     }
