@@ -38,6 +38,7 @@
 #include "malloc_tuning.h"
 #include "sandbox.h"
 #include "otlp_exporter.h"
+#include "interp_ops.h"
 
 #define MAX_LISTEN 16
 #define MAX_DEBUG_DIRS 16
@@ -56,6 +57,8 @@ static struct env {
 	size_t n_debug_dirs;
 	const char *user;
 	unsigned retention_minutes;
+	const char *interpreters; /* --interpreters, parsed into interp_kinds */
+	uint32_t interp_kinds;
 	bool verbose;
 	/* sandbox */
 	bool allow_unsandboxed, sandbox_log, print_policy, selftest;
@@ -91,6 +94,7 @@ static struct env {
 	.cache = "/var/cache/sonde/symbolizer/cache.db",
 	.user = "sonde",
 	.retention_minutes = 60,
+	.interpreters = "all",
 	.max_memory = 8ull << 30,
 	.max_open_files = 16384,
 	.rate_ingest = DEFAULT_RATE_INGEST,
@@ -112,6 +116,8 @@ static void usage(FILE *f)
 		"  --debug-dir DIR        separate debug files (repeatable; default /usr/lib/debug)\n"
 		"  --user NAME            user to run as when started as root (default sonde)\n"
 		"  --retention-minutes N  keep profiles this long (default 60)\n"
+		"  --interpreters LIST    runtimes whose frames sensors walk: names\n"
+		"                         (cpython,...), all (default) or none\n"
 		"\nWho may connect (docs/security.md):\n"
 		"  --sensor-uid UID       Unix peers with this uid may stream sensor data\n"
 		"                         (repeatable; root and the user sonde-sensor, which\n"
@@ -242,7 +248,7 @@ static int parse_args(int argc, char **argv)
 	       OPT_SENSOR_NAME, OPT_ADMIN_GROUP, OPT_ADMIN_NAME, OPT_INSECURE, OPT_RATE_INGEST, OPT_RATE_SYMBOLS, OPT_MAX_MEMORY,
 	       OPT_MAX_FILES, OPT_REQUIRE_SANDBOX, OPT_ALLOW_UNSANDBOXED, OPT_SANDBOX_LOG, OPT_PRINT_POLICY, OPT_SELFTEST,
 	       OPT_OTLP_ENDPOINT, OPT_OTLP_INTERVAL, OPT_OTLP_INSECURE, OPT_OTLP_CA, OPT_OTLP_CERT,
-	       OPT_OTLP_KEY, OPT_OTLP_SERVER_NAME };
+	       OPT_OTLP_KEY, OPT_OTLP_SERVER_NAME, OPT_INTERPRETERS };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, OPT_LISTEN },
 		{ "cache", required_argument, NULL, OPT_CACHE },
@@ -250,6 +256,7 @@ static int parse_args(int argc, char **argv)
 		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
 		{ "user", required_argument, NULL, OPT_USER },
 		{ "retention-minutes", required_argument, NULL, OPT_RETENTION },
+		{ "interpreters", required_argument, NULL, OPT_INTERPRETERS },
 		{ "verbose", no_argument, NULL, OPT_VERBOSE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "sensor-uid", required_argument, NULL, OPT_SENSOR_UID },
@@ -329,6 +336,9 @@ static int parse_args(int argc, char **argv)
 				return -EINVAL;
 			}
 			env.retention_minutes = v;
+			break;
+		case OPT_INTERPRETERS:
+			env.interpreters = optarg;
 			break;
 		case OPT_VERBOSE:
 			env.verbose = true;
@@ -479,6 +489,11 @@ static int parse_args(int argc, char **argv)
 	}
 	if (otlp_check_args() < 0)
 		return -EINVAL;
+	if (interp_kinds_parse(env.interpreters, &env.interp_kinds) < 0) {
+		fprintf(stderr, "sonde-symbolizer: bad --interpreters '%s' (kind names, all or none)\n",
+			env.interpreters);
+		return -EINVAL;
+	}
 	if (env.n_sensor_names == 0)
 		env.sensor_names[env.n_sensor_names++] = "sonde-sensor";
 	if (env.n_debug_dirs == 0)
@@ -1022,6 +1037,7 @@ int main(int argc, char **argv)
 	 * its cache (opened as the user, below) before the server starts. */
 	sopts.debug_dirs = env.debug_dirs;
 	sopts.retention_minutes = env.retention_minutes;
+	sopts.interp_kinds = env.interp_kinds;
 	sopts.otlp = NULL;
 	if (env.otlp_endpoint) {
 		struct in6_addr a6;

@@ -175,6 +175,7 @@ struct service *service_new(const struct service_opts *opts)
 	svc->retention_minutes = opts->retention_minutes;
 	svc->debug_dirs = opts->debug_dirs;
 	svc->core.start_ms = clock_now_ms();
+	svc->core.interp_kinds = opts->interp_kinds;
 	svc->last_flush_ms = svc->last_expire_ms = svc->core.start_ms;
 	svc->reg = registry_new();
 	svc->access = access_new();
@@ -328,6 +329,7 @@ int service_attach(struct service *svc, struct rpc_server *server, struct cache 
 		.stats = svc->stats,
 		.otlp = svc->otlp,
 		.start_ms = svc->core.start_ms,
+		.interp_kinds = svc->core.interp_kinds,
 	};
 	ingest_attach(svc->ingest);
 	/* When a file is done: sessions first (their pending stacks and

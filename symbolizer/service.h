@@ -20,6 +20,7 @@ struct service_opts {
 	const char *const *debug_dirs;          /* borrowed, NULL-terminated */
 	unsigned retention_minutes;
 	const struct otlp_exporter_opts *otlp; /* borrowed; NULL: no OTLP export */
+	uint32_t interp_kinds; /* bit k: interpreter kind k is walked (interp_kinds_parse) */
 };
 
 /* opts->debug_dirs is borrowed. Returns NULL on failure. */

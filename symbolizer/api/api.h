@@ -34,4 +34,5 @@ struct api_core {
 	struct sensor_stats *stats;
 	struct otlp_exporter *otlp;      /* NULL: no OTLP export */
 	int64_t start_ms;                /* clock_now_ms() at start */
+	uint32_t interp_kinds;           /* bit k: sensors get configs of kind k */
 };

@@ -356,7 +356,8 @@ static void interp_check(struct session *s, struct table_send *t)
 		break;
 	}
 	ops = interp_ops_of(d.kind);
-	if (!ops || ops->config(&d, &cfg) < 0) {
+	if (!ops || d.kind >= 32 || !(in->core->interp_kinds & (1u << d.kind)) ||
+	    ops->config(&d, &cfg) < 0) {
 		interp_mark_done(s, t);
 		return;
 	}

@@ -36,6 +36,54 @@ const char *interp_kind_name(uint32_t kind)
 	return sonde_interp_kind_name(kind);
 }
 
+uint32_t interp_kinds_all(void)
+{
+	uint32_t mask = 0;
+
+	for (size_t i = 0; i < N_OPS; i++)
+		mask |= 1u << table[i]->kind;
+	return mask;
+}
+
+static int kind_of_name(const char *name, size_t len)
+{
+	for (size_t i = 0; i < N_OPS; i++) {
+		const char *n = interp_kind_name(table[i]->kind);
+
+		if (n && strlen(n) == len && !memcmp(n, name, len))
+			return (int)table[i]->kind;
+	}
+	return -EINVAL;
+}
+
+int interp_kinds_parse(const char *list, uint32_t *ret_mask)
+{
+	uint32_t mask = 0;
+	const char *p = list;
+
+	if (!strcmp(list, "all")) {
+		*ret_mask = interp_kinds_all();
+		return 0;
+	}
+	if (!strcmp(list, "none")) {
+		*ret_mask = 0;
+		return 0;
+	}
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		int kind = kind_of_name(p, len);
+
+		if (kind < 0)
+			return -EINVAL;
+		mask |= 1u << kind;
+		if (!p[len])
+			break;
+		p += len + 1;
+	}
+	*ret_mask = mask;
+	return 0;
+}
+
 struct interp_session {
 	void *inst[N_OPS]; /* by index in table; NULL until a record */
 };

@@ -88,6 +88,13 @@ const struct interp_ops *interp_ops_for_path(const char *path);
  * an unknown kind. Static. */
 const char *interp_kind_name(uint32_t kind);
 
+/* Bit k set: kind k. Every kind this build has an entry for. */
+uint32_t interp_kinds_all(void);
+/* Parses a comma-separated list of kind names ("cpython,ruby"), "all" or
+ * "none" into a mask of kinds. Returns 0, or -EINVAL for an empty item or
+ * a name this build has no entry for (*ret_mask untouched). */
+int interp_kinds_parse(const char *list, uint32_t *ret_mask);
+
 /* ---- a session's Instances: one per kind, made on its first record ---- */
 
 struct interp_session;

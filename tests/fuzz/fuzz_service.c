@@ -2,13 +2,15 @@
 #include <stdlib.h>
 
 #include "fuzz_service.h"
+#include "interp_ops.h"
 #include "log.h"
 
 int fuzz_service_start(struct fuzz_service *fs)
 {
 	static const char *const no_dirs[] = { NULL };
 	static int logging;
-	struct service_opts opts = { .debug_dirs = no_dirs, .retention_minutes = 60 };
+	struct service_opts opts = { .debug_dirs = no_dirs, .retention_minutes = 60,
+				     .interp_kinds = interp_kinds_all() };
 
 	if (!logging) {
 		/* Bad input is logged as warnings by design; only errors here. */

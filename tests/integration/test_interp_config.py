@@ -12,7 +12,7 @@ import time
 import grpc
 import pytest
 
-from conftest import Symbolizer, ingest_pb2, wait_for
+from conftest import SYMBOLIZER, Symbolizer, ingest_pb2, wait_for
 from pysensor import PySensor
 
 PYTHON = "/usr/bin/python3.11"
@@ -107,6 +107,37 @@ def test_interpreter_config_sent_and_cached(tmp_path):
         assert time.monotonic() - t0 < 1.0
         assert not s.reads, f"python3.11 was read again: {len(s.reads)} ReadRange"
         check_config(s.configs[py][0], PYTHON)
+        s.close()
+    finally:
+        sym.stop()
+
+
+def test_interpreters_option_leaves_a_runtime_out(tmp_path):
+    """--interpreters none: the Data is still analysed and cached, but no
+    sensor gets a config (the walker never runs: native frames only);
+    --interpreters cpython sends it again from the same cache."""
+    files = {PYTHON: open(PYTHON, "rb").read()}
+    bad = subprocess.run([str(SYMBOLIZER), "--interpreters", "cpython,nope"],
+                         capture_output=True, text=True, timeout=10)
+    assert bad.returncode != 0 and "bad --interpreters" in bad.stderr
+    sym = Symbolizer(tmp_path, extra=["--interpreters", "none"])
+    try:
+        s = ConfigSensor(sym.address, files)
+        s.hello()
+        py = s.ids[PYTHON]
+        s.process(4242, "python3.11", [PYTHON])
+        wait_for(lambda: s.reads, 30, "the analysis of python3.11")
+        time.sleep(3.0)
+        assert py not in s.configs, "a config of a kind left out was sent"
+        s.close()
+    finally:
+        sym.stop()
+    sym = Symbolizer(tmp_path, extra=["--interpreters", "cpython"])
+    try:
+        s = ConfigSensor(sym.address, files)
+        s.hello()
+        s.process(4242, "python3.11", [PYTHON])
+        wait_for(lambda: py in s.configs, 10, "the config with --interpreters cpython")
         s.close()
     finally:
         sym.stop()

@@ -1,18 +1,24 @@
 #!/usr/bin/python3
-"""BPF cost per sample with and without the CPython walk (issue 5).
+"""BPF cost per sample of each interpreter walker against native-only
+unwinding of the same workload (docs/interpreters.md).
 
-The same workload (python3.11 spinning in a chain of DEPTH Python
-functions) is profiled at --hz by sonde's sensor (--pid) twice, each time
+For each runtime of --runtime (default: all in RUNTIMES), the runtime's
+workload (a chain of DEPTH functions of its language around a hot loop)
+is profiled at --hz by sonde's sensor (--pid) twice per round, each time
 with a fresh symbolizer cache:
-  python  the interpreter runs as .../python3.11: the Loader recognises it,
-          the sensor gets its InterpreterConfig and BPF walks the frames;
-  native  the same bytes as .../spinner (not an interpreter's name): no
-          config, native unwinding only.
+  walk    the default symbolizer: the Loader recognises the runtime, the
+          sensor gets its InterpreterConfig and BPF walks its frames;
+  native  the symbolizer with --interpreters none: no config, native
+          unwinding only, same binary, same workload.
 Reports run_time_ns / run_cnt of the sensor's own perf_event programs
-(kernel.bpf_stats_enabled; restored afterwards) over --seconds, after the
-config has had time to arrive.
+(kernel.bpf_stats_enabled; restored afterwards) per sample of the workload,
+over --seconds after --settle seconds (analysis, config, JIT warm-up).
 
-  sudo tests/bench/cpython_overhead.py --build build [--hz 199] [--seconds 10] [--rounds 3]
+  sudo tests/bench/interp_overhead.py --build build [--runtime cpython,...]
+       [--hz 199] [--seconds 10] [--settle 6] [--rounds 3]
+
+A runtime is one RUNTIMES entry: its script's file name, the script, and
+the command that runs it. The issue targets are walk <= 2x native.
 """
 import argparse
 import json
@@ -23,10 +29,11 @@ import subprocess
 import tempfile
 import time
 
-PYTHON = "/usr/bin/python3.11"
 DEPTH = 12
-WORKLOAD = """
-import sys
+
+
+def python_script():
+    return """
 def f0(n):
     t = 0
     for i in range(n):
@@ -36,6 +43,12 @@ def f0(n):
 while True:
     f{DEPTH - 1}(10000)
 """
+
+
+# name: (the script's file name, the script, argv before the script's path)
+RUNTIMES = {
+    "cpython": ("spin.py", python_script(), ["/usr/bin/python3.11"]),
+}
 
 
 def sensor_progs(pid):
@@ -67,32 +80,37 @@ def taken(build, sock):
     return json.loads(out)["samples_taken"]
 
 
-def one(build, tmp, mode, hz, seconds):
-    d = pathlib.Path(tempfile.mkdtemp(prefix=f"cpyb.{mode}.", dir=tmp))
+def one(build, tmp, runtime, mode, a):
+    name, text, argv = RUNTIMES[runtime]
+    hz, seconds = a.hz, a.seconds
+    d = pathlib.Path(tempfile.mkdtemp(prefix=f"interpb.{runtime}.{mode}.", dir=tmp))
     d.chmod(0o755)
-    exe = d / ("python3.11" if mode == "python" else "spinner")
-    shutil.copy(PYTHON, exe)
-    script = d / "spin.py"
-    script.write_text(WORKLOAD)
+    script = d / name
+    script.write_text(text)
+    script.chmod(0o644)
     sock = f"unix:{d}/s.sock"
+    only = ["--interpreters", "none"] if mode == "native" else []
     procs = []
     try:
         procs.append(subprocess.Popen([str(build / "symbolizer/sonde-symbolizer"), "--listen", sock,
-                                       "--cache", f"{d}/cache/cache.db", "--user", "sonde"],
+                                       "--cache", f"{d}/cache/cache.db", "--user", "sonde", *only],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         time.sleep(1)
-        work = subprocess.Popen([str(exe), str(script)])
+        work = subprocess.Popen([*argv, str(script)], cwd=d, stdout=subprocess.DEVNULL)
         procs.append(work)
         sen = subprocess.Popen([str(build / "sensor/sonde-sensor"), "--symbolizer", sock,
                                 "--pid", str(work.pid), "--frequency", str(hz)],
                                stdout=open(d / "sensor.log", "w"), stderr=subprocess.STDOUT)
         procs.append(sen)
-        time.sleep(5)  # analysis, unwind table, interpreter config
+        time.sleep(a.settle)  # analysis, unwind table, interpreter config, JIT
         t0, n0 = sensor_progs(sen.pid)
         s0 = taken(build, sock)
         time.sleep(seconds)
         t1, n1 = sensor_progs(sen.pid)
         s1 = taken(build, sock)
+        if s1 == s0:
+            raise SystemExit(f"{runtime} {mode}: no samples counted (the sensor reports them "
+                             "every few seconds: use a longer --seconds)")
         # Per sample of the workload: the program also runs (and returns
         # at once) on CPUs running other tasks; that cost is included.
         return (t1 - t0) / max(1, s1 - s0), s1 - s0, n1 - n0
@@ -110,31 +128,41 @@ def one(build, tmp, mode, hz, seconds):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
+    ap.add_argument("--runtime", default=",".join(RUNTIMES))
     ap.add_argument("--hz", type=int, default=199)
     ap.add_argument("--seconds", type=float, default=10)
+    ap.add_argument("--settle", type=float, default=6)
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
     build = pathlib.Path(a.build).resolve()
+    runtimes = a.runtime.split(",")
+    for r in runtimes:
+        if r not in RUNTIMES:
+            ap.error(f"unknown runtime {r!r} (have {', '.join(RUNTIMES)})")
     before = open("/proc/sys/kernel/bpf_stats_enabled").read().strip()
     subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=True)
-    tmp = tempfile.mkdtemp(prefix="sonde-cpybench.", dir="/tmp")
+    tmp = tempfile.mkdtemp(prefix="sonde-interpbench.", dir="/tmp")
     os.chmod(tmp, 0o755)
-    res = {"native": [], "python": []}
+    res = {(r, m): [] for r in runtimes for m in ("native", "walk")}
     try:
         for _ in range(a.rounds):
-            for mode in ("native", "python"):
-                ns, n, runs = one(build, tmp, mode, a.hz, a.seconds)
-                res[mode].append(ns)
-                print(f"{mode:7s} {ns:8.0f} ns/sample over {n} samples ({runs} program runs)",
-                      flush=True)
+            for r in runtimes:
+                for mode in ("native", "walk"):
+                    ns, n, runs = one(build, tmp, r, mode, a)
+                    res[(r, mode)].append(ns)
+                    print(f"{r:8s} {mode:7s} {ns:8.0f} ns/sample over {n} samples ({runs} program runs)",
+                          flush=True)
     finally:
         subprocess.run(["sysctl", "-q", f"kernel.bpf_stats_enabled={before}"])
         shutil.rmtree(tmp, ignore_errors=True)
-    med = {m: sorted(v)[len(v) // 2] for m, v in res.items()}
-    print(f"\n| workload | mode | BPF ns/sample (median of {a.rounds}) |\n|---|---|---|")
-    for m in ("native", "python"):
-        print(f"| python3.11, {DEPTH} Python frames + native, {a.hz} Hz | {m} | {med[m]:.0f} |")
-    print(f"\nPython walk: +{med['python'] - med['native']:.0f} ns/sample")
+    med = {k: sorted(v)[len(v) // 2] for k, v in res.items()}
+    print(f"\n| runtime | native ns/sample | walk ns/sample | walk / native |"
+          f"\n|---|---|---|---|")
+    for r in runtimes:
+        nat, walk = med[(r, "native")], med[(r, "walk")]
+        print(f"| {r} | {nat:.0f} | {walk:.0f} | {walk / max(nat, 1):.2f}x |")
+    print(f"\n{DEPTH} frames of the runtime's language over a hot loop, {a.hz} Hz, "
+          f"median of {a.rounds} rounds")
 
 
 if __name__ == "__main__":
