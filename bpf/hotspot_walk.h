@@ -37,7 +37,7 @@ static __always_inline bool interp_jit_push(struct sonde_interp_jit *j, __u32 na
 #define HOTSPOT_BLOB_BUF 512    /* bytes of a blob's header read at once */
 #define HOTSPOT_FRAME_WORDS 12  /* interpreter frame words read: fp - 80 .. fp + 16 */
 #define HOTSPOT_MAX_FRAME_SIZE (1u << 16) /* words: a compiled frame beyond is damage */
-#define HOTSPOT_MAX_INLINE 8    /* scopes (inlined methods) per compiled frame */
+#define HOTSPOT_MAX_INLINE 16   /* scopes per compiled frame: C2 inlines 15 deep (MaxInlineLevel) */
 #define HOTSPOT_SCOPE_BUF 16    /* bytes read at a scope: its 3 header numbers */
 
 struct hotspot_heap {

@@ -104,6 +104,8 @@ static void check_jdk17(const struct hotspot_layout *l)
 	assert_int_equal(o->cmethod_code_size, 32);
 	assert_int_equal(o->cmethod_name_index, 34);
 	assert_int_equal(o->cmethod_sig_index, 36);
+	assert_int_equal(o->cpool_holder, 24);
+	assert_int_equal(o->cpool_source_index, 54);
 	assert_int_equal(o->klass_name, 24);
 	assert_int_equal(o->symbol_length, 4);
 	assert_int_equal(o->symbol_body, 6);
