@@ -73,12 +73,12 @@ static void test_queries_on_real_libjvm(void **state)
 	file_image_free(img);
 }
 
-static void check_jdk17(const struct hotspot_layout *l)
+static void check_jdk17(const struct hotspot_layout *l, uint64_t root)
 {
 	const struct sonde_hotspot_offsets *o = &l->off;
 
 	assert_int_equal(l->major, 17);
-	assert_int_equal(l->root_offset, 0x131c600); /* CodeCache::_heaps */
+	assert_int_equal(l->root_offset, root); /* CodeCache::_heaps */
 	assert_int_equal(o->codecache_heaps_static, 0);
 	assert_int_equal(o->codecache_high_static, 0x18);
 	assert_int_equal(o->codecache_low_static, 0x20);
@@ -129,7 +129,7 @@ static void test_layout_of_real_libjvm(void **state)
 	if (!img)
 		skip();
 	assert_int_equal(hotspot_layout_read(img, &l, &reason), 0);
-	check_jdk17(&l);
+	check_jdk17(&l, 0x131c600);
 	file_image_free(img);
 }
 
@@ -198,7 +198,7 @@ static void test_sparse_fetch(void **state)
 	 * initializers: well under a third of the 23 MiB file. */
 	assert_true(fetched < (8u << 20));
 	assert_int_equal(hotspot_layout_read(img, &l, &reason), 0);
-	check_jdk17(&l);
+	check_jdk17(&l, 0x131c600);
 	file_image_free(img);
 	file_image_free(whole);
 }
@@ -243,6 +243,51 @@ static void test_not_a_jvm_and_damage(void **state)
 	file_image_free(whole);
 }
 
+/* The fuzz seed (tests/fuzz/make-hotspot-corpus.py): a synthetic libjvm
+ * of JDK 17's values, read to the same layout; runs without a JDK. */
+static void test_synthetic_libjvm(void **state)
+{
+	char path[4096];
+	const char *root = getenv("SONDE_SOURCE_ROOT");
+	struct hotspot_layout l;
+	struct elf_need need = { 0 };
+	const char *reason = NULL;
+	struct file_image *img;
+	uint8_t *in;
+	FILE *f;
+	long size;
+	size_t pos = 5;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/tests/fuzz/corpus/hotspot_vmstructs/synthetic-jdk17",
+		 root ? root : ".");
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	rewind(f);
+	in = malloc((size_t)size);
+	assert_non_null(in);
+	assert_int_equal(fread(in, 1, (size_t)size, f), (size_t)size);
+	fclose(f);
+	img = file_image_new((uint64_t)in[1] | (uint64_t)in[2] << 8 | (uint64_t)in[3] << 16 |
+			     (uint64_t)in[4] << 24);
+	assert_non_null(img);
+	while (pos + 6 <= (size_t)size) {
+		uint32_t off = in[pos] | in[pos + 1] << 8 | in[pos + 2] << 16 |
+			       (uint32_t)in[pos + 3] << 24;
+		size_t len = in[pos + 4] | in[pos + 5] << 8;
+
+		assert_int_equal(file_image_put(img, off, in + pos + 6, len), 0);
+		pos += 6 + len;
+	}
+	assert_int_equal(hotspot_layout_need(img, &need, &reason), 0);
+	assert_int_equal(hotspot_layout_read(img, &l, &reason), 0);
+	check_jdk17(&l, 0x2e00);
+	file_image_free(img);
+	free(in);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -251,6 +296,7 @@ int main(void)
 		cmocka_unit_test(test_loader_and_config),
 		cmocka_unit_test(test_sparse_fetch),
 		cmocka_unit_test(test_not_a_jvm_and_damage),
+		cmocka_unit_test(test_synthetic_libjvm),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
