@@ -81,13 +81,15 @@ int hotspot_layout_need(const struct file_image *img, struct elf_need *need, con
  * segment (the sensor knows only executable mappings). */
 static int exec_offset(const struct file_image *img, uint64_t vaddr, uint64_t *ret)
 {
+	static const char *const names[] = { ".text" };
 	struct elf_layout *layout = malloc(sizeof(*layout));
 	struct elf_need need = { 0 };
+	struct elf_section text;
 	int r = -EBADMSG;
 
 	if (!layout)
 		return -ENOMEM;
-	if (elf_sections(img, &need, NULL, 0, NULL, layout, NULL) < 0)
+	if (elf_sections(img, &need, names, 1, &text, layout, NULL) < 0)
 		goto out;
 	for (size_t i = 0; i < layout->n_segments; i++) {
 		const struct elf_segment *g = &layout->segments[i];

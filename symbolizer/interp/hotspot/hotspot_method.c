@@ -134,7 +134,7 @@ int hotspot_line_for_bci(const uint8_t *table, size_t len, uint32_t bci, int32_t
 			cur_line = (int32_t)((uint32_t)cur_line + (uint32_t)dl);
 		} else {
 			cur_bci += next >> 3;
-			cur_line += next & 7;
+			cur_line = (int32_t)((uint32_t)cur_line + (next & 7u));
 		}
 		if (cur_bci == bci) {
 			*line = cur_line;
