@@ -322,9 +322,11 @@ static __always_inline int hs_step_interpreted(struct sonde_interp_jit *j,
 	method = x->frame[10 - ms];
 	bcp = x->frame[10 - bs];
 	sender_sp = x->frame[10 - ss];
-	if (method) {
-		cm = hotspot_note_method(st->tgid, method, h);
-		if (cm && bcp >= cm + h->off.cmethod_size &&
+	/* A Method* whose ConstMethod cannot be read is no method (a frame
+	 * sampled before the interpreter built it): the frame stays native. */
+	cm = method ? hotspot_note_method(st->tgid, method, h) : 0;
+	if (cm) {
+		if (bcp >= cm + h->off.cmethod_size &&
 		    bcp - (cm + h->off.cmethod_size) < SONDE_HOTSPOT_BCI_UNKNOWN)
 			bci = bcp - (cm + h->off.cmethod_size);
 		interp_jit_push(j, native, SONDE_HOTSPOT_WORD0(method, 0), SONDE_HOTSPOT_WORD1(bci));
@@ -448,10 +450,9 @@ static __always_inline __u32 hs_compiled_frames(struct sonde_interp_jit *j,
 		    hs_scope_header(x->scope, &sender, &midx, &bci1) < 0 || !midx || midx > 65536)
 			break;
 		method = hs_ptr(blob + meta + (__u64)(midx - 1) * 8);
-		if (!method)
+		if (!method || !hotspot_note_method(tgid, method, h))
 			break;
 		bci = bci1 ? bci1 - 1 : 0; /* bci1 0: the method's entry */
-		hotspot_note_method(tgid, method, h);
 		if (!interp_jit_push(j, native, SONDE_HOTSPOT_WORD0(method, 1),
 				     SONDE_HOTSPOT_WORD1(bci)))
 			break;
@@ -515,8 +516,8 @@ __noinline int hotspot_jit_step(struct sonde_interp_jit *j, const struct sonde_i
 	}
 	if (kind == HS_BLOB_NMETHOD) {
 		method = hs_blob64(x, h->off.nmethod_method);
-		if (!hs_compiled_frames(j, x, blob, st->pc, st->exact_pc, native, st->tgid, h) && method) {
-			hotspot_note_method(st->tgid, method, h);
+		if (!hs_compiled_frames(j, x, blob, st->pc, st->exact_pc, native, st->tgid, h) &&
+		    method && hotspot_note_method(st->tgid, method, h)) {
 			interp_jit_push(j, native, SONDE_HOTSPOT_WORD0(method, 1),
 					SONDE_HOTSPOT_WORD1(SONDE_HOTSPOT_BCI_UNKNOWN));
 		}

@@ -1,10 +1,14 @@
 // Work.java - the Java workload of tests/integration/test_hotspot_frames.py:
 // a known call graph on two threads, run for argv[0] seconds. The test
-// starts it with -XX:CompileCommand=inline,Work::mix, dontinline,Work::hash
-// and exclude,Work::slow, so the graph does not depend on C2's heuristics:
-//   main thread: main -> outer -> middle -> spin -> mix -> hash
+// starts it with -XX:CompileCommand=inline,Work::mix, dontinline,Work::hash,
+// dontinline,Work::half and exclude,Work::slow, so the graph does not depend
+// on C2's heuristics:
+//   main thread: main -> outer -> middle -> spin -> mix -> hash, half
 //                (spin is hot and compiled; mix is inlined into it; hash
-//                is compiled on its own and called from the inlined mix)
+//                and half are compiled on their own and called from the
+//                inlined mix; hash loops twice as long as half. Their
+//                loops are long enough for C2 to keep a safepoint poll in
+//                them, whose debug info lets JFR decode samples there)
 //   thread "slow": Thread.run -> lambda -> slowLoop -> slow (slow stays
 //                interpreted)
 // With argv[1] "wait" it prints "ready" and waits for a line on stdin first.
@@ -17,14 +21,22 @@ public class Work {
 
     static long hash(long x) {
         long h = x;
-        for (int k = 0; k < 16; k++) {
+        for (int k = 0; k < 4096; k++) {
             h = (h ^ (h >>> 31)) * 0x9E3779B97F4A7C15L; // HASH
         }
         return h;
     }
 
+    static long half(long x) {
+        long h = x;
+        for (int k = 0; k < 2048; k++) {
+            h = (h ^ (h >>> 29)) * 0xBF58476D1CE4E5B9L; // HALF
+        }
+        return h;
+    }
+
     static long mix(long x) {
-        return hash(x) ^ (x >>> 29); // CALL_HASH
+        return hash(x) ^ half(x >>> 29); // CALL_HASH
     }
 
     static long spin(int n) {
@@ -37,7 +49,7 @@ public class Work {
 
     static void middle() {
         while (!stop) {
-            sink += spin(100000); // CALL_SPIN
+            sink += spin(1000); // CALL_SPIN
         }
     }
 
