@@ -462,6 +462,27 @@ static __always_inline __u32 hs_compiled_frames(struct sonde_interp_jit *j,
 	return pushed;
 }
 
+/* Steps a frame sampled before its prologue built it: the return address
+ * on top of the stack, rbp untouched. */
+static __always_inline int hs_step_prologue(struct user_walk *st)
+{
+	__u64 ret = 0;
+
+	if (bpf_probe_read_user(&ret, sizeof(ret), (const void *)st->sp)) {
+		count_err(SONDE_ERR_USER_READ);
+		st->outcome = SONDE_OUTCOME_READ_ERROR;
+		return 1;
+	}
+	st->pc = ret;
+	st->sp += 8;
+	st->exact_pc = 0;
+	if (!st->pc) {
+		st->outcome = SONDE_OUTCOME_COMPLETE;
+		return 1;
+	}
+	return 0;
+}
+
 /* The name at a blob's _name: which kind of blob. */
 #define HS_BLOB_OTHER 0
 #define HS_BLOB_NMETHOD 1
@@ -524,10 +545,10 @@ __noinline int hotspot_jit_step(struct sonde_interp_jit *j, const struct sonde_i
 		code_begin = hs_blob64(x, h->off.blob_code_begin);
 		complete = hs_blob32(x, h->off.blob_frame_complete);
 		/* Sampled in the prologue, before the frame is built: the
-		 * return address is still on top. */
+		 * return address is still on top, rbp still the caller's. */
 		if (st->exact_pc && st->pc >= code_begin && complete < (1u << 20) &&
 		    st->pc - code_begin < complete)
-			fs = 1;
+			return hs_step_prologue(st);
 		return hs_step_sized(st, fs);
 	}
 	if (fs)

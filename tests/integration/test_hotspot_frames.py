@@ -127,6 +127,8 @@ def jfr_samples(rec):
     samples = []
     for e in json.loads(out)["recording"]["events"]:
         v = e["values"]
+        if not v.get("stackTrace") or not v.get("sampledThread"):
+            continue  # JFR records some samples without a stack
         names = [f["method"]["type"]["name"].replace("/", ".") + "." + f["method"]["name"]
                  for f in v["stackTrace"]["frames"]]
         samples.append((v["sampledThread"]["javaName"], list(reversed(names)), 1))
@@ -140,6 +142,8 @@ def jfr_top_lines(rec, method):
                          text=True).stdout
     lines = collections.Counter()
     for e in json.loads(out)["recording"]["events"]:
+        if not e["values"].get("stackTrace") or not e["values"]["stackTrace"]["frames"]:
+            continue
         f = e["values"]["stackTrace"]["frames"][0]
         if f["method"]["type"]["name"].replace("/", ".") + "." + f["method"]["name"] == method:
             lines[f["lineNumber"]] += 1
