@@ -12,6 +12,7 @@
 #include "cpython.h"
 #include "hotspot.h"
 #include "interp.h"
+#include "ruby.h"
 
 struct sonde_interp_kind_info {
 	const char *name;     /* "cpython": OTLP's profile.frame.type value */
@@ -35,12 +36,17 @@ static inline const struct sonde_interp_kind_info *sonde_interp_kind_info(__u32 
 		"jvm", "Java method records", "hotspot_methods", sonde_hotspot_limits,
 		SONDE_INTERP_JIT_WORDS
 	};
+	static const struct sonde_interp_kind_info ruby = {
+		"ruby", "iseq and cfunc records", "ruby_seen", sonde_ruby_limits
+	};
 
 	switch (kind) {
 	case SONDE_INTERP_CPYTHON:
 		return &cpython;
 	case SONDE_INTERP_HOTSPOT:
 		return &hotspot;
+	case SONDE_INTERP_RUBY:
+		return &ruby;
 	default:
 		return NULL;
 	}

@@ -16,6 +16,8 @@
 #include "cpython_walk.h"
 #include "hotspot.h"
 #include "hotspot_walk.h"
+#include "ruby.h"
+#include "ruby_walk.h"
 
 /* Copies tgid's interp_procs entry into s->proc (kind 0: none) and sets
  * up s->jit for a JIT kind. */
@@ -132,6 +134,8 @@ static __always_inline int interp_walk(struct unwind_scratch *s, struct sonde_sa
 	switch (p->kind) {
 	case SONDE_INTERP_CPYTHON:
 		return cpython_walk(rec, (const struct sonde_cpython_proc *)p, tgid, tid, at);
+	case SONDE_INTERP_RUBY:
+		return ruby_walk(rec, (const struct sonde_ruby_proc *)p, tgid, tid, at);
 	default:
 		return 0;
 	}

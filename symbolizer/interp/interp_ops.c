@@ -8,10 +8,12 @@
 #include "hotspot_ops.h"
 #include "interp_kinds.h"
 #include "interp_ops.h"
+#include "ruby_ops.h"
 
 static const struct interp_ops *const table[] = {
 	&cpython_ops,
 	&hotspot_ops,
+	&ruby_ops,
 };
 #define N_OPS (sizeof(table) / sizeof(table[0]))
 

@@ -65,9 +65,26 @@ def java_script():
 
 
 # name: (the script's file name, the script, argv before the script's path)
+def ruby_script():
+    return """
+def f0(n)
+  t = 0
+  i = 0
+  while i < n
+    t += i * i
+    i += 1
+  end
+  t
+end
+""" + "".join(f"def f{k}(n)\n  f{k - 1}(n) + 1\nend\n" for k in range(1, DEPTH)) + f"""
+loop {{ f{DEPTH - 1}(10000) }}
+"""
+
+
 RUNTIMES = {
     "cpython": ("spin.py", python_script(), ["/usr/bin/python3.11"]),
     "jvm": ("Spin.java", java_script(), ["/usr/lib/jvm/java-17-openjdk-amd64/bin/java"]),
+    "ruby": ("spin.rb", ruby_script(), ["/usr/bin/ruby3.1"]),
 }
 
 

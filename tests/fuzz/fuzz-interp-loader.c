@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "cpython_layout.h"
+#include "ruby_layout.h"
 #include "file_image.h"
 #include "interp_loader.h"
 
@@ -83,7 +84,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if ((r != 0) != (reason != NULL))
 		abort(); /* a failure says why, a success does not */
-	if (r == 0) {
+	if (r == 0 && d.kind == INTERP_RUBY) {
+		if (ruby_version_from_name(path, &major, &minor) != 0 || d.major != major ||
+		    d.minor != minor || !ruby_layout_for(major, minor))
+			abort();
+	} else if (r == 0) {
 		if (cpython_version_from_name(path, &major, &minor) != 0 || d.kind != INTERP_CPYTHON ||
 		    d.major != major || d.minor != minor || !cpython_layout_for(major, minor))
 			abort();

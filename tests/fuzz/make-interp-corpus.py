@@ -2,8 +2,8 @@
 """Writes the seed corpus of fuzz-interp-loader (tests/fuzz/corpus/
 interp_loader/): records of fuzz-interp-loader.c (u8 name length, name,
 u32 file size, then u32 offset + u16 length + bytes per range), made from
-this machine's real interpreters, Debian's libpython3.11.so.1.0 and
-/usr/bin/python3.11: the ranges the interpreter Loader reads (ELF header
+this machine's real interpreters, Debian's libpython3.11.so.1.0,
+/usr/bin/python3.11 and libruby-3.1.so.3.1: the ranges the interpreter Loader reads (ELF header
 and program headers, section headers, .shstrtab, .dynsym, .dynstr) at
 their real offsets in an image of the file's real size, the rest absent,
 as the service holds such a file. Variants: other names (an unknown
@@ -19,6 +19,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 OUT = HERE / "corpus" / "interp_loader"
 LIBPYTHON = pathlib.Path("/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0")
 PYTHON = pathlib.Path("/usr/bin/python3.11")
+LIBRUBY = pathlib.Path("/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1")
 
 
 def ranges(data):
@@ -71,6 +72,14 @@ def main():
     (OUT / "header-only").write_bytes(record(name, size, rngs[:1]))
     arm = [(0, rngs[0][1][:0x12] + struct.pack("<H", 183) + rngs[0][1][0x14:])] + heads[1:]
     (OUT / "aarch64-headers").write_bytes(record(name, size, arm))
+    # Ruby's: the whole Loader path, an unknown version, a renamed root.
+    data = LIBRUBY.read_bytes()
+    rngs = ranges(data)
+    (OUT / "libruby-3.1.so.3.1").write_bytes(record(b"/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1",
+                                                    len(data), rngs))
+    (OUT / "as-ruby-3.9-headers").write_bytes(record(b"libruby-3.9.so.3.9", len(data), rngs[:3]))
+    renamed = [(o, c.replace(b"ruby_current_vm_ptr\0", b"ruby_current_vm_ptX\0")) for o, c in rngs]
+    (OUT / "ruby-no-vm-ptr").write_bytes(record(b"libruby.so.3.1.2", len(data), renamed))
 
 if __name__ == "__main__":
     main()

@@ -23,6 +23,7 @@
 #include "interp_loader.h"
 
 #define DEBIAN_PYTHON "/usr/bin/python3.11"
+#define DEBIAN_LIBRUBY "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1"
 #define PYENV_LIBPYTHON "/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0"
 
 /* A sparse image of path holding only the ranges elf_analysis_step asked
@@ -51,9 +52,9 @@ static struct file_image *fetched_image(const char *path)
 	return img;
 }
 
-/* _PyRuntime's offset as binutils see it: its address from nm -D, in the
+/* symbol's offset as binutils see it: its address from nm -D, in the
  * coordinates of the executable PT_LOAD line of readelf -lW. */
-static uint64_t binutils_offset(const char *path)
+static uint64_t binutils_offset_of(const char *path, const char *symbol)
 {
 	char cmd[512], line[512];
 	uint64_t vaddr = 0, ret = 0;
@@ -67,7 +68,7 @@ static uint64_t binutils_offset(const char *path)
 		uint64_t v;
 
 		if (sscanf(line, "%" SCNx64 " %c %255s", &v, &type, name) == 3 &&
-		    !strcmp(name, "_PyRuntime"))
+		    !strcmp(name, symbol))
 			vaddr = v;
 	}
 	pclose(f);
@@ -86,6 +87,11 @@ static uint64_t binutils_offset(const char *path)
 	pclose(f);
 	assert_int_not_equal(ret, 0);
 	return ret;
+}
+
+static uint64_t binutils_offset(const char *path)
+{
+	return binutils_offset_of(path, "_PyRuntime");
 }
 
 static void check_interpreter(const char *path, const char *name)
@@ -122,6 +128,39 @@ static void test_pyenv_libpython(void **state)
 	check_interpreter(PYENV_LIBPYTHON, PYENV_LIBPYTHON);
 }
 
+/* Debian's libruby-3.1.so.3.1: Ruby 3.1, its ruby_current_vm_ptr. */
+static void test_debian_libruby(void **state)
+{
+	const char *path = DEBIAN_LIBRUBY;
+	struct file_image *img;
+	struct interp_data d;
+	const char *reason = NULL;
+
+	(void)state;
+	if (access(path, R_OK) < 0)
+		skip();
+	img = fetched_image(path);
+	assert_true(interp_loader_wants(path));
+	assert_true(interp_loader_wants("libruby.so.3.1.2"));
+	assert_false(interp_loader_wants("/usr/bin/ruby3.1"));
+	assert_false(interp_loader_wants("libruby-static.a"));
+	assert_false(interp_loader_wants("libruby-3.1.a"));
+	assert_int_equal(interp_loader_analyse(img, path, &d, &reason), 0);
+	assert_int_equal(d.kind, INTERP_RUBY);
+	assert_int_equal(d.major, 3);
+	assert_int_equal(d.minor, 1);
+	assert_int_equal(d.runtime_offset, binutils_offset_of(path, "ruby_current_vm_ptr"));
+	/* No layout for another version. */
+	assert_int_equal(interp_loader_analyse(img, "libruby-3.2.so.3.2", &d, &reason),
+			 -EPROTONOSUPPORT);
+	assert_non_null(reason);
+	file_image_free(img);
+	/* A Ruby name without the root symbol. */
+	img = fetched_image("/usr/bin/ls");
+	assert_int_equal(interp_loader_analyse(img, "libruby-3.1.so.3.1", &d, &reason), -ENOENT);
+	file_image_free(img);
+}
+
 static void test_not_interpreters(void **state)
 {
 	struct file_image *img = fetched_image("/usr/bin/ls");
@@ -150,6 +189,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_debian_stripped),
 		cmocka_unit_test(test_pyenv_libpython),
+		cmocka_unit_test(test_debian_libruby),
 		cmocka_unit_test(test_not_interpreters),
 	};
 

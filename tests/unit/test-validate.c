@@ -14,6 +14,8 @@
 
 #include "cpython.h"
 #include "hotspot.h"
+
+#include "ruby.h"
 #include "validate.h"
 
 static uint8_t fid[16] = { 1, 2, 3 };
@@ -440,6 +442,69 @@ static void test_hotspot_config(void **state)
 	o.codecache_low_static = 0xff;
 	assert_int_equal(check_hotspot(o, JVM_FILE_SIZE + SONDE_HOTSPOT_IMAGE_SLACK - 0x20 - 8),
 			 -EBADMSG);
+
+/* Ruby 3.1's layout (symbolizer/interp/ruby/ruby_layout.c) and its
+ * limits (bpf/ruby.h). */
+static void test_config_ruby(void **state)
+{
+	const struct sonde_ruby_offsets l31 = {
+		.major = 3, .minor = 1, .vm_main_ractor = 32, .ec_vm_stack_size = 8,
+		.ec_cfp = 16, .ec_thread = 48, .thread_tid = 88, .cfp_size = 64,
+		.cfp_iseq = 16, .cfp_ep = 32, .iseq_body = 16, .body_iseq_size = 4,
+		.body_iseq_encoded = 8, .body_path = 64, .body_base_label = 72,
+		.body_label = 80, .body_first_lineno = 88, .body_insns_body = 120,
+		.body_insns_size = 136, .body_succ = 144, .insn_info_size = 12,
+		.me_def = 16, .me_owner = 32, .def_original_id = 32, .class_ext = 24,
+		.ext_iv_tbl = 8, .st_entries_start = 32, .st_entries_bound = 40,
+		.st_entries = 48, .str_heap_len = 16, .str_heap_ptr = 24, .str_embed = 16,
+		.ary_heap_len = 16, .ary_heap_ptr = 32, .ary_embed = 16, .ids_index = 1,
+		.vm_mark_object_ary = 328, .ractor_running_ec = 520, .id_classpath = 3841,
+		.id_attached = 3089,
+	};
+	const uint64_t size = 3869264, root = 0x3bd370; /* libruby-3.1.so.3.1, ruby_current_vm_ptr */
+	struct sonde_ruby_offsets o;
+	uint8_t bytes[sizeof(o)];
+	Sonde__V1__InterpreterConfig c;
+	const char *reason = NULL;
+
+	(void)state;
+	sonde__v1__interpreter_config__init(&c);
+	c.file_id.data = fid;
+	c.file_id.len = 16;
+	c.kind = SONDE_INTERP_RUBY;
+	c.format_version = SONDE_RUBY_FORMAT_VERSION;
+	c.runtime_offset = root;
+	c.layout.data = bytes;
+	c.layout.len = sizeof(o);
+#define RB_CHECK(field, value, want)                                              \
+	do {                                                                      \
+		o = l31;                                                          \
+		o.field = value;                                                  \
+		memcpy(bytes, &o, sizeof(o));                                     \
+		assert_int_equal(validate_interp_config(&c, size, &reason), want); \
+	} while (0)
+	RB_CHECK(major, 3, 0);
+	RB_CHECK(minor, 2, -EBADMSG);      /* no 3.2 layout */
+	RB_CHECK(major, 2, -EBADMSG);
+	RB_CHECK(ractor_running_ec, SONDE_RUBY_VM_OFF_MAX - 1, 0);
+	RB_CHECK(ractor_running_ec, SONDE_RUBY_VM_OFF_MAX, -EBADMSG);
+	RB_CHECK(vm_mark_object_ary, 0xffff, -EBADMSG);
+	RB_CHECK(vm_ptr_off, SONDE_RUBY_VM_OFF_MAX, -EBADMSG);
+	RB_CHECK(cfp_size, 0, -EBADMSG);   /* the walker steps by it */
+	RB_CHECK(cfp_size, 97, -EBADMSG);
+	RB_CHECK(insn_info_size, 255, -EBADMSG);
+	RB_CHECK(ids_index, 16, -EBADMSG);
+	RB_CHECK(id_classpath, 0, -EBADMSG);
+	RB_CHECK(pad, 1, -EBADMSG);
+	RB_CHECK(body_succ, 255, 0);       /* a byte bounds the small offsets */
+	/* The first read (8 bytes at the root plus vm_ptr_off) in the image. */
+	c.runtime_offset = size + SONDE_RUBY_IMAGE_SLACK - 8;
+	RB_CHECK(vm_ptr_off, 0, 0);
+	RB_CHECK(vm_ptr_off, 1, -EBADMSG);
+	c.runtime_offset = root;
+	c.layout.len = sizeof(o) - 1;
+	RB_CHECK(major, 3, -EBADMSG);
+#undef RB_CHECK
 }
 
 int main(void)
@@ -455,6 +520,8 @@ int main(void)
 		cmocka_unit_test(test_config_layout_bounds),
 		cmocka_unit_test(test_config_runtime_offset),
 		cmocka_unit_test(test_hotspot_config),
+
+		cmocka_unit_test(test_config_ruby),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

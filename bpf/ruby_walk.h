@@ -1,0 +1,392 @@
+/* ruby_walk.h - the Ruby (MRI/YARV) frame walker of sample.bpf.c
+ * (docs/interpreters.md). For a tgid whose interp_procs entry is of kind
+ * SONDE_INTERP_RUBY (interp_walk.h dispatches): from ruby_current_vm_ptr
+ * to the main ractor's running execution context (the GVL holder; when
+ * that is not the sampled thread, no Ruby frames), then its control
+ * frames from the current one towards the stack's end (at most
+ * SONDE_RUBY_MAX_FRAMES looked at): iseq frames and cfunc frames are
+ * recorded after the native frames, dummy and ifunc frames skipped. The
+ * first time an iseq or a cfunc's method entry is seen in a process, what
+ * names it goes out as a SONDE_REC_INTERP record of kind
+ * SONDE_INTERP_RUBY.
+ *
+ * Everything is read with bpf_probe_read_user at offsets the symbolizer
+ * chose for the version: a wrong offset or a racing VM gives a wrong or
+ * short Ruby stack, never more. Included by interp_walk.h after
+ * sample.bpf.c's maps (events, interp_procs) and count_err().
+ */
+#pragma once
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct sonde_ruby_key);
+	__type(value, __u64); /* checksum */
+} ruby_seen SEC(".maps");
+
+static __always_inline __u64 rb_ptr(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
+		return 0;
+	return v;
+}
+
+/* Element i of Array ary, or 0. */
+static __always_inline __u64 rb_ary_at(const struct sonde_ruby_proc *p, __u64 ary, __u64 i)
+{
+	__u64 flags = ary ? rb_ptr(ary) : 0;
+
+	if ((flags & SONDE_RUBY_T_MASK) != SONDE_RUBY_T_ARRAY)
+		return 0;
+	if (flags & SONDE_RUBY_ARY_EMBED)
+		return i < SONDE_RUBY_ARY_EMBED_LEN(flags) ? rb_ptr(ary + p->off.ary_embed + i * 8) : 0;
+	if (i >= rb_ptr(ary + p->off.ary_heap_len))
+		return 0;
+	return rb_ptr(rb_ptr(ary + p->off.ary_heap_ptr) + i * 8);
+}
+
+/* String str's bytes into dst (size: the slot); returns the length
+ * copied, *flags |= cut when the string was longer than the slot. */
+static __always_inline __u16 rb_str(const struct sonde_ruby_proc *p, char *dst, __u32 size,
+				    __u64 str, __u8 *flags, __u8 cut)
+{
+	__u64 hdr = str ? rb_ptr(str) : 0, len, data;
+	long n;
+
+	if ((hdr & SONDE_RUBY_T_MASK) != SONDE_RUBY_T_STRING)
+		return 0;
+	if (hdr & SONDE_RUBY_STR_NOEMBED) {
+		len = rb_ptr(str + p->off.str_heap_len);
+		data = rb_ptr(str + p->off.str_heap_ptr);
+	} else {
+		len = SONDE_RUBY_STR_EMBED_LEN(hdr);
+		data = str + p->off.str_embed;
+	}
+	n = bpf_probe_read_user_str(dst, size, (const void *)data);
+	if (n <= 0)
+		return 0;
+	n--;
+	if (len >= size)
+		*flags |= cut;
+	if ((__u64)n > len)
+		n = (long)len;
+	return (__u16)n;
+}
+
+/* Ivar id of class klass (its st_table, at most 16 entries scanned), or 0. */
+static __always_inline __u64 rb_class_ivar(const struct sonde_ruby_proc *p, __u64 klass, __u64 id)
+{
+	__u64 tbl = rb_ptr(rb_ptr(klass + p->off.class_ext) + p->off.ext_iv_tbl);
+	__u64 start, bound, ents;
+	__u32 i;
+
+	if (!tbl)
+		return 0;
+	start = rb_ptr(tbl + p->off.st_entries_start);
+	bound = rb_ptr(tbl + p->off.st_entries_bound);
+	ents = rb_ptr(tbl + p->off.st_entries);
+	for (i = 0; i < 16; i++) {
+		__u64 e = ents + (start + i) * 24; /* st_table_entry {hash, key, record} */
+
+		if (start + i >= bound)
+			break;
+		if (rb_ptr(e + 8) == id)
+			return rb_ptr(e + 16);
+	}
+	return 0;
+}
+
+/* The method entry of the frame whose env is ep (an iseq frame: up the
+ * env chain to the method's local env, at most 8 steps), or 0. */
+static __always_inline __u64 rb_frame_me(__u64 ep)
+{
+	__u32 i;
+
+	for (i = 0; i < 8 && ep; i++) {
+		__u64 m = rb_ptr(ep - 16), flags = m ? rb_ptr(m) : 0; /* ep[ME_CREF] */
+		__u64 env = rb_ptr(ep);
+
+		if ((flags & SONDE_RUBY_T_MASK) == SONDE_RUBY_T_IMEMO) {
+			if (SONDE_RUBY_IMEMO_TYPE(flags) == SONDE_RUBY_IMEMO_SVAR) {
+				m = rb_ptr(m + 8); /* svar->cref_or_me */
+				flags = m ? rb_ptr(m) : 0;
+			}
+			if ((flags & SONDE_RUBY_T_MASK) == SONDE_RUBY_T_IMEMO &&
+			    SONDE_RUBY_IMEMO_TYPE(flags) == SONDE_RUBY_IMEMO_MENT)
+				return m;
+		}
+		if (env & SONDE_RUBY_ENV_FLAG_LOCAL)
+			return 0;
+		ep = rb_ptr(ep - 8) & ~3ull; /* ep[SPECVAL]: the previous env */
+	}
+	return 0;
+}
+
+/* me's owner's class path into m->klass (a singleton class: its attached
+ * class's, flagged). */
+static __always_inline void rb_owner_name(const struct sonde_ruby_proc *p, __u64 me,
+					  struct sonde_ruby_meta *m)
+{
+	__u64 owner = me ? rb_ptr(me + p->off.me_owner) : 0;
+	__u64 flags = owner ? rb_ptr(owner) : 0;
+
+	if ((flags & SONDE_RUBY_T_MASK) != SONDE_RUBY_T_CLASS &&
+	    (flags & SONDE_RUBY_T_MASK) != SONDE_RUBY_T_MODULE)
+		return;
+	if (flags & SONDE_RUBY_FL_SINGLETON) {
+		__u64 att = rb_class_ivar(p, owner, p->off.id_attached);
+		__u64 t = att ? rb_ptr(att) & SONDE_RUBY_T_MASK : 0;
+
+		if (t != SONDE_RUBY_T_CLASS && t != SONDE_RUBY_T_MODULE)
+			return;
+		owner = att;
+		m->flags |= SONDE_RUBY_META_SINGLETON;
+	}
+	m->class_len = rb_str(p, m->klass, sizeof(m->klass),
+			      rb_class_ivar(p, owner, p->off.id_classpath), &m->flags,
+			      SONDE_RUBY_META_CLASS_CUT);
+}
+
+/* The name of ID id (global_symbols.ids: chunks of 512 (str, sym) pairs),
+ * into m->label. */
+static __always_inline void rb_id_name(const struct sonde_ruby_proc *p, __u64 vm, __u64 id,
+				       struct sonde_ruby_meta *m)
+{
+	__u64 marks = rb_ptr(vm + p->off.vm_mark_object_ary);
+	__u64 ids = rb_ary_at(p, rb_ary_at(p, marks, 0), p->off.ids_index);
+	__u64 serial = id > SONDE_RUBY_LAST_OP_ID ? id >> SONDE_RUBY_ID_SCOPE_SHIFT : id;
+	__u64 chunk = rb_ary_at(p, ids, serial / SONDE_RUBY_ID_ENTRY_UNIT);
+
+	m->label_len = rb_str(p, m->label, sizeof(m->label),
+			      rb_ary_at(p, chunk, (serial % SONDE_RUBY_ID_ENTRY_UNIT) * 2),
+			      &m->flags, SONDE_RUBY_META_LABEL_CUT);
+}
+
+static __always_inline struct sonde_ruby_meta_rec *rb_rec_new(__u32 tgid, __u8 type, __u64 addr,
+							      __u64 sum)
+{
+	struct sonde_ruby_meta_rec *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+
+	if (!r) {
+		count_err(SONDE_ERR_RINGBUF_FULL_EVENT);
+		return NULL;
+	}
+	r->h.type = SONDE_REC_INTERP;
+	r->h.pid = tgid;
+	r->h.kind = SONDE_INTERP_RUBY;
+	r->h.len = sizeof(r->meta);
+	__builtin_memset(&r->meta, 0, 64); /* the header; slots carry lengths */
+	r->meta.size = sizeof(r->meta);
+	r->meta.version = SONDE_RUBY_META_VERSION;
+	r->meta.type = type;
+	r->meta.addr = addr;
+	r->meta.checksum = sum;
+	return r;
+}
+
+/* A cfunc's method entry's record: its name and owner. (The record
+ * makers and ruby_note are global functions: the verifier checks each
+ * once, not once per frame of the walk.) */
+__noinline int ruby_emit_cfunc(__u32 tgid, __u64 me, __u64 sum, __u64 vm,
+				      const struct sonde_ruby_proc *p)
+{
+	struct sonde_ruby_meta_rec *r;
+
+	if (!p)
+		return -1;
+	r = rb_rec_new(tgid, SONDE_RUBY_META_CFUNC, me, sum);
+	if (!r)
+		return -1;
+	rb_id_name(p, vm, rb_ptr(rb_ptr(me + p->off.me_def) + p->off.def_original_id), &r->meta);
+	rb_owner_name(p, me, &r->meta);
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+/* An iseq's record: names, path, first line and line table; the owner of
+ * the method entry of the frame (env ep) it runs in. */
+__noinline int ruby_emit_iseq(__u32 tgid, __u64 iseq, __u64 sum, __u64 ep,
+				     const struct sonde_ruby_proc *p)
+{
+	struct sonde_ruby_meta_rec *r;
+	struct sonde_ruby_meta *m;
+	__u64 body, path, table, n, cnt, isz;
+	__u32 size = 0;
+
+	if (!p)
+		return -1;
+	r = rb_rec_new(tgid, SONDE_RUBY_META_ISEQ, iseq, sum);
+	if (!r)
+		return -1;
+	m = &r->meta;
+	body = rb_ptr(iseq + p->off.iseq_body);
+	m->first_lineno = (__u32)(rb_ptr(body + p->off.body_first_lineno) >> 1); /* a Fixnum */
+	bpf_probe_read_user(&m->iseq_size, 4, (const void *)(body + p->off.body_iseq_size));
+	bpf_probe_read_user(&size, 4, (const void *)(body + p->off.body_insns_size));
+	m->insns_size = size;
+	m->label_len = rb_str(p, m->label, sizeof(m->label), rb_ptr(body + p->off.body_label),
+			      &m->flags, SONDE_RUBY_META_LABEL_CUT);
+	m->base_len = rb_str(p, m->base, sizeof(m->base), rb_ptr(body + p->off.body_base_label),
+			     &m->flags, SONDE_RUBY_META_LABEL_CUT);
+	path = rb_ptr(body + p->off.body_path);
+	if ((rb_ptr(path) & SONDE_RUBY_T_MASK) == SONDE_RUBY_T_ARRAY)
+		path = rb_ary_at(p, path, 0); /* [path, realpath] */
+	m->path_len = rb_str(p, m->path, sizeof(m->path), path, &m->flags,
+			     SONDE_RUBY_META_PATH_CUT);
+	rb_owner_name(p, rb_frame_me(ep), m);
+	/* The line table: insns_info entries, and the succinct index table
+	 * that maps an instruction position to one (48 bytes, then 80 per
+	 * 512 positions past the first 54). */
+	isz = p->off.insn_info_size;
+	cnt = size;
+	if (isz && cnt * isz > sizeof(m->lines)) {
+		cnt = sizeof(m->lines) / isz;
+		m->flags |= SONDE_RUBY_META_LINES_CUT;
+	}
+	n = cnt * isz;
+	/* One unsigned bound the verifier follows (a size of 0 reads
+	 * nothing). */
+	if (n > sizeof(m->lines) ||
+	    bpf_probe_read_user(m->lines, n, (const void *)rb_ptr(body + p->off.body_insns_body)))
+		n = 0;
+	m->lines_len = (__u16)n;
+	m->insn_info_size = (__u8)isz;
+	table = rb_ptr(body + p->off.body_succ);
+	n = m->iseq_size > 54 ? 48 + 80 * (((__u64)m->iseq_size - 54 + 511) / 512) : 48;
+	if (n > sizeof(m->succ)) {
+		n = sizeof(m->succ);
+		m->flags |= SONDE_RUBY_META_LINES_CUT;
+	}
+	if (!table || n > sizeof(m->succ) || bpf_probe_read_user(m->succ, n, (const void *)table))
+		n = 0;
+	m->succ_len = (__u16)n;
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+/* Sends what names addr (an iseq, or a cfunc's method entry) unless this
+ * process's copy was sent already. */
+__noinline int ruby_note(__u32 tgid, __u64 word, __u64 ep, __u64 vm,
+			 const struct sonde_ruby_proc *p)
+{
+	struct sonde_ruby_key key = { .tgid = tgid, .addr = SONDE_RUBY_FRAME_ADDR(word) };
+	__u64 sum, *seen, a = key.addr;
+
+	if (!p)
+		return 0;
+	/* A freed and reused object has other names. */
+	if (SONDE_RUBY_FRAME_IS_CFUNC(word)) {
+		sum = rb_ptr(a + p->off.me_def) ^ (rb_ptr(a + p->off.me_owner) << 1);
+	} else {
+		__u64 body = rb_ptr(a + p->off.iseq_body);
+
+		sum = body ^ (rb_ptr(body + p->off.body_label) << 1) ^
+		      (rb_ptr(body + p->off.body_path) << 2);
+	}
+	seen = bpf_map_lookup_elem(&ruby_seen, &key);
+	if (seen && *seen == sum)
+		return 0;
+	if ((SONDE_RUBY_FRAME_IS_CFUNC(word) ? ruby_emit_cfunc(tgid, a, sum, vm, p)
+					     : ruby_emit_iseq(tgid, a, sum, ep, p)) == 0)
+		bpf_map_update_elem(&ruby_seen, &key, &sum, BPF_ANY);
+	return 0;
+}
+
+/* The frame word of control frame cfp (0: not one to record) and in *ep
+ * its env. A global function: the verifier checks it once, not once per
+ * frame of the walk. */
+__noinline __u64 ruby_frame_word(const struct sonde_ruby_proc *p, __u64 cfp, __u64 *ep)
+{
+	__u64 pc, iseq, env, flags, enc, idx = 0, finish;
+
+	if (!p || !ep)
+		return 0;
+	*ep = 0;
+	env = rb_ptr(cfp + p->off.cfp_ep);
+	if (!env)
+		return 0;
+	*ep = env;
+	flags = rb_ptr(env); /* ep[FLAGS] */
+	finish = flags & SONDE_RUBY_FRAME_FLAG_FINISH;
+	if ((flags & SONDE_RUBY_FRAME_MAGIC_MASK) == SONDE_RUBY_FRAME_MAGIC_CFUNC) {
+		__u64 me = rb_ptr(env - 16), mf = me ? rb_ptr(me) : 0;
+
+		if ((mf & SONDE_RUBY_T_MASK) != SONDE_RUBY_T_IMEMO ||
+		    SONDE_RUBY_IMEMO_TYPE(mf) != SONDE_RUBY_IMEMO_MENT || (me & 7))
+			return 0;
+		return SONDE_RUBY_FRAME(me | SONDE_RUBY_FRAME_CFUNC, 0, finish);
+	}
+	if ((flags & SONDE_RUBY_FRAME_FLAG_CFRAME) ||
+	    (flags & SONDE_RUBY_FRAME_MAGIC_MASK) == SONDE_RUBY_FRAME_MAGIC_DUMMY)
+		return 0; /* a dummy or ifunc frame */
+	pc = rb_ptr(cfp + p->off.cfp_pc);
+	iseq = rb_ptr(cfp + p->off.cfp_iseq);
+	if (!pc || !iseq || (iseq & 7))
+		return 0;
+	enc = rb_ptr(rb_ptr(iseq + p->off.iseq_body) + p->off.body_iseq_encoded);
+	if (pc >= enc)
+		idx = (pc - enc) / 8;
+	return SONDE_RUBY_FRAME(iseq, idx, finish);
+}
+
+/* 1 when w is not 0, computed without a branch (the compiler would make
+ * (w | -w) >> 63 one), so the verifier sees a range, not two values. */
+static __always_inline __u32 ruby_nonzero(__u64 w)
+{
+	__u64 t;
+
+	asm volatile("%[t] = %[w]\n\t"
+		     "%[t] = -%[t]\n\t"
+		     "%[t] |= %[w]\n\t"
+		     "%[t] >>= 63"
+		     : [t] "=&r"(t)
+		     : [w] "r"(w));
+	return (__u32)t;
+}
+
+/* Records the Ruby frames of thread tid of tgid at rec->frames[at..],
+ * with p its interp_procs entry (of kind SONDE_INTERP_RUBY). Returns how
+ * many. A global function: verified once, whatever the state of the
+ * sample program that calls it. */
+__noinline int ruby_walk(struct sonde_sample *rec, const struct sonde_ruby_proc *p,
+				__u32 tgid, __u32 tid, __u32 at)
+{
+	__u64 vm, ec, cfp, end;
+	__u32 n = 0, i;
+	__s32 th_tid = 0;
+
+	if (!rec || !p)
+		return 0;
+	vm = rb_ptr(p->runtime_addr + p->off.vm_ptr_off);
+	if (!vm)
+		return 0;
+	ec = rb_ptr(rb_ptr(vm + p->off.vm_main_ractor) + p->off.ractor_running_ec);
+	if (!ec)
+		return 0;
+	/* Only the GVL holder's frames are the running ones. */
+	bpf_probe_read_user(&th_tid, sizeof(th_tid),
+			    (const void *)(rb_ptr(ec + p->off.ec_thread) + p->off.thread_tid));
+	if ((__u32)th_tid != tid)
+		return 0;
+	cfp = rb_ptr(ec + p->off.ec_cfp);
+	end = rb_ptr(ec + p->off.ec_vm_stack) + rb_ptr(ec + p->off.ec_vm_stack_size) * 8;
+	for (i = 0; i < SONDE_RUBY_MAX_FRAMES && cfp && cfp < end; i++) {
+		__u64 ep = 0, word = ruby_frame_word(p, cfp, &ep);
+		__u32 idx = at + n;
+
+		cfp += p->off.cfp_size;
+		if (idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
+			break;
+		/* A frame not recorded (word 0) is overwritten by the
+		 * next one: n counts without a branch, so the verifier
+		 * follows one path per frame, not one per count of
+		 * recorded frames. */
+		rec->frames[idx] = word;
+		if (word)
+			ruby_note(tgid, word, ep, vm, p);
+		n += ruby_nonzero(word);
+	}
+	return n;
+}
