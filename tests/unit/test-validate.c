@@ -442,6 +442,7 @@ static void test_hotspot_config(void **state)
 	o.codecache_low_static = 0xff;
 	assert_int_equal(check_hotspot(o, JVM_FILE_SIZE + SONDE_HOTSPOT_IMAGE_SLACK - 0x20 - 8),
 			 -EBADMSG);
+}
 
 /* Ruby 3.1's layout (symbolizer/interp/ruby/ruby_layout.c) and its
  * limits (bpf/ruby.h). */
@@ -520,7 +521,6 @@ int main(void)
 		cmocka_unit_test(test_config_layout_bounds),
 		cmocka_unit_test(test_config_runtime_offset),
 		cmocka_unit_test(test_hotspot_config),
-
 		cmocka_unit_test(test_config_ruby),
 	};
 
