@@ -5,7 +5,7 @@
  * the types whose data follows them, and the JDK release. The x86-64
  * interpreter frame slots that the tables do not export (Method*, bcp)
  * are placed from the ones they do (frame::interpreter_frame_last_sp_offset)
- * by frame_x86.hpp's order, the same in JDK 9 to 21.
+ * by frame_x86.hpp's order (checked on JDK 17: the bcis give JFR's lines).
  */
 #pragma once
 
