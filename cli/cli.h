@@ -45,7 +45,7 @@ struct cli_query_opts {
 	unsigned limit;
 	const char *output;
 };
-/* Parses --symbolizer, --since, --pid, --limit, -o, -F (--frequency:
+/* Parses --symbolizer, --since, --node, --pid, --limit, -o, -F (--frequency:
  * only Pprof uses it) with command_parse(). Returns 0, 1 for
  * --help (printed), or -EINVAL (reported). */
 int cli_parse_query_opts(int argc, char **argv, const char *help, struct cli_query_opts *o);

@@ -59,16 +59,27 @@ static void fg_free(struct fg_node *n)
 	}
 }
 
-/* Builds the tree: root "all", then comm, then the frames root first.
- * Returns 0, or -ENOMEM/-E2BIG (the tree is then partial). */
+/* Builds the tree: root "all", then the node when the stacks come from
+ * several, then comm, then the frames root first. Returns 0, or
+ * -ENOMEM/-E2BIG (the tree is then partial). */
 static int fg_build(struct fg_tree *t, const Sonde__V1__FoldedResponse *folded)
 {
+	bool by_node = false;
+
+	for (size_t i = 1; i < folded->n_stacks && !by_node; i++)
+		by_node = strcmp(folded->stacks[i]->node, folded->stacks[0]->node) != 0;
 	t->root.name = "all";
 	for (size_t i = 0; i < folded->n_stacks; i++) {
 		const Sonde__V1__FoldedStack *st = folded->stacks[i];
 		struct fg_node *n = &t->root;
 
 		n->value += st->count;
+		if (by_node) {
+			n = fg_child(t, n, *st->node ? st->node : "[unknown node]");
+			if (!n)
+				return t->n_nodes >= FG_MAX_NODES ? -E2BIG : -ENOMEM;
+			n->value += st->count;
+		}
 		if (st->comm && *st->comm) {
 			n = fg_child(t, n, st->comm);
 			if (!n)
@@ -173,7 +184,8 @@ int cli_write_flamegraph_file(const char *path, const Sonde__V1__FoldedResponse 
 int cmd_flamegraph(int argc, char **argv)
 {
 	static const char help[] =
-		"usage: sonde flamegraph [--since SECONDS] [--pid PID] -o FILE.html [--symbolizer ADDR]\n"
+		"usage: sonde flamegraph [--since SECONDS] [--node NAME] [--pid PID] -o FILE.html\n"
+		"                        [--symbolizer ADDR]\n"
 		"Writes the stacks stored by a running symbolizer as one self-contained HTML\n"
 		"flame graph (click to zoom, search, tooltips; no network needed to view it).\n";
 	struct cli_query_opts o = { .q = SONDE__V1__PROFILE_QUERY__INIT };

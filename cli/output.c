@@ -10,17 +10,29 @@
 void cli_print_top(FILE *out, const Sonde__V1__TopResponse *top, unsigned limit)
 {
 	double total = top->total_samples ? (double)top->total_samples : 1.0;
+	bool by_node = false;
 
 	fprintf(out, "%llu samples\n", (unsigned long long)top->total_samples);
 	if (!top->n_entries) {
 		fprintf(out, "(no samples: nothing ran on a profiled CPU, or the filter matched nothing)\n");
 		return;
 	}
-	fprintf(out, "%7s %7s %9s  %s\n", "SELF%", "TOTAL%", "SAMPLES", "FUNCTION");
+	for (size_t i = 1; i < top->n_entries && !by_node; i++)
+		by_node = strcmp(top->entries[i]->node, top->entries[0]->node) != 0;
+	if (by_node)
+		fprintf(out, "%7s %7s %9s  %-20s %s\n", "SELF%", "TOTAL%", "SAMPLES", "NODE", "FUNCTION");
+	else
+		fprintf(out, "%7s %7s %9s  %s\n", "SELF%", "TOTAL%", "SAMPLES", "FUNCTION");
 	for (size_t i = 0; i < top->n_entries && i < limit; i++) {
 		const Sonde__V1__TopEntry *e = top->entries[i];
-		fprintf(out, "%6.2f%% %6.2f%% %9llu  %.200s\n", 100.0 * (double)e->self / total,
-			100.0 * (double)e->total / total, (unsigned long long)e->self, e->function);
+		if (by_node)
+			fprintf(out, "%6.2f%% %6.2f%% %9llu  %-20.100s %.200s\n",
+				100.0 * (double)e->self / total, 100.0 * (double)e->total / total,
+				(unsigned long long)e->self, e->node, e->function);
+		else
+			fprintf(out, "%6.2f%% %6.2f%% %9llu  %.200s\n", 100.0 * (double)e->self / total,
+				100.0 * (double)e->total / total, (unsigned long long)e->self,
+				e->function);
 	}
 }
 
@@ -34,12 +46,23 @@ static void put_frame(FILE *out, const char *s)
 
 int cli_write_folded(FILE *out, const Sonde__V1__FoldedResponse *folded)
 {
+	bool by_node = false;
+
+	for (size_t i = 1; i < folded->n_stacks && !by_node; i++)
+		by_node = strcmp(folded->stacks[i]->node, folded->stacks[0]->node) != 0;
 	for (size_t i = 0; i < folded->n_stacks; i++) {
 		const Sonde__V1__FoldedStack *st = folded->stacks[i];
 		bool sep = false;
 
+		/* Several nodes: each its own root, so none merge. */
+		if (by_node) {
+			put_frame(out, *st->node ? st->node : "[unknown node]");
+			sep = true;
+		}
 		/* The process name is the root frame, as perf's folded output has it. */
 		if (st->comm && *st->comm) {
+			if (sep)
+				fputc(';', out);
 			put_frame(out, st->comm);
 			sep = true;
 		}

@@ -55,7 +55,8 @@ int cli_fetch_pprof(const char *address, const Sonde__V1__ProfileQuery *q,
 int cmd_pprof(int argc, char **argv)
 {
 	static const char help[] =
-		"usage: sonde pprof [--since SECONDS] [--pid PID] [-F HZ] -o FILE.pb.gz [--symbolizer ADDR]\n"
+		"usage: sonde pprof [--since SECONDS] [--node NAME] [--pid PID] [-F HZ] -o FILE.pb.gz\n"
+		"                   [--symbolizer ADDR]\n"
 		"Writes the samples stored by a running symbolizer as a gzipped pprof profile\n"
 		"(profile.proto: functions, source lines, inlined frames, mappings with build IDs,\n"
 		"pid/tid/comm labels), for go tool pprof, Pyroscope, Parca or Speedscope.\n"

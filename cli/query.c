@@ -15,7 +15,9 @@
 int cli_parse_query_opts(int argc, char **argv, const char *help, struct cli_query_opts *o)
 {
 	uint64_t since = 0;
+	const char *node = NULL;
 	const struct command_opt opts[] = {
+		{ "node", 'N', COMMAND_OPT_STRING, &node },
 		{ "since", 'S', COMMAND_OPT_U64, &since,
 		  .bad = "sonde: --since wants seconds, not '%.64s'\n" },
 		{ "pid", 'p', COMMAND_OPT_U32, &o->q.pid,
@@ -34,15 +36,20 @@ int cli_parse_query_opts(int argc, char **argv, const char *help, struct cli_que
 		return r;
 	if (since)
 		o->q.since_unix_s = (uint64_t)time(NULL) - since;
+	if (node)
+		o->q.node = (char *)node;
 	return 0;
 }
 
 int cmd_top(int argc, char **argv)
 {
 	static const char help[] =
-		"usage: sonde top [--since SECONDS] [--pid PID] [--limit N] [--symbolizer ADDR]\n"
+		"usage: sonde top [--since SECONDS] [--node NAME] [--pid PID] [--limit N]\n"
+		"                [--symbolizer ADDR]\n"
 		"Shows the functions with the most samples stored by a running symbolizer\n"
-		"(over the last SECONDS, default everything it keeps).\n";
+		"(over the last SECONDS, default everything it keeps), counted per node\n"
+		"(the sensor's --node-name, else its host name; shown when there are\n"
+		"several); --node: that node's only.\n";
 	struct cli_query_opts o = { .q = SONDE__V1__PROFILE_QUERY__INIT, .limit = 25 };
 	Sonde__V1__TopResponse *top = NULL;
 	int r;
@@ -63,9 +70,11 @@ int cmd_top(int argc, char **argv)
 int cmd_folded(int argc, char **argv)
 {
 	static const char help[] =
-		"usage: sonde folded [--since SECONDS] [--pid PID] [-o FILE] [--symbolizer ADDR]\n"
+		"usage: sonde folded [--since SECONDS] [--node NAME] [--pid PID] [-o FILE]\n"
+		"                   [--symbolizer ADDR]\n"
 		"Writes the stacks stored by a running symbolizer in folded format\n"
-		"('comm;root;...;leaf COUNT'), to FILE or standard output.\n";
+		"('comm;root;...;leaf COUNT'; 'node;comm;...' when several nodes have\n"
+		"samples), to FILE or standard output.\n";
 	struct cli_query_opts o = { .q = SONDE__V1__PROFILE_QUERY__INIT };
 	Sonde__V1__FoldedResponse *folded = NULL;
 	int r, err;
@@ -292,14 +301,16 @@ static void print_outcomes_row(const char *label, const Sonde__V1__OutcomeCounts
 
 int cmd_status(int argc, char **argv)
 {
-	static const char help[] = "usage: sonde status [--json] [--symbolizer ADDR]\n"
-				   "Shows a running symbolizer's counters.\n";
+	static const char help[] = "usage: sonde status [--json] [--node NAME] [--symbolizer ADDR]\n"
+				   "Shows a running symbolizer's counters, its connected nodes and\n"
+				   "the processes with the most samples (--node: that node's).\n";
 	Sonde__V1__StatusRequest req = SONDE__V1__STATUS_REQUEST__INIT;
 	Sonde__V1__StatusResponse *st = NULL;
-	const char *symbolizer = NULL;
+	const char *symbolizer = NULL, *node = NULL;
 	bool json = false;
 	const struct command_opt opts[] = {
 		{ "json", 'j', COMMAND_OPT_FLAG, &json },
+		{ "node", 'N', COMMAND_OPT_STRING, &node },
 	};
 	const struct command_line cl = { help, opts, sizeof(opts) / sizeof(opts[0]), &symbolizer,
 					 .operands = COMMAND_OPERANDS_IGNORED };
@@ -307,6 +318,8 @@ int cmd_status(int argc, char **argv)
 
 	if (r)
 		return r > 0 ? 0 : 2;
+	if (node)
+		req.node = (char *)node;
 	if (command_call(symbolizer, "/sonde.v1.Symbols/Status", &req.base,
 			 &sonde__v1__status_response__descriptor, COMMAND_RPC_TIMEOUT_MS, false,
 			 (ProtobufCMessage **)&st) < 0)
@@ -375,9 +388,22 @@ int cmd_status(int argc, char **argv)
 			const Sonde__V1__ProcessOutcomes *p = st->processes[i];
 			printf("%s{\"pid\":%u,\"comm\":", i ? "," : "", p->pid);
 			cli_json_string(stdout, p->comm);
+			printf(",\"node\":");
+			cli_json_string(stdout, p->node);
 			printf(",\"outcomes\":");
 			print_outcomes_json(p->outcomes);
 			printf("}");
+		}
+		printf("],\"nodes\":[");
+		for (size_t i = 0; i < st->n_nodes; i++) {
+			const Sonde__V1__NodeInfo *nd = st->nodes[i];
+			printf("%s{\"node\":", i ? "," : "");
+			cli_json_string(stdout, nd->node);
+			printf(",\"host_name\":");
+			cli_json_string(stdout, nd->host_name);
+			printf(",\"machine_id\":");
+			cli_json_string(stdout, nd->machine_id);
+			printf(",\"sensors\":%u}", nd->sensors);
 		}
 		printf("],\"scoped\":%s", st->scoped ? "true" : "false");
 		for (size_t i = 0; i < n_otlp; i++)
@@ -392,15 +418,25 @@ int cmd_status(int argc, char **argv)
 		       "no_table", "read_error", "none");
 		print_outcomes_row("all processes", st->outcomes);
 		for (size_t i = 0; i < st->n_processes; i++) {
-			char label[48];
-			snprintf(label, sizeof(label), "%u %.16s", st->processes[i]->pid,
-				 st->processes[i]->comm);
+			char label[80];
+			if (st->n_nodes > 1)
+				snprintf(label, sizeof(label), "%.20s %u %.16s", st->processes[i]->node,
+					 st->processes[i]->pid, st->processes[i]->comm);
+			else
+				snprintf(label, sizeof(label), "%u %.16s", st->processes[i]->pid,
+					 st->processes[i]->comm);
 			print_outcomes_row(label, st->processes[i]->outcomes);
 		}
 		/* Not an admin: the symbolizer lists only the caller's own
 		 * processes (docs/security.md, roles). */
 		if (st->scoped)
 			printf("(processes of your own uid only)\n");
+		if (st->n_nodes > 1) {
+			printf("\n%-24s %-24s %s\n", "node", "host name", "sensors");
+			for (size_t i = 0; i < st->n_nodes; i++)
+				printf("%-24.100s %-24.100s %u\n", st->nodes[i]->node,
+				       st->nodes[i]->host_name, st->nodes[i]->sensors);
+		}
 		if (n_otlp)
 			printf("\nOTLP export\n");
 		for (size_t i = 0; i < n_otlp; i++)

@@ -56,6 +56,10 @@ static const char env_usage[] =
 	"                        must exist unless --no-drop-privileges; a number\n"
 	"                        without a passwd entry is that uid and gid)\n"
 	"  --no-drop-privileges  keep every capability and no seccomp filter (debugging)\n"
+	"  --node-name NAME      this node's name in the symbolizer's queries and exports\n"
+	"                        (default: the host name; at most 100 bytes)\n"
+	"  --command-line        send each process's command line (OTLP\n"
+	"                        process.command_line); off by default: it can hold secrets\n"
 	"  --go-probes           load the Go probes the symbolizer plans (docs/go-probes.md);\n"
 	"                        keeps CAP_SYS_ADMIN, which the kernel wants for uprobes\n"
 	"  --sandbox-selftest    set up, drop privileges with a filter that answers EPERM\n"
@@ -70,7 +74,7 @@ enum {
 	OPT_SYM = 256, OPT_FREQ, OPT_PID, OPT_CGROUP, OPT_DURATION, OPT_BUFFER, OPT_FLUSH,
 	OPT_RINGBUF, OPT_UNWIND_ROWS, OPT_IDLE, OPT_VERBOSE, OPT_HELP, OPT_TLS_CA, OPT_TLS_CERT,
 	OPT_TLS_KEY, OPT_TLS_NAME, OPT_INSECURE, OPT_NO_DROP, OPT_BPF_WALK, OPT_GO_PROBES,
-	OPT_SELFTEST, OPT_SYM_UID, OPT_USER, OPT_SELFTEST_SOCKET,
+	OPT_SELFTEST, OPT_SYM_UID, OPT_USER, OPT_SELFTEST_SOCKET, OPT_NODE_NAME, OPT_COMMAND_LINE,
 };
 
 static const struct option env_options[] = {
@@ -98,6 +102,8 @@ static const struct option env_options[] = {
 	{"symbolizer-uid", required_argument, NULL, OPT_SYM_UID},
 	{"user", required_argument, NULL, OPT_USER},
 	{"sandbox-selftest-socket", required_argument, NULL, OPT_SELFTEST_SOCKET},
+	{"node-name", required_argument, NULL, OPT_NODE_NAME},
+	{"command-line", no_argument, NULL, OPT_COMMAND_LINE},
 	{},
 };
 
@@ -136,6 +142,14 @@ static int env_parse_option(struct env *e, int c, const char *arg)
 	case OPT_SYM_UID: e->symbolizer_user = arg; return 0;
 	case OPT_USER: e->user = arg; return 0;
 	case OPT_SELFTEST_SOCKET: e->selftest_socket = arg; return 0;
+	case OPT_COMMAND_LINE: e->command_line = true; return 0;
+	case OPT_NODE_NAME:
+		if (!*arg || strlen(arg) > ENV_MAX_NODE_NAME) {
+			log_error("--node-name must be 1..%d bytes", ENV_MAX_NODE_NAME);
+			return -EINVAL;
+		}
+		e->node_name = arg;
+		return 0;
 	case OPT_VERBOSE: e->verbose = true; return 0;
 	case OPT_HELP:
 		fputs(env_usage, stdout);

@@ -10,6 +10,7 @@
 #include "rpc.h"
 
 #define ENV_MAX_PIDS 64
+#define ENV_MAX_NODE_NAME 100 /* bytes; the symbolizer cuts longer names */
 
 /* How BPF walks user stacks (bpf/sample.bpf.c). */
 enum env_bpf_walk { ENV_WALK_AUTO, ENV_WALK_LOOP, ENV_WALK_TAIL };
@@ -38,6 +39,8 @@ struct env {
 	const char *symbolizer_user; /* --symbolizer-uid; NULL: the default */
 	const char *user; /* --user: who the running sensor is */
 	const char *selftest_socket; /* --sandbox-selftest-socket */
+	const char *node_name; /* --node-name; NULL: the host name */
+	bool command_line; /* --command-line: send processes' command lines */
 };
 
 /* Fills *ret with the defaults, then with argv. --help prints the usage

@@ -86,6 +86,11 @@ static int send_process(const struct proc *pr, void *ctx)
 					  owned, &n_owned);
 	if (!up.comm || !up.exe_path || !up.cgroup || !up.otel_service_name)
 		goto cleanup;
+	if (pr->cmdline) {
+		up.command_line = flush_text(pr->cmdline, PROCS_MAX_CMDLINE, owned, &n_owned);
+		if (!up.command_line)
+			goto cleanup;
+	}
 	up.uid = pr->uid;
 	up.n_mappings = pr->n_maps;
 	up.mappings = ptrs;

@@ -892,6 +892,8 @@ static int tables_setup(void)
 	S.mono_to_real_ns = (int64_t)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC));
 	S.fileids = fileids_new(MAX_FILES);
 	S.procs = S.fileids ? procs_new(S.fileids, MAX_PROCS, "/proc") : NULL;
+	if (S.procs)
+		procs_set_command_line(S.procs, env.command_line);
 	S.stacks = stacks_new(env.buffer_stacks, 4 * (size_t)env.buffer_stacks, STACK_IDLE_NS);
 	S.young = S.procs ? young_new(S.procs) : NULL;
 	if (!S.fileids || !S.procs || !S.stacks || !S.young) {
@@ -939,7 +941,8 @@ static int uplink_setup(void)
 {
 	int wfd, err;
 
-	S.uplink = uplink_new(env.symbolizer, S.fileids, env.frequency, clock_ns(CLOCK_REALTIME));
+	S.uplink = uplink_new(env.symbolizer, S.fileids, env.frequency, clock_ns(CLOCK_REALTIME),
+			       env.node_name);
 	if (!S.uplink)
 		return -EINVAL;
 	err = uplink_peer_setup();

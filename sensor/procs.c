@@ -41,10 +41,16 @@ struct procs {
 	/* Some process may be dirty and not a fork copy: a PROCS_DIRTY_URGENT
 	 * pass is needed (it runs after every drain; most find nothing). */
 	bool urgent_hint;
+	bool cmdline; /* procs_set_command_line() */
 	const struct procs_observer *obs;
 	void *obs_ctx;
 	struct proc_node *buckets[PROCS_BUCKETS];
 };
+
+void procs_set_command_line(struct procs *p, bool on)
+{
+	p->cmdline = on;
+}
 
 void procs_set_observer(struct procs *p, const struct procs_observer *obs, void *ctx)
 {
@@ -95,6 +101,7 @@ static void node_free(struct procs *p, struct proc_node *node)
 	maps_free(p, node->pr.maps, node->pr.n_maps);
 	free(node->pr.exe);
 	free(node->pr.cgroup);
+	free(node->pr.cmdline);
 	free(node);
 }
 
@@ -375,6 +382,33 @@ static void read_service_name(const char *dir, char *out, size_t size)
 	free(buf);
 }
 
+/* /proc/PID/cmdline's first PROCS_MAX_CMDLINE bytes, arguments joined
+ * by spaces (malloc'd); NULL when unreadable (a kernel thread, gone). The
+ * bytes stay opaque here: flush.c escapes them as it does every text. */
+static char *read_cmdline(const char *dir)
+{
+	char path[128], *buf = malloc(PROCS_MAX_CMDLINE + 1);
+	ssize_t len;
+
+	if (!buf)
+		return NULL;
+	snprintf(path, sizeof(path), "%s/cmdline", dir);
+	len = read_small(path, buf, PROCS_MAX_CMDLINE + 1);
+	if (len <= 0) {
+		free(buf);
+		return NULL;
+	}
+	if (len > PROCS_MAX_CMDLINE)
+		len = PROCS_MAX_CMDLINE;
+	while (len > 0 && buf[len - 1] == '\0')
+		len--;
+	for (ssize_t i = 0; i < len; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	buf[len] = '\0';
+	return buf;
+}
+
 /* Reads /proc/PID: everything, or (maps_only, for a known process that
  * did not exec since its last scan) only stat and maps. */
 static int scan(struct procs *p, uint32_t pid, bool maps_only)
@@ -491,6 +525,10 @@ static int scan(struct procs *p, uint32_t pid, bool maps_only)
 		if (!old->exe || strcmp(old->exe, exe_copy)) {
 			read_service_name(dir, old->otel_service_name,
 					  sizeof(old->otel_service_name));
+			if (p->cmdline) {
+				free(old->cmdline);
+				old->cmdline = read_cmdline(dir);
+			}
 			old->dirty = true;
 		}
 		if (!old->cgroup || strcmp(old->cgroup, cgroup))
@@ -564,7 +602,8 @@ int procs_fork(struct procs *p, uint32_t child, uint32_t parent, uint64_t start_
 	c->n_maps = pa->n_maps;
 	c->exe = strdup(pa->exe ? pa->exe : "");
 	c->cgroup = strdup(pa->cgroup ? pa->cgroup : "");
-	if (!c->exe || !c->cgroup) {
+	c->cmdline = pa->cmdline ? strdup(pa->cmdline) : NULL;
+	if (!c->exe || !c->cgroup || (pa->cmdline && !c->cmdline)) {
 		node_free(p, node);
 		return -ENOMEM;
 	}

@@ -32,6 +32,9 @@ struct proc {
 	/* OTEL_SERVICE_NAME from its environment at exec, bounded, opaque;
 	 * "" when unset (docs/go-probes.md). */
 	char otel_service_name[128];
+	/* /proc/PID/cmdline at exec, arguments joined by spaces, at most
+	 * PROCS_MAX_CMDLINE bytes; NULL unless procs_set_command_line() */
+	char *cmdline;
 	uint64_t start_ticks;
 	/* Owner (maps.h proc_parse_status_uid; 0 when unknown or mid uid
 	 * change), read at each full scan (first scan, after an exec). */
@@ -70,6 +73,10 @@ struct procs_observer {
  * proc_root: "/proc" (tests may pass another directory). */
 struct procs *procs_new(struct fileids *fileids, size_t max_procs, const char *proc_root);
 void procs_free(struct procs *p);
+#define PROCS_MAX_CMDLINE 4096
+/* Whether to read each process's command line (--command-line: it can
+ * hold secrets, so it is off unless asked for). */
+void procs_set_command_line(struct procs *p, bool on);
 /* The vDSO's registration (vdso.h; e: a reference that outlives p):
  * processes' [vdso] mappings that match it get its file ID. */
 void procs_set_vdso(struct procs *p, struct fileid_entry *e, const struct fileid_info *info);

@@ -82,6 +82,8 @@ struct uplink {
 	Sonde__V1__Hello hello;
 	char hostname[256];
 	char boot_id[64];
+	char machine_id[64];
+	char node_name[256];
 	char release[65];
 };
 
@@ -111,9 +113,10 @@ static long ms_since(const struct timespec *t)
 	return (now.tv_sec - t->tv_sec) * 1000 + (now.tv_nsec - t->tv_nsec) / 1000000;
 }
 
-static void read_boot_id(char *buf, size_t size)
+/* The first line of path (a boot or machine ID), or "". */
+static void read_id_file(const char *path, char *buf, size_t size)
 {
-	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	FILE *f = fopen(path, "re");
 
 	buf[0] = '\0';
 	if (!f)
@@ -124,7 +127,7 @@ static void read_boot_id(char *buf, size_t size)
 }
 
 struct uplink *uplink_new(const char *target, struct fileids *fileids, uint32_t frequency_hz,
-			  uint64_t start_unix_ns)
+			  uint64_t start_unix_ns, const char *node_name)
 {
 	struct rpc_channel_opts opts = {
 		.max_message_bytes = UPLINK_MAX_MESSAGE + 4096,
@@ -157,7 +160,12 @@ struct uplink *uplink_new(const char *target, struct fileids *fileids, uint32_t 
 
 	if (gethostname(u->hostname, sizeof(u->hostname) - 1) < 0)
 		u->hostname[0] = '\0';
-	read_boot_id(u->boot_id, sizeof(u->boot_id));
+	read_id_file("/proc/sys/kernel/random/boot_id", u->boot_id, sizeof(u->boot_id));
+	/* systemd's machine-id(5); D-Bus's copy where it is missing. */
+	read_id_file("/etc/machine-id", u->machine_id, sizeof(u->machine_id));
+	if (!u->machine_id[0])
+		read_id_file("/var/lib/dbus/machine-id", u->machine_id, sizeof(u->machine_id));
+	snprintf(u->node_name, sizeof(u->node_name), "%s", node_name ? node_name : u->hostname);
 	if (uname(&un) == 0)
 		snprintf(u->release, sizeof(u->release), "%s", un.release);
 	sonde__v1__hello__init(&u->hello);
@@ -165,6 +173,8 @@ struct uplink *uplink_new(const char *target, struct fileids *fileids, uint32_t 
 	u->hello.sensor_version = (char *)SONDE_VERSION;
 	u->hello.hostname = u->hostname;
 	u->hello.boot_id = u->boot_id;
+	u->hello.machine_id = u->machine_id;
+	u->hello.node_name = u->node_name;
 	u->hello.kernel_release = u->release;
 	u->hello.frequency_hz = frequency_hz;
 	u->hello.sensor_start_unix_ns = start_unix_ns;

@@ -21,10 +21,10 @@
 struct uplink;
 struct goprobes;
 
-/* target: borrowed during the call. fileids: borrowed, must outlive the
- * uplink. NULL on failure (logged). */
+/* target and node_name (NULL: the host name): borrowed during the call.
+ * fileids: borrowed, must outlive the uplink. NULL on failure (logged). */
 struct uplink *uplink_new(const char *target, struct fileids *fileids, uint32_t frequency_hz,
-			  uint64_t start_unix_ns);
+			  uint64_t start_unix_ns, const char *node_name);
 /* Where UnwindTable messages go (borrowed, must outlive the uplink;
  * NULL: they are dropped). The reader thread calls unwind_maps_add_chunk()
  * for each, and unwind_maps_connection_reset() on every new connection.

@@ -33,6 +33,7 @@
 #include "ingest.h"
 #include "log.h"
 #include "ksyms.h"
+#include "cgroup_ids.h"
 #include "otlp_exporter.h"
 #include "rawstack.h"
 #include "unwind_table.h"
@@ -75,8 +76,11 @@ struct process {
 	uint32_t uid; /* owner as the sensor read it (ProcessUpdate.uid) */
 	char comm[COMM_MAX + 1];
 	char *exe;
+	uint64_t start; /* start time, clock ticks after the node's boot */
+	char *cmdline;  /* ProcessUpdate.command_line, escaped; NULL: not sent */
 	char service[128]; /* OTEL_SERVICE_NAME as the sensor read it; "" if unset */
-	char container_id[65]; /* "" when the cgroup shows none */
+	char container_id[CGROUP_IDS_CONTAINER_LEN + 1]; /* "" when the cgroup shows none */
+	char pod_uid[CGROUP_IDS_POD_UID_LEN + 1];        /* Kubernetes pod UID; "" if none */
 	struct mapping *maps;
 	size_t n_maps;
 };
@@ -100,6 +104,7 @@ struct pending_sample {
 	uint32_t pid, tid;
 	uint32_t uid; /* the process's owner when the sample came */
 	uint32_t count;
+	uint64_t start; /* the process's start time (0: unknown process) */
 	bool has_span;
 	uint8_t span[PROFILE_SPAN_LEN]; /* trace ID, span ID */
 	char comm[COMM_MAX + 1];
@@ -151,6 +156,11 @@ struct session {
 	bool local;
 	int64_t drain_deadline_ms;
 	char hostname[128];
+	/* Hello.node_name (else the host name): what the store keys this
+	 * sensor's samples by, node_id its id there; machine_id for host.id. */
+	char node[PROFILE_MAX_NODE_NAME + 1];
+	uint32_t node_id;
+	char machine_id[65];
 	uint32_t frequency_hz;
 	struct hmap *procs;  /* pid -> process */
 	/* The service names of the last processes that exited: probe records
@@ -195,6 +205,7 @@ static void process_free(void *p)
 	if (!pr)
 		return;
 	free(pr->exe);
+	free(pr->cmdline);
 	free(pr->maps);
 	free(pr);
 }
@@ -715,6 +726,8 @@ static void emit(struct session *s, const struct stackdef *d, const struct pendi
 	const struct process *proc = hmap_get_u64(s->procs, p->pid);
 	struct profile_sample ps = {
 		.unix_s = p->first_ns / 1000000000ull,
+		.node = s->node_id,
+		.start = p->start,
 		.pid = p->pid,
 		.tid = p->tid,
 		.uid = p->uid,
@@ -728,13 +741,17 @@ static void emit(struct session *s, const struct stackdef *d, const struct pendi
 		.stack_hash = d->hash,
 	};
 	struct export_sample es = {
-		.host = s->hostname,
+		.host = s->node,
+		.host_id = s->machine_id[0] ? s->machine_id : NULL,
 		.pid = p->pid,
+		.start = p->start,
 		.tid = p->tid,
 		.thread_name = p->comm,
 		.comm = proc && proc->comm[0] ? proc->comm : NULL,
 		.exe_path = proc ? proc->exe : NULL,
 		.container_id = proc && proc->container_id[0] ? proc->container_id : NULL,
+		.pod_uid = proc && proc->pod_uid[0] ? proc->pod_uid : NULL,
+		.command_line = proc ? proc->cmdline : NULL,
 		.raw = d->raw,
 		.raw_len = d->raw_len,
 		.count = p->count,
@@ -923,10 +940,19 @@ void ingest_file_done(void *ctx, const struct fileid *id)
 
 /* ---- message handlers ---- */
 
+/* Control characters in a name for logs and clients become '?'. */
+static void no_controls(char *p)
+{
+	for (; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+}
+
 static int on_hello(struct session *s, const Sonde__V1__Hello *h)
 {
 	Sonde__V1__SymbolizerMessage m = SONDE__V1__SYMBOLIZER_MESSAGE__INIT;
 	Sonde__V1__Welcome w = SONDE__V1__WELCOME__INIT;
+	int r;
 
 	if (s->hello) {
 		session_fail(s, RPC_INVALID_ARGUMENT, "second Hello");
@@ -939,12 +965,20 @@ static int on_hello(struct session *s, const Sonde__V1__Hello *h)
 	s->hello = true;
 	/* Exported as host.name and shown to clients: valid UTF-8 too. */
 	text_copy(s->hostname, 101, h->hostname);
+	text_copy(s->node, sizeof(s->node),
+		  h->node_name && *h->node_name ? h->node_name : h->hostname);
+	text_copy(s->machine_id, sizeof(s->machine_id), h->machine_id);
 	s->frequency_hz = h->frequency_hz;
-	for (char *p = s->hostname; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-	log_info("sensor %s connected from %s (sensor %.40s, kernel %.60s, %u Hz)", s->hostname,
-		 rpc_call_peer(s->call), h->sensor_version ? h->sensor_version : "?",
+	no_controls(s->hostname);
+	no_controls(s->node);
+	no_controls(s->machine_id);
+	r = profile_node(s->in->core->profile, s->node, &s->node_id);
+	if (r < 0) {
+		session_fail(s, RPC_RESOURCE_EXHAUSTED, "cannot store the node name");
+		return r;
+	}
+	log_info("sensor %s (node %s) connected from %s (sensor %.40s, kernel %.60s, %u Hz)",
+		 s->hostname, s->node, rpc_call_peer(s->call), h->sensor_version ? h->sensor_version : "?",
 		 h->kernel_release ? h->kernel_release : "?", h->frequency_hz);
 	w.protocol_version = 1;
 	w.max_message_bytes = API_MAX_MESSAGE;
@@ -1044,11 +1078,15 @@ static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
 	/* Target text: valid UTF-8 from here on, whatever the sensor sent. */
 	text_copy(p->comm, sizeof(p->comm), u->comm);
 	outcome_refresh(s, p);
-	if (!u->cgroup || !export_container_id(u->cgroup, p->container_id))
-		p->container_id[0] = '\0';
+	p->start = u->start_time_ticks;
+	cgroup_ids_parse(u->cgroup, p->container_id, p->pod_uid);
 	free(p->exe);
 	p->exe = u->exe_path && *u->exe_path ? utf8_escape_dup(u->exe_path, SESSION_MAX_PATH) : NULL;
 	text_copy(p->service, sizeof(p->service), u->otel_service_name);
+	free(p->cmdline);
+	p->cmdline = u->command_line && *u->command_line
+			     ? utf8_escape_dup(u->command_line, SESSION_MAX_PATH)
+			     : NULL;
 	if (u->n_mappings) {
 		maps = calloc(u->n_mappings, sizeof(*maps));
 		if (!maps) {
@@ -1309,6 +1347,7 @@ static void count_outcome(struct session *s, uint8_t outcome, const Sonde__V1__S
 		}
 		po->key = key;
 		po->pid = sc->pid;
+		po->node = profile_node_name(in->core->profile, s->node_id);
 		/* Unknown process: root's, so only admins see it. */
 		po->uid = p ? p->uid : 0;
 		/* The process name; a thread's comm if the process is unknown. */
@@ -1355,10 +1394,10 @@ static int add_sample(struct session *s, const Sonde__V1__SampleCount *sc)
 	 * lately) belongs to root: only admins see it, rather than
 	 * whoever later gets the pid. */
 	service_of(s, sc->pid, &ps.uid);
-	if (!comm || !*comm) {
-		p = hmap_get_u64(s->procs, sc->pid);
+	p = hmap_get_u64(s->procs, sc->pid);
+	ps.start = p ? p->start : 0;
+	if (!comm || !*comm)
 		comm = p && p->comm[0] ? p->comm : "[unknown]";
-	}
 	text_copy(ps.comm, sizeof(ps.comm), comm);
 	if (d->text) {
 		/* The store logs its failures at debug level: not the sensor's fault. */
@@ -1486,7 +1525,7 @@ static void handle_exit(struct session *s, const Sonde__V1__SensorMessage *m)
 static void handle_probe_events(struct session *s, const Sonde__V1__SensorMessage *m)
 {
 	if (s->in->hooks.probe_events)
-		s->in->hooks.probe_events(s->in->hooks.ctx, s->hostname,
+		s->in->hooks.probe_events(s->in->hooks.ctx, s->node,
 					  m->probe_events->monotonic_to_unix_ns,
 					  m->probe_events->records, m->probe_events->n_records,
 					  m->probe_events->records_lost, service_of, s);
@@ -1705,6 +1744,37 @@ static uint32_t live_frequency_hz(void *ctx)
 	return hz;
 }
 
+static int cmp_node(const void *a, const void *b)
+{
+	return strcmp(((const struct sensor_node *)a)->node, ((const struct sensor_node *)b)->node);
+}
+
+/* sensor_stats_live.nodes. */
+static size_t live_nodes(void *ctx, struct sensor_node *out, size_t max)
+{
+	const struct ingest *in = ctx;
+	size_t n = 0;
+
+	for (const struct session *s = in->sessions; s; s = s->next) {
+		size_t k;
+
+		if (!s->hello || s->finished)
+			continue;
+		for (k = 0; k < n && strcmp(out[k].node, s->node); k++)
+			;
+		if (k < n) {
+			out[k].sensors++;
+			continue;
+		}
+		if (n == max)
+			continue;
+		out[n++] = (struct sensor_node){ .node = s->node, .host_name = s->hostname,
+						 .machine_id = s->machine_id, .sensors = 1 };
+	}
+	qsort(out, n, sizeof(*out), cmp_node);
+	return n;
+}
+
 struct ingest *ingest_new(const struct api_core *core, const struct ingest_hooks *hooks)
 {
 	struct ingest *in = calloc(1, sizeof(*in));
@@ -1723,6 +1793,7 @@ void ingest_attach(struct ingest *in)
 	in->core->stats->live = (struct sensor_stats_live){
 		.add = add_live_counters,
 		.frequency_hz = live_frequency_hz,
+		.nodes = live_nodes,
 		.ctx = in,
 	};
 }

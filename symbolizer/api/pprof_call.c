@@ -47,8 +47,9 @@ static int add_row(const struct profile_row *row, void *arg)
 	struct pprof_ctx *c = arg;
 	uint64_t start_s = row->minute * 60;
 	struct export_sample s = {
-		.host = "", /* the store does not keep the sensor's host */
+		.host = row->node,
 		.pid = row->pid,
+		.start = row->start,
 		.tid = row->tid,
 		.thread_name = row->comm,
 		.raw = row->raw,
@@ -88,7 +89,7 @@ void pprof_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 	const struct api_core *core = ctx;
 	Sonde__V1__PprofResponse r = SONDE__V1__PPROF_RESPONSE__INIT;
 	struct profile_query q = { .since_s = pq->since_unix_s, .until_s = pq->until_unix_s,
-				   .pid = pq->pid };
+				   .pid = pq->pid, .node = pq->node };
 	struct pmodel m = { 0 };
 	struct pprof_ctx c = { .core = core, .m = &m };
 	uint8_t *gz = NULL;

@@ -59,6 +59,7 @@ struct sym_opts {
 
 #define SYMBOLS_TIMEOUT_MS 10000     /* a deferred Symbolize call, at most */
 #define SYMBOLS_STATUS_PROCESSES 50u /* in a Status answer */
+#define SYMBOLS_STATUS_NODES 256u    /* connected nodes listed in a Status answer */
 
 struct symbols {
 	const struct api_core *core;
@@ -717,14 +718,46 @@ static int cmp_proc_outcome(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
+/* The connected sensors' nodes into r (the arrays, SYMBOLS_STATUS_NODES
+ * each, hold them). Node names and host names are the fleet's layout, not
+ * a process's: every caller sees them, like the host's counters. Machine
+ * IDs only admins: machine-id(5) asks to keep them from untrusted eyes. */
+static void status_nodes(struct symbols *sy, const struct access_scope *scope,
+			 Sonde__V1__StatusResponse *r, struct sensor_node *nodes,
+			 Sonde__V1__NodeInfo *infos, Sonde__V1__NodeInfo **ptrs)
+{
+	const struct sensor_stats_live *live = &sy->core->stats->live;
+	size_t n = live->nodes ? live->nodes(live->ctx, nodes, SYMBOLS_STATUS_NODES) : 0;
+
+	for (size_t i = 0; i < n; i++) {
+		sonde__v1__node_info__init(&infos[i]);
+		infos[i].node = (char *)nodes[i].node;
+		infos[i].host_name = (char *)nodes[i].host_name;
+		infos[i].machine_id = scope->all ? (char *)nodes[i].machine_id : (char *)"";
+		infos[i].sensors = nodes[i].sensors;
+		ptrs[i] = &infos[i];
+	}
+	r->nodes = ptrs;
+	r->n_nodes = n;
+}
+
+/* Whether po is of node (NULL or "": every node). */
+static bool of_node(const struct proc_outcome *po, const char *node)
+{
+	return !node || !*node || (po->node && !strcmp(po->node, node));
+}
+
 void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 {
+	const Sonde__V1__StatusRequest *req = (const Sonde__V1__StatusRequest *)msg;
 	struct symbols *sy = ctx;
 	Sonde__V1__StatusResponse r = SONDE__V1__STATUS_RESPONSE__INIT;
 	Sonde__V1__OutcomeCounts overall, proc_counts[SYMBOLS_STATUS_PROCESSES];
 	Sonde__V1__ProcessOutcomes procs[SYMBOLS_STATUS_PROCESSES];
 	Sonde__V1__ProcessOutcomes *proc_ptrs[SYMBOLS_STATUS_PROCESSES];
 	struct proc_outcome **top = NULL;
+	struct sensor_node nodes[SYMBOLS_STATUS_NODES];
+	Sonde__V1__NodeInfo node_infos[SYMBOLS_STATUS_NODES], *node_ptrs[SYMBOLS_STATUS_NODES];
 	struct cache_stats cs;
 	struct sensor_counters sc;
 	Sonde__V1__OtlpStatus otlp = SONDE__V1__OTLP_STATUS__INIT;
@@ -797,7 +830,8 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 		if (top) {
 			hmap_iter_init(sy->core->stats->proc_outcomes, &it);
 			while (k < n && hmap_next(sy->core->stats->proc_outcomes, &it, NULL, NULL, &val))
-				if (access_sees_uid(&scope, ((struct proc_outcome *)val)->uid))
+				if (access_sees_uid(&scope, ((struct proc_outcome *)val)->uid) &&
+				    of_node(val, req->node))
 					top[k++] = val;
 			n = k;
 			qsort(top, n, sizeof(*top), cmp_proc_outcome);
@@ -807,6 +841,7 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 				sonde__v1__process_outcomes__init(&procs[i]);
 				procs[i].pid = top[i]->pid;
 				procs[i].comm = top[i]->comm;
+				procs[i].node = (char *)(top[i]->node ? top[i]->node : "");
 				to_outcomes(&top[i]->c, &proc_counts[i]);
 				procs[i].outcomes = &proc_counts[i];
 				proc_ptrs[i] = &procs[i];
@@ -815,6 +850,7 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 			r.n_processes = n;
 		}
 	}
+	status_nodes(sy, &scope, &r, nodes, node_infos, node_ptrs);
 	rpc_call_finish(call, RPC_OK, NULL, &r.base);
 	free(top);
 }
@@ -830,6 +866,7 @@ static void to_query(struct rpc_call *call, const Sonde__V1__ProfileQuery *pq,
 	q->since_s = pq->since_unix_s;
 	q->until_s = pq->until_unix_s;
 	q->pid = pq->pid;
+	q->node = pq->node;
 	q->limit = pq->limit ? pq->limit : def_limit;
 	if (q->limit > FOLDED_DEFAULT_LIMIT)
 		q->limit = FOLDED_DEFAULT_LIMIT;
@@ -867,6 +904,7 @@ void symbols_top(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 		entries[i].function = (char *)e[i].function;
 		entries[i].self = e[i].self;
 		entries[i].total = e[i].total;
+		entries[i].node = (char *)e[i].node;
 		r.entries[i] = &entries[i];
 	}
 	rpc_call_finish(call, RPC_OK, NULL, &r.base);
@@ -926,6 +964,7 @@ void symbols_folded(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 		fs->n_frames = k;
 		fs->count = st[i].count;
 		fs->pid = st[i].pid;
+		fs->node = (char *)st[i].node;
 		r.stacks[r.n_stacks++] = fs;
 	}
 	rpc_call_finish(call, RPC_OK, NULL, &r.base);

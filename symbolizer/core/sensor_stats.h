@@ -41,6 +41,7 @@ struct proc_outcome {
 	uint64_t key; /* proc_outcome_key(): the session's and the pid */
 	uint32_t pid;
 	uint32_t uid; /* the process's owner (access.h decides who sees it) */
+	const char *node; /* profile_node_name() of its sensor's node; borrowed */
 	char comm[17];
 	struct outcome_counts c;
 	int64_t exited_ms; /* 0: running; else forgotten PROC_OUTCOME_KEEP_MS later */
@@ -55,6 +56,12 @@ static inline uint64_t proc_outcome_key(uint64_t session_id, uint32_t pid)
  * it the table filled with every short-lived pid, up to the bound. */
 #define PROC_OUTCOME_KEEP_MS 120000
 
+/* A node with a connected sensor. */
+struct sensor_node {
+	const char *node, *host_name, *machine_id;
+	uint32_t sensors;
+};
+
 /* The connected sessions' part, installed by the ingest handler. */
 struct sensor_stats_live {
 	/* Adds the connected sessions' counters to *sum. */
@@ -62,6 +69,10 @@ struct sensor_stats_live {
 	/* The sampling rate of the connected sensors; 0 if none is
 	 * connected or they differ. */
 	uint32_t (*frequency_hz)(void *ctx);
+	/* Up to max connected nodes (sensors that sent Hello) into out, one
+	 * per node name, sorted by name; returns how many. The strings are
+	 * borrowed until the loop thread next runs a handler. */
+	size_t (*nodes)(void *ctx, struct sensor_node *out, size_t max);
 	void *ctx; /* borrowed */
 };
 

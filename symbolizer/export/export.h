@@ -12,12 +12,16 @@
 struct symbolize_ctx;
 
 struct export_sample {
-	const char *host;       /* the sensor's host name */
+	const char *host;       /* the sensor's node name (host.name) */
+	const char *host_id;    /* its machine-id (host.id); may be NULL */
 	uint32_t pid, tid;
+	uint64_t start;         /* the process's start time, clock ticks after boot; 0: unknown */
 	const char *thread_name;/* comm of the thread */
 	const char *comm;       /* of the process; may be NULL */
 	const char *exe_path;   /* may be NULL */
 	const char *container_id; /* may be NULL */
+	const char *pod_uid;    /* Kubernetes pod UID; may be NULL */
+	const char *command_line; /* may be NULL (not sent unless the sensor opted in) */
 	const void *raw;        /* rawstack.h */
 	size_t raw_len;
 	uint64_t count;
@@ -33,8 +37,3 @@ struct export_sample {
  * -ENOMEM. */
 int pm_add_export_sample(struct pmodel *m, const struct symbolize_ctx *sc,
 			 const struct export_sample *s);
-
-/* The container ID in a /proc/PID/cgroup text (docker, containerd,
- * cri-o, podman: 64 hex digits in the last path element), into out
- * (65 bytes). Returns whether one was found. */
-bool export_container_id(const char *cgroup, char out[65]);

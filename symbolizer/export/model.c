@@ -270,7 +270,8 @@ int pm_process(struct pmodel *m, const struct pm_process *p, uint32_t *ret)
 {
 	struct {
 		uint32_t pid, host;
-	} key = { p->pid, p->host_name };
+		uint64_t start;
+	} key = { p->pid, p->host_name, p->start };
 	void *v = hmap_get(m->ix->processes, &key, sizeof(key));
 
 	if (v) {

@@ -66,7 +66,11 @@ struct pm_process {
 	uint32_t exe_name;     /* string: basename of exe_path */
 	uint32_t exe_path;     /* string; 0: unknown */
 	uint32_t container_id; /* string; 0: not in a container */
-	uint32_t host_name;    /* string: the sensor's host */
+	uint32_t host_name;    /* string: the sensor's node name */
+	uint32_t host_id;      /* string: the node's machine-id; 0: unknown */
+	uint64_t start;        /* start time, clock ticks after the node's boot; 0: unknown */
+	uint32_t pod_uid;      /* string: Kubernetes pod UID; 0: none */
+	uint32_t command_line; /* string; 0: not sent (opt-in) */
 	uint32_t main_mapping; /* index + 1 into mappings of the executable; 0: unknown */
 };
 
@@ -138,7 +142,7 @@ int pm_location(struct pmodel *m, uint32_t mapping, uint64_t address, enum pm_fr
 bool pm_find_location(const struct pmodel *m, uint32_t mapping, uint64_t address, uint32_t *ret);
 /* locs: location indexes, leaf first. */
 int pm_stack(struct pmodel *m, const uint32_t *locs, size_t n, uint32_t *ret);
-/* By pid and host_name: the first call's other fields win. */
+/* By host_name, pid and start: the first call's other fields win. */
 int pm_process(struct pmodel *m, const struct pm_process *p, uint32_t *ret);
 /* By value: span is the trace ID (16 bytes) then the span ID (8). *ret
  * is the index + 1, as pm_sample.link wants it. */

@@ -124,7 +124,7 @@ static int named_frame(struct pmodel *m, const struct rawframe *f, enum pm_frame
 int pm_add_export_sample(struct pmodel *m, const struct symbolize_ctx *sc, const struct export_sample *s)
 {
 	uint32_t locs[RAWSTACK_MAX_FRAMES];
-	struct pm_process p = { .pid = s->pid };
+	struct pm_process p = { .pid = s->pid, .start = s->start };
 	struct pm_sample smp = {
 		.tid = s->tid,
 		.count = s->count,
@@ -170,7 +170,9 @@ int pm_add_export_sample(struct pmodel *m, const struct symbolize_ctx *sc, const
 	if (pm_stack(m, locs, n, &smp.stack) < 0 || pm_string(m, s->comm, &p.comm) < 0 ||
 	    pm_string(m, exe_base, &p.exe_name) < 0 || pm_string(m, s->exe_path, &p.exe_path) < 0 ||
 	    pm_string(m, s->container_id, &p.container_id) < 0 ||
-	    pm_string(m, s->host, &p.host_name) < 0 ||
+	    pm_string(m, s->host, &p.host_name) < 0 || pm_string(m, s->host_id, &p.host_id) < 0 ||
+	    pm_string(m, s->pod_uid, &p.pod_uid) < 0 ||
+	    pm_string(m, s->command_line, &p.command_line) < 0 ||
 	    pm_string(m, s->thread_name, &smp.thread_name) < 0 ||
 	    pm_process(m, &p, &smp.process) < 0)
 		return -ENOMEM;
@@ -179,25 +181,4 @@ int pm_add_export_sample(struct pmodel *m, const struct symbolize_ctx *sc, const
 	if (s->frequency_hz && !m->period_ns)
 		m->period_ns = 1000000000ull / s->frequency_hz;
 	return pm_sample(m, &smp);
-}
-
-bool export_container_id(const char *cgroup, char out[65])
-{
-	/* The last run of 64 hex digits in the text: docker-<id>.scope,
-	 * cri-containerd-<id>.scope, crio-<id>, libpod-<id>, /docker/<id>. */
-	size_t run = 0;
-	const char *found = NULL;
-
-	for (const char *p = cgroup; p && *p; p++) {
-		bool h = (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f');
-
-		run = h ? run + 1 : 0;
-		if (run == 64 && !(p[1] >= '0' && p[1] <= '9') && !(p[1] >= 'a' && p[1] <= 'f'))
-			found = p - 63;
-	}
-	if (!found)
-		return false;
-	memcpy(out, found, 64);
-	out[64] = '\0';
-	return true;
 }

@@ -36,7 +36,7 @@ struct enc {
 	struct hmap *sample_attrs; /* "i"+tid / "n"+string -> attribute index */
 	/* string indexes of the names this file adds */
 	int32_t k_frame_type, k_build_gnu, k_build_htl, k_tid, k_tname;
-	int32_t s_type, s_unit;
+	int32_t s_samples, s_count, s_cpu, s_ns;
 	int32_t frame_attr[PM_N_FRAME_TYPES];
 };
 
@@ -137,11 +137,16 @@ static int enc_begin(struct enc *e)
 		r = add_const(e, "thread.id", &e->k_tid);
 	if (r == 0)
 		r = add_const(e, "thread.name", &e->k_tname);
-	/* Without a period a sample is a count, not CPU time. */
+	/* Values are counts of samples; the period says what one is worth
+	 * in CPU time (docs/exports.md, "Value types"). */
 	if (r == 0)
-		r = add_const(e, m->period_ns ? "cpu" : "samples", &e->s_type);
+		r = add_const(e, "samples", &e->s_samples);
 	if (r == 0)
-		r = add_const(e, m->period_ns ? "nanoseconds" : "count", &e->s_unit);
+		r = add_const(e, "count", &e->s_count);
+	if (r == 0)
+		r = add_const(e, "cpu", &e->s_cpu);
+	if (r == 0)
+		r = add_const(e, "nanoseconds", &e->s_ns);
 	if (r < 0)
 		return r;
 
@@ -348,7 +353,6 @@ static int sample_attr(struct enc *e, char kind, uint32_t v, int32_t *ret)
 static int enc_sample(struct enc *e, const struct pm_sample *s, P_(Sample) *o)
 {
 	const struct pmodel *m = e->m;
-	uint64_t per = m->period_ns ? m->period_ns : 1;
 	int32_t *ix = arena_alloc(e->a, 2 * sizeof(int32_t));
 	int64_t *vals = arena_alloc(e->a, 2 * sizeof(int64_t));
 	uint64_t *ts = arena_alloc(e->a, 2 * sizeof(uint64_t));
@@ -369,15 +373,16 @@ static int enc_sample(struct enc *e, const struct pm_sample *s, P_(Sample) *o)
 	o->timestamps_unix_nano = ts;
 	/* The model keeps the first and last time of an aggregated sample,
 	 * not each one: the first sample is put at first_ns and the rest at
-	 * last_ns, so the values still add up to count x period. */
+	 * last_ns, so the values still add up to count. Without a time it
+	 * is one aggregated value, the other shape (a Profile of its own). */
 	if (s->first_ns && s->count >= 2) {
-		vals[0] = (int64_t)per;
-		vals[1] = (int64_t)((s->count - 1) * per);
+		vals[0] = 1;
+		vals[1] = (int64_t)(s->count - 1);
 		ts[0] = s->first_ns;
 		ts[1] = s->last_ns >= s->first_ns ? s->last_ns : s->first_ns;
 		o->n_values = o->n_timestamps_unix_nano = 2;
 	} else {
-		vals[0] = (int64_t)(s->count * per);
+		vals[0] = (int64_t)s->count;
 		o->n_values = 1;
 		if (s->first_ns) {
 			ts[0] = s->first_ns;
@@ -387,67 +392,110 @@ static int enc_sample(struct enc *e, const struct pm_sample *s, P_(Sample) *o)
 	return 0;
 }
 
-static int enc_resource(struct enc *e, const struct pm_process *p, P_(ResourceProfiles) *rp,
-			P_(Sample) **samples, size_t n_samples)
+/* A string resource attribute, left out when the model has none. */
+static int res_str(struct enc *e, C_(KeyValue) **kvs, size_t *n, const char *key, uint32_t v)
+{
+	if (!v)
+		return 0;
+	return otlp_kv_add(e->a, kvs, n, key, mstr(e->m, v), 0);
+}
+
+/* The resource of process p: the node's host.name and host.id, the
+ * process's attributes (docs/exports.md). */
+static int enc_resource_attrs(struct enc *e, const struct pm_process *p, otlp_resource *res)
 {
 	const struct pmodel *m = e->m;
-	otlp_resource *res = arena_alloc(e->a, sizeof(*res));
-	C_(KeyValue) **kvs = arena_alloc(e->a, 5 * sizeof(*kvs));
-	P_(ScopeProfiles) *sp = arena_alloc(e->a, sizeof(*sp));
-	P_(ScopeProfiles) **sps = arena_alloc(e->a, sizeof(*sps));
-	C_(InstrumentationScope) *scope = arena_alloc(e->a, sizeof(*scope));
-	P_(Profile) *pr = arena_alloc(e->a, sizeof(*pr));
-	P_(Profile) **prs = arena_alloc(e->a, sizeof(*prs));
-	P_(ValueType) *st = arena_alloc(e->a, sizeof(*st));
-	P_(ValueType) *pt = arena_alloc(e->a, sizeof(*pt));
-	uint8_t *id = arena_alloc(e->a, 16);
-	const char *exe_name;
+	C_(KeyValue) **kvs = arena_alloc(e->a, 8 * sizeof(*kvs));
+	const char *exe_name = p->exe_name ? mstr(m, p->exe_name) : mstr(m, p->comm);
 	int r;
 
-	if (!res || !kvs || !sp || !sps || !scope || !pr || !prs || !st || !pt || !id)
+	if (!kvs)
 		return -ENOMEM;
 	opentelemetry__proto__resource__v1__resource__init(res);
-	exe_name = p->exe_name ? mstr(m, p->exe_name) : mstr(m, p->comm);
 	r = otlp_kv_add(e->a, kvs, &res->n_attributes, "host.name", mstr(m, p->host_name), 0);
+	if (r == 0)
+		r = res_str(e, kvs, &res->n_attributes, "host.id", p->host_id);
 	if (r == 0)
 		r = otlp_kv_add(e->a, kvs, &res->n_attributes, "process.pid", NULL, p->pid);
 	if (r == 0)
 		r = otlp_kv_add(e->a, kvs, &res->n_attributes, "process.executable.name", exe_name, 0);
 	if (r == 0)
-		r = otlp_kv_add(e->a, kvs, &res->n_attributes, "process.executable.path",
-			     mstr(m, p->exe_path), 0);
+		r = res_str(e, kvs, &res->n_attributes, "process.executable.path", p->exe_path);
 	if (r == 0)
-		r = otlp_kv_add(e->a, kvs, &res->n_attributes, "container.id", mstr(m, p->container_id), 0);
-	if (r < 0)
-		return r;
+		r = res_str(e, kvs, &res->n_attributes, "process.command_line", p->command_line);
+	if (r == 0)
+		r = res_str(e, kvs, &res->n_attributes, "container.id", p->container_id);
+	if (r == 0)
+		r = res_str(e, kvs, &res->n_attributes, "k8s.pod.uid", p->pod_uid);
 	res->attributes = kvs;
+	return r;
+}
 
-	c_init(instrumentation_scope)(scope);
-	scope->name = "sonde";
-	scope->version = SONDE_VERSION;
-	p_init(value_type)(st);
-	st->type_strindex = e->s_type;
-	st->unit_strindex = e->s_unit;
-	*pt = *st;
+/* A Profile of n samples, all of one shape. */
+static P_(Profile) *enc_profile(struct enc *e, P_(Sample) **samples, size_t n)
+{
+	const struct pmodel *m = e->m;
+	P_(Profile) *pr = arena_alloc(e->a, sizeof(*pr));
+	P_(ValueType) *st = arena_alloc(e->a, sizeof(*st));
+	P_(ValueType) *pt = arena_alloc(e->a, sizeof(*pt));
+	uint8_t *id = arena_alloc(e->a, 16);
+
+	if (!pr || !st || !pt || !id)
+		return NULL;
 	p_init(profile)(pr);
+	p_init(value_type)(st);
+	st->type_strindex = e->s_samples;
+	st->unit_strindex = e->s_count;
 	pr->sample_type = st;
-	pr->period_type = pt;
-	pr->period = m->period_ns ? (int64_t)m->period_ns : 1;
+	/* A sample is worth period ns of CPU; unknown rate: no period. */
+	if (m->period_ns) {
+		p_init(value_type)(pt);
+		pt->type_strindex = e->s_cpu;
+		pt->unit_strindex = e->s_ns;
+		pr->period_type = pt;
+		pr->period = (int64_t)m->period_ns;
+	}
 	pr->time_unix_nano = m->start_ns;
 	pr->duration_nano = m->end_ns > m->start_ns ? m->end_ns - m->start_ns : 0;
 	pr->samples = samples;
-	pr->n_samples = n_samples;
+	pr->n_samples = n;
 	/* An ID helps receivers drop a request resent after a lost reply;
 	 * without randomness it is left out (all zeroes is invalid). */
 	if (getrandom(id, 16, GRND_NONBLOCK) == 16) {
 		pr->profile_id.data = id;
 		pr->profile_id.len = 16;
 	}
-	prs[0] = pr;
+	return pr;
+}
+
+/* The ResourceProfiles of process p: n_timed samples with timestamps
+ * first, then n_untimed without (one aggregated value), each shape in a
+ * Profile of its own, as the spec wants one shape per Profile. */
+static int enc_resource(struct enc *e, const struct pm_process *p, P_(ResourceProfiles) *rp,
+			P_(Sample) **samples, size_t n_timed, size_t n_untimed)
+{
+	otlp_resource *res = arena_alloc(e->a, sizeof(*res));
+	P_(ScopeProfiles) *sp = arena_alloc(e->a, sizeof(*sp));
+	P_(ScopeProfiles) **sps = arena_alloc(e->a, sizeof(*sps));
+	C_(InstrumentationScope) *scope = arena_alloc(e->a, sizeof(*scope));
+	P_(Profile) **prs = arena_alloc(e->a, 2 * sizeof(*prs));
+	int r;
+
+	if (!res || !sp || !sps || !scope || !prs)
+		return -ENOMEM;
+	r = enc_resource_attrs(e, p, res);
+	if (r < 0)
+		return r;
+	c_init(instrumentation_scope)(scope);
+	scope->name = "sonde";
+	scope->version = SONDE_VERSION;
 	p_init(scope_profiles)(sp);
 	sp->scope = scope;
 	sp->profiles = prs;
-	sp->n_profiles = 1;
+	if (n_timed && !(prs[sp->n_profiles++] = enc_profile(e, samples, n_timed)))
+		return -ENOMEM;
+	if (n_untimed && !(prs[sp->n_profiles++] = enc_profile(e, samples + n_timed, n_untimed)))
+		return -ENOMEM;
 	sps[0] = sp;
 	p_init(resource_profiles)(rp);
 	rp->resource = res;
@@ -463,19 +511,26 @@ static int enc_processes(struct enc *e, otlp_request *req)
 	size_t np = m->n_processes;
 	size_t *count = calloc(np ? np : 1, sizeof(size_t));
 	size_t *fill = calloc(np ? np : 1, sizeof(size_t));
+	size_t *timed = calloc(np ? np : 1, sizeof(size_t));
 	P_(Sample) ***per = calloc(np ? np : 1, sizeof(*per));
 	P_(ResourceProfiles) **rps = NULL;
 	size_t n_rp = 0;
 	int r = -ENOMEM;
 
-	if (!count || !fill || !per)
+	if (!count || !fill || !per || !timed)
 		goto cleanup;
-	for (size_t i = 0; i < m->n_samples; i++)
-		if (m->samples[i].process < np)
-			count[m->samples[i].process]++;
+	for (size_t i = 0; i < m->n_samples; i++) {
+		if (m->samples[i].process >= np)
+			continue;
+		count[m->samples[i].process]++;
+		if (m->samples[i].first_ns)
+			timed[m->samples[i].process]++;
+	}
 	rps = arena_alloc(e->a, (np ? np : 1) * sizeof(*rps));
 	if (!rps)
 		goto cleanup;
+	/* From here on timed[p] is where p's next untimed sample goes (after
+	 * its timed ones), fill[p] where its next timed one goes. */
 	for (size_t p = 0; p < np; p++) {
 		if (!count[p])
 			continue;
@@ -496,7 +551,11 @@ static int enc_processes(struct enc *e, otlp_request *req)
 		r = enc_sample(e, s, o);
 		if (r < 0)
 			goto cleanup;
-		per[s->process][fill[s->process]++] = o;
+		/* Timed samples first, then untimed ones, in model order. */
+		if (s->first_ns)
+			per[s->process][fill[s->process]++] = o;
+		else
+			per[s->process][timed[s->process]++] = o;
 	}
 	for (size_t p = 0; p < np; p++) {
 		if (!count[p])
@@ -506,7 +565,8 @@ static int enc_processes(struct enc *e, otlp_request *req)
 			r = -ENOMEM;
 			goto cleanup;
 		}
-		r = enc_resource(e, &m->processes[p], rps[n_rp], per[p], count[p]);
+		/* fill[p] ended at the number of timed samples. */
+		r = enc_resource(e, &m->processes[p], rps[n_rp], per[p], fill[p], count[p] - fill[p]);
 		if (r < 0)
 			goto cleanup;
 		n_rp++;
@@ -517,6 +577,7 @@ static int enc_processes(struct enc *e, otlp_request *req)
 cleanup:
 	free(count);
 	free(fill);
+	free(timed);
 	free(per);
 	return r;
 }

@@ -3,10 +3,12 @@
  * v1development, the v1.10/v1.11 layout: one ProfilesDictionary for the
  * whole request, proto/otlp/).
  *
- * One ResourceProfiles per process of the model (host.name, process.pid,
- * process.executable.name/.path, container.id), each with one Profile of
- * sample type cpu/nanoseconds: a sample's value is its count times the
- * model's period. docs/exports.md lists every attribute.
+ * One ResourceProfiles per process of the model (host.name, host.id,
+ * process.pid, process.executable.name/.path, process.command_line,
+ * container.id, k8s.pod.uid), with one Profile per sample shape (values
+ * with timestamps; one aggregated value without), each of sample type
+ * samples/count and, when the model has a period, period type
+ * cpu/nanoseconds. docs/exports.md lists every attribute.
  */
 #pragma once
 

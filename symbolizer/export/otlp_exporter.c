@@ -490,7 +490,8 @@ void otlp_exporter_add(struct otlp_exporter *x, const struct export_sample *s)
 	if (!x || !s || !s->count)
 		return;
 	size = sizeof(*h) + slen(s->host) + slen(s->thread_name) + slen(s->comm) +
-	       slen(s->exe_path) + slen(s->container_id) + s->raw_len;
+	       slen(s->exe_path) + slen(s->container_id) + slen(s->host_id) + slen(s->pod_uid) +
+	       slen(s->command_line) + s->raw_len;
 	if (x->held_bytes + size > x->o.max_held_bytes || !(h = malloc(size))) {
 		count_dropped(x, s->count);
 		return;
@@ -507,6 +508,9 @@ void otlp_exporter_add(struct otlp_exporter *x, const struct export_sample *s)
 	h->es.comm = put(&p, s->comm);
 	h->es.exe_path = put(&p, s->exe_path);
 	h->es.container_id = put(&p, s->container_id);
+	h->es.host_id = put(&p, s->host_id);
+	h->es.pod_uid = put(&p, s->pod_uid);
+	h->es.command_line = put(&p, s->command_line);
 	*x->held_tail = h;
 	x->held_tail = &h->next;
 	x->n_held++;

@@ -1,6 +1,6 @@
 /* cache.c - SQLite file-analysis cache with an in-memory LRU above it.
  *
- * Schema (user_version 13):
+ * Schema (user_version 15):
  *   files(file_id BLOB PK, status INT (0 ok, 1 error), error TEXT,
  *         analysed_at INT (unix s), build_id BLOB, symtab BLOB)
  *   unwind(file_id BLOB PK, status INT (0 ok, 1 error), error TEXT,
@@ -12,8 +12,10 @@
  * symtab but no unwind row, which the service treats as "analyse again".
  *   stacks(id INTEGER PK, hash INT, text TEXT, raw BLOB; INDEX(hash))
  *                                                      -- profile.c, version 12
- *   samples(minute, pid, tid, span, stack_id, uid, count;
- *           PK(minute, pid, tid, span, stack_id, uid)) -- version 13
+ *   nodes(id INTEGER PK, name TEXT UNIQUE)           -- version 14
+ *   samples(minute, node, pid, start, tid, span, stack_id, uid, count;
+ *           PK(minute, node, pid, start, tid, span, stack_id, uid))
+ *                                                      -- version 14
  * The database file is outside input too: a blob that does not
  * deserialise is dropped and its file analysed again.
  */
@@ -228,12 +230,37 @@ static const char schema_v13[] =
 	" count INTEGER NOT NULL,"
 	" PRIMARY KEY (minute, pid, tid, span, stack_id, uid)) WITHOUT ROWID;";
 
+/* Samples are keyed by the node that sent them and the process's start
+ * time too: pids collide across a fleet (and recur on one node), and one
+ * symbolizer serves many nodes. Recent data: dropped, not converted (the
+ * old rows do not say which node they came from). */
+static const char schema_v14[] =
+	"DROP TABLE samples;"
+	"CREATE TABLE IF NOT EXISTS nodes (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);"
+	"CREATE TABLE samples ("
+	" minute INTEGER NOT NULL, node INTEGER NOT NULL, pid INTEGER NOT NULL,"
+	" start INTEGER NOT NULL, tid INTEGER NOT NULL, span BLOB NOT NULL,"
+	" stack_id INTEGER NOT NULL, uid INTEGER NOT NULL, count INTEGER NOT NULL,"
+	" PRIMARY KEY (minute, node, pid, start, tid, span, stack_id, uid)) WITHOUT ROWID;";
+
 /* The interpreter Loader's Data carries per-file bytes for the runtime's
  * config (a JIT runtime's constants read from the file,
- * interp_data.data): every file is analysed for it again. */
-static const char schema_v14[] =
-	"ALTER TABLE interp ADD COLUMN data BLOB;"
-	"DELETE FROM interp;";
+ * interp_data.data): every file is analysed for it again. The table is
+ * made anew (not altered), so that replaying this step over a cache set
+ * back to an older version finds nothing in its way. */
+static const char schema_v15[] =
+	"DROP TABLE IF EXISTS interp;"
+	"CREATE TABLE interp ("
+	" file_id BLOB PRIMARY KEY NOT NULL CHECK (length(file_id) = 16),"
+	" status INTEGER NOT NULL,"
+	" error TEXT,"
+	" analysed_at INTEGER NOT NULL,"
+	" kind INTEGER NOT NULL DEFAULT 0,"
+	" major INTEGER NOT NULL DEFAULT 0,"
+	" minor INTEGER NOT NULL DEFAULT 0,"
+	" runtime_offset INTEGER NOT NULL DEFAULT 0,"
+	" data BLOB"
+	") WITHOUT ROWID;";
 
 /* Migrations from version i to i + 1 go here as they appear; index 0
  * creates the schema in an empty database. */
@@ -241,7 +268,7 @@ static const char *const migrations[CACHE_SCHEMA_VERSION] = { schema_v1, schema_
 									 schema_v4, schema_v5, schema_v6,
 									 schema_v7, schema_v8, schema_v9,
 									 schema_v10, schema_v11, schema_v12,
-									 schema_v13, schema_v14 };
+									 schema_v13, schema_v14, schema_v15 };
 
 static int sqlite_to_errno(int rc)
 {

@@ -1,8 +1,10 @@
 /* profile.c - the recent-profile store (see profile.h).
  *
  * Stacks are interned in stacks(text, raw) and counted in samples(minute,
- * pid, tid, span, stack_id, uid); uid is the process's owner, so a query
- * can be scoped to one user's processes (docs/security.md, roles). Top is computed here from the per-stack sums of the window:
+ * node, pid, start, tid, span, stack_id, uid); node is the sensor's node
+ * (nodes(id, name)), so pid 1234 of two nodes stays two processes; uid is
+ * the process's owner, so a query can be scoped to one user's processes
+ * (docs/security.md, roles). Top is computed here from the per-stack sums of the window:
  * SQL cannot split the folded text, and the number of distinct stacks in
  * a window is small next to the number of samples.
  */
@@ -25,6 +27,8 @@
  * would be merged: about 2^-64 per pair. */
 struct batch_key {
 	uint64_t minute;
+	uint64_t start;
+	uint32_t node, node_pad;
 	uint32_t pid, tid;
 	uint8_t span[PROFILE_SPAN_LEN]; /* all zero: none */
 	uint32_t uid, uid_pad; /* before stack_hash: not part of the stack-id cache key */
@@ -55,8 +59,10 @@ struct profile_store {
 	struct hmap *draining;
 	struct hmap_iter drain_it;
 	struct hmap *ids; /* batch_key from stack_hash on + comm -> int64_t stacks.id */
+	struct hmap *nodes; /* name -> id (uintptr_t), every row of the nodes table */
+	struct hmap *node_names; /* id (u64) -> name, the same rows */
 	sqlite3_stmt *st_stack_get, *st_stack_put, *st_sample, *st_total, *st_folded, *st_sums;
-	sqlite3_stmt *st_rows;
+	sqlite3_stmt *st_rows, *st_node_put;
 	sqlite3_stmt *st_expire_samples, *st_expire_stacks;
 	char *keybuf;
 	size_t keycap;
@@ -150,6 +156,127 @@ static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st)
 
 static int prepare_all(struct profile_store *p, sqlite3 *db);
 
+/* Remembers node id <-> name (name copied). Returns 0 or -ENOMEM. */
+static int remember_node(struct profile_store *p, const char *name, size_t len, uint32_t id)
+{
+	char *copy = strndup(name, len);
+
+	if (!copy)
+		return -ENOMEM;
+	if (hmap_put(p->nodes, copy, len, (void *)(uintptr_t)id, NULL) < 0) {
+		free(copy);
+		return -ENOMEM;
+	}
+	if (hmap_put_u64(p->node_names, id, copy, NULL) < 0) {
+		hmap_remove(p->nodes, copy, len);
+		free(copy);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The nodes a previous run stored, so queries find their samples. */
+static int load_nodes(struct profile_store *p)
+{
+	sqlite3_stmt *st = NULL;
+	int r = 0, rc;
+
+	if (prep(p->db, "SELECT id, name FROM nodes", &st) < 0)
+		return -EIO;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && r == 0) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		const char *name = (const char *)sqlite3_column_text(st, 1);
+
+		if (!name || id <= 0 || id > UINT32_MAX)
+			continue; /* the file is outside input too */
+		if (hmap_count(p->nodes) >= PROFILE_MAX_NODES)
+			break;
+		r = remember_node(p, name, strnlen(name, PROFILE_MAX_NODE_NAME), (uint32_t)id);
+	}
+	if (r == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
+		r = -EIO;
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* Writes every known node into the current database (after a move to
+ * memory: the new database has none). */
+static int store_nodes(struct profile_store *p)
+{
+	struct hmap_iter it;
+	const void *key;
+	size_t klen;
+	void *val;
+	int r = 0;
+
+	hmap_iter_init(p->nodes, &it);
+	while (r == 0 && hmap_next(p->nodes, &it, &key, &klen, &val)) {
+		sqlite3_bind_int64(p->st_node_put, 1, (int64_t)(uintptr_t)val);
+		sqlite3_bind_text(p->st_node_put, 2, key, (int)klen, SQLITE_STATIC);
+		if (sqlite3_step(p->st_node_put) != SQLITE_DONE)
+			r = -EIO;
+		sqlite3_reset(p->st_node_put);
+	}
+	return r;
+}
+
+int profile_node(struct profile_store *p, const char *name, uint32_t *ret_id)
+{
+	size_t len = name ? strnlen(name, PROFILE_MAX_NODE_NAME) : 0;
+	void *got;
+	uint32_t id;
+	int r;
+
+	name = name ? name : "";
+	/* Cut at a character boundary: the name stays valid UTF-8. */
+	while (len && len < strlen(name) && ((unsigned char)name[len] & 0xc0) == 0x80)
+		len--;
+	got = hmap_get(p->nodes, name, len);
+	if (got) {
+		*ret_id = (uint32_t)(uintptr_t)got;
+		return 0;
+	}
+	if (hmap_count(p->nodes) >= PROFILE_MAX_NODES)
+		return -E2BIG;
+	id = (uint32_t)hmap_count(p->nodes) + 1;
+	while (hmap_get_u64(p->node_names, id))
+		id++;
+	sqlite3_bind_int64(p->st_node_put, 1, id);
+	sqlite3_bind_text(p->st_node_put, 2, name, (int)len, SQLITE_STATIC);
+	r = sqlite3_step(p->st_node_put) == SQLITE_DONE ? 0 : -EIO;
+	sqlite3_reset(p->st_node_put);
+	if (r == 0)
+		r = remember_node(p, name, len, id);
+	if (r == 0)
+		*ret_id = id;
+	return r;
+}
+
+/* The name of node id, or "" (borrowed). */
+static const char *node_name(const struct profile_store *p, int64_t id)
+{
+	const char *n = id > 0 ? hmap_get_u64(p->node_names, (uint64_t)id) : NULL;
+
+	return n ? n : "";
+}
+
+const char *profile_node_name(const struct profile_store *p, uint32_t id)
+{
+	return node_name(p, id);
+}
+
+/* What ?6 of the queries binds: -1 every node, the node's id, or -2
+ * (matches nothing) for a name no sensor gave. */
+static int64_t query_node(const struct profile_store *p, const char *name)
+{
+	void *got;
+
+	if (!name || !*name)
+		return -1;
+	got = hmap_get(p->nodes, name, strnlen(name, PROFILE_MAX_NODE_NAME + 1));
+	return got ? (int64_t)(uintptr_t)got : -2;
+}
+
 struct profile_store *profile_new(struct cache *c, unsigned retention_minutes)
 {
 	struct profile_store *p = calloc(1, sizeof(*p));
@@ -160,7 +287,10 @@ struct profile_store *profile_new(struct cache *c, unsigned retention_minutes)
 	p->retention_minutes = retention_minutes ? retention_minutes : 60;
 	p->batch = hmap_new();
 	p->ids = hmap_new();
-	if (!p->batch || !p->ids || prepare_all(p, cache_db(c)) < 0)
+	p->nodes = hmap_new();
+	p->node_names = hmap_new();
+	if (!p->batch || !p->ids || !p->nodes || !p->node_names ||
+	    prepare_all(p, cache_db(c)) < 0 || load_nodes(p) < 0)
 		goto fail;
 	return p;
 fail:
@@ -177,10 +307,12 @@ static void finalize_all(struct profile_store *p)
 	sqlite3_finalize(p->st_folded);
 	sqlite3_finalize(p->st_sums);
 	sqlite3_finalize(p->st_rows);
+	sqlite3_finalize(p->st_node_put);
 	sqlite3_finalize(p->st_expire_samples);
 	sqlite3_finalize(p->st_expire_stacks);
 	p->st_stack_get = p->st_stack_put = p->st_sample = p->st_total = p->st_folded = NULL;
 	p->st_sums = p->st_rows = p->st_expire_samples = p->st_expire_stacks = NULL;
+	p->st_node_put = NULL;
 }
 
 static int prepare_all(struct profile_store *p, sqlite3 *db)
@@ -191,35 +323,38 @@ static int prepare_all(struct profile_store *p, sqlite3 *db)
 	    prep(p->db, "INSERT INTO stacks (text, raw, hash) VALUES (?1, ?2, ?3)",
 		 &p->st_stack_put) < 0 ||
 	    prep(p->db,
-		 "INSERT INTO samples (minute, pid, tid, span, stack_id, count, uid)"
-		 " VALUES (?1, ?2, ?3, ?6, ?4, ?5, ?7)"
-		 " ON CONFLICT (minute, pid, tid, span, stack_id, uid)"
+		 "INSERT INTO samples (minute, pid, tid, span, stack_id, count, uid, node, start)"
+		 " VALUES (?1, ?2, ?3, ?6, ?4, ?5, ?7, ?8, ?9)"
+		 " ON CONFLICT (minute, node, pid, start, tid, span, stack_id, uid)"
 		 " DO UPDATE SET count = count + excluded.count",
 		 &p->st_sample) < 0 ||
 	    prep(p->db,
 		 "SELECT COALESCE(SUM(count), 0) FROM samples"
 		 " WHERE minute >= ?1 AND minute < ?2 AND (?3 = 0 OR pid = ?3)"
-		 " AND (?5 < 0 OR uid = ?5)",
+		 " AND (?5 < 0 OR uid = ?5) AND (?6 = -1 OR node = ?6)",
 		 &p->st_total) < 0 ||
 	    prep(p->db,
-		 "SELECT st.text, SUM(s.count) AS n, MIN(s.pid), MAX(s.pid)"
+		 "SELECT st.text, SUM(s.count) AS n, MIN(s.pid), MAX(s.pid), s.node"
 		 " FROM samples s JOIN stacks st ON st.id = s.stack_id"
 		 " WHERE s.minute >= ?1 AND s.minute < ?2 AND (?3 = 0 OR s.pid = ?3)"
-		 " AND (?5 < 0 OR s.uid = ?5)"
-		 " GROUP BY st.text ORDER BY n DESC, st.text LIMIT ?4",
+		 " AND (?5 < 0 OR s.uid = ?5) AND (?6 = -1 OR s.node = ?6)"
+		 " GROUP BY s.node, st.text ORDER BY n DESC, st.text, s.node LIMIT ?4",
 		 &p->st_folded) < 0 ||
 	    prep(p->db,
-		 "SELECT s.minute, s.pid, s.tid, st.text, st.raw, s.count, s.span"
+		 "SELECT s.minute, s.pid, s.tid, st.text, st.raw, s.count, s.span, s.node, s.start"
 		 " FROM samples s JOIN stacks st ON st.id = s.stack_id"
 		 " WHERE s.minute >= ?1 AND s.minute < ?2 AND (?3 = 0 OR s.pid = ?3)"
-		 " AND (?5 < 0 OR s.uid = ?5)",
+		 " AND (?5 < 0 OR s.uid = ?5) AND (?6 = -1 OR s.node = ?6)",
 		 &p->st_rows) < 0 ||
 	    prep(p->db,
-		 "SELECT st.text, SUM(s.count) FROM samples s JOIN stacks st ON st.id = s.stack_id"
+		 "SELECT st.text, SUM(s.count), s.node FROM samples s"
+		 " JOIN stacks st ON st.id = s.stack_id"
 		 " WHERE s.minute >= ?1 AND s.minute < ?2 AND (?3 = 0 OR s.pid = ?3)"
-		 " AND (?5 < 0 OR s.uid = ?5)"
-		 " GROUP BY s.stack_id",
+		 " AND (?5 < 0 OR s.uid = ?5) AND (?6 = -1 OR s.node = ?6)"
+		 " GROUP BY s.node, s.stack_id",
 		 &p->st_sums) < 0 ||
+	    prep(p->db, "INSERT OR IGNORE INTO nodes (id, name) VALUES (?1, ?2)",
+		 &p->st_node_put) < 0 ||
 	    prep(p->db, "DELETE FROM samples WHERE minute < ?1", &p->st_expire_samples) < 0 ||
 	    prep(p->db,
 		 "DELETE FROM stacks WHERE id NOT IN (SELECT DISTINCT stack_id FROM samples)",
@@ -239,6 +374,8 @@ void profile_free(struct profile_store *p)
 	hmap_free(p->batch, free);
 	hmap_free(p->draining, free);
 	hmap_free(p->ids, free);
+	hmap_free(p->nodes, NULL);
+	hmap_free(p->node_names, free); /* the names, shared with nodes' keys */
 	finalize_all(p);
 	cache_close(p->mem);
 	free(p->keybuf);
@@ -312,8 +449,8 @@ cleanup:
 
 int profile_add(struct profile_store *p, const struct profile_sample *smp)
 {
-	struct batch_key k = { .minute = smp->unix_s / 60, .pid = smp->pid, .tid = smp->tid,
-			       .uid = smp->uid };
+	struct batch_key k = { .minute = smp->unix_s / 60, .start = smp->start, .node = smp->node,
+			       .pid = smp->pid, .tid = smp->tid, .uid = smp->uid };
 	const char *comm = smp->comm ? smp->comm : "";
 	size_t comm_len = strnlen(comm, PROFILE_MAX_NAME), klen;
 	struct batch_val *v;
@@ -441,6 +578,8 @@ static int move_to_memory(struct profile_store *p)
 		return r;
 	}
 	p->mem = mem;
+	if (store_nodes(p) < 0)
+		log_warn("cannot copy the node names to memory; queries may miss some");
 	log_warn("the disk under the cache is full: keeping profiles in memory from now on "
 		 "(the last %u minutes, until a restart); symbol tables stay in the memory LRU",
 		 p->retention_minutes);
@@ -490,6 +629,8 @@ static int write_rows(struct profile_store *p, struct hmap *m, struct hmap_iter 
 		sqlite3_bind_int64(p->st_sample, 4, id);
 		sqlite3_bind_int64(p->st_sample, 5, (int64_t)v->count);
 		sqlite3_bind_int64(p->st_sample, 7, k.uid);
+		sqlite3_bind_int64(p->st_sample, 8, k.node);
+		sqlite3_bind_int64(p->st_sample, 9, (int64_t)k.start);
 		{
 			static const uint8_t none[PROFILE_SPAN_LEN];
 			bool has = memcmp(k.span, none, sizeof(none)) != 0;
@@ -645,11 +786,18 @@ static void bind_window(sqlite3_stmt *st, const struct profile_query *q)
 	sqlite3_bind_int64(st, 5, q->scoped ? (int64_t)q->uid : -1);
 }
 
+static void bind_query(const struct profile_store *p, sqlite3_stmt *st,
+		       const struct profile_query *q)
+{
+	bind_window(st, q);
+	sqlite3_bind_int64(st, 6, query_node(p, q->node));
+}
+
 static int window_total(struct profile_store *p, const struct profile_query *q, uint64_t *ret)
 {
 	int r = -EIO;
 
-	bind_window(p->st_total, q);
+	bind_query(p, p->st_total, q);
 	if (sqlite3_step(p->st_total) == SQLITE_ROW) {
 		*ret = (uint64_t)sqlite3_column_int64(p->st_total, 0);
 		r = 0;
@@ -661,8 +809,20 @@ static int window_total(struct profile_store *p, const struct profile_query *q, 
 struct top_acc {
 	uint64_t self, total;
 	uint64_t last_row; /* row that last counted total, so once per stack */
-	const char *name;  /* the key, borrowed from the map */
+	const char *name;
+	const char *node;  /* borrowed from the store */
 };
+
+/* The accumulator key of function name (len bytes) of node: the node's
+ * id, then the name. */
+static size_t top_key(char *buf, size_t cap, int64_t node, const char *name, size_t len)
+{
+	if (len > cap - sizeof(node))
+		len = cap - sizeof(node);
+	memcpy(buf, &node, sizeof(node));
+	memcpy(buf + sizeof(node), name, len);
+	return sizeof(node) + len;
+}
 
 static int cmp_top(const void *a, const void *b)
 {
@@ -672,7 +832,9 @@ static int cmp_top(const void *a, const void *b)
 		return x->self > y->self ? -1 : 1;
 	if (x->total != y->total)
 		return x->total > y->total ? -1 : 1;
-	return strcmp(x->function, y->function);
+	if (strcmp(x->function, y->function))
+		return strcmp(x->function, y->function);
+	return strcmp(x->node, y->node);
 }
 
 int profile_top(struct profile_store *p, const struct profile_query *q, struct arena *a,
@@ -680,6 +842,7 @@ int profile_top(struct profile_store *p, const struct profile_query *q, struct a
 {
 	struct hmap *acc = hmap_new();
 	struct profile_top_entry *out = NULL;
+	char key[sizeof(int64_t) + 4 * PROFILE_MAX_NAME + 16]; /* escaping makes up to 4 bytes of 1 */
 	uint64_t row = 0, total = 0;
 	size_t n = 0;
 	struct hmap_iter it;
@@ -692,12 +855,13 @@ int profile_top(struct profile_store *p, const struct profile_query *q, struct a
 	r = window_total(p, q, &total);
 	if (r < 0)
 		goto cleanup;
-	bind_window(p->st_sums, q);
+	bind_query(p, p->st_sums, q);
 	while ((rc = sqlite3_step(p->st_sums)) == SQLITE_ROW) {
 		const char *text = (const char *)sqlite3_column_text(p->st_sums, 0);
 		uint64_t cnt = (uint64_t)sqlite3_column_int64(p->st_sums, 1);
+		int64_t node = sqlite3_column_int64(p->st_sums, 2);
 		const char *s, *semi, *leaf = NULL;
-		size_t leaf_len = 0;
+		size_t leaf_len = 0, klen;
 
 		row++;
 		if (!text)
@@ -710,10 +874,13 @@ int profile_top(struct profile_store *p, const struct profile_query *q, struct a
 
 			semi = strchr(name, ';');
 			len = semi ? (size_t)(semi - name) : strlen(name);
-			e = hmap_get(acc, name, len);
+			klen = top_key(key, sizeof(key), node, name, len);
+			e = hmap_get(acc, key, klen);
 			if (!e) {
 				e = arena_alloc(a, sizeof(*e));
-				if (!e || hmap_put(acc, name, len, e, NULL) < 0) {
+				if (e)
+					e->node = node_name(p, node);
+				if (!e || hmap_put(acc, key, klen, e, NULL) < 0) {
 					r = -ENOMEM;
 					goto cleanup;
 				}
@@ -732,7 +899,10 @@ int profile_top(struct profile_store *p, const struct profile_query *q, struct a
 			s = semi;
 		}
 		if (leaf) {
-			struct top_acc *e = hmap_get(acc, leaf, leaf_len);
+			struct top_acc *e;
+
+			klen = top_key(key, sizeof(key), node, leaf, leaf_len);
+			e = hmap_get(acc, key, klen);
 
 			if (e)
 				e->self += cnt;
@@ -751,8 +921,8 @@ int profile_top(struct profile_store *p, const struct profile_query *q, struct a
 	while (hmap_next(acc, &it, NULL, NULL, &val)) {
 		struct top_acc *e = val;
 
-		out[n++] = (struct profile_top_entry){ .function = e->name, .self = e->self,
-						       .total = e->total };
+		out[n++] = (struct profile_top_entry){ .node = e->node, .function = e->name,
+						       .self = e->self, .total = e->total };
 	}
 	qsort(out, n, sizeof(*out), cmp_top);
 	if (q->limit && n > q->limit)
@@ -779,7 +949,7 @@ int profile_folded(struct profile_store *p, const struct profile_query *q, struc
 	r = window_total(p, q, &total);
 	if (r < 0)
 		return r;
-	bind_window(p->st_folded, q);
+	bind_query(p, p->st_folded, q);
 	sqlite3_bind_int64(p->st_folded, 4, q->limit ? (int64_t)q->limit : -1);
 	while ((rc = sqlite3_step(p->st_folded)) == SQLITE_ROW) {
 		const char *text = (const char *)sqlite3_column_text(p->st_folded, 0);
@@ -805,6 +975,11 @@ int profile_folded(struct profile_store *p, const struct profile_query *q, struc
 			goto cleanup;
 		}
 		out[n].count = (uint64_t)sqlite3_column_int64(p->st_folded, 1);
+		out[n].node = arena_strdup(a, node_name(p, sqlite3_column_int64(p->st_folded, 4)));
+		if (!out[n].node) {
+			r = -ENOMEM;
+			goto cleanup;
+		}
 		out[n].pid = minpid == maxpid ? (uint32_t)minpid : 0;
 		n++;
 	}
@@ -828,7 +1003,7 @@ int profile_rows(struct profile_store *p, const struct profile_query *q,
 	int r = 0, rc;
 
 	profile_flush(p);
-	bind_window(p->st_rows, q);
+	bind_query(p, p->st_rows, q);
 	while ((rc = sqlite3_step(p->st_rows)) == SQLITE_ROW) {
 		const char *text = (const char *)sqlite3_column_text(p->st_rows, 3);
 		const char *semi = text ? strchr(text, ';') : NULL;
@@ -841,6 +1016,8 @@ int profile_rows(struct profile_store *p, const struct profile_query *q,
 			.raw = sqlite3_column_blob(p->st_rows, 4),
 			.raw_len = (size_t)sqlite3_column_bytes(p->st_rows, 4),
 			.count = (uint64_t)sqlite3_column_int64(p->st_rows, 5),
+			.node = node_name(p, sqlite3_column_int64(p->st_rows, 7)),
+			.start = (uint64_t)sqlite3_column_int64(p->st_rows, 8),
 		};
 
 		if (sqlite3_column_bytes(p->st_rows, 6) == PROFILE_SPAN_LEN)

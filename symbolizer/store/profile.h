@@ -19,6 +19,8 @@
 #define PROFILE_MAX_NAME 1024       /* a frame name is cut here */
 #define PROFILE_MAX_STACK (256u << 10) /* a folded stack is cut here */
 #define PROFILE_MAX_BATCH 100000    /* pending rows that force a flush */
+#define PROFILE_MAX_NODES 65536     /* distinct node names kept */
+#define PROFILE_MAX_NODE_NAME 100   /* bytes of a node name */
 
 struct profile_store;
 
@@ -43,13 +45,24 @@ struct profile_store *profile_new(struct cache *c, unsigned retention_minutes);
 /* Flushes, then frees. Accepts NULL. */
 void profile_free(struct profile_store *p);
 
+/* The id of node name (valid UTF-8, at most PROFILE_MAX_NODE_NAME bytes:
+ * longer names are cut), added to the nodes table if new; ids stay valid
+ * for the store's life. Returns 0, -E2BIG (PROFILE_MAX_NODES names
+ * already), -EIO or -ENOMEM; *ret_id untouched on failure. */
+int profile_node(struct profile_store *p, const char *name, uint32_t *ret_id);
+/* The name of node id, or "" for an id profile_node() never gave.
+ * Borrowed for the store's life. */
+const char *profile_node_name(const struct profile_store *p, uint32_t id);
+
 /* Trace ID (16 bytes) then span ID (8): the span a sample was taken in. */
 #define PROFILE_SPAN_LEN 24
 
 /* count samples of one stack by thread tid of pid at time unix_s. */
 struct profile_sample {
 	uint64_t unix_s;
+	uint32_t node;       /* profile_node()'s id of the sensor's node */
 	uint32_t pid, tid;
+	uint64_t start;      /* the process's start time (clock ticks since boot) */
 	uint32_t uid;        /* the process's owner (0: root's, admins only) */
 	const uint8_t *span; /* PROFILE_SPAN_LEN bytes, or NULL: in no span */
 	const char *comm;   /* thread name; sanitised here */
@@ -92,35 +105,40 @@ bool profile_in_memory(const struct profile_store *p);
 int profile_expire(struct profile_store *p, uint64_t now_s);
 
 /* A window in unix seconds: a minute is included when it overlaps
- * [since_s, until_s). until_s 0: no upper bound. pid 0: all. scoped:
+ * [since_s, until_s). until_s 0: no upper bound. pid 0: all. node NULL
+ * or "": every node's (results stay apart per node). scoped:
  * only samples of processes owned by uid (false, as zero-initialised:
  * every uid's). */
 struct profile_query {
 	uint64_t since_s;
 	uint64_t until_s;
 	uint32_t pid;
+	const char *node; /* borrowed */
 	bool scoped;
 	uint32_t uid;
 	uint32_t limit; /* 0: no limit */
 };
 
 struct profile_top_entry {
+	const char *node; /* counted per node */
 	const char *function;
 	uint64_t self, total;
 };
 
 struct profile_stack {
+	const char *node;
 	const char *text; /* "comm;root;...;leaf" */
 	uint64_t count;
 	uint32_t pid;     /* the pid if one process has this stack, else 0 */
 };
 
-/* Functions by self count (then total, then name); the comm frame is not
+/* Functions of each node by self count (then total, then name, then
+ * node); the comm frame is not
  * a function. Results are allocated in a (borrowed). Returns 0 or a
  * negative errno; outputs untouched on failure. */
 int profile_top(struct profile_store *p, const struct profile_query *q, struct arena *a,
 		struct profile_top_entry **ret_entries, size_t *ret_n, uint64_t *ret_total);
-/* Distinct stacks by count, one per distinct text. */
+/* Distinct stacks by count, one per node and distinct text. */
 int profile_folded(struct profile_store *p, const struct profile_query *q, struct arena *a,
 		   struct profile_stack **ret_stacks, size_t *ret_n, uint64_t *ret_total);
 
@@ -128,7 +146,9 @@ int profile_folded(struct profile_store *p, const struct profile_query *q, struc
  * thread tid (named comm) of pid, in one minute. Borrowed for the call. */
 struct profile_row {
 	uint64_t minute; /* unix seconds / 60 */
+	const char *node;
 	uint32_t pid, tid;
+	uint64_t start;  /* the process's start time (clock ticks since boot) */
 	const uint8_t *span; /* PROFILE_SPAN_LEN bytes, or NULL */
 	const char *comm;
 	const void *raw;

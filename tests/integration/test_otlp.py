@@ -159,7 +159,7 @@ def attr_map(req, indices):
 
 
 def sample_total(reqs):
-    """Samples in the requests: values are CPU nanoseconds, count x period."""
+    """Samples in the requests: values are counts (samples/count)."""
     total = 0
     for req in reqs:
         for rp in req.resource_profiles:
@@ -167,10 +167,18 @@ def sample_total(reqs):
                 for p in sp.profiles:
                     assert p.period > 0
                     for s in p.samples:
-                        v = sum(s.values)
-                        assert v % p.period == 0, (v, p.period)
-                        total += v // p.period
+                        total += sum(s.values)
     return total
+
+
+def sample_shape(s):
+    """A sample's shape (opentelemetry-proto's Sample comment): values
+    with a timestamp each, or one aggregated value without."""
+    if s.timestamps_unix_nano:
+        assert len(s.values) == len(s.timestamps_unix_nano), s
+        return "timed"
+    assert len(s.values) == 1, s
+    return "aggregated"
 
 
 def functions_with_lines(req):
@@ -212,20 +220,37 @@ def check_request(req, work_pid):
     for rp in req.resource_profiles:
         res = {kv.key: kv.value for kv in rp.resource.attributes}
         assert res["host.name"].string_value == socket.gethostname()
+        # machine-id(5): 32 lowercase hex digits.
+        assert len(res["host.id"].string_value) == 32, res
         assert res["process.pid"].int_value > 0
         assert res["process.executable.name"].string_value
-        p = rp.scope_profiles[0].profiles[0]
-        assert strings(req)[p.sample_type.type_strindex] == "cpu"
-        assert strings(req)[p.sample_type.unit_strindex] == "nanoseconds"
-        assert p.period == 1_000_000_000 // HZ
-        assert p.time_unix_nano > 1_600_000_000 * 10**9
-        for s in p.samples:
-            assert 0 < s.stack_index < len(d.stack_table)
-            assert len(s.timestamps_unix_nano) in (0, len(s.values))
-            for t in s.timestamps_unix_nano:
-                assert abs(t / 1e9 - time.time()) < 600
-            ta = attr_map(req, s.attribute_indices)
-            assert ta.get("thread.id", 1) > 0
+        # Opt-in only: the sensor runs without --command-line here.
+        assert "process.command_line" not in res
+        assert 1 <= len(rp.scope_profiles[0].profiles) <= 2
+        shapes = []
+        for p in rp.scope_profiles[0].profiles:
+            # Counts of samples, each worth a period of CPU time.
+            assert strings(req)[p.sample_type.type_strindex] == "samples"
+            assert strings(req)[p.sample_type.unit_strindex] == "count"
+            assert strings(req)[p.period_type.type_strindex] == "cpu"
+            assert strings(req)[p.period_type.unit_strindex] == "nanoseconds"
+            assert p.period == 1_000_000_000 // HZ
+            assert p.time_unix_nano > 1_600_000_000 * 10**9
+            assert p.original_payload_format == "" and not p.original_payload
+            assert p.samples
+            # One sample shape per Profile.
+            kinds = {sample_shape(s) for s in p.samples}
+            assert len(kinds) == 1, kinds
+            shapes.append(kinds.pop())
+            for s in p.samples:
+                assert 0 < s.stack_index < len(d.stack_table)
+                assert all(v > 0 for v in s.values)
+                for t in s.timestamps_unix_nano:
+                    assert abs(t / 1e9 - time.time()) < 600
+                ta = attr_map(req, s.attribute_indices)
+                assert ta.get("thread.id", 1) > 0
+        # A second Profile only for the other shape.
+        assert len(shapes) == len(set(shapes)), shapes
         if res["process.pid"].int_value == work_pid:
             assert res["process.executable.path"].string_value == str(WORKLOAD)
             assert res["process.executable.name"].string_value == WORKLOAD.name

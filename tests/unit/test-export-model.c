@@ -6,10 +6,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "cgroup_ids.h"
 #include "model.h"
 #include "rawstack.h"
 
@@ -157,12 +159,49 @@ static void test_rawstack_garbage(void **state)
 	}
 }
 
+/* Container IDs and pod UIDs of the cgroup drivers' layouts; near misses
+ * are not IDs. */
+static void test_cgroup_ids(void **state)
+{
+	static const char cid[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	char text[512], c[CGROUP_IDS_CONTAINER_LEN + 1], pod[CGROUP_IDS_POD_UID_LEN + 1];
+
+	(void)state;
+	snprintf(text, sizeof(text), "0::/kubepods/burstable/pod3d4e5f6a-1234-5678-9abc-def012345678/%s",
+		 cid);
+	cgroup_ids_parse(text, c, pod);
+	assert_string_equal(c, cid);
+	assert_string_equal(pod, "3d4e5f6a-1234-5678-9abc-def012345678");
+	snprintf(text, sizeof(text),
+		 "0::/kubepods.slice/kubepods-besteffort.slice/"
+		 "kubepods-besteffort-pod3D4E5F6A_1234_5678_9abc_def012345678.slice/"
+		 "cri-containerd-%s.scope", cid);
+	cgroup_ids_parse(text, c, pod);
+	assert_string_equal(c, cid);
+	assert_string_equal(pod, "3d4e5f6a-1234-5678-9abc-def012345678");
+	snprintf(text, sizeof(text), "0::/system.slice/docker-%s.scope", cid);
+	cgroup_ids_parse(text, c, pod);
+	assert_string_equal(c, cid);
+	assert_string_equal(pod, "");
+	/* 65 hex digits, a mixed separator, a short group: none. */
+	cgroup_ids_parse("0::/x/pod3d4e5f6a-1234_5678-9abc-def012345678/"
+			 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0", c, pod);
+	assert_string_equal(c, "");
+	assert_string_equal(pod, "");
+	cgroup_ids_parse("0::/pod3d4e5f6a-1234-5678-9abc-def01234567", c, pod);
+	assert_string_equal(pod, "");
+	cgroup_ids_parse(NULL, c, pod);
+	assert_string_equal(c, "");
+	assert_string_equal(pod, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_model_dedup),
 		cmocka_unit_test(test_rawstack_roundtrip),
 		cmocka_unit_test(test_rawstack_garbage),
+		cmocka_unit_test(test_cgroup_ids),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

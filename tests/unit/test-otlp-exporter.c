@@ -55,13 +55,15 @@ static void on_export(struct rpc_call *call, const ProtobufCMessage *msg, void *
 	uint64_t n = 0;
 
 	(void)ctx;
+	/* Values are sample counts (samples/count), in every Profile. */
 	for (size_t i = 0; i < req->n_resource_profiles; i++) {
-		const Opentelemetry__Proto__Profiles__V1development__Profile *p =
-			req->resource_profiles[i]->scope_profiles[0]->profiles[0];
+		const Opentelemetry__Proto__Profiles__V1development__ScopeProfiles *sp =
+			req->resource_profiles[i]->scope_profiles[0];
 
-		for (size_t k = 0; k < p->n_samples; k++)
-			for (size_t v = 0; v < p->samples[k]->n_values; v++)
-				n += (uint64_t)p->samples[k]->values[v] / (uint64_t)p->period;
+		for (size_t j = 0; j < sp->n_profiles; j++)
+			for (size_t k = 0; k < sp->profiles[j]->n_samples; k++)
+				for (size_t v = 0; v < sp->profiles[j]->samples[k]->n_values; v++)
+					n += (uint64_t)sp->profiles[j]->samples[k]->values[v];
 	}
 	atomic_fetch_add(&got_requests, 1);
 	atomic_fetch_add(&got_samples, n);

@@ -78,7 +78,7 @@ static void build(struct pmodel *m, uint32_t *ret_st1)
 	uint8_t id[16] = { 0xab, 0xcd };
 	uint32_t mp, f_inl, f_outer, f_main, f_k, l_user, l_main, l_k, st1, st2, p1, p2;
 	struct pm_line lines[2];
-	struct pm_process proc = { .pid = 100 };
+	struct pm_process proc = { .pid = 100, .start = 4242 };
 
 	assert_int_equal(pm_init(m), 0);
 	m->period_ns = 10000000; /* 100 Hz */
@@ -105,6 +105,8 @@ static void build(struct pmodel *m, uint32_t *ret_st1)
 	assert_int_equal(pm_string(m,
 				   "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 				   &proc.container_id), 0);
+	assert_int_equal(pm_string(m, "3d4e5f6a-1234-5678-9abc-def012345678", &proc.pod_uid), 0);
+	assert_int_equal(pm_string(m, "0f1e2d3c4b5a69788796a5b4c3d2e1f0", &proc.host_id), 0);
 	proc.main_mapping = mp + 1;
 	assert_int_equal(pm_process(m, &proc, &p1), 0);
 	proc = (struct pm_process){ .pid = 200 };
@@ -221,15 +223,22 @@ static void test_encode_resources_samples(void **state)
 		assert_int_equal(rp->n_scope_profiles, 1);
 		assert_int_equal(rp->scope_profiles[0]->n_profiles, 1);
 		pr = rp->scope_profiles[0]->profiles[0];
-		assert_string_equal(str(r, pr->sample_type->type_strindex), "cpu");
-		assert_string_equal(str(r, pr->sample_type->unit_strindex), "nanoseconds");
+		/* Counts, each worth a period of CPU time. */
+		assert_string_equal(str(r, pr->sample_type->type_strindex), "samples");
+		assert_string_equal(str(r, pr->sample_type->unit_strindex), "count");
+		assert_string_equal(str(r, pr->period_type->type_strindex), "cpu");
+		assert_string_equal(str(r, pr->period_type->unit_strindex), "nanoseconds");
 		assert_int_equal(pr->period, 10000000);
 		assert_int_equal(pr->time_unix_nano, 1000000000);
 		assert_int_equal(pr->duration_nano, 900000000);
 		assert_int_equal(pr->profile_id.len, 16);
+		assert_string_equal(pr->original_payload_format, "");
+		/* One shape per Profile: all with timestamps, or none. */
 		for (size_t k = 0; k < pr->n_samples; k++) {
 			const P_(Sample) *s = pr->samples[k];
 
+			assert_int_equal(s->n_timestamps_unix_nano ? 1 : 0,
+					 pr->samples[0]->n_timestamps_unix_nano ? 1 : 0);
 			assert_true(s->n_timestamps_unix_nano == 0 ||
 				    s->n_timestamps_unix_nano == s->n_values);
 			for (size_t v = 0; v < s->n_values; v++)
@@ -239,13 +248,17 @@ static void test_encode_resources_samples(void **state)
 			assert_string_equal(res_str(res, "process.executable.name"), "app");
 			assert_string_equal(res_str(res, "process.executable.path"), "/opt/app/bin/app");
 			assert_non_null(res_str(res, "container.id"));
+			assert_string_equal(res_str(res, "k8s.pod.uid"),
+					    "3d4e5f6a-1234-5678-9abc-def012345678");
+			assert_string_equal(res_str(res, "host.id"), "0f1e2d3c4b5a69788796a5b4c3d2e1f0");
+			assert_null(res_str(res, "process.command_line"));
 			assert_int_equal(pr->n_samples, 2);
 			const P_(Sample) *s = pr->samples[0];
 			assert_int_equal(s->stack_index, st1 + 1);
 			/* 5 samples: the first at first_ns, the other 4 at last_ns. */
 			assert_int_equal(s->n_values, 2);
-			assert_int_equal(s->values[0], 10000000);
-			assert_int_equal(s->values[1], 40000000);
+			assert_int_equal(s->values[0], 1);
+			assert_int_equal(s->values[1], 4);
 			assert_int_equal(s->timestamps_unix_nano[0], 1000000000);
 			assert_int_equal(s->timestamps_unix_nano[1], 1900000000);
 			assert_int_equal(s->n_attribute_indices, 2);
@@ -258,17 +271,19 @@ static void test_encode_resources_samples(void **state)
 		} else {
 			assert_int_equal(pid, 200);
 			assert_null(res_str(res, "container.id"));
+			assert_null(res_str(res, "k8s.pod.uid"));
+			assert_null(res_str(res, "host.id"));
 			assert_null(res_str(res, "process.executable.path"));
 			assert_int_equal(pr->n_samples, 1);
 			/* No time known: one value, no timestamps. */
 			assert_int_equal(pr->samples[0]->n_values, 1);
-			assert_int_equal(pr->samples[0]->values[0], 30000000);
+			assert_int_equal(pr->samples[0]->values[0], 3);
 			assert_int_equal(pr->samples[0]->n_timestamps_unix_nano, 0);
 			assert_int_equal(pr->samples[0]->n_attribute_indices, 0);
 			assert_int_equal(pr->samples[0]->link_index, 1);
 		}
 	}
-	assert_int_equal(total, (int64_t)m.total * 10000000);
+	assert_int_equal(total, (int64_t)m.total);
 	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__free_unpacked(
 		r, NULL);
 	pm_free(&m);
@@ -301,6 +316,55 @@ static void test_encode_empty_and_no_period(void **state)
 	assert_string_equal(str(r, pr->sample_type->type_strindex), "samples");
 	assert_string_equal(str(r, pr->sample_type->unit_strindex), "count");
 	assert_int_equal(pr->samples[0]->values[0], 4);
+	assert_null(pr->period_type); /* no rate known: no period */
+	assert_int_equal(pr->period, 0);
+	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__free_unpacked(
+		r, NULL);
+	pm_free(&m);
+}
+
+/* A process with samples of both shapes (with and without times) gets a
+ * Profile per shape, timed first; together they hold every sample. */
+static void test_encode_one_shape_per_profile(void **state)
+{
+	struct pmodel m;
+	struct pm_process p = { .pid = 7 };
+	uint32_t st, proc;
+	req_t *r;
+	const P_(ScopeProfiles) *sp;
+
+	(void)state;
+	assert_int_equal(pm_init(&m), 0);
+	m.period_ns = 1000000;
+	assert_int_equal(pm_stack(&m, NULL, 0, &st), 0);
+	assert_int_equal(pm_process(&m, &p, &proc), 0);
+	assert_int_equal(pm_sample(&m, &(struct pm_sample){ .stack = st, .process = proc, .count = 2 }),
+			 0);
+	assert_int_equal(pm_sample(&m, &(struct pm_sample){ .stack = st, .process = proc, .tid = 8,
+							    .count = 3, .first_ns = 5, .last_ns = 9 }),
+			 0);
+	assert_int_equal(pm_sample(&m, &(struct pm_sample){ .stack = st, .process = proc, .tid = 9,
+							    .count = 1, .first_ns = 6, .last_ns = 6 }),
+			 0);
+	r = decode(&m);
+	assert_int_equal(r->n_resource_profiles, 1);
+	sp = r->resource_profiles[0]->scope_profiles[0];
+	assert_int_equal(sp->n_profiles, 2);
+	assert_int_equal(sp->profiles[0]->n_samples, 2);
+	for (size_t k = 0; k < 2; k++) {
+		const P_(Sample) *s = sp->profiles[0]->samples[k];
+
+		assert_true(s->n_timestamps_unix_nano > 0);
+		assert_int_equal(s->n_timestamps_unix_nano, s->n_values);
+	}
+	assert_int_equal(sp->profiles[1]->n_samples, 1);
+	assert_int_equal(sp->profiles[1]->samples[0]->n_values, 1);
+	assert_int_equal(sp->profiles[1]->samples[0]->values[0], 2);
+	assert_int_equal(sp->profiles[1]->samples[0]->n_timestamps_unix_nano, 0);
+	for (size_t j = 0; j < 2; j++) {
+		assert_string_equal(str(r, sp->profiles[j]->sample_type->type_strindex), "samples");
+		assert_int_equal(sp->profiles[j]->period, 1000000);
+	}
 	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__free_unpacked(
 		r, NULL);
 	pm_free(&m);
@@ -405,6 +469,7 @@ int main(void)
 		cmocka_unit_test(test_encode_tables),
 		cmocka_unit_test(test_encode_resources_samples),
 		cmocka_unit_test(test_encode_empty_and_no_period),
+		cmocka_unit_test(test_encode_one_shape_per_profile),
 		cmocka_unit_test(test_encode_traces),
 	};
 

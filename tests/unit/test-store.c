@@ -300,6 +300,20 @@ static void test_cache_schema_version(void **state)
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	assert_int_equal(sqlite3_column_int(st, 0), CACHE_SCHEMA_VERSION);
 	sqlite3_finalize(st);
+	/* A version 13 cache (samples without node or start) is brought to
+	 * 14; so is one set back further, replaying steps over tables that
+	 * exist (the nodes table). */
+	for (int v = 13; v >= 12; v--) {
+		char sql[64];
+
+		snprintf(sql, sizeof(sql), "PRAGMA user_version=%d", v);
+		assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+		assert_int_equal(cache_open(db_path, NULL, &c), 0);
+		cache_close(c);
+		assert_int_equal(sqlite3_prepare_v2(db, "SELECT node, start FROM samples", -1, &st, NULL),
+				 SQLITE_OK);
+		sqlite3_finalize(st);
+	}
 	sqlite3_close(db);
 }
 
@@ -569,6 +583,93 @@ static void test_profile_flush_in_steps(void **state)
 	arena_free(a);
 }
 
+/* One pid on two nodes stays two processes: per-node totals, Top and
+ * Folded entries apart, a node filter that picks one, an unknown node
+ * that matches nothing, and node names that survive a reopen. */
+static int count_rows(const struct profile_row *row, void *ctx)
+{
+	uint64_t *n = ctx;
+
+	n[!strcmp(row->node, "node-b")] += row->count;
+	return 0;
+}
+
+static void test_profile_nodes(void **state)
+{
+	struct cache *c = NULL;
+	struct profile_store *p;
+	struct arena *a = arena_new();
+	struct profile_stack *st;
+	struct profile_top_entry *top;
+	struct profile_query q = { 0 };
+	uint64_t total, per_node[2] = { 0 };
+	uint32_t na, nb, again;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	p = profile_new(c, 60);
+	assert_non_null(p);
+	assert_int_equal(profile_node(p, "node-a", &na), 0);
+	assert_int_equal(profile_node(p, "node-b", &nb), 0);
+	assert_int_not_equal(na, nb);
+	assert_int_equal(profile_node(p, "node-a", &again), 0);
+	assert_int_equal(again, na);
+	assert_string_equal(profile_node_name(p, nb), "node-b");
+	for (int i = 0; i < 2; i++) {
+		struct profile_sample smp = { .unix_s = 1700000000, .node = i ? nb : na, .pid = 1234,
+					      .start = 99, .tid = 1234, .comm = "w",
+					      .frames = "main;spin", .count = 5 + (uint64_t)i };
+
+		assert_int_equal(profile_add(p, &smp), 0);
+	}
+	assert_int_equal(profile_folded(p, &q, a, &st, &n, &total), 0);
+	assert_int_equal(total, 11);
+	assert_int_equal(n, 2);
+	assert_string_equal(st[0].node, "node-b");
+	assert_int_equal(st[0].count, 6);
+	assert_string_equal(st[1].node, "node-a");
+	assert_int_equal(st[1].count, 5);
+	assert_int_equal(profile_top(p, &q, a, &top, &n, &total), 0);
+	assert_int_equal(n, 4); /* main and spin, per node */
+	assert_string_equal(top[0].function, "spin");
+	assert_string_equal(top[0].node, "node-b");
+	assert_int_equal(top[0].self, 6);
+	q.node = "node-a";
+	assert_int_equal(profile_top(p, &q, a, &top, &n, &total), 0);
+	assert_int_equal(total, 5);
+	assert_int_equal(n, 2);
+	assert_string_equal(top[0].node, "node-a");
+	assert_int_equal(top[0].self, 5);
+	q.node = "node-c";
+	assert_int_equal(profile_folded(p, &q, a, &st, &n, &total), 0);
+	assert_int_equal(total, 0);
+	assert_int_equal(n, 0);
+	/* A node filter narrows a user's scope, never widens it. */
+	q.node = "node-a";
+	q.scoped = true;
+	q.uid = 1000;
+	assert_int_equal(profile_top(p, &q, a, &top, &n, &total), 0);
+	assert_int_equal(total, 0);
+	assert_int_equal(n, 0);
+	q.scoped = false;
+	q.node = NULL;
+	assert_int_equal(profile_rows(p, &q, count_rows, per_node), 0);
+	assert_int_equal(per_node[0], 5);
+	assert_int_equal(per_node[1], 6);
+	profile_free(p);
+	p = profile_new(c, 60);
+	assert_non_null(p);
+	q.node = "node-b";
+	assert_int_equal(profile_folded(p, &q, a, &st, &n, &total), 0);
+	assert_int_equal(total, 6);
+	assert_int_equal(profile_node(p, "node-b", &again), 0);
+	assert_int_equal(again, nb);
+	profile_free(p);
+	cache_close(c);
+	arena_free(a);
+}
+
 /* The interpreter Data: found, refused, unknown, and kept across a reopen. */
 static void test_cache_interp(void **state)
 {
@@ -610,6 +711,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_profile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile_survives_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile_flush_in_steps, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_profile_nodes, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
