@@ -99,7 +99,7 @@ def run(symbolizer, start_sensor, tmp, seconds, extra=()):
                 break
         else:
             raise AssertionError("Work did not start")
-        sensor = start_sensor(symbolizer.address, "--pid", str(java.pid), "--frequency", "99")
+        sensor = start_sensor(symbolizer.address, "--pid", str(java.pid), "--frequency", "199")
         try:
             wait_for(lambda: symbolizer.status().sensors_connected == 1, 30, "the sensor")
             map_id = cpython_map_id(sensor.proc.pid)
