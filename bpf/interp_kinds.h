@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "cpython.h"
+#include "hotspot.h"
 #include "interp.h"
 #include "ruby.h"
 #include "perl5.h"
@@ -37,6 +38,10 @@ static inline const struct sonde_interp_kind_info *sonde_interp_kind_info(__u32 
 		"php", "function records", "php_funcs", sonde_php_limits
 	};
 
+	static const struct sonde_interp_kind_info hotspot = {
+		"jvm", "Java method records", "hotspot_methods", sonde_hotspot_limits,
+		SONDE_INTERP_JIT_WORDS
+	};
 	static const struct sonde_interp_kind_info ruby = {
 		"ruby", "iseq and cfunc records", "ruby_seen", sonde_ruby_limits
 	};
@@ -51,6 +56,8 @@ static inline const struct sonde_interp_kind_info *sonde_interp_kind_info(__u32 
 	switch (kind) {
 	case SONDE_INTERP_CPYTHON:
 		return &cpython;
+	case SONDE_INTERP_HOTSPOT:
+		return &hotspot;
 	case SONDE_INTERP_RUBY:
 		return &ruby;
 	case SONDE_INTERP_PERL:

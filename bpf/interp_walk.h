@@ -14,6 +14,8 @@
 
 #include "cpython.h"
 #include "cpython_walk.h"
+#include "hotspot.h"
+#include "hotspot_walk.h"
 #include "ruby.h"
 #include "ruby_walk.h"
 #include "perl5.h"
@@ -74,6 +76,9 @@ static __always_inline void interp_jit_begin(struct unwind_scratch *s, __u32 tgi
 	}
 	s->proc = *p;
 	switch (p->kind) {
+	case SONDE_INTERP_HOTSPOT:
+		hotspot_jit_begin(&s->jit, &s->proc);
+		break;
 	case SONDE_INTERP_V8:
 		v8_jit_begin(s);
 		break;
@@ -98,6 +103,9 @@ __noinline int interp_jit_step(struct unwind_scratch *s, struct user_walk *st, _
 	if (no_table ? !s->jit.anon : !interp_jit_in_range(&s->jit, st->pc))
 		return -1;
 	switch (s->jit.kind) {
+	case SONDE_INTERP_HOTSPOT:
+		r = hotspot_jit_step(&s->jit, &s->proc, st, native);
+		break;
 	case SONDE_INTERP_V8:
 		r = v8_jit_step(s, st, native);
 		break;

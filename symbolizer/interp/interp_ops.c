@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cpython_ops.h"
+#include "hotspot_ops.h"
 #include "interp_kinds.h"
 #include "interp_ops.h"
 #include "perl_ops.h"
@@ -14,6 +15,7 @@
 
 static const struct interp_ops *const table[] = {
 	&cpython_ops,
+	&hotspot_ops,
 	&ruby_ops,
 	&perl_ops,
 	&php_ops,

@@ -1,6 +1,6 @@
 /* cache.c - SQLite file-analysis cache with an in-memory LRU above it.
  *
- * Schema (user_version 14):
+ * Schema (user_version 15):
  *   files(file_id BLOB PK, status INT (0 ok, 1 error), error TEXT,
  *         analysed_at INT (unix s), build_id BLOB, symtab BLOB)
  *   unwind(file_id BLOB PK, status INT (0 ok, 1 error), error TEXT,
@@ -245,8 +245,9 @@ static const char schema_v14[] =
 
 /* The interpreter Loader's Data carries per-file bytes for the runtime's
  * config (a JIT runtime's constants read from the file,
- * interp_data.data): the table is made again (every file is analysed for
- * it again), which also holds when the step is replayed. */
+ * interp_data.data): every file is analysed for it again. The table is
+ * made anew (not altered), so that replaying this step over a cache set
+ * back to an older version finds nothing in its way. */
 static const char schema_v15[] =
 	"DROP TABLE IF EXISTS interp;"
 	"CREATE TABLE interp ("

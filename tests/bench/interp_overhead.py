@@ -69,6 +69,25 @@ while (true) {{
 """
 
 
+def java_script():
+    """One source file java runs as it is (JEP 330): f0 is compiled, the
+    chain above it inlined into its callers' nmethods or interpreted."""
+    chain = "".join(f"    static long f{k}(int n) {{ return f{k - 1}(n) + 1; }}\n"
+                    for k in range(1, DEPTH))
+    return (
+        "public class Spin {\n"
+        "    static long f0(int n) {\n"
+        "        long t = 0;\n"
+        "        for (int i = 0; i < n; i++) t += (long) i * i;\n"
+        "        return t;\n"
+        "    }\n" + chain +
+        "    static volatile long sink;\n"
+        "    public static void main(String[] a) {\n"
+        f"        while (true) sink += f{DEPTH - 1}(10000);\n"
+        "    }\n"
+        "}\n")
+
+
 # name: (the script's file name, the script, argv before the script's path)
 def ruby_script():
     return """
@@ -100,6 +119,7 @@ for (;;) f{DEPTH - 1}(10000);
 
 RUNTIMES = {
     "cpython": ("spin.py", python_script(), ["/usr/bin/python3.11"]),
+    "jvm": ("Spin.java", java_script(), ["/usr/lib/jvm/java-17-openjdk-amd64/bin/java"]),
     "ruby": ("spin.rb", ruby_script(), ["/usr/bin/ruby3.1"]),
     "perl": ("spin.pl", perl_script(), ["/usr/bin/perl"]),
     "php": ("spin.php", php_script(), ["/usr/bin/php8.2"]),

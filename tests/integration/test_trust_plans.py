@@ -198,7 +198,7 @@ def test_interpreter_configs_out_of_range_are_refused():
         dict(valid, layout=layout()[:-2]),                        # 43 bytes
         dict(valid, layout=layout(interp_threads_head=60000)),    # past any PyInterpreterState
         dict(valid, layout=layout(code_qualname=0xfff0)),         # past any code object
-        dict(valid, kind=2),                                      # no such kind
+        dict(valid, kind=99),                                     # no such kind
         dict(valid, kind=5),                                      # PHP's: not its config size
         dict(valid, format_version=3),
         dict(valid, runtime_offset=os.path.getsize(bad_py) + (64 << 20)),  # outside the image

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "cpython.h"
+#include "hotspot.h"
 #include "php.h"
 #include "ruby.h"
 #include "perl5.h"
@@ -439,6 +440,87 @@ static void test_config_v8(void **state)
 	assert_int_equal(check_v8(o, NODE_BLOB), -EBADMSG);
 }
 
+/* HotSpot 17's config as the symbolizer reads it from Debian's libjvm.so
+ * (test-hotspot-layout checks it against the file). */
+static struct sonde_hotspot_offsets hotspot_17(void)
+{
+	return (struct sonde_hotspot_offsets){
+		.major = 17, .codecache_low_static = 0x20, .codecache_high_static = 0x18,
+		.codecache_heaps_static = 0, .growable_len = 0, .growable_data = 8,
+		.heap_memory = 8, .heap_segmap = 120, .heap_log2_segment = 256, .vs_low = 16,
+		.vs_high = 24, .blob_name = 96, .blob_frame_size = 28, .blob_frame_complete = 20,
+		.blob_code_begin = 32, .nmethod_method = 112, .nmethod_scopes_data = 120,
+		.nmethod_metadata = 260, .nmethod_scopes_pcs = 268, .nmethod_dependencies = 272,
+		.method_const = 8, .cmethod_constants = 8, .cmethod_flags = 28,
+		.cmethod_code_size = 32, .cmethod_name_index = 34, .cmethod_sig_index = 36,
+		.cpool_holder = 24, .cpool_source_index = 54, .klass_name = 24, .symbol_length = 4,
+		.symbol_body = 6, .heapblock_size = 16, .cmethod_size = 48, .cpool_size = 72,
+		.cmethod_has_lines = 1, .frame_method_slot = 3, .frame_bcp_slot = 8,
+		.frame_sender_sp_slot = 1,
+	};
+}
+
+#define JVM_FILE_SIZE 24112704ull /* Debian's libjvm.so */
+#define JVM_ROOT 0x131c600        /* its CodeCache::_heaps */
+
+static int check_hotspot(struct sonde_hotspot_offsets o, uint64_t runtime_offset)
+{
+	Sonde__V1__InterpreterConfig c;
+
+	sonde__v1__interpreter_config__init(&c);
+	c.file_id.data = fid;
+	c.file_id.len = 16;
+	c.kind = SONDE_INTERP_HOTSPOT;
+	c.format_version = SONDE_HOTSPOT_FORMAT_VERSION;
+	c.runtime_offset = runtime_offset;
+	c.layout.data = (uint8_t *)&o;
+	c.layout.len = sizeof(o);
+	return validate_interp_config(&c, JVM_FILE_SIZE, NULL);
+}
+
+static void test_hotspot_config(void **state)
+{
+	struct sonde_hotspot_offsets o;
+
+	(void)state;
+	assert_int_equal(check_hotspot(hotspot_17(), JVM_ROOT), 0);
+	o = hotspot_17();
+	o.major = 21;
+	assert_int_equal(check_hotspot(o, JVM_ROOT), 0);
+	o.major = 10; /* releases whose tables are not read */
+	assert_int_equal(check_hotspot(o, JVM_ROOT), -EBADMSG);
+	o.major = 22;
+	assert_int_equal(check_hotspot(o, JVM_ROOT), -EBADMSG);
+	o = hotspot_17();
+	o.nmethod_dependencies = SONDE_HOTSPOT_FIELD_OFF_MAX;
+	assert_int_equal(check_hotspot(o, JVM_ROOT), -EBADMSG);
+	o = hotspot_17();
+	o.heap_log2_segment = 0xffff;
+	assert_int_equal(check_hotspot(o, JVM_ROOT), -EBADMSG);
+	o = hotspot_17();
+	o.frame_bcp_slot = 0; /* fp itself: no slot */
+	assert_int_equal(check_hotspot(o, JVM_ROOT), -EBADMSG);
+	o.frame_bcp_slot = 17;
+	assert_int_equal(check_hotspot(o, JVM_ROOT), -EBADMSG);
+	o = hotspot_17();
+	o.cmethod_has_lines = 0;
+	assert_int_equal(check_hotspot(o, JVM_ROOT), -EBADMSG);
+	o = hotspot_17();
+	o.pad = 1;
+	assert_int_equal(check_hotspot(o, JVM_ROOT), -EBADMSG);
+	/* The statics' first reads stay inside the image. */
+	o = hotspot_17();
+	assert_int_equal(check_hotspot(o, JVM_FILE_SIZE + SONDE_HOTSPOT_IMAGE_SLACK - 0x20 - 8), 0);
+	assert_int_equal(check_hotspot(o, JVM_FILE_SIZE + SONDE_HOTSPOT_IMAGE_SLACK - 0x20 - 7),
+			 -EBADMSG);
+	o.codecache_low_static = 0xff;
+	assert_int_equal(check_hotspot(o, JVM_FILE_SIZE + SONDE_HOTSPOT_IMAGE_SLACK - 0x20 - 8),
+			 -EBADMSG);
+}
+
+/* Ruby 3.1's layout (symbolizer/interp/ruby/ruby_layout.c) and its
+ * limits (bpf/ruby.h). */
+
 /* Ruby 3.1's layout (symbolizer/interp/ruby/ruby_layout.c) and its
  * limits (bpf/ruby.h). */
 static void test_config_ruby(void **state)
@@ -656,6 +738,7 @@ int main(void)
 		cmocka_unit_test(test_config_header),
 		cmocka_unit_test(test_config_layout_bounds),
 		cmocka_unit_test(test_config_runtime_offset),
+		cmocka_unit_test(test_hotspot_config),
 		cmocka_unit_test(test_config_v8),
 		cmocka_unit_test(test_config_ruby),
 		cmocka_unit_test(test_perl_config),
