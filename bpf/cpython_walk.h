@@ -211,14 +211,15 @@ __noinline __u64 cpython_frame_word(const struct sonde_cpython_proc *p, __u64 fr
 
 /* Records the Python frames of thread tid of tgid at rec->frames[at..],
  * with p its interp_procs entry (of kind SONDE_INTERP_CPYTHON). Returns
- * how many. */
-static __noinline int cpython_walk(struct sonde_sample *rec, const struct sonde_cpython_proc *p,
-				   __u32 tgid, __u32 tid, __u32 at)
+ * how many. A global function: verified once, whatever the state of the
+ * sample program that calls it. */
+__noinline int cpython_walk(struct sonde_sample *rec, const struct sonde_cpython_proc *p,
+			    __u32 tgid, __u32 tid, __u32 at)
 {
 	__u64 ts, frame;
 	__u32 n = 0, i;
 
-	if (!p)
+	if (!rec || !p)
 		return 0;
 	ts = cpython_tstate(p, tid);
 	if (!ts)
@@ -235,13 +236,15 @@ static __noinline int cpython_walk(struct sonde_sample *rec, const struct sonde_
 		frame = cpy_ptr(frame + p->off.frame_previous);
 	for (i = 0; i < SONDE_CPYTHON_MAX_FRAMES && frame; i++) {
 		__u64 next = 0, word = cpython_frame_word(p, frame, &next);
-		__u32 idx = at + n;
+		/* 64 bits, and past a barrier: the bound checked below is on
+		 * the register that indexes (rec is a whole struct sonde_sample
+		 * to the verifier: a global function's argument). */
+		__u64 idx = (__u64)at + n;
 
+		asm volatile("" : "+r"(idx));
 		if (!word || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
 			break;
-		/* A bound the verifier follows: the scratch has room for
-		 * 256 frames (unwind_scratch.interp_slack). */
-		rec->frames[idx & 0xff] = word;
+		rec->frames[idx] = word;
 		n++;
 		cpython_note_code(tgid, SONDE_CPYTHON_FRAME_CODE(word), p);
 		frame = next;

@@ -266,15 +266,16 @@ __noinline __u64 perl_next_frame(const struct sonde_perl_proc *p, struct perl_wa
 
 /* Records the Perl frames of thread tid of tgid at rec->frames[at..],
  * with p its interp_procs entry (of kind SONDE_INTERP_PERL). Returns how
- * many. */
-static __noinline int perl_walk(struct sonde_sample *rec, const struct sonde_perl_proc *p,
+ * many. A global function: verified once, whatever the state of the
+ * sample program that calls it. */
+__noinline int perl_walk(struct sonde_sample *rec, const struct sonde_perl_proc *p,
 				__u32 tgid, __u32 tid, __u32 at)
 {
 	struct perl_walk_state w = {};
 	__u64 interp;
 	__u32 n = 0, i;
 
-	if (!p || tid != tgid)
+	if (!rec || !p || tid != tgid)
 		return 0;
 	interp = perl_ptr(p->runtime_addr);
 	if (!interp)
@@ -289,13 +290,15 @@ static __noinline int perl_walk(struct sonde_sample *rec, const struct sonde_per
 	w.leaf_idle = !perl_ptr(interp + p->off.interp_op);
 	for (i = 0; i < SONDE_PERL_MAX_FRAMES; i++) {
 		__u64 word = perl_next_frame(p, &w);
-		__u32 idx = at + n;
+		/* 64 bits, and past a barrier: the bound checked below is on
+		 * the register that indexes (rec is a whole struct sonde_sample
+		 * to the verifier: a global function's argument). */
+		__u64 idx = (__u64)at + n;
 
+		asm volatile("" : "+r"(idx));
 		if (!word || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
 			break;
-		/* A bound the verifier follows: the scratch has room for
-		 * 256 frames (unwind_scratch.interp_slack). */
-		rec->frames[idx & 0xff] = word;
+		rec->frames[idx] = word;
 		n++;
 		perl_note(tgid, word, p);
 	}

@@ -215,14 +215,16 @@ static __always_inline __u64 php_leaf_opline(const struct sonde_php_proc *p, __u
 }
 
 /* Records the PHP frames of tgid at rec->frames[at..], with p its
- * interp_procs entry (of kind SONDE_INTERP_PHP). Returns how many. */
-static __noinline int php_walk(struct sonde_sample *rec, const struct sonde_php_proc *p,
+ * interp_procs entry (of kind SONDE_INTERP_PHP). Returns how many. A
+ * global function: verified once, whatever the state of the sample
+ * program that calls it. */
+__noinline int php_walk(struct sonde_sample *rec, const struct sonde_php_proc *p,
 			       __u32 tgid, __u32 tid, __u32 at)
 {
 	__u64 ex, leaf;
 	__u32 n = 0, i;
 
-	if (!p || tid != tgid)
+	if (!rec || !p || tid != tgid)
 		return 0;
 	ex = php_ptr(p->runtime_addr + p->off.eg_current_execute_data);
 	if (!ex)
@@ -230,13 +232,15 @@ static __noinline int php_walk(struct sonde_sample *rec, const struct sonde_php_
 	leaf = php_leaf_opline(p, ex);
 	for (i = 0; i < SONDE_PHP_MAX_FRAMES && ex; i++) {
 		__u64 next = 0, word = php_frame_word(p, ex, i == 0 ? leaf : 0, &next);
-		__u32 idx = at + n;
+		/* 64 bits, and past a barrier: the bound checked below is on
+		 * the register that indexes (rec is a whole struct sonde_sample
+		 * to the verifier: a global function's argument). */
+		__u64 idx = (__u64)at + n;
 
+		asm volatile("" : "+r"(idx));
 		if (!word || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
 			break;
-		/* A bound the verifier follows: the scratch has room for
-		 * 256 frames (unwind_scratch.interp_slack). */
-		rec->frames[idx & 0xff] = word;
+		rec->frames[idx] = word;
 		n++;
 		php_note_func(tgid, SONDE_PHP_FRAME_FUNC(word), p);
 		ex = next;
