@@ -220,6 +220,21 @@ static int store_nodes(struct profile_store *p)
 	return r;
 }
 
+static int move_to_memory(struct profile_store *p);
+
+/* Writes node id's row. Returns 0, -ENOSPC (the disk is full) or -EIO. */
+static int put_node(struct profile_store *p, const char *name, size_t len, uint32_t id)
+{
+	int r = 0;
+
+	sqlite3_bind_int64(p->st_node_put, 1, id);
+	sqlite3_bind_text(p->st_node_put, 2, name, (int)len, SQLITE_STATIC);
+	if (sqlite3_step(p->st_node_put) != SQLITE_DONE)
+		r = (sqlite3_errcode(p->db) & 0xff) == SQLITE_FULL ? -ENOSPC : -EIO;
+	sqlite3_reset(p->st_node_put);
+	return r;
+}
+
 int profile_node(struct profile_store *p, const char *name, uint32_t *ret_id)
 {
 	size_t len = name ? strnlen(name, PROFILE_MAX_NODE_NAME) : 0;
@@ -241,10 +256,13 @@ int profile_node(struct profile_store *p, const char *name, uint32_t *ret_id)
 	id = (uint32_t)hmap_count(p->nodes) + 1;
 	while (hmap_get_u64(p->node_names, id))
 		id++;
-	sqlite3_bind_int64(p->st_node_put, 1, id);
-	sqlite3_bind_text(p->st_node_put, 2, name, (int)len, SQLITE_STATIC);
-	r = sqlite3_step(p->st_node_put) == SQLITE_DONE ? 0 : -EIO;
-	sqlite3_reset(p->st_node_put);
+	r = put_node(p, name, len, id);
+	/* A full disk moves the store to memory (as a flush does), which
+	 * copies the known nodes; this one is then written there. */
+	if (r == -ENOSPC && !p->mem && move_to_memory(p) == 0)
+		r = put_node(p, name, len, id);
+	if (r == -ENOSPC)
+		r = -EIO;
 	if (r == 0)
 		r = remember_node(p, name, len, id);
 	if (r == 0)
