@@ -268,7 +268,6 @@ def one(build, tmp, runtime, a):
         est = (cur[3] - s0[3]) / tick * a.hz
         log = (f"settled in {waited:.0f} s; samples {est:.0f} by CPU time, "
                f"{tw1 - tw0} / {tn1 - tn0} taken by walk / native (a flush behind)")
-        return out, log
     finally:
         for p in reversed(procs):
             p.terminate()
@@ -277,7 +276,14 @@ def one(build, tmp, runtime, a):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+        # The walk sensor's totals at its exit: samples walked and the
+        # walker's records (a record per sample would mean its "already
+        # sent" map does not work).
+        totals = [ln.split("log_totals: ", 1)[1].strip() for ln in open(d / "walk.log", errors="replace")
+                  if "log_totals: " in ln and " samples of configured processes" in ln
+                  and " 0 samples of configured" not in ln] if (d / "walk.log").exists() else []
         shutil.rmtree(d, ignore_errors=True)
+    return out, log + "".join(f"; walk sensor: {t}" for t in totals)
 
 
 def quant(v, q):
