@@ -216,7 +216,7 @@ def taken(build, d, sock):
         return 0
 
 
-def one(build, tmp, runtime, a):
+def one(build, tmp, runtime, a, first):
     """One round of runtime: the workload profiled by three sensors at once
     (walk, native, and a baseline whose --pid is an idle process), read
     over --windows windows of --window seconds after the settle. Returns
@@ -236,9 +236,21 @@ def one(build, tmp, runtime, a):
         time.sleep(1)
         work = subprocess.Popen([*argv, str(script)], cwd=d, stdout=subprocess.DEVNULL)
         procs.append(work)
-        sw = start_sensor(build, d, "walk", "w", work.pid, a.hz)
-        sn = start_sensor(build, d, "native", "n", work.pid, a.hz)
-        sb = start_sensor(build, d, "base", "n", idle.pid, a.hz)
+        # At the same frequency the two sensors' timers keep one phase
+        # for the whole run, and the program that runs just after the
+        # other finds the sample's memory in the caches: a bias of
+        # 10-30 % that changes from run to run. At frequencies 2 Hz apart
+        # the phases drift through each other twice a second. Which
+        # sensor gets the lower one, and starts first, alternates by round.
+        hz = {"walk": a.hz, "native": a.hz - 2} if first == "walk" else \
+             {"walk": a.hz - 2, "native": a.hz}
+        if first == "walk":
+            sw = start_sensor(build, d, "walk", "w", work.pid, hz["walk"])
+            sn = start_sensor(build, d, "native", "n", work.pid, hz["native"])
+        else:
+            sn = start_sensor(build, d, "native", "n", work.pid, hz["native"])
+            sw = start_sensor(build, d, "walk", "w", work.pid, hz["walk"])
+        sb = start_sensor(build, d, "base", "n", idle.pid, a.hz - 5)
         procs += [sw, sn, sb]
         waited = settle(sw.pid, sn.pid, a.settle)
         time.sleep(1)  # the first records of the walk (names) go out
@@ -255,14 +267,15 @@ def one(build, tmp, runtime, a):
             cur = snap()
             # Samples of the workload: its CPU time over the clock's
             # period (cpu-clock at --hz has a fixed period of 1/hz s).
-            n = (cur[3] - prev[3]) / tick * a.hz
+            cpu = (cur[3] - prev[3]) / tick
             bt, br = cur[2][0] - prev[2][0], cur[2][1] - prev[2][1]
             other = bt / max(br, 1)  # a run on another task: the --pid test, return
             per = []
-            for k in (0, 1):
+            for k, role in enumerate(("walk", "native")):
+                n = cpu * hz[role]
                 t, r = cur[k][0] - prev[k][0], cur[k][1] - prev[k][1]
                 per.append((t - max(r - n, 0) * other) / max(n, 1))
-            out.append((per[0], per[1], n, other))
+            out.append((per[0], per[1], cpu * a.hz, other))
             prev = cur
         tw1, tn1 = taken(build, d, "w"), taken(build, d, "n")
         est = (cur[3] - s0[3]) / tick * a.hz
@@ -282,6 +295,11 @@ def one(build, tmp, runtime, a):
         totals = [ln.split("log_totals: ", 1)[1].strip() for ln in open(d / "walk.log", errors="replace")
                   if "log_totals: " in ln and " samples of configured processes" in ln
                   and " 0 samples of configured" not in ln] if (d / "walk.log").exists() else []
+        if os.environ.get("INTERPB_LOGS"):
+            for f in ("walk", "native"):
+                for ln in open(d / f"{f}.log", errors="replace"):
+                    if "samples taken" in ln or "unwind tables loaded" in ln or "bpf error" in ln:
+                        print(f"  {f}: {ln.strip()}")
         shutil.rmtree(d, ignore_errors=True)
     return out, log + "".join(f"; walk sensor: {t}" for t in totals)
 
@@ -299,7 +317,8 @@ def main():
     ap.add_argument("--window", type=float, default=3)
     ap.add_argument("--windows", type=int, default=6)
     ap.add_argument("--settle", type=float, default=60, help="longest wait for the analysis")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--first", type=int, default=0, help="1: the native sensor starts first in odd rounds")
     a = ap.parse_args()
     build = pathlib.Path(a.build).resolve()
     runtimes = a.runtime.split(",")
@@ -314,9 +333,9 @@ def main():
     try:
         for k in range(a.rounds):
             for r in runtimes:
-                w, log = one(build, tmp, r, a)
+                w, log = one(build, tmp, r, a, "walk" if (k + a.first) % 2 == 0 else "native")
                 res[r] += w
-                print(f"{r:8s} round {k + 1}: " + ", ".join(
+                print(f"{r:8s} round {k + 1} ({'walk' if (k + a.first) % 2 == 0 else 'native'} first): " + ", ".join(
                     f"{x:.0f}/{y:.0f}" for x, y, _, _ in w) + f" ns walk/native; {log}; "
                     f"other-task run {quant([o for *_, o in w], 0.5):.0f} ns", flush=True)
     finally:
