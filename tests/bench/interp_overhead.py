@@ -275,7 +275,8 @@ def one(build, tmp, runtime, a, first):
                 n = cpu * hz[role]
                 t, r = cur[k][0] - prev[k][0], cur[k][1] - prev[k][1]
                 per.append((t - max(r - n, 0) * other) / max(n, 1))
-            out.append((per[0], per[1], cpu * a.hz, other))
+            if cpu * a.hz >= a.window * a.hz / 4:  # else the workload hardly ran: no figure
+                out.append((per[0], per[1], cpu * a.hz, other))
             prev = cur
         tw1, tn1 = taken(build, d, "w"), taken(build, d, "n")
         est = (cur[3] - s0[3]) / tick * a.hz
