@@ -1,24 +1,36 @@
 #!/usr/bin/python3
 """BPF cost per sample of each interpreter walker against native-only
-unwinding of the same workload (docs/interpreters.md).
+unwinding of the same workload (docs/interpreters.md, docs/benchmarks.md).
 
-For each runtime of --runtime (default: all in RUNTIMES), the runtime's
-workload (a chain of DEPTH functions of its language around a hot loop)
-is profiled at --hz by sonde's sensor (--pid) twice per round, each time
-with a fresh symbolizer cache:
+For each runtime of --runtime (default: all in RUNTIMES) and each round,
+the runtime's workload (a chain of DEPTH functions of its language around
+a hot loop) is profiled by two sensors at once, each with its own
+symbolizer and a fresh cache:
   walk    the default symbolizer: the Loader recognises the runtime, the
           sensor gets its InterpreterConfig and BPF walks its frames;
   native  the symbolizer with --interpreters none: no config, native
-          unwinding only, same binary, same workload.
-Reports run_time_ns / run_cnt of the sensor's own perf_event programs
-(kernel.bpf_stats_enabled; restored afterwards) per sample of the workload,
-over --seconds after --settle seconds (analysis, config, JIT warm-up).
+          unwinding only, same binary, same workload, same moments;
+and a third sensor whose --pid is an idle process: what a run of the
+program on another task costs (the --pid test, then return), which the
+other two also pay on every CPU tick not of the workload.
+
+Once the walk sensor has the config in BPF and both sensors' unwind
+tables are still (settle, at most --settle seconds), --windows windows of
+--window seconds each give, per sensor, the run time of its perf_event
+programs (kernel.bpf_stats_enabled) less its runs on other tasks at the
+baseline's cost, over the workload's samples (its CPU time times the
+sensor's frequency). Both sensors are measured over the same windows, so
+the machine's load weighs on both alike; the walk/native ratio is taken
+per window. The two sensors run 2 Hz apart (see one()) and the order
+alternates by round: an even --rounds is balanced.
 
   sudo tests/bench/interp_overhead.py --build build [--runtime cpython,...]
-       [--hz 199] [--seconds 10] [--settle 6] [--rounds 3]
+       [--hz 199] [--window 3] [--windows 6] [--rounds 4] [--settle 60]
 
+Prints each round's windows (walk/native ns per sample), then per runtime
+the medians over all windows of all rounds, with quartiles and range.
 A runtime is one RUNTIMES entry: its script's file name, the script, and
-the command that runs it. The issue targets are walk <= 2x native.
+the command that runs it. The issues' target is walk <= 2x native.
 """
 import argparse
 import json
@@ -275,7 +287,7 @@ def one(build, tmp, runtime, a, first):
                 n = cpu * hz[role]
                 t, r = cur[k][0] - prev[k][0], cur[k][1] - prev[k][1]
                 per.append((t - max(r - n, 0) * other) / max(n, 1))
-            if cpu * a.hz >= a.window * a.hz / 4:  # else the workload hardly ran: no figure
+            if cpu * a.hz >= 30:  # else the workload hardly ran: no figure
                 out.append((per[0], per[1], cpu * a.hz, other))
             prev = cur
         tw1, tn1 = taken(build, d, "w"), taken(build, d, "n")
@@ -318,9 +330,12 @@ def main():
     ap.add_argument("--window", type=float, default=3)
     ap.add_argument("--windows", type=int, default=6)
     ap.add_argument("--settle", type=float, default=60, help="longest wait for the analysis")
+    ap.add_argument("--seconds", type=float, help="measured seconds a round: sets --windows")
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--first", type=int, default=0, help="1: the native sensor starts first in odd rounds")
     a = ap.parse_args()
+    if a.seconds:
+        a.windows = max(1, round(a.seconds / a.window))
     build = pathlib.Path(a.build).resolve()
     runtimes = a.runtime.split(",")
     for r in runtimes:
