@@ -33,6 +33,7 @@ A runtime is one RUNTIMES entry: its script's file name, the script, and
 the command that runs it. The issues' target is walk <= 2x native.
 """
 import argparse
+import ctypes
 import json
 import os
 import pathlib
@@ -287,7 +288,9 @@ def one(build, tmp, runtime, a, first):
                 n = cpu * hz[role]
                 t, r = cur[k][0] - prev[k][0], cur[k][1] - prev[k][1]
                 per.append((t - max(r - n, 0) * other) / max(n, 1))
-            if cpu * a.hz >= 30:  # else the workload hardly ran: no figure
+            # No figure when the workload hardly ran, or a program's stats
+            # did not move (stats off).
+            if cpu * a.hz >= 30 and min(cur[k][0] - prev[k][0] for k in (0, 1, 2)) > 0:
                 out.append((per[0], per[1], cpu * a.hz, other))
             prev = cur
         tw1, tn1 = taken(build, d, "w"), taken(build, d, "n")
@@ -317,6 +320,17 @@ def one(build, tmp, runtime, a, first):
     return out, log + "".join(f"; walk sensor: {t}" for t in totals)
 
 
+def enable_stats():
+    """Turns BPF run-time stats on for as long as the returned fd is open
+    (BPF_ENABLE_STATS: a reference of its own, so another benchmark
+    setting kernel.bpf_stats_enabled back to 0 meanwhile does not stop
+    them). None when the kernel refuses (then the sysctl is used)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = ctypes.create_string_buffer(8)  # union bpf_attr.enable_stats.type = BPF_STATS_RUN_TIME (0)
+    fd = libc.syscall(321, 32, attr, 8)  # __NR_bpf (x86-64), BPF_ENABLE_STATS
+    return fd if fd >= 0 else None
+
+
 def quant(v, q):
     v = sorted(v)
     return v[min(len(v) - 1, int(q * len(v)))]
@@ -341,8 +355,10 @@ def main():
     for r in runtimes:
         if r not in RUNTIMES:
             ap.error(f"unknown runtime {r!r} (have {', '.join(RUNTIMES)})")
+    stats_fd = enable_stats()
     before = open("/proc/sys/kernel/bpf_stats_enabled").read().strip()
-    subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=True)
+    if stats_fd is None:
+        subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=True)
     tmp = tempfile.mkdtemp(prefix="sonde-interpbench.", dir="/tmp")
     os.chmod(tmp, 0o755)
     res = {r: [] for r in runtimes}
@@ -355,7 +371,9 @@ def main():
                     f"{x:.0f}/{y:.0f}" for x, y, _, _ in w) + f" ns walk/native; {log}; "
                     f"other-task run {quant([o for *_, o in w], 0.5):.0f} ns", flush=True)
     finally:
-        if before != "1":
+        if stats_fd is not None:
+            os.close(stats_fd)
+        elif before != "1":
             subprocess.run(["sysctl", "-q", f"kernel.bpf_stats_enabled={before}"])
         shutil.rmtree(tmp, ignore_errors=True)
     print("\n| runtime | native ns/sample | walk ns/sample | walk / native: median (quartiles, range) |"
