@@ -30,7 +30,6 @@ struct ruby_frame {
 #define RUBY_CFP_WORDS 6
 #define RUBY_BODY_WORDS 12
 #define RUBY_ME_WORDS 5
-#define RUBY_EC_WORDS 7 /* an execution context's (vm_stack .. thread_ptr) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -324,15 +323,19 @@ __noinline int ruby_note(__u32 tgid, __u64 word, const struct ruby_frame *f, __u
  * head, the method entry): they are most of the walk's cost. */
 __noinline __u64 ruby_frame_word(const struct sonde_ruby_proc *p, __u64 cfp, struct ruby_frame *f)
 {
-	__u64 c[RUBY_CFP_WORDS + 1], e[3], b[RUBY_BODY_WORDS + 1], pc, iseq, body, env, flags, enc, idx = 0;
+	/* One buffer for the control frame, then the method entry or the
+	 * body (the sample program's call chain has 512 bytes of stack). */
+	__u64 w[RUBY_BODY_WORDS + 1], e[3], pc, iseq, body, env, flags, enc, idx = 0;
 	__u64 finish;
 
 	if (!p || !f)
 		return 0;
 	f->ep = 0;
 	f->sum = 0;
-	bpf_probe_read_user(c, RUBY_CFP_WORDS * 8, (const void *)cfp);
-	env = rb_field(c, RUBY_CFP_WORDS, cfp, p->off.cfp_ep);
+	bpf_probe_read_user(w, RUBY_CFP_WORDS * 8, (const void *)cfp);
+	env = rb_field(w, RUBY_CFP_WORDS, cfp, p->off.cfp_ep);
+	pc = rb_field(w, RUBY_CFP_WORDS, cfp, p->off.cfp_pc);
+	iseq = rb_field(w, RUBY_CFP_WORDS, cfp, p->off.cfp_iseq);
 	if (!env)
 		return 0;
 	f->ep = env;
@@ -340,31 +343,30 @@ __noinline __u64 ruby_frame_word(const struct sonde_ruby_proc *p, __u64 cfp, str
 	flags = e[2]; /* ep[FLAGS] */
 	finish = flags & SONDE_RUBY_FRAME_FLAG_FINISH;
 	if ((flags & SONDE_RUBY_FRAME_MAGIC_MASK) == SONDE_RUBY_FRAME_MAGIC_CFUNC) {
-		__u64 me = e[0], m[RUBY_ME_WORDS + 1] = {}; /* ep[ME_CREF] */
+		__u64 me = e[0]; /* ep[ME_CREF] */
 
+		w[0] = 0;
 		if (me)
-			bpf_probe_read_user(m, RUBY_ME_WORDS * 8, (const void *)me);
-		if ((m[0] & SONDE_RUBY_T_MASK) != SONDE_RUBY_T_IMEMO ||
-		    SONDE_RUBY_IMEMO_TYPE(m[0]) != SONDE_RUBY_IMEMO_MENT || (me & 7))
+			bpf_probe_read_user(w, RUBY_ME_WORDS * 8, (const void *)me);
+		if ((w[0] & SONDE_RUBY_T_MASK) != SONDE_RUBY_T_IMEMO ||
+		    SONDE_RUBY_IMEMO_TYPE(w[0]) != SONDE_RUBY_IMEMO_MENT || (me & 7))
 			return 0;
-		f->sum = rb_field(m, RUBY_ME_WORDS, me, p->off.me_def) ^
-			 (rb_field(m, RUBY_ME_WORDS, me, p->off.me_owner) << 1);
+		f->sum = rb_field(w, RUBY_ME_WORDS, me, p->off.me_def) ^
+			 (rb_field(w, RUBY_ME_WORDS, me, p->off.me_owner) << 1);
 		return SONDE_RUBY_FRAME(me | SONDE_RUBY_FRAME_CFUNC, 0, finish);
 	}
 	if ((flags & SONDE_RUBY_FRAME_FLAG_CFRAME) ||
 	    (flags & SONDE_RUBY_FRAME_MAGIC_MASK) == SONDE_RUBY_FRAME_MAGIC_DUMMY)
 		return 0; /* a dummy or ifunc frame */
-	pc = rb_field(c, RUBY_CFP_WORDS, cfp, p->off.cfp_pc);
-	iseq = rb_field(c, RUBY_CFP_WORDS, cfp, p->off.cfp_iseq);
 	if (!pc || !iseq || (iseq & 7))
 		return 0;
 	body = rb_ptr(iseq + p->off.iseq_body);
 	if (!body)
 		return 0;
-	bpf_probe_read_user(b, RUBY_BODY_WORDS * 8, (const void *)body);
-	enc = rb_field(b, RUBY_BODY_WORDS, body, p->off.body_iseq_encoded);
-	f->sum = body ^ (rb_field(b, RUBY_BODY_WORDS, body, p->off.body_label) << 1) ^
-		 (rb_field(b, RUBY_BODY_WORDS, body, p->off.body_path) << 2);
+	bpf_probe_read_user(w, RUBY_BODY_WORDS * 8, (const void *)body);
+	enc = rb_field(w, RUBY_BODY_WORDS, body, p->off.body_iseq_encoded);
+	f->sum = body ^ (rb_field(w, RUBY_BODY_WORDS, body, p->off.body_label) << 1) ^
+		 (rb_field(w, RUBY_BODY_WORDS, body, p->off.body_path) << 2);
 	if (pc >= enc)
 		idx = (pc - enc) / 8;
 	return SONDE_RUBY_FRAME(iseq, idx, finish);
@@ -392,7 +394,7 @@ static __always_inline __u32 ruby_nonzero(__u64 w)
 __noinline int ruby_walk(struct sonde_sample *rec, const struct sonde_ruby_proc *p,
 				__u32 tgid, __u32 tid, __u32 at)
 {
-	__u64 vm, ec, cfp, end, e[RUBY_EC_WORDS + 1] = {};
+	__u64 vm, ec, cfp, end;
 	__u32 n = 0, i;
 	__s32 th_tid = 0;
 
@@ -404,16 +406,15 @@ __noinline int ruby_walk(struct sonde_sample *rec, const struct sonde_ruby_proc 
 	ec = rb_ptr(rb_ptr(vm + p->off.vm_main_ractor) + p->off.ractor_running_ec);
 	if (!ec)
 		return 0;
-	bpf_probe_read_user(e, RUBY_EC_WORDS * 8, (const void *)ec);
-	/* Only the GVL holder's frames are the running ones. */
+	/* Only the GVL holder's frames are the running ones. (The context
+	 * is read field by field: once a sample, and a buffer here would
+	 * push the call chain's stack past 512 bytes.) */
 	bpf_probe_read_user(&th_tid, sizeof(th_tid),
-			    (const void *)(rb_field(e, RUBY_EC_WORDS, ec, p->off.ec_thread) +
-					   p->off.thread_tid));
+			    (const void *)(rb_ptr(ec + p->off.ec_thread) + p->off.thread_tid));
 	if ((__u32)th_tid != tid)
 		return 0;
-	cfp = rb_field(e, RUBY_EC_WORDS, ec, p->off.ec_cfp);
-	end = rb_field(e, RUBY_EC_WORDS, ec, p->off.ec_vm_stack) +
-	      rb_field(e, RUBY_EC_WORDS, ec, p->off.ec_vm_stack_size) * 8;
+	cfp = rb_ptr(ec + p->off.ec_cfp);
+	end = rb_ptr(ec + p->off.ec_vm_stack) + rb_ptr(ec + p->off.ec_vm_stack_size) * 8;
 	for (i = 0; i < SONDE_RUBY_MAX_FRAMES && cfp && cfp < end; i++) {
 		struct ruby_frame f = {};
 		__u64 word = ruby_frame_word(p, cfp, &f);
