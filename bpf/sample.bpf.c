@@ -121,7 +121,8 @@ struct user_walk {
 			* not a return address just past a call */
 	__u8 used_fp;  /* some frame had no table */
 	__u8 have_map; /* map holds the trie's answer for the last pc looked up */
-	__u8 pad[3];
+	__u8 slot;     /* the scratch entry the walk writes (SCRATCH_*) */
+	__u8 pad[2];
 	/* Consecutive frames are mostly in one file (a library calling
 	 * itself, recursion): the trie's answer is kept and reused while the
 	 * pc stays inside its mapping. */
@@ -156,12 +157,19 @@ struct unwind_scratch {
 	 * a JIT kind, the walk's JIT state (bpf/interp_walk.h). */
 	struct sonde_interp_proc proc;
 	struct sonde_interp_jit jit;
+	/* A tracepoint program's go_spans key: its own stack is small
+	 * (walk_user_event). */
+	struct sonde_go_span_key span_key;
 	struct rule_cache_entry rule_cache[RULE_CACHE_SIZE];
 };
 
+/* Two entries a CPU: perf events (hard interrupts) sample into
+ * SCRATCH_SAMPLE, and so may interrupt a tracepoint program halfway, which
+ * therefore has SCRATCH_EVENT to itself. */
+enum { SCRATCH_SAMPLE = 0, SCRATCH_EVENT = 1 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct unwind_scratch);
 } scratch SEC(".maps");
@@ -665,11 +673,11 @@ static __always_inline long unwind_one(struct user_walk *st, bool helper_loop)
 {
 	struct unwind_scratch *s;
 	struct walk_rule rule = {}; /* whole: it may be stored in the cache */
-	__u32 zero = 0;
+	__u32 slot = st->slot;
 	__u32 n = st->n, at = st->base + st->n;
 	int r;
 
-	s = bpf_map_lookup_elem(&scratch, &zero);
+	s = bpf_map_lookup_elem(&scratch, &slot);
 	if (!s) {
 		count_err(SONDE_ERR_SCRATCH);
 		st->outcome = SONDE_OUTCOME_READ_ERROR;
@@ -801,6 +809,47 @@ static __always_inline __u8 walk_user(struct bpf_perf_event_data *ctx, bool in_u
 	return st.outcome;
 }
 
+/* A tracepoint's walk: its state is the SCRATCH_EVENT entry's walk (a
+ * tracepoint program's own stack is its caller's budget: the walk's
+ * callbacks nest up to five calls deep). */
+static long unwind_frame_event(__u64 index, void *ctx)
+{
+	__u32 slot = SCRATCH_EVENT;
+	struct unwind_scratch *s = bpf_map_lookup_elem(&scratch, &slot);
+
+	if (!s) {
+		count_err(SONDE_ERR_SCRATCH);
+		return 1;
+	}
+	return unwind_one(&s->walk, true);
+}
+
+/* walk_user() for a tracepoint program, from the given user registers
+ * (trusted or probe-read), into the SCRATCH_EVENT entry s; in_user: they
+ * are the event's own (it happened in user mode). Returns the outcome. */
+static __always_inline __u8 walk_user_event(struct unwind_scratch *s, struct pt_regs *regs,
+					    bool in_user, __u32 tgid, __u32 base, __u32 *flags,
+					    __u32 *ret_n)
+{
+	__u8 outcome;
+
+	*ret_n = 0;
+	outcome = walk_init(NULL, false, regs, tgid, base, flags, &s->walk);
+	if (outcome != SONDE_OUTCOME_NONE)
+		return outcome;
+	if (in_user)
+		*flags |= SONDE_SAMPLE_IN_USER;
+	s->walk.slot = SCRATCH_EVENT;
+	if (bpf_loop(SONDE_MAX_USER_FRAMES + 1, unwind_frame_event, NULL, 0) < 0) {
+		count_err(SONDE_ERR_LOOP);
+		return SONDE_OUTCOME_READ_ERROR;
+	}
+	*ret_n = s->walk.n;
+	if (s->walk.used_fp)
+		*flags |= SONDE_SAMPLE_FP_FALLBACK;
+	return s->walk.outcome;
+}
+
 static __always_inline __u64 sample_wakeup_flags(void)
 {
 	if (!wakeup_bytes)
@@ -815,28 +864,55 @@ static __always_inline struct pt_regs *task_user_regs(struct task_struct *task);
  * request carries its span. Under Go's register ABI r14 holds the
  * goroutine (g) in user code, and go_spans is keyed by (tgid, g); a
  * thread interrupted in the kernel has its user r14 saved at entry. */
-static __always_inline void tag_go_span(struct bpf_perf_event_data *ctx, __u32 tgid,
-					struct sonde_sample *rec)
+static __always_inline void tag_go_span_g(__u32 tgid, __u64 goroutine, struct sonde_sample *rec)
 {
-	struct sonde_go_span_key key = { .pid = tgid };
+	struct sonde_go_span_key key = { .pid = tgid, .goroutine = goroutine };
 	struct sonde_go_span_ctx *sc;
-	struct pt_regs *regs;
 
 	__builtin_memset(rec->trace_id, 0, sizeof(rec->trace_id));
 	__builtin_memset(rec->span_id, 0, sizeof(rec->span_id));
-	if (tgid == 0)
-		return;
-	if (sample_in_user(ctx))
-		key.goroutine = ctx->regs.r14;
-	else if ((regs = task_user_regs((struct task_struct *)bpf_get_current_task())))
-		key.goroutine = BPF_CORE_READ(regs, r14);
-	if (!key.goroutine)
+	if (tgid == 0 || !goroutine)
 		return;
 	sc = bpf_map_lookup_elem(&go_spans, &key);
 	if (!sc)
 		return;
 	__builtin_memcpy(rec->trace_id, sc->trace_id, sizeof(rec->trace_id));
 	__builtin_memcpy(rec->span_id, sc->span_id, sizeof(rec->span_id));
+}
+
+/* tag_go_span_g() with its key in the scratch entry s. */
+static __always_inline void tag_go_span_event(struct unwind_scratch *s, __u32 tgid, __u64 goroutine)
+{
+	struct sonde_sample *rec = &s->rec;
+	struct sonde_go_span_ctx *sc;
+
+	__builtin_memset(rec->trace_id, 0, sizeof(rec->trace_id));
+	__builtin_memset(rec->span_id, 0, sizeof(rec->span_id));
+	if (!goroutine)
+		return;
+	__builtin_memset(&s->span_key, 0, sizeof(s->span_key));
+	s->span_key.pid = tgid;
+	s->span_key.goroutine = goroutine;
+	sc = bpf_map_lookup_elem(&go_spans, &s->span_key);
+	if (!sc)
+		return;
+	__builtin_memcpy(rec->trace_id, sc->trace_id, sizeof(rec->trace_id));
+	__builtin_memcpy(rec->span_id, sc->span_id, sizeof(rec->span_id));
+}
+
+static __always_inline void tag_go_span(struct bpf_perf_event_data *ctx, __u32 tgid,
+					struct sonde_sample *rec)
+{
+	struct pt_regs *regs;
+	__u64 g = 0;
+
+	if (tgid == 0)
+		g = 0;
+	else if (sample_in_user(ctx))
+		g = ctx->regs.r14;
+	else if ((regs = task_user_regs((struct task_struct *)bpf_get_current_task())))
+		g = BPF_CORE_READ(regs, r14);
+	tag_go_span_g(tgid, g, rec);
 }
 
 /* The common start of a sample: filters, the scratch record and the
@@ -871,6 +947,8 @@ static __always_inline struct unwind_scratch *sample_begin(struct bpf_perf_event
 	*ret_n_kernel = n > SONDE_MAX_KERNEL_FRAMES ? SONDE_MAX_KERNEL_FRAMES : (__u32)n;
 	tag_go_span(ctx, tgid, &s->rec);
 	interp_jit_begin(s, tgid);
+	s->rec.profile = SONDE_PROFILE_CPU;
+	s->rec.weight = 1;
 	return s;
 }
 
@@ -1129,5 +1207,125 @@ int BPF_PROG(sonde_exit, struct task_struct *p)
 	bpf_map_delete_elem(&lpm_redirect, &tgid);
 	/* No wakeup: an exit is handled at the next drain, in ring order. */
 	send_proc_event(SONDE_REC_EXIT, tgid, 0, 0, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+/* ---- the memory profile (docs/memory.md) ----
+ *
+ * A task's first touches of anonymous memory: the page faults on pages not
+ * present (error code without X86_PF_PROT), in user mode and in the kernel
+ * on a user address (read() into a fresh buffer). One fault in
+ * memory_every of each task is sampled, weighted memory_every pages, and
+ * kept when the address is in an anonymous mapping (no file: the heap,
+ * private anonymous maps, stacks). */
+
+/* One fault in this many; 0: memory profile off (the programs are not
+ * loaded). */
+const volatile __u32 memory_every = 0;
+
+#define MEMORY_PF_PROT 0x1ul /* x86 page fault error code: the page was present */
+#define MEMORY_PAGE 4096ull
+#define MEMORY_EBUSY 16 /* bpf_find_vma(): the mmap lock was taken */
+
+/* A task's faults left until its next sample: 0 in a new task, which
+ * starts at a random point of the period so that many short tasks are
+ * not all sampled at their first fault. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u32);
+} memory_countdown SEC(".maps");
+
+static long memory_vma_anon(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	*(__u8 *)data = vma->vm_file == NULL;
+	return 0;
+}
+
+/* Is this fault the task's memory_every-th? */
+static __always_inline bool memory_fault_due(struct task_struct *task)
+{
+	__u32 *left;
+
+	left = bpf_task_storage_get(&memory_countdown, task, NULL,
+				    BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!left) {
+		count_err(SONDE_ERR_MEMORY_COUNTER);
+		return false;
+	}
+	if (*left == 0 || *left > memory_every)
+		*left = 1 + bpf_get_prandom_u32() % memory_every;
+	if (--*left)
+		return false;
+	*left = memory_every;
+	return true;
+}
+
+/* user_regs: the fault's own registers when in_user, else NULL (the
+ * task's user registers are those saved at kernel entry). */
+static __always_inline void memory_fault(void *ctx, unsigned long address,
+					 struct pt_regs *user_regs, unsigned long error_code,
+					 bool in_user)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, flags = 0, n_kernel = 0, n_user = 0, slot = SCRATCH_EVENT;
+	struct unwind_scratch *s;
+	struct pt_regs *regs;
+	__u8 anon = 0, outcome;
+	long n;
+
+	if (memory_every == 0 || (error_code & MEMORY_PF_PROT) || tgid == 0)
+		return;
+	if (!task_allowed(tgid) || !memory_fault_due(task))
+		return;
+	n = bpf_find_vma(task, address, memory_vma_anon, &anon, 0);
+	if (n == -MEMORY_EBUSY)
+		count_err(SONDE_ERR_MEMORY_VMA);
+	if (n || !anon)
+		return;
+	s = bpf_map_lookup_elem(&scratch, &slot);
+	if (!s) {
+		count_err(SONDE_ERR_SCRATCH);
+		return;
+	}
+	/* A fault in user mode has only the fault entry as its kernel stack:
+	 * not kept. In the kernel, the stack says which call touched. */
+	if (!in_user) {
+		n = bpf_get_stack(ctx, s->rec.frames, SONDE_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
+		if (n < 0) {
+			count_err(SONDE_ERR_KERNEL_STACK);
+			n = 0;
+		}
+		n /= sizeof(__u64);
+		n_kernel = n > SONDE_MAX_KERNEL_FRAMES ? SONDE_MAX_KERNEL_FRAMES : (__u32)n;
+	}
+	regs = in_user ? user_regs : (struct pt_regs *)bpf_task_pt_regs(task);
+	tag_go_span_event(s, tgid, BPF_CORE_READ(regs, r14));
+	interp_jit_begin(s, tgid);
+	outcome = walk_user_event(s, regs, in_user, tgid, n_kernel, &flags, &n_user);
+	s->rec.profile = SONDE_PROFILE_MEMORY;
+	s->rec.weight = (__u64)memory_every * MEMORY_PAGE;
+	sample_send(s, id, n_kernel, n_user, outcome, flags);
+}
+
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(sonde_fault_user, unsigned long address, struct pt_regs *regs,
+	     unsigned long error_code)
+{
+	memory_fault(ctx, address, regs, error_code, true);
+	return 0;
+}
+
+SEC("tp_btf/page_fault_kernel")
+int BPF_PROG(sonde_fault_kernel, unsigned long address, struct pt_regs *regs,
+	     unsigned long error_code)
+{
+	/* Faults on kernel addresses, and kernel threads, are no one's
+	 * memory growth. */
+	if (address >> 63 || !bpf_get_current_task_btf()->mm)
+		return 0;
+	memory_fault(ctx, address, NULL, error_code, false);
 	return 0;
 }

@@ -41,6 +41,8 @@ struct env {
 	const char *selftest_socket; /* --sandbox-selftest-socket */
 	const char *node_name; /* --node-name; NULL: the host name */
 	bool command_line; /* --command-line: send processes' command lines */
+	bool memory; /* --memory: the memory profile (docs/memory.md) */
+	uint32_t memory_every; /* --memory-every: one fault a task in this many */
 };
 
 /* Fills *ret with the defaults, then with argv. --help prints the usage

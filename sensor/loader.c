@@ -52,6 +52,12 @@ static void loader_configure(struct sample_bpf *skel, const struct loader_config
 	bpf_program__set_autoload(skel->progs.sonde_sample, use_loop);
 	bpf_program__set_autoload(skel->progs.sonde_sample_tail, !use_loop);
 	bpf_program__set_autoload(skel->progs.sonde_walk_tail, !use_loop);
+	/* The memory profile's programs and task storage (5.11) exist only
+	 * when asked for. */
+	skel->rodata->memory_every = c->memory_every;
+	bpf_program__set_autoload(skel->progs.sonde_fault_user, c->memory_every > 0);
+	bpf_program__set_autoload(skel->progs.sonde_fault_kernel, c->memory_every > 0);
+	bpf_map__set_autocreate(skel->maps.memory_countdown, c->memory_every > 0);
 	/* Wake up for a quarter of the ring; the main loop drains it on a
 	 * timer anyway (see sample.bpf.c). */
 	skel->rodata->wakeup_bytes = c->ringbuf_bytes / 4;
@@ -110,6 +116,11 @@ int loader_load(const struct loader_config *c, struct sample_bpf **ret_skel, boo
 		return err;
 	}
 	use_loop = loader_use_loop(c->walk);
+	if (c->memory_every && !use_loop) {
+		sample_bpf__destroy(skel);
+		log_error("--memory needs bpf_loop() (Linux 5.17) and --bpf-walk auto or loop");
+		return -EOPNOTSUPP;
+	}
 	loader_configure(skel, c, use_loop);
 	err = loader_size_maps(skel, c);
 	if (err < 0)

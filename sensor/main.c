@@ -1096,6 +1096,7 @@ static int sensor_load(void)
 		.walk = env.bpf_walk,
 		.ringbuf_bytes = loader_ringbuf_size(env.ringbuf_mb, env.frequency),
 		.unwind_rows = loader_unwind_rows(env.unwind_rows),
+		.memory_every = env.memory ? env.memory_every : 0,
 	};
 	int err;
 
