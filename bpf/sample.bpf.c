@@ -948,11 +948,12 @@ static __always_inline struct unwind_scratch *sample_begin(struct bpf_perf_event
 	tag_go_span(ctx, tgid, &s->rec);
 	interp_jit_begin(s, tgid);
 	s->rec.profile = SONDE_PROFILE_CPU;
-	s->rec.weight = 1;
+	s->rec.weight = 0;
 	return s;
 }
 
-/* Fills the record's header and sends it with its frames only. */
+/* Fills the record's header and sends it with its frames only. The
+ * caller has set rec.profile and rec.weight (sample_begin: CPU, 0). */
 static __always_inline void sample_send(struct unwind_scratch *s, __u64 id, __u32 n_kernel,
 					__u32 n_user, __u8 outcome, __u32 flags)
 {

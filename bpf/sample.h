@@ -37,12 +37,14 @@ enum sonde_stack_outcome {
 	SONDE_OUTCOME_READ_ERROR = 4,/* a frame could not be read, or a bad chain */
 };
 
-/* sonde_sample.profile: the profile a sample belongs to. */
+/* What a sample measures (sonde_sample.profile; the same numbers as
+ * SampleCount.profile on the wire and the queries' profile field). */
 enum sonde_profile {
-	SONDE_PROFILE_CPU = 0,
-	SONDE_PROFILE_OFF_CPU = 1,
-	SONDE_PROFILE_MEMORY = 2,
+	SONDE_PROFILE_CPU = 0,     /* a cpu-clock tick: weight 0, one sampling period */
+	SONDE_PROFILE_OFF_CPU = 1, /* a task back from blocking: weight = ns off the CPU */
+	SONDE_PROFILE_MEMORY = 2,  /* address-space growth: weight = bytes */
 };
+#define SONDE_PROFILE_COUNT 3
 
 /* sonde_sample.flags */
 /* user[0] is the interrupted pc itself; user[1..] are return addresses, so
@@ -72,15 +74,15 @@ struct sonde_sample {
 	__u8 outcome; /* enum sonde_stack_outcome */
 	__u8 n_interp;    /* interpreter frames after the user frames */
 	__u8 interp_kind; /* enum sonde_interp_kind of the walker that found them */
-	__u8 profile;     /* enum sonde_profile: what the sample measures */
+	__u8 profile;     /* enum sonde_profile */
 	__u8 pad[4];
+	/* What the sample weighs, in its profile's unit: off-CPU ns, memory
+	 * bytes; 0 for CPU (one sampling period). */
+	__u64 weight;
 	/* Go probes (docs/go-probes.md): the span the sampled goroutine was
 	 * serving, from go_spans; all zeros when none. */
 	__u8 trace_id[16];
 	__u8 span_id[8];
-	/* What the sample weighs in its profile's unit (SONDE_PROFILE_MEMORY:
-	 * bytes). */
-	__u64 weight;
 	/* n_kernel kernel frames, then n_user user frames, then n_interp
 	 * interpreter frames (one word each, as the kind's walker encodes
 	 * it: SONDE_CPYTHON_FRAME, ...), each leaf first.

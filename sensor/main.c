@@ -243,6 +243,8 @@ static void on_sample(const struct sonde_sample *rec, void *ctx)
 	_Static_assert(sizeof(in.span) == sizeof(rec->trace_id) + sizeof(rec->span_id), "span");
 	memcpy(in.span, rec->trace_id, sizeof(rec->trace_id));
 	memcpy(in.span + sizeof(rec->trace_id), rec->span_id, sizeof(rec->span_id));
+	in.profile = rec->profile;
+	in.weight = rec->weight;
 	stacks_add(S.stacks, &in); /* failures are counted inside */
 }
 
