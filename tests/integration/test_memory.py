@@ -1,0 +1,63 @@
+"""The memory profile (docs/memory.md): sonde record --memory on
+tests/workload/memory_workload.c, which grows its heap with sbrk() in
+grow_heap() and maps anonymous memory in map_and_touch(), touches every
+page and prints the bytes of each. The profile must give each function
+its bytes within 10 %, and the pprof file must say it counts bytes."""
+import re
+import subprocess
+
+import pytest
+
+from conftest import BUILD, SONDE, make_tmp, parse_folded
+from test_pprof import decode
+
+MEMORY_WORKLOAD = BUILD / "tests" / "workload" / "sonde-memory-workload"
+MIB_EACH = 128
+PAUSE_MS = 1500  # the sensor reads the new process's mappings meanwhile
+TOLERANCE = 0.10
+FUNCTIONS = {"heap_bytes": "grow_heap", "map_bytes": "map_and_touch"}
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    tmp = make_tmp()
+    folded, pb = tmp / "memory.folded", tmp / "memory.pb.gz"
+    proc = subprocess.run([str(SONDE), "record", "--memory", "--no-cpu", "-o", str(folded), "-o", str(pb),
+                           "--", str(MEMORY_WORKLOAD), str(MIB_EACH), str(PAUSE_MS)],
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    reported = {k: int(v) for k, v in re.findall(r"^(heap_bytes|map_bytes)=(\d+)$", proc.stdout, re.M)}
+    assert set(reported) == set(FUNCTIONS), proc.stdout
+    return reported, parse_folded(folded.read_text()), pb
+
+
+def bytes_under(stacks, function):
+    """The bytes of the stacks with function in them (its inclusive weight)."""
+    return sum(count for frames, count in stacks if function in frames)
+
+
+@pytest.mark.parametrize("key", sorted(FUNCTIONS))
+def test_memory_attributes_growth_to_the_function(recorded, key):
+    reported, stacks, _ = recorded
+    got = bytes_under(stacks, FUNCTIONS[key])
+    want = reported[key]
+    assert abs(got - want) <= TOLERANCE * want, (
+        f"{FUNCTIONS[key]}: {got} bytes in the profile, the workload grew by {want}; "
+        f"top stacks: {sorted(stacks, key=lambda s: -s[1])[:5]}")
+
+
+def test_memory_profile_is_mostly_the_workloads_growth(recorded):
+    """What else the process touched (ld.so, libc, stdio) is small: the
+    weights are bytes, not samples."""
+    reported, stacks, _ = recorded
+    total = sum(c for _, c in stacks)
+    assert total <= (1 + TOLERANCE) * sum(reported.values()), total
+
+
+def test_memory_pprof_counts_bytes(recorded):
+    reported, _, pb = recorded
+    prof = decode(pb)
+    units = [unit for _, unit in prof["sample_types"]]
+    assert units and all(u == "bytes" for u in units), prof["sample_types"]
+    total = sum(s["values"][0] for s in prof["samples"])
+    assert abs(total - sum(reported.values())) <= TOLERANCE * sum(reported.values()), total
