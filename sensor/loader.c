@@ -52,6 +52,8 @@ static void loader_configure(struct sample_bpf *skel, const struct loader_config
 	bpf_program__set_autoload(skel->progs.sonde_sample, use_loop);
 	bpf_program__set_autoload(skel->progs.sonde_sample_tail, !use_loop);
 	bpf_program__set_autoload(skel->progs.sonde_walk_tail, !use_loop);
+	bpf_program__set_autoload(skel->progs.sonde_offcpu_switch, c->off_cpu);
+	skel->rodata->offcpu_min_ns = c->off_cpu_min_ns;
 	/* Wake up for a quarter of the ring; the main loop drains it on a
 	 * timer anyway (see sample.bpf.c). */
 	skel->rodata->wakeup_bytes = c->ringbuf_bytes / 4;
@@ -110,6 +112,13 @@ int loader_load(const struct loader_config *c, struct sample_bpf **ret_skel, boo
 		return err;
 	}
 	use_loop = loader_use_loop(c->walk);
+	if (c->off_cpu && !use_loop) {
+		/* Its walk runs in a tracepoint: no tail call into a
+		 * perf_event program from there. */
+		log_error("--off-cpu needs bpf_loop() (kernel 5.17+, --bpf-walk loop)");
+		err = -EOPNOTSUPP;
+		goto fail;
+	}
 	loader_configure(skel, c, use_loop);
 	err = loader_size_maps(skel, c);
 	if (err < 0)
@@ -182,3 +191,4 @@ const struct targets_allow_ops loader_allow_ops = {
 	.contains = loader_allow_contains,
 	.add = loader_allow_add,
 };
+
