@@ -14,6 +14,12 @@
  * state kept in the per-CPU scratch, and the last call sends the record.
  * The sensor loads one path or the other (sensor/main.c).
  *
+ * Off-CPU (--off-cpu): when a profiled thread blocks, sched_switch walks
+ * its stacks (the kernel's shows what it waits on) and keeps the sample
+ * in offcpu_blocked; when the thread is switched in again, the sample
+ * goes out weighed by the ns it was off the CPU, if at least
+ * offcpu_min_ns (profile SONDE_PROFILE_OFF_CPU).
+ *
  * Everything goes out through one ring buffer (`events`); the first u32 of
  * each record is its type (bpf/sample.h). Every failure path counts one
  * enum sonde_bpf_err in the per-CPU `errors` array.
@@ -46,6 +52,8 @@ const volatile __u64 wakeup_bytes = 0;
  * without bpf_task_pt_regs() (5.15) a task's user registers are found at
  * its top. */
 const volatile __u32 thread_size = 16384;
+/* --off-cpu: blocks shorter than this are not recorded. */
+const volatile __u64 offcpu_min_ns = 1000000;
 /* The unwind maps' generation: the sensor adds 1 after each change to
  * unwind_lpm or the rows (struct rule_cache_entry). */
 volatile __u64 unwind_gen = 0;
@@ -952,10 +960,11 @@ static __always_inline struct unwind_scratch *sample_begin(struct bpf_perf_event
 	return s;
 }
 
-/* Fills the record's header and sends it with its frames only. The
- * caller has set rec.profile and rec.weight (sample_begin: CPU, 0). */
-static __always_inline void sample_send(struct unwind_scratch *s, __u64 id, __u32 n_kernel,
-					__u32 n_user, __u8 outcome, __u32 flags)
+/* Fills the record's header, walks the interpreter frames, and returns
+ * the record's size with its frames only. The caller has set
+ * rec.profile and rec.weight (sample_begin: CPU, 0). */
+static __always_inline __u64 sample_fill(struct unwind_scratch *s, __u64 id, __u32 n_kernel,
+					 __u32 n_user, __u8 outcome, __u32 flags)
 {
 	struct sonde_sample *rec = &s->rec;
 	__u32 n_interp;
@@ -988,7 +997,16 @@ static __always_inline void sample_send(struct unwind_scratch *s, __u64 id, __u3
 	size = SONDE_SAMPLE_SIZE(n_kernel, n_user + n_interp);
 	if (size > sizeof(*rec)) /* cannot happen; a bound for the verifier */
 		size = sizeof(*rec);
-	if (bpf_ringbuf_output(&events, rec, size, sample_wakeup_flags()))
+	return size;
+}
+
+/* Fills the record's header and sends it with its frames only. */
+static __always_inline void sample_send(struct unwind_scratch *s, __u64 id, __u32 n_kernel,
+					__u32 n_user, __u8 outcome, __u32 flags)
+{
+	__u64 size = sample_fill(s, id, n_kernel, n_user, outcome, flags);
+
+	if (bpf_ringbuf_output(&events, &s->rec, size, sample_wakeup_flags()))
 		count_err(SONDE_ERR_RINGBUF_FULL);
 }
 
@@ -1208,6 +1226,138 @@ int BPF_PROG(sonde_exit, struct task_struct *p)
 	bpf_map_delete_elem(&lpm_redirect, &tgid);
 	/* No wakeup: an exit is handled at the next drain, in ring order. */
 	send_proc_event(SONDE_REC_EXIT, tgid, 0, 0, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+/* ---- off-CPU ---- */
+
+/* tid -> the sample of a profiled thread that blocked, stacks walked when
+ * it left the CPU (ktime_ns: when), waiting for it to run again. LRU: a
+ * thread that blocks and exits never runs again, and its entry is the one
+ * to go. 2048 threads blocked at once at 1.6 KiB each. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 2048);
+	__type(key, __u32);
+	__type(value, struct sonde_sample);
+} offcpu_blocked SEC(".maps");
+
+/* bpf_loop()'s step for the off-CPU walk, whose state is the scratch's
+ * (as the tail-call walker's): on the program's stack it passed the
+ * verifier's 512 bytes with the walk's own frames on top. */
+static long offcpu_unwind_frame(__u64 index, void *ctx)
+{
+	struct unwind_scratch *s;
+	__u32 zero = 0;
+
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s) {
+		count_err(SONDE_ERR_SCRATCH);
+		return 1;
+	}
+	return unwind_one(&s->walk, true);
+}
+
+/* The user stack of the current task, in the kernel, into the scratch
+ * record's frames from base on; s->flags and s->walk say how it went.
+ * Returns the outcome. */
+static __always_inline __u8 offcpu_walk_user(struct unwind_scratch *s, __u32 tgid, __u32 base)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u8 outcome;
+
+	s->flags = 0;
+	s->walk.n = 0;
+	if (!task->mm)
+		return SONDE_OUTCOME_NONE; /* kernel thread */
+	outcome = walk_init(NULL, false, (struct pt_regs *)bpf_task_pt_regs(task), tgid, base,
+			    &s->flags, &s->walk);
+	if (outcome != SONDE_OUTCOME_NONE)
+		return outcome;
+	if (bpf_loop(SONDE_MAX_USER_FRAMES + 1, offcpu_unwind_frame, NULL, 0) < 0) {
+		count_err(SONDE_ERR_LOOP);
+		s->walk.n = 0;
+		return SONDE_OUTCOME_READ_ERROR;
+	}
+	if (s->walk.used_fp)
+		s->flags |= SONDE_SAMPLE_FP_FALLBACK;
+	return s->walk.outcome;
+}
+
+/* next runs again: if it blocked long enough, its sample goes out,
+ * weighed by the time it was off the CPU. */
+static __always_inline void offcpu_switch_in(struct task_struct *next)
+{
+	__u32 tid = next->pid;
+	struct sonde_sample *rec = bpf_map_lookup_elem(&offcpu_blocked, &tid);
+	__u64 now, size;
+
+	if (!rec)
+		return;
+	now = bpf_ktime_get_ns();
+	rec->weight = now > rec->ktime_ns ? now - rec->ktime_ns : 0;
+	if (rec->weight >= offcpu_min_ns) {
+		size = SONDE_SAMPLE_SIZE(rec->n_kernel, rec->n_user + rec->n_interp);
+		if (size > sizeof(*rec))
+			size = sizeof(*rec);
+		if (bpf_ringbuf_output(&events, rec, size, sample_wakeup_flags()))
+			count_err(SONDE_ERR_RINGBUF_FULL);
+	}
+	bpf_map_delete_elem(&offcpu_blocked, &tid);
+}
+
+/* The current task (prev) blocks: its stacks are walked now, while its
+ * address space is the current one and its kernel stack shows what it
+ * waits on, and kept until it runs again. */
+static __always_inline void offcpu_switch_out(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, tgid = id >> 32, n_kernel, zero = 0;
+	struct unwind_scratch *s;
+	__u8 outcome;
+	__u64 size;
+	long n;
+
+	if (!task_allowed(tgid))
+		return;
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s) {
+		count_err(SONDE_ERR_SCRATCH);
+		return;
+	}
+	n = bpf_get_stack(ctx, s->rec.frames, SONDE_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
+	if (n < 0) {
+		count_err(SONDE_ERR_KERNEL_STACK);
+		n = 0;
+	}
+	n /= sizeof(__u64);
+	n_kernel = n > SONDE_MAX_KERNEL_FRAMES ? SONDE_MAX_KERNEL_FRAMES : (__u32)n;
+	/* No Go span: go_spans is keyed by the goroutine in r14, and a
+	 * blocked Go thread is parked in the runtime, not in the request's
+	 * goroutine. */
+	__builtin_memset(s->rec.trace_id, 0, sizeof(s->rec.trace_id));
+	__builtin_memset(s->rec.span_id, 0, sizeof(s->rec.span_id));
+	interp_jit_begin(s, tgid);
+	s->rec.profile = SONDE_PROFILE_OFF_CPU;
+	s->rec.weight = 0;
+	outcome = offcpu_walk_user(s, tgid, n_kernel);
+	size = sample_fill(s, id, n_kernel, s->walk.n, outcome, s->flags);
+	(void)size;
+	bpf_map_update_elem(&offcpu_blocked, &tid, &s->rec, BPF_ANY);
+}
+
+/* Off-CPU (--off-cpu). sched_switch runs in prev's context with
+ * interrupts off (so the CPU sampler cannot reuse the per-CPU scratch
+ * meanwhile). Only voluntary switches count: a preempted thread (or one
+ * that yields while runnable) waits for a CPU, not for an event, and
+ * the CPU profile shows what it ran. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sonde_offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	offcpu_switch_in(next);
+	if (preempt || prev->tgid == 0 || BPF_CORE_READ(prev, __state) == 0)
+		return 0;
+	offcpu_switch_out(ctx);
 	return 0;
 }
 

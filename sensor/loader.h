@@ -19,7 +19,11 @@ struct loader_config {
 	uint32_t unwind_rows;       /* loader_unwind_rows(); 0: frame pointers only */
 	uint32_t memory_every;      /* the memory profile's period in faults; 0: off
 				     * (on needs bpf_loop(): else loader_load fails) */
+	bool off_cpu;               /* load the off-CPU program (bpf_loop() only); attached
+	                             * with the tracepoints by sample_bpf__attach() */
+	uint64_t off_cpu_min_ns;    /* shorter blocks are not recorded */
 };
+
 
 /* The ring buffer's size: ringbuf_mb when set, else about one second of
  * samples of every CPU at frequency (256 KiB to 64 MiB, a power of two). */
