@@ -120,6 +120,8 @@ def main():
     ap.add_argument("--mib", type=int, default=512)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
+    # Others may be measuring with it on: it is put back as it was.
+    stats_was = pathlib.Path("/proc/sys/kernel/bpf_stats_enabled").read_text().strip()
     subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=False)
     tmp = tempfile.mkdtemp(prefix="sonde-memory-bench.")
     rows = []
@@ -128,7 +130,7 @@ def main():
             rows.append(measure(args, mode, tmp))
             print(json.dumps(rows[-1]), file=sys.stderr)
     finally:
-        subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=0"], check=False)
+        subprocess.run(["sysctl", "-q", f"kernel.bpf_stats_enabled={stats_was}"], check=False)
     base = rows[0]["cpu_s"]
     faults = 2 * args.mib * 256 * args.rounds
     print(f"workload: {args.rounds} x {2 * args.mib} MiB touched ({faults} first-touch faults)")

@@ -2,13 +2,15 @@
 tests/workload/memory_workload.c, which grows its heap with sbrk() in
 grow_heap() and maps anonymous memory in map_and_touch(), touches every
 page and prints the bytes of each. The profile must give each function
-its bytes within 10 %, and the pprof file must have a value in bytes that adds up to them."""
+its bytes within 10 %, and the pprof file and the OTLP export must have a
+value in bytes that adds up to them."""
 import re
 import subprocess
 
 import pytest
 
-from conftest import BUILD, SONDE, make_tmp, parse_folded
+from conftest import BUILD, SONDE, Sensor, Symbolizer, make_tmp, parse_folded, wait_for
+from test_otlp import Receiver, free_port, strings
 from test_pprof import decode
 
 MEMORY_WORKLOAD = BUILD / "tests" / "workload" / "sonde-memory-workload"
@@ -16,6 +18,12 @@ MIB_EACH = 128
 PAUSE_MS = 1500  # the sensor reads the new process's mappings meanwhile
 TOLERANCE = 0.10
 FUNCTIONS = {"heap_bytes": "grow_heap", "map_bytes": "map_and_touch"}
+
+
+def parse_reported(text):
+    reported = {k: int(v) for k, v in re.findall(r"^(heap_bytes|map_bytes)=(\d+)$", text, re.M)}
+    assert set(reported) == set(FUNCTIONS), text
+    return reported
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +34,7 @@ def recorded():
                            "--", str(MEMORY_WORKLOAD), str(MIB_EACH), str(PAUSE_MS)],
                           capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    reported = {k: int(v) for k, v in re.findall(r"^(heap_bytes|map_bytes)=(\d+)$", proc.stdout, re.M)}
-    assert set(reported) == set(FUNCTIONS), proc.stdout
+    reported = parse_reported(proc.stdout)
     return reported, parse_folded(folded.read_text()), pb
 
 
@@ -62,3 +69,56 @@ def test_memory_pprof_counts_bytes(recorded):
     col = units.index("bytes")
     total = sum(s["values"][col] for s in prof["samples"])
     assert abs(total - sum(reported.values())) <= TOLERANCE * sum(reported.values()), total
+
+
+def otlp_bytes(reqs):
+    """The values of the OTLP profiles whose sample type is memory/bytes,
+    and the (type, unit) pairs seen."""
+    total, types = 0, set()
+    for req in reqs:
+        for rp in req.resource_profiles:
+            for sp in rp.scope_profiles:
+                for p in sp.profiles:
+                    vt = (strings(req)[p.sample_type.type_strindex], strings(req)[p.sample_type.unit_strindex])
+                    types.add(vt)
+                    if vt[1] == "bytes":
+                        total += sum(sum(s.values) for s in p.samples)
+    return total, types
+
+
+def test_memory_otlp_carries_bytes():
+    tmp = make_tmp()
+    recv = Receiver(free_port())
+    recv.start()
+    sym = Symbolizer(tmp, ["--otlp-endpoint", f"127.0.0.1:{recv.port}", "--otlp-insecure",
+                           "--otlp-interval", "2"])
+    out = tmp / "workload.out"
+    # The workload waits in a shell until the sensor follows it.
+    proc = subprocess.Popen(["sh", "-c", 'read go; exec "$@"', "sh", str(MEMORY_WORKLOAD), "64", "0"],
+                            stdin=subprocess.PIPE, stdout=open(out, "w"), text=True)
+    sensor = Sensor(tmp, sym.address, ["--pid", str(proc.pid), "--memory", "--no-cpu"])
+    try:
+        wait_for(lambda: sym.status().sensors_connected >= 1, 15, "the sensor to connect")
+        wait_for(lambda: sym.status().unwind_tables_loaded >= 2, 15, "the shell's tables to load")
+        proc.stdin.write("go\n")
+        proc.stdin.close()
+        assert proc.wait(120) == 0
+        want = sum(parse_reported(out.read_text()).values())
+
+        def arrived():
+            got, _ = otlp_bytes(recv.snapshot())
+            return got if abs(got - want) <= TOLERANCE * want else None
+        try:
+            wait_for(arrived, 30, "the memory profile's bytes in OTLP", interval=1)
+        except AssertionError:
+            raise AssertionError(f"OTLP: {otlp_bytes(recv.snapshot())}, the workload grew by {want}; "
+                                 f"{sym.logtext()}")
+        _, types = otlp_bytes(recv.snapshot())
+        assert ("memory", "bytes") in types, types
+        assert not recv.bad
+    finally:
+        proc.kill()
+        proc.wait()
+        sensor.stop()
+        sym.stop()
+        recv.stop()
