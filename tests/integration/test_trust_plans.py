@@ -189,6 +189,11 @@ def test_probe_plan_offsets_outside_the_text_are_refused(gohttp):
 # file (a copy with a tail has the same offsets).
 
 JDK = "/usr/lib/jvm/java-17-openjdk-amd64"
+PERL = "/usr/bin/perl"
+NODE = "/usr/bin/node"
+RUBY = "/usr/bin/ruby3.1"
+LIBRUBY = "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1"
+PHP = "/usr/bin/php8.2"
 TAILS = {"good": b"\1" * 4096, "bad": b"\2" * 4096}
 IMAGE_SLACK = 2 << 20  # every kind's image_slack (SONDE_*_IMAGE_SLACK)
 
@@ -218,6 +223,8 @@ def java_target(tmp, role):
     jvm = copy_with_tail(os.path.join(JDK, "lib/server/libjvm.so"), home / "lib/server/libjvm.so",
                          TAILS[role])
     classes = tmp / "classes"
+    if not os.path.exists(os.path.join(JDK, "bin", "javac")):
+        pytest.skip("no javac")
     if not classes.exists():
         classes.mkdir()
         (classes / "Sleep.java").write_text(
@@ -248,11 +255,6 @@ def php_target(tmp, role):
     return php, [str(php), "-r", "sleep(600);"], None
 
 
-PERL = "/usr/bin/perl"
-NODE = "/usr/bin/node"
-RUBY = "/usr/bin/ruby3.1"
-LIBRUBY = "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1"
-PHP = "/usr/bin/php8.2"
 Runtime = collections.namedtuple("Runtime", "kind header file target fields")
 # name -> Runtime; fields: (layout field, a value past its bound).
 RUNTIMES = {
