@@ -194,6 +194,7 @@ NODE = "/usr/bin/node"
 RUBY = "/usr/bin/ruby3.1"
 LIBRUBY = "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1"
 PHP = "/usr/bin/php8.2"
+LIBJVM = os.path.join(JDK, "lib/server/libjvm.so")
 TAILS = {"good": b"\1" * 4096, "bad": b"\2" * 4096}
 IMAGE_SLACK = 2 << 20  # every kind's image_slack (SONDE_*_IMAGE_SLACK)
 
@@ -220,8 +221,7 @@ def java_target(tmp, role):
             if name not in keep:
                 os.symlink(os.path.join(JDK, sub, name), home / sub / name)
     shutil.copy2(os.path.join(JDK, "bin", "java"), home / "bin" / "java")
-    jvm = copy_with_tail(os.path.join(JDK, "lib/server/libjvm.so"), home / "lib/server/libjvm.so",
-                         TAILS[role])
+    jvm = copy_with_tail(LIBJVM, home / "lib/server/libjvm.so", TAILS[role])
     classes = tmp / "classes"
     if not os.path.exists(os.path.join(JDK, "bin", "javac")):
         pytest.skip("no javac")
@@ -255,17 +255,19 @@ def php_target(tmp, role):
     return php, [str(php), "-r", "sleep(600);"], None
 
 
-Runtime = collections.namedtuple("Runtime", "kind header file target fields")
-# name -> Runtime; fields: (layout field, a value past its bound).
+Runtime = collections.namedtuple("Runtime", "kind header struct file target fields")
+# name -> Runtime: its kind, the header and struct of its layout, the
+# file the config names, its target(tmp, role), and fields: (layout
+# field, a value past its bound).
 RUNTIMES = {
-    "cpython": Runtime(1, "cpython.h", PYTHON, python_target, [
+    "cpython": Runtime(1, "cpython.h", "sonde_cpython_offsets", PYTHON, python_target, [
         ("interp_threads_head", 60000),      # past any PyInterpreterState
         ("runtime_interpreters_head", 0xfff0),  # the root read, past _PyRuntime
         ("code_qualname", 0xfff0),           # past any code object
         ("minor", 9),                        # no 3.9 layout
         ("flags", 0x8000),                   # an unknown flag
         ("pad", 1)]),
-    "hotspot": Runtime(2, "hotspot.h", os.path.join(JDK, "lib/server/libjvm.so"), java_target, [
+    "hotspot": Runtime(2, "hotspot.h", "sonde_hotspot_offsets", LIBJVM, java_target, [
         ("major", 10), ("major", 22),        # JDK 11-21 only
         ("nmethod_dependencies", 1024),      # past any nmethod
         ("heap_log2_segment", 0xffff),       # past any CodeHeap
@@ -273,14 +275,14 @@ RUNTIMES = {
         ("frame_sender_sp_slot", 17),        # past the interpreter frame
         ("cmethod_has_lines", 0), ("cmethod_has_lines", 0x81),
         ("pad", 1)]),
-    "v8": Runtime(3, "v8.h", NODE, node_target, [
+    "v8": Runtime(3, "v8.h", "sonde_v8_offsets", NODE, node_target, [
         ("blob_size", 0), ("blob_size", (64 << 20) + 1),  # the builtins' code range
         ("fp_function", 7), ("fp_function", 128),          # frame slots 8..127
         ("scope_fv_shift", 31),
         ("string_rep_mask", 16),
         ("type_sfi", 4096), ("type_code", 0),
-        ("pad", 1)]),
-    "ruby": Runtime(4, "ruby.h", LIBRUBY, ruby_target, [
+        ("pad0", 1), ("pad", 1)]),
+    "ruby": Runtime(4, "ruby.h", "sonde_ruby_offsets", LIBRUBY, ruby_target, [
         ("major", 2), ("minor", 2),          # Ruby 3.1 only
         ("vm_ptr_off", 4096),                # the root read, past ruby_current_vm_ptr
         ("vm_mark_object_ary", 0xffff), ("ractor_running_ec", 4096),  # past rb_vm_t, rb_ractor_t
@@ -289,13 +291,13 @@ RUNTIMES = {
         ("ids_index", 16),
         ("id_classpath", 0),
         ("pad", 1)]),
-    "php": Runtime(5, "php.h", PHP, php_target, [
+    "php": Runtime(5, "php.h", "sonde_php_offsets", PHP, php_target, [
         ("major", 7), ("minor", 3),          # PHP 8.2 only
         ("eg_current_execute_data", 4096),   # the root read, past executor_globals
         ("ex_prev", 1024), ("op_filename", 0xffff),
         ("flags", 0x2),                      # an unknown flag
         ("pad", 1)]),
-    "perl": Runtime(6, "perl5.h", PERL, perl_target, [
+    "perl": Runtime(6, "perl5.h", "sonde_perl_offsets", PERL, perl_target, [
         ("minor", 38),                       # no 5.38 layout
         ("interp_curstackinfo", 8192),       # past the interpreter struct
         ("cx_size", 300),                    # past any PERL_CONTEXT
@@ -303,8 +305,6 @@ RUNTIMES = {
         ("cvf_named", 0x4000),               # not CVf_NAMED
         ("pad", 1)]),
 }
-STRUCTS = {1: "sonde_cpython_offsets", 2: "sonde_hotspot_offsets", 3: "sonde_v8_offsets",
-           4: "sonde_ruby_offsets", 5: "sonde_php_offsets", 6: "sonde_perl_offsets"}
 
 
 def layout_fields(kind):
@@ -313,7 +313,7 @@ def layout_fields(kind):
     struct's size."""
     rt = next(rt for rt in RUNTIMES.values() if rt.kind == kind)
     src = (SRC / "bpf" / rt.header).read_text()
-    body = re.search(r"struct %s \{(.*?)\n\};" % STRUCTS[kind], src, re.S).group(1)
+    body = re.search(r"struct %s \{(.*?)\n\};" % rt.struct, src, re.S).group(1)
     body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
     fields, off, align = {}, 0, 1
     for bits, names in re.findall(r"__u(8|16|32)\s+([^;]+);", body):
@@ -338,7 +338,7 @@ def bad_configs(name, valid, file_size):
     bounds each."""
     rt = RUNTIMES[name]
     layout = bytes.fromhex(valid["layout"])
-    other = next(k for k in STRUCTS if k != rt.kind and layout_fields(k)[1] != len(layout))
+    other = next(o.kind for o in RUNTIMES.values() if layout_fields(o.kind)[1] != len(layout))
     bad = [dict(valid, layout=with_field(layout, rt.kind, f, v).hex()) for f, v in rt.fields]
     return bad + [
         dict(valid, layout=layout[:-1].hex()),                  # a byte short
