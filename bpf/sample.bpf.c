@@ -175,6 +175,9 @@ struct unwind_scratch {
  * SCRATCH_SAMPLE, and so may interrupt a tracepoint program halfway, which
  * therefore has SCRATCH_EVENT to itself. */
 enum { SCRATCH_SAMPLE = 0, SCRATCH_EVENT = 1 };
+/* SCRATCH_EVENT as a lookup key off the stack: a tracepoint program's
+ * stack counts against the walk's callbacks (walk_user_event). */
+static const __u32 scratch_event_key = SCRATCH_EVENT;
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 2);
@@ -822,8 +825,7 @@ static __always_inline __u8 walk_user(struct bpf_perf_event_data *ctx, bool in_u
  * callbacks nest up to five calls deep). */
 static long unwind_frame_event(__u64 index, void *ctx)
 {
-	__u32 slot = SCRATCH_EVENT;
-	struct unwind_scratch *s = bpf_map_lookup_elem(&scratch, &slot);
+	struct unwind_scratch *s = bpf_map_lookup_elem(&scratch, &scratch_event_key);
 
 	if (!s) {
 		count_err(SONDE_ERR_SCRATCH);
@@ -1368,24 +1370,35 @@ int BPF_PROG(sonde_offcpu_switch, bool preempt, struct task_struct *prev, struct
  * on a user address (read() into a fresh buffer). One fault in
  * memory_every of each task is sampled, weighted memory_every pages, and
  * kept when the address is in an anonymous mapping (no file: the heap,
- * private anonymous maps, stacks). */
+ * private anonymous maps, stacks).
+ *
+ * Or, with --memory-reserved, the address space a process reserves: brk
+ * growth and private writable anonymous mmaps, every one, weighted by
+ * their bytes (the fault programs are then not loaded). */
 
 /* One fault in this many; 0: memory profile off (the programs are not
- * loaded). */
+ * loaded). With --memory-reserved: 0. */
 const volatile __u32 memory_every = 0;
 
 #define MEMORY_PF_PROT 0x1ul /* x86 page fault error code: the page was present */
 #define MEMORY_PAGE 4096ull
 #define MEMORY_EBUSY 16 /* bpf_find_vma(): the mmap lock was taken */
 
-/* A task's faults left until its next sample: 0 in a new task, which
- * starts at a random point of the period so that many short tasks are
- * not all sampled at their first fault. */
+/* Per task. left: its faults until its next sample; 0 in a new task,
+ * which starts at a random point of the period so that many short tasks
+ * are not all sampled at their first fault. brk: the break when its brk()
+ * call began (--memory-reserved). */
+struct memory_task {
+	__u32 left;
+	__u32 pad;
+	__u64 brk;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, __u32);
+	__type(value, struct memory_task);
 } memory_countdown SEC(".maps");
 
 static long memory_vma_anon(struct task_struct *task, struct vm_area_struct *vma, void *data)
@@ -1397,14 +1410,15 @@ static long memory_vma_anon(struct task_struct *task, struct vm_area_struct *vma
 /* Is this fault the task's memory_every-th? */
 static __always_inline bool memory_fault_due(struct task_struct *task)
 {
+	struct memory_task *mt;
 	__u32 *left;
 
-	left = bpf_task_storage_get(&memory_countdown, task, NULL,
-				    BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!left) {
+	mt = bpf_task_storage_get(&memory_countdown, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!mt) {
 		count_err(SONDE_ERR_MEMORY_COUNTER);
 		return false;
 	}
+	left = &mt->left;
 	if (*left == 0 || *left > memory_every)
 		*left = 1 + bpf_get_prandom_u32() % memory_every;
 	if (--*left)
@@ -1413,18 +1427,45 @@ static __always_inline bool memory_fault_due(struct task_struct *task)
 	return true;
 }
 
+/* Sends a memory sample of weight bytes for the current task with its
+ * user stack from user_regs (NULL: the registers saved at kernel entry;
+ * in_user: they are the event's own, in user mode). No kernel stack: a
+ * user-mode fault's is the fault entry, a syscall's the syscall, and
+ * bpf_get_stack() in the program that handles faults in the kernel put
+ * the walk's call chain over the verifier's 512 bytes. */
+static __always_inline void memory_send(__u64 id, struct pt_regs *user_regs, bool in_user,
+					__u64 weight)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = id >> 32, flags = 0, n_user = 0;
+	struct unwind_scratch *s;
+	struct pt_regs *regs;
+	__u8 outcome;
+
+	s = bpf_map_lookup_elem(&scratch, &scratch_event_key);
+	if (!s) {
+		count_err(SONDE_ERR_SCRATCH);
+		return;
+	}
+	regs = user_regs ? user_regs : (struct pt_regs *)bpf_task_pt_regs(task);
+	tag_go_span_event(s, tgid, BPF_CORE_READ(regs, r14));
+	interp_jit_begin(s, tgid);
+	outcome = walk_user_event(s, regs, in_user, tgid, 0, &flags, &n_user);
+	s->rec.profile = SONDE_PROFILE_MEMORY;
+	s->rec.weight = weight;
+	sample_send(s, id, 0, n_user, outcome, flags);
+}
+
 /* user_regs: the fault's own registers when in_user, else NULL (the
  * task's user registers are those saved at kernel entry). */
-static __always_inline void memory_fault(void *ctx, unsigned long address,
+static __always_inline void memory_fault(unsigned long address,
 					 struct pt_regs *user_regs, unsigned long error_code,
 					 bool in_user)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, flags = 0, n_kernel = 0, n_user = 0, slot = SCRATCH_EVENT;
-	struct unwind_scratch *s;
-	struct pt_regs *regs;
-	__u8 anon = 0, outcome;
+	__u32 tgid = id >> 32;
+	__u8 anon = 0;
 	long n;
 
 	if (memory_every == 0 || (error_code & MEMORY_PF_PROT) || tgid == 0)
@@ -1436,36 +1477,14 @@ static __always_inline void memory_fault(void *ctx, unsigned long address,
 		count_err(SONDE_ERR_MEMORY_VMA);
 	if (n || !anon)
 		return;
-	s = bpf_map_lookup_elem(&scratch, &slot);
-	if (!s) {
-		count_err(SONDE_ERR_SCRATCH);
-		return;
-	}
-	/* A fault in user mode has only the fault entry as its kernel stack:
-	 * not kept. In the kernel, the stack says which call touched. */
-	if (!in_user) {
-		n = bpf_get_stack(ctx, s->rec.frames, SONDE_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
-		if (n < 0) {
-			count_err(SONDE_ERR_KERNEL_STACK);
-			n = 0;
-		}
-		n /= sizeof(__u64);
-		n_kernel = n > SONDE_MAX_KERNEL_FRAMES ? SONDE_MAX_KERNEL_FRAMES : (__u32)n;
-	}
-	regs = in_user ? user_regs : (struct pt_regs *)bpf_task_pt_regs(task);
-	tag_go_span_event(s, tgid, BPF_CORE_READ(regs, r14));
-	interp_jit_begin(s, tgid);
-	outcome = walk_user_event(s, regs, in_user, tgid, n_kernel, &flags, &n_user);
-	s->rec.profile = SONDE_PROFILE_MEMORY;
-	s->rec.weight = (__u64)memory_every * MEMORY_PAGE;
-	sample_send(s, id, n_kernel, n_user, outcome, flags);
+	memory_send(id, in_user ? user_regs : NULL, in_user, (__u64)memory_every * MEMORY_PAGE);
 }
 
 SEC("tp_btf/page_fault_user")
 int BPF_PROG(sonde_fault_user, unsigned long address, struct pt_regs *regs,
 	     unsigned long error_code)
 {
-	memory_fault(ctx, address, regs, error_code, true);
+	memory_fault(address, regs, error_code, true);
 	return 0;
 }
 
@@ -1477,6 +1496,77 @@ int BPF_PROG(sonde_fault_kernel, unsigned long address, struct pt_regs *regs,
 	 * memory growth. */
 	if (address >> 63 || !bpf_get_current_task_btf()->mm)
 		return 0;
-	memory_fault(ctx, address, NULL, error_code, false);
+	memory_fault(address, NULL, error_code, false);
+	return 0;
+}
+
+/* ---- --memory-reserved: brk and mmap ---- */
+
+#define MEMORY_PROT_WRITE 0x2ul
+#define MEMORY_MAP_TYPE 0x0ful   /* MAP_SHARED 1, MAP_PRIVATE 2, MAP_SHARED_VALIDATE 3 */
+#define MEMORY_MAP_PRIVATE 0x02ul
+#define MEMORY_MAP_ANONYMOUS 0x20ul
+#define MEMORY_MAX_ERRNO 4095ul
+
+#define MEMORY_NR_MMAP 9 /* x86-64 syscall numbers */
+#define MEMORY_NR_BRK 12
+
+/* Every syscall of the machine runs these two (raw syscall tracepoints:
+ * fentry on __x64_sys_brk is refused on some kernels); all but brk and
+ * mmap return at the number check. */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(sonde_sys_enter, struct pt_regs *regs, long id)
+{
+	struct task_struct *task;
+	struct memory_task *mt;
+
+	if (id != MEMORY_NR_BRK || !task_allowed(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	task = bpf_get_current_task_btf();
+	if (!task->mm)
+		return 0;
+	/* The break as brk() begins: the exit's new break minus this is the
+	 * growth. */
+	mt = bpf_task_storage_get(&memory_countdown, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!mt) {
+		count_err(SONDE_ERR_MEMORY_COUNTER);
+		return 0;
+	}
+	mt->brk = task->mm->brk;
+	return 0;
+}
+
+/* brk() returns the new break (the old one when it failed); mmap() the
+ * address or -errno. A map counts when private, writable and anonymous,
+ * its length in whole pages. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sonde_sys_exit, struct pt_regs *regs, long ret)
+{
+	__u64 nr = BPF_CORE_READ(regs, orig_ax), before, len, prot, mflags;
+	struct task_struct *task;
+	struct memory_task *mt;
+
+	if (nr == MEMORY_NR_BRK) {
+		task = bpf_get_current_task_btf();
+		mt = bpf_task_storage_get(&memory_countdown, task, NULL, 0);
+		if (!mt || !mt->brk)
+			return 0;
+		before = mt->brk;
+		mt->brk = 0;
+		if ((__u64)ret > before)
+			memory_send(bpf_get_current_pid_tgid(), regs, false, (__u64)ret - before);
+		return 0;
+	}
+	if (nr != MEMORY_NR_MMAP || (__u64)ret >= (__u64)-MEMORY_MAX_ERRNO)
+		return 0;
+	len = BPF_CORE_READ(regs, si);
+	prot = BPF_CORE_READ(regs, dx);
+	mflags = BPF_CORE_READ(regs, r10);
+	if (!(prot & MEMORY_PROT_WRITE) || !(mflags & MEMORY_MAP_ANONYMOUS) ||
+	    (mflags & MEMORY_MAP_TYPE) != MEMORY_MAP_PRIVATE)
+		return 0;
+	if (!task_allowed(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	memory_send(bpf_get_current_pid_tgid(), regs, false, (len + MEMORY_PAGE - 1) & ~(MEMORY_PAGE - 1));
 	return 0;
 }

@@ -74,6 +74,9 @@ static const char env_usage[] =
 	"  --no-cpu              no CPU samples (no perf events), with --off-cpu or --memory\n"
 	"  --memory-every N      memory: sample one first-touch fault of a task in N,\n"
 	"                        weighed N pages (default 64; 1..65536)\n"
+	"  --memory-reserved     memory: the address space reserved instead (brk growth,\n"
+	"                        private writable anonymous mmaps), every call, not the\n"
+	"                        pages touched (docs/memory.md); implies --memory\n"
 	"  --go-probes           load the Go probes the symbolizer plans (docs/go-probes.md);\n"
 	"                        keeps CAP_SYS_ADMIN, which the kernel wants for uprobes\n"
 	"  --sandbox-selftest    set up, drop privileges with a filter that answers EPERM\n"
@@ -90,6 +93,7 @@ enum {
 	OPT_TLS_KEY, OPT_TLS_NAME, OPT_INSECURE, OPT_NO_DROP, OPT_BPF_WALK, OPT_GO_PROBES,
 	OPT_SELFTEST, OPT_SYM_UID, OPT_USER, OPT_SELFTEST_SOCKET, OPT_NODE_NAME, OPT_COMMAND_LINE,
 	OPT_OFF_CPU, OPT_OFF_CPU_MIN, OPT_MEMORY, OPT_NO_CPU, OPT_MEMORY_EVERY,
+	OPT_MEMORY_RESERVED,
 };
 
 static const struct option env_options[] = {
@@ -124,6 +128,7 @@ static const struct option env_options[] = {
 	{"memory", no_argument, NULL, OPT_MEMORY},
 	{"no-cpu", no_argument, NULL, OPT_NO_CPU},
 	{"memory-every", required_argument, NULL, OPT_MEMORY_EVERY},
+	{"memory-reserved", no_argument, NULL, OPT_MEMORY_RESERVED},
 	{},
 };
 
@@ -165,6 +170,7 @@ static int env_parse_option(struct env *e, int c, const char *arg)
 	case OPT_COMMAND_LINE: e->command_line = true; return 0;
 	case OPT_OFF_CPU: e->off_cpu = true; return 0;
 	case OPT_MEMORY: e->memory = true; return 0;
+	case OPT_MEMORY_RESERVED: e->memory = e->memory_reserved = true; return 0;
 	case OPT_NO_CPU: e->no_cpu = true; return 0;
 	case OPT_NODE_NAME:
 		if (!*arg || strlen(arg) > ENV_MAX_NODE_NAME) {

@@ -57,7 +57,10 @@ static void loader_configure(struct sample_bpf *skel, const struct loader_config
 	skel->rodata->memory_every = c->memory_every;
 	bpf_program__set_autoload(skel->progs.sonde_fault_user, c->memory_every > 0);
 	bpf_program__set_autoload(skel->progs.sonde_fault_kernel, c->memory_every > 0);
-	bpf_map__set_autocreate(skel->maps.memory_countdown, c->memory_every > 0);
+	bpf_program__set_autoload(skel->progs.sonde_sys_enter, c->memory_reserved);
+	bpf_program__set_autoload(skel->progs.sonde_sys_exit, c->memory_reserved);
+	bpf_map__set_autocreate(skel->maps.memory_countdown,
+				c->memory_every > 0 || c->memory_reserved);
 	bpf_program__set_autoload(skel->progs.sonde_offcpu_switch, c->off_cpu);
 	skel->rodata->offcpu_min_ns = c->off_cpu_min_ns;
 	/* Wake up for a quarter of the ring; the main loop drains it on a
@@ -118,7 +121,7 @@ int loader_load(const struct loader_config *c, struct sample_bpf **ret_skel, boo
 		return err;
 	}
 	use_loop = loader_use_loop(c->walk);
-	if ((c->off_cpu || c->memory_every) && !use_loop) {
+	if ((c->off_cpu || c->memory_every || c->memory_reserved) && !use_loop) {
 		/* Their walks run in tracepoints: no tail call into a
 		 * perf_event program from there. */
 		log_error("--off-cpu and --memory need bpf_loop() (kernel 5.17+, --bpf-walk loop)");

@@ -86,24 +86,65 @@ def otlp_bytes(reqs):
     return total, types
 
 
-def test_memory_otlp_carries_bytes():
-    tmp = make_tmp()
-    recv = Receiver(free_port())
-    recv.start()
-    sym = Symbolizer(tmp, ["--otlp-endpoint", f"127.0.0.1:{recv.port}", "--otlp-insecure",
-                           "--otlp-interval", "2"])
+def run_followed(tmp, sym, sensor_args, mib):
+    """Runs the workload under a sensor that follows it from its exec (it
+    waits in a shell until the sensor is up); returns what it reported
+    and the sensor, still running."""
     out = tmp / "workload.out"
-    # The workload waits in a shell until the sensor follows it.
-    proc = subprocess.Popen(["sh", "-c", 'read go; exec "$@"', "sh", str(MEMORY_WORKLOAD), "64", "0"],
+    proc = subprocess.Popen(["sh", "-c", 'read go; exec "$@"', "sh", str(MEMORY_WORKLOAD), str(mib), "0"],
                             stdin=subprocess.PIPE, stdout=open(out, "w"), text=True)
-    sensor = Sensor(tmp, sym.address, ["--pid", str(proc.pid), "--memory", "--no-cpu"])
+    sensor = Sensor(tmp, sym.address, ["--pid", str(proc.pid), "--no-cpu", *sensor_args])
     try:
         wait_for(lambda: sym.status().sensors_connected >= 1, 15, "the sensor to connect")
         wait_for(lambda: sym.status().unwind_tables_loaded >= 2, 15, "the shell's tables to load")
         proc.stdin.write("go\n")
         proc.stdin.close()
         assert proc.wait(120) == 0
-        want = sum(parse_reported(out.read_text()).values())
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        sensor.stop()
+        raise
+    return parse_reported(out.read_text()), sensor
+
+
+def test_memory_reserved_counts_brk_and_mmap():
+    """--memory-reserved: the bytes of brk growth and of the private
+    anonymous maps, every call, by stack."""
+    tmp = make_tmp()
+    sym = Symbolizer(tmp)
+    sensor = None
+    try:
+        reported, sensor = run_followed(tmp, sym, ["--memory-reserved"], 32)
+
+        def folded():
+            f = subprocess.run([str(SONDE), "folded", "--symbolizer", sym.address, "--type", "memory"],
+                               capture_output=True, text=True, timeout=60)
+            stacks = parse_folded(f.stdout)
+            got = {k: bytes_under(stacks, fn) for k, fn in FUNCTIONS.items()}
+            return got if all(abs(got[k] - reported[k]) <= TOLERANCE * reported[k] for k in FUNCTIONS) else None
+        try:
+            wait_for(folded, 20, "the reserved bytes of grow_heap and map_and_touch", interval=1)
+        except AssertionError:
+            f = subprocess.run([str(SONDE), "folded", "--symbolizer", sym.address, "--type", "memory"],
+                               capture_output=True, text=True, timeout=60)
+            raise AssertionError(f"reported {reported}; folded: {f.stdout[-3000:]} {f.stderr[-1000:]}")
+    finally:
+        if sensor:
+            sensor.stop()
+        sym.stop()
+
+
+def test_memory_otlp_carries_bytes():
+    tmp = make_tmp()
+    recv = Receiver(free_port())
+    recv.start()
+    sym = Symbolizer(tmp, ["--otlp-endpoint", f"127.0.0.1:{recv.port}", "--otlp-insecure",
+                           "--otlp-interval", "2"])
+    sensor = None
+    try:
+        reported, sensor = run_followed(tmp, sym, ["--memory"], 64)
+        want = sum(reported.values())
 
         def arrived():
             got, _ = otlp_bytes(recv.snapshot())
@@ -117,8 +158,7 @@ def test_memory_otlp_carries_bytes():
         assert ("memory", "bytes") in types, types
         assert not recv.bad
     finally:
-        proc.kill()
-        proc.wait()
-        sensor.stop()
+        if sensor:
+            sensor.stop()
         sym.stop()
         recv.stop()
