@@ -1327,7 +1327,10 @@ static __always_inline void offcpu_switch_out(void *ctx)
 		count_err(SONDE_ERR_SCRATCH);
 		return;
 	}
-	n = bpf_get_stack(ctx, s->rec.frames, SONDE_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
+	/* The first two frames are this program and bpf_trace_run4(): the
+	 * stack starts at __schedule(). */
+	n = bpf_get_stack(ctx, s->rec.frames, SONDE_MAX_KERNEL_FRAMES * sizeof(__u64),
+			  2 & BPF_F_SKIP_FIELD_MASK);
 	if (n < 0) {
 		count_err(SONDE_ERR_KERNEL_STACK);
 		n = 0;
