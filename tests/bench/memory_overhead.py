@@ -8,6 +8,12 @@ heap follows the machine's THP setting), ROUNDS times per mode:
   cpu       sonde-sensor at 19 Hz (CPU samples only)
   memory    sonde-sensor --memory (one fault in 64 of a task sampled)
   memory-1  sonde-sensor --memory --memory-every 1 (every fault: worst case)
+  reserved  sonde-sensor --memory-reserved (brk/mmap on raw syscall
+            tracepoints: every syscall of the machine runs them)
+
+With --syscalls, a syscall-heavy run too: dd bs=1 of 2 MiB (4 Mi
+syscalls) without a sensor and under --memory-reserved, its CPU time and
+the syscall programs' ns per run.
 
 The sensor profiles the whole machine (no --pid), as deployed, and sends
 to tests/integration/fake_symbolizer.py. Per mode: the workload's median
@@ -47,12 +53,12 @@ def cpu_s(pid):
     return total / 1e9
 
 
-def fault_prog_stats():
-    """(runs, run ns) summed over the loaded sonde_fault_* programs."""
+def fault_prog_stats(prefix="sonde_fault"):
+    """(runs, run ns) summed over the loaded programs named prefix*."""
     out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
     runs = ns = 0
     for p in json.loads(out.stdout or "[]"):
-        if p.get("name", "").startswith("sonde_fault"):
+        if p.get("name", "").startswith(prefix):
             runs += p.get("run_cnt", 0)
             ns += p.get("run_time_ns", 0)
     return runs, ns
@@ -78,6 +84,15 @@ def run_workload(exe, mib):
     return wall, (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
 
 
+def run_dd():
+    """CPU seconds of dd copying 2 MiB a byte at a time."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=2097152"], check=True,
+                   capture_output=True)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+
+
 def measure(args, mode, tmp):
     exe = str(pathlib.Path(args.build) / "tests/workload/sonde-memory-workload")
     sensor = fake = None
@@ -94,15 +109,25 @@ def measure(args, mode, tmp):
             cmd.append("--memory")
         if mode == "memory-1":
             cmd += ["--memory-every", "1"]
+        if mode == "reserved":
+            cmd.append("--memory-reserved")
         sensor = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(log, "w"))
         wait_line(log, "sampling", 60)
         time.sleep(1)
     try:
         c0 = cpu_s(sensor.pid) if sensor else 0
-        r0 = fault_prog_stats()
+        prefix = "sonde_sys" if mode == "reserved" else "sonde_fault"
+        r0 = fault_prog_stats(prefix)
         times = [run_workload(exe, args.mib) for _ in range(args.rounds)]
         c1 = cpu_s(sensor.pid) if sensor else 0
-        r1 = fault_prog_stats()
+        r1 = fault_prog_stats(prefix)
+        if args.syscalls and mode in ("none", "reserved"):
+            s0 = fault_prog_stats("sonde_sys")
+            dd = [run_dd() for _ in range(args.rounds)]
+            s1 = fault_prog_stats("sonde_sys")
+            print(json.dumps({"mode": mode, "dd_cpu_s": statistics.median(dd),
+                              "sys_prog_runs": s1[0] - s0[0],
+                              "sys_prog_ns": (s1[1] - s0[1]) / max(1, s1[0] - s0[0])}), file=sys.stderr)
     finally:
         for p in (sensor, fake):
             if p:
@@ -119,6 +144,8 @@ def main():
     ap.add_argument("--build", default=str(SRC / "build"))
     ap.add_argument("--mib", type=int, default=512)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--modes", default="none,cpu,memory,memory-1,reserved")
+    ap.add_argument("--syscalls", action="store_true")
     args = ap.parse_args()
     # Others may be measuring with it on: it is put back as it was.
     stats_was = pathlib.Path("/proc/sys/kernel/bpf_stats_enabled").read_text().strip()
@@ -126,7 +153,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="sonde-memory-bench.")
     rows = []
     try:
-        for mode in ("none", "cpu", "memory", "memory-1"):
+        for mode in args.modes.split(","):
             rows.append(measure(args, mode, tmp))
             print(json.dumps(rows[-1]), file=sys.stderr)
     finally:
