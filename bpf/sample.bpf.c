@@ -1402,7 +1402,7 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
 	__type(value, struct memory_task);
-} memory_countdown SEC(".maps");
+} memory_tasks SEC(".maps");
 
 static long memory_vma_anon(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
@@ -1416,7 +1416,7 @@ static __always_inline bool memory_fault_due(struct task_struct *task)
 	struct memory_task *mt;
 	__u32 *left;
 
-	mt = bpf_task_storage_get(&memory_countdown, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	mt = bpf_task_storage_get(&memory_tasks, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!mt) {
 		count_err(SONDE_ERR_MEMORY_COUNTER);
 		return false;
@@ -1530,7 +1530,7 @@ int BPF_PROG(sonde_sys_enter, struct pt_regs *regs, long id)
 		return 0;
 	/* The break as brk() begins: the exit's new break minus this is the
 	 * growth. */
-	mt = bpf_task_storage_get(&memory_countdown, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	mt = bpf_task_storage_get(&memory_tasks, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!mt) {
 		count_err(SONDE_ERR_MEMORY_COUNTER);
 		return 0;
@@ -1551,7 +1551,7 @@ int BPF_PROG(sonde_sys_exit, struct pt_regs *regs, long ret)
 
 	if (nr == MEMORY_NR_BRK) {
 		task = bpf_get_current_task_btf();
-		mt = bpf_task_storage_get(&memory_countdown, task, NULL, 0);
+		mt = bpf_task_storage_get(&memory_tasks, task, NULL, 0);
 		if (!mt || !mt->brk)
 			return 0;
 		before = mt->brk;

@@ -59,7 +59,7 @@ static void loader_configure(struct sample_bpf *skel, const struct loader_config
 	bpf_program__set_autoload(skel->progs.sonde_fault_kernel, c->memory_every > 0);
 	bpf_program__set_autoload(skel->progs.sonde_sys_enter, c->memory_reserved);
 	bpf_program__set_autoload(skel->progs.sonde_sys_exit, c->memory_reserved);
-	bpf_map__set_autocreate(skel->maps.memory_countdown,
+	bpf_map__set_autocreate(skel->maps.memory_tasks,
 				c->memory_every > 0 || c->memory_reserved);
 	bpf_program__set_autoload(skel->progs.sonde_offcpu_switch, c->off_cpu);
 	skel->rodata->offcpu_min_ns = c->off_cpu_min_ns;
