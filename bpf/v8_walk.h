@@ -257,9 +257,30 @@ __noinline int v8_note_script(__u32 tgid, __u64 script, const struct sonde_v8_of
 	return 0;
 }
 
-/* Sends code's position table unless this process's copy was sent
- * already, and its script's source. A global function: verified once. */
-__noinline int v8_note_code(__u32 tgid, __u64 code, __u64 sfi, const struct sonde_v8_offsets *o)
+/* The source position table of code (a Code object) or, when bytecode
+ * is set, of a BytecodeArray, whose tables are only set once V8 computed
+ * them: 0 unless it is a ByteArray (as the handler table before it). */
+static __always_inline __u64 v8_table_of(const struct sonde_v8_offsets *o, __u64 code,
+					 __u32 bytecode)
+{
+	__u64 table;
+
+	if (!bytecode)
+		return v8_ptr(code - 1 + o->code_table);
+	if (o->bytecode_table < 8)
+		return 0;
+	table = v8_ptr(code - 1 + o->bytecode_table);
+	if (!(table & 1) ||
+	    v8_ptr(table - 1) != v8_ptr(v8_ptr(code - 1 + o->bytecode_table - 8) - 1))
+		return 0;
+	return table;
+}
+
+/* Sends the position table of code (a Code object, or a BytecodeArray
+ * when bytecode is set) unless this process's copy was sent already, and
+ * its script's source. A global function: verified once. */
+__noinline int v8_note_code(__u32 tgid, __u64 code, __u64 sfi, const struct sonde_v8_offsets *o,
+			    __u32 bytecode)
 {
 	struct sonde_v8_sfi_key key = { .tgid = tgid, .sfi = code };
 	struct sonde_v8_code_rec *r;
@@ -269,6 +290,9 @@ __noinline int v8_note_code(__u32 tgid, __u64 code, __u64 sfi, const struct sond
 		return 0;
 	seen = bpf_map_lookup_elem(&v8_codes, &key);
 	if (seen && *seen == sfi)
+		return 0;
+	table = v8_table_of(o, code, bytecode);
+	if (!table)
 		return 0;
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
@@ -281,12 +305,11 @@ __noinline int v8_note_code(__u32 tgid, __u64 code, __u64 sfi, const struct sond
 	r->h.len = sizeof(r->code);
 	r->code.size = sizeof(r->code);
 	r->code.version = SONDE_V8_CODE_VERSION;
-	r->code.flags = 0;
+	r->code.flags = bytecode ? SONDE_V8_CODE_BYTECODE : 0;
 	r->code.pad = 0;
 	r->code.code = code;
 	r->code.sfi = sfi;
 	r->code.script = v8_ptr(sfi - 1 + o->sfi_script);
-	table = v8_ptr(code - 1 + o->code_table);
 	len = v8_ptr(table - 1 + o->array_length) >> 32; /* a Smi */
 	if (len > SONDE_V8_CODE_TABLE_MAX) {
 		len = SONDE_V8_CODE_TABLE_MAX;
@@ -346,8 +369,8 @@ static __always_inline __u64 v8_code_pos(const struct sonde_v8_offsets *o, __u64
 __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32 native)
 {
 	const struct sonde_v8_offsets *o;
-	__u64 fp, ctx, fn, sfi, saved, ra, pos, bo, code = 0;
-	__u32 tier;
+	__u64 fp, ctx, fn, sfi, saved, ra, pos, bo, ba, code = 0, unused = 0;
+	__u32 tier, bytecode = 0;
 
 	if (!s || !st)
 		return -1;
@@ -363,12 +386,26 @@ __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32
 	sfi = v8_ptr(fn - 1 + o->fn_shared);
 	if (v8_type(o, sfi) != o->type_sfi)
 		return -1;
-	if (v8_type(o, v8_ptr(fp - o->fp_bytecode_array)) == o->type_bytecode_array) {
-		/* Ignition keeps the offset as a Smi; Sparkplug's slot holds
-		 * the feedback vector. */
+	ba = v8_ptr(fp - o->fp_bytecode_array);
+	if (v8_type(o, ba) == o->type_bytecode_array) {
+		/* Ignition keeps the offset as a Smi (+ the header - the tag);
+		 * Sparkplug's slot holds the feedback vector, and its Code's
+		 * table maps pcs to bytecode offsets, not to lines: not sent. */
 		bo = v8_ptr(fp - o->fp_bytecode_offset);
-		tier = bo & 1 ? SONDE_V8_TIER_BASELINE : SONDE_V8_TIER_INTERPRETED;
-		pos = bo & 1 ? v8_code_pos(o, fn, st->pc, &code) : bo >> 32;
+		if (bo & 1) {
+			tier = SONDE_V8_TIER_BASELINE;
+			pos = v8_code_pos(o, fn, st->pc, &unused);
+		} else {
+			tier = SONDE_V8_TIER_INTERPRETED;
+			bo >>= 32;
+			pos = SONDE_V8_NO_PC;
+			if (o->bytecode_data && bo >= o->bytecode_data - 1u &&
+			    bo - (o->bytecode_data - 1u) < SONDE_V8_NO_PC) {
+				pos = ((ba >> 3) << 32) | (bo - (o->bytecode_data - 1u));
+				code = ba;
+				bytecode = 1;
+			}
+		}
 	} else {
 		tier = SONDE_V8_TIER_OPTIMIZED;
 		pos = v8_code_pos(o, fn, st->pc, &code);
@@ -377,7 +414,7 @@ __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32
 		count_err(SONDE_ERR_USER_TRUNCATED);
 	v8_note_sfi(bpf_get_current_pid_tgid() >> 32, sfi, o);
 	if (code)
-		v8_note_code(bpf_get_current_pid_tgid() >> 32, code, sfi, o);
+		v8_note_code(bpf_get_current_pid_tgid() >> 32, code, sfi, o, bytecode);
 	/* The caller, by V8's frame pointer chain. */
 	saved = v8_ptr(fp);
 	ra = v8_ptr(fp + 8);
