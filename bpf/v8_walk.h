@@ -398,6 +398,14 @@ __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32
 		} else {
 			tier = SONDE_V8_TIER_INTERPRETED;
 			bo >>= 32;
+			/* The sampled frame in a bytecode handler: the current
+			 * bytecode is in the offset register (the slot is only
+			 * written before calls), when inside the array. */
+			if (native == 0 && st->exact_pc && o->bytecode_data &&
+			    st->pc - s->jit.lo[0] < s->jit.hi[0] - s->jit.lo[0] &&
+			    st->r9 >= o->bytecode_data - 1u &&
+			    st->r9 - (o->bytecode_data - 1u) < (v8_ptr(ba - 1 + o->array_length) >> 32))
+				bo = st->r9;
 			pos = SONDE_V8_NO_PC;
 			if (o->bytecode_data && bo >= o->bytecode_data - 1u &&
 			    bo - (o->bytecode_data - 1u) < SONDE_V8_NO_PC) {
