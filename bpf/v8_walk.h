@@ -277,8 +277,10 @@ static __always_inline __u64 v8_table_of(const struct sonde_v8_offsets *o, __u64
 }
 
 /* Sends the position table of code (a Code object, or a BytecodeArray
- * when bytecode is set) unless this process's copy was sent already, and
- * its script's source. A global function: verified once. */
+ * when bytecode is set) unless this process's copy was sent already.
+ * Returns 1 when it did and its script is a Script (the caller sends the
+ * source: one call less deep on the BPF stack), else 0. A global
+ * function: verified once. */
 __noinline int v8_note_code(__u32 tgid, __u64 code, __u64 sfi, const struct sonde_v8_offsets *o,
 			    __u32 bytecode)
 {
@@ -324,9 +326,7 @@ __noinline int v8_note_code(__u32 tgid, __u64 code, __u64 sfi, const struct sond
 	script = r->code.script;
 	bpf_ringbuf_submit(r, 0);
 	bpf_map_update_elem(&v8_codes, &key, &sfi, BPF_ANY);
-	if (v8_type(o, script) == o->type_script)
-		v8_note_script(tgid, script, o);
-	return 0;
+	return v8_type(o, script) == o->type_script ? 1 : 0;
 }
 
 /* Sets up the walk's JIT state: the embedded builtins, and code without
@@ -346,20 +346,43 @@ static __always_inline void v8_jit_begin(struct unwind_scratch *s)
  * pc's offset in fn's current code, and which code (*ret_code when the pc
  * is in it). */
 static __always_inline __u64 v8_code_pos(const struct sonde_v8_offsets *o, __u64 fn, __u64 pc,
-					 __u64 *ret_code)
+					 __u64 *ret_code, __u64 *b)
 {
 	__u64 code = v8_ptr(fn - 1 + o->fn_code), start;
 	__u32 size = 0, off = SONDE_V8_NO_PC;
 
 	if (v8_type(o, code) != o->type_code)
 		return SONDE_V8_NO_PC;
-	start = v8_ptr(code - 1 + o->code_start);
-	bpf_probe_read_user(&size, sizeof(size), (const void *)(code - 1 + o->code_size));
+	/* Start and size are two words apart in 11.x: one read. */
+	if (o->code_size == o->code_start + 16 &&
+	    !bpf_probe_read_user(b, 3 * 8, (const void *)(code - 1 + o->code_start))) {
+		start = b[0];
+		size = (__u32)b[2];
+	} else {
+		start = v8_ptr(code - 1 + o->code_start);
+		bpf_probe_read_user(&size, sizeof(size), (const void *)(code - 1 + o->code_size));
+	}
 	if (pc >= start && pc - start < size) {
 		off = (__u32)(pc - start);
 		*ret_code = code;
 	}
 	return ((code >> 3) << 32) | off;
+}
+
+/* The frame's words from fp - V8_WIN_BELOW to fp + 16 (its fixed slots,
+ * saved fp and return address), read at once into the scratch's
+ * jit_words[0..7]: a JS frame needs six of them, and one read costs about
+ * what one word's does. */
+#define V8_WIN_BELOW 48
+#define V8_WIN_WORDS (V8_WIN_BELOW / 8 + 2)
+
+/* The word at fp - off (a config slot, 8..127): from the window w (NULL:
+ * not read) when it is there, else read alone. */
+static __always_inline __u64 v8_slot(const __u64 *w, __u64 fp, __u32 off)
+{
+	if (w && off <= V8_WIN_BELOW && !(off & 7))
+		return w[((V8_WIN_BELOW - off) / 8) & (V8_WIN_WORDS - 1)];
+	return v8_ptr(fp - off);
 }
 
 /* The frame at st (native frame `native` of the walk) if it is a
@@ -371,6 +394,7 @@ __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32
 	const struct sonde_v8_offsets *o;
 	__u64 fp, ctx, fn, sfi, saved, ra, pos, bo, ba, code = 0, unused = 0;
 	__u32 tier, bytecode = 0;
+	__u64 *w;
 
 	if (!s || !st)
 		return -1;
@@ -378,23 +402,26 @@ __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32
 	fp = st->fp;
 	if (!fp || (fp & 7) || fp < st->sp)
 		return -1;
-	ctx = v8_ptr(fp - o->fp_context);
-	fn = v8_ptr(fp - o->fp_function);
+	w = s->jit_words;
+	if (bpf_probe_read_user(w, V8_WIN_WORDS * 8, (const void *)(fp - V8_WIN_BELOW)))
+		w = NULL;
+	ctx = v8_slot(w, fp, o->fp_context);
+	fn = v8_slot(w, fp, o->fp_function);
 	/* A frame-type marker (a Smi) in the context slot: no JS frame. */
 	if (!(ctx & 1) || !(fn & 1))
 		return -1;
 	sfi = v8_ptr(fn - 1 + o->fn_shared);
 	if (v8_type(o, sfi) != o->type_sfi)
 		return -1;
-	ba = v8_ptr(fp - o->fp_bytecode_array);
+	ba = v8_slot(w, fp, o->fp_bytecode_array);
 	if (v8_type(o, ba) == o->type_bytecode_array) {
 		/* Ignition keeps the offset as a Smi (+ the header - the tag);
 		 * Sparkplug's slot holds the feedback vector, and its Code's
 		 * table maps pcs to bytecode offsets, not to lines: not sent. */
-		bo = v8_ptr(fp - o->fp_bytecode_offset);
+		bo = v8_slot(w, fp, o->fp_bytecode_offset);
 		if (bo & 1) {
 			tier = SONDE_V8_TIER_BASELINE;
-			pos = v8_code_pos(o, fn, st->pc, &unused);
+			pos = v8_code_pos(o, fn, st->pc, &unused, &s->jit_words[8]);
 		} else {
 			tier = SONDE_V8_TIER_INTERPRETED;
 			bo >>= 32;
@@ -416,16 +443,16 @@ __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32
 		}
 	} else {
 		tier = SONDE_V8_TIER_OPTIMIZED;
-		pos = v8_code_pos(o, fn, st->pc, &code);
+		pos = v8_code_pos(o, fn, st->pc, &code, &s->jit_words[8]);
 	}
 	if (!interp_jit_push(&s->jit, native, SONDE_V8_WORD0(sfi, tier), pos))
 		count_err(SONDE_ERR_USER_TRUNCATED);
 	v8_note_sfi(bpf_get_current_pid_tgid() >> 32, sfi, o);
-	if (code)
-		v8_note_code(bpf_get_current_pid_tgid() >> 32, code, sfi, o, bytecode);
+	if (code && v8_note_code(bpf_get_current_pid_tgid() >> 32, code, sfi, o, bytecode) == 1)
+		v8_note_script(bpf_get_current_pid_tgid() >> 32, v8_ptr(sfi - 1 + o->sfi_script), o);
 	/* The caller, by V8's frame pointer chain. */
-	saved = v8_ptr(fp);
-	ra = v8_ptr(fp + 8);
+	saved = w ? w[V8_WIN_WORDS - 2] : v8_ptr(fp);
+	ra = w ? w[V8_WIN_WORDS - 1] : v8_ptr(fp + 8);
 	if (!ra) {
 		st->outcome = SONDE_OUTCOME_COMPLETE;
 		return 1;
