@@ -160,7 +160,7 @@ struct unwind_scratch {
 	struct rule_cache_entry rule_cache[RULE_CACHE_SIZE];
 	/* A JIT kind's step: words read at once (bpf/v8_walk.h), kept off
 	 * the BPF stack (the tail walk's calls share 512 bytes). */
-	__u64 jit_words[12];
+	__u64 jit_words[16];
 };
 
 struct {

@@ -166,12 +166,13 @@ __noinline int v8_emit_meta(__u32 tgid, __u64 sfi, __u64 sum,
 	return 0;
 }
 
-/* Sends sfi's names unless this process's copy was sent already. */
-static __always_inline void v8_note_sfi(__u32 tgid, __u64 sfi, const struct sonde_v8_offsets *o)
+/* Sends sfi's names unless this process's copy was sent already; sum
+ * is the checksum of its name and script pointers (a freed and reused
+ * SFI has other names or another script). */
+static __always_inline void v8_note_sfi(__u32 tgid, __u64 sfi, __u64 sum,
+					const struct sonde_v8_offsets *o)
 {
 	struct sonde_v8_sfi_key key = { .tgid = tgid, .sfi = sfi };
-	/* A freed and reused SFI has other names or another script. */
-	__u64 sum = v8_ptr(sfi - 1 + o->sfi_name) ^ (v8_ptr(sfi - 1 + o->sfi_script) << 1);
 	__u64 *seen = bpf_map_lookup_elem(&v8_sfis, &key);
 
 	if (seen && *seen == sum)
@@ -369,6 +370,26 @@ static __always_inline __u64 v8_code_pos(const struct sonde_v8_offsets *o, __u64
 	return ((code >> 3) << 32) | off;
 }
 
+/* The instance type of a map (a tagged pointer), or 0. */
+static __always_inline __u16 v8_map_type(const struct sonde_v8_offsets *o, __u64 map)
+{
+	__u16 t = 0;
+
+	if (!(map & 1))
+		return 0;
+	bpf_probe_read_user(&t, sizeof(t), (const void *)(map - 1 + o->map_instance_type));
+	return t;
+}
+
+/* The word at obj + off (an object field): from h, obj's first 5 words
+ * (NULL: not read), when it is there, else read alone. */
+static __always_inline __u64 v8_field(const __u64 *h, __u64 obj, __u32 off)
+{
+	if (h && off <= 32 && !(off & 7))
+		return h[(off / 8) & 7];
+	return v8_ptr(obj - 1 + off);
+}
+
 /* The frame's words from fp - V8_WIN_BELOW to fp + 16 (its fixed slots,
  * saved fp and return address), read at once into the scratch's
  * jit_words[0..7]: a JS frame needs six of them, and one read costs about
@@ -394,7 +415,7 @@ __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32
 	const struct sonde_v8_offsets *o;
 	__u64 fp, ctx, fn, sfi, saved, ra, pos, bo, ba, code = 0, unused = 0;
 	__u32 tier, bytecode = 0;
-	__u64 *w;
+	__u64 *w, *h, name, script;
 
 	if (!s || !st)
 		return -1;
@@ -411,8 +432,15 @@ __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32
 	if (!(ctx & 1) || !(fn & 1))
 		return -1;
 	sfi = v8_ptr(fn - 1 + o->fn_shared);
-	if (v8_type(o, sfi) != o->type_sfi)
+	/* The SFI's first 5 words (its map, name and script in 11.x) at
+	 * once, into jit_words[8..12]. */
+	h = &s->jit_words[8];
+	if (!(sfi & 1) || bpf_probe_read_user(h, 5 * 8, (const void *)(sfi - 1)))
+		h = NULL;
+	if (v8_map_type(o, h ? h[0] : v8_ptr(sfi - 1)) != o->type_sfi)
 		return -1;
+	name = v8_field(h, sfi, o->sfi_name);
+	script = v8_field(h, sfi, o->sfi_script);
 	ba = v8_slot(w, fp, o->fp_bytecode_array);
 	if (v8_type(o, ba) == o->type_bytecode_array) {
 		/* Ignition keeps the offset as a Smi (+ the header - the tag);
@@ -421,7 +449,7 @@ __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32
 		bo = v8_slot(w, fp, o->fp_bytecode_offset);
 		if (bo & 1) {
 			tier = SONDE_V8_TIER_BASELINE;
-			pos = v8_code_pos(o, fn, st->pc, &unused, &s->jit_words[8]);
+			pos = v8_code_pos(o, fn, st->pc, &unused, &s->jit_words[13]);
 		} else {
 			tier = SONDE_V8_TIER_INTERPRETED;
 			bo >>= 32;
@@ -443,13 +471,13 @@ __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32
 		}
 	} else {
 		tier = SONDE_V8_TIER_OPTIMIZED;
-		pos = v8_code_pos(o, fn, st->pc, &code, &s->jit_words[8]);
+		pos = v8_code_pos(o, fn, st->pc, &code, &s->jit_words[13]);
 	}
 	if (!interp_jit_push(&s->jit, native, SONDE_V8_WORD0(sfi, tier), pos))
 		count_err(SONDE_ERR_USER_TRUNCATED);
-	v8_note_sfi(bpf_get_current_pid_tgid() >> 32, sfi, o);
+	v8_note_sfi(bpf_get_current_pid_tgid() >> 32, sfi, name ^ (script << 1), o);
 	if (code && v8_note_code(bpf_get_current_pid_tgid() >> 32, code, sfi, o, bytecode) == 1)
-		v8_note_script(bpf_get_current_pid_tgid() >> 32, v8_ptr(sfi - 1 + o->sfi_script), o);
+		v8_note_script(bpf_get_current_pid_tgid() >> 32, script, o);
 	/* The caller, by V8's frame pointer chain. */
 	saved = w ? w[V8_WIN_WORDS - 2] : v8_ptr(fp);
 	ra = w ? w[V8_WIN_WORDS - 1] : v8_ptr(fp + 8);
