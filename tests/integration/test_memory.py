@@ -124,7 +124,7 @@ def test_memory_reserved_counts_brk_and_mmap():
             got = {k: bytes_under(stacks, fn) for k, fn in FUNCTIONS.items()}
             return got if all(abs(got[k] - reported[k]) <= TOLERANCE * reported[k] for k in FUNCTIONS) else None
         try:
-            wait_for(folded, 20, "the reserved bytes of grow_heap and map_and_touch", interval=1)
+            wait_for(folded, 60, "the reserved bytes of grow_heap and map_and_touch", interval=1)
         except AssertionError:
             f = subprocess.run([str(SONDE), "folded", "--symbolizer", sym.address, "--type", "memory"],
                                capture_output=True, text=True, timeout=60)
