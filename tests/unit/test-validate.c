@@ -456,7 +456,7 @@ static struct sonde_hotspot_offsets hotspot_17(void)
 		.cpool_holder = 24, .cpool_source_index = 54, .klass_name = 24, .symbol_length = 4,
 		.symbol_body = 6, .heapblock_size = 16, .cmethod_size = 48, .cpool_size = 72,
 		.cmethod_has_lines = 1, .frame_method_slot = 3, .frame_bcp_slot = 8,
-		.frame_sender_sp_slot = 1,
+		.frame_sender_sp_slot = 1, .nmethod_compile_id4 = 76,
 	};
 }
 
@@ -505,8 +505,13 @@ static void test_hotspot_config(void **state)
 	o = hotspot_17();
 	o.cmethod_has_lines = 0;
 	assert_int_equal(check_hotspot(o, JVM_ROOT), -EBADMSG);
+	/* The compile id: optional (0), inside the blob header BPF reads. */
 	o = hotspot_17();
-	o.pad = 1;
+	o.nmethod_compile_id4 = 0;
+	assert_int_equal(check_hotspot(o, JVM_ROOT), 0);
+	o.nmethod_compile_id4 = SONDE_HOTSPOT_COMPILE_ID4_MAX;
+	assert_int_equal(check_hotspot(o, JVM_ROOT), 0);
+	o.nmethod_compile_id4 = SONDE_HOTSPOT_COMPILE_ID4_MAX + 1;
 	assert_int_equal(check_hotspot(o, JVM_ROOT), -EBADMSG);
 	/* The statics' first reads stay inside the image. */
 	o = hotspot_17();
