@@ -9,8 +9,9 @@ same Java workload profiled at --hz by
   bpftrace  bpftrace's frame-pointer walk,
             profile:hz:HZ /pid == N/ { @s[ustack(perf)] = count(); }
 
-each with a fresh symbolizer cache, alternating, --rounds times. The
-column is run_time_ns of the perf_event programs (kernel.bpf_stats_enabled,
+all three at once on one workload (so that they see the same load; each
+sonde sensor with its own symbolizer and fresh cache), --rounds times,
+a new JVM each round. The column is run_time_ns of the perf_event programs (kernel.bpf_stats_enabled,
 restored afterwards) over --seconds after --settle seconds, per sample of
 the workload (the programs also run, and return at once, on CPUs running
 other tasks: that cost is included alike). The workload runs at nice
@@ -78,35 +79,20 @@ def bpftool(*args):
     return json.loads(out or "null")
 
 
-def perf_progs(pid):
-    """(run_time_ns, run_cnt) summed over pid's perf_event programs."""
-    t = n = 0
-    for i in bpf_objects(pid)[0]:
-        p = bpftool("prog", "show", "id", i) or {}
-        if p.get("type") == "perf_event":
-            t += p.get("run_time_ns", 0)
-            n += p.get("run_cnt", 0)
-    return t, n
+def percpu_map(map_id):
+    """A per-CPU array map's values, each summed over the CPUs, or None."""
+    if map_id is None:
+        return None
+    out = []
+    for e in bpftool("map", "dump", "id", str(map_id)) or []:
+        vals = e.get("formatted", e).get("values", [])
+        out.append(sum(int(v["value"]) if not isinstance(v["value"], list)
+                       else int.from_bytes(bytes(int(b, 16) for b in v["value"]), "little")
+                       for v in vals))
+    return out
 
 
-def percpu_array(pid, name):
-    """A per-CPU array map of pid's named name, each key summed over the
-    CPUs, or None."""
-    for i in bpf_objects(pid)[1]:
-        m = bpftool("map", "show", "id", i) or {}
-        if m.get("name") != name:
-            continue
-        out = []
-        for e in bpftool("map", "dump", "id", i) or []:
-            vals = e.get("values", [])
-            out.append(sum(int(v["value"]) if not isinstance(v["value"], list)
-                           else int.from_bytes(bytes(int(b, 16) for b in v["value"]), "little")
-                           for v in vals))
-        return out
-    return None
-
-
-def wait_config(sensor, pid, timeout=120):
+def wait_config(sensor, pid, timeout=300):
     """Waits until the sensor's interp_procs map holds pid (libjvm's
     analysis takes seconds, more on a busy machine), then 2 s more (the
     first samples send the methods' records)."""
@@ -139,59 +125,105 @@ def stop(procs):
             p.wait()
 
 
-def one(build, tmp, mode, a):
-    """(ns per sample, samples, program runs, reads per claimed sample or None)."""
-    d = pathlib.Path(tempfile.mkdtemp(prefix=f"jvmb.{mode}.", dir=tmp))
+def ids_of(pid):
+    """pid's perf_event program ids and its maps' ids by name."""
+    progs, maps = bpf_objects(pid)
+    perf = [int(i) for i in progs
+            if (bpftool("prog", "show", "id", i) or {}).get("type") == "perf_event"]
+    named = {}
+    for i in maps:
+        m = bpftool("map", "show", "id", i) or {}
+        named[m.get("name")] = i
+    return perf, named
+
+
+def snapshot(tracer_ids, counts):
+    """(run_time_ns, run_cnt) per tracer from one bpftool call, then the
+    sample counts and read counters: as close together as the tools allow."""
+    stats = {p["id"]: (p.get("run_time_ns", 0), p.get("run_cnt", 0))
+             for p in bpftool("prog", "show") or []}
+    runs = [(sum(stats.get(i, (0, 0))[0] for i in perf), sum(stats.get(i, (0, 0))[1] for i in perf))
+            for perf, _ in tracer_ids]
+    return runs, [c() for c in counts], [percpu_map(named.get("hotspot_reads"))
+                                         for _, named in tracer_ids]
+
+
+def window(tracer_ids, counts, a):
+    """Per tracer (ns per sample, samples, runs, reads or None) over one
+    --seconds window; None when kernel.bpf_stats_enabled was off at its
+    end (another bench restored it meanwhile)."""
+    # (set again: another bench ending meanwhile may have reset it)
+    subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=True)
+    runs0, s0, r0 = snapshot(tracer_ids, counts)
+    time.sleep(a.seconds)
+    runs1, s1, r1 = snapshot(tracer_ids, counts)
+    if open("/proc/sys/kernel/bpf_stats_enabled").read().strip() != "1":
+        return None
+    out = []
+    for k in range(len(tracer_ids)):
+        n = s1[k] - s0[k]
+        if not n or runs1[k][1] == runs0[k][1]:
+            return None
+        reads = None
+        if r0[k] and r1[k] and r1[k][1] > r0[k][1]:
+            reads = [(r1[k][i] - r0[k][i]) / (r1[k][1] - r0[k][1]) for i in (0, 2, 3)]
+        out.append(((runs1[k][0] - runs0[k][0]) / n, n, runs1[k][1] - runs0[k][1], reads))
+    return out
+
+
+def one(build, tmp, modes, a):
+    """One round: every mode's tracer on one workload at once, so that all
+    see the same load. Returns {mode: window()'s tuple}."""
+    d = pathlib.Path(tempfile.mkdtemp(prefix="jvmb.", dir=tmp))
     d.chmod(0o755)
     (d / "Spin.java").write_text(java_script())
     (d / "Spin.java").chmod(0o644)
-    sock = f"unix:{d}/s.sock"
-    procs = []
+    procs, tracers, counts = [], [], []
     try:
-        if mode != "bpftrace":
-            only = ["--interpreters", "none"] if mode == "native" else []
+        for m in modes:
+            if m == "bpftrace":
+                continue
+            only = ["--interpreters", "none"] if m == "native" else []
             procs.append(subprocess.Popen([str(build / "symbolizer/sonde-symbolizer"), "--listen",
-                                           sock, "--cache", f"{d}/cache/cache.db", "--user",
-                                           "sonde", *only],
+                                           f"unix:{d}/{m}.sock", "--cache",
+                                           f"{d}/{m}-cache/cache.db", "--user", "sonde", *only],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            time.sleep(1)
+        time.sleep(1)
         work = subprocess.Popen(["nice", "-n", str(a.nice), JAVA, str(d / "Spin.java")], cwd=d,
                                 stdout=subprocess.DEVNULL)
         procs.append(work)
-        if mode == "bpftrace":
-            prog = (f"profile:hz:{a.hz} /pid == {work.pid}/ "
-                    "{ @s[ustack(perf)] = count(); @n = count(); }")
-            tracer = subprocess.Popen(["bpftrace", "-e", prog], stdout=subprocess.DEVNULL,
-                                      stderr=open(d / "bpftrace.log", "w"))
-        else:
-            tracer = subprocess.Popen([str(build / "sensor/sonde-sensor"), "--symbolizer", sock,
-                                       "--pid", str(work.pid), "--frequency", str(a.hz)],
-                                      stdout=open(d / "sensor.log", "w"),
-                                      stderr=subprocess.STDOUT)
-        procs.append(tracer)
+        for m in modes:
+            if m == "bpftrace":
+                prog = (f"profile:hz:{a.hz} /pid == {work.pid}/ "
+                        "{ @s[ustack(perf)] = count(); @n = count(); }")
+                t = subprocess.Popen(["bpftrace", "-e", prog], stdout=subprocess.DEVNULL,
+                                     stderr=open(d / "bpftrace.log", "w"))
+                counts.append(None)  # AT_n, once bpftrace made it
+            else:
+                sock = f"unix:{d}/{m}.sock"
+                t = subprocess.Popen([str(build / "sensor/sonde-sensor"), "--symbolizer", sock,
+                                      "--pid", str(work.pid), "--frequency", str(a.hz)],
+                                     stdout=open(d / f"sensor-{m}.log", "w"),
+                                     stderr=subprocess.STDOUT)
+                counts.append(lambda sock=sock: taken(build, sock))  # noqa: E731
+            procs.append(t)
+            tracers.append(t)
         time.sleep(a.settle)  # JIT warm-up
-        if mode == "walk":
-            wait_config(tracer.pid, work.pid)
-        if mode == "bpftrace":
-            count = lambda: (percpu_array(tracer.pid, "AT_n") or [0])[0]  # noqa: E731
-        else:
-            count = lambda: taken(build, sock)  # noqa: E731
-        # (set again: another bench ending meanwhile may have reset it)
-        subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=True)
-        t0, n0 = perf_progs(tracer.pid)
-        s0, r0 = count(), percpu_array(tracer.pid, "hotspot_reads")
-        time.sleep(a.seconds)
-        t1, n1 = perf_progs(tracer.pid)
-        s1, r1 = count(), percpu_array(tracer.pid, "hotspot_reads")
-        if not n1 - n0:
-            raise SystemExit(f"{mode}: no program runs counted (kernel.bpf_stats_enabled "
-                             "reset by someone else?)")
-        if s1 == s0:
-            raise SystemExit(f"{mode}: no samples counted (use a longer --seconds)")
-        reads = None
-        if r0 and r1 and r1[1] > r0[1]:
-            reads = [(r1[k] - r0[k]) / (r1[1] - r0[1]) for k in (0, 2, 3)]
-        return (t1 - t0) / (s1 - s0), s1 - s0, n1 - n0, reads
+        if "walk" in modes:
+            wait_config(tracers[modes.index("walk")].pid, work.pid)
+        ids = [ids_of(t.pid) for t in tracers]
+        if "bpftrace" in modes:
+            # bpftrace's count is exact; the sensors' (their Status) lag by
+            # up to a flush: all sample the same thread at the same rate,
+            # so its count is every tracer's denominator.
+            at_n = ids[modes.index("bpftrace")][1].get("AT_n")
+            counts = [lambda: (percpu_map(at_n) or [0])[0]] * len(tracers)
+        for _ in range(5):
+            got = window(ids, counts, a)
+            if got:
+                return dict(zip(modes, got))
+            print("(bpf_stats reset during the window: measuring again)", flush=True)
+        raise SystemExit("kernel.bpf_stats_enabled kept being reset")
     finally:
         stop(procs)
         shutil.rmtree(d, ignore_errors=True)
@@ -216,12 +248,12 @@ def main():
     res = {m: [] for m in modes}
     try:
         for _ in range(a.rounds):
+            got = one(build, tmp, modes, a)
             for m in modes:
-                ns, n, runs, reads = one(build, tmp, m, a)
+                ns, n, runs, reads = got[m]
                 res[m].append(ns)
                 extra = (f", per claimed sample {reads[0]:.1f} reads, {reads[1]:.1f} steps "
-                 f"({reads[2]:.1f} interpreted)"
-                         if reads else "")
+                         f"({reads[2]:.1f} interpreted)" if reads else "")
                 print(f"{m:8s} {ns:8.0f} ns/sample over {n} samples ({runs} program runs){extra}",
                       flush=True)
     finally:
