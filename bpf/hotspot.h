@@ -69,7 +69,11 @@ struct sonde_hotspot_offsets {
 	__u8 frame_method_slot;      /* Method* at fp - this * 8 */
 	__u8 frame_bcp_slot;         /* bcp at fp - this * 8 */
 	__u8 frame_sender_sp_slot;   /* caller's sp at fp - this * 8 */
-	__u8 pad;
+	/* nmethod::_compile_id / 4, unique per compilation in a JVM: the key
+	 * check of the walker's scope cache; 0: no cache (every compiled
+	 * frame's scopes decoded at each sample). Within the blob header BPF
+	 * reads (HOTSPOT_BLOB_BUF). */
+	__u8 nmethod_compile_id4;
 };
 _Static_assert(sizeof(struct sonde_hotspot_offsets) == 64, "sonde_hotspot_offsets layout");
 _Static_assert(sizeof(struct sonde_hotspot_offsets) <= SONDE_INTERP_CONFIG_MAX,
@@ -176,6 +180,8 @@ struct sonde_hotspot_method_key {
  * - Symbol's fields, HeapBlock, ConstMethod and ConstantPool sizes: under
  *   256 by their u8 type; frame slots 1..16 words below fp (x86-64's
  *   interpreter frame has 10 slots);
+ * - the compile id's offset (in 4-byte units, 0: none) inside the 512
+ *   bytes of blob header BPF reads;
  * - runtime_offset at most the file's size plus 2 MiB (as CPython's: the
  *   image slack of one p_align).
  * The copies BPF makes have lengths fixed in BPF (the record's slots), so
@@ -185,6 +191,7 @@ struct sonde_hotspot_method_key {
 #define SONDE_HOTSPOT_MAJOR_MIN 11
 #define SONDE_HOTSPOT_MAJOR_MAX 21
 #define SONDE_HOTSPOT_IMAGE_SLACK (2u << 20)
+#define SONDE_HOTSPOT_COMPILE_ID4_MAX 127 /* 4 bytes at most 508: in BPF's 512-byte blob header */
 
 static inline const struct sonde_interp_limits *sonde_hotspot_limits(void)
 {
@@ -223,7 +230,9 @@ static inline const struct sonde_interp_limits *sonde_hotspot_limits(void)
 			       "a ConstMethod flag out of bounds"),
 		SONDE_HS_SLOT(frame_method_slot), SONDE_HS_SLOT(frame_bcp_slot),
 		SONDE_HS_SLOT(frame_sender_sp_slot),
-		SONDE_HS_FIELD(pad, SONDE_INTERP_RANGE, 0, 0, "layout padding not zero"),
+		SONDE_HS_FIELD(nmethod_compile_id4, SONDE_INTERP_RANGE, 0,
+			       SONDE_HOTSPOT_COMPILE_ID4_MAX,
+			       "nmethod's compile id out of the blob header"),
 	};
 	static const struct sonde_interp_limits limits = {
 		.kind = SONDE_INTERP_HOTSPOT,

@@ -12,6 +12,12 @@
  *   stub that Java is entered by) by rbp. Each Java frame is buffered as
  *   a JIT frame standing for its native frame: the Method*, and the bci
  *   (interpreted) or unknown (compiled);
+ * - a compiled frame's Java frames (its PcDesc's scope chain, inlined
+ *   methods included) are kept in the LRU map hotspot_scopes by (process,
+ *   nmethod, pc), checked against the nmethod's compile id and Method*
+ *   (a recompiled or unloaded nmethod's new blob at the same address has
+ *   another compile id): a hit costs no PcDesc search, scope or metadata
+ *   read;
  * - the first time a (process, Method*) is seen (LRU map hotspot_methods,
  *   the ConstMethod* as the value: a reused Method* has another), the
  *   method's class name, name, signature and source file symbols and its
@@ -39,6 +45,21 @@ static __always_inline bool interp_jit_push(struct sonde_interp_jit *j, __u32 na
 #define HOTSPOT_MAX_FRAME_SIZE (1u << 16) /* words: a compiled frame beyond is damage */
 #define HOTSPOT_MAX_INLINE 16   /* scopes per compiled frame: C2 inlines 15 deep (MaxInlineLevel) */
 #define HOTSPOT_SCOPE_BUF 16    /* bytes read at a scope: its 3 header numbers */
+#define HOTSPOT_SCOPE_CACHE 16384 /* (process, nmethod, pc) scope chains kept */
+
+/* A compiled frame's Java frames, as hs_compiled_frames() found them. */
+struct hotspot_scope_key {
+	__u32 tgid;
+	__u32 pc_off; /* pc - nmethod; bit 31: a sampled pc (not a return address) */
+	__u64 nmethod;
+};
+
+struct hotspot_scope_val {
+	__s32 compile_id; /* nmethod::_compile_id when found */
+	__u32 n;          /* frames in words, leaf first */
+	__u64 method;     /* the nmethod's own Method* */
+	__u64 words[HOTSPOT_MAX_INLINE * SONDE_INTERP_JIT_WORDS]; /* word0 (no native), word1 */
+};
 
 struct hotspot_heap {
 	__u64 low, high; /* committed code: [low, high) */
@@ -46,14 +67,24 @@ struct hotspot_heap {
 	__u32 log2_segment, pad;
 };
 
-/* Per-CPU, per sample: the heaps (read at the first Java frame) and the
- * blob header buffer. */
+/* Per CPU: the heaps of the process last walked on this CPU, kept from
+ * sample to sample while its CodeCache::_heaps array is the same (a
+ * JVM's CodeHeaps live as long as it; their committed part only grows: a
+ * pc beyond it reads them again), with the blob names seen there (the
+ * _name of nmethods, native nmethods and the interpreter: pointers into
+ * libjvm); and the buffers of one step. */
 struct hotspot_scratch {
 	struct hotspot_heap heaps[HOTSPOT_MAX_HEAPS];
-	__u32 n_heaps, filled;
+	__u32 n_heaps;
+	__u32 filled; /* checked in this sample */
+	__u32 tgid, fresh;      /* whose heaps; read in this sample */
+	__u64 root, heaps_array; /* its runtime_addr and CodeCache::_heaps */
+	__u64 names[3];          /* nmethod, native nmethod, Interpreter _name */
+	__u64 interp_lo, interp_hi; /* pcs found in the interpreter's blob: all between are */
 	__u8 blob[HOTSPOT_BLOB_BUF];
 	__u64 frame[HOTSPOT_FRAME_WORDS];
 	__u8 scope[HOTSPOT_SCOPE_BUF];
+	struct hotspot_scope_val val; /* what a miss stores in hotspot_scopes */
 };
 
 struct {
@@ -69,6 +100,43 @@ struct {
 	__type(key, struct sonde_hotspot_method_key);
 	__type(value, __u64); /* ConstMethod* */
 } hotspot_methods SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, HOTSPOT_SCOPE_CACHE);
+	__type(key, struct hotspot_scope_key);
+	__type(value, struct hotspot_scope_val);
+} hotspot_scopes SEC(".maps");
+
+/* A measurement build (tests/bench/jvm_overhead.py --reads; define
+ * SONDE_HOTSPOT_COUNT_READS in bpf_cflags) counts per CPU the walker's
+ * reads of target memory [0], the samples it claimed [1], its steps [2]
+ * and interpreted frames [3] in hotspot_reads. */
+#ifdef SONDE_HOTSPOT_COUNT_READS
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 4);
+	__type(key, __u32);
+	__type(value, __u64);
+} hotspot_reads SEC(".maps");
+
+static __always_inline void hs_count(__u32 what)
+{
+	__u64 *v = bpf_map_lookup_elem(&hotspot_reads, &what);
+
+	if (v)
+		(*v)++;
+}
+
+static __always_inline long hs_counted_read(void *dst, __u32 size, const void *src)
+{
+	hs_count(0);
+	return bpf_probe_read_user(dst, size, src);
+}
+#define bpf_probe_read_user hs_counted_read
+#else
+#define hs_count(what) ((void)0)
+#endif
 
 static __always_inline __u64 hs_ptr(__u64 addr)
 {
@@ -130,6 +198,7 @@ static __always_inline void hotspot_jit_begin(struct sonde_interp_jit *j,
 	if (!x)
 		return;
 	x->filled = 0;
+	hs_count(1);
 	j->kind = SONDE_INTERP_HOTSPOT;
 	j->anon = 0;
 	j->n_ranges = 1;
@@ -137,13 +206,28 @@ static __always_inline void hotspot_jit_begin(struct sonde_interp_jit *j,
 	j->hi[0] = hi;
 }
 
+/* Makes x's heaps this process's: kept when the same (tgid, libjvm,
+ * heap array) as the last walk on this CPU unless force, else read. */
 static __always_inline void hs_fill_heaps(struct hotspot_scratch *x,
-					  const struct sonde_hotspot_proc *h)
+					  const struct sonde_hotspot_proc *h, __u32 tgid, bool force)
 {
 	__u64 arr = hs_ptr(h->runtime_addr + h->off.codecache_heaps_static), data;
 	__u32 len;
 
 	x->filled = 1;
+	if (!force && arr && x->n_heaps && x->tgid == tgid && x->root == h->runtime_addr &&
+	    x->heaps_array == arr) {
+		x->fresh = 0;
+		return;
+	}
+	if (x->tgid != tgid || x->root != h->runtime_addr || x->heaps_array != arr) {
+		x->names[0] = x->names[1] = x->names[2] = 0;
+		x->interp_lo = x->interp_hi = 0;
+	}
+	x->tgid = tgid;
+	x->root = h->runtime_addr;
+	x->heaps_array = arr;
+	x->fresh = 1;
 	x->n_heaps = 0;
 	if (!arr)
 		return;
@@ -164,6 +248,15 @@ static __always_inline void hs_fill_heaps(struct hotspot_scratch *x,
 		e->log2_segment = hs_u32(heap + h->off.heap_log2_segment);
 		x->n_heaps = i + 1;
 	}
+}
+
+/* Whether pc lies in one of x's heaps. */
+static __always_inline bool hs_in_heaps(const struct hotspot_scratch *x, __u64 pc)
+{
+	for (__u32 i = 0; i < HOTSPOT_MAX_HEAPS; i++)
+		if (i < x->n_heaps && pc >= x->heaps[i].low && pc < x->heaps[i].high)
+			return true;
+	return false;
 }
 
 /* The start of the blob holding pc (its CodeBlob), or 0: the segment map
@@ -287,9 +380,11 @@ static __noinline int hotspot_emit_method(__u32 tgid, __u64 method, __u64 cm,
 	return 0;
 }
 
-/* Sends method's record unless this process's copy was sent already. */
+/* Sends method's record unless this process's copy was sent already;
+ * returns its ConstMethod* (0: none), and clears *sent when the record
+ * could not be sent (the ring full). */
 static __always_inline __u64 hotspot_note_method(__u32 tgid, __u64 method,
-						 const struct sonde_hotspot_proc *h)
+						 const struct sonde_hotspot_proc *h, bool *sent)
 {
 	struct sonde_hotspot_method_key key = { .tgid = tgid, .method = method };
 	__u64 cm = hs_ptr(method + h->off.method_const), *seen;
@@ -301,6 +396,8 @@ static __always_inline __u64 hotspot_note_method(__u32 tgid, __u64 method,
 		return cm;
 	if (hotspot_emit_method(tgid, method, cm, h) == 0)
 		bpf_map_update_elem(&hotspot_methods, &key, &cm, BPF_ANY);
+	else
+		*sent = false;
 	return cm;
 }
 
@@ -312,6 +409,7 @@ static __always_inline int hs_step_interpreted(struct sonde_interp_jit *j,
 	__u64 fp = st->fp, method, bcp, cm, bci = SONDE_HOTSPOT_BCI_UNKNOWN, sender_sp;
 	__u32 ms = h->off.frame_method_slot, bs = h->off.frame_bcp_slot,
 	      ss = h->off.frame_sender_sp_slot;
+	bool sent = true;
 
 	if (!fp || (fp & 7) || fp < st->sp || ms > 10 || bs > 10 || ss > 10 ||
 	    bpf_probe_read_user(x->frame, sizeof(x->frame), (const void *)(fp - 80))) {
@@ -324,7 +422,7 @@ static __always_inline int hs_step_interpreted(struct sonde_interp_jit *j,
 	sender_sp = x->frame[10 - ss];
 	/* A Method* whose ConstMethod cannot be read is no method (a frame
 	 * sampled before the interpreter built it): the frame stays native. */
-	cm = method ? hotspot_note_method(st->tgid, method, h) : 0;
+	cm = method ? hotspot_note_method(st->tgid, method, h, &sent) : 0;
 	if (cm) {
 		if (bcp >= cm + h->off.cmethod_size &&
 		    bcp - (cm + h->off.cmethod_size) < SONDE_HOTSPOT_BCI_UNKNOWN)
@@ -394,14 +492,33 @@ static __always_inline int hs_scope_header(const __u8 *b, __u32 *sender, __u32 *
 	return -1;
 }
 
+/* Buffers a compiled frame's Java frame and keeps it in x->val for the
+ * scope cache; false when the walk's buffer is full. */
+static __always_inline bool hs_push_compiled(struct sonde_interp_jit *j, struct hotspot_scratch *x,
+					     __u32 native, __u64 method, __u64 bci)
+{
+	__u32 at = x->val.n;
+	__u64 w0 = SONDE_HOTSPOT_WORD0(method, 1), w1 = SONDE_HOTSPOT_WORD1(bci);
+
+	if (!interp_jit_push(j, native, w0, w1))
+		return false;
+	if (at + SONDE_INTERP_JIT_WORDS <= HOTSPOT_MAX_INLINE * SONDE_INTERP_JIT_WORDS) {
+		x->val.words[at & (HOTSPOT_MAX_INLINE * SONDE_INTERP_JIT_WORDS - 1)] = w0;
+		x->val.words[(at + 1) & (HOTSPOT_MAX_INLINE * SONDE_INTERP_JIT_WORDS - 1)] = w1;
+		x->val.n = at + SONDE_INTERP_JIT_WORDS;
+	}
+	return true;
+}
+
 /* A compiled frame's Java frames, leaf first: the scope chain of the
  * PcDesc at pc (a return address's own, the next one after a sampled pc),
- * inlined methods included.
- * Returns how many were buffered. */
+ * inlined methods included, buffered and kept in x->val. Returns how many
+ * were buffered; clears *whole when the chain was cut by a failed read, a
+ * record not sent or the walk's buffer (x->val is then not to be kept). */
 static __always_inline __u32 hs_compiled_frames(struct sonde_interp_jit *j,
 						struct hotspot_scratch *x, __u64 blob, __u64 pc,
 						bool exact, __u32 native, __u32 tgid,
-						const struct sonde_hotspot_proc *h)
+						const struct sonde_hotspot_proc *h, bool *whole)
 {
 	__u64 code_begin = hs_blob64(x, h->off.blob_code_begin);
 	__u64 scopes = hs_blob64(x, h->off.nmethod_scopes_data);
@@ -430,36 +547,123 @@ static __always_inline __u32 hs_compiled_frames(struct sonde_interp_jit *j,
 		mid = lo + (hi - lo) / 2;
 		if (bpf_probe_read_user(&v, sizeof(v),
 					(const void *)(pcs + (__u64)mid * SONDE_HOTSPOT_PCDESC_SIZE +
-						       SONDE_HOTSPOT_PCDESC_PC)))
+						       SONDE_HOTSPOT_PCDESC_PC))) {
+			*whole = false;
 			return 0;
+		}
 		if (v < target)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	if (lo >= n || bpf_probe_read_user(desc, sizeof(desc),
-					   (const void *)(pcs + (__u64)lo * SONDE_HOTSPOT_PCDESC_SIZE)))
+					   (const void *)(pcs + (__u64)lo * SONDE_HOTSPOT_PCDESC_SIZE))) {
+		*whole = false;
 		return 0;
+	}
 	for (__u32 depth = 0, decode = (__u32)desc[1]; depth < HOTSPOT_MAX_INLINE; depth++) {
 		__u32 sender = 0, midx = 0, bci1 = 0;
 		__u64 method, bci;
 
 		/* 0 is the recorder's "no scope": the end of the chain. */
-		if (!decode || decode > (1u << 24) ||
+		if (!decode)
+			break;
+		if (decode > (1u << 24) ||
 		    bpf_probe_read_user(x->scope, sizeof(x->scope), (const void *)(scopes + decode)) ||
-		    hs_scope_header(x->scope, &sender, &midx, &bci1) < 0 || !midx || midx > 65536)
+		    hs_scope_header(x->scope, &sender, &midx, &bci1) < 0 || !midx || midx > 65536) {
+			*whole = false;
 			break;
+		}
 		method = hs_ptr(blob + meta + (__u64)(midx - 1) * 8);
-		if (!method || !hotspot_note_method(tgid, method, h))
+		if (!method || !hotspot_note_method(tgid, method, h, whole)) {
+			*whole = false;
 			break;
+		}
 		bci = bci1 ? bci1 - 1 : 0; /* bci1 0: the method's entry */
-		if (!interp_jit_push(j, native, SONDE_HOTSPOT_WORD0(method, 1),
-				     SONDE_HOTSPOT_WORD1(bci)))
+		if (!hs_push_compiled(j, x, native, method, bci)) {
+			*whole = false;
 			break;
+		}
 		pushed++;
 		decode = sender;
 	}
 	return pushed;
+}
+
+/* The nmethod's compile id, from the blob header. */
+static __always_inline __s32 hs_compile_id(const struct hotspot_scratch *x,
+					   const struct sonde_hotspot_proc *h)
+{
+	__u32 off = h->off.nmethod_compile_id4 * 4u;
+
+	/* Kept opaque: the compiler would drop hs_blob32's mask, knowing off
+	 * under 1 KiB, and the verifier would lose the bound. */
+	asm volatile("" : "+r"(off));
+	return (__s32)hs_blob32(x, off);
+}
+
+/* The scope cache's key for a compiled frame at pc; false without one. */
+static __always_inline bool hs_scope_key(struct hotspot_scope_key *k, __u32 tgid, __u64 blob,
+					 __u64 pc, bool exact)
+{
+	if (pc < blob || pc - blob >= (1u << 31))
+		return false;
+	k->tgid = tgid;
+	k->pc_off = (__u32)(pc - blob) | (exact ? (1u << 31) : 0);
+	k->nmethod = blob;
+	return true;
+}
+
+/* Buffers a compiled frame's Java frames from the scope cache; false on a
+ * miss (no entry, or one of another compilation or method). */
+static __always_inline bool hs_cached_frames(struct sonde_interp_jit *j, struct hotspot_scratch *x,
+					     const struct hotspot_scope_key *k, __u32 native,
+					     const struct sonde_hotspot_proc *h)
+{
+	const struct hotspot_scope_val *v = bpf_map_lookup_elem(&hotspot_scopes, k);
+
+	if (!v || v->compile_id != hs_compile_id(x, h) ||
+	    v->method != hs_blob64(x, h->off.nmethod_method) || !v->n)
+		return false;
+	for (__u32 i = 0; i < HOTSPOT_MAX_INLINE; i++) {
+		__u32 at = i * SONDE_INTERP_JIT_WORDS;
+
+		if (at >= v->n)
+			break;
+		if (!interp_jit_push(j, native,
+				     v->words[at & (HOTSPOT_MAX_INLINE * SONDE_INTERP_JIT_WORDS - 1)],
+				     v->words[(at + 1) &
+					      (HOTSPOT_MAX_INLINE * SONDE_INTERP_JIT_WORDS - 1)]))
+			break;
+	}
+	return true;
+}
+
+/* A compiled (nmethod) frame's Java frames: from the scope cache, or
+ * decoded (then kept when whole), or, without a scope, the nmethod's own
+ * method with no bci. */
+static __always_inline void hs_nmethod_frames(struct sonde_interp_jit *j, struct hotspot_scratch *x,
+					      __u64 blob, struct user_walk *st, __u32 native,
+					      const struct sonde_hotspot_proc *h)
+{
+	__u64 method = hs_blob64(x, h->off.nmethod_method);
+	struct hotspot_scope_key k = {};
+	bool whole = true, cache;
+
+	cache = h->off.nmethod_compile_id4 &&
+		hs_scope_key(&k, st->tgid, blob, st->pc, st->exact_pc);
+	if (cache && hs_cached_frames(j, x, &k, native, h))
+		return;
+	x->val.n = 0;
+	if (!hs_compiled_frames(j, x, blob, st->pc, st->exact_pc, native, st->tgid, h, &whole) &&
+	    (!method || !hotspot_note_method(st->tgid, method, h, &whole) ||
+	     !hs_push_compiled(j, x, native, method, SONDE_HOTSPOT_BCI_UNKNOWN)))
+		whole = false;
+	if (!cache || !whole || !x->val.n)
+		return;
+	x->val.compile_id = hs_compile_id(x, h);
+	x->val.method = method;
+	bpf_map_update_elem(&hotspot_scopes, &k, &x->val, BPF_ANY);
 }
 
 /* Steps a frame sampled before its prologue built it: the return address
@@ -487,21 +691,34 @@ static __always_inline int hs_step_prologue(struct user_walk *st)
 #define HS_BLOB_OTHER 0
 #define HS_BLOB_NMETHOD 1
 #define HS_BLOB_INTERPRETER 2
-static __always_inline int hs_blob_kind(__u64 name)
+static __always_inline int hs_blob_kind(struct hotspot_scratch *x, __u64 name)
 {
 	char s[8] = {};
 
-	if (!name || bpf_probe_read_user(s, sizeof(s), (const void *)name))
+	if (!name)
+		return HS_BLOB_OTHER;
+	if (name == x->names[0] || name == x->names[1])
+		return HS_BLOB_NMETHOD;
+	if (name == x->names[2])
+		return HS_BLOB_INTERPRETER;
+	if (bpf_probe_read_user(s, sizeof(s), (const void *)name))
 		return HS_BLOB_OTHER;
 	/* "nmethod" and "native nmethod" (a JNI wrapper), "Interpreter". */
-	if ((s[0] == 'n' && s[1] == 'm' && s[2] == 'e' && s[3] == 't' && s[4] == 'h' &&
-	     s[5] == 'o' && s[6] == 'd' && s[7] == 0) ||
-	    (s[0] == 'n' && s[1] == 'a' && s[2] == 't' && s[3] == 'i' && s[4] == 'v' &&
-	     s[5] == 'e' && s[6] == ' ' && s[7] == 'n'))
+	if (s[0] == 'n' && s[1] == 'm' && s[2] == 'e' && s[3] == 't' && s[4] == 'h' &&
+	    s[5] == 'o' && s[6] == 'd' && s[7] == 0) {
+		x->names[0] = name;
 		return HS_BLOB_NMETHOD;
+	}
+	if (s[0] == 'n' && s[1] == 'a' && s[2] == 't' && s[3] == 'i' && s[4] == 'v' &&
+	    s[5] == 'e' && s[6] == ' ' && s[7] == 'n') {
+		x->names[1] = name;
+		return HS_BLOB_NMETHOD;
+	}
 	if (s[0] == 'I' && s[1] == 'n' && s[2] == 't' && s[3] == 'e' && s[4] == 'r' &&
-	    s[5] == 'p' && s[6] == 'r' && s[7] == 'e')
+	    s[5] == 'p' && s[6] == 'r' && s[7] == 'e') {
+		x->names[2] = name;
 		return HS_BLOB_INTERPRETER;
+	}
 	return HS_BLOB_OTHER;
 }
 
@@ -514,7 +731,7 @@ __noinline int hotspot_jit_step(struct sonde_interp_jit *j, const struct sonde_i
 	const struct sonde_hotspot_proc *h = (const struct sonde_hotspot_proc *)p;
 	struct hotspot_scratch *x;
 	__u32 zero = 0, fs, complete;
-	__u64 blob, method, code_begin;
+	__u64 blob, code_begin;
 	int kind;
 
 	if (!j || !p || !st)
@@ -522,26 +739,37 @@ __noinline int hotspot_jit_step(struct sonde_interp_jit *j, const struct sonde_i
 	x = bpf_map_lookup_elem(&hotspot_scratch, &zero);
 	if (!x)
 		return -1;
+	hs_count(2);
 	if (!x->filled)
-		hs_fill_heaps(x, h);
+		hs_fill_heaps(x, h, st->tgid, false);
+	/* A pc past the kept heaps' committed part: they grew. */
+	if (!x->fresh && !hs_in_heaps(x, st->pc))
+		hs_fill_heaps(x, h, st->tgid, true);
+	/* The interpreter is one blob for the JVM's life: a pc between two
+	 * found in it needs no segment map or header. */
+	if (x->interp_lo && st->pc >= x->interp_lo && st->pc <= x->interp_hi) {
+		hs_count(3);
+		return hs_step_interpreted(j, x, st, native, h);
+	}
 	blob = hs_find_blob(x, h, st->pc);
 	if (!blob || bpf_probe_read_user(x->blob, sizeof(x->blob), (const void *)blob))
 		return -1;
-	kind = hs_blob_kind(hs_blob64(x, h->off.blob_name));
-	if (kind == HS_BLOB_INTERPRETER)
+	kind = hs_blob_kind(x, hs_blob64(x, h->off.blob_name));
+	if (kind == HS_BLOB_INTERPRETER) {
+		hs_count(3);
+		if (!x->interp_lo || st->pc < x->interp_lo)
+			x->interp_lo = st->pc;
+		if (st->pc > x->interp_hi)
+			x->interp_hi = st->pc;
 		return hs_step_interpreted(j, x, st, native, h);
+	}
 	fs = hs_blob32(x, h->off.blob_frame_size);
 	if (fs >= HOTSPOT_MAX_FRAME_SIZE) {
 		st->outcome = SONDE_OUTCOME_READ_ERROR;
 		return 1;
 	}
 	if (kind == HS_BLOB_NMETHOD) {
-		method = hs_blob64(x, h->off.nmethod_method);
-		if (!hs_compiled_frames(j, x, blob, st->pc, st->exact_pc, native, st->tgid, h) &&
-		    method && hotspot_note_method(st->tgid, method, h)) {
-			interp_jit_push(j, native, SONDE_HOTSPOT_WORD0(method, 1),
-					SONDE_HOTSPOT_WORD1(SONDE_HOTSPOT_BCI_UNKNOWN));
-		}
+		hs_nmethod_frames(j, x, blob, st, native, h);
 		code_begin = hs_blob64(x, h->off.blob_code_begin);
 		complete = hs_blob32(x, h->off.blob_frame_complete);
 		/* Sampled in the prologue, before the frame is built: the
@@ -557,3 +785,7 @@ __noinline int hotspot_jit_step(struct sonde_interp_jit *j, const struct sonde_i
 	 * StubRoutines): rbp-framed. */
 	return -1;
 }
+
+#ifdef SONDE_HOTSPOT_COUNT_READS
+#undef bpf_probe_read_user /* the walkers included after this one read uncounted */
+#endif

@@ -84,7 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	r = hotspot_layout_read(img, &l, &reason);
 	if (r == 0 && (l.major < SONDE_HOTSPOT_MAJOR_MIN || l.major > SONDE_HOTSPOT_MAJOR_MAX ||
-		       l.off.major != l.major || l.off.pad))
+		       l.off.major != l.major ||
+		       l.off.nmethod_compile_id4 > SONDE_HOTSPOT_COMPILE_ID4_MAX))
 		abort();
 	if (r < 0 && !reason)
 		abort();

@@ -274,7 +274,7 @@ RUNTIMES = {
         ("frame_bcp_slot", 0),               # fp itself: no slot
         ("frame_sender_sp_slot", 17),        # past the interpreter frame
         ("cmethod_has_lines", 0), ("cmethod_has_lines", 0x81),
-        ("pad", 1)]),
+        ("nmethod_compile_id4", 128)]),      # past the blob header BPF reads
     "v8": Runtime(3, "v8.h", "sonde_v8_offsets", NODE, node_target, [
         ("blob_size", 0), ("blob_size", (64 << 20) + 1),  # the builtins' code range
         ("fp_function", 7), ("fp_function", 128),          # frame slots 8..127

@@ -258,7 +258,7 @@ static const struct sonde_hotspot_offsets hotspot_17 = {
 	.cpool_holder = 24, .cpool_source_index = 54, .klass_name = 24, .symbol_length = 4,
 	.symbol_body = 6, .heapblock_size = 16, .cmethod_size = 48, .cpool_size = 72,
 	.cmethod_has_lines = 1, .frame_method_slot = 3, .frame_bcp_slot = 8,
-	.frame_sender_sp_slot = 1,
+	.frame_sender_sp_slot = 1, .nmethod_compile_id4 = 76,
 };
 
 /* Node 20's V8 11.3 (Debian's /usr/bin/node, symbolizer/interp/v8/v8_loader.c). */
@@ -443,7 +443,10 @@ static const struct config_case config_cases[] = {
 	ROW(HOTSPOT, BAD, HS(frame_bcp_slot, 0)), /* fp itself: no slot */
 	ROW(HOTSPOT, BAD, HS(frame_bcp_slot, 17)),
 	ROW(HOTSPOT, BAD, HS(cmethod_has_lines, 0)),
-	ROW(HOTSPOT, BAD, HS(pad, 1)),
+	/* The compile id: optional (0), inside the blob header BPF reads. */
+	ROW(HOTSPOT, 0, HS(nmethod_compile_id4, 0)),
+	ROW(HOTSPOT, 0, HS(nmethod_compile_id4, SONDE_HOTSPOT_COMPILE_ID4_MAX)),
+	ROW(HOTSPOT, BAD, HS(nmethod_compile_id4, SONDE_HOTSPOT_COMPILE_ID4_MAX + 1)),
 	ROW(HOTSPOT, 0, RO(JVM_FILE_SIZE + SONDE_HOTSPOT_IMAGE_SLACK - 0x20 - 8)),
 	ROW(HOTSPOT, BAD, RO(JVM_FILE_SIZE + SONDE_HOTSPOT_IMAGE_SLACK - 0x20 - 7)),
 	ROW(HOTSPOT, BAD, HS(codecache_low_static, 0xff),

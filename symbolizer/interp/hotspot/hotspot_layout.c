@@ -15,7 +15,7 @@ enum {
 	Q_NM_METHOD, Q_NM_SCOPES_DATA, Q_NM_METADATA, Q_NM_SCOPES_PCS, Q_NM_DEPENDENCIES,
 	Q_PCDESC_PC, Q_PCDESC_SCOPE, Q_PCDESC_SIZE, Q_METHOD_CONST, Q_CM_CONSTANTS, Q_CM_FLAGS, Q_CM_CODE_SIZE,
 	Q_CM_NAME, Q_CM_SIG, Q_CP_HOLDER, Q_CP_SOURCE, Q_KLASS_NAME, Q_SYM_LENGTH, Q_SYM_BODY,
-	Q_HEAPBLOCK_SIZE, Q_CM_SIZE, Q_CP_SIZE, Q_HAS_LINES, Q_LAST_SP, Q_SENDER_SP,
+	Q_HEAPBLOCK_SIZE, Q_CM_SIZE, Q_CP_SIZE, Q_HAS_LINES, Q_LAST_SP, Q_SENDER_SP, Q_NM_COMPILE_ID,
 	N_Q
 };
 
@@ -65,6 +65,7 @@ static const struct hotspot_vm_query queries[N_Q] = {
 	[Q_HAS_LINES] = INT("ConstMethod::_has_linenumber_table"),
 	[Q_LAST_SP] = INT("frame::interpreter_frame_last_sp_offset"),
 	[Q_SENDER_SP] = INT("frame::interpreter_frame_sender_sp_offset"),
+	[Q_NM_COMPILE_ID] = OFF("nmethod", "_compile_id"),
 };
 
 /* frame_x86.hpp: below last_sp come method, mirror, mdp, cache, locals,
@@ -168,6 +169,12 @@ static int pack(const struct hotspot_vm_query *q, struct hotspot_layout *l, cons
 	l->off.frame_method_slot = (uint8_t)(-q[Q_LAST_SP].value + METHOD_BELOW_LAST_SP);
 	l->off.frame_bcp_slot = (uint8_t)(-q[Q_LAST_SP].value + BCP_BELOW_LAST_SP);
 	l->off.frame_sender_sp_slot = (uint8_t)-q[Q_SENDER_SP].value;
+	/* Optional: without it the walker decodes every compiled frame's
+	 * scopes at each sample instead of caching them. */
+	if (q[Q_NM_COMPILE_ID].found && q[Q_NM_COMPILE_ID].value > 0 &&
+	    q[Q_NM_COMPILE_ID].value % 4 == 0 &&
+	    q[Q_NM_COMPILE_ID].value / 4 <= SONDE_HOTSPOT_COMPILE_ID4_MAX)
+		l->off.nmethod_compile_id4 = (uint8_t)(q[Q_NM_COMPILE_ID].value / 4);
 	return 0;
 }
 
