@@ -57,6 +57,7 @@ struct sonde_v8_offsets {
 	__u8 string_seq_tag;     /* SeqStringTag */
 	__u8 string_thin_tag;    /* ThinStringTag */
 	__u8 string_onebyte;     /* OneByteStringTag (the encoding bit) */
+	__u8 pad0;
 	__u16 type_sfi;          /* type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE */
 	__u16 type_scope_info;   /* type_ScopeInfo__SCOPE_INFO_TYPE */
 	__u16 type_script;       /* type_Script__SCRIPT_TYPE */
@@ -235,7 +236,9 @@ static inline const struct sonde_interp_limits *sonde_v8_limits(void)
 		SONDE_V8_OFF(scope_max_inlined), SONDE_V8_BIT(scope_fv_shift),
 		SONDE_V8_BIT(scope_saved_class_bit), SONDE_V8_TAG(string_rep_mask),
 		SONDE_V8_TAG(string_seq_tag), SONDE_V8_TAG(string_thin_tag),
-		SONDE_V8_OFF(string_onebyte), SONDE_V8_TYPE(type_sfi),
+		SONDE_V8_OFF(string_onebyte),
+		SONDE_V8_FIELD(pad0, SONDE_INTERP_RANGE, 0, 0, "layout padding not zero"),
+		SONDE_V8_TYPE(type_sfi),
 		SONDE_V8_TYPE(type_scope_info), SONDE_V8_TYPE(type_script),
 		SONDE_V8_TYPE(type_bytecode_array), SONDE_V8_TYPE(type_code),
 		SONDE_V8_TYPE(first_nonstring),
