@@ -137,6 +137,7 @@ def test_offcpu_otlp_profile_types():
         wait_for(lambda: ("off_cpu", "nanoseconds") in types() and ("samples", "count") in types(), 30,
                  "OTLP profiles of both types")
         seen = types()
+        assert not recv.bad, recv.bad
         assert seen[("off_cpu", "nanoseconds")][0] == ("events", "count"), seen
         assert seen[("samples", "count")][0] == ("cpu", "nanoseconds"), seen
         assert seen[("off_cpu", "nanoseconds")][1] > 1e9, seen
