@@ -48,6 +48,8 @@ struct env {
 	bool off_cpu;
 	uint32_t off_cpu_min_us;
 	bool memory;
+	uint32_t memory_every; /* --memory-every: one fault of a task in this many */
+	bool memory_reserved; /* --memory-reserved (sets memory): brk/mmap, not faults */
 };
 
 /* Fills *ret with the defaults, then with argv. --help prints the usage

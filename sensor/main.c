@@ -1098,6 +1098,8 @@ static int sensor_load(void)
 		.walk = env.bpf_walk,
 		.ringbuf_bytes = loader_ringbuf_size(env.ringbuf_mb, env.frequency),
 		.unwind_rows = loader_unwind_rows(env.unwind_rows),
+		.memory_every = env.memory && !env.memory_reserved ? env.memory_every : 0,
+		.memory_reserved = env.memory_reserved,
 		.off_cpu = env.off_cpu,
 		.off_cpu_min_ns = (uint64_t)env.off_cpu_min_us * 1000,
 	};

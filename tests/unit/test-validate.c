@@ -275,7 +275,8 @@ static const struct sonde_v8_offsets v8_node20 = {
 	.string_seq_tag = 0, .string_thin_tag = 5, .string_onebyte = 8, .type_sfi = 262,
 	.type_scope_info = 261, .type_script = 167, .type_bytecode_array = 191,
 	.type_code = 245, .first_nonstring = 128, .major = 11, .code_table = 24,
-	.array_length = 8, .array_data = 16, .script_source = 8,
+	.array_length = 8, .array_data = 16, .script_source = 8, .bytecode_table = 32,
+	.bytecode_data = 54,
 };
 
 /* Ruby 3.1's layout (symbolizer/interp/ruby/ruby_layout.c) in a config
@@ -462,7 +463,9 @@ static const struct config_case config_cases[] = {
 	ROW(V8, BAD, V8(type_sfi, 4096)),
 	ROW(V8, BAD, V8(type_code, 0)),
 	ROW(V8, BAD, V8(pad0, 1)),
-	ROW(V8, BAD, V8(pad, 1)),
+	/* Without the BytecodeArray's offsets (a config cached before they
+	 * were read): walked, without interpreted frames' lines. */
+	ROW(V8, 0, V8(bytecode_table, 0), V8(bytecode_data, 0)),
 
 	/* Ruby: 3.1 only, VM and ractor offsets, steps, indices, IDs; the
 	 * first read (8 bytes at the root plus vm_ptr_off) in the image. */
