@@ -12,6 +12,7 @@ after the other:
   off-cpu-0   sonde-sensor --pid --off-cpu --off-cpu-min-us 0 (every block
               sent: the ring, the sensor and the symbolizer see each one)
   bpftrace    a sched_switch kstack/ustack count one-liner on the workload
+              (needs tracefs mounted at /sys/kernel/tracing)
 Prints round trips/s, the profiler's CPU seconds (sensor; bpftrace's
 process) and the BPF run time of its sched_switch program, per second.
 
@@ -43,12 +44,17 @@ def wait_for(pred, seconds, what):
     sys.exit(f"timed out waiting for {what}")
 
 
-def bpf_ns(parts):
-    """Run time of the programs whose (15-byte) names contain one of parts."""
-    progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True,
-                                      text=True, check=True).stdout)
-    return sum(p.get("run_time_ns", 0) for p in progs
-               if any(x in p.get("name", "") for x in parts))
+def progs():
+    return json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True,
+                                     text=True, check=True).stdout)
+
+
+def bpf_ns(parts, ids):
+    """Run time of the programs ids (loaded by the profiler: this
+    bpftool cannot say which process holds a program, and other sensors
+    may run on the host) whose 15-byte names contain one of parts."""
+    return sum(p.get("run_time_ns", 0) for p in progs()
+               if p["id"] in ids and any(x in p.get("name", "") for x in parts))
 
 
 def main():
@@ -82,6 +88,7 @@ def main():
             work = subprocess.Popen(["sh", "-c", f"read x <&{r}; exec {pp} {args.seconds}"],
                                     stdout=subprocess.PIPE, text=True, pass_fds=(r,))
             prof, names = None, ()
+            before = {p["id"] for p in progs()}
             if mode in ("cpu", "off-cpu", "off-cpu-0"):
                 extra = {"cpu": [], "off-cpu": ["--off-cpu"],
                          "off-cpu-0": ["--off-cpu", "--off-cpu-min-us", "0"]}[mode]
@@ -90,7 +97,7 @@ def main():
                                          f"unix:{sock}", "--pid", str(work.pid), *extra],
                                         stdout=open(log, "w"), stderr=subprocess.STDOUT)
                 wait_for(lambda: "sampling" in log.read_text(), 30, "the sensor")
-                names = ("sonde_offcpu",)
+                names = ("sonde_offcpu",) if mode != "cpu" else ()
             elif mode == "bpftrace":
                 log = tmp / "bpftrace.log"
                 prof = subprocess.Popen(["bpftrace", "-e", ONELINER], stdout=open(log, "w"),
@@ -98,14 +105,15 @@ def main():
                 wait_for(lambda: "Attaching" in log.read_text(), 30, "bpftrace")
                 time.sleep(1)
                 names = ("sched_switch", "sched_sched")
-            b0 = bpf_ns(names) if names else 0
+            ids = {p["id"] for p in progs()} - before
+            b0 = bpf_ns(names, ids) if names else 0
             c0 = proc_cpu_s(prof.pid) if prof else 0
             os.write(w, b"go\n")
             os.close(w)
             os.close(r)
             rate = float(work.communicate(timeout=args.seconds + 60)[0].strip())
             cpu = (proc_cpu_s(prof.pid) - c0) / args.seconds if prof else 0
-            bpf = (bpf_ns(names) - b0) / 1e9 / args.seconds if names else 0
+            bpf = (bpf_ns(names, ids) - b0) / 1e9 / args.seconds if names else 0
             if prof:
                 prof.terminate()
                 prof.wait(60)

@@ -29,6 +29,8 @@ int main(int argc, char **argv)
 		return 1;
 	pid = fork();
 	if (pid == 0) {
+		close(a[1]); /* else the parent's close never reaches our read as EOF */
+		close(b[0]);
 		while (read(a[0], &c, 1) == 1)
 			if (write(b[1], &c, 1) != 1)
 				break;
@@ -44,6 +46,7 @@ int main(int argc, char **argv)
 				return 1;
 	}
 	printf("%.0f\n", (double)n / (now() - start));
+	fflush(stdout);
 	close(a[1]);
 	waitpid(pid, NULL, 0);
 	return 0;

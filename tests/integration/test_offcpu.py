@@ -137,6 +137,7 @@ def test_offcpu_otlp_profile_types():
         wait_for(lambda: ("off_cpu", "nanoseconds") in types() and ("samples", "count") in types(), 30,
                  "OTLP profiles of both types")
         seen = types()
+        assert not recv.bad, recv.bad
         assert seen[("off_cpu", "nanoseconds")][0] == ("events", "count"), seen
         assert seen[("samples", "count")][0] == ("cpu", "nanoseconds"), seen
         assert seen[("off_cpu", "nanoseconds")][1] > 1e9, seen
@@ -146,3 +147,47 @@ def test_offcpu_otlp_profile_types():
         recv.stop()
         if work.poll() is None:
             work.kill()
+
+
+def test_played_sensor_weights_and_unknown_type():
+    """Over the real Ingest protocol: off-CPU weights of one stack are kept
+    apart from its CPU samples and add up in Folded; a SampleCount of an
+    unknown profile type ends the stream (INVALID_ARGUMENT)."""
+    import grpc
+
+    from conftest import ingest_pb2, symbols_pb2
+    from pysensor import PySensor
+    tmp = make_tmp()
+    sym = Symbolizer(tmp)
+    try:
+        ps = PySensor(sym.address, {})
+        ps.hello()
+        now = time.time_ns()
+        ps.send(stacks=ingest_pb2.StackBatch(
+            stacks=[ingest_pb2.StackDef(id=1, kernel=[0xffffffff81000000])],
+            samples=[ingest_pb2.SampleCount(stack_id=1, pid=7, tid=7, count=3, first_unix_ns=now,
+                                            comm="played"),
+                     ingest_pb2.SampleCount(stack_id=1, pid=7, tid=7, count=2, first_unix_ns=now,
+                                            comm="played", profile=1, weight=25000000)]))
+
+        def folded(profile):
+            r = sym.symbols.Folded(symbols_pb2.ProfileQuery(profile=profile), timeout=10)
+            return [(s.comm, s.count) for s in r.stacks if s.comm == "played"]
+
+        wait_for(lambda: folded(1), 15, "the off-CPU stack in Folded")
+        assert [c for _, c in folded(1)] == [25000000], folded(1)
+        assert [c for _, c in folded(0)] == [3], folded(0)
+        assert folded(2) == []
+        ps.close()
+
+        bad = PySensor(sym.address, {})
+        bad.hello()
+        bad.send(stacks=ingest_pb2.StackBatch(
+            stacks=[ingest_pb2.StackDef(id=1, kernel=[0xffffffff81000000])],
+            samples=[ingest_pb2.SampleCount(stack_id=1, pid=1, tid=1, count=1, profile=3, weight=1)]))
+        wait_for(lambda: bad.error is not None, 10, "the symbolizer to end the stream")
+        assert bad.error.code() == grpc.StatusCode.INVALID_ARGUMENT, bad.error
+        bad.abort()
+        assert sym.proc.poll() is None
+    finally:
+        sym.stop()
