@@ -43,6 +43,8 @@
 
 
 #define UPLINK_MAX_PEER_UIDS 4
+/* Hello.loaded_tables: the symbolizer takes at most 65,536. */
+#define UPLINK_MAX_LOADED_TABLES 65536
 
 struct uplink {
 	struct rpc_channel *ch; /* NULL between connections when peer-checked */
@@ -306,6 +308,7 @@ static int handle_unwind_table(struct uplink *u, struct rpc_stream *s,
 	c.rows = t->rows.data;
 	c.rows_len = t->rows.len;
 	c.has_error = t->error && t->error[0];
+	c.table_version = t->table_version;
 	r = unwind_maps_add_chunk(u->unwind, &c);
 	if (r < 0 && c.first) {
 		memcpy(id.bytes, c.file_id, FILEID_LEN);
@@ -461,9 +464,40 @@ static int handshake(struct uplink *u, struct rpc_stream *s)
 	Sonde__V1__SensorMessage msg = SONDE__V1__SENSOR_MESSAGE__INIT;
 	int r;
 
+	Sonde__V1__LoadedTable *lt = NULL, **ltp = NULL;
+	struct unwind_loaded *loaded = NULL;
+	size_t n = 0;
+
+	/* The tables still in the BPF maps: a restarted symbolizer sends
+	 * only the others. Without memory the list is empty: all come again. */
+	if (u->unwind) {
+		loaded = calloc(UPLINK_MAX_LOADED_TABLES, sizeof(*loaded));
+		if (loaded)
+			n = unwind_maps_loaded(u->unwind, loaded, UPLINK_MAX_LOADED_TABLES);
+		lt = calloc(n ? n : 1, sizeof(*lt));
+		ltp = calloc(n ? n : 1, sizeof(*ltp));
+		if (!lt || !ltp)
+			n = 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		sonde__v1__loaded_table__init(&lt[i]);
+		lt[i].file_id.data = loaded[i].file_id;
+		lt[i].file_id.len = FILEID_LEN;
+		lt[i].table_version = loaded[i].table_version;
+		ltp[i] = &lt[i];
+	}
+	u->hello.n_loaded_tables = n;
+	u->hello.loaded_tables = ltp;
+	if (n)
+		log_info("Hello lists %zu unwind tables loaded before", n);
 	msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_HELLO;
 	msg.hello = &u->hello;
 	r = rpc_stream_write(s, &msg.base, false);
+	u->hello.n_loaded_tables = 0;
+	u->hello.loaded_tables = NULL;
+	free(ltp);
+	free(lt);
+	free(loaded);
 	if (r < 0)
 		return r;
 	return dispatch_one(u, s, STATE_HANDSHAKE);

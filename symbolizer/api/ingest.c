@@ -55,6 +55,7 @@
 #define SESSION_MAX_STACK_FRAMES (16u << 20)  /* unresolved frames held */
 #define SESSION_MAX_PENDING_STACKS 10000u
 #define SESSION_MAX_PENDING_SAMPLES 200000u
+#define SESSION_MAX_LOADED_TABLES 65536u      /* Hello.loaded_tables */
 
 #define COMM_MAX 64
 
@@ -63,6 +64,9 @@ struct ingest {
 	struct ingest_hooks hooks;
 	struct session *sessions; /* list, newest first */
 	uint64_t next_session_id;
+	/* fileid -> uint64_t table version (unwind_table_version()), of the
+	 * table the cache holds now; dropped when a job for the file ends. */
+	struct hmap *table_versions;
 };
 
 struct mapping {
@@ -180,9 +184,12 @@ struct session {
 	uint64_t waiting_count; /* sum of the pending samples' counts */
 	struct sensor_counters stats;
 	struct hmap *tables; /* fileid -> table_send */
+	/* Hello.loaded_tables: fileid -> uint64_t version the sensor says it
+	 * holds. Only consulted for files this session's processes map. */
+	struct hmap *loaded;
 	struct table_send *tq_head, *tq_tail;
 	size_t n_tables_waiting;
-	uint64_t tables_sent, table_rows_sent;
+	uint64_t tables_sent, table_rows_sent, tables_skipped;
 	size_t n_interp_waiting; /* table_sends without interp_done */
 	uint64_t interp_sent;
 	struct interp_session *interp; /* from InterpreterRecords; NULL until one */
@@ -286,6 +293,8 @@ static const struct byte_source_ops session_source_ops = {
 
 /* ---- unwind tables ---- */
 
+static void session_send_plan(struct session *s, const struct fileid *id);
+
 static void table_enqueue(struct session *s, struct table_send *t)
 {
 	if (t->state == TABLE_WAITING)
@@ -300,6 +309,47 @@ static void table_enqueue(struct session *s, struct table_send *t)
 	s->tq_tail = t;
 }
 
+/* The digest of the table the cache holds for id (0: none, or an
+ * error table), computed once per table and kept in in->table_versions. */
+static uint64_t table_version(struct ingest *in, const struct fileid *id)
+{
+	const struct unwind_table *tbl = NULL;
+	uint64_t *v = hmap_get(in->table_versions, id, sizeof(*id));
+
+	if (v)
+		return *v;
+	if (cache_lookup_unwind(in->core->cache, id, &tbl, NULL) != CACHE_OK || !tbl)
+		return 0;
+	v = malloc(sizeof(*v));
+	if (!v)
+		return 0;
+	*v = unwind_table_version(tbl);
+	if (hmap_put(in->table_versions, id, sizeof(*id), v, NULL) < 0) {
+		uint64_t r = *v;
+
+		free(v);
+		return r;
+	}
+	return *v;
+}
+
+/* The sensor listed this table, with the version the cache holds now,
+ * in its Hello: it has the rows. Its probe plan still goes out (the
+ * sensor attaches probes per connection). */
+static bool table_skip(struct session *s, struct table_send *t)
+{
+	const uint64_t *claimed = s->loaded ? hmap_get(s->loaded, &t->id, sizeof(t->id)) : NULL;
+
+	if (!claimed || *claimed == 0 || *claimed != table_version(s->in, &t->id))
+		return false;
+	s->n_tables_waiting--;
+	t->state = TABLE_SENT;
+	s->tables_skipped++;
+	if (s->call && !s->finished && s->hello)
+		session_send_plan(s, &t->id);
+	return true;
+}
+
 /* Queues t if its result is known; otherwise makes sure a job computes
  * it (unless a transient failure waits for its retry time). */
 static void table_check(struct session *s, struct table_send *t)
@@ -309,7 +359,8 @@ static void table_check(struct session *s, struct table_send *t)
 	if (t->state != TABLE_WAITING)
 		return;
 	if (cache_lookup_unwind(in->core->cache, &t->id, NULL, NULL) != CACHE_MISS) {
-		table_enqueue(s, t);
+		if (!table_skip(s, t))
+			table_enqueue(s, t);
 		return;
 	}
 	if (analysis_running(in->core->analysis, &t->id) ||
@@ -459,6 +510,8 @@ static int table_send_one(struct session *s, struct table_send *t, bool *ret_don
 	ut.file_id.len = FILEID_LEN;
 	ut.format_version = SONDE_UNWIND_FORMAT_VERSION;
 	ut.first = t->next_row == 0;
+	if (ut.first && !error)
+		ut.table_version = table_version(s->in, &t->id);
 	if (error) {
 		ut.first = ut.last = true;
 		ut.error = (char *)error;
@@ -927,6 +980,7 @@ void ingest_file_done(void *ctx, const struct fileid *id)
 {
 	struct ingest *in = ctx;
 
+	free(hmap_remove(in->table_versions, id, sizeof(*id)));
 	unwind_done(in, id);
 	for (struct session *s = in->sessions; s;) {
 		/* session_retry_pending may finish, but never free, a session. */
@@ -946,6 +1000,45 @@ static void no_controls(char *p)
 	for (; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = '?';
+}
+
+/* Hello.loaded_tables into s->loaded: bounded, each file ID 16 bytes. A
+ * claim only ever stops a table for a file this session maps from being
+ * sent (table_skip()); a false claim costs the sensor its own unwinding. */
+static int hello_loaded_tables(struct session *s, const Sonde__V1__Hello *h)
+{
+	if (h->n_loaded_tables > SESSION_MAX_LOADED_TABLES) {
+		session_fail(s, RPC_INVALID_ARGUMENT, "more than 65536 loaded_tables in Hello");
+		return -EINVAL;
+	}
+	if (!h->n_loaded_tables)
+		return 0;
+	s->loaded = hmap_new();
+	if (!s->loaded)
+		goto nomem;
+	for (size_t i = 0; i < h->n_loaded_tables; i++) {
+		const Sonde__V1__LoadedTable *lt = h->loaded_tables[i];
+		uint64_t *v;
+		void *old = NULL;
+
+		if (lt->file_id.len != FILEID_LEN) {
+			session_fail(s, RPC_INVALID_ARGUMENT, "loaded_tables file_id is not 16 bytes");
+			return -EINVAL;
+		}
+		v = malloc(sizeof(*v));
+		if (!v)
+			goto nomem;
+		*v = lt->table_version;
+		if (hmap_put(s->loaded, lt->file_id.data, FILEID_LEN, v, &old) < 0) {
+			free(v);
+			goto nomem;
+		}
+		free(old);
+	}
+	return 0;
+nomem:
+	session_fail(s, RPC_RESOURCE_EXHAUSTED, "out of memory");
+	return -ENOMEM;
 }
 
 static int on_hello(struct session *s, const Sonde__V1__Hello *h)
@@ -977,6 +1070,9 @@ static int on_hello(struct session *s, const Sonde__V1__Hello *h)
 		session_fail(s, RPC_RESOURCE_EXHAUSTED, "cannot store the node name");
 		return r;
 	}
+	r = hello_loaded_tables(s, h);
+	if (r < 0)
+		return r;
 	log_info("sensor %s (node %s) connected from %s (sensor %.40s, kernel %.60s, %u Hz)",
 		 s->hostname, s->node, rpc_call_peer(s->call), h->sensor_version ? h->sensor_version : "?",
 		 h->kernel_release ? h->kernel_release : "?", h->frequency_hz);
@@ -1653,6 +1749,10 @@ void ingest_on_close(struct rpc_call *call, void *ctx)
 	rpc_call_set_data(call, NULL);
 	if (!s->half_closed || !s->finished)
 		log_info("sensor %.100s disconnected", s->hostname);
+	if (s->hello)
+		log_info("sensor %.100s: %" PRIu64 " unwind tables sent (%" PRIu64 " rows), %" PRIu64
+			 " not sent (loaded before a reconnect)",
+			 s->hostname, s->tables_sent, s->table_rows_sent, s->tables_skipped);
 	s->finished = true;
 	s->call = NULL;
 	analysis_source_gone(in->core->analysis, &s->src);
@@ -1677,6 +1777,7 @@ void ingest_on_close(struct rpc_call *call, void *ctx)
 	hmap_free(s->files, free);
 	hmap_free(s->stacks, stackdef_free);
 	hmap_free(s->tables, free);
+	hmap_free(s->loaded, free);
 	interp_session_free(s->interp);
 	ksyms_free(s->ksyms);
 	free(s);
@@ -1785,6 +1886,11 @@ struct ingest *ingest_new(const struct api_core *core, const struct ingest_hooks
 	if (hooks)
 		in->hooks = *hooks;
 	in->next_session_id = 1;
+	in->table_versions = hmap_new();
+	if (!in->table_versions) {
+		free(in);
+		return NULL;
+	}
 	return in;
 }
 
@@ -1800,5 +1906,8 @@ void ingest_attach(struct ingest *in)
 
 void ingest_free(struct ingest *in)
 {
+	if (!in)
+		return;
+	hmap_free(in->table_versions, free);
 	free(in);
 }
