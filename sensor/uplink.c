@@ -87,6 +87,7 @@ struct uplink {
 	char machine_id[64];
 	char node_name[256];
 	char release[65];
+	uint8_t kernel_build_id[64];
 };
 
 /* Tells the main loop something happened it should act on now. */
@@ -126,6 +127,41 @@ static void read_id_file(const char *path, char *buf, size_t size)
 	if (fgets(buf, (int)size, f))
 		buf[strcspn(buf, "\n")] = '\0';
 	fclose(f);
+}
+
+/* The running kernel's GNU build ID from /sys/kernel/notes (kernel
+ * output: a run of ELF notes). Returns its length, 0 if none. */
+static size_t read_kernel_build_id(uint8_t *out, size_t cap)
+{
+	uint8_t buf[4096];
+	size_t n, off = 0;
+	FILE *f = fopen("/sys/kernel/notes", "re");
+
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	while (off + 12 <= n) {
+		uint32_t namesz, descsz, type;
+		size_t name_off = off + 12, desc_off;
+
+		memcpy(&namesz, buf + off, 4);
+		memcpy(&descsz, buf + off + 4, 4);
+		memcpy(&type, buf + off + 8, 4);
+		if (namesz > n || descsz > n)
+			return 0;
+		desc_off = name_off + ((namesz + 3u) & ~3u);
+		if (desc_off + descsz > n)
+			return 0;
+		if (type == 3 && namesz == 4 && memcmp(buf + name_off, "GNU", 4) == 0) {
+			if (descsz == 0 || descsz > cap)
+				return 0;
+			memcpy(out, buf + desc_off, descsz);
+			return descsz;
+		}
+		off = desc_off + ((descsz + 3u) & ~3u);
+	}
+	return 0;
 }
 
 struct uplink *uplink_new(const char *target, struct fileids *fileids, uint32_t frequency_hz,
@@ -178,6 +214,9 @@ struct uplink *uplink_new(const char *target, struct fileids *fileids, uint32_t 
 	u->hello.machine_id = u->machine_id;
 	u->hello.node_name = u->node_name;
 	u->hello.kernel_release = u->release;
+	u->hello.kernel_build_id.data = u->kernel_build_id;
+	u->hello.kernel_build_id.len = read_kernel_build_id(u->kernel_build_id,
+							    sizeof(u->kernel_build_id));
 	u->hello.frequency_hz = frequency_hz;
 	u->hello.sensor_start_unix_ns = start_unix_ns;
 	return u;

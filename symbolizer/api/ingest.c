@@ -36,6 +36,7 @@
 #include "cgroup_ids.h"
 #include "otlp_exporter.h"
 #include "rawstack.h"
+#include "stack_texts.h"
 #include "unwind_table.h"
 #include "utf8.h"
 #include "interp_loader.h"
@@ -59,11 +60,24 @@
 
 #define COMM_MAX 64
 
+/* One kernel symbol table, shared by the sessions that sent equal ones
+ * (same build ID, same symbols at the same addresses). */
+struct kshared {
+	struct kshared *next; /* in in->kernels, same key */
+	uint64_t key;         /* ksyms_digest() mixed with the build ID */
+	uint8_t build_id[64];
+	size_t build_id_len;
+	struct ksyms *k;
+	uint32_t refs;
+};
+
 struct ingest {
 	const struct api_core *core;
 	struct ingest_hooks hooks;
 	struct session *sessions; /* list, newest first */
 	uint64_t next_session_id;
+	struct stack_texts *texts; /* the sessions' symbolized stacks, shared */
+	struct hmap *kernels; /* key -> struct kshared list */
 	/* fileid -> uint64_t table version (unwind_table_version()), of the
 	 * table the cache holds now; dropped when a job for the file ends. */
 	struct hmap *table_versions;
@@ -138,6 +152,9 @@ struct stackdef {
 	uint32_t n_interp, interp_pid;
 	char *text; /* folded frames, root first, without comm; NULL: pending */
 	uint8_t *raw; /* the raw stack (core/rawstack.h), with text */
+	/* When set, text and raw are its (shared with every session and
+	 * profile batch that has the same stack), not this stackdef's. */
+	const struct stack_text *st;
 	size_t raw_len, text_len;
 	uint64_t hash; /* profile_stack_hash(), with text */
 	bool queued;
@@ -177,7 +194,13 @@ struct session {
 	unsigned gone_next;
 	struct hmap *files;  /* fileid -> sfile */
 	struct hmap *stacks; /* stack id -> stackdef */
-	struct ksyms *ksyms;
+	/* Kernel symbols: the snapshot being received (NULL between
+	 * snapshots), and the one in use, shared with the sessions of the
+	 * same kernel build whose snapshot is equal (NULL until the first). */
+	struct ksyms *kstage;
+	struct kshared *kern;
+	uint8_t kernel_build_id[64];
+	size_t kernel_build_id_len;
 	bool ksyms_overflow_logged;
 	struct stackdef *pend_head, *pend_tail;
 	size_t n_pending, n_pending_samples, n_frames_held;
@@ -226,8 +249,12 @@ static void stackdef_free(void *p)
 	free(d->kernel);
 	free(d->user);
 	free(d->interp);
-	free(d->text);
-	free(d->raw);
+	if (d->st) {
+		stack_text_unref(d->st);
+	} else {
+		free(d->text);
+		free(d->raw);
+	}
 	free(d->samples);
 	free(d);
 }
@@ -662,10 +689,78 @@ static void pend_add(struct session *s, struct stackdef *d)
 	s->n_pending++;
 }
 
+static int session_ksym(const struct session *s, uint64_t addr, struct ksyms_lookup *ret)
+{
+	return s->kern ? ksyms_lookup(s->kern->k, addr, ret) : -ENOENT;
+}
+
+static void kshared_unref(struct ingest *in, struct kshared *ks)
+{
+	struct kshared **pp, *head;
+
+	if (!ks || --ks->refs)
+		return;
+	head = hmap_get_u64(in->kernels, ks->key);
+	for (pp = &head; *pp; pp = &(*pp)->next)
+		if (*pp == ks) {
+			*pp = ks->next;
+			break;
+		}
+	if (head)
+		hmap_put_u64(in->kernels, ks->key, head, NULL); /* replaces: no allocation */
+	else
+		hmap_remove_u64(in->kernels, ks->key);
+	ksyms_free(ks->k);
+	free(ks);
+}
+
+/* Makes s's committed snapshot (s->kstage, taken) its table: the shared
+ * one of an equal snapshot, else a new shared entry. */
+static void session_ksyms_share(struct session *s)
+{
+	struct ingest *in = s->in;
+	struct ksyms *k = s->kstage;
+	uint64_t key = ksyms_digest(k);
+	struct kshared *ks, *head;
+
+	s->kstage = NULL;
+	for (size_t i = 0; i < s->kernel_build_id_len; i++)
+		key = (key ^ s->kernel_build_id[i]) * 0x100000001b3ull;
+	head = hmap_get_u64(in->kernels, key);
+	for (ks = head; ks; ks = ks->next)
+		if (ks->build_id_len == s->kernel_build_id_len &&
+		    memcmp(ks->build_id, s->kernel_build_id, ks->build_id_len) == 0 &&
+		    ksyms_same(ks->k, k))
+			break;
+	if (ks) {
+		ks->refs++;
+		ksyms_free(k);
+	} else if (!(ks = calloc(1, sizeof(*ks))) ||
+		   hmap_put_u64(in->kernels, key, ks, NULL) < 0) {
+		free(ks);
+		ks = NULL;
+	} else {
+		ks->next = head;
+		ks->key = key;
+		memcpy(ks->build_id, s->kernel_build_id, s->kernel_build_id_len);
+		ks->build_id_len = s->kernel_build_id_len;
+		ks->k = k;
+		ks->refs = 1;
+	}
+	if (!ks) {
+		/* Without memory: the old table stays in use. */
+		ksyms_free(k);
+		log_warn("sensor %.100s: out of memory for its kernel symbols", s->hostname);
+		return;
+	}
+	kshared_unref(in, s->kern);
+	s->kern = ks;
+}
+
 /* Whether every file of d is done (analysed or failed). Starts analyses. */
 static bool stack_ready(struct session *s, const struct stackdef *d)
 {
-	if (d->n_kernel && ksyms_staging(s->ksyms))
+	if (d->n_kernel && s->kstage)
 		return false;
 	for (uint32_t i = 0; i < d->n_user; i++) {
 		if (!d->user[i].has_file)
@@ -792,6 +887,7 @@ static void emit(struct session *s, const struct stackdef *d, const struct pendi
 		.span = p->has_span ? p->span : NULL,
 		.frames_len = d->text_len,
 		.stack_hash = d->hash,
+		.shared = d->st,
 	};
 	struct export_sample es = {
 		.host = s->node,
@@ -836,7 +932,7 @@ static void build_raw(struct session *s, struct stackdef *d, const uint32_t *ord
 	for (uint32_t i = 0; i < d->n_kernel; i++) {
 		struct rawframe f = { .kind = RAW_KERNEL, .address = d->kernel[i] };
 
-		if (ksyms_lookup(s->ksyms, d->kernel[i], &kl) == 0 && kl.name) {
+		if (session_ksym(s, d->kernel[i], &kl) == 0 && kl.name) {
 			size_t n = strlen(kl.name);
 
 			f.name = kl.name;
@@ -877,6 +973,22 @@ static void build_raw(struct session *s, struct stackdef *d, const uint32_t *ord
 	}
 }
 
+/* Swaps d's text and raw stack for the shared entry of the same content
+ * (kept as they are without memory). */
+static void stack_share(struct ingest *in, struct stackdef *d)
+{
+	const struct stack_text *st =
+		stack_texts_get(in->texts, d->text, d->text_len, d->raw, d->raw_len, d->hash);
+
+	if (!st)
+		return;
+	free(d->text);
+	free(d->raw);
+	d->st = st;
+	d->text = (char *)st->text;
+	d->raw = (uint8_t *)st->raw;
+}
+
 /* Symbolizes d into d->text and stores its waiting samples. */
 static void stack_resolve(struct session *s, struct stackdef *d)
 {
@@ -888,7 +1000,7 @@ static void stack_resolve(struct session *s, struct stackdef *d)
 	order = calloc(d->n_user + d->n_interp + 1, sizeof(*order));
 	r = order ? push_user_frames(s, &f, d, order, &n_order) : -ENOMEM;
 	for (uint32_t i = d->n_kernel; i-- > 0 && r != -ENOMEM;) {
-		if (ksyms_lookup(s->ksyms, d->kernel[i], &kl) == 0)
+		if (session_ksym(s, d->kernel[i], &kl) == 0)
 			r = folded_push(&f, kl.name, true);
 		else
 			r = folded_push(&f, "[unknown]", true);
@@ -909,6 +1021,7 @@ static void stack_resolve(struct session *s, struct stackdef *d)
 	if (d->text) {
 		d->text_len = strlen(d->text);
 		d->hash = profile_stack_hash(d->text, d->raw, d->raw_len);
+		stack_share(s->in, d);
 	}
 	s->n_frames_held -= d->n_kernel + d->n_user;
 	free(d->kernel);
@@ -1069,6 +1182,10 @@ static int on_hello(struct session *s, const Sonde__V1__Hello *h)
 	if (r < 0) {
 		session_fail(s, RPC_RESOURCE_EXHAUSTED, "cannot store the node name");
 		return r;
+	}
+	if (h->kernel_build_id.len <= sizeof(s->kernel_build_id)) {
+		memcpy(s->kernel_build_id, h->kernel_build_id.data, h->kernel_build_id.len);
+		s->kernel_build_id_len = h->kernel_build_id.len;
 	}
 	r = hello_loaded_tables(s, h);
 	if (r < 0)
@@ -1248,9 +1365,14 @@ static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
 
 static int on_kernel_symbols(struct session *s, const Sonde__V1__KernelSymbols *k)
 {
-	if (k->first)
-		ksyms_begin(s->ksyms);
-	if (!ksyms_staging(s->ksyms)) {
+	if (k->first) {
+		if (!s->kstage && !(s->kstage = ksyms_new())) {
+			session_fail(s, RPC_RESOURCE_EXHAUSTED, "out of memory");
+			return -ENOMEM;
+		}
+		ksyms_begin(s->kstage);
+	}
+	if (!s->kstage || !ksyms_staging(s->kstage)) {
 		session_fail(s, RPC_INVALID_ARGUMENT, "KernelSymbols chunk without a first one");
 		return -EINVAL;
 	}
@@ -1262,7 +1384,7 @@ static int on_kernel_symbols(struct session *s, const Sonde__V1__KernelSymbols *
 		/* Cut at the bound ksyms_add() keeps, and valid UTF-8. */
 		text_copy(name, sizeof(name), ks->name);
 		text_copy(module, sizeof(module), ks->module);
-		r = ksyms_add(s->ksyms, ks->address, name, ks->module ? module : NULL);
+		r = ksyms_add(s->kstage, ks->address, name, ks->module ? module : NULL);
 
 		if (r == -E2BIG && !s->ksyms_overflow_logged) {
 			log_warn("sensor %.100s: kernel symbols over the bound (%u symbols, %u MiB), ignoring the rest",
@@ -1273,9 +1395,10 @@ static int on_kernel_symbols(struct session *s, const Sonde__V1__KernelSymbols *
 			break;
 	}
 	if (k->last) {
-		ksyms_commit(s->ksyms);
+		ksyms_commit(s->kstage);
 		s->ksyms_overflow_logged = false;
-		log_debug("sensor %.100s: %zu kernel symbols", s->hostname, ksyms_count(s->ksyms));
+		log_debug("sensor %.100s: %zu kernel symbols", s->hostname, ksyms_count(s->kstage));
+		session_ksyms_share(s);
 		session_retry_pending(s, false);
 	}
 	return 0;
@@ -1563,9 +1686,8 @@ void ingest_on_open(struct rpc_call *call, void *ctx)
 	s->procs = hmap_new();
 	s->files = hmap_new();
 	s->stacks = hmap_new();
-	s->ksyms = ksyms_new();
 	s->tables = hmap_new();
-	if (!s->procs || !s->files || !s->stacks || !s->ksyms || !s->tables)
+	if (!s->procs || !s->files || !s->stacks || !s->tables)
 		goto fail;
 	s->next = in->sessions;
 	in->sessions = s;
@@ -1580,7 +1702,6 @@ fail:
 		hmap_free(s->files, NULL);
 		hmap_free(s->stacks, NULL);
 		hmap_free(s->tables, NULL);
-		ksyms_free(s->ksyms);
 		free(s);
 	}
 	rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
@@ -1779,7 +1900,8 @@ void ingest_on_close(struct rpc_call *call, void *ctx)
 	hmap_free(s->tables, free);
 	hmap_free(s->loaded, free);
 	interp_session_free(s->interp);
-	ksyms_free(s->ksyms);
+	ksyms_free(s->kstage);
+	kshared_unref(in, s->kern);
 	free(s);
 	analysis_flush_done(in->core->analysis);
 }
@@ -1887,7 +2009,12 @@ struct ingest *ingest_new(const struct api_core *core, const struct ingest_hooks
 		in->hooks = *hooks;
 	in->next_session_id = 1;
 	in->table_versions = hmap_new();
-	if (!in->table_versions) {
+	in->texts = stack_texts_new();
+	in->kernels = hmap_new();
+	if (!in->table_versions || !in->texts || !in->kernels) {
+		hmap_free(in->table_versions, NULL);
+		hmap_free(in->kernels, NULL);
+		stack_texts_free(in->texts);
 		free(in);
 		return NULL;
 	}
@@ -1909,5 +2036,7 @@ void ingest_free(struct ingest *in)
 	if (!in)
 		return;
 	hmap_free(in->table_versions, free);
+	stack_texts_free(in->texts);
+	hmap_free(in->kernels, NULL); /* empty: every session unref'd its table */
 	free(in);
 }

@@ -194,6 +194,9 @@ static int send_hello(struct lg_sensor *s)
 	h.hostname = s->host;
 	h.boot_id = "00000000-0000-0000-0000-000000000000";
 	h.kernel_release = "loadgen";
+	/* Every simulated node runs this host's kernel (its kallsyms). */
+	h.kernel_build_id.data = (uint8_t *)"sonde-load kernel..";
+	h.kernel_build_id.len = 20;
 	h.frequency_hz = s->sh->cfg->hz;
 	h.sensor_start_unix_ns = lg_unix_ns();
 	m.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_HELLO;
