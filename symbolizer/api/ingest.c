@@ -2,7 +2,10 @@
  *
  * A session holds what its sensor told it: processes and their mappings,
  * the files they map (file ID -> size; only these may be read back), its
- * kernel symbols, and its stack definitions. Every field from the sensor
+ * kernel symbols, and its stack definitions. What sessions have in common
+ * is held once: kernel symbol tables of equal snapshots (struct kshared)
+ * and symbolized stacks (store/stack_texts.h, which the profile store's
+ * batch references too). Every field from the sensor
  * is checked against the bounds below before it is used; a
  * violation ends the stream with INVALID_ARGUMENT (RESOURCE_EXHAUSTED for
  * bounds on totals).
@@ -12,8 +15,9 @@
  * session's pending queue, at most INGEST_PENDING_TIMEOUT_MS.
  *
  * Unwind tables: every executable file a session's processes map gets its
- * table sent once per session (a reconnect is a new session and gets all
- * again): at once from the cache, or when the file's job ends. A file
+ * table sent once per session, unless the sensor's Hello listed it with
+ * the version the cache holds (a reconnect: the sensor still has it in its
+ * BPF maps): at once from the cache, or when the file's job ends. A file
  * without a usable table gets one UnwindTable with error set, so the
  * sensor stops waiting. Tables go out in chunks of UNWIND_CHUNK_ROWS
  * through the session's bounded write queue; when it is full
