@@ -371,6 +371,8 @@ static bool table_skip(struct session *s, struct table_send *t)
 {
 	const uint64_t *claimed = s->loaded ? hmap_get(s->loaded, &t->id, sizeof(t->id)) : NULL;
 
+	/* The cache's table, not this file's reported mapping: a claim for a
+	 * file the session does not map never gets here (session_want_table). */
 	if (!claimed || *claimed == 0 || *claimed != table_version(s->in, &t->id))
 		return false;
 	s->n_tables_waiting--;
@@ -523,6 +525,8 @@ static int table_send_one(struct session *s, struct table_send *t, bool *ret_don
 	const char *error = NULL;
 	uint8_t *rows = NULL;
 	size_t total = 0, n = 0;
+	/* Before the lookup below: its table is borrowed until the next. */
+	uint64_t version = t->next_row == 0 ? table_version(s->in, &t->id) : 0;
 	int r;
 
 	*ret_done = false;
@@ -542,7 +546,7 @@ static int table_send_one(struct session *s, struct table_send *t, bool *ret_don
 	ut.format_version = SONDE_UNWIND_FORMAT_VERSION;
 	ut.first = t->next_row == 0;
 	if (ut.first && !error)
-		ut.table_version = table_version(s->in, &t->id);
+		ut.table_version = version;
 	if (error) {
 		ut.first = ut.last = true;
 		ut.error = (char *)error;

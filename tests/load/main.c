@@ -315,7 +315,7 @@ static void sleep_ms(unsigned ms)
  * stored and the analyses are over: no file finished and no unwind table
  * arrived for 2 s (files another client had analysed before are not
  * analysed again), so the measurement sees the steady state. want_tables:
- * some table must have come (a first warm-up). */
+ * some table must have come by then (a first warm-up). */
 static int warm_up(struct lg_shared *sh, struct lg_sensor **sensors, size_t n_up, struct status s0,
 		   bool want_tables)
 {
@@ -335,7 +335,7 @@ static int warm_up(struct lg_shared *sh, struct lg_sensor **sensors, size_t n_up
 			stable_since = lg_now_ns();
 		}
 		if (st.ok && st.stored - s0.stored >= sh->sent && st.waiting == 0 &&
-		    (tables > tables0 || !want_tables) && lg_now_ns() - stable_since > 2000000000ull)
+		    (tables > 0 || !want_tables) && lg_now_ns() - stable_since > 2000000000ull)
 			return 0;
 		if (lg_now_ns() - t_start > (uint64_t)env.warm_timeout_s * 1000000000ull) {
 			fprintf(stderr, "sonde-load: warm-up not stored after %u s (%" PRIu64
