@@ -112,6 +112,7 @@ struct user_walk {
 	__u64 sp;
 	__u64 fp;
 	__u64 g;       /* r14 at the sample: Go's g register (Go 1.17+) */
+	__u64 r9;      /* r9 at the sample: V8's bytecode offset register (x86-64) */
 	__u32 n;       /* frames written */
 	__u32 base;    /* where they go: rec.frames[base + i] (after the kernel's) */
 	__u32 tgid;
@@ -157,6 +158,9 @@ struct unwind_scratch {
 	struct sonde_interp_proc proc;
 	struct sonde_interp_jit jit;
 	struct rule_cache_entry rule_cache[RULE_CACHE_SIZE];
+	/* A JIT kind's step: words read at once (bpf/v8_walk.h), kept off
+	 * the BPF stack (the tail walk's calls share 512 bytes). */
+	__u64 jit_words[16];
 };
 
 struct {
@@ -751,6 +755,7 @@ static __always_inline __u8 walk_init(struct bpf_perf_event_data *ctx, bool in_u
 		st->sp = ctx->regs.sp;
 		st->fp = ctx->regs.bp;
 		st->g = ctx->regs.r14;
+		st->r9 = ctx->regs.r9;
 		*flags |= SONDE_SAMPLE_IN_USER;
 	} else {
 		if (!task_regs) {
@@ -761,6 +766,7 @@ static __always_inline __u8 walk_init(struct bpf_perf_event_data *ctx, bool in_u
 		st->sp = BPF_CORE_READ(task_regs, sp);
 		st->fp = BPF_CORE_READ(task_regs, bp);
 		st->g = BPF_CORE_READ(task_regs, r14);
+		st->r9 = BPF_CORE_READ(task_regs, r9);
 	}
 	if (st->pc == 0) {
 		count_err(SONDE_ERR_NO_USER_REGS);

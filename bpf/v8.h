@@ -57,6 +57,7 @@ struct sonde_v8_offsets {
 	__u8 string_seq_tag;     /* SeqStringTag */
 	__u8 string_thin_tag;    /* ThinStringTag */
 	__u8 string_onebyte;     /* OneByteStringTag (the encoding bit) */
+	__u8 pad0;
 	__u16 type_sfi;          /* type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE */
 	__u16 type_scope_info;   /* type_ScopeInfo__SCOPE_INFO_TYPE */
 	__u16 type_script;       /* type_Script__SCRIPT_TYPE */
@@ -68,7 +69,13 @@ struct sonde_v8_offsets {
 	__u8 array_length;       /* class_FixedArrayBase__length__SMI */
 	__u8 array_data;         /* class_FixedArray__data__uintptr_t: a ByteArray's bytes too */
 	__u8 script_source;      /* class_Script__source__Object */
-	__u16 pad;
+	/* A BytecodeArray's source position table (no v8dbg constant: 11.x
+	 * keeps it after the constant pool and the handler table, a ByteArray
+	 * too) and its first bytecode (class_BytecodeArray__data__uintptr_t).
+	 * 0: not known (a config analysed before they were read): no lines
+	 * for interpreted frames. */
+	__u8 bytecode_table;
+	__u8 bytecode_data;
 };
 _Static_assert(sizeof(struct sonde_v8_offsets) == 48, "sonde_v8_offsets layout");
 
@@ -91,11 +98,11 @@ _Static_assert(__builtin_offsetof(struct sonde_v8_proc, off) ==
 /* A V8 frame: SONDE_INTERP_JIT_WORDS words. Word 0: the
  * SharedFunctionInfo (a tagged pointer, low 48 bits), the frame's tier in
  * bits 48-51, the native position in the top byte (bpf/interp.h). Word 1:
- * the code position: for an interpreted frame the bytecode offset slot
- * (a Smi's value: the offset + the BytecodeArray's header - its tag); for
- * the others the pc's offset in the function's current code (low 32
- * bits; 0xffffffff: the pc is not in it) and that Code object's address
- * >> 3 in the high 32 bits (which code: a later record may describe it). */
+ * the code position, in the low 32 bits (0xffffffff: not known) with the
+ * address >> 3 of the object whose position table maps it in the high
+ * 32 (a later record may describe it): for an interpreted frame the
+ * bytecode offset in its BytecodeArray; for the others the pc's offset in
+ * the function's current Code (0xffffffff: the pc is not in it). */
 #define SONDE_V8_TIER_INTERPRETED 1
 #define SONDE_V8_TIER_BASELINE 2
 #define SONDE_V8_TIER_OPTIMIZED 3
@@ -138,11 +145,13 @@ _Static_assert(sizeof(struct sonde_v8_meta_rec) == 424, "sonde_v8_meta_rec layou
 _Static_assert(sizeof(struct sonde_v8_meta) <= SONDE_INTERP_REC_MAX, "sonde_v8_meta size");
 
 /* A Code object's source position table (pc offset -> script offset),
- * copied the first time a (process, Code) is seen, with the SFI and script
- * it belongs to. The key is what a frame's word 1 carries: the low 32 bits
- * of the Code's address >> 3. */
+ * or a BytecodeArray's (bytecode offset -> script offset; flag
+ * SONDE_V8_CODE_BYTECODE), copied the first time a (process, object) is
+ * seen, with the SFI and script it belongs to. The key is what a frame's
+ * word 1 carries: the low 32 bits of the object's address >> 3. */
 #define SONDE_V8_CODE_VERSION 1
 #define SONDE_V8_CODE_TABLE_CUT 0x1
+#define SONDE_V8_CODE_BYTECODE 0x2
 #define SONDE_V8_CODE_TABLE_MAX 1024
 struct sonde_v8_code {
 	__u16 size;    /* sizeof(struct sonde_v8_code) */
@@ -235,15 +244,17 @@ static inline const struct sonde_interp_limits *sonde_v8_limits(void)
 		SONDE_V8_OFF(scope_max_inlined), SONDE_V8_BIT(scope_fv_shift),
 		SONDE_V8_BIT(scope_saved_class_bit), SONDE_V8_TAG(string_rep_mask),
 		SONDE_V8_TAG(string_seq_tag), SONDE_V8_TAG(string_thin_tag),
-		SONDE_V8_OFF(string_onebyte), SONDE_V8_TYPE(type_sfi),
+		SONDE_V8_OFF(string_onebyte),
+		SONDE_V8_FIELD(pad0, SONDE_INTERP_RANGE, 0, 0, "layout padding not zero"),
+		SONDE_V8_TYPE(type_sfi),
 		SONDE_V8_TYPE(type_scope_info), SONDE_V8_TYPE(type_script),
 		SONDE_V8_TYPE(type_bytecode_array), SONDE_V8_TYPE(type_code),
 		SONDE_V8_TYPE(first_nonstring),
 		SONDE_V8_FIELD(major, SONDE_INTERP_RANGE, 0, 255, "a V8 version out of bounds"),
 		SONDE_V8_FIELD(minor, SONDE_INTERP_RANGE, 0, 255, "a V8 version out of bounds"),
 		SONDE_V8_OFF(code_table), SONDE_V8_OFF(array_length), SONDE_V8_OFF(array_data),
-		SONDE_V8_OFF(script_source),
-		SONDE_V8_FIELD(pad, SONDE_INTERP_RANGE, 0, 0, "layout padding not zero"),
+		SONDE_V8_OFF(script_source), SONDE_V8_OFF(bytecode_table),
+		SONDE_V8_OFF(bytecode_data),
 	};
 	static const struct sonde_interp_limits limits = {
 		.kind = SONDE_INTERP_V8,

@@ -166,12 +166,13 @@ __noinline int v8_emit_meta(__u32 tgid, __u64 sfi, __u64 sum,
 	return 0;
 }
 
-/* Sends sfi's names unless this process's copy was sent already. */
-static __always_inline void v8_note_sfi(__u32 tgid, __u64 sfi, const struct sonde_v8_offsets *o)
+/* Sends sfi's names unless this process's copy was sent already; sum
+ * is the checksum of its name and script pointers (a freed and reused
+ * SFI has other names or another script). */
+static __always_inline void v8_note_sfi(__u32 tgid, __u64 sfi, __u64 sum,
+					const struct sonde_v8_offsets *o)
 {
 	struct sonde_v8_sfi_key key = { .tgid = tgid, .sfi = sfi };
-	/* A freed and reused SFI has other names or another script. */
-	__u64 sum = v8_ptr(sfi - 1 + o->sfi_name) ^ (v8_ptr(sfi - 1 + o->sfi_script) << 1);
 	__u64 *seen = bpf_map_lookup_elem(&v8_sfis, &key);
 
 	if (seen && *seen == sum)
@@ -257,9 +258,32 @@ __noinline int v8_note_script(__u32 tgid, __u64 script, const struct sonde_v8_of
 	return 0;
 }
 
-/* Sends code's position table unless this process's copy was sent
- * already, and its script's source. A global function: verified once. */
-__noinline int v8_note_code(__u32 tgid, __u64 code, __u64 sfi, const struct sonde_v8_offsets *o)
+/* The source position table of code (a Code object) or, when bytecode
+ * is set, of a BytecodeArray, whose tables are only set once V8 computed
+ * them: 0 unless it is a ByteArray (as the handler table before it). */
+static __always_inline __u64 v8_table_of(const struct sonde_v8_offsets *o, __u64 code,
+					 __u32 bytecode)
+{
+	__u64 table;
+
+	if (!bytecode)
+		return v8_ptr(code - 1 + o->code_table);
+	if (o->bytecode_table < 8)
+		return 0;
+	table = v8_ptr(code - 1 + o->bytecode_table);
+	if (!(table & 1) ||
+	    v8_ptr(table - 1) != v8_ptr(v8_ptr(code - 1 + o->bytecode_table - 8) - 1))
+		return 0;
+	return table;
+}
+
+/* Sends the position table of code (a Code object, or a BytecodeArray
+ * when bytecode is set) unless this process's copy was sent already.
+ * Returns 1 when it did and its script is a Script (the caller sends the
+ * source: one call less deep on the BPF stack), else 0. A global
+ * function: verified once. */
+__noinline int v8_note_code(__u32 tgid, __u64 code, __u64 sfi, const struct sonde_v8_offsets *o,
+			    __u32 bytecode)
 {
 	struct sonde_v8_sfi_key key = { .tgid = tgid, .sfi = code };
 	struct sonde_v8_code_rec *r;
@@ -269,6 +293,9 @@ __noinline int v8_note_code(__u32 tgid, __u64 code, __u64 sfi, const struct sond
 		return 0;
 	seen = bpf_map_lookup_elem(&v8_codes, &key);
 	if (seen && *seen == sfi)
+		return 0;
+	table = v8_table_of(o, code, bytecode);
+	if (!table)
 		return 0;
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
@@ -281,12 +308,11 @@ __noinline int v8_note_code(__u32 tgid, __u64 code, __u64 sfi, const struct sond
 	r->h.len = sizeof(r->code);
 	r->code.size = sizeof(r->code);
 	r->code.version = SONDE_V8_CODE_VERSION;
-	r->code.flags = 0;
+	r->code.flags = bytecode ? SONDE_V8_CODE_BYTECODE : 0;
 	r->code.pad = 0;
 	r->code.code = code;
 	r->code.sfi = sfi;
 	r->code.script = v8_ptr(sfi - 1 + o->sfi_script);
-	table = v8_ptr(code - 1 + o->code_table);
 	len = v8_ptr(table - 1 + o->array_length) >> 32; /* a Smi */
 	if (len > SONDE_V8_CODE_TABLE_MAX) {
 		len = SONDE_V8_CODE_TABLE_MAX;
@@ -301,9 +327,7 @@ __noinline int v8_note_code(__u32 tgid, __u64 code, __u64 sfi, const struct sond
 	script = r->code.script;
 	bpf_ringbuf_submit(r, 0);
 	bpf_map_update_elem(&v8_codes, &key, &sfi, BPF_ANY);
-	if (v8_type(o, script) == o->type_script)
-		v8_note_script(tgid, script, o);
-	return 0;
+	return v8_type(o, script) == o->type_script ? 1 : 0;
 }
 
 /* Sets up the walk's JIT state: the embedded builtins, and code without
@@ -323,20 +347,63 @@ static __always_inline void v8_jit_begin(struct unwind_scratch *s)
  * pc's offset in fn's current code, and which code (*ret_code when the pc
  * is in it). */
 static __always_inline __u64 v8_code_pos(const struct sonde_v8_offsets *o, __u64 fn, __u64 pc,
-					 __u64 *ret_code)
+					 __u64 *ret_code, __u64 *b)
 {
 	__u64 code = v8_ptr(fn - 1 + o->fn_code), start;
 	__u32 size = 0, off = SONDE_V8_NO_PC;
 
 	if (v8_type(o, code) != o->type_code)
 		return SONDE_V8_NO_PC;
-	start = v8_ptr(code - 1 + o->code_start);
-	bpf_probe_read_user(&size, sizeof(size), (const void *)(code - 1 + o->code_size));
+	/* Start and size are two words apart in 11.x: one read. */
+	if (o->code_size == o->code_start + 16 &&
+	    !bpf_probe_read_user(b, 3 * 8, (const void *)(code - 1 + o->code_start))) {
+		start = b[0];
+		size = (__u32)b[2];
+	} else {
+		start = v8_ptr(code - 1 + o->code_start);
+		bpf_probe_read_user(&size, sizeof(size), (const void *)(code - 1 + o->code_size));
+	}
 	if (pc >= start && pc - start < size) {
 		off = (__u32)(pc - start);
 		*ret_code = code;
 	}
 	return ((code >> 3) << 32) | off;
+}
+
+/* The instance type of a map (a tagged pointer), or 0. */
+static __always_inline __u16 v8_map_type(const struct sonde_v8_offsets *o, __u64 map)
+{
+	__u16 t = 0;
+
+	if (!(map & 1))
+		return 0;
+	bpf_probe_read_user(&t, sizeof(t), (const void *)(map - 1 + o->map_instance_type));
+	return t;
+}
+
+/* The word at obj + off (an object field): from h, obj's first 5 words
+ * (NULL: not read), when it is there, else read alone. */
+static __always_inline __u64 v8_field(const __u64 *h, __u64 obj, __u32 off)
+{
+	if (h && off <= 32 && !(off & 7))
+		return h[(off / 8) & 7];
+	return v8_ptr(obj - 1 + off);
+}
+
+/* The frame's words from fp - V8_WIN_BELOW to fp + 16 (its fixed slots,
+ * saved fp and return address), read at once into the scratch's
+ * jit_words[0..7]: a JS frame needs six of them, and one read costs about
+ * what one word's does. */
+#define V8_WIN_BELOW 48
+#define V8_WIN_WORDS (V8_WIN_BELOW / 8 + 2)
+
+/* The word at fp - off (a config slot, 8..127): from the window w (NULL:
+ * not read) when it is there, else read alone. */
+static __always_inline __u64 v8_slot(const __u64 *w, __u64 fp, __u32 off)
+{
+	if (w && off <= V8_WIN_BELOW && !(off & 7))
+		return w[((V8_WIN_BELOW - off) / 8) & (V8_WIN_WORDS - 1)];
+	return v8_ptr(fp - off);
 }
 
 /* The frame at st (native frame `native` of the walk) if it is a
@@ -346,8 +413,9 @@ static __always_inline __u64 v8_code_pos(const struct sonde_v8_offsets *o, __u64
 __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32 native)
 {
 	const struct sonde_v8_offsets *o;
-	__u64 fp, ctx, fn, sfi, saved, ra, pos, bo, code = 0;
-	__u32 tier;
+	__u64 fp, ctx, fn, sfi, saved, ra, pos, bo, ba, code = 0, unused = 0;
+	__u32 tier, bytecode = 0;
+	__u64 *w, *h, name, script;
 
 	if (!s || !st)
 		return -1;
@@ -355,32 +423,64 @@ __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32
 	fp = st->fp;
 	if (!fp || (fp & 7) || fp < st->sp)
 		return -1;
-	ctx = v8_ptr(fp - o->fp_context);
-	fn = v8_ptr(fp - o->fp_function);
+	w = s->jit_words;
+	if (bpf_probe_read_user(w, V8_WIN_WORDS * 8, (const void *)(fp - V8_WIN_BELOW)))
+		w = NULL;
+	ctx = v8_slot(w, fp, o->fp_context);
+	fn = v8_slot(w, fp, o->fp_function);
 	/* A frame-type marker (a Smi) in the context slot: no JS frame. */
 	if (!(ctx & 1) || !(fn & 1))
 		return -1;
 	sfi = v8_ptr(fn - 1 + o->fn_shared);
-	if (v8_type(o, sfi) != o->type_sfi)
+	/* The SFI's first 5 words (its map, name and script in 11.x) at
+	 * once, into jit_words[8..12]. */
+	h = &s->jit_words[8];
+	if (!(sfi & 1) || bpf_probe_read_user(h, 5 * 8, (const void *)(sfi - 1)))
+		h = NULL;
+	if (v8_map_type(o, h ? h[0] : v8_ptr(sfi - 1)) != o->type_sfi)
 		return -1;
-	if (v8_type(o, v8_ptr(fp - o->fp_bytecode_array)) == o->type_bytecode_array) {
-		/* Ignition keeps the offset as a Smi; Sparkplug's slot holds
-		 * the feedback vector. */
-		bo = v8_ptr(fp - o->fp_bytecode_offset);
-		tier = bo & 1 ? SONDE_V8_TIER_BASELINE : SONDE_V8_TIER_INTERPRETED;
-		pos = bo & 1 ? v8_code_pos(o, fn, st->pc, &code) : bo >> 32;
+	name = v8_field(h, sfi, o->sfi_name);
+	script = v8_field(h, sfi, o->sfi_script);
+	ba = v8_slot(w, fp, o->fp_bytecode_array);
+	if (v8_type(o, ba) == o->type_bytecode_array) {
+		/* Ignition keeps the offset as a Smi (+ the header - the tag);
+		 * Sparkplug's slot holds the feedback vector, and its Code's
+		 * table maps pcs to bytecode offsets, not to lines: not sent. */
+		bo = v8_slot(w, fp, o->fp_bytecode_offset);
+		if (bo & 1) {
+			tier = SONDE_V8_TIER_BASELINE;
+			pos = v8_code_pos(o, fn, st->pc, &unused, &s->jit_words[13]);
+		} else {
+			tier = SONDE_V8_TIER_INTERPRETED;
+			bo >>= 32;
+			/* The sampled frame in a bytecode handler: the current
+			 * bytecode is in the offset register (the slot is only
+			 * written before calls), when inside the array. */
+			if (native == 0 && st->exact_pc && o->bytecode_data &&
+			    st->pc - s->jit.lo[0] < s->jit.hi[0] - s->jit.lo[0] &&
+			    st->r9 >= o->bytecode_data - 1u &&
+			    st->r9 - (o->bytecode_data - 1u) < (v8_ptr(ba - 1 + o->array_length) >> 32))
+				bo = st->r9;
+			pos = SONDE_V8_NO_PC;
+			if (o->bytecode_data && bo >= o->bytecode_data - 1u &&
+			    bo - (o->bytecode_data - 1u) < SONDE_V8_NO_PC) {
+				pos = ((ba >> 3) << 32) | (bo - (o->bytecode_data - 1u));
+				code = ba;
+				bytecode = 1;
+			}
+		}
 	} else {
 		tier = SONDE_V8_TIER_OPTIMIZED;
-		pos = v8_code_pos(o, fn, st->pc, &code);
+		pos = v8_code_pos(o, fn, st->pc, &code, &s->jit_words[13]);
 	}
 	if (!interp_jit_push(&s->jit, native, SONDE_V8_WORD0(sfi, tier), pos))
 		count_err(SONDE_ERR_USER_TRUNCATED);
-	v8_note_sfi(bpf_get_current_pid_tgid() >> 32, sfi, o);
-	if (code)
-		v8_note_code(bpf_get_current_pid_tgid() >> 32, code, sfi, o);
+	v8_note_sfi(bpf_get_current_pid_tgid() >> 32, sfi, name ^ (script << 1), o);
+	if (code && v8_note_code(bpf_get_current_pid_tgid() >> 32, code, sfi, o, bytecode) == 1)
+		v8_note_script(bpf_get_current_pid_tgid() >> 32, script, o);
 	/* The caller, by V8's frame pointer chain. */
-	saved = v8_ptr(fp);
-	ra = v8_ptr(fp + 8);
+	saved = w ? w[V8_WIN_WORDS - 2] : v8_ptr(fp);
+	ra = w ? w[V8_WIN_WORDS - 1] : v8_ptr(fp + 8);
 	if (!ra) {
 		st->outcome = SONDE_OUTCOME_COMPLETE;
 		return 1;

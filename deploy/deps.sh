@@ -21,6 +21,7 @@ sonde_test_packages=(
   python3-grpcio python3-protobuf python3-pytest
   python3-pytest-timeout                   # a hung test fails alone instead of holding the run
   protobuf-compiler protobuf-compiler-grpc # Python stubs for the test clients
+  opentelemetry-proto                      # official .proto files, tag v1.5.0 (bookworm-backports): the OTLP receivers
   linux-perf binutils                      # perf and nm as reference tools
   libclang-rt-14-dev                       # libFuzzer + sanitizer runtimes (tests/fuzz/run)
   libc6-dbg                                # libc's debug files: symbolization accuracy test (llvm-symbolizer comes with llvm)
@@ -68,7 +69,8 @@ sonde_install_deps() {
   fi
 }
 
-# The newer Go toolchains the tests build with are only in bookworm-backports:
+# The newer Go toolchains the tests build with and the official OTLP .proto
+# files (opentelemetry-proto) are only in bookworm-backports:
 # add it (signed by the Debian archive key, like the main archive) unless
 # some source already has it. Backports' default pin (100) means nothing
 # else is upgraded from it.

@@ -31,6 +31,7 @@ CONSTS = {
     "v8dbg_class_Code__source_position_table__ByteArray": 24,
     "v8dbg_class_FixedArrayBase__length__SMI": 8, "v8dbg_class_FixedArray__data__uintptr_t": 16,
     "v8dbg_class_Script__source__Object": 8,
+    "v8dbg_class_BytecodeArray__data__uintptr_t": 54,
 }
 BASE, TEXT_OFF, TEXT_SIZE, DATA_OFF = 0x400000, 0x1000, 0x1000, 0x2000
 

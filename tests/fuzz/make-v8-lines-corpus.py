@@ -43,3 +43,11 @@ if __name__ == "__main__":
     (d / "01-source").write_bytes(bytes([0x10]) + w1 + srcrec)
     (d / "02-table").write_bytes(bytes([0x17]) + w1 + t)
     (d / "03-cut-table").write_bytes(bytes([0x11]) + w1 + coderec[:40])
+    # An interpreted frame's: a BytecodeArray's table as Node 20 built it
+    # (bytecode offset -> script offset), the frame at bytecode 12.
+    ba = 0x45485636b1
+    bt = bytes.fromhex("012c022c0434040c05000a24051014230b430880010424")
+    barec = struct.pack("<HBBHHQQQ", 1056, 1, 2, len(bt), 0, ba, 0x1234561, 0x5551)
+    barec += bt.ljust(1024, b"\0")
+    w1 = struct.pack("<Q", (((ba >> 3) & 0xffffffff) << 32) | 12)
+    (d / "04-bytecode").write_bytes(bytes([0x11]) + w1 + barec)

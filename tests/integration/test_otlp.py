@@ -1,10 +1,16 @@
-"""OTLP profiles export: a real OTLP gRPC receiver (Debian's python3-grpcio,
-message classes generated from proto/otlp/ at test time) next to a
-symbolizer exporting every 2 s and a sensor profiling the test workload
-and a kernel-heavy dd. Every request must decode and carry the expected
-attributes; the receiver goes away for 20 s and comes back; after the
-sensor stops, the samples received equal the samples the symbolizer
-stored (its Top RPC over everything stored)."""
+"""OTLP profiles export: a real OTLP gRPC receiver (Debian's python3-grpcio)
+next to a symbolizer exporting every 2 s and a sensor profiling the test
+workload and a kernel-heavy dd. Every request must decode and carry the
+expected attributes; the receiver goes away for 20 s and comes back; after
+the sensor stops, the samples received equal the samples the symbolizer
+stored (its Top RPC over everything stored).
+
+The receiver serves the method the official opentelemetry-proto files
+declare and decodes every resource, scope and attribute value with the
+official classes (otlp_official: Debian's tag v1.5.0), refusing fields
+those do not declare; the profiles body (dictionary, Profile, Sample) is
+decoded with classes generated from proto/otlp/ (the v1.10/v1.11 layout,
+which no installable official release has) at test time."""
 import concurrent.futures
 import json
 import pathlib
@@ -18,11 +24,12 @@ import time
 
 import grpc
 
+import otlp_official
 from conftest import SONDE, SRC, SYMBOLIZER, WORKLOAD, Sensor, Symbolizer, make_tmp, symbols_pb2, wait_for
 
 OTLP_PROTOS = ["otlp_common.proto", "otlp_resource.proto", "otlp_profiles.proto",
                "otlp_profiles_service.proto"]
-SERVICE = "opentelemetry.proto.collector.profiles.v1development.ProfilesService"
+SERVICE, METHOD = otlp_official.export_path(otlp_official.PROFILES_SERVICE)[1:].split("/")
 HZ = 99
 
 
@@ -38,8 +45,10 @@ import otlp_profiles_service_pb2 as svc_pb2  # noqa: E402
 
 
 class Receiver:
-    """An OTLP profiles receiver: decodes each Export request (an
-    undecodable one is recorded and answered INVALID_ARGUMENT)."""
+    """An OTLP profiles receiver: decodes each Export request, its
+    resources, scopes and attribute values with the official classes too
+    (official_parts); one that does not decode or has a field the official
+    files do not declare is recorded and answered INVALID_ARGUMENT."""
 
     def __init__(self, port=0):
         self.lock = threading.Lock()
@@ -52,6 +61,7 @@ class Receiver:
     def _export(self, raw, context):
         try:
             req = svc_pb2.ExportProfilesServiceRequest.FromString(raw)
+            official_parts(req)
         except Exception as e:  # noqa: BLE001 - any decode error is a failure
             with self.lock:
                 self.bad.append(repr(e))
@@ -65,7 +75,7 @@ class Receiver:
         self.server = grpc.server(concurrent.futures.ThreadPoolExecutor(4),
                                   options=[("grpc.max_receive_message_length", 64 << 20)])
         handler = grpc.method_handlers_generic_handler(SERVICE, {
-            "Export": grpc.unary_unary_rpc_method_handler(
+            METHOD: grpc.unary_unary_rpc_method_handler(
                 self._export, request_deserializer=lambda b: b,
                 response_serializer=lambda m: m.SerializeToString())})
         self.server.add_generic_rpc_handlers((handler,))
@@ -181,6 +191,61 @@ def sample_shape(s):
     return "aggregated"
 
 
+R_ = "opentelemetry.proto.resource.v1.Resource"
+SCOPE_ = "opentelemetry.proto.common.v1.InstrumentationScope"
+ANY_ = "opentelemetry.proto.common.v1.AnyValue"
+
+
+def official_parts(req):
+    """The common.v1 and resource.v1 messages of a request (stable since
+    v1.0) decoded with the official classes, no field they do not declare:
+    [(resource attributes, scope)] per ResourceProfiles."""
+    out = []
+    for i, rp in enumerate(req.resource_profiles):
+        assert not rp.UnknownFields() and len(rp.scope_profiles) == 1, rp
+        res = otlp_official.decode(R_, rp.resource.SerializeToString(), f"resource_profiles[{i}].resource")
+        scope = otlp_official.decode(SCOPE_, rp.scope_profiles[0].scope.SerializeToString(),
+                                     f"resource_profiles[{i}].scope")
+        out.append((otlp_official.attributes(res.attributes), scope))
+    for i, kv in enumerate(req.dictionary.attribute_table):
+        v = otlp_official.decode(ANY_, kv.value.SerializeToString(), f"attribute_table[{i}].value")
+        if i:
+            otlp_official.any_value(v)
+    return out
+
+
+def check_indices(req):
+    """Every index into the dictionary is in its table."""
+    d = req.dictionary
+    n_str, n_attr = len(d.string_table), len(d.attribute_table)
+
+    def strs(*ix):
+        assert all(0 <= i < n_str for i in ix), (ix, n_str)
+
+    def attrs(ix):
+        assert all(0 < i < n_attr for i in ix), (list(ix), n_attr)
+    for kv in d.attribute_table[1:]:
+        strs(kv.key_strindex, kv.unit_strindex)
+        assert kv.key_strindex > 0, kv
+    for m in d.mapping_table:
+        strs(m.filename_strindex)
+        attrs(m.attribute_indices)
+    for f in d.function_table:
+        strs(f.name_strindex, f.system_name_strindex, f.filename_strindex)
+    for loc in d.location_table:
+        attrs(loc.attribute_indices)
+    for ln in d.link_table[1:]:
+        assert len(ln.trace_id) == 16 and len(ln.span_id) == 8, ln
+    for rp in req.resource_profiles:
+        for p in rp.scope_profiles[0].profiles:
+            strs(p.sample_type.type_strindex, p.sample_type.unit_strindex,
+                 p.period_type.type_strindex, p.period_type.unit_strindex)
+            attrs(p.attribute_indices)
+            for s in p.samples:
+                attrs(s.attribute_indices)
+                assert 0 <= s.link_index < len(d.link_table), s
+
+
 def functions_with_lines(req):
     """{function name: set of (file, line)} over every location's lines."""
     d = req.dictionary
@@ -217,13 +282,14 @@ def check_request(req, work_pid):
         a = attr_map(req, m.attribute_indices)
         assert len(a.get("process.executable.build_id.htlhash", "")) == 32, a
     assert req.resource_profiles
-    for rp in req.resource_profiles:
-        res = {kv.key: kv.value for kv in rp.resource.attributes}
-        assert res["host.name"].string_value == socket.gethostname()
+    check_indices(req)
+    for rp, (res, scope) in zip(req.resource_profiles, official_parts(req)):
+        assert scope.name == "sonde" and scope.version, scope
+        assert res["host.name"] == socket.gethostname()
         # machine-id(5): 32 lowercase hex digits.
-        assert len(res["host.id"].string_value) == 32, res
-        assert res["process.pid"].int_value > 0
-        assert res["process.executable.name"].string_value
+        assert len(res["host.id"]) == 32 and int(res["host.id"], 16) >= 0, res
+        assert type(res["process.pid"]) is int and res["process.pid"] > 0, res
+        assert res["process.executable.name"]
         # Opt-in only: the sensor runs without --command-line here.
         assert "process.command_line" not in res
         assert 1 <= len(rp.scope_profiles[0].profiles) <= 2
@@ -251,9 +317,9 @@ def check_request(req, work_pid):
                 assert ta.get("thread.id", 1) > 0
         # A second Profile only for the other shape.
         assert len(shapes) == len(set(shapes)), shapes
-        if res["process.pid"].int_value == work_pid:
-            assert res["process.executable.path"].string_value == str(WORKLOAD)
-            assert res["process.executable.name"].string_value == WORKLOAD.name
+        if res["process.pid"] == work_pid:
+            assert res["process.executable.path"] == str(WORKLOAD)
+            assert res["process.executable.name"] == WORKLOAD.name
 
 
 def test_otlp_export_backlog_and_totals():
@@ -377,7 +443,7 @@ class TlsReceiver(Receiver):
     def start(self):
         self.server = grpc.server(concurrent.futures.ThreadPoolExecutor(4))
         handler = grpc.method_handlers_generic_handler(SERVICE, {
-            "Export": grpc.unary_unary_rpc_method_handler(
+            METHOD: grpc.unary_unary_rpc_method_handler(
                 self._export, request_deserializer=lambda b: b,
                 response_serializer=lambda m: m.SerializeToString())})
         self.server.add_generic_rpc_handlers((handler,))

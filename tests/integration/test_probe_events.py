@@ -7,43 +7,35 @@ attributes, wall-clock times, parents and service names. Damaged records
 are rejected and counted, never crash the service."""
 import concurrent.futures
 import json
-import pathlib
 import struct
 import subprocess
-import sys
-import tempfile
 import time
 
 import grpc
 
-from conftest import SONDE, SRC, WORKLOAD, Symbolizer, ingest_pb2, make_tmp, wait_for
+import otlp_official
+from conftest import SONDE, WORKLOAD, Symbolizer, ingest_pb2, make_tmp, wait_for
 from pysensor import PySensor
 from test_otlp import free_port
 
-TRACE_PROTOS = ["otlp_common.proto", "otlp_resource.proto", "otlp_trace.proto",
-                "otlp_trace_service.proto"]
-
-
-def _trace_stubs():
-    out = pathlib.Path(tempfile.mkdtemp(prefix="sonde-trace-stubs."))
-    subprocess.run(["protoc", f"-I{SRC / 'proto' / 'otlp'}", f"--python_out={out}", *TRACE_PROTOS],
-                   check=True, cwd=SRC)
-    sys.path.insert(0, str(out))
-    import otlp_trace_service_pb2
-    return otlp_trace_service_pb2
-
-
-trace_pb2 = _trace_stubs()
-
 
 class TraceReceiver:
+    """An OTLP TraceService receiver that decodes each request with the
+    official opentelemetry-proto classes (otlp_official: Debian's tag
+    v1.5.0; traces are stable since v1.0) and refuses one with a field
+    those files do not declare (recorded in bad, answered INVALID_ARGUMENT)."""
+
+    REQUEST = "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest"
+    RESPONSE = "opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse"
+
     def __init__(self):
         self.requests = []
+        self.bad = []
         self.port = free_port()
         self.server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=2))
+        service, method = otlp_official.export_path(otlp_official.TRACE_SERVICE)[1:].split("/")
         handler = grpc.method_handlers_generic_handler(
-            "opentelemetry.proto.collector.trace.v1.TraceService",
-            {"Export": grpc.unary_unary_rpc_method_handler(
+            service, {method: grpc.unary_unary_rpc_method_handler(
                 self._export, request_deserializer=lambda b: b,
                 response_serializer=lambda m: m.SerializeToString())})
         self.server.add_generic_rpc_handlers((handler,))
@@ -51,16 +43,26 @@ class TraceReceiver:
         self.server.start()
 
     def _export(self, raw, context):
-        self.requests.append(trace_pb2.ExportTraceServiceRequest.FromString(raw))
-        return trace_pb2.ExportTraceServiceResponse()
+        try:
+            req = otlp_official.decode(self.REQUEST, raw)
+        except Exception as e:  # noqa: BLE001 - any decode or check failure
+            self.bad.append(repr(e))
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, repr(e)[:200])
+        self.requests.append(req)
+        return otlp_official.message_class(self.RESPONSE)()
 
     def spans(self):
+        assert not self.bad, self.bad
         out = []
         for req in list(self.requests):
             for rs in req.resource_spans:
-                res = {kv.key: (kv.value.string_value or kv.value.int_value) for kv in rs.resource.attributes}
+                res = otlp_official.attributes(rs.resource.attributes)
                 for ss in rs.scope_spans:
+                    assert ss.scope.name == "sonde", ss.scope
                     for s in ss.spans:
+                        assert len(s.trace_id) == 16 and len(s.span_id) == 8, s
+                        assert len(s.parent_span_id) in (0, 8), s
+                        otlp_official.attributes(s.attributes)  # keys once, known value kinds
                         out.append((res, s))
         return out
 

@@ -125,14 +125,11 @@ def reference_shares(tmp, script, rounds):
     return {f: self_of[f] / total for f in LEAVES}, total
 
 
-# "tail": the walk for kernels without bpf_loop() (5.10-5.16), forced here.
-@pytest.mark.parametrize("walk", ["loop", "tail"])
-def test_node_frames_against_cpu_prof(symbolizer, start_sensor, tmp_path, walk):
-    script = pathlib.Path(tmp_path) / "calls.js"
-    script.write_text(WORKLOAD)
-    ref, ref_total = reference_shares(tmp_path, script, ROUNDS)
-    node = subprocess.Popen([NODE, str(script), str(ROUNDS), "wait"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+def profile_node(symbolizer, start_sensor, script, rounds, walk, flags=()):
+    """Runs the workload under the sensor, from its first round; returns
+    node's pid once it exited and the sensor flushed."""
+    node = subprocess.Popen([NODE, *flags, str(script), str(rounds), "wait"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert node.stdout.readline().strip() == "ready"
         sensor = start_sensor(symbolizer.address, "--pid", str(node.pid), "--frequency", "499",
@@ -156,21 +153,46 @@ def test_node_frames_against_cpu_prof(symbolizer, start_sensor, tmp_path, walk):
     finally:
         node.kill()
         node.wait()
+    return node.pid
+
+
+def leaf_lines(in_round, script):
+    """How many leaf frames of leafA/leafB are on their loops' lines, of
+    how many, and the lines seen."""
+    on_hot, leaves, lines = 0, 0, Counter()
+    for f, c in in_round:
+        leaf = [x for x in f if f"({script}" in x][-1]
+        if name_of(leaf) not in ("leafA", "leafB"):
+            continue
+        leaves += c
+        line = int(leaf.rsplit(":", 1)[1].rstrip(")")) if f"{script}:" in leaf else 0
+        lines[line] += c
+        on_hot += c if line in hot_lines(name_of(leaf)) else 0
+    return on_hot, leaves, lines
+
+
+# "tail": the walk for kernels without bpf_loop() (5.10-5.16), forced here.
+@pytest.mark.parametrize("walk", ["loop", "tail"])
+def test_node_frames_against_cpu_prof(symbolizer, start_sensor, tmp_path, walk):
+    script = pathlib.Path(tmp_path) / "calls.js"
+    script.write_text(WORKLOAD)
+    ref, ref_total = reference_shares(tmp_path, script, ROUNDS)
+    pid = profile_node(symbolizer, start_sensor, script, ROUNDS, walk)
 
     def enough():
-        st = folded(symbolizer, node.pid)
+        st = folded(symbolizer, pid)
         return st if sum(c for f, c in st if "round" in js_chain(f, script)) >= 200 else None
     # After the exit: the names come from the records BPF copied.
     try:
         stacks = wait_for(enough, 30, "200 samples in round()", interval=1.0)
     except AssertionError:
-        st = folded(symbolizer, node.pid)
+        st = folded(symbolizer, pid)
         raise AssertionError((sum(c for _, c in st), st[:3]))
     # The main thread (named v8main by the workload; V8's and libuv's
     # threads are "node"): the workload keeps it busy in round() but for
     # its hops through the event loop. Complete: the walk reached _start
     # and the JS frames are round()'s call path.
-    main_thread = folded(symbolizer, node.pid, "v8main")
+    main_thread = folded(symbolizer, pid, "v8main")
     main_total = sum(c for _, c in main_thread)
     in_round = [(f, c) for f, c in main_thread if "round" in js_chain(f, script)]
     total = sum(c for _, c in in_round)
@@ -194,14 +216,34 @@ def test_node_frames_against_cpu_prof(symbolizer, start_sensor, tmp_path, walk):
     for f in LEAVES:
         assert abs(got[f] - ref[f]) <= 0.05, (f, got, ref)
     # Lines: a leaf frame of leafA or leafB is on its loop's lines.
-    on_hot, leaves, lines = 0, 0, Counter()
-    for f, c in in_round:
-        leaf = [x for x in f if f"({script}" in x][-1]
-        if name_of(leaf) not in ("leafA", "leafB"):
-            continue
-        leaves += c
-        line = int(leaf.rsplit(":", 1)[1].rstrip(")")) if f"{script}:" in leaf else 0
-        lines[line] += c
-        on_hot += c if line in hot_lines(name_of(leaf)) else 0
+    on_hot, leaves, lines = leaf_lines(in_round, script)
     print(f"lines: {on_hot} of {leaves} leaf frames on their hot lines; {lines.most_common(6)}")
+    assert on_hot >= 0.9 * leaves, (on_hot, leaves, lines.most_common(10))
+
+
+# Interpreted frames only (Ignition: no baseline, no optimising tier):
+# their lines come from the BytecodeArrays' position tables.
+INTERPRETED_ROUNDS = 30
+
+
+def test_node_interpreted_lines(symbolizer, start_sensor, tmp_path):
+    script = pathlib.Path(tmp_path) / "calls.js"
+    script.write_text(WORKLOAD)
+    pid = profile_node(symbolizer, start_sensor, script, INTERPRETED_ROUNDS, "loop",
+                       ("--no-opt", "--no-sparkplug", "--no-maglev"))
+
+    def enough():
+        st = folded(symbolizer, pid, "v8main")
+        return st if sum(c for f, c in st if "round" in js_chain(f, script)) >= 200 else None
+    stacks = wait_for(enough, 30, "200 samples in round()", interval=1.0)
+    in_round = [(f, c) for f, c in stacks if "round" in js_chain(f, script)]
+    total = sum(c for _, c in in_round)
+    complete = sum(c for f, c in in_round if complete_chain(js_chain(f, script)))
+    on_hot, leaves, lines = leaf_lines(in_round, script)
+    print(f"interpreted: {total} samples in round(), {complete} complete; {on_hot} of {leaves} "
+          f"leaf frames on their hot lines; {lines.most_common(6)}")
+    print("example:", in_round[0])
+    # Not inlined: middle is a frame between round and the leaves.
+    assert complete >= 0.95 * total, (complete, total)
+    assert leaves >= 0.5 * total, (leaves, total)
     assert on_hot >= 0.9 * leaves, (on_hot, leaves, lines.most_common(10))

@@ -272,6 +272,45 @@ static void test_lines_records(void **state)
 	v8_lines_free(t);
 }
 
+/* An interpreted frame: a BytecodeArray's table (bytecode offset ->
+ * script offset), as Node 20 built it for
+ * `function f(n){ let s=0; for(let i=0;i<n;i++){ s+=i%7; } return s; }`,
+ * with two of the source's spaces made newlines (offsets unchanged). */
+static void test_lines_bytecode(void **state)
+{
+	static const uint8_t table[] = { 0x01, 0x2c, 0x02, 0x2c, 0x04, 0x34, 0x04, 0x0c,
+					 0x05, 0x00, 0x0a, 0x24, 0x05, 0x10, 0x14, 0x23,
+					 0x0b, 0x43, 0x08, 0x80, 0x01, 0x04, 0x24 };
+	static const char text[] = "function f(n){ let s=0; for(let i=0;i<n;i++){\ns+=i%7; }"
+				   "\nreturn s; }\n";
+	struct v8_lines *t = v8_lines_new();
+	struct sonde_v8_code code = { .size = sizeof(code), .version = SONDE_V8_CODE_VERSION,
+				      .flags = SONDE_V8_CODE_BYTECODE, .code = 0x45485636b1,
+				      .sfi = 0x1234561, .script = 0x5551 };
+	struct sonde_v8_source src = { .size = sizeof(src), .version = SONDE_V8_SOURCE_VERSION,
+				       .script = 0x5551 };
+	uint64_t key = (0x45485636b1ull >> 3) << 32;
+	int32_t line;
+
+	(void)state;
+	assert_non_null(t);
+	code.table_len = sizeof(table);
+	memcpy(code.table, table, sizeof(table));
+	src.total = src.len = sizeof(text) - 1;
+	memcpy(src.bytes, text, sizeof(text) - 1);
+	assert_int_equal(v8_lines_put(t, 7, &code, sizeof(code)), 0);
+	assert_int_equal(v8_lines_put(t, 7, &src, sizeof(src)), 0);
+	/* Bytecode 5: the loop's test (i<n); 12: s+=i%7; 33: return s. */
+	assert_int_equal(v8_lines_line(t, 7, key | 5, 1, &line), 0);
+	assert_int_equal(line, 1);
+	assert_int_equal(v8_lines_line(t, 7, key | 12, 1, &line), 0);
+	assert_int_equal(line, 2);
+	assert_int_equal(v8_lines_line(t, 7, key | 33, 1, &line), 0);
+	assert_int_equal(line, 3);
+	assert_int_equal(v8_lines_line(t, 7, key | 0xffffffffu, 1, &line), -ENOENT);
+	v8_lines_free(t);
+}
+
 static void test_loader_node(void **state)
 {
 	struct file_image *img = file_image_open("/usr/bin/node");
@@ -308,6 +347,8 @@ static void test_loader_node(void **state)
 	assert_int_equal(o.type_sfi, 262);
 	assert_int_equal(o.type_scope_info, 261);
 	assert_int_equal(o.first_nonstring, 128);
+	assert_int_equal(o.bytecode_table, 32);
+	assert_int_equal(o.bytecode_data, 54);
 	assert_true(o.blob_size > (1u << 20) && o.blob_size < (8u << 20));
 	assert_true(d.runtime_offset > 0 && d.runtime_offset < file_image_size(img));
 	/* Not V8: python, for one. */
@@ -329,6 +370,7 @@ int main(void)
 		cmocka_unit_test(test_table_and_ops),
 		cmocka_unit_test(test_lines),
 		cmocka_unit_test(test_lines_records),
+		cmocka_unit_test(test_lines_bytecode),
 		cmocka_unit_test(test_loader_node),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

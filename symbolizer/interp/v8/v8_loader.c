@@ -13,7 +13,8 @@ enum v8c {
 	C_SCRIPT_NAME, C_STRING_LENGTH, C_SEQ_CHARS, C_THIN_ACTUAL, C_ISTREAM_START,
 	C_SCOPE_FIRST_VARS, C_REP_MASK, C_SEQ_TAG, C_THIN_TAG, C_ONEBYTE_TAG, C_TYPE_SFI,
 	C_TYPE_SCOPE_INFO, C_TYPE_SCRIPT, C_TYPE_BYTECODE_ARRAY, C_TYPE_CODE, C_FIRST_NONSTRING,
-	C_CODE_TABLE, C_ARRAY_LENGTH, C_ARRAY_DATA, C_SCRIPT_SOURCE, C_BLOB, C_BLOB_SIZE, N_CONSTS
+	C_CODE_TABLE, C_ARRAY_LENGTH, C_ARRAY_DATA, C_SCRIPT_SOURCE, C_BYTECODE_DATA, C_BLOB, C_BLOB_SIZE,
+	N_CONSTS
 };
 
 static const char *const const_names[N_CONSTS] = {
@@ -49,6 +50,7 @@ static const char *const const_names[N_CONSTS] = {
 	[C_ARRAY_LENGTH] = "v8dbg_class_FixedArrayBase__length__SMI",
 	[C_ARRAY_DATA] = "v8dbg_class_FixedArray__data__uintptr_t",
 	[C_SCRIPT_SOURCE] = "v8dbg_class_Script__source__Object",
+	[C_BYTECODE_DATA] = "v8dbg_class_BytecodeArray__data__uintptr_t",
 	[C_BLOB] = "v8_Default_embedded_blob_code_",
 	[C_BLOB_SIZE] = "v8_Default_embedded_blob_code_size_",
 };
@@ -214,8 +216,11 @@ static bool make_config(const int64_t *v, struct sonde_v8_offsets *o)
 	/* 11.x (the InstructionStream split) keeps a Code's instruction
 	 * start 8 bytes after its instruction stream pointer, which follows
 	 * the source position table, and its size two words later; the
-	 * JSFunction's code slot follows its feedback cell. */
+	 * JSFunction's code slot follows its feedback cell; a BytecodeArray
+	 * has its constant pool, handler table and source position table
+	 * after its length. */
 	o->blob_size = (uint32_t)v[C_BLOB_SIZE];
+	o->bytecode_table = 32;
 	o->code_start = 40;
 	o->code_size = 56;
 	/* ScopeFlags of V8 10-11: function_variable at bits 12-13,
@@ -230,6 +235,7 @@ static bool make_config(const int64_t *v, struct sonde_v8_offsets *o)
 	       put8(&o->array_length, v[C_ARRAY_LENGTH], 0, 255) &&
 	       put8(&o->array_data, v[C_ARRAY_DATA], 0, 255) &&
 	       put8(&o->script_source, v[C_SCRIPT_SOURCE], 0, 255) &&
+	       put8(&o->bytecode_data, v[C_BYTECODE_DATA], 1, 255) &&
 	       put8(&o->fp_context, -v[C_FP_CONTEXT], 8, 127) &&
 	       put8(&o->fp_function, -v[C_FP_FUNCTION], 8, 127) &&
 	       put8(&o->fp_bytecode_array, -v[C_FP_BYTECODE_ARRAY], 8, 127) &&

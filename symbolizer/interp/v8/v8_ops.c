@@ -89,13 +89,19 @@ static size_t v8_frame_name(const void *inst, uint32_t pid, const struct interp_
 	const struct v8_sfi *s = v ? v8_sfis_get(v->sfis, pid, SONDE_V8_SFI(f->words[0])) : NULL;
 	uint32_t tier = SONDE_V8_TIER(f->words[0]);
 	int32_t line = 0;
+	int r = -ENOENT;
 
-	/* Optimised and baseline frames: by their Code's position table
-	 * (interpreted frames' bytecode offsets are not mapped yet). The
-	 * leaf-most native frame's pc is the sampled one. */
-	if (s && tier != SONDE_V8_TIER_INTERPRETED &&
-	    v8_lines_line(v->lines, pid, f->words[1], SONDE_INTERP_JIT_POS(f->words[0]) == 1,
-			  &line) < 0)
+	/* Interpreted frames: by their BytecodeArray's table, at the current
+	 * bytecode (the call's in a caller). Optimised frames: by their
+	 * Code's, where the leaf-most native frame's pc is the sampled one
+	 * and the others' return addresses. Baseline frames have none: their
+	 * Code's table maps pcs to bytecode offsets. */
+	if (s && tier == SONDE_V8_TIER_INTERPRETED)
+		r = v8_lines_line(v->lines, pid, f->words[1], 1, &line);
+	else if (s && tier == SONDE_V8_TIER_OPTIMIZED)
+		r = v8_lines_line(v->lines, pid, f->words[1],
+				  SONDE_INTERP_JIT_POS(f->words[0]) == 1, &line);
+	if (r < 0)
 		line = 0;
 	return v8_sfi_frame_name(s, line, buf, len);
 }

@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+"""sonde's proto/otlp against the official opentelemetry-proto files at the
+tagged release this machine has (Debian's opentelemetry-proto package,
+bookworm-backports: tag v1.5.0, under /usr/include/opentelemetry/proto).
+
+Both are compiled by protoc into descriptor sets; every field sonde declares
+in a message the release checks must have the official number, name, type,
+label and message type, every enum value sonde declares the official name. The trace and collector trace packages, resource.v1
+and common.v1 are checked whole (v1.10 added only the two fields in
+NEWER_THAN_RELEASE); of the profiles packages, the service and method, the
+request's resource_profiles field and the ResourceProfiles / ScopeProfiles
+envelope. The profiles body (ProfilesDictionary, Profile, Sample, ...) is
+the v1.10/v1.11 layout, which the v1.5.0 release predates (docs/exports.md).
+
+Usage: otlp_layout.py SOURCE_ROOT. Exit 0: all match; 1: a difference
+(printed); 77 (meson: skipped): the official files are not installed
+(deploy/deps.sh test installs them)."""
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+from google.protobuf import descriptor_pb2
+
+OFFICIAL = pathlib.Path("/usr/include")
+OFFICIAL_FILES = [
+    "opentelemetry/proto/collector/trace/v1/trace_service.proto",
+    "opentelemetry/proto/collector/profiles/v1development/profiles_service.proto",
+]
+P = "opentelemetry.proto."
+CHECKED = [P + "common.v1.", P + "resource.v1.", P + "trace.v1.", P + "collector.trace.v1.",
+           P + "profiles.v1development.ResourceProfiles", P + "profiles.v1development.ScopeProfiles",
+           P + "collector.profiles.v1development.ExportProfilesServiceRequest",
+           P + "collector.profiles.v1development.ExportProfilesServiceResponse",
+           P + "collector.profiles.v1development.ExportProfilesPartialSuccess"]
+# Profiles-era fields of common.v1 (tag v1.10.0) that v1.5.0 lacks; sonde's
+# trace export sets neither.
+NEWER_THAN_RELEASE = {(P + "common.v1.AnyValue", 8), (P + "common.v1.KeyValue", 3)}
+# The request's body fields whose types changed after v1.5.0.
+BODY = {(P + "collector.profiles.v1development.ExportProfilesServiceRequest", 2)}
+
+
+def descriptors(include, files):
+    with tempfile.TemporaryDirectory() as d:
+        out = pathlib.Path(d) / "set.pb"
+        subprocess.run(["protoc", f"-I{include}", "--include_imports", f"--descriptor_set_out={out}",
+                        *files], check=True)
+        fds = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes())
+    msgs, services = {}, {}
+
+    def enums(prefix, types):
+        for e in types:
+            # An enum is checked as a message whose fields are its values.
+            msgs[prefix + e.name] = {v.number: (v.name,) for v in e.value}
+
+    def walk(prefix, types):
+        for m in types:
+            msgs[prefix + m.name] = {f.number: (f.name, f.type, f.label, f.type_name) for f in m.field}
+            walk(prefix + m.name + ".", m.nested_type)
+            enums(prefix + m.name + ".", m.enum_type)
+    for f in fds.file:
+        walk(f.package + ".", f.message_type)
+        enums(f.package + ".", f.enum_type)
+        for s in f.service:
+            services[f"{f.package}.{s.name}"] = {m.name: (m.input_type, m.output_type) for m in s.method}
+    return msgs, services
+
+
+def main():
+    root = pathlib.Path(sys.argv[1])
+    if not all((OFFICIAL / f).is_file() for f in OFFICIAL_FILES):
+        print(f"SKIP: the official files ({OFFICIAL}/opentelemetry/proto, Debian's "
+              "opentelemetry-proto) are not installed")
+        return 77
+    tag = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "opentelemetry-proto"],
+                         capture_output=True, text=True).stdout.split("-")[0]
+    ours, our_services = descriptors(root / "proto" / "otlp",
+                                     sorted(p.name for p in (root / "proto" / "otlp").glob("*.proto")))
+    theirs, their_services = descriptors(OFFICIAL, OFFICIAL_FILES)
+    bad = []
+    n = 0
+    for name, fields in sorted(ours.items()):
+        if not any(name == c or (c.endswith(".") and name.startswith(c)) for c in CHECKED):
+            continue
+        if name not in theirs:
+            bad.append(f"{name}: not in official v{tag}")
+            continue
+        for num, f in sorted(fields.items()):
+            if (name, num) in NEWER_THAN_RELEASE or (name, num) in BODY:
+                continue
+            n += 1
+            if theirs[name].get(num) != f:
+                bad.append(f"{name} field {num}: sonde {f}, official v{tag} {theirs[name].get(num)}")
+    for svc, methods in sorted(our_services.items()):
+        if methods.keys() != their_services.get(svc, {}).keys():
+            bad.append(f"service {svc}: sonde {sorted(methods)}, official v{tag} "
+                       f"{sorted(their_services.get(svc, {}))}")
+    for line in bad:
+        print("DIFFERENT:", line)
+    print(f"{n} fields and {len(our_services)} services of proto/otlp checked against "
+          f"official opentelemetry-proto v{tag}: {len(bad)} differences")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
