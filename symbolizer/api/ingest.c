@@ -371,8 +371,8 @@ static bool table_skip(struct session *s, struct table_send *t)
 {
 	const uint64_t *claimed = s->loaded ? hmap_get(s->loaded, &t->id, sizeof(t->id)) : NULL;
 
-	/* The cache's table, not this file's reported mapping: a claim for a
-	 * file the session does not map never gets here (session_want_table). */
+	/* Only files this session's processes map get here
+	 * (session_want_table()): a claim for any other file is never read. */
 	if (!claimed || *claimed == 0 || *claimed != table_version(s->in, &t->id))
 		return false;
 	s->n_tables_waiting--;
