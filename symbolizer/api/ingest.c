@@ -1191,7 +1191,7 @@ static int on_hello(struct session *s, const Sonde__V1__Hello *h)
 		session_fail(s, RPC_RESOURCE_EXHAUSTED, "cannot store the node name");
 		return r;
 	}
-	if (h->kernel_build_id.len <= sizeof(s->kernel_build_id)) {
+	if (h->kernel_build_id.len && h->kernel_build_id.len <= sizeof(s->kernel_build_id)) {
 		memcpy(s->kernel_build_id, h->kernel_build_id.data, h->kernel_build_id.len);
 		s->kernel_build_id_len = h->kernel_build_id.len;
 	}
