@@ -755,7 +755,6 @@ static int add_chunk_locked(struct unwind_maps *um, const struct unwind_chunk *c
 		a->active = true;
 		a->total_rows = c->total_rows;
 		a->version = c->table_version;
-		um->st.tables_received++;
 		if (f && f->state == FILE_LOADED &&
 		    (c->table_version == 0 || c->table_version == f->version)) {
 			/* Sent again (a reconnect): the rows we have are the

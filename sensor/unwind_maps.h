@@ -92,7 +92,6 @@ struct unwind_maps_stats {
 	uint64_t tables_unavailable; /* the symbolizer said "no usable table" */
 	uint64_t tables_evicted;
 	uint64_t duplicates;         /* tables sent again for a loaded file, same version */
-	uint64_t tables_received;    /* UnwindTable first chunks with rows, this process's life */
 	uint64_t tables_unindexed;   /* loaded without a page index (index space full) */
 	uint64_t lpm_entries;        /* prefixes in the trie now */
 	uint64_t lpm_failures;       /* mappings left without an entry (trie full) */
