@@ -757,8 +757,9 @@ static int add_chunk_locked(struct unwind_maps *um, const struct unwind_chunk *c
 		a->version = c->table_version;
 		if (f && f->state == FILE_LOADED &&
 		    (c->table_version == 0 || c->table_version == f->version)) {
-			/* Sent again (a reconnect): the rows we have are the
-			 * same content-addressed table. */
+			/* Sent again, same version (or none said): the rows
+			 * we have are this table. Another version is loaded
+			 * in place of ours (commit()). */
 			a->skip = true;
 			um->st.duplicates++;
 		} else if (c->total_rows == 0 || c->total_rows > SONDE_UNWIND_MAX_ROWS_PER_FILE ||
