@@ -45,6 +45,25 @@ static __always_inline __u32 perl_u32(__u64 addr)
 	return v;
 }
 
+/* A context's first bytes read at once (5.36: cx_type, blk_oldcop,
+ * blk_sub.retop and blk_sub.cv are in its first 80): one probe read per
+ * context instead of four; a field past them is read on its own. */
+#define PERL_CX_WORDS 10
+
+/* The word at off of a context at cx of which buf holds the first
+ * PERL_CX_WORDS words. buf has a spare word: the verifier bounds the
+ * byte offset, and the spare keeps an unaligned last read inside. */
+static __always_inline __u64 perl_cx_word(const __u64 *buf, __u64 cx, __u32 off)
+{
+	if (off <= (PERL_CX_WORDS - 1) * 8) {
+		__u64 v;
+
+		__builtin_memcpy(&v, (const __u8 *)buf + off, 8);
+		return v;
+	}
+	return perl_ptr(cx + off);
+}
+
 /* A NUL-terminated string at addr into dst; returns the length copied. */
 static __always_inline __u16 perl_str(char *dst, __u32 size, __u64 addr, __u8 *flags, __u8 cut)
 {
@@ -187,7 +206,8 @@ static __always_inline __u32 perl_line(const struct sonde_perl_proc *p, __u64 co
 static __always_inline __u64 perl_step(const struct sonde_perl_proc *p,
 				       struct perl_walk_state *w)
 {
-	__u64 cx, cv, retop, word = 0;
+	__u64 cx, cv, retop, word = 0, buf[PERL_CX_WORDS + 1] = {};
+	__u32 toff = p->off.cx_typeoff;
 	__u8 type = 0;
 
 	if (w->ix < 0) {
@@ -214,30 +234,34 @@ static __always_inline __u64 perl_step(const struct sonde_perl_proc *p,
 	}
 	cx = w->cxstack + (__u64)(__u32)w->ix * p->off.cx_size;
 	w->ix--;
-	bpf_probe_read_user(&type, 1, (const void *)(cx + p->off.cx_typeoff));
+	bpf_probe_read_user(buf, PERL_CX_WORDS * 8, (const void *)cx);
+	if (toff < PERL_CX_WORDS * 8)
+		type = ((const __u8 *)buf)[toff];
+	else
+		bpf_probe_read_user(&type, 1, (const void *)(cx + toff));
 	type &= SONDE_PERL_CXTYPEMASK;
 	if (type == SONDE_PERL_CXT_SUB || type == SONDE_PERL_CXT_FORMAT) {
-		cv = perl_ptr(cx + p->off.cx_sub_cv);
+		cv = perl_cx_word(buf, cx, p->off.cx_sub_cv);
 		/* No op to return to: a C call (call_sv, MULTICALL, sort)
 		 * pushed this sub and runs its own loop for it. */
-		retop = perl_ptr(cx + p->off.cx_retop);
+		retop = perl_cx_word(buf, cx, p->off.cx_retop);
 		if (cv && !(w->leaf_idle && !retop))
 			word = SONDE_PERL_FRAME(cv, SONDE_PERL_FRAME_SUB, perl_line(p, w->cop),
 						!retop);
 		w->sub_entry = word && !retop;
 		w->leaf_idle = 0;
-		w->cop = perl_ptr(cx + p->off.cx_oldcop);
+		w->cop = perl_cx_word(buf, cx, p->off.cx_oldcop);
 	} else if (type == SONDE_PERL_CXT_EVAL) {
 		/* An eval a C call pushed (eval_sv) starts a loop of its
 		 * own, unless it only wraps the sub above it (call_sv with
 		 * G_EVAL). */
-		retop = perl_ptr(cx + p->off.cx_retop);
+		retop = perl_cx_word(buf, cx, p->off.cx_retop);
 		if (w->cop)
 			word = SONDE_PERL_FRAME(w->cop, SONDE_PERL_FRAME_EVAL,
 						perl_line(p, w->cop), !retop && !w->sub_entry);
 		w->sub_entry = 0;
 		w->leaf_idle = 0;
-		w->cop = perl_ptr(cx + p->off.cx_oldcop);
+		w->cop = perl_cx_word(buf, cx, p->off.cx_oldcop);
 	}
 	return word;
 }

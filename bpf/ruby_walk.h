@@ -17,6 +17,20 @@
  */
 #pragma once
 
+/* What ruby_frame_word found besides the word: the frame's env and the
+ * checksum ruby_note keys its record by. */
+struct ruby_frame {
+	__u64 ep;
+	__u64 sum;
+};
+
+/* Words read at once: a control frame's first (pc, sp, iseq, self, ep,
+ * block_code in 3.1), an iseq body's first (through label and
+ * first_lineno: 96 bytes in 3.1), a method entry (an RVALUE, 40 bytes). */
+#define RUBY_CFP_WORDS 6
+#define RUBY_BODY_WORDS 12
+#define RUBY_ME_WORDS 5
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -31,6 +45,20 @@ static __always_inline __u64 rb_ptr(__u64 addr)
 	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
 		return 0;
 	return v;
+}
+
+/* The word at off of a structure at base of which buf holds the first
+ * words (read in one go: one probe read instead of one per field); a
+ * field outside them or not 8-byte aligned is read on its own. buf has
+ * one word more than words (the verifier bounds the byte offset, not the
+ * word index: the spare word keeps its last read inside the array). */
+static __always_inline __u64 rb_field(const __u64 *buf, __u32 words, __u64 base, __u32 off)
+{
+	__u32 i = off >> 3;
+
+	if (!(off & 7) && i < words)
+		return buf[i];
+	return rb_ptr(base + off);
 }
 
 /* Element i of Array ary, or 0. */
@@ -267,24 +295,17 @@ __noinline int ruby_emit_iseq(__u32 tgid, __u64 iseq, __u64 sum, __u64 ep,
 }
 
 /* Sends what names addr (an iseq, or a cfunc's method entry) unless this
- * process's copy was sent already. */
-__noinline int ruby_note(__u32 tgid, __u64 word, __u64 ep, __u64 vm,
+ * process's copy, with f's checksum, was sent already. */
+__noinline int ruby_note(__u32 tgid, __u64 word, const struct ruby_frame *f, __u64 vm,
 			 const struct sonde_ruby_proc *p)
 {
 	struct sonde_ruby_key key = { .tgid = tgid, .addr = SONDE_RUBY_FRAME_ADDR(word) };
-	__u64 sum, *seen, a = key.addr;
+	__u64 sum, ep, *seen, a = key.addr;
 
-	if (!p)
+	if (!p || !f)
 		return 0;
-	/* A freed and reused object has other names. */
-	if (SONDE_RUBY_FRAME_IS_CFUNC(word)) {
-		sum = rb_ptr(a + p->off.me_def) ^ (rb_ptr(a + p->off.me_owner) << 1);
-	} else {
-		__u64 body = rb_ptr(a + p->off.iseq_body);
-
-		sum = body ^ (rb_ptr(body + p->off.body_label) << 1) ^
-		      (rb_ptr(body + p->off.body_path) << 2);
-	}
+	sum = f->sum;
+	ep = f->ep;
 	seen = bpf_map_lookup_elem(&ruby_seen, &key);
 	if (seen && *seen == sum)
 		return 0;
@@ -294,38 +315,58 @@ __noinline int ruby_note(__u32 tgid, __u64 word, __u64 ep, __u64 vm,
 	return 0;
 }
 
-/* The frame word of control frame cfp (0: not one to record) and in *ep
- * its env. A global function: the verifier checks it once, not once per
- * frame of the walk. */
-__noinline __u64 ruby_frame_word(const struct sonde_ruby_proc *p, __u64 cfp, __u64 *ep)
+/* The frame word of control frame cfp (0: not one to record); in *f its
+ * env and the checksum of what names it (a freed and reused iseq or
+ * method entry has other names). A global function: the verifier checks
+ * it once, not once per frame of the walk. Each structure is read in one
+ * probe read (the control frame, the env's three words, the iseq body's
+ * head, the method entry): they are most of the walk's cost. */
+__noinline __u64 ruby_frame_word(const struct sonde_ruby_proc *p, __u64 cfp, struct ruby_frame *f)
 {
-	__u64 pc, iseq, env, flags, enc, idx = 0, finish;
+	/* One buffer for the control frame, then the method entry or the
+	 * body (the sample program's call chain has 512 bytes of stack). */
+	__u64 w[RUBY_BODY_WORDS + 1], e[3], pc, iseq, body, env, flags, enc, idx = 0;
+	__u64 finish;
 
-	if (!p || !ep)
+	if (!p || !f)
 		return 0;
-	*ep = 0;
-	env = rb_ptr(cfp + p->off.cfp_ep);
+	f->ep = 0;
+	f->sum = 0;
+	bpf_probe_read_user(w, RUBY_CFP_WORDS * 8, (const void *)cfp);
+	env = rb_field(w, RUBY_CFP_WORDS, cfp, p->off.cfp_ep);
+	pc = rb_field(w, RUBY_CFP_WORDS, cfp, p->off.cfp_pc);
+	iseq = rb_field(w, RUBY_CFP_WORDS, cfp, p->off.cfp_iseq);
 	if (!env)
 		return 0;
-	*ep = env;
-	flags = rb_ptr(env); /* ep[FLAGS] */
+	f->ep = env;
+	bpf_probe_read_user(e, sizeof(e), (const void *)(env - 16)); /* ep[-2..0] */
+	flags = e[2]; /* ep[FLAGS] */
 	finish = flags & SONDE_RUBY_FRAME_FLAG_FINISH;
 	if ((flags & SONDE_RUBY_FRAME_MAGIC_MASK) == SONDE_RUBY_FRAME_MAGIC_CFUNC) {
-		__u64 me = rb_ptr(env - 16), mf = me ? rb_ptr(me) : 0;
+		__u64 me = e[0]; /* ep[ME_CREF] */
 
-		if ((mf & SONDE_RUBY_T_MASK) != SONDE_RUBY_T_IMEMO ||
-		    SONDE_RUBY_IMEMO_TYPE(mf) != SONDE_RUBY_IMEMO_MENT || (me & 7))
+		w[0] = 0;
+		if (me)
+			bpf_probe_read_user(w, RUBY_ME_WORDS * 8, (const void *)me);
+		if ((w[0] & SONDE_RUBY_T_MASK) != SONDE_RUBY_T_IMEMO ||
+		    SONDE_RUBY_IMEMO_TYPE(w[0]) != SONDE_RUBY_IMEMO_MENT || (me & 7))
 			return 0;
+		f->sum = rb_field(w, RUBY_ME_WORDS, me, p->off.me_def) ^
+			 (rb_field(w, RUBY_ME_WORDS, me, p->off.me_owner) << 1);
 		return SONDE_RUBY_FRAME(me | SONDE_RUBY_FRAME_CFUNC, 0, finish);
 	}
 	if ((flags & SONDE_RUBY_FRAME_FLAG_CFRAME) ||
 	    (flags & SONDE_RUBY_FRAME_MAGIC_MASK) == SONDE_RUBY_FRAME_MAGIC_DUMMY)
 		return 0; /* a dummy or ifunc frame */
-	pc = rb_ptr(cfp + p->off.cfp_pc);
-	iseq = rb_ptr(cfp + p->off.cfp_iseq);
 	if (!pc || !iseq || (iseq & 7))
 		return 0;
-	enc = rb_ptr(rb_ptr(iseq + p->off.iseq_body) + p->off.body_iseq_encoded);
+	body = rb_ptr(iseq + p->off.iseq_body);
+	if (!body)
+		return 0;
+	bpf_probe_read_user(w, RUBY_BODY_WORDS * 8, (const void *)body);
+	enc = rb_field(w, RUBY_BODY_WORDS, body, p->off.body_iseq_encoded);
+	f->sum = body ^ (rb_field(w, RUBY_BODY_WORDS, body, p->off.body_label) << 1) ^
+		 (rb_field(w, RUBY_BODY_WORDS, body, p->off.body_path) << 2);
 	if (pc >= enc)
 		idx = (pc - enc) / 8;
 	return SONDE_RUBY_FRAME(iseq, idx, finish);
@@ -365,7 +406,9 @@ __noinline int ruby_walk(struct sonde_sample *rec, const struct sonde_ruby_proc 
 	ec = rb_ptr(rb_ptr(vm + p->off.vm_main_ractor) + p->off.ractor_running_ec);
 	if (!ec)
 		return 0;
-	/* Only the GVL holder's frames are the running ones. */
+	/* Only the GVL holder's frames are the running ones. (The context
+	 * is read field by field: once a sample, and a buffer here would
+	 * push the call chain's stack past 512 bytes.) */
 	bpf_probe_read_user(&th_tid, sizeof(th_tid),
 			    (const void *)(rb_ptr(ec + p->off.ec_thread) + p->off.thread_tid));
 	if ((__u32)th_tid != tid)
@@ -373,7 +416,8 @@ __noinline int ruby_walk(struct sonde_sample *rec, const struct sonde_ruby_proc 
 	cfp = rb_ptr(ec + p->off.ec_cfp);
 	end = rb_ptr(ec + p->off.ec_vm_stack) + rb_ptr(ec + p->off.ec_vm_stack_size) * 8;
 	for (i = 0; i < SONDE_RUBY_MAX_FRAMES && cfp && cfp < end; i++) {
-		__u64 ep = 0, word = ruby_frame_word(p, cfp, &ep);
+		struct ruby_frame f = {};
+		__u64 word = ruby_frame_word(p, cfp, &f);
 		__u32 idx = at + n;
 
 		cfp += p->off.cfp_size;
@@ -385,7 +429,7 @@ __noinline int ruby_walk(struct sonde_sample *rec, const struct sonde_ruby_proc 
 		 * recorded frames. */
 		rec->frames[idx] = word;
 		if (word)
-			ruby_note(tgid, word, ep, vm, p);
+			ruby_note(tgid, word, &f, vm, p);
 		n += ruby_nonzero(word);
 	}
 	return n;

@@ -14,6 +14,12 @@
  * state kept in the per-CPU scratch, and the last call sends the record.
  * The sensor loads one path or the other (sensor/main.c).
  *
+ * Off-CPU (--off-cpu): when a profiled thread blocks, sched_switch walks
+ * its stacks (the kernel's shows what it waits on) and keeps the sample
+ * in offcpu_blocked; when the thread is switched in again, the sample
+ * goes out weighed by the ns it was off the CPU, if at least
+ * offcpu_min_ns (profile SONDE_PROFILE_OFF_CPU).
+ *
  * Everything goes out through one ring buffer (`events`); the first u32 of
  * each record is its type (bpf/sample.h). Every failure path counts one
  * enum sonde_bpf_err in the per-CPU `errors` array.
@@ -46,6 +52,8 @@ const volatile __u64 wakeup_bytes = 0;
  * without bpf_task_pt_regs() (5.15) a task's user registers are found at
  * its top. */
 const volatile __u32 thread_size = 16384;
+/* --off-cpu: blocks shorter than this are not recorded. */
+const volatile __u64 offcpu_min_ns = 1000000;
 /* The unwind maps' generation: the sensor adds 1 after each change to
  * unwind_lpm or the rows (struct rule_cache_entry). */
 volatile __u64 unwind_gen = 0;
@@ -122,7 +130,8 @@ struct user_walk {
 			* not a return address just past a call */
 	__u8 used_fp;  /* some frame had no table */
 	__u8 have_map; /* map holds the trie's answer for the last pc looked up */
-	__u8 pad[3];
+	__u8 slot;     /* the scratch entry the walk writes (SCRATCH_*) */
+	__u8 pad[2];
 	/* Consecutive frames are mostly in one file (a library calling
 	 * itself, recursion): the trie's answer is kept and reused while the
 	 * pc stays inside its mapping. */
@@ -157,15 +166,25 @@ struct unwind_scratch {
 	 * a JIT kind, the walk's JIT state (bpf/interp_walk.h). */
 	struct sonde_interp_proc proc;
 	struct sonde_interp_jit jit;
+	/* A tracepoint program's go_spans key: its own stack is small
+	 * (walk_user_event). */
+	struct sonde_go_span_key span_key;
 	struct rule_cache_entry rule_cache[RULE_CACHE_SIZE];
 	/* A JIT kind's step: words read at once (bpf/v8_walk.h), kept off
 	 * the BPF stack (the tail walk's calls share 512 bytes). */
 	__u64 jit_words[16];
 };
 
+/* Two entries a CPU: perf events (hard interrupts) sample into
+ * SCRATCH_SAMPLE, and so may interrupt a tracepoint program halfway, which
+ * therefore has SCRATCH_EVENT to itself. */
+enum { SCRATCH_SAMPLE = 0, SCRATCH_EVENT = 1 };
+/* SCRATCH_EVENT as a lookup key off the stack: a tracepoint program's
+ * stack counts against the walk's callbacks (walk_user_event). */
+static const __u32 scratch_event_key = SCRATCH_EVENT;
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct unwind_scratch);
 } scratch SEC(".maps");
@@ -669,11 +688,11 @@ static __always_inline long unwind_one(struct user_walk *st, bool helper_loop)
 {
 	struct unwind_scratch *s;
 	struct walk_rule rule = {}; /* whole: it may be stored in the cache */
-	__u32 zero = 0;
+	__u32 slot = st->slot;
 	__u32 n = st->n, at = st->base + st->n;
 	int r;
 
-	s = bpf_map_lookup_elem(&scratch, &zero);
+	s = bpf_map_lookup_elem(&scratch, &slot);
 	if (!s) {
 		count_err(SONDE_ERR_SCRATCH);
 		st->outcome = SONDE_OUTCOME_READ_ERROR;
@@ -807,6 +826,46 @@ static __always_inline __u8 walk_user(struct bpf_perf_event_data *ctx, bool in_u
 	return st.outcome;
 }
 
+/* A tracepoint's walk: its state is the SCRATCH_EVENT entry's walk (a
+ * tracepoint program's own stack is its caller's budget: the walk's
+ * callbacks nest up to five calls deep). */
+static long unwind_frame_event(__u64 index, void *ctx)
+{
+	struct unwind_scratch *s = bpf_map_lookup_elem(&scratch, &scratch_event_key);
+
+	if (!s) {
+		count_err(SONDE_ERR_SCRATCH);
+		return 1;
+	}
+	return unwind_one(&s->walk, true);
+}
+
+/* walk_user() for a tracepoint program, from the given user registers
+ * (trusted or probe-read), into the SCRATCH_EVENT entry s; in_user: they
+ * are the event's own (it happened in user mode). Returns the outcome. */
+static __always_inline __u8 walk_user_event(struct unwind_scratch *s, struct pt_regs *regs,
+					    bool in_user, __u32 tgid, __u32 base, __u32 *flags,
+					    __u32 *ret_n)
+{
+	__u8 outcome;
+
+	*ret_n = 0;
+	outcome = walk_init(NULL, false, regs, tgid, base, flags, &s->walk);
+	if (outcome != SONDE_OUTCOME_NONE)
+		return outcome;
+	if (in_user)
+		*flags |= SONDE_SAMPLE_IN_USER;
+	s->walk.slot = SCRATCH_EVENT;
+	if (bpf_loop(SONDE_MAX_USER_FRAMES + 1, unwind_frame_event, NULL, 0) < 0) {
+		count_err(SONDE_ERR_LOOP);
+		return SONDE_OUTCOME_READ_ERROR;
+	}
+	*ret_n = s->walk.n;
+	if (s->walk.used_fp)
+		*flags |= SONDE_SAMPLE_FP_FALLBACK;
+	return s->walk.outcome;
+}
+
 static __always_inline __u64 sample_wakeup_flags(void)
 {
 	if (!wakeup_bytes)
@@ -821,28 +880,55 @@ static __always_inline struct pt_regs *task_user_regs(struct task_struct *task);
  * request carries its span. Under Go's register ABI r14 holds the
  * goroutine (g) in user code, and go_spans is keyed by (tgid, g); a
  * thread interrupted in the kernel has its user r14 saved at entry. */
-static __always_inline void tag_go_span(struct bpf_perf_event_data *ctx, __u32 tgid,
-					struct sonde_sample *rec)
+static __always_inline void tag_go_span_g(__u32 tgid, __u64 goroutine, struct sonde_sample *rec)
 {
-	struct sonde_go_span_key key = { .pid = tgid };
+	struct sonde_go_span_key key = { .pid = tgid, .goroutine = goroutine };
 	struct sonde_go_span_ctx *sc;
-	struct pt_regs *regs;
 
 	__builtin_memset(rec->trace_id, 0, sizeof(rec->trace_id));
 	__builtin_memset(rec->span_id, 0, sizeof(rec->span_id));
-	if (tgid == 0)
-		return;
-	if (sample_in_user(ctx))
-		key.goroutine = ctx->regs.r14;
-	else if ((regs = task_user_regs((struct task_struct *)bpf_get_current_task())))
-		key.goroutine = BPF_CORE_READ(regs, r14);
-	if (!key.goroutine)
+	if (tgid == 0 || !goroutine)
 		return;
 	sc = bpf_map_lookup_elem(&go_spans, &key);
 	if (!sc)
 		return;
 	__builtin_memcpy(rec->trace_id, sc->trace_id, sizeof(rec->trace_id));
 	__builtin_memcpy(rec->span_id, sc->span_id, sizeof(rec->span_id));
+}
+
+/* tag_go_span_g() with its key in the scratch entry s. */
+static __always_inline void tag_go_span_event(struct unwind_scratch *s, __u32 tgid, __u64 goroutine)
+{
+	struct sonde_sample *rec = &s->rec;
+	struct sonde_go_span_ctx *sc;
+
+	__builtin_memset(rec->trace_id, 0, sizeof(rec->trace_id));
+	__builtin_memset(rec->span_id, 0, sizeof(rec->span_id));
+	if (!goroutine)
+		return;
+	__builtin_memset(&s->span_key, 0, sizeof(s->span_key));
+	s->span_key.pid = tgid;
+	s->span_key.goroutine = goroutine;
+	sc = bpf_map_lookup_elem(&go_spans, &s->span_key);
+	if (!sc)
+		return;
+	__builtin_memcpy(rec->trace_id, sc->trace_id, sizeof(rec->trace_id));
+	__builtin_memcpy(rec->span_id, sc->span_id, sizeof(rec->span_id));
+}
+
+static __always_inline void tag_go_span(struct bpf_perf_event_data *ctx, __u32 tgid,
+					struct sonde_sample *rec)
+{
+	struct pt_regs *regs;
+	__u64 g = 0;
+
+	if (tgid == 0)
+		g = 0;
+	else if (sample_in_user(ctx))
+		g = ctx->regs.r14;
+	else if ((regs = task_user_regs((struct task_struct *)bpf_get_current_task())))
+		g = BPF_CORE_READ(regs, r14);
+	tag_go_span_g(tgid, g, rec);
 }
 
 /* The common start of a sample: filters, the scratch record and the
@@ -877,12 +963,16 @@ static __always_inline struct unwind_scratch *sample_begin(struct bpf_perf_event
 	*ret_n_kernel = n > SONDE_MAX_KERNEL_FRAMES ? SONDE_MAX_KERNEL_FRAMES : (__u32)n;
 	tag_go_span(ctx, tgid, &s->rec);
 	interp_jit_begin(s, tgid);
+	s->rec.profile = SONDE_PROFILE_CPU;
+	s->rec.weight = 0;
 	return s;
 }
 
-/* Fills the record's header and sends it with its frames only. */
-static __always_inline void sample_send(struct unwind_scratch *s, __u64 id, __u32 n_kernel,
-					__u32 n_user, __u8 outcome, __u32 flags)
+/* Fills the record's header, walks the interpreter frames, and returns
+ * the record's size with its frames only. The caller has set
+ * rec.profile and rec.weight (sample_begin: CPU, 0). */
+static __always_inline __u64 sample_fill(struct unwind_scratch *s, __u64 id, __u32 n_kernel,
+					 __u32 n_user, __u8 outcome, __u32 flags)
 {
 	struct sonde_sample *rec = &s->rec;
 	__u32 n_interp;
@@ -915,7 +1005,16 @@ static __always_inline void sample_send(struct unwind_scratch *s, __u64 id, __u3
 	size = SONDE_SAMPLE_SIZE(n_kernel, n_user + n_interp);
 	if (size > sizeof(*rec)) /* cannot happen; a bound for the verifier */
 		size = sizeof(*rec);
-	if (bpf_ringbuf_output(&events, rec, size, sample_wakeup_flags()))
+	return size;
+}
+
+/* Fills the record's header and sends it with its frames only. */
+static __always_inline void sample_send(struct unwind_scratch *s, __u64 id, __u32 n_kernel,
+					__u32 n_user, __u8 outcome, __u32 flags)
+{
+	__u64 size = sample_fill(s, id, n_kernel, n_user, outcome, flags);
+
+	if (bpf_ringbuf_output(&events, &s->rec, size, sample_wakeup_flags()))
 		count_err(SONDE_ERR_RINGBUF_FULL);
 }
 
@@ -1135,5 +1234,348 @@ int BPF_PROG(sonde_exit, struct task_struct *p)
 	bpf_map_delete_elem(&lpm_redirect, &tgid);
 	/* No wakeup: an exit is handled at the next drain, in ring order. */
 	send_proc_event(SONDE_REC_EXIT, tgid, 0, 0, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+/* ---- off-CPU ---- */
+
+/* tid -> the sample of a profiled thread that blocked, stacks walked when
+ * it left the CPU (ktime_ns: when), waiting for it to run again. LRU: a
+ * thread that blocks and exits never runs again, and its entry is the one
+ * to go. 2048 threads blocked at once at 1.6 KiB each. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 2048);
+	__type(key, __u32);
+	__type(value, struct sonde_sample);
+} offcpu_blocked SEC(".maps");
+
+/* bpf_loop()'s step for the off-CPU walk, whose state is the scratch's
+ * (as the tail-call walker's): on the program's stack it passed the
+ * verifier's 512 bytes with the walk's own frames on top. */
+static long offcpu_unwind_frame(__u64 index, void *ctx)
+{
+	struct unwind_scratch *s;
+	__u32 zero = 0;
+
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s) {
+		count_err(SONDE_ERR_SCRATCH);
+		return 1;
+	}
+	return unwind_one(&s->walk, true);
+}
+
+/* The user stack of the current task, in the kernel, into the scratch
+ * record's frames from base on; s->flags and s->walk say how it went.
+ * Returns the outcome. */
+static __always_inline __u8 offcpu_walk_user(struct unwind_scratch *s, __u32 tgid, __u32 base)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u8 outcome;
+
+	s->flags = 0;
+	s->walk.n = 0;
+	if (!task->mm)
+		return SONDE_OUTCOME_NONE; /* kernel thread */
+	outcome = walk_init(NULL, false, (struct pt_regs *)bpf_task_pt_regs(task), tgid, base,
+			    &s->flags, &s->walk);
+	if (outcome != SONDE_OUTCOME_NONE)
+		return outcome;
+	if (bpf_loop(SONDE_MAX_USER_FRAMES + 1, offcpu_unwind_frame, NULL, 0) < 0) {
+		count_err(SONDE_ERR_LOOP);
+		s->walk.n = 0;
+		return SONDE_OUTCOME_READ_ERROR;
+	}
+	if (s->walk.used_fp)
+		s->flags |= SONDE_SAMPLE_FP_FALLBACK;
+	return s->walk.outcome;
+}
+
+/* next runs again: if it blocked long enough, its sample goes out,
+ * weighed by the time it was off the CPU. */
+static __always_inline void offcpu_switch_in(struct task_struct *next)
+{
+	__u32 tid = next->pid;
+	struct sonde_sample *rec = bpf_map_lookup_elem(&offcpu_blocked, &tid);
+	__u64 now, size;
+
+	if (!rec)
+		return;
+	now = bpf_ktime_get_ns();
+	rec->weight = now > rec->ktime_ns ? now - rec->ktime_ns : 0;
+	if (rec->weight >= offcpu_min_ns) {
+		size = SONDE_SAMPLE_SIZE(rec->n_kernel, rec->n_user + rec->n_interp);
+		if (size > sizeof(*rec))
+			size = sizeof(*rec);
+		if (bpf_ringbuf_output(&events, rec, size, sample_wakeup_flags()))
+			count_err(SONDE_ERR_RINGBUF_FULL);
+	}
+	bpf_map_delete_elem(&offcpu_blocked, &tid);
+}
+
+/* The current task (prev) blocks: its stacks are walked now, while its
+ * address space is the current one and its kernel stack shows what it
+ * waits on, and kept until it runs again. */
+static __always_inline void offcpu_switch_out(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, tgid = id >> 32, n_kernel, zero = 0;
+	struct unwind_scratch *s;
+	__u8 outcome;
+	__u64 size;
+	long n;
+
+	if (!task_allowed(tgid))
+		return;
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s) {
+		count_err(SONDE_ERR_SCRATCH);
+		return;
+	}
+	/* The first two frames are this program and bpf_trace_run4(): the
+	 * stack starts at __schedule(). */
+	n = bpf_get_stack(ctx, s->rec.frames, SONDE_MAX_KERNEL_FRAMES * sizeof(__u64),
+			  2 & BPF_F_SKIP_FIELD_MASK);
+	if (n < 0) {
+		count_err(SONDE_ERR_KERNEL_STACK);
+		n = 0;
+	}
+	n /= sizeof(__u64);
+	n_kernel = n > SONDE_MAX_KERNEL_FRAMES ? SONDE_MAX_KERNEL_FRAMES : (__u32)n;
+	/* No Go span: go_spans is keyed by the goroutine in r14, and a
+	 * blocked Go thread is parked in the runtime, not in the request's
+	 * goroutine. */
+	__builtin_memset(s->rec.trace_id, 0, sizeof(s->rec.trace_id));
+	__builtin_memset(s->rec.span_id, 0, sizeof(s->rec.span_id));
+	interp_jit_begin(s, tgid);
+	s->rec.profile = SONDE_PROFILE_OFF_CPU;
+	s->rec.weight = 0;
+	outcome = offcpu_walk_user(s, tgid, n_kernel);
+	size = sample_fill(s, id, n_kernel, s->walk.n, outcome, s->flags);
+	(void)size;
+	bpf_map_update_elem(&offcpu_blocked, &tid, &s->rec, BPF_ANY);
+}
+
+/* Off-CPU (--off-cpu). sched_switch runs in prev's context with
+ * interrupts off (so the CPU sampler cannot reuse the per-CPU scratch
+ * meanwhile). Only voluntary switches count: a preempted thread (or one
+ * that yields while runnable) waits for a CPU, not for an event, and
+ * the CPU profile shows what it ran. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sonde_offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	offcpu_switch_in(next);
+	if (preempt || prev->tgid == 0 || BPF_CORE_READ(prev, __state) == 0)
+		return 0;
+	offcpu_switch_out(ctx);
+	return 0;
+}
+
+/* ---- the memory profile (docs/memory.md) ----
+ *
+ * A task's first touches of anonymous memory: the page faults on pages not
+ * present (error code without X86_PF_PROT), in user mode and in the kernel
+ * on a user address (read() into a fresh buffer). One fault in
+ * memory_every of each task is sampled, weighted memory_every pages, and
+ * kept when the address is in an anonymous mapping (no file: the heap,
+ * private anonymous maps, stacks).
+ *
+ * Or, with --memory-reserved, the address space a process reserves: brk
+ * growth and private writable anonymous mmaps, every one, weighted by
+ * their bytes (the fault programs are then not loaded). */
+
+/* One fault in this many; 0: memory profile off (the programs are not
+ * loaded). With --memory-reserved: 0. */
+const volatile __u32 memory_every = 0;
+
+#define MEMORY_PF_PROT 0x1ul /* x86 page fault error code: the page was present */
+#define MEMORY_PAGE 4096ull
+#define MEMORY_EBUSY 16 /* bpf_find_vma(): the mmap lock was taken */
+
+/* Per task. left: its faults until its next sample; 0 in a new task,
+ * which starts at a random point of the period so that many short tasks
+ * are not all sampled at their first fault. brk: the break when its brk()
+ * call began (--memory-reserved). */
+struct memory_task {
+	__u32 left;
+	__u32 pad;
+	__u64 brk;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct memory_task);
+} memory_tasks SEC(".maps");
+
+static long memory_vma_anon(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	*(__u8 *)data = vma->vm_file == NULL;
+	return 0;
+}
+
+/* Is this fault the task's memory_every-th? */
+static __always_inline bool memory_fault_due(struct task_struct *task)
+{
+	struct memory_task *mt;
+	__u32 *left;
+
+	mt = bpf_task_storage_get(&memory_tasks, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!mt) {
+		count_err(SONDE_ERR_MEMORY_COUNTER);
+		return false;
+	}
+	left = &mt->left;
+	if (*left == 0 || *left > memory_every)
+		*left = 1 + bpf_get_prandom_u32() % memory_every;
+	if (--*left)
+		return false;
+	*left = memory_every;
+	return true;
+}
+
+/* Sends a memory sample of weight bytes for the current task with its
+ * user stack from user_regs (NULL: the registers saved at kernel entry;
+ * in_user: they are the event's own, in user mode). No kernel stack: a
+ * user-mode fault's is the fault entry, a syscall's the syscall, and
+ * bpf_get_stack() in the program that handles faults in the kernel put
+ * the walk's call chain over the verifier's 512 bytes. */
+static __always_inline void memory_send(__u64 id, struct pt_regs *user_regs, bool in_user,
+					__u64 weight)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = id >> 32, flags = 0, n_user = 0;
+	struct unwind_scratch *s;
+	struct pt_regs *regs;
+	__u8 outcome;
+
+	s = bpf_map_lookup_elem(&scratch, &scratch_event_key);
+	if (!s) {
+		count_err(SONDE_ERR_SCRATCH);
+		return;
+	}
+	regs = user_regs ? user_regs : (struct pt_regs *)bpf_task_pt_regs(task);
+	tag_go_span_event(s, tgid, BPF_CORE_READ(regs, r14));
+	interp_jit_begin(s, tgid);
+	outcome = walk_user_event(s, regs, in_user, tgid, 0, &flags, &n_user);
+	s->rec.profile = SONDE_PROFILE_MEMORY;
+	s->rec.weight = weight;
+	sample_send(s, id, 0, n_user, outcome, flags);
+}
+
+/* user_regs: the fault's own registers when in_user, else NULL (the
+ * task's user registers are those saved at kernel entry). */
+static __always_inline void memory_fault(unsigned long address,
+					 struct pt_regs *user_regs, unsigned long error_code,
+					 bool in_user)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	__u8 anon = 0;
+	long n;
+
+	if (memory_every == 0 || (error_code & MEMORY_PF_PROT) || tgid == 0)
+		return;
+	if (!task_allowed(tgid) || !memory_fault_due(task))
+		return;
+	n = bpf_find_vma(task, address, memory_vma_anon, &anon, 0);
+	if (n == -MEMORY_EBUSY)
+		count_err(SONDE_ERR_MEMORY_VMA);
+	if (n || !anon)
+		return;
+	memory_send(id, in_user ? user_regs : NULL, in_user, (__u64)memory_every * MEMORY_PAGE);
+}
+
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(sonde_fault_user, unsigned long address, struct pt_regs *regs,
+	     unsigned long error_code)
+{
+	memory_fault(address, regs, error_code, true);
+	return 0;
+}
+
+SEC("tp_btf/page_fault_kernel")
+int BPF_PROG(sonde_fault_kernel, unsigned long address, struct pt_regs *regs,
+	     unsigned long error_code)
+{
+	/* Faults on kernel addresses, and kernel threads, are no one's
+	 * memory growth. */
+	if (address >> 63 || !bpf_get_current_task_btf()->mm)
+		return 0;
+	memory_fault(address, NULL, error_code, false);
+	return 0;
+}
+
+/* ---- --memory-reserved: brk and mmap ---- */
+
+#define MEMORY_PROT_WRITE 0x2ul
+#define MEMORY_MAP_TYPE 0x0ful   /* MAP_SHARED 1, MAP_PRIVATE 2, MAP_SHARED_VALIDATE 3 */
+#define MEMORY_MAP_PRIVATE 0x02ul
+#define MEMORY_MAP_ANONYMOUS 0x20ul
+#define MEMORY_MAX_ERRNO 4095ul
+
+#define MEMORY_NR_MMAP 9 /* x86-64 syscall numbers */
+#define MEMORY_NR_BRK 12
+
+/* Every syscall of the machine runs these two (raw syscall tracepoints:
+ * fentry on __x64_sys_brk is refused on some kernels); all but brk and
+ * mmap return at the number check. */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(sonde_sys_enter, struct pt_regs *regs, long id)
+{
+	struct task_struct *task;
+	struct memory_task *mt;
+
+	if (id != MEMORY_NR_BRK || !task_allowed(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	task = bpf_get_current_task_btf();
+	if (!task->mm)
+		return 0;
+	/* The break as brk() begins: the exit's new break minus this is the
+	 * growth. */
+	mt = bpf_task_storage_get(&memory_tasks, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!mt) {
+		count_err(SONDE_ERR_MEMORY_COUNTER);
+		return 0;
+	}
+	mt->brk = task->mm->brk;
+	return 0;
+}
+
+/* brk() returns the new break (the old one when it failed); mmap() the
+ * address or -errno. A map counts when private, writable and anonymous,
+ * its length in whole pages. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sonde_sys_exit, struct pt_regs *regs, long ret)
+{
+	__u64 nr = BPF_CORE_READ(regs, orig_ax), before, len, prot, mflags;
+	struct task_struct *task;
+	struct memory_task *mt;
+
+	if (nr == MEMORY_NR_BRK) {
+		task = bpf_get_current_task_btf();
+		mt = bpf_task_storage_get(&memory_tasks, task, NULL, 0);
+		if (!mt || !mt->brk)
+			return 0;
+		before = mt->brk;
+		mt->brk = 0;
+		if ((__u64)ret > before)
+			memory_send(bpf_get_current_pid_tgid(), regs, false, (__u64)ret - before);
+		return 0;
+	}
+	if (nr != MEMORY_NR_MMAP || (__u64)ret >= (__u64)-MEMORY_MAX_ERRNO)
+		return 0;
+	len = BPF_CORE_READ(regs, si);
+	prot = BPF_CORE_READ(regs, dx);
+	mflags = BPF_CORE_READ(regs, r10);
+	if (!(prot & MEMORY_PROT_WRITE) || !(mflags & MEMORY_MAP_ANONYMOUS) ||
+	    (mflags & MEMORY_MAP_TYPE) != MEMORY_MAP_PRIVATE)
+		return 0;
+	if (!task_allowed(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	memory_send(bpf_get_current_pid_tgid(), regs, false, (len + MEMORY_PAGE - 1) & ~(MEMORY_PAGE - 1));
 	return 0;
 }

@@ -37,6 +37,15 @@ enum sonde_stack_outcome {
 	SONDE_OUTCOME_READ_ERROR = 4,/* a frame could not be read, or a bad chain */
 };
 
+/* What a sample measures (sonde_sample.profile; the same numbers as
+ * SampleCount.profile on the wire and the queries' profile field). */
+enum sonde_profile {
+	SONDE_PROFILE_CPU = 0,     /* a cpu-clock tick: weight 0, one sampling period */
+	SONDE_PROFILE_OFF_CPU = 1, /* a task back from blocking: weight = ns off the CPU */
+	SONDE_PROFILE_MEMORY = 2,  /* address-space growth: weight = bytes */
+};
+#define SONDE_PROFILE_COUNT 3
+
 /* sonde_sample.flags */
 /* user[0] is the interrupted pc itself; user[1..] are return addresses, so
  * whoever symbolizes them must look up (address - 1) for those. Always set
@@ -65,7 +74,11 @@ struct sonde_sample {
 	__u8 outcome; /* enum sonde_stack_outcome */
 	__u8 n_interp;    /* interpreter frames after the user frames */
 	__u8 interp_kind; /* enum sonde_interp_kind of the walker that found them */
-	__u8 pad[5];
+	__u8 profile;     /* enum sonde_profile */
+	__u8 pad[4];
+	/* What the sample weighs, in its profile's unit: off-CPU ns, memory
+	 * bytes; 0 for CPU (one sampling period). */
+	__u64 weight;
 	/* Go probes (docs/go-probes.md): the span the sampled goroutine was
 	 * serving, from go_spans; all zeros when none. */
 	__u8 trace_id[16];
@@ -77,7 +90,7 @@ struct sonde_sample {
 	 * n_user) bytes (typical stacks are a tenth of the maximum). */
 	__u64 frames[SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES];
 };
-#define SONDE_SAMPLE_HEADER 88
+#define SONDE_SAMPLE_HEADER 96
 #define SONDE_SAMPLE_SIZE(n_kernel, n_user) (SONDE_SAMPLE_HEADER + 8u * ((n_kernel) + (n_user)))
 _Static_assert(__builtin_offsetof(struct sonde_sample, frames) == SONDE_SAMPLE_HEADER,
 	       "sonde_sample layout");
@@ -124,6 +137,8 @@ enum sonde_bpf_err {
 	SONDE_ERR_UNWIND_INDEX,        /* a page index entry missing or out of order: whole-table search */
 	SONDE_ERR_REDIRECT_FULL,       /* fork or exec not noted in lpm_redirect */
 	SONDE_ERR_UNWIND_GO_SWITCH,    /* at a Go stack switch, no goroutine to go on with */
+	SONDE_ERR_MEMORY_COUNTER,      /* a task's fault countdown could not be made: fault not counted */
+	SONDE_ERR_MEMORY_VMA,          /* a sampled fault's mapping could not be looked up: sample lost */
 	SONDE_ERR__COUNT,
 };
 
@@ -136,4 +151,5 @@ enum sonde_bpf_err {
 			"unwind_bad_rule", "unwind_bad_cfa", "unwind_read_ra", \
 			"unwind_read_fp", "unwind_signal", "unwind_fp_fallback", \
 			"unwind_index", "redirect_full", "unwind_go_switch",  \
+			"memory_counter", "memory_vma",                       \
 	}

@@ -25,7 +25,14 @@ void cli_json_string(FILE *out, const char *s);
 char *cli_json_quote_into(char *out, const char *s);
 
 /* Prints the top table (at most limit rows). */
-void cli_print_top(FILE *out, const Sonde__V1__TopResponse *top, unsigned limit);
+/* profile: the ProfileQuery.profile the reply answers (the heading
+ * names its unit). */
+void cli_print_top(FILE *out, const Sonde__V1__TopResponse *top, unsigned limit, uint32_t profile);
+/* --type: "cpu", "off-cpu" or "memory" into *(uint32_t *)target (the
+ * ProfileQuery.profile numbers). Returns 0 or -EINVAL. */
+int cli_parse_profile_type(const char *arg, void *target);
+/* The --type name of a profile number; "unknown" out of range. */
+const char *cli_profile_type_name(uint32_t profile);
 /* Writes folded stacks, one "frame;frame;... COUNT" line per stack.
  * Returns 0 or a negative errno. */
 int cli_write_folded(FILE *out, const Sonde__V1__FoldedResponse *folded);
@@ -49,6 +56,10 @@ struct cli_query_opts {
  * only Pprof uses it) with command_parse(). Returns 0, 1 for
  * --help (printed), or -EINVAL (reported). */
 int cli_parse_query_opts(int argc, char **argv, const char *help, struct cli_query_opts *o);
+
+/* "WHAT: off-CPU time (ns)" and the like: the flame graph's title for a
+ * profile type. Static storage, overwritten by the next call. */
+const char *cli_flamegraph_title(uint32_t profile, const char *what);
 
 /* Writes a self-contained HTML flame graph of the stacks to path
  * (atomically). Returns 0 or a negative errno. */

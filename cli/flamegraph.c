@@ -167,6 +167,16 @@ static int fill_html(FILE *f, const void *ctx)
 	return fg_write_html(f, &p->tree->root, p->title);
 }
 
+const char *cli_flamegraph_title(uint32_t profile, const char *what)
+{
+	static char buf[128];
+	static const char *const kinds[] = { "CPU (samples)", "off-CPU time (ns)",
+					     "memory growth (bytes)" };
+
+	snprintf(buf, sizeof(buf), "%s: %s", what, kinds[profile < 3 ? profile : 0]);
+	return buf;
+}
+
 int cli_write_flamegraph_file(const char *path, const Sonde__V1__FoldedResponse *folded,
 			      const char *title)
 {
@@ -185,7 +195,7 @@ int cmd_flamegraph(int argc, char **argv)
 {
 	static const char help[] =
 		"usage: sonde flamegraph [--since SECONDS] [--node NAME] [--pid PID] -o FILE.html\n"
-		"                        [--symbolizer ADDR]\n"
+		"                        [--type cpu|off-cpu|memory] [--symbolizer ADDR]\n"
 		"Writes the stacks stored by a running symbolizer as one self-contained HTML\n"
 		"flame graph (click to zoom, search, tooltips; no network needed to view it).\n";
 	struct cli_query_opts o = { .q = SONDE__V1__PROFILE_QUERY__INIT };
@@ -203,7 +213,7 @@ int cmd_flamegraph(int argc, char **argv)
 			 &sonde__v1__folded_response__descriptor, COMMAND_RPC_TIMEOUT_MS, false,
 			 (ProtobufCMessage **)&folded) < 0)
 		return 1;
-	err = cli_write_flamegraph_file(o.output, folded, "sonde flame graph");
+	err = cli_write_flamegraph_file(o.output, folded, cli_flamegraph_title(o.q.profile, "sonde"));
 	if (err)
 		fprintf(stderr, "sonde flamegraph: writing %s: %s\n", o.output, strerror(-err));
 	rpc_message_free(&folded->base);

@@ -7,12 +7,45 @@
 
 #include "cli.h"
 
-void cli_print_top(FILE *out, const Sonde__V1__TopResponse *top, unsigned limit)
+int cli_parse_profile_type(const char *arg, void *target)
+{
+	static const char *const names[] = { "cpu", "off-cpu", "memory" };
+
+	for (uint32_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!strcmp(arg, names[i])) {
+			*(uint32_t *)target = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *cli_profile_type_name(uint32_t profile)
+{
+	static const char *const names[] = { "cpu", "off-cpu", "memory" };
+
+	return profile < 3 ? names[profile] : "unknown";
+}
+
+/* What a profile's values count, for headings: the column's name and
+ * the total's unit. */
+static void profile_units(uint32_t profile, const char **ret_column, const char **ret_total)
+{
+	static const char *const columns[] = { "SAMPLES", "NS", "BYTES" };
+	static const char *const totals[] = { "samples", "ns off the CPU", "bytes of memory growth" };
+
+	*ret_column = columns[profile < 3 ? profile : 0];
+	*ret_total = totals[profile < 3 ? profile : 0];
+}
+
+void cli_print_top(FILE *out, const Sonde__V1__TopResponse *top, unsigned limit, uint32_t profile)
 {
 	double total = top->total_samples ? (double)top->total_samples : 1.0;
 	bool by_node = false;
+	const char *column, *unit;
 
-	fprintf(out, "%llu samples\n", (unsigned long long)top->total_samples);
+	profile_units(profile, &column, &unit);
+	fprintf(out, "%llu %s\n", (unsigned long long)top->total_samples, unit);
 	if (!top->n_entries) {
 		fprintf(out, "(no samples: nothing ran on a profiled CPU, or the filter matched nothing)\n");
 		return;
@@ -20,9 +53,9 @@ void cli_print_top(FILE *out, const Sonde__V1__TopResponse *top, unsigned limit)
 	for (size_t i = 1; i < top->n_entries && !by_node; i++)
 		by_node = strcmp(top->entries[i]->node, top->entries[0]->node) != 0;
 	if (by_node)
-		fprintf(out, "%7s %7s %9s  %-20s %s\n", "SELF%", "TOTAL%", "SAMPLES", "NODE", "FUNCTION");
+		fprintf(out, "%7s %7s %9s  %-20s %s\n", "SELF%", "TOTAL%", column, "NODE", "FUNCTION");
 	else
-		fprintf(out, "%7s %7s %9s  %s\n", "SELF%", "TOTAL%", "SAMPLES", "FUNCTION");
+		fprintf(out, "%7s %7s %9s  %s\n", "SELF%", "TOTAL%", column, "FUNCTION");
 	for (size_t i = 0; i < top->n_entries && i < limit; i++) {
 		const Sonde__V1__TopEntry *e = top->entries[i];
 		if (by_node)

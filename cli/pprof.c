@@ -56,7 +56,7 @@ int cmd_pprof(int argc, char **argv)
 {
 	static const char help[] =
 		"usage: sonde pprof [--since SECONDS] [--node NAME] [--pid PID] [-F HZ] -o FILE.pb.gz\n"
-		"                   [--symbolizer ADDR]\n"
+		"                   [--type cpu|off-cpu|memory] [--symbolizer ADDR]\n"
 		"Writes the samples stored by a running symbolizer as a gzipped pprof profile\n"
 		"(profile.proto: functions, source lines, inlined frames, mappings with build IDs,\n"
 		"pid/tid/comm labels), for go tool pprof, Pyroscope, Parca or Speedscope.\n"

@@ -28,6 +28,8 @@ int cli_parse_query_opts(int argc, char **argv, const char *help, struct cli_que
 		{ "output", 'o', COMMAND_OPT_STRING, &o->output },
 		{ "frequency", 'F', COMMAND_OPT_U32, &o->q.frequency_hz, .min = 1, .max = 10000,
 		  .bad = "sonde: -F wants 1..10000 samples per second\n" },
+		{ "type", 't', COMMAND_OPT_CUSTOM, &o->q.profile, .parse = cli_parse_profile_type,
+		  .bad = "sonde: --type wants cpu, off-cpu or memory, not '%.64s'\n" },
 	};
 	const struct command_line cl = { help, opts, sizeof(opts) / sizeof(opts[0]),
 					 &o->symbolizer, .operands = COMMAND_OPERANDS_REFUSED };
@@ -46,7 +48,7 @@ int cmd_top(int argc, char **argv)
 {
 	static const char help[] =
 		"usage: sonde top [--since SECONDS] [--node NAME] [--pid PID] [--limit N]\n"
-		"                [--symbolizer ADDR]\n"
+		"                [--type cpu|off-cpu|memory] [--symbolizer ADDR]\n"
 		"Shows the functions with the most samples stored by a running symbolizer\n"
 		"(over the last SECONDS, default everything it keeps), counted per node\n"
 		"(the sensor's --node-name, else its host name; shown when there are\n"
@@ -63,7 +65,7 @@ int cmd_top(int argc, char **argv)
 			 &sonde__v1__top_response__descriptor, COMMAND_RPC_TIMEOUT_MS, false,
 			 (ProtobufCMessage **)&top) < 0)
 		return 1;
-	cli_print_top(stdout, top, o.limit);
+	cli_print_top(stdout, top, o.limit, o.q.profile);
 	rpc_message_free(&top->base);
 	return 0;
 }
@@ -72,10 +74,11 @@ int cmd_folded(int argc, char **argv)
 {
 	static const char help[] =
 		"usage: sonde folded [--since SECONDS] [--node NAME] [--pid PID] [-o FILE]\n"
-		"                   [--symbolizer ADDR]\n"
+		"                   [--type cpu|off-cpu|memory] [--symbolizer ADDR]\n"
 		"Writes the stacks stored by a running symbolizer in folded format\n"
 		"('comm;root;...;leaf COUNT'; 'node;comm;...' when several nodes have\n"
-		"samples), to FILE or standard output.\n";
+		"samples), to FILE or standard output. COUNT is samples for --type cpu\n"
+		"(the default), ns off the CPU for off-cpu, bytes of growth for memory.\n";
 	struct cli_query_opts o = { .q = SONDE__V1__PROFILE_QUERY__INIT };
 	Sonde__V1__FoldedResponse *folded = NULL;
 	int r, err;

@@ -37,6 +37,9 @@ static struct env {
 	unsigned limit;
 	bool all;
 	bool verbose;
+	/* Profile types (ProfileQuery.profile numbers): CPU unless --no-cpu. */
+	bool no_cpu, off_cpu, memory;
+	const char *off_cpu_min_us; /* passed on to the sensor; it checks it */
 	char **cmd;
 } env = {
 	.frequency = 19,
@@ -62,6 +65,14 @@ static const char help[] =
 	"                   (-o may be given up to 4 times, one file per format)\n"
 	"  -F HZ            samples per second per CPU (default 19)\n"
 	"  -n N             rows of the top table (default 20)\n"
+	"  --off-cpu        also record off-CPU time: stacks where threads blocked, weighed\n"
+	"                   by the ns they were off the CPU (--off-cpu-min-us US: shorter\n"
+	"                   blocks are left out, default 1000)\n"
+	"  --memory         also record memory growth (bytes by stack)\n"
+	"  --no-cpu         no CPU samples (with --off-cpu or --memory)\n"
+	"                   With several types, top is printed for each and -o FILE.EXT\n"
+	"                   holds the first (cpu, off-cpu, memory); the others go to\n"
+	"                   FILE.off-cpu.EXT and FILE.memory.EXT\n"
 	"  --cache PATH     symbolizer cache (default $SONDE_CACHE or /var/cache/sonde/symbolizer/cache.db)\n"
 	"  --user NAME      user the symbolizer runs as (default sonde)\n"
 	"  -v, --verbose    show the services' logs\n"
@@ -101,6 +112,10 @@ static int parse_args(int argc, char **argv)
 		{ "cache", 'c', COMMAND_OPT_STRING, &env.cache },
 		{ "user", 'u', COMMAND_OPT_STRING, &env.user },
 		{ "verbose", 'v', COMMAND_OPT_FLAG, &env.verbose },
+		{ "off-cpu", 0, COMMAND_OPT_FLAG, &env.off_cpu },
+		{ "off-cpu-min-us", 0, COMMAND_OPT_STRING, &env.off_cpu_min_us },
+		{ "memory", 0, COMMAND_OPT_FLAG, &env.memory },
+		{ "no-cpu", 0, COMMAND_OPT_FLAG, &env.no_cpu },
 	};
 	/* Options stop at the first operand, so CMD's own options stay CMD's. */
 	const struct command_line cl = { help, opts, sizeof(opts) / sizeof(opts[0]),
@@ -125,6 +140,10 @@ static int parse_args(int argc, char **argv)
 					"  and FILE.pb.gz or FILE.pprof (pprof), not '%.200s'\n", o);
 			return -EINVAL;
 		}
+	}
+	if (env.no_cpu && !env.off_cpu && !env.memory) {
+		fprintf(stderr, "sonde record: --no-cpu leaves nothing to record: add --off-cpu or --memory\n");
+		return -EINVAL;
 	}
 	if (!env.cache)
 		env.cache = getenv("SONDE_CACHE");
@@ -267,13 +286,15 @@ static pid_t fork_command(char **cmd, int *ret_go_fd)
 	return pid;
 }
 
-/* Writes one -o file from the replies it needs (fetched once each). */
-static int write_output(const char *address, const char *path, Sonde__V1__FoldedResponse **folded,
-			Sonde__V1__PprofResponse **pprof)
+/* Writes one -o file of profile type profile from the replies it needs
+ * (fetched once each). */
+static int write_output(const char *address, const char *path, uint32_t profile,
+			Sonde__V1__FoldedResponse **folded, Sonde__V1__PprofResponse **pprof)
 {
 	Sonde__V1__ProfileQuery q = SONDE__V1__PROFILE_QUERY__INIT;
 	int err;
 
+	q.profile = profile;
 	if (cli_is_pprof_path(path)) {
 		/* The store does not keep the rate; the sensor ran at ours. The
 		 * window (the store counts per minute, so the same rows as
@@ -292,7 +313,8 @@ static int write_output(const char *address, const char *path, Sonde__V1__Folded
 						    &sonde__v1__folded_response__descriptor,
 						    COMMAND_RPC_TIMEOUT_MS, false, (ProtobufCMessage **)folded)) < 0)
 			return err;
-		err = ends_with(path, ".html") ? cli_write_flamegraph_file(path, *folded, "sonde record")
+		err = ends_with(path, ".html") ? cli_write_flamegraph_file(path, *folded,
+									   cli_flamegraph_title(profile, "sonde record"))
 					       : cli_write_folded_file(path, *folded);
 		if (!err)
 			fprintf(stderr, "sonde record: wrote %zu stacks to %s\n", (*folded)->n_stacks, path);
@@ -302,27 +324,68 @@ static int write_output(const char *address, const char *path, Sonde__V1__Folded
 	return err;
 }
 
-static int report(const char *address)
+/* path for a profile type after the first: "FILE.TYPE.EXT", the type
+ * put before the format's suffix (.pb.gz counts as one). Into buf. */
+static const char *typed_path(const char *path, uint32_t profile, char *buf, size_t size)
+{
+	const char *base = strrchr(path, '/');
+	const char *dot;
+	size_t stem;
+
+	base = base ? base + 1 : path;
+	dot = ends_with(path, ".pb.gz") ? path + strlen(path) - 6 : strrchr(base, '.');
+	stem = dot ? (size_t)(dot - path) : strlen(path);
+	snprintf(buf, size, "%.*s.%s%s", (int)stem, path, cli_profile_type_name(profile),
+		 dot ? dot : "");
+	return buf;
+}
+
+/* Top and the -o files of one profile type; first: the first type
+ * recorded, whose files are named as given. */
+static int report_type(const char *address, uint32_t profile, bool first, bool several)
 {
 	Sonde__V1__ProfileQuery q = SONDE__V1__PROFILE_QUERY__INIT;
 	Sonde__V1__TopResponse *top = NULL;
 	Sonde__V1__FoldedResponse *folded = NULL;
 	Sonde__V1__PprofResponse *pprof = NULL;
+	char buf[PATH_MAX + 16];
 	int err;
 
 	q.limit = env.limit;
+	q.profile = profile;
 	err = command_call(address, "/sonde.v1.Symbols/Top", &q.base, &sonde__v1__top_response__descriptor,
 			   COMMAND_RPC_TIMEOUT_MS, false, (ProtobufCMessage **)&top);
 	if (err)
 		goto cleanup;
-	cli_print_top(stdout, top, env.limit);
+	if (several)
+		printf("%s== %s ==\n", first ? "" : "\n", cli_profile_type_name(profile));
+	cli_print_top(stdout, top, env.limit, profile);
 	fflush(stdout);
-	for (unsigned i = 0; i < env.n_outputs && !err; i++)
-		err = write_output(address, env.outputs[i], &folded, &pprof);
+	for (unsigned i = 0; i < env.n_outputs && !err; i++) {
+		const char *path = first ? env.outputs[i]
+					 : typed_path(env.outputs[i], profile, buf, sizeof(buf));
+
+		err = write_output(address, path, profile, &folded, &pprof);
+	}
 cleanup:
 	rpc_message_free(top ? &top->base : NULL);
 	rpc_message_free(folded ? &folded->base : NULL);
 	rpc_message_free(pprof ? &pprof->base : NULL);
+	return err;
+}
+
+static int report(const char *address)
+{
+	bool on[3] = { !env.no_cpu, env.off_cpu, env.memory };
+	bool several = on[0] + on[1] + on[2] > 1, first = true;
+	int err = 0;
+
+	for (uint32_t t = 0; t < 3 && !err; t++) {
+		if (!on[t])
+			continue;
+		err = report_type(address, t, first, several);
+		first = false;
+	}
 	return err;
 }
 
@@ -411,7 +474,7 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	{
-		char *argv_sen[14];
+		char *argv_sen[20];
 		int n = 0;
 		argv_sen[n++] = sensor_bin;
 		argv_sen[n++] = "--symbolizer";
@@ -433,6 +496,16 @@ int cmd_record(int argc, char **argv)
 		}
 		if (env.verbose)
 			argv_sen[n++] = "--verbose";
+		if (env.no_cpu)
+			argv_sen[n++] = "--no-cpu";
+		if (env.off_cpu)
+			argv_sen[n++] = "--off-cpu";
+		if (env.off_cpu_min_us) {
+			argv_sen[n++] = "--off-cpu-min-us";
+			argv_sen[n++] = (char *)env.off_cpu_min_us;
+		}
+		if (env.memory)
+			argv_sen[n++] = "--memory";
 		argv_sen[n] = NULL;
 		record_start = time(NULL);
 		sensor = spawn(argv_sen, !env.verbose);

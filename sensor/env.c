@@ -23,6 +23,11 @@ static const struct env env_defaults = {
 	.flush_ms = 10000,
 	.ringbuf_mb = 0,
 	.unwind_rows = 2097152,
+	/* A sample per 256 KiB a task touches: the test workload's 10 %
+	 * needs far less, and a task touching 1 GiB/s costs 4096 walks a
+	 * second (docs/memory.md). */
+	.memory_every = 64,
+	.off_cpu_min_us = 1000,
 };
 
 static const char env_usage[] =
@@ -60,6 +65,18 @@ static const char env_usage[] =
 	"                        (default: the host name; at most 100 bytes)\n"
 	"  --command-line        send each process's command line (OTLP\n"
 	"                        process.command_line); off by default: it can hold secrets\n"
+	"  --off-cpu             also record off-CPU time: the stack where a thread blocked\n"
+	"                        (sleep, I/O, lock), weighed by the ns until it ran again\n"
+	"                        (needs bpf_loop(): 5.17+)\n"
+	"  --off-cpu-min-us US   leave out blocks shorter than US microseconds (default 1000;\n"
+	"                        0: all; at most 10000000)\n"
+	"  --memory              also record memory growth (bytes by stack)\n"
+	"  --no-cpu              no CPU samples (no perf events), with --off-cpu or --memory\n"
+	"  --memory-every N      memory: sample one first-touch fault of a task in N,\n"
+	"                        weighed N pages (default 64; 1..65536)\n"
+	"  --memory-reserved     memory: the address space reserved instead (brk growth,\n"
+	"                        private writable anonymous mmaps), every call, not the\n"
+	"                        pages touched (docs/memory.md); implies --memory\n"
 	"  --go-probes           load the Go probes the symbolizer plans (docs/go-probes.md);\n"
 	"                        keeps CAP_SYS_ADMIN, which the kernel wants for uprobes\n"
 	"  --sandbox-selftest    set up, drop privileges with a filter that answers EPERM\n"
@@ -75,6 +92,8 @@ enum {
 	OPT_RINGBUF, OPT_UNWIND_ROWS, OPT_IDLE, OPT_VERBOSE, OPT_HELP, OPT_TLS_CA, OPT_TLS_CERT,
 	OPT_TLS_KEY, OPT_TLS_NAME, OPT_INSECURE, OPT_NO_DROP, OPT_BPF_WALK, OPT_GO_PROBES,
 	OPT_SELFTEST, OPT_SYM_UID, OPT_USER, OPT_SELFTEST_SOCKET, OPT_NODE_NAME, OPT_COMMAND_LINE,
+	OPT_OFF_CPU, OPT_OFF_CPU_MIN, OPT_MEMORY, OPT_NO_CPU, OPT_MEMORY_EVERY,
+	OPT_MEMORY_RESERVED,
 };
 
 static const struct option env_options[] = {
@@ -104,6 +123,12 @@ static const struct option env_options[] = {
 	{"sandbox-selftest-socket", required_argument, NULL, OPT_SELFTEST_SOCKET},
 	{"node-name", required_argument, NULL, OPT_NODE_NAME},
 	{"command-line", no_argument, NULL, OPT_COMMAND_LINE},
+	{"off-cpu", no_argument, NULL, OPT_OFF_CPU},
+	{"off-cpu-min-us", required_argument, NULL, OPT_OFF_CPU_MIN},
+	{"memory", no_argument, NULL, OPT_MEMORY},
+	{"no-cpu", no_argument, NULL, OPT_NO_CPU},
+	{"memory-every", required_argument, NULL, OPT_MEMORY_EVERY},
+	{"memory-reserved", no_argument, NULL, OPT_MEMORY_RESERVED},
 	{},
 };
 
@@ -143,6 +168,10 @@ static int env_parse_option(struct env *e, int c, const char *arg)
 	case OPT_USER: e->user = arg; return 0;
 	case OPT_SELFTEST_SOCKET: e->selftest_socket = arg; return 0;
 	case OPT_COMMAND_LINE: e->command_line = true; return 0;
+	case OPT_OFF_CPU: e->off_cpu = true; return 0;
+	case OPT_MEMORY: e->memory = true; return 0;
+	case OPT_MEMORY_RESERVED: e->memory = e->memory_reserved = true; return 0;
+	case OPT_NO_CPU: e->no_cpu = true; return 0;
 	case OPT_NODE_NAME:
 		if (!*arg || strlen(arg) > ENV_MAX_NODE_NAME) {
 			log_error("--node-name must be 1..%d bytes", ENV_MAX_NODE_NAME);
@@ -161,6 +190,8 @@ static int env_parse_option(struct env *e, int c, const char *arg)
 	case OPT_FLUSH:
 	case OPT_RINGBUF:
 	case OPT_UNWIND_ROWS:
+	case OPT_MEMORY_EVERY:
+	case OPT_OFF_CPU_MIN:
 		return -ENOENT;
 	default:
 		fputs(env_usage, stderr);
@@ -210,6 +241,20 @@ static int env_set_number(struct env *e, int c, uint32_t v)
 		}
 		e->ringbuf_mb = v;
 		return 0;
+	case OPT_MEMORY_EVERY:
+		if (v == 0 || v > 65536) {
+			log_error("--memory-every must be 1..65536");
+			return -EINVAL;
+		}
+		e->memory_every = v;
+		return 0;
+	case OPT_OFF_CPU_MIN:
+		if (v > 10000000) {
+			log_error("--off-cpu-min-us must be at most 10000000");
+			return -EINVAL;
+		}
+		e->off_cpu_min_us = v;
+		return 0;
 	default: /* OPT_UNWIND_ROWS */
 		if (v > (64u << 20)) {
 			log_error("--unwind-rows must be at most %u", 64u << 20);
@@ -245,6 +290,10 @@ int env_parse(int argc, char **argv, struct env *ret)
 	}
 	if (optind < argc) {
 		log_error("unexpected argument \"%.40s\"", argv[optind]);
+		return -EINVAL;
+	}
+	if (ret->no_cpu && !ret->off_cpu && !ret->memory) {
+		log_error("--no-cpu leaves nothing to record: add --off-cpu or --memory");
 		return -EINVAL;
 	}
 	if (!ret->symbolizer)

@@ -41,6 +41,15 @@ struct env {
 	const char *selftest_socket; /* --sandbox-selftest-socket */
 	const char *node_name; /* --node-name; NULL: the host name */
 	bool command_line; /* --command-line: send processes' command lines */
+	/* Profile types (docs/exports.md): CPU samples unless --no-cpu;
+	 * --off-cpu adds blocked stacks weighed by the time off the CPU,
+	 * at least off_cpu_min_us long; --memory adds address-space growth. */
+	bool no_cpu;
+	bool off_cpu;
+	uint32_t off_cpu_min_us;
+	bool memory;
+	uint32_t memory_every; /* --memory-every: one fault of a task in this many */
+	bool memory_reserved; /* --memory-reserved (sets memory): brk/mmap, not faults */
 };
 
 /* Fills *ret with the defaults, then with argv. --help prints the usage

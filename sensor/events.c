@@ -29,7 +29,7 @@ static int on_record(void *ctx, void *data, size_t size)
 
 		/* The frame counts must fit the maximum and the record. */
 		if (size < SONDE_SAMPLE_HEADER || rec->n_kernel > SONDE_MAX_KERNEL_FRAMES ||
-		    rec->n_user > SONDE_MAX_USER_FRAMES ||
+		    rec->n_user > SONDE_MAX_USER_FRAMES || rec->profile >= SONDE_PROFILE_COUNT ||
 		    rec->n_kernel + rec->n_user + rec->n_interp >
 			    SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES ||
 		    size != SONDE_SAMPLE_SIZE(rec->n_kernel, rec->n_user + rec->n_interp))

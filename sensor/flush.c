@@ -292,7 +292,7 @@ static int add_count(const struct stack_count *c, void *ctx)
 	Sonde__V1__SampleCount *sc;
 	size_t comm_len = strlen(c->comm);
 	bool valid = utf8_valid(c->comm, comm_len);
-	size_t est = 48 + (valid ? comm_len : utf8_escaped_len(c->comm, comm_len)) + (c->span ? 28 : 0);
+	size_t est = 48 + (valid ? comm_len : utf8_escaped_len(c->comm, comm_len)) + (c->span ? 28 : 0) + 13;
 	int r;
 
 	r = batch_make_room(b, est);
@@ -317,6 +317,8 @@ static int add_count(const struct stack_count *c, void *ctx)
 		sc->span_id.data = (uint8_t *)c->span + 16;
 		sc->span_id.len = 8;
 	}
+	sc->profile = c->profile;
+	sc->weight = c->weight;
 	b->count_ptrs[b->n_counts++] = sc;
 	b->samples += c->count;
 	b->bytes += est;

@@ -52,6 +52,17 @@ static void loader_configure(struct sample_bpf *skel, const struct loader_config
 	bpf_program__set_autoload(skel->progs.sonde_sample, use_loop);
 	bpf_program__set_autoload(skel->progs.sonde_sample_tail, !use_loop);
 	bpf_program__set_autoload(skel->progs.sonde_walk_tail, !use_loop);
+	/* The memory profile's programs and task storage (5.11) exist only
+	 * when asked for. */
+	skel->rodata->memory_every = c->memory_every;
+	bpf_program__set_autoload(skel->progs.sonde_fault_user, c->memory_every > 0);
+	bpf_program__set_autoload(skel->progs.sonde_fault_kernel, c->memory_every > 0);
+	bpf_program__set_autoload(skel->progs.sonde_sys_enter, c->memory_reserved);
+	bpf_program__set_autoload(skel->progs.sonde_sys_exit, c->memory_reserved);
+	bpf_map__set_autocreate(skel->maps.memory_tasks,
+				c->memory_every > 0 || c->memory_reserved);
+	bpf_program__set_autoload(skel->progs.sonde_offcpu_switch, c->off_cpu);
+	skel->rodata->offcpu_min_ns = c->off_cpu_min_ns;
 	/* Wake up for a quarter of the ring; the main loop drains it on a
 	 * timer anyway (see sample.bpf.c). */
 	skel->rodata->wakeup_bytes = c->ringbuf_bytes / 4;
@@ -110,6 +121,13 @@ int loader_load(const struct loader_config *c, struct sample_bpf **ret_skel, boo
 		return err;
 	}
 	use_loop = loader_use_loop(c->walk);
+	if ((c->off_cpu || c->memory_every || c->memory_reserved) && !use_loop) {
+		/* Their walks run in tracepoints: no tail call into a
+		 * perf_event program from there. */
+		log_error("--off-cpu and --memory need bpf_loop() (kernel 5.17+, --bpf-walk loop)");
+		err = -EOPNOTSUPP;
+		goto fail;
+	}
 	loader_configure(skel, c, use_loop);
 	err = loader_size_maps(skel, c);
 	if (err < 0)
@@ -182,3 +200,4 @@ const struct targets_allow_ops loader_allow_ops = {
 	.contains = loader_allow_contains,
 	.add = loader_allow_add,
 };
+

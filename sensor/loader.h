@@ -17,7 +17,14 @@ struct loader_config {
 	enum env_bpf_walk walk;     /* bpf_loop(), tail calls, or what the kernel has */
 	uint32_t ringbuf_bytes;     /* loader_ringbuf_size() */
 	uint32_t unwind_rows;       /* loader_unwind_rows(); 0: frame pointers only */
+	bool memory_reserved;       /* the memory profile from brk/mmap (memory_every 0) */
+	uint32_t memory_every;      /* the memory profile's period in faults; 0: off
+				     * (on needs bpf_loop(): else loader_load fails) */
+	bool off_cpu;               /* load the off-CPU program (bpf_loop() only); attached
+	                             * with the tracepoints by sample_bpf__attach() */
+	uint64_t off_cpu_min_ns;    /* shorter blocks are not recorded */
 };
+
 
 /* The ring buffer's size: ringbuf_mb when set, else about one second of
  * samples of every CPU at frequency (256 KiB to 64 MiB, a power of two). */

@@ -243,6 +243,8 @@ static void on_sample(const struct sonde_sample *rec, void *ctx)
 	_Static_assert(sizeof(in.span) == sizeof(rec->trace_id) + sizeof(rec->span_id), "span");
 	memcpy(in.span, rec->trace_id, sizeof(rec->trace_id));
 	memcpy(in.span + sizeof(rec->trace_id), rec->span_id, sizeof(rec->span_id));
+	in.profile = rec->profile;
+	in.weight = rec->weight;
 	stacks_add(S.stacks, &in); /* failures are counted inside */
 }
 
@@ -1096,6 +1098,10 @@ static int sensor_load(void)
 		.walk = env.bpf_walk,
 		.ringbuf_bytes = loader_ringbuf_size(env.ringbuf_mb, env.frequency),
 		.unwind_rows = loader_unwind_rows(env.unwind_rows),
+		.memory_every = env.memory && !env.memory_reserved ? env.memory_every : 0,
+		.memory_reserved = env.memory_reserved,
+		.off_cpu = env.off_cpu,
+		.off_cpu_min_ns = (uint64_t)env.off_cpu_min_us * 1000,
 	};
 	int err;
 
@@ -1131,12 +1137,14 @@ static int sensor_attach(void)
 	err = uplink_setup();
 	if (err < 0)
 		return err;
-	err = perf_sampler_attach(S.use_loop ? S.skel->progs.sonde_sample
-					     : S.skel->progs.sonde_sample_tail,
-				  env.frequency, &S.sampler);
-	if (err < 0) {
-		log_error_errno(err, "cannot attach perf events");
-		return err;
+	if (!env.no_cpu) {
+		err = perf_sampler_attach(S.use_loop ? S.skel->progs.sonde_sample
+						     : S.skel->progs.sonde_sample_tail,
+					  env.frequency, &S.sampler);
+		if (err < 0) {
+			log_error_errno(err, "cannot attach perf events");
+			return err;
+		}
 	}
 	S.tfd = err = make_timer(env.flush_ms);
 	if (err < 0)
@@ -1151,8 +1159,9 @@ static int sensor_start(void)
 
 	if (n < 0)
 		return n;
-	log_info("sampling %d CPUs at %u Hz; filters: %s; %d processes; symbolizer %.200s",
-		 perf_sampler_cpus(S.sampler), env.frequency, targets_describe(S.targets), n,
+	log_info("sampling %d CPUs at %u Hz%s; filters: %s; %d processes; symbolizer %.200s",
+		 S.sampler ? perf_sampler_cpus(S.sampler) : 0, env.frequency,
+		 env.off_cpu ? ", off-CPU" : "", targets_describe(S.targets), n,
 		 env.symbolizer);
 	return 0;
 }

@@ -33,7 +33,9 @@ struct count {
 	uint32_t pid, tid;
 	uint8_t span[STACKS_SPAN_LEN];
 	bool has_span;
+	uint8_t profile;
 	uint32_t count;
+	uint64_t weight;
 	int32_t next; /* bucket chain, index into counts; -1 ends */
 	uint64_t first_ns, last_ns;
 	char comm[STACKS_COMM_LEN];
@@ -338,8 +340,11 @@ int stacks_add(struct stacks *s, const struct stack_input *in)
 		for (int32_t i = s->count_buckets[b]; i >= 0; i = s->counts[i].next) {
 			c = &s->counts[i];
 			if (c->stack == st && c->pid == in->pid && c->tid == in->tid &&
+			    c->profile == in->profile &&
 			    !memcmp(c->span, in->span, sizeof(c->span))) {
 				c->count++;
+				c->weight = c->weight + in->weight < c->weight ? UINT64_MAX
+									 : c->weight + in->weight;
 				if (in->unix_ns < c->first_ns)
 					c->first_ns = in->unix_ns;
 				if (in->unix_ns > c->last_ns)
@@ -370,7 +375,9 @@ int stacks_add(struct stacks *s, const struct stack_input *in)
 	c->has_span = false;
 	for (size_t k = 0; k < sizeof(c->span); k++)
 		c->has_span |= c->span[k] != 0;
+	c->profile = in->profile;
 	c->count = 1;
+	c->weight = in->weight;
 	c->first_ns = c->last_ns = in->unix_ns;
 	memset(c->comm, 0, sizeof(c->comm));
 	if (in->comm)
@@ -426,6 +433,8 @@ int stacks_foreach_count(struct stacks *s, int (*fn)(const struct stack_count *c
 			.last_unix_ns = c->last_ns,
 			.comm = c->comm,
 			.span = c->has_span ? c->span : NULL,
+			.profile = c->profile,
+			.weight = c->weight,
 		};
 		int r = fn(&out, ctx);
 

@@ -4,7 +4,7 @@
  * Each distinct stack (kernel frames, user frames, outcome) gets a
  * connection-local id the first time it is flushed on a connection; its
  * definition is flushed once per connection while it is remembered. Samples are aggregated by
- * (stack, pid, tid) into counts with first/last timestamps until the next
+ * (stack, pid, tid, span, profile) into counts (and sums of weights) with first/last timestamps until the next
  * flush. At most max_counts such entries are buffered: a sample that needs
  * a new entry beyond that is dropped and counted.
  */
@@ -46,6 +46,8 @@ struct stack_input {
 	/* The Go span being served (trace ID, span ID), all zeros for none:
 	 * samples of different spans are counted apart. */
 	uint8_t span[STACKS_SPAN_LEN];
+	uint8_t profile; /* enum sonde_profile (bpf/sample.h) */
+	uint64_t weight; /* in the profile's unit; 0 for CPU */
 };
 
 /* Passed to the foreach callbacks; pointers valid during the callback and
@@ -72,6 +74,8 @@ struct stack_count {
 	uint64_t last_unix_ns;
 	const char *comm;
 	const uint8_t *span; /* STACKS_SPAN_LEN bytes; NULL: none */
+	uint32_t profile;    /* enum sonde_profile */
+	uint64_t weight;     /* sum of the samples' weights (saturating) */
 };
 
 struct stacks_stats {

@@ -126,6 +126,8 @@ struct pending_sample {
 	uint32_t pid, tid;
 	uint32_t uid; /* the process's owner when the sample came */
 	uint32_t count;
+	uint32_t profile; /* enum profile_type, checked */
+	uint64_t weight;
 	uint64_t start; /* the process's start time (0: unknown process) */
 	bool has_span;
 	uint8_t span[PROFILE_SPAN_LEN]; /* trace ID, span ID */
@@ -892,6 +894,8 @@ static void emit(struct session *s, const struct stackdef *d, const struct pendi
 		.raw = d->raw,
 		.raw_len = d->raw_len,
 		.count = p->count,
+		.profile = p->profile,
+		.weight = p->weight,
 		.span = p->has_span ? p->span : NULL,
 		.frames_len = d->text_len,
 		.stack_hash = d->hash,
@@ -912,6 +916,8 @@ static void emit(struct session *s, const struct stackdef *d, const struct pendi
 		.raw = d->raw,
 		.raw_len = d->raw_len,
 		.count = p->count,
+		.profile = p->profile,
+		.weight = p->weight,
 		.span = p->has_span ? p->span : NULL,
 		.first_ns = p->first_ns,
 		.last_ns = p->last_ns,
@@ -1590,10 +1596,15 @@ static int add_sample(struct session *s, const Sonde__V1__SampleCount *sc)
 	const struct process *p;
 	const char *comm = sc->comm;
 	uint64_t now_ns = (uint64_t)time(NULL) * 1000000000ull;
-	struct pending_sample ps = { .pid = sc->pid, .tid = sc->tid, .count = sc->count };
+	struct pending_sample ps = { .pid = sc->pid, .tid = sc->tid, .count = sc->count,
+				     .profile = sc->profile, .weight = sc->weight };
 
 	if (!d) {
 		session_fail(s, RPC_INVALID_ARGUMENT, "SampleCount for an unknown stack id");
+		return -EINVAL;
+	}
+	if (sc->profile >= PROFILE_TYPES) {
+		session_fail(s, RPC_INVALID_ARGUMENT, "SampleCount of an unknown profile type");
 		return -EINVAL;
 	}
 	if (sc->trace_id.len || sc->span_id.len) {

@@ -55,6 +55,8 @@ static int add_row(const struct profile_row *row, void *arg)
 		.raw = row->raw,
 		.raw_len = row->raw_len,
 		.count = row->count,
+		.profile = row->profile,
+		.weight = row->weight,
 		.span = row->span,
 		/* The store counts per minute: its start is all we know. */
 		.first_ns = start_s * 1000000000ull,
@@ -89,7 +91,8 @@ void pprof_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 	const struct api_core *core = ctx;
 	Sonde__V1__PprofResponse r = SONDE__V1__PPROF_RESPONSE__INIT;
 	struct profile_query q = { .since_s = pq->since_unix_s, .until_s = pq->until_unix_s,
-				   .pid = pq->pid, .node = pq->node };
+				   .pid = pq->pid, .node = pq->node,
+				   .profile = pq->profile };
 	struct pmodel m = { 0 };
 	struct pprof_ctx c = { .core = core, .m = &m };
 	uint8_t *gz = NULL;
@@ -107,6 +110,7 @@ void pprof_call(struct rpc_call *call, const ProtobufCMessage *msg, void *ctx)
 	err = pm_init(&m);
 	if (err < 0)
 		goto fail;
+	m.profile = pq->profile;
 	err = profile_rows(core->profile, &q, add_row, &c);
 	if (err < 0)
 		goto fail;

@@ -867,6 +867,7 @@ static void to_query(struct rpc_call *call, const Sonde__V1__ProfileQuery *pq,
 	q->until_s = pq->until_unix_s;
 	q->pid = pq->pid;
 	q->node = pq->node;
+	q->profile = pq->profile;
 	q->limit = pq->limit ? pq->limit : def_limit;
 	if (q->limit > FOLDED_DEFAULT_LIMIT)
 		q->limit = FOLDED_DEFAULT_LIMIT;

@@ -25,6 +25,8 @@ struct export_sample {
 	const void *raw;        /* rawstack.h */
 	size_t raw_len;
 	uint64_t count;
+	uint32_t profile;       /* enum pm_profile: the exporter builds one model per type */
+	uint64_t weight;        /* sum of the samples' weights (ns, bytes); 0 for CPU */
 	const uint8_t *span;    /* trace ID (16 bytes) + span ID (8), or NULL */
 	uint64_t first_ns, last_ns; /* unix ns; 0: unknown */
 	uint32_t frequency_hz;  /* of the sensor; 0: unknown */

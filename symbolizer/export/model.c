@@ -303,6 +303,24 @@ int pm_link(struct pmodel *m, const uint8_t span[24], uint32_t *ret)
 	return 0;
 }
 
+const struct pm_value_types *pm_profile_value_types(uint32_t profile)
+{
+	static const struct pm_value_types types[PM_PROFILES] = {
+		[PM_PROFILE_CPU] = { "samples", "count", "cpu", "nanoseconds" },
+		[PM_PROFILE_OFF_CPU] = { "off_cpu", "nanoseconds", "events", "count" },
+		[PM_PROFILE_MEMORY] = { "memory", "bytes", "events", "count" },
+	};
+
+	return &types[profile < PM_PROFILES ? profile : PM_PROFILE_CPU];
+}
+
+const char *pm_profile_name(uint32_t profile)
+{
+	static const char *const names[PM_PROFILES] = { "cpu", "off-cpu", "memory" };
+
+	return profile < PM_PROFILES ? names[profile] : "unknown";
+}
+
 int pm_sample(struct pmodel *m, const struct pm_sample *s)
 {
 	struct {
@@ -314,6 +332,7 @@ int pm_sample(struct pmodel *m, const struct pm_sample *s)
 	if (v) {
 		t = &m->samples[val_idx(v)];
 		t->count += s->count;
+		t->weight = t->weight + s->weight < t->weight ? UINT64_MAX : t->weight + s->weight;
 		if (s->first_ns && (!t->first_ns || s->first_ns < t->first_ns))
 			t->first_ns = s->first_ns;
 		if (s->last_ns > t->last_ns)

@@ -87,8 +87,31 @@ struct pm_sample {
 	uint32_t link;        /* index + 1 into links; 0: in no span */
 	uint32_t thread_name; /* string */
 	uint64_t count;       /* samples */
+	uint64_t weight;      /* off-CPU ns or memory bytes (pmodel.profile); 0 for CPU */
 	uint64_t first_ns, last_ns; /* unix ns of the first and last of them; 0: unknown */
 };
+
+/* What a model's samples measure (bpf/sample.h's enum sonde_profile).
+ * CPU values are counts of samples, each worth a sampling period of CPU
+ * time; the others' values are weights: ns off the CPU, bytes of growth. */
+enum pm_profile {
+	PM_PROFILE_CPU = 0,
+	PM_PROFILE_OFF_CPU = 1,
+	PM_PROFILE_MEMORY = 2,
+	PM_PROFILES,
+};
+
+/* The value type of a profile's samples and of its period, as pprof and
+ * OTLP name them (docs/exports.md, "Value types"). For CPU the sample is
+ * samples/count and the period cpu/nanoseconds; off-CPU samples are
+ * off_cpu/nanoseconds, memory samples memory/bytes, both with the period
+ * events/count (one context switch, one growth event). */
+struct pm_value_types {
+	const char *sample_type, *sample_unit, *period_type, *period_unit;
+};
+const struct pm_value_types *pm_profile_value_types(uint32_t profile);
+/* "cpu", "off-cpu", "memory"; "unknown" out of range. */
+const char *pm_profile_name(uint32_t profile);
 
 struct pm_index; /* the builder's dedup tables */
 
@@ -117,6 +140,7 @@ struct pmodel {
 	uint64_t start_ns, end_ns; /* the window the samples fall in */
 	uint64_t period_ns;        /* between samples on one CPU (1e9 / Hz); 0: unknown */
 	uint64_t total;            /* sum of the samples' counts */
+	uint32_t profile;          /* what every sample measures: enum pm_profile */
 
 	struct pm_index *ix;
 	size_t bytes; /* held in the tables, for bounds */
@@ -147,6 +171,6 @@ int pm_process(struct pmodel *m, const struct pm_process *p, uint32_t *ret);
 /* By value: span is the trace ID (16 bytes) then the span ID (8). *ret
  * is the index + 1, as pm_sample.link wants it. */
 int pm_link(struct pmodel *m, const uint8_t span[24], uint32_t *ret);
-/* Adds count to the sample of (stack, process, tid, thread_name, link), widening
+/* Adds count (and weight) to the sample of (stack, process, tid, thread_name, link), widening
  * its time range; a new one if there is none. */
 int pm_sample(struct pmodel *m, const struct pm_sample *s);

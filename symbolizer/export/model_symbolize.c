@@ -128,6 +128,7 @@ int pm_add_export_sample(struct pmodel *m, const struct symbolize_ctx *sc, const
 	struct pm_sample smp = {
 		.tid = s->tid,
 		.count = s->count,
+		.weight = s->weight,
 		.first_ns = s->first_ns,
 		.last_ns = s->last_ns ? s->last_ns : s->first_ns,
 	};

@@ -37,6 +37,8 @@ struct enc {
 	/* string indexes of the names this file adds */
 	int32_t k_frame_type, k_build_gnu, k_build_htl, k_tid, k_tname;
 	int32_t s_samples, s_count, s_cpu, s_ns;
+	/* The model's profile type's value types (pm_profile_value_types). */
+	int32_t s_type, s_unit, s_ptype, s_punit;
 	int32_t frame_attr[PM_N_FRAME_TYPES];
 };
 
@@ -147,6 +149,14 @@ static int enc_begin(struct enc *e)
 		r = add_const(e, "cpu", &e->s_cpu);
 	if (r == 0)
 		r = add_const(e, "nanoseconds", &e->s_ns);
+	if (r == 0)
+		r = add_const(e, pm_profile_value_types(e->m->profile)->sample_type, &e->s_type);
+	if (r == 0)
+		r = add_const(e, pm_profile_value_types(e->m->profile)->sample_unit, &e->s_unit);
+	if (r == 0)
+		r = add_const(e, pm_profile_value_types(e->m->profile)->period_type, &e->s_ptype);
+	if (r == 0)
+		r = add_const(e, pm_profile_value_types(e->m->profile)->period_unit, &e->s_punit);
 	if (r < 0)
 		return r;
 
@@ -375,7 +385,16 @@ static int enc_sample(struct enc *e, const struct pm_sample *s, P_(Sample) *o)
 	 * not each one: the first sample is put at first_ns and the rest at
 	 * last_ns, so the values still add up to count. Without a time it
 	 * is one aggregated value, the other shape (a Profile of its own). */
-	if (s->first_ns && s->count >= 2) {
+	if (m->profile != PM_PROFILE_CPU) {
+		/* One weight (ns, bytes) at the first sample's time: the
+		 * model does not keep each sample's own. */
+		vals[0] = s->weight > INT64_MAX ? INT64_MAX : (int64_t)s->weight;
+		o->n_values = 1;
+		if (s->first_ns) {
+			ts[0] = s->first_ns;
+			o->n_timestamps_unix_nano = 1;
+		}
+	} else if (s->first_ns && s->count >= 2) {
 		vals[0] = 1;
 		vals[1] = (int64_t)(s->count - 1);
 		ts[0] = s->first_ns;
@@ -444,11 +463,19 @@ static P_(Profile) *enc_profile(struct enc *e, P_(Sample) **samples, size_t n)
 		return NULL;
 	p_init(profile)(pr);
 	p_init(value_type)(st);
-	st->type_strindex = e->s_samples;
-	st->unit_strindex = e->s_count;
+	st->type_strindex = e->s_type;
+	st->unit_strindex = e->s_unit;
 	pr->sample_type = st;
-	/* A sample is worth period ns of CPU; unknown rate: no period. */
-	if (m->period_ns) {
+	if (m->profile != PM_PROFILE_CPU) {
+		/* Values are weights; the period is one event (a context
+		 * switch, a growth). */
+		p_init(value_type)(pt);
+		pt->type_strindex = e->s_ptype;
+		pt->unit_strindex = e->s_punit;
+		pr->period_type = pt;
+		pr->period = 1;
+	} else if (m->period_ns) {
+		/* A sample is worth period ns of CPU; unknown rate: no period. */
 		p_init(value_type)(pt);
 		pt->type_strindex = e->s_cpu;
 		pt->unit_strindex = e->s_ns;

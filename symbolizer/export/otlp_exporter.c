@@ -317,10 +317,11 @@ static void count_dropped(struct otlp_exporter *x, uint64_t samples)
 	pthread_mutex_unlock(&x->mu);
 }
 
-/* Symbolizes v[0..n) into one model and queues its request; a request
- * over max_request_bytes is made again as two halves. */
-static void build_range(struct otlp_exporter *x, struct held **v, size_t n, uint64_t start_ns,
-			uint64_t end_ns)
+/* Symbolizes v[0..n), samples of one profile type, into one model and
+ * queues its request; a request over max_request_bytes is made again as
+ * two halves. */
+static void build_range(struct otlp_exporter *x, struct held **v, size_t n, uint32_t profile,
+			uint64_t start_ns, uint64_t end_ns)
 {
 	struct pmodel m;
 	uint64_t samples = 0, bad = 0;
@@ -334,6 +335,7 @@ static void build_range(struct otlp_exporter *x, struct held **v, size_t n, uint
 		r = -ENOMEM;
 		goto fail;
 	}
+	m.profile = profile;
 	for (size_t i = 0; i < n; i++) {
 		r = pm_add_export_sample(&m, x->sc, &v[i]->es);
 		if (r == -EBADMSG) {
@@ -365,8 +367,8 @@ static void build_range(struct otlp_exporter *x, struct held **v, size_t n, uint
 		goto fail_counted;
 	if (len > x->o.max_request_bytes && n > 1) {
 		free(data);
-		build_range(x, v, n / 2, start_ns, end_ns);
-		build_range(x, v + n / 2, n - n / 2, start_ns, end_ns);
+		build_range(x, v, n / 2, profile, start_ns, end_ns);
+		build_range(x, v + n / 2, n - n / 2, profile, start_ns, end_ns);
 		return;
 	}
 	log_debug("OTLP: window of %llu samples, %zu bytes queued", (unsigned long long)samples, len);
@@ -393,9 +395,15 @@ static void flush_window(struct otlp_exporter *x)
 	if (x->n_held) {
 		v = malloc(x->n_held * sizeof(*v));
 		if (v) {
-			for (h = x->held; h; h = h->next)
-				v[i++] = h;
-			build_range(x, v, i, x->window_start_unix_ns, now);
+			/* One request per profile type: a Profile's samples
+			 * share one value type. */
+			for (uint32_t t = 0; t < PM_PROFILES; t++) {
+				i = 0;
+				for (h = x->held; h; h = h->next)
+					if (h->es.profile == t)
+						v[i++] = h;
+				build_range(x, v, i, t, x->window_start_unix_ns, now);
+			}
 		} else {
 			uint64_t lost = 0;
 

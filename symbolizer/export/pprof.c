@@ -49,6 +49,10 @@ enum extra_string {
 	S_HOST,
 	S_TRACE_ID,
 	S_SPAN_ID,
+	S_OFF_CPU,
+	S_MEMORY,
+	S_BYTES,
+	S_EVENTS,
 	N_EXTRA,
 };
 
@@ -58,6 +62,8 @@ static const char *const extra_names[N_EXTRA] = {
 	[S_THREAD] = "thread",       [S_COMM] = "comm",     [S_PROCESS] = "process",
 	[S_CONTAINER] = "container_id", [S_HOST] = "host",
 	[S_TRACE_ID] = "trace_id",   [S_SPAN_ID] = "span_id",
+	[S_OFF_CPU] = "off_cpu",     [S_MEMORY] = "memory", [S_BYTES] = "bytes",
+	[S_EVENTS] = "events",
 };
 
 struct enc {
@@ -371,7 +377,10 @@ static size_t sample_labels(const struct enc *e, const struct pm_sample *s, PLab
 static int fill_samples(struct enc *e)
 {
 	const struct pmodel *m = e->m;
-	bool cpu = m->period_ns != 0;
+	/* CPU: a time value when the period is known; the other types
+	 * always have their weight as a second value. */
+	bool weighted = m->profile != PM_PROFILE_CPU;
+	bool cpu = !weighted && m->period_ns != 0;
 	uint64_t *stack_ids = alloc_array(e->a, m->n_stack_locs, sizeof(*stack_ids));
 	PSample *sa = alloc_array(e->a, m->n_samples, sizeof(*sa));
 	PSample **psa = alloc_array(e->a, m->n_samples, sizeof(*psa));
@@ -413,8 +422,10 @@ static int fill_samples(struct enc *e)
 		sa[i].n_location_id = st->n_locs;
 		values[2 * i] = (int64_t)s->count;
 		values[2 * i + 1] = cpu ? (int64_t)(s->count * m->period_ns) : 0;
+		if (weighted)
+			values[2 * i + 1] = s->weight > INT64_MAX ? INT64_MAX : (int64_t)s->weight;
 		sa[i].value = &values[2 * i];
-		sa[i].n_value = cpu ? 2 : 1;
+		sa[i].n_value = cpu || weighted ? 2 : 1;
 		nl = sample_labels(e, s, l);
 		for (size_t k = 0; k < nl; k++)
 			pl[k] = &l[k];
@@ -427,8 +438,10 @@ static int fill_samples(struct enc *e)
 	return 0;
 }
 
-/* Sample types: samples/count, and cpu/nanoseconds when the sampling
- * period is known (without it no sample has a time). */
+/* Sample types: samples/count, then for CPU cpu/nanoseconds when the
+ * sampling period is known (without it no sample has a time); for
+ * off-CPU off_cpu/nanoseconds and for memory memory/bytes, each with the
+ * period events/count, 1 (pm_profile_value_types). */
 static int fill_header(struct enc *e)
 {
 	const struct pmodel *m = e->m;
@@ -444,7 +457,18 @@ static int fill_header(struct enc *e)
 	pvt[0] = &vt[0];
 	e->p.sample_type = pvt;
 	e->p.n_sample_type = 1;
-	if (m->period_ns) {
+	if (m->profile != PM_PROFILE_CPU) {
+		bool mem = m->profile == PM_PROFILE_MEMORY;
+
+		vt[1].type = e->p.default_sample_type = extra(e, mem ? S_MEMORY : S_OFF_CPU);
+		vt[1].unit = extra(e, mem ? S_BYTES : S_NANOSECONDS);
+		vt[2].type = extra(e, S_EVENTS);
+		vt[2].unit = extra(e, S_COUNT);
+		pvt[1] = &vt[1];
+		e->p.n_sample_type = 2;
+		e->p.period_type = &vt[2];
+		e->p.period = 1;
+	} else if (m->period_ns) {
 		if (m->period_ns > INT64_MAX)
 			return -EINVAL;
 		vt[1].type = vt[2].type = extra(e, S_CPU);

@@ -1,6 +1,6 @@
 /* cache.c - SQLite file-analysis cache with an in-memory LRU above it.
  *
- * Schema (user_version 15):
+ * Schema (user_version 16):
  *   files(file_id BLOB PK, status INT (0 ok, 1 error), error TEXT,
  *         analysed_at INT (unix s), build_id BLOB, symtab BLOB)
  *   unwind(file_id BLOB PK, status INT (0 ok, 1 error), error TEXT,
@@ -13,9 +13,10 @@
  *   stacks(id INTEGER PK, hash INT, text TEXT, raw BLOB; INDEX(hash))
  *                                                      -- profile.c, version 12
  *   nodes(id INTEGER PK, name TEXT UNIQUE)           -- version 14
- *   samples(minute, node, pid, start, tid, span, stack_id, uid, count;
- *           PK(minute, node, pid, start, tid, span, stack_id, uid))
- *                                                      -- version 14
+ *   samples(minute, node, pid, start, tid, span, stack_id, uid, profile,
+ *           count, weight;
+ *           PK(minute, node, pid, start, tid, span, stack_id, uid, profile))
+ *                                                      -- version 16
  * The database file is outside input too: a blob that does not
  * deserialise is dropped and its file analysed again.
  */
@@ -262,13 +263,25 @@ static const char schema_v15[] =
 	" data BLOB"
 	") WITHOUT ROWID;";
 
+/* Samples carry their profile type (CPU, off-CPU, memory) and the sum of
+ * their weights. Recent data: the table is made anew. */
+static const char schema_v16[] =
+	"DROP TABLE samples;"
+	"CREATE TABLE samples ("
+	" minute INTEGER NOT NULL, node INTEGER NOT NULL, pid INTEGER NOT NULL,"
+	" start INTEGER NOT NULL, tid INTEGER NOT NULL, span BLOB NOT NULL,"
+	" stack_id INTEGER NOT NULL, uid INTEGER NOT NULL, profile INTEGER NOT NULL,"
+	" count INTEGER NOT NULL, weight INTEGER NOT NULL,"
+	" PRIMARY KEY (minute, node, pid, start, tid, span, stack_id, uid, profile)) WITHOUT ROWID;";
+
 /* Migrations from version i to i + 1 go here as they appear; index 0
  * creates the schema in an empty database. */
 static const char *const migrations[CACHE_SCHEMA_VERSION] = { schema_v1, schema_v2, schema_v3,
 									 schema_v4, schema_v5, schema_v6,
 									 schema_v7, schema_v8, schema_v9,
 									 schema_v10, schema_v11, schema_v12,
-									 schema_v13, schema_v14, schema_v15 };
+									 schema_v13, schema_v14, schema_v15,
+									 schema_v16 };
 
 static int sqlite_to_errno(int rc)
 {

@@ -35,7 +35,7 @@
  * 12: stacks found by an indexed digest (profile.c), not UNIQUE (text,
  *     raw); stored profiles dropped.
  * 13: samples carry their process's uid; stored profiles dropped. */
-#define CACHE_SCHEMA_VERSION 15
+#define CACHE_SCHEMA_VERSION 16
 
 struct cache;
 

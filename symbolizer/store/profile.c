@@ -1,7 +1,8 @@
 /* profile.c - the recent-profile store (see profile.h).
  *
  * Stacks are interned in stacks(text, raw) and counted in samples(minute,
- * node, pid, start, tid, span, stack_id, uid); node is the sensor's node
+ * node, pid, start, tid, span, stack_id, uid, profile) with the sum of
+ * their weights; node is the sensor's node
  * (nodes(id, name)), so pid 1234 of two nodes stays two processes; uid is
  * the process's owner, so a query can be scoped to one user's processes
  * (docs/security.md, roles). Top is computed here from the per-stack sums of the window:
@@ -29,7 +30,7 @@
 struct batch_key {
 	uint64_t minute;
 	uint64_t start;
-	uint32_t node, node_pad;
+	uint32_t node, profile;
 	uint32_t pid, tid;
 	uint8_t span[PROFILE_SPAN_LEN]; /* all zero: none */
 	uint32_t uid, uid_pad; /* before stack_hash: not part of the stack-id cache key */
@@ -44,6 +45,7 @@ struct batch_key {
  * a reference to the stack (its frames and raw stack). */
 struct batch_val {
 	uint64_t count;
+	uint64_t weight;
 	const struct stack_text *shared;
 	uint32_t text_len, raw_len;
 	char data[]; /* text, then raw */
@@ -337,6 +339,10 @@ static void finalize_all(struct profile_store *p)
 	p->st_node_put = NULL;
 }
 
+/* What Top and Folded add up: samples for CPU, weights (ns, bytes) for
+ * the other types (?7 is the query's profile). */
+#define VALUE "CASE WHEN ?7 = 0 THEN s.count ELSE s.weight END"
+
 static int prepare_all(struct profile_store *p, sqlite3 *db)
 {
 	p->db = db;
@@ -345,34 +351,35 @@ static int prepare_all(struct profile_store *p, sqlite3 *db)
 	    prep(p->db, "INSERT INTO stacks (text, raw, hash) VALUES (?1, ?2, ?3)",
 		 &p->st_stack_put) < 0 ||
 	    prep(p->db,
-		 "INSERT INTO samples (minute, pid, tid, span, stack_id, count, uid, node, start)"
-		 " VALUES (?1, ?2, ?3, ?6, ?4, ?5, ?7, ?8, ?9)"
-		 " ON CONFLICT (minute, node, pid, start, tid, span, stack_id, uid)"
-		 " DO UPDATE SET count = count + excluded.count",
+		 "INSERT INTO samples (minute, pid, tid, span, stack_id, count, uid, node, start,"
+		 " profile, weight) VALUES (?1, ?2, ?3, ?6, ?4, ?5, ?7, ?8, ?9, ?10, ?11)"
+		 " ON CONFLICT (minute, node, pid, start, tid, span, stack_id, uid, profile)"
+		 " DO UPDATE SET count = count + excluded.count, weight = weight + excluded.weight",
 		 &p->st_sample) < 0 ||
 	    prep(p->db,
-		 "SELECT COALESCE(SUM(count), 0) FROM samples"
+		 "SELECT COALESCE(SUM(CASE WHEN ?7 = 0 THEN count ELSE weight END), 0) FROM samples"
 		 " WHERE minute >= ?1 AND minute < ?2 AND (?3 = 0 OR pid = ?3)"
-		 " AND (?5 < 0 OR uid = ?5) AND (?6 = -1 OR node = ?6)",
+		 " AND (?5 < 0 OR uid = ?5) AND (?6 = -1 OR node = ?6) AND profile = ?7",
 		 &p->st_total) < 0 ||
 	    prep(p->db,
-		 "SELECT st.text, SUM(s.count) AS n, MIN(s.pid), MAX(s.pid), s.node"
+		 "SELECT st.text, SUM(" VALUE ") AS n, MIN(s.pid), MAX(s.pid), s.node"
 		 " FROM samples s JOIN stacks st ON st.id = s.stack_id"
 		 " WHERE s.minute >= ?1 AND s.minute < ?2 AND (?3 = 0 OR s.pid = ?3)"
-		 " AND (?5 < 0 OR s.uid = ?5) AND (?6 = -1 OR s.node = ?6)"
+		 " AND (?5 < 0 OR s.uid = ?5) AND (?6 = -1 OR s.node = ?6) AND s.profile = ?7"
 		 " GROUP BY s.node, st.text ORDER BY n DESC, st.text, s.node LIMIT ?4",
 		 &p->st_folded) < 0 ||
 	    prep(p->db,
-		 "SELECT s.minute, s.pid, s.tid, st.text, st.raw, s.count, s.span, s.node, s.start"
+		 "SELECT s.minute, s.pid, s.tid, st.text, st.raw, s.count, s.span, s.node, s.start,"
+		 " s.weight"
 		 " FROM samples s JOIN stacks st ON st.id = s.stack_id"
 		 " WHERE s.minute >= ?1 AND s.minute < ?2 AND (?3 = 0 OR s.pid = ?3)"
-		 " AND (?5 < 0 OR s.uid = ?5) AND (?6 = -1 OR s.node = ?6)",
+		 " AND (?5 < 0 OR s.uid = ?5) AND (?6 = -1 OR s.node = ?6) AND s.profile = ?7",
 		 &p->st_rows) < 0 ||
 	    prep(p->db,
-		 "SELECT st.text, SUM(s.count), s.node FROM samples s"
+		 "SELECT st.text, SUM(" VALUE "), s.node FROM samples s"
 		 " JOIN stacks st ON st.id = s.stack_id"
 		 " WHERE s.minute >= ?1 AND s.minute < ?2 AND (?3 = 0 OR s.pid = ?3)"
-		 " AND (?5 < 0 OR s.uid = ?5) AND (?6 = -1 OR s.node = ?6)"
+		 " AND (?5 < 0 OR s.uid = ?5) AND (?6 = -1 OR s.node = ?6) AND s.profile = ?7"
 		 " GROUP BY s.node, s.stack_id",
 		 &p->st_sums) < 0 ||
 	    prep(p->db, "INSERT OR IGNORE INTO nodes (id, name) VALUES (?1, ?2)",
@@ -466,6 +473,7 @@ static struct batch_val *batch_val_new(const struct profile_sample *smp, size_t 
 		if (!v)
 			goto cleanup;
 		v->count = 0;
+		v->weight = 0;
 		v->shared = smp->shared;
 		stack_text_ref(v->shared);
 		v->text_len = (uint32_t)f.len;
@@ -478,6 +486,7 @@ static struct batch_val *batch_val_new(const struct profile_sample *smp, size_t 
 	if (!v)
 		goto cleanup;
 	v->count = 0;
+	v->weight = 0;
 	v->shared = NULL;
 	v->text_len = (uint32_t)tlen;
 	v->raw_len = (uint32_t)smp->raw_len;
@@ -496,7 +505,7 @@ cleanup:
 int profile_add(struct profile_store *p, const struct profile_sample *smp)
 {
 	struct batch_key k = { .minute = smp->unix_s / 60, .start = smp->start, .node = smp->node,
-			       .pid = smp->pid, .tid = smp->tid, .uid = smp->uid };
+			       .profile = smp->profile, .pid = smp->pid, .tid = smp->tid, .uid = smp->uid };
 	const char *comm = smp->comm ? smp->comm : "";
 	size_t comm_len = strnlen(comm, PROFILE_MAX_NAME), klen;
 	struct batch_val *v;
@@ -535,6 +544,7 @@ int profile_add(struct profile_store *p, const struct profile_sample *smp)
 		}
 	}
 	v->count += smp->count;
+	v->weight = v->weight + smp->weight < v->weight ? UINT64_MAX : v->weight + smp->weight;
 	p->added += smp->count;
 	if (hmap_count(p->batch) >= PROFILE_MAX_BATCH) {
 		if (p->draining)
@@ -694,6 +704,10 @@ static int write_rows(struct profile_store *p, struct hmap *m, struct hmap_iter 
 		sqlite3_bind_int64(p->st_sample, 7, k.uid);
 		sqlite3_bind_int64(p->st_sample, 8, k.node);
 		sqlite3_bind_int64(p->st_sample, 9, (int64_t)k.start);
+		sqlite3_bind_int64(p->st_sample, 10, k.profile);
+		/* SQLite integers are signed: a saturated sum stays the largest. */
+		sqlite3_bind_int64(p->st_sample, 11,
+				   v->weight > INT64_MAX ? INT64_MAX : (int64_t)v->weight);
 		{
 			static const uint8_t none[PROFILE_SPAN_LEN];
 			bool has = memcmp(k.span, none, sizeof(none)) != 0;
@@ -854,6 +868,7 @@ static void bind_query(const struct profile_store *p, sqlite3_stmt *st,
 {
 	bind_window(st, q);
 	sqlite3_bind_int64(st, 6, query_node(p, q->node));
+	sqlite3_bind_int64(st, 7, q->profile);
 }
 
 static int window_total(struct profile_store *p, const struct profile_query *q, uint64_t *ret)
@@ -1079,6 +1094,8 @@ int profile_rows(struct profile_store *p, const struct profile_query *q,
 			.raw = sqlite3_column_blob(p->st_rows, 4),
 			.raw_len = (size_t)sqlite3_column_bytes(p->st_rows, 4),
 			.count = (uint64_t)sqlite3_column_int64(p->st_rows, 5),
+			.profile = q->profile,
+			.weight = (uint64_t)sqlite3_column_int64(p->st_rows, 9),
 			.node = node_name(p, sqlite3_column_int64(p->st_rows, 7)),
 			.start = (uint64_t)sqlite3_column_int64(p->st_rows, 8),
 		};

@@ -58,6 +58,15 @@ const char *profile_node_name(const struct profile_store *p, uint32_t id);
 /* Trace ID (16 bytes) then span ID (8): the span a sample was taken in. */
 #define PROFILE_SPAN_LEN 24
 
+/* What samples measure: the numbers of bpf/sample.h's enum sonde_profile
+ * and of the wire's SampleCount.profile. */
+enum profile_type {
+	PROFILE_CPU = 0,     /* value: samples (count) */
+	PROFILE_OFF_CPU = 1, /* value: ns off the CPU (weight) */
+	PROFILE_MEMORY = 2,  /* value: bytes of growth (weight) */
+};
+#define PROFILE_TYPES 3
+
 /* count samples of one stack by thread tid of pid at time unix_s. */
 struct profile_sample {
 	uint64_t unix_s;
@@ -71,6 +80,8 @@ struct profile_sample {
 	const void *raw;    /* the raw stack (core/rawstack.h); may be NULL */
 	size_t raw_len;
 	uint64_t count;
+	uint32_t profile;   /* enum profile_type; counted apart */
+	uint64_t weight;    /* sum of the samples' weights (0 for CPU) */
 	/* Optional, to save work per sample: strlen(frames) (0: computed)
 	 * and profile_stack_hash(frames, raw, raw_len) (0: computed). */
 	size_t frames_len;
@@ -121,6 +132,9 @@ struct profile_query {
 	bool scoped;
 	uint32_t uid;
 	uint32_t limit; /* 0: no limit */
+	/* enum profile_type: only its samples. Top and Folded count samples
+	 * for PROFILE_CPU and sum weights (ns, bytes) for the others. */
+	uint32_t profile;
 };
 
 struct profile_top_entry {
@@ -158,6 +172,8 @@ struct profile_row {
 	const void *raw;
 	size_t raw_len;
 	uint64_t count;
+	uint32_t profile; /* enum profile_type (the query's) */
+	uint64_t weight;
 };
 
 /* Calls fn for every row in the window (q->limit is ignored); stops at

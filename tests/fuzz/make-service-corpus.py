@@ -96,7 +96,10 @@ def stacks(file_id=ELF_ID):
                              first_unix_ns=1764740001000000000, last_unix_ns=1764740001900000000,
                              comm="workload"),
               pb.SampleCount(stack_id=2, pid=4242, tid=4243, count=3, comm="worker-1"),
-              pb.SampleCount(stack_id=3, pid=0, tid=0, count=5, comm="swapper/0")]
+              pb.SampleCount(stack_id=3, pid=0, tid=0, count=5, comm="swapper/0"),
+              # off-CPU: 2 blocks, 35 ms in all
+              pb.SampleCount(stack_id=1, pid=4242, tid=4242, count=2, comm="workload", profile=1,
+                             weight=35000000)]
     return msg(stacks=pb.StackBatch(stacks=defs, samples=counts))
 
 

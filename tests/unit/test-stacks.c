@@ -98,6 +98,42 @@ static void test_dedup(void **state)
 	stacks_free(st);
 }
 
+/* Samples of one stack and thread but different profile types are
+ * counted apart; weights add up, saturating. */
+static void test_profiles_apart(void **state)
+{
+	uint64_t k[] = {0xffffffff81000010};
+	struct stacks *st = stacks_new(16, 64, 0);
+	struct stack_input in = sample(k, 1, NULL, 0, 10, 11, 100);
+	struct seen s;
+
+	(void)state;
+	assert_non_null(st);
+	assert_int_equal(stacks_add(st, &in), 0); /* CPU, weight 0 */
+	in.profile = 1;
+	in.weight = 5000000;
+	assert_int_equal(stacks_add(st, &in), 0);
+	in.weight = 7000000;
+	assert_int_equal(stacks_add(st, &in), 0);
+	in.profile = 2;
+	in.weight = UINT64_MAX - 1;
+	assert_int_equal(stacks_add(st, &in), 0);
+	in.weight = 10;
+	assert_int_equal(stacks_add(st, &in), 0);
+	flush(st, &s);
+	assert_int_equal(s.n_defs, 1); /* one stack */
+	assert_int_equal(s.n_counts, 3);
+	assert_int_equal(s.counts[0].profile, 0);
+	assert_int_equal(s.counts[0].count, 1);
+	assert_int_equal(s.counts[0].weight, 0);
+	assert_int_equal(s.counts[1].profile, 1);
+	assert_int_equal(s.counts[1].count, 2);
+	assert_int_equal(s.counts[1].weight, 12000000);
+	assert_int_equal(s.counts[2].profile, 2);
+	assert_true(s.counts[2].weight == UINT64_MAX);
+	stacks_free(st);
+}
+
 static void test_reset_reuses_ids(void **state)
 {
 	uint64_t k1[] = {1}, k2[] = {2}, k3[] = {3};
@@ -391,6 +427,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dedup),
+		cmocka_unit_test(test_profiles_apart),
 		cmocka_unit_test(test_reset_reuses_ids),
 		cmocka_unit_test(test_bound_and_drops),
 		cmocka_unit_test(test_idle_stacks_forgotten),

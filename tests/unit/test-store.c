@@ -375,6 +375,68 @@ static int count_row(const struct profile_row *row, void *ctx)
 	return 0;
 }
 
+/* Off-CPU and memory samples are kept apart from CPU ones; Top and
+ * Folded add up their weights, rows carry both. */
+static int sum_row(const struct profile_row *row, void *ctx)
+{
+	uint64_t *v = ctx;
+
+	assert_int_equal(row->profile, 1);
+	v[0] += row->count;
+	v[1] += row->weight;
+	return 0;
+}
+
+static void test_profile_types(void **state)
+{
+	struct cache *c = NULL;
+	struct profile_store *p;
+	struct arena *a = arena_new();
+	struct profile_top_entry *top;
+	struct profile_stack *st;
+	size_t n;
+	uint64_t total, rows[2] = { 0 };
+	struct profile_sample smp = { .unix_s = 1700000000, .pid = 1, .tid = 1, .comm = "app",
+				      .frames = "main;wait", .count = 3 };
+	struct profile_query cpu = { 0 }, off = { .profile = 1 }, mem = { .profile = 2 };
+
+	(void)state;
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	p = profile_new(c, 60);
+	assert_non_null(p);
+	assert_int_equal(profile_add(p, &smp), 0);
+	smp.profile = 1;
+	smp.count = 2;
+	smp.weight = 40000000; /* 40 ms in two blocks */
+	assert_int_equal(profile_add(p, &smp), 0);
+	smp.weight = 2000000;
+	smp.count = 1;
+	assert_int_equal(profile_add(p, &smp), 0);
+	assert_int_equal(profile_flush(p), 0);
+	/* The same row again after a flush: the upsert adds both. */
+	assert_int_equal(profile_add(p, &smp), 0);
+	assert_int_equal(profile_flush(p), 0);
+
+	assert_int_equal(profile_top(p, &cpu, a, &top, &n, &total), 0);
+	assert_int_equal(total, 3);
+	assert_int_equal(profile_top(p, &off, a, &top, &n, &total), 0);
+	assert_int_equal(total, 44000000);
+	assert_non_null(find_top(top, n, "wait"));
+	assert_int_equal(find_top(top, n, "wait")->self, 44000000);
+	assert_int_equal(profile_folded(p, &off, a, &st, &n, &total), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(st[0].count, 44000000);
+	assert_string_equal(st[0].text, "app;main;wait");
+	assert_int_equal(profile_folded(p, &mem, a, &st, &n, &total), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(profile_rows(p, &off, sum_row, rows), 0);
+	assert_int_equal(rows[0], 4);
+	assert_int_equal(rows[1], 44000000);
+	profile_free(p);
+	cache_close(c);
+	arena_free(a);
+}
+
 static void test_profile(void **state)
 {
 	struct cache *c = NULL;
@@ -709,6 +771,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cache_interp, setup, teardown),
 		cmocka_unit_test(test_folded_push),
 		cmocka_unit_test_setup_teardown(test_profile, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_profile_types, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile_survives_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile_flush_in_steps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile_nodes, setup, teardown),
