@@ -226,6 +226,7 @@ struct ufile {
 	uint32_t row_start, row_count;
 	uint32_t index_start, page_base, page_count, page_shift; /* page_count 0: no index */
 	uint32_t users;     /* bindings (process mappings) referencing it */
+	uint64_t version;   /* UnwindTable.table_version of the loaded rows */
 	uint64_t last_used; /* logical clock, for eviction */
 };
 
@@ -246,6 +247,7 @@ struct assembly {
 	bool active;
 	bool skip; /* a duplicate of a loaded table: drop its chunks */
 	uint8_t id[UNWIND_FILE_ID_LEN];
+	uint64_t version;
 	uint32_t total_rows, received;
 	struct sonde_unwind_row *rows;
 	size_t rows_cap;
@@ -681,6 +683,9 @@ static int commit(struct unwind_maps *um, struct assembly *a)
 	f = file_get(um, a->id);
 	if (!f)
 		return reject(um, a, UNWIND_REJECT_MAP_WRITE);
+	/* Another version of a loaded table: the new rows replace the old;
+	 * the bindings are pointed at them below. */
+	file_unload(um, f);
 	while ((r = row_alloc_take(um->alloc, buckets_of(a->total_rows), &start)) == -ENOSPC)
 		if (!evict_one(um))
 			break;
@@ -696,6 +701,7 @@ static int commit(struct unwind_maps *um, struct assembly *a)
 		return reject(um, a, UNWIND_REJECT_MAP_WRITE);
 	}
 	f->state = FILE_LOADED;
+	f->version = a->version;
 	index_load(um, f, a->rows, a->total_rows);
 	f->row_start = start;
 	f->row_count = a->total_rows;
@@ -748,9 +754,12 @@ static int add_chunk_locked(struct unwind_maps *um, const struct unwind_chunk *c
 		memcpy(a->id, c->file_id, UNWIND_FILE_ID_LEN);
 		a->active = true;
 		a->total_rows = c->total_rows;
-		if (f && f->state == FILE_LOADED) {
-			/* Sent again (a reconnect): the rows we have are the
-			 * same content-addressed table. */
+		a->version = c->table_version;
+		if (f && f->state == FILE_LOADED &&
+		    (c->table_version == 0 || c->table_version == f->version)) {
+			/* Sent again, same version (or none said): the rows
+			 * we have are this table. Another version is loaded
+			 * in place of ours (commit()). */
 			a->skip = true;
 			um->st.duplicates++;
 		} else if (c->total_rows == 0 || c->total_rows > SONDE_UNWIND_MAX_ROWS_PER_FILE ||
@@ -827,6 +836,23 @@ void unwind_maps_connection_reset(struct unwind_maps *um)
 		memset(&um->asm_[i], 0, sizeof(um->asm_[i]));
 	}
 	pthread_mutex_unlock(&um->lock);
+}
+
+size_t unwind_maps_loaded(struct unwind_maps *um, struct unwind_loaded *out, size_t cap)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&um->lock);
+	for (size_t b = 0; b < UNWIND_FILE_BUCKETS && n < cap; b++)
+		for (struct ufile *f = um->files[b]; f && n < cap; f = f->next) {
+			if (f->state != FILE_LOADED || !f->version)
+				continue;
+			memcpy(out[n].file_id, f->id, UNWIND_FILE_ID_LEN);
+			out[n].table_version = f->version;
+			n++;
+		}
+	pthread_mutex_unlock(&um->lock);
+	return n;
 }
 
 void unwind_maps_get_stats(struct unwind_maps *um, struct unwind_maps_stats *ret)

@@ -57,6 +57,13 @@ struct unwind_chunk {
 	const void *rows;    /* packed struct sonde_unwind_row, little-endian */
 	size_t rows_len;     /* bytes */
 	bool has_error;      /* the file has no usable table */
+	uint64_t table_version; /* first chunk: the symbolizer's digest (0: none) */
+};
+
+/* A loaded table, as listed in Hello.loaded_tables. */
+struct unwind_loaded {
+	uint8_t file_id[UNWIND_FILE_ID_LEN];
+	uint64_t table_version;
 };
 
 /* Why a table was rejected. */
@@ -84,7 +91,7 @@ struct unwind_maps_stats {
 	uint64_t rejected[UNWIND_REJECT__COUNT];
 	uint64_t tables_unavailable; /* the symbolizer said "no usable table" */
 	uint64_t tables_evicted;
-	uint64_t duplicates;         /* tables sent again for a loaded file */
+	uint64_t duplicates;         /* tables sent again for a loaded file, same version */
 	uint64_t tables_unindexed;   /* loaded without a page index (index space full) */
 	uint64_t lpm_entries;        /* prefixes in the trie now */
 	uint64_t lpm_failures;       /* mappings left without an entry (trie full) */
@@ -132,6 +139,9 @@ int unwind_maps_set_process(struct unwind_maps *um, uint32_t pid,
 /* The process exited: its entries are removed and its tables unreferenced. */
 void unwind_maps_remove_process(struct unwind_maps *um, uint32_t pid);
 
+/* The tables loaded now that have a version, at most cap of them, into
+ * out (the symbolizer skips these after a reconnect). Returns how many. */
+size_t unwind_maps_loaded(struct unwind_maps *um, struct unwind_loaded *out, size_t cap);
 void unwind_maps_get_stats(struct unwind_maps *um, struct unwind_maps_stats *ret);
 
 /* ---- pure helpers, exposed for the unit tests ---- */

@@ -43,6 +43,8 @@
 
 
 #define UPLINK_MAX_PEER_UIDS 4
+/* Hello.loaded_tables: the symbolizer takes at most 65,536. */
+#define UPLINK_MAX_LOADED_TABLES 65536
 
 struct uplink {
 	struct rpc_channel *ch; /* NULL between connections when peer-checked */
@@ -85,6 +87,7 @@ struct uplink {
 	char machine_id[64];
 	char node_name[256];
 	char release[65];
+	uint8_t kernel_build_id[64];
 };
 
 /* Tells the main loop something happened it should act on now. */
@@ -124,6 +127,41 @@ static void read_id_file(const char *path, char *buf, size_t size)
 	if (fgets(buf, (int)size, f))
 		buf[strcspn(buf, "\n")] = '\0';
 	fclose(f);
+}
+
+/* The running kernel's GNU build ID from /sys/kernel/notes (kernel
+ * output: a run of ELF notes). Returns its length, 0 if none. */
+static size_t read_kernel_build_id(uint8_t *out, size_t cap)
+{
+	uint8_t buf[4096];
+	size_t n, off = 0;
+	FILE *f = fopen("/sys/kernel/notes", "re");
+
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	while (off + 12 <= n) {
+		uint32_t namesz, descsz, type;
+		size_t name_off = off + 12, desc_off;
+
+		memcpy(&namesz, buf + off, 4);
+		memcpy(&descsz, buf + off + 4, 4);
+		memcpy(&type, buf + off + 8, 4);
+		if (namesz > n || descsz > n)
+			return 0;
+		desc_off = name_off + ((namesz + 3u) & ~3u);
+		if (desc_off + descsz > n)
+			return 0;
+		if (type == 3 && namesz == 4 && memcmp(buf + name_off, "GNU", 4) == 0) {
+			if (descsz == 0 || descsz > cap)
+				return 0;
+			memcpy(out, buf + desc_off, descsz);
+			return descsz;
+		}
+		off = desc_off + ((descsz + 3u) & ~3u);
+	}
+	return 0;
 }
 
 struct uplink *uplink_new(const char *target, struct fileids *fileids, uint32_t frequency_hz,
@@ -176,6 +214,9 @@ struct uplink *uplink_new(const char *target, struct fileids *fileids, uint32_t 
 	u->hello.machine_id = u->machine_id;
 	u->hello.node_name = u->node_name;
 	u->hello.kernel_release = u->release;
+	u->hello.kernel_build_id.data = u->kernel_build_id;
+	u->hello.kernel_build_id.len = read_kernel_build_id(u->kernel_build_id,
+							    sizeof(u->kernel_build_id));
 	u->hello.frequency_hz = frequency_hz;
 	u->hello.sensor_start_unix_ns = start_unix_ns;
 	return u;
@@ -306,6 +347,7 @@ static int handle_unwind_table(struct uplink *u, struct rpc_stream *s,
 	c.rows = t->rows.data;
 	c.rows_len = t->rows.len;
 	c.has_error = t->error && t->error[0];
+	c.table_version = t->table_version;
 	r = unwind_maps_add_chunk(u->unwind, &c);
 	if (r < 0 && c.first) {
 		memcpy(id.bytes, c.file_id, FILEID_LEN);
@@ -461,9 +503,40 @@ static int handshake(struct uplink *u, struct rpc_stream *s)
 	Sonde__V1__SensorMessage msg = SONDE__V1__SENSOR_MESSAGE__INIT;
 	int r;
 
+	Sonde__V1__LoadedTable *lt = NULL, **ltp = NULL;
+	struct unwind_loaded *loaded = NULL;
+	size_t n = 0;
+
+	/* The tables still in the BPF maps: a restarted symbolizer sends
+	 * only the others. Without memory the list is empty: all come again. */
+	if (u->unwind) {
+		loaded = calloc(UPLINK_MAX_LOADED_TABLES, sizeof(*loaded));
+		if (loaded)
+			n = unwind_maps_loaded(u->unwind, loaded, UPLINK_MAX_LOADED_TABLES);
+		lt = calloc(n ? n : 1, sizeof(*lt));
+		ltp = calloc(n ? n : 1, sizeof(*ltp));
+		if (!lt || !ltp)
+			n = 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		sonde__v1__loaded_table__init(&lt[i]);
+		lt[i].file_id.data = loaded[i].file_id;
+		lt[i].file_id.len = FILEID_LEN;
+		lt[i].table_version = loaded[i].table_version;
+		ltp[i] = &lt[i];
+	}
+	u->hello.n_loaded_tables = n;
+	u->hello.loaded_tables = ltp;
+	if (n)
+		log_info("Hello lists %zu unwind tables loaded before", n);
 	msg.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_HELLO;
 	msg.hello = &u->hello;
 	r = rpc_stream_write(s, &msg.base, false);
+	u->hello.n_loaded_tables = 0;
+	u->hello.loaded_tables = NULL;
+	free(ltp);
+	free(lt);
+	free(loaded);
 	if (r < 0)
 		return r;
 	return dispatch_one(u, s, STATE_HANDSHAKE);

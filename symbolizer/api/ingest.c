@@ -2,7 +2,10 @@
  *
  * A session holds what its sensor told it: processes and their mappings,
  * the files they map (file ID -> size; only these may be read back), its
- * kernel symbols, and its stack definitions. Every field from the sensor
+ * kernel symbols, and its stack definitions. What sessions have in common
+ * is held once: kernel symbol tables of equal snapshots (struct kshared)
+ * and symbolized stacks (store/stack_texts.h, which the profile store's
+ * batch references too). Every field from the sensor
  * is checked against the bounds below before it is used; a
  * violation ends the stream with INVALID_ARGUMENT (RESOURCE_EXHAUSTED for
  * bounds on totals).
@@ -12,8 +15,9 @@
  * session's pending queue, at most INGEST_PENDING_TIMEOUT_MS.
  *
  * Unwind tables: every executable file a session's processes map gets its
- * table sent once per session (a reconnect is a new session and gets all
- * again): at once from the cache, or when the file's job ends. A file
+ * table sent once per session, unless the sensor's Hello listed it with
+ * the version the cache holds (a reconnect: the sensor still has it in its
+ * BPF maps): at once from the cache, or when the file's job ends. A file
  * without a usable table gets one UnwindTable with error set, so the
  * sensor stops waiting. Tables go out in chunks of UNWIND_CHUNK_ROWS
  * through the session's bounded write queue; when it is full
@@ -36,6 +40,7 @@
 #include "cgroup_ids.h"
 #include "otlp_exporter.h"
 #include "rawstack.h"
+#include "stack_texts.h"
 #include "unwind_table.h"
 #include "utf8.h"
 #include "interp_loader.h"
@@ -55,14 +60,31 @@
 #define SESSION_MAX_STACK_FRAMES (16u << 20)  /* unresolved frames held */
 #define SESSION_MAX_PENDING_STACKS 10000u
 #define SESSION_MAX_PENDING_SAMPLES 200000u
+#define SESSION_MAX_LOADED_TABLES 65536u      /* Hello.loaded_tables */
 
 #define COMM_MAX 64
+
+/* One kernel symbol table, shared by the sessions that sent equal ones
+ * (same build ID, same symbols at the same addresses). */
+struct kshared {
+	struct kshared *next; /* in in->kernels, same key */
+	uint64_t key;         /* ksyms_digest() mixed with the build ID */
+	uint8_t build_id[64];
+	size_t build_id_len;
+	struct ksyms *k;
+	uint32_t refs;
+};
 
 struct ingest {
 	const struct api_core *core;
 	struct ingest_hooks hooks;
 	struct session *sessions; /* list, newest first */
 	uint64_t next_session_id;
+	struct stack_texts *texts; /* the sessions' symbolized stacks, shared */
+	struct hmap *kernels; /* key -> struct kshared list */
+	/* fileid -> uint64_t table version (unwind_table_version()), of the
+	 * table the cache holds now; dropped when a job for the file ends. */
+	struct hmap *table_versions;
 };
 
 struct mapping {
@@ -136,6 +158,9 @@ struct stackdef {
 	uint32_t n_interp, interp_pid;
 	char *text; /* folded frames, root first, without comm; NULL: pending */
 	uint8_t *raw; /* the raw stack (core/rawstack.h), with text */
+	/* When set, text and raw are its (shared with every session and
+	 * profile batch that has the same stack), not this stackdef's. */
+	const struct stack_text *st;
 	size_t raw_len, text_len;
 	uint64_t hash; /* profile_stack_hash(), with text */
 	bool queued;
@@ -175,16 +200,25 @@ struct session {
 	unsigned gone_next;
 	struct hmap *files;  /* fileid -> sfile */
 	struct hmap *stacks; /* stack id -> stackdef */
-	struct ksyms *ksyms;
+	/* Kernel symbols: the snapshot being received (NULL between
+	 * snapshots), and the one in use, shared with the sessions of the
+	 * same kernel build whose snapshot is equal (NULL until the first). */
+	struct ksyms *kstage;
+	struct kshared *kern;
+	uint8_t kernel_build_id[64];
+	size_t kernel_build_id_len;
 	bool ksyms_overflow_logged;
 	struct stackdef *pend_head, *pend_tail;
 	size_t n_pending, n_pending_samples, n_frames_held;
 	uint64_t waiting_count; /* sum of the pending samples' counts */
 	struct sensor_counters stats;
 	struct hmap *tables; /* fileid -> table_send */
+	/* Hello.loaded_tables: fileid -> uint64_t version the sensor says it
+	 * holds. Only consulted for files this session's processes map. */
+	struct hmap *loaded;
 	struct table_send *tq_head, *tq_tail;
 	size_t n_tables_waiting;
-	uint64_t tables_sent, table_rows_sent;
+	uint64_t tables_sent, table_rows_sent, tables_skipped;
 	size_t n_interp_waiting; /* table_sends without interp_done */
 	uint64_t interp_sent;
 	struct interp_session *interp; /* from InterpreterRecords; NULL until one */
@@ -221,8 +255,12 @@ static void stackdef_free(void *p)
 	free(d->kernel);
 	free(d->user);
 	free(d->interp);
-	free(d->text);
-	free(d->raw);
+	if (d->st) {
+		stack_text_unref(d->st);
+	} else {
+		free(d->text);
+		free(d->raw);
+	}
 	free(d->samples);
 	free(d);
 }
@@ -288,6 +326,8 @@ static const struct byte_source_ops session_source_ops = {
 
 /* ---- unwind tables ---- */
 
+static void session_send_plan(struct session *s, const struct fileid *id);
+
 static void table_enqueue(struct session *s, struct table_send *t)
 {
 	if (t->state == TABLE_WAITING)
@@ -302,6 +342,49 @@ static void table_enqueue(struct session *s, struct table_send *t)
 	s->tq_tail = t;
 }
 
+/* The digest of the table the cache holds for id (0: none, or an
+ * error table), computed once per table and kept in in->table_versions. */
+static uint64_t table_version(struct ingest *in, const struct fileid *id)
+{
+	const struct unwind_table *tbl = NULL;
+	uint64_t *v = hmap_get(in->table_versions, id, sizeof(*id));
+
+	if (v)
+		return *v;
+	if (cache_lookup_unwind(in->core->cache, id, &tbl, NULL) != CACHE_OK || !tbl)
+		return 0;
+	v = malloc(sizeof(*v));
+	if (!v)
+		return 0;
+	*v = unwind_table_version(tbl);
+	if (hmap_put(in->table_versions, id, sizeof(*id), v, NULL) < 0) {
+		uint64_t r = *v;
+
+		free(v);
+		return r;
+	}
+	return *v;
+}
+
+/* The sensor listed this table, with the version the cache holds now,
+ * in its Hello: it has the rows. Its probe plan still goes out (the
+ * sensor attaches probes per connection). */
+static bool table_skip(struct session *s, struct table_send *t)
+{
+	const uint64_t *claimed = s->loaded ? hmap_get(s->loaded, &t->id, sizeof(t->id)) : NULL;
+
+	/* Only files this session's processes map get here
+	 * (session_want_table()): a claim for any other file is never read. */
+	if (!claimed || *claimed == 0 || *claimed != table_version(s->in, &t->id))
+		return false;
+	s->n_tables_waiting--;
+	t->state = TABLE_SENT;
+	s->tables_skipped++;
+	if (s->call && !s->finished && s->hello)
+		session_send_plan(s, &t->id);
+	return true;
+}
+
 /* Queues t if its result is known; otherwise makes sure a job computes
  * it (unless a transient failure waits for its retry time). */
 static void table_check(struct session *s, struct table_send *t)
@@ -311,7 +394,8 @@ static void table_check(struct session *s, struct table_send *t)
 	if (t->state != TABLE_WAITING)
 		return;
 	if (cache_lookup_unwind(in->core->cache, &t->id, NULL, NULL) != CACHE_MISS) {
-		table_enqueue(s, t);
+		if (!table_skip(s, t))
+			table_enqueue(s, t);
 		return;
 	}
 	if (analysis_running(in->core->analysis, &t->id) ||
@@ -443,6 +527,8 @@ static int table_send_one(struct session *s, struct table_send *t, bool *ret_don
 	const char *error = NULL;
 	uint8_t *rows = NULL;
 	size_t total = 0, n = 0;
+	/* Before the lookup below: its table is borrowed until the next. */
+	uint64_t version = t->next_row == 0 ? table_version(s->in, &t->id) : 0;
 	int r;
 
 	*ret_done = false;
@@ -461,6 +547,8 @@ static int table_send_one(struct session *s, struct table_send *t, bool *ret_don
 	ut.file_id.len = FILEID_LEN;
 	ut.format_version = SONDE_UNWIND_FORMAT_VERSION;
 	ut.first = t->next_row == 0;
+	if (ut.first && !error)
+		ut.table_version = version;
 	if (error) {
 		ut.first = ut.last = true;
 		ut.error = (char *)error;
@@ -611,10 +699,78 @@ static void pend_add(struct session *s, struct stackdef *d)
 	s->n_pending++;
 }
 
+static int session_ksym(const struct session *s, uint64_t addr, struct ksyms_lookup *ret)
+{
+	return s->kern ? ksyms_lookup(s->kern->k, addr, ret) : -ENOENT;
+}
+
+static void kshared_unref(struct ingest *in, struct kshared *ks)
+{
+	struct kshared **pp, *head;
+
+	if (!ks || --ks->refs)
+		return;
+	head = hmap_get_u64(in->kernels, ks->key);
+	for (pp = &head; *pp; pp = &(*pp)->next)
+		if (*pp == ks) {
+			*pp = ks->next;
+			break;
+		}
+	if (head)
+		hmap_put_u64(in->kernels, ks->key, head, NULL); /* replaces: no allocation */
+	else
+		hmap_remove_u64(in->kernels, ks->key);
+	ksyms_free(ks->k);
+	free(ks);
+}
+
+/* Makes s's committed snapshot (s->kstage, taken) its table: the shared
+ * one of an equal snapshot, else a new shared entry. */
+static void session_ksyms_share(struct session *s)
+{
+	struct ingest *in = s->in;
+	struct ksyms *k = s->kstage;
+	uint64_t key = ksyms_digest(k);
+	struct kshared *ks, *head;
+
+	s->kstage = NULL;
+	for (size_t i = 0; i < s->kernel_build_id_len; i++)
+		key = (key ^ s->kernel_build_id[i]) * 0x100000001b3ull;
+	head = hmap_get_u64(in->kernels, key);
+	for (ks = head; ks; ks = ks->next)
+		if (ks->build_id_len == s->kernel_build_id_len &&
+		    memcmp(ks->build_id, s->kernel_build_id, ks->build_id_len) == 0 &&
+		    ksyms_same(ks->k, k))
+			break;
+	if (ks) {
+		ks->refs++;
+		ksyms_free(k);
+	} else if (!(ks = calloc(1, sizeof(*ks))) ||
+		   hmap_put_u64(in->kernels, key, ks, NULL) < 0) {
+		free(ks);
+		ks = NULL;
+	} else {
+		ks->next = head;
+		ks->key = key;
+		memcpy(ks->build_id, s->kernel_build_id, s->kernel_build_id_len);
+		ks->build_id_len = s->kernel_build_id_len;
+		ks->k = k;
+		ks->refs = 1;
+	}
+	if (!ks) {
+		/* Without memory: the old table stays in use. */
+		ksyms_free(k);
+		log_warn("sensor %.100s: out of memory for its kernel symbols", s->hostname);
+		return;
+	}
+	kshared_unref(in, s->kern);
+	s->kern = ks;
+}
+
 /* Whether every file of d is done (analysed or failed). Starts analyses. */
 static bool stack_ready(struct session *s, const struct stackdef *d)
 {
-	if (d->n_kernel && ksyms_staging(s->ksyms))
+	if (d->n_kernel && s->kstage)
 		return false;
 	for (uint32_t i = 0; i < d->n_user; i++) {
 		if (!d->user[i].has_file)
@@ -743,6 +899,7 @@ static void emit(struct session *s, const struct stackdef *d, const struct pendi
 		.span = p->has_span ? p->span : NULL,
 		.frames_len = d->text_len,
 		.stack_hash = d->hash,
+		.shared = d->st,
 	};
 	struct export_sample es = {
 		.host = s->node,
@@ -789,7 +946,7 @@ static void build_raw(struct session *s, struct stackdef *d, const uint32_t *ord
 	for (uint32_t i = 0; i < d->n_kernel; i++) {
 		struct rawframe f = { .kind = RAW_KERNEL, .address = d->kernel[i] };
 
-		if (ksyms_lookup(s->ksyms, d->kernel[i], &kl) == 0 && kl.name) {
+		if (session_ksym(s, d->kernel[i], &kl) == 0 && kl.name) {
 			size_t n = strlen(kl.name);
 
 			f.name = kl.name;
@@ -830,6 +987,22 @@ static void build_raw(struct session *s, struct stackdef *d, const uint32_t *ord
 	}
 }
 
+/* Swaps d's text and raw stack for the shared entry of the same content
+ * (kept as they are without memory). */
+static void stack_share(struct ingest *in, struct stackdef *d)
+{
+	const struct stack_text *st =
+		stack_texts_get(in->texts, d->text, d->text_len, d->raw, d->raw_len, d->hash);
+
+	if (!st)
+		return;
+	free(d->text);
+	free(d->raw);
+	d->st = st;
+	d->text = (char *)st->text;
+	d->raw = (uint8_t *)st->raw;
+}
+
 /* Symbolizes d into d->text and stores its waiting samples. */
 static void stack_resolve(struct session *s, struct stackdef *d)
 {
@@ -841,7 +1014,7 @@ static void stack_resolve(struct session *s, struct stackdef *d)
 	order = calloc(d->n_user + d->n_interp + 1, sizeof(*order));
 	r = order ? push_user_frames(s, &f, d, order, &n_order) : -ENOMEM;
 	for (uint32_t i = d->n_kernel; i-- > 0 && r != -ENOMEM;) {
-		if (ksyms_lookup(s->ksyms, d->kernel[i], &kl) == 0)
+		if (session_ksym(s, d->kernel[i], &kl) == 0)
 			r = folded_push(&f, kl.name, true);
 		else
 			r = folded_push(&f, "[unknown]", true);
@@ -862,6 +1035,7 @@ static void stack_resolve(struct session *s, struct stackdef *d)
 	if (d->text) {
 		d->text_len = strlen(d->text);
 		d->hash = profile_stack_hash(d->text, d->raw, d->raw_len);
+		stack_share(s->in, d);
 	}
 	s->n_frames_held -= d->n_kernel + d->n_user;
 	free(d->kernel);
@@ -933,6 +1107,7 @@ void ingest_file_done(void *ctx, const struct fileid *id)
 {
 	struct ingest *in = ctx;
 
+	free(hmap_remove(in->table_versions, id, sizeof(*id)));
 	unwind_done(in, id);
 	for (struct session *s = in->sessions; s;) {
 		/* session_retry_pending may finish, but never free, a session. */
@@ -952,6 +1127,45 @@ static void no_controls(char *p)
 	for (; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = '?';
+}
+
+/* Hello.loaded_tables into s->loaded: bounded, each file ID 16 bytes. A
+ * claim only ever stops a table for a file this session maps from being
+ * sent (table_skip()); a false claim costs the sensor its own unwinding. */
+static int hello_loaded_tables(struct session *s, const Sonde__V1__Hello *h)
+{
+	if (h->n_loaded_tables > SESSION_MAX_LOADED_TABLES) {
+		session_fail(s, RPC_INVALID_ARGUMENT, "more than 65536 loaded_tables in Hello");
+		return -EINVAL;
+	}
+	if (!h->n_loaded_tables)
+		return 0;
+	s->loaded = hmap_new();
+	if (!s->loaded)
+		goto nomem;
+	for (size_t i = 0; i < h->n_loaded_tables; i++) {
+		const Sonde__V1__LoadedTable *lt = h->loaded_tables[i];
+		uint64_t *v;
+		void *old = NULL;
+
+		if (lt->file_id.len != FILEID_LEN) {
+			session_fail(s, RPC_INVALID_ARGUMENT, "loaded_tables file_id is not 16 bytes");
+			return -EINVAL;
+		}
+		v = malloc(sizeof(*v));
+		if (!v)
+			goto nomem;
+		*v = lt->table_version;
+		if (hmap_put(s->loaded, lt->file_id.data, FILEID_LEN, v, &old) < 0) {
+			free(v);
+			goto nomem;
+		}
+		free(old);
+	}
+	return 0;
+nomem:
+	session_fail(s, RPC_RESOURCE_EXHAUSTED, "out of memory");
+	return -ENOMEM;
 }
 
 static int on_hello(struct session *s, const Sonde__V1__Hello *h)
@@ -983,6 +1197,13 @@ static int on_hello(struct session *s, const Sonde__V1__Hello *h)
 		session_fail(s, RPC_RESOURCE_EXHAUSTED, "cannot store the node name");
 		return r;
 	}
+	if (h->kernel_build_id.len && h->kernel_build_id.len <= sizeof(s->kernel_build_id)) {
+		memcpy(s->kernel_build_id, h->kernel_build_id.data, h->kernel_build_id.len);
+		s->kernel_build_id_len = h->kernel_build_id.len;
+	}
+	r = hello_loaded_tables(s, h);
+	if (r < 0)
+		return r;
 	log_info("sensor %s (node %s) connected from %s (sensor %.40s, kernel %.60s, %u Hz)",
 		 s->hostname, s->node, rpc_call_peer(s->call), h->sensor_version ? h->sensor_version : "?",
 		 h->kernel_release ? h->kernel_release : "?", h->frequency_hz);
@@ -1158,9 +1379,14 @@ static int on_process(struct session *s, const Sonde__V1__ProcessUpdate *u)
 
 static int on_kernel_symbols(struct session *s, const Sonde__V1__KernelSymbols *k)
 {
-	if (k->first)
-		ksyms_begin(s->ksyms);
-	if (!ksyms_staging(s->ksyms)) {
+	if (k->first) {
+		if (!s->kstage && !(s->kstage = ksyms_new())) {
+			session_fail(s, RPC_RESOURCE_EXHAUSTED, "out of memory");
+			return -ENOMEM;
+		}
+		ksyms_begin(s->kstage);
+	}
+	if (!s->kstage || !ksyms_staging(s->kstage)) {
 		session_fail(s, RPC_INVALID_ARGUMENT, "KernelSymbols chunk without a first one");
 		return -EINVAL;
 	}
@@ -1172,7 +1398,7 @@ static int on_kernel_symbols(struct session *s, const Sonde__V1__KernelSymbols *
 		/* Cut at the bound ksyms_add() keeps, and valid UTF-8. */
 		text_copy(name, sizeof(name), ks->name);
 		text_copy(module, sizeof(module), ks->module);
-		r = ksyms_add(s->ksyms, ks->address, name, ks->module ? module : NULL);
+		r = ksyms_add(s->kstage, ks->address, name, ks->module ? module : NULL);
 
 		if (r == -E2BIG && !s->ksyms_overflow_logged) {
 			log_warn("sensor %.100s: kernel symbols over the bound (%u symbols, %u MiB), ignoring the rest",
@@ -1183,9 +1409,10 @@ static int on_kernel_symbols(struct session *s, const Sonde__V1__KernelSymbols *
 			break;
 	}
 	if (k->last) {
-		ksyms_commit(s->ksyms);
+		ksyms_commit(s->kstage);
 		s->ksyms_overflow_logged = false;
-		log_debug("sensor %.100s: %zu kernel symbols", s->hostname, ksyms_count(s->ksyms));
+		log_debug("sensor %.100s: %zu kernel symbols", s->hostname, ksyms_count(s->kstage));
+		session_ksyms_share(s);
 		session_retry_pending(s, false);
 	}
 	return 0;
@@ -1478,9 +1705,8 @@ void ingest_on_open(struct rpc_call *call, void *ctx)
 	s->procs = hmap_new();
 	s->files = hmap_new();
 	s->stacks = hmap_new();
-	s->ksyms = ksyms_new();
 	s->tables = hmap_new();
-	if (!s->procs || !s->files || !s->stacks || !s->ksyms || !s->tables)
+	if (!s->procs || !s->files || !s->stacks || !s->tables)
 		goto fail;
 	s->next = in->sessions;
 	in->sessions = s;
@@ -1495,7 +1721,6 @@ fail:
 		hmap_free(s->files, NULL);
 		hmap_free(s->stacks, NULL);
 		hmap_free(s->tables, NULL);
-		ksyms_free(s->ksyms);
 		free(s);
 	}
 	rpc_call_finish(call, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
@@ -1664,6 +1889,10 @@ void ingest_on_close(struct rpc_call *call, void *ctx)
 	rpc_call_set_data(call, NULL);
 	if (!s->half_closed || !s->finished)
 		log_info("sensor %.100s disconnected", s->hostname);
+	if (s->hello)
+		log_info("sensor %.100s: %" PRIu64 " unwind tables sent (%" PRIu64 " rows), %" PRIu64
+			 " not sent (loaded before a reconnect)",
+			 s->hostname, s->tables_sent, s->table_rows_sent, s->tables_skipped);
 	s->finished = true;
 	s->call = NULL;
 	analysis_source_gone(in->core->analysis, &s->src);
@@ -1688,8 +1917,10 @@ void ingest_on_close(struct rpc_call *call, void *ctx)
 	hmap_free(s->files, free);
 	hmap_free(s->stacks, stackdef_free);
 	hmap_free(s->tables, free);
+	hmap_free(s->loaded, free);
 	interp_session_free(s->interp);
-	ksyms_free(s->ksyms);
+	ksyms_free(s->kstage);
+	kshared_unref(in, s->kern);
 	free(s);
 	analysis_flush_done(in->core->analysis);
 }
@@ -1796,6 +2027,16 @@ struct ingest *ingest_new(const struct api_core *core, const struct ingest_hooks
 	if (hooks)
 		in->hooks = *hooks;
 	in->next_session_id = 1;
+	in->table_versions = hmap_new();
+	in->texts = stack_texts_new();
+	in->kernels = hmap_new();
+	if (!in->table_versions || !in->texts || !in->kernels) {
+		hmap_free(in->table_versions, NULL);
+		hmap_free(in->kernels, NULL);
+		stack_texts_free(in->texts);
+		free(in);
+		return NULL;
+	}
 	return in;
 }
 
@@ -1811,5 +2052,10 @@ void ingest_attach(struct ingest *in)
 
 void ingest_free(struct ingest *in)
 {
+	if (!in)
+		return;
+	hmap_free(in->table_versions, free);
+	stack_texts_free(in->texts);
+	hmap_free(in->kernels, NULL); /* empty: every session unref'd its table */
 	free(in);
 }

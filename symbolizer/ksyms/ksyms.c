@@ -211,3 +211,41 @@ size_t ksyms_count(const struct ksyms *k)
 {
 	return k->live.n;
 }
+
+uint64_t ksyms_digest(const struct ksyms *k)
+{
+	const struct table *t = &k->live;
+	uint64_t h = 0xcbf29ce484222325ull ^ t->n;
+
+	for (size_t i = 0; i < t->n; i++) {
+		const char *n = t->pool + t->syms[i].name, *m = t->pool + t->syms[i].module;
+
+		h = (h ^ t->syms[i].address) * 0x100000001b3ull;
+		for (; *n; n++)
+			h = (h ^ (unsigned char)*n) * 0x100000001b3ull;
+		h = (h ^ 0x100) * 0x100000001b3ull;
+		for (; *m; m++)
+			h = (h ^ (unsigned char)*m) * 0x100000001b3ull;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
+bool ksyms_same(const struct ksyms *a, const struct ksyms *b)
+{
+	const struct table *x = &a->live, *y = &b->live;
+
+	if (x->n != y->n)
+		return false;
+	for (size_t i = 0; i < x->n; i++)
+		if (x->syms[i].address != y->syms[i].address ||
+		    strcmp(x->pool + x->syms[i].name, y->pool + y->syms[i].name) != 0 ||
+		    strcmp(x->pool + x->syms[i].module, y->pool + y->syms[i].module) != 0)
+			return false;
+	return true;
+}
+
+size_t ksyms_bytes(const struct ksyms *k)
+{
+	return k->live.cap * sizeof(struct ksym) + k->live.pool_cap;
+}

@@ -9,6 +9,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,3 +50,9 @@ int ksyms_staging(const struct ksyms *k);
 /* The symbol containing address. Returns 0 or -ENOENT. */
 int ksyms_lookup(const struct ksyms *k, uint64_t address, struct ksyms_lookup *ret);
 size_t ksyms_count(const struct ksyms *k);
+/* A digest of the table (addresses, names, modules, in sorted order): equal
+ * tables have equal digests; ksyms_same() tells whether two are equal. */
+uint64_t ksyms_digest(const struct ksyms *k);
+bool ksyms_same(const struct ksyms *a, const struct ksyms *b);
+/* Bytes the table holds. */
+size_t ksyms_bytes(const struct ksyms *k);

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "hmap.h"
 #include "profile.h"
+#include "stack_texts.h"
 #include "store_internal.h"
 #include "utf8.h"
 
@@ -39,10 +40,13 @@ struct batch_key {
 	/* followed by the comm as given (not NUL-terminated) */
 };
 
-/* The row's text ("comm;frames") and raw stack, copied once per key. */
+/* The row's text ("comm;frames") and raw stack, copied once per key;
+ * or, for a sample with a shared stack, only the comm's part ("comm") and
+ * a reference to the stack (its frames and raw stack). */
 struct batch_val {
 	uint64_t count;
 	uint64_t weight;
+	const struct stack_text *shared;
 	uint32_t text_len, raw_len;
 	char data[]; /* text, then raw */
 };
@@ -390,14 +394,16 @@ static int prepare_all(struct profile_store *p, sqlite3 *db)
 	return 0;
 }
 
+static void batch_val_free(void *val);
+
 void profile_free(struct profile_store *p)
 {
 	if (!p)
 		return;
 	if (p->batch)
 		profile_flush(p);
-	hmap_free(p->batch, free);
-	hmap_free(p->draining, free);
+	hmap_free(p->batch, batch_val_free);
+	hmap_free(p->draining, batch_val_free);
 	hmap_free(p->ids, free);
 	hmap_free(p->nodes, NULL);
 	hmap_free(p->node_names, free); /* the names, shared with nodes' keys */
@@ -444,6 +450,15 @@ uint64_t profile_stack_hash(const char *frames, const void *raw, size_t raw_len)
 	return hash_two(frames ? frames : "", frames ? strlen(frames) : 0, raw, raw ? raw_len : 0);
 }
 
+static void batch_val_free(void *val)
+{
+	struct batch_val *v = val;
+
+	if (v)
+		stack_text_unref(v->shared);
+	free(v);
+}
+
 /* A new row: the text as folded_push() makes it, and the raw stack. */
 static struct batch_val *batch_val_new(const struct profile_sample *smp, size_t flen)
 {
@@ -453,12 +468,26 @@ static struct batch_val *batch_val_new(const struct profile_sample *smp, size_t 
 
 	if (folded_push(&f, smp->comm, false) < 0)
 		goto cleanup;
+	if (smp->shared) {
+		v = malloc(sizeof(*v) + f.len);
+		if (!v)
+			goto cleanup;
+		v->count = 0;
+		v->weight = 0;
+		v->shared = smp->shared;
+		stack_text_ref(v->shared);
+		v->text_len = (uint32_t)f.len;
+		v->raw_len = 0;
+		memcpy(v->data, f.buf, f.len);
+		goto cleanup;
+	}
 	tlen = f.len + (flen ? 1 + flen : 0);
 	v = malloc(sizeof(*v) + tlen + smp->raw_len);
 	if (!v)
 		goto cleanup;
 	v->count = 0;
 	v->weight = 0;
+	v->shared = NULL;
 	v->text_len = (uint32_t)tlen;
 	v->raw_len = (uint32_t)smp->raw_len;
 	memcpy(v->data, f.buf, f.len);
@@ -566,7 +595,24 @@ static int row_stack_id(struct profile_store *p, const void *key, size_t klen,
 		*ret = *id;
 		return 0;
 	}
-	r = stack_id(p, v->data, v->text_len, v->data + v->text_len, v->raw_len, ret);
+	if (v->shared) {
+		/* "comm;frames", as batch_val_new() makes it for a copy. */
+		const struct stack_text *st = v->shared;
+		size_t len = v->text_len + (st->text_len ? 1 + st->text_len : 0);
+		char *text = malloc(len + 1);
+
+		if (!text)
+			return -ENOMEM;
+		memcpy(text, v->data, v->text_len);
+		if (st->text_len) {
+			text[v->text_len] = ';';
+			memcpy(text + v->text_len + 1, st->text, st->text_len);
+		}
+		r = stack_id(p, text, len, st->raw, st->raw_len, ret);
+		free(text);
+	} else {
+		r = stack_id(p, v->data, v->text_len, v->data + v->text_len, v->raw_len, ret);
+	}
 	if (r < 0)
 		return r;
 	if (hmap_count(p->ids) >= PROFILE_MAX_BATCH) { /* bound it: start over */
@@ -729,7 +775,7 @@ static int drain(struct profile_store *p, size_t max_rows)
 	int r = write_rows(p, p->draining, &p->drain_it, max_rows, &done);
 
 	if (done) {
-		hmap_free(p->draining, free);
+		hmap_free(p->draining, batch_val_free);
 		p->draining = NULL;
 	}
 	return r;

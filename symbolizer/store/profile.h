@@ -23,6 +23,7 @@
 #define PROFILE_MAX_NODE_NAME 100   /* bytes of a node name */
 
 struct profile_store;
+struct stack_text;
 
 /* Builds a folded stack, frame by frame. */
 struct folded {
@@ -85,6 +86,9 @@ struct profile_sample {
 	 * and profile_stack_hash(frames, raw, raw_len) (0: computed). */
 	size_t frames_len;
 	uint64_t stack_hash;
+	/* Optional: frames and raw as one shared entry (stack_texts.h), which
+	 * the store references instead of copying them per row. */
+	const struct stack_text *shared;
 };
 
 /* A digest of a stack, for profile_sample.stack_hash: compute it once per

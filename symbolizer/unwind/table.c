@@ -341,6 +341,27 @@ void unwind_table_pack(const struct unwind_table *t, size_t first, size_t n, uin
 	}
 }
 
+uint64_t unwind_table_version(const struct unwind_table *t)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)UNWIND_BLOB_VERSION << 32 |
+					      SONDE_UNWIND_FORMAT_VERSION);
+	uint8_t w[ROW_SIZE];
+
+	h = (h ^ t->n) * 0x100000001b3ull;
+	for (size_t i = 0; i < t->n; i++) {
+		uint32_t a, b, c;
+
+		unwind_table_pack(t, i, 1, w);
+		memcpy(&a, w, 4);
+		memcpy(&b, w + 4, 4);
+		memcpy(&c, w + 8, 4);
+		h = (h ^ (a | (uint64_t)b << 32)) * 0x100000001b3ull;
+		h = (h ^ c) * 0x100000001b3ull;
+		h ^= h >> 29;
+	}
+	return h ? h : 1;
+}
+
 void *unwind_table_serialize(const struct unwind_table *t, size_t *ret_size)
 {
 	size_t size = BLOB_HEADER + t->n * ROW_SIZE + 4;

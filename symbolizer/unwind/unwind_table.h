@@ -57,6 +57,11 @@ int unwind_table_lookup(const struct unwind_table *t, uint64_t off, struct sonde
  * not exceed the count. */
 void unwind_table_pack(const struct unwind_table *t, size_t first, size_t n, uint8_t *out);
 
+/* A digest of the table's wire rows, their count and the formats: the
+ * same for the same rows in any process (UnwindTable.table_version);
+ * never 0. */
+uint64_t unwind_table_version(const struct unwind_table *t);
+
 /* Cache blob: malloc'd (caller frees) or NULL; deserialize returns NULL
  * on any inconsistency (wrong magic/version, size, CRC, unsorted rows,
  * unknown kinds). */

@@ -3,10 +3,16 @@
 mutual TLS (tests/load/sonde-load), for N = 10, 100, 500 at 20 Hz x 8
 CPUs each, plus a max-rate run (a few sensors sending large batches of
 counts of already-defined stacks as fast as the symbolizer takes them).
-Each run gets a fresh symbolizer and cache. Prints one markdown table;
-see docs/benchmarks.md for what each column measures.
+Each run gets a fresh symbolizer and cache. A restart run (--restart N)
+warms N sensors up, kills the symbolizer, starts another on the same cache,
+lets every sensor reconnect (its Hello lists the tables it holds) and
+warm up again, then measures as the steady runs do; it reports the
+unwind table bytes sent in the first warm-up and after the restart.
+Prints markdown tables; see docs/benchmarks.md for what each column
+measures.
 
-  sudo tests/bench/scale.py [--build DIR] [--sensors 10,100,500] [--duration S] [--no-max-rate]
+  sudo tests/bench/scale.py [--build DIR] [--sensors 10,100,500] [--restart N] [--duration S]
+                            [--no-max-rate]
 """
 import argparse
 import os
@@ -35,21 +41,31 @@ def main():
     ap.add_argument("--sensors", default="10,100,500")
     ap.add_argument("--duration", type=int, default=30)
     ap.add_argument("--no-max-rate", action="store_true")
+    ap.add_argument("--restart", type=int, default=0, help="sensors of a restart run (0: none)")
     args = ap.parse_args()
     os.environ["SONDE_BUILD"] = str(pathlib.Path(args.build).resolve())
     import harness
 
-    runs = [(f"steady {n}", ["--sensors", n, "--duration", args.duration]) for n in args.sensors.split(",")]
+    runs = [(f"steady {n}", ["--sensors", n, "--duration", args.duration])
+            for n in args.sensors.split(",") if n]
     if not args.no_max_rate:
         runs.append(("max-rate", ["--sensors", 4, "--max-rate", "--duration", args.duration]))
-    rows, notes = [], []
+    if args.restart:
+        runs.append((f"restart {args.restart}", ["--sensors", args.restart, "--duration", args.duration]))
+    rows, notes, restarts = [], [], []
     for label, load_args in runs:
         sym = harness.TlsSymbolizer()
         try:
-            r, _, _ = harness.run_load(sym, *load_args, timeout=args.duration + 900)
+            run = harness.run_load_restart if label.startswith("restart") else harness.run_load
+            r, _, _ = run(sym, *load_args, timeout=args.duration + 900)
         finally:
             sym.stop()
         rows.append(row(label, r))
+        if label.startswith("restart"):
+            warm, again = r["warm_table_bytes"] / 1048576, r["restart_table_bytes"] / 1048576
+            restarts.append(f"| {r['sensors']:.0f} | {r['warm_tables']:,.0f} | {warm:,.1f} "
+                            f"| {r['restart_tables']:,.0f} | {again:,.2f} "
+                            f"| {100 * again / warm if warm else 0:.2f} % | {r['restart_s']:.1f} |")
         notes.append(f"{label}: connect {r['connect_s']:.1f} s, warm-up {r['warm_s']:.1f} s "
                      f"(files analysed, tables sent: {r['table_mib']:.0f} MiB), generator CPU "
                      f"{r['gen_cpu_s']:.1f} s, stream errors {r['stream_errors']:.0f}, "
@@ -58,6 +74,12 @@ def main():
     print(HEADER)
     print("|" + "---|" * HEADER.count(" | ") + "---|")
     print("\n".join(rows))
+    if restarts:
+        print()
+        print("| restart run: sensors | tables sent in the warm-up | MiB | tables sent after the restart "
+              "| MiB | after / warm-up | reconnect + warm-up s |")
+        print("|---|---|---|---|---|---|---|")
+        print("\n".join(restarts))
     print()
     print("\n".join(notes))
 

@@ -121,6 +121,7 @@ static void on_message(struct unwind_maps *um, const uint8_t *p, size_t len)
 		c.rows = t->rows.data;
 		c.rows_len = t->rows.len;
 		c.has_error = t->error && t->error[0];
+		c.table_version = t->table_version;
 		unwind_maps_add_chunk(um, &c);
 	}
 	protobuf_c_message_free_unpacked(&m->base, NULL);

@@ -54,11 +54,11 @@ ELF_PATH = "/opt/sonde/lib/libsonde_work.so"
 FAKE_ID = bytes(range(16))
 
 
-def hello():
+def hello(**kw):
     return msg(hello=pb.Hello(protocol_version=1, sensor_version="0.1.0", hostname="node-7",
                               boot_id="1c0b4e0c-2f7a-4e53-a3d5-6a1f0e8b9c21",
                               kernel_release="6.1.0-18-amd64", frequency_hz=19,
-                              sensor_start_unix_ns=1764740000000000000))
+                              sensor_start_unix_ns=1764740000000000000, **kw))
 
 
 def process(pid=4242, comm="workload", file_id=ELF_ID, size=len(ELF)):
@@ -129,6 +129,14 @@ write("ingest", "bad-file-id", hello() + msg(process=pb.ProcessUpdate(
 write("ingest", "symbols-without-first", hello() + msg(kernel_symbols=pb.KernelSymbols(
     last=True, symbols=[pb.KernelSymbol(address=1, name="x")])))
 write("ingest", "undecodable", hello() + rec(0, b"\xff\xff\xff\xff\x0f"))
+# A reconnect: the tables the sensor says it holds (one of a file it maps,
+# one of a file it does not), a kernel build ID; and a malformed claim.
+write("ingest", "reconnect-loaded-tables", hello(
+    loaded_tables=[pb.LoadedTable(file_id=ELF_ID, table_version=0x1234),
+                   pb.LoadedTable(file_id=FAKE_ID, table_version=1)],
+    kernel_build_id=bytes(range(20))) + process() + kernel_symbols() + stacks() + TICK + SERVE +
+    TICK)
+write("ingest", "loaded-tables-bad-id", hello(loaded_tables=[pb.LoadedTable(file_id=b"abc")]))
 
 
 def code_record(code, addr, size=1440):
@@ -243,10 +251,10 @@ def rows(n, start=0x1000, step=0x10, unsorted=False):
     return out
 
 
-def table(which, data, first=True, last=True, total=None, version=1, error=""):
+def table(which, data, first=True, last=True, total=None, version=1, error="", table_version=0):
     t = pb.UnwindTable(file_id=uid(which), format_version=version, first=first, last=last,
                        total_rows=total if total is not None else len(data) // 12, rows=data,
-                       error=error)
+                       error=error, table_version=table_version)
     return rec(0, pb.SymbolizerMessage(unwind_table=t).SerializeToString())
 
 
@@ -258,6 +266,9 @@ def proc(pid, maps):
 
 
 two = rows(300)
+write("unwind_chunks", "versions", proc(7, [(0x400000, 0x500000, 0, 0)]) +
+      table(0, rows(10), table_version=5) + table(0, rows(10), table_version=5) +
+      table(0, rows(20), table_version=6) + rec(3, b"") + table(0, rows(20), table_version=6))
 write("unwind_chunks", "two-chunks-and-process",
       proc(100, [(0x400000, 0x401000, 0, 0), (0x7f0000000000, 0x7f0000010000, 0x1000, 2)]) +
       table(0, two[:150 * 12], last=False, total=300) + table(0, two[150 * 12:], first=False) +

@@ -56,13 +56,17 @@ class TlsSymbolizer:
         self.target = f"tcp:127.0.0.1:{self.port}"
         self.log_path = self.dir / "symbolizer.log"
         self.log = open(self.log_path, "w")
+        self.extra = extra
+        self._start()
+
+    def _start(self):
         self.proc = subprocess.Popen(
             [str(SYMBOLIZER), "--listen", f"unix:{self.dir / 'sym.sock'}", "--listen", self.target,
              "--cache", str(self.dir / "cache" / "cache.db"), "--user", "sonde",
              "--tls-cert", str(self.pki / "symbolizer.crt"), "--tls-key", str(self.pki / "symbolizer.key"),
-             "--tls-client-ca", str(self.pki / "ca.crt"), *extra],
+             "--tls-client-ca", str(self.pki / "ca.crt"), *self.extra],
             stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 30
         while True:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"symbolizer exited: {self.logtext()}")
@@ -72,6 +76,16 @@ class TlsSymbolizer:
             if time.monotonic() > deadline:
                 raise RuntimeError("symbolizer did not listen in 15 s")
             time.sleep(0.05)
+
+    def restart(self):
+        """Kills the symbolizer (SIGKILL, as a crash) and starts another on
+        the same cache and addresses."""
+        self.proc.kill()
+        self.proc.wait()
+        sock = self.dir / "sym.sock"
+        if sock.exists():
+            sock.unlink()
+        self._start()
 
     def load_args(self):
         return ["--target", self.target, "--ca", str(self.pki / "ca.crt"),
@@ -107,6 +121,36 @@ def parse_result(stdout):
                     out[k] = v
             return out
     raise RuntimeError(f"no RESULT line in sonde-load output:\n{stdout[-2000:]}")
+
+
+def run_load_restart(sym, *args, timeout=900):
+    """run_load with --restart: restarts sym when sonde-load says RESTART
+    (after its warm-up) and gives it the new pid."""
+    p = subprocess.Popen([str(LOAD), *sym.load_args(), "--restart", *map(str, args)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err = []
+    import threading
+    t = threading.Thread(target=lambda: err.append(p.stderr.read()), daemon=True)
+    t.start()
+    out = []
+    deadline = time.monotonic() + timeout
+    for line in p.stdout:
+        out.append(line)
+        if line.strip() == "RESTART":
+            sym.restart()
+            p.stdin.write(f"{sym.proc.pid}\n")
+            p.stdin.flush()
+        if time.monotonic() > deadline:
+            p.kill()
+            break
+    p.wait()
+    t.join(10)
+    stdout, stderr = "".join(out), "".join(err)
+    if "RESULT " not in stdout:
+        raise RuntimeError(f"sonde-load failed ({p.returncode}):\n{stderr[-3000:]}\n"
+                           f"symbolizer log:\n{sym.logtext()}")
+    row = next((line for line in stdout.splitlines() if line.startswith("| ")), "")
+    return parse_result(stdout), row, stderr
 
 
 def run_load(sym, *args, timeout=900):

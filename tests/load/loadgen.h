@@ -106,6 +106,7 @@ struct lg_shared {
 	atomic_bool measuring;  /* log sends from now on */
 	atomic_bool stop;       /* writers stop sending */
 	atomic_uint_fast64_t read_ranges, range_bytes, table_bytes, stream_errors;
+	atomic_uint_fast64_t tables_received; /* UnwindTable first chunks */
 	atomic_uint_fast64_t welcomed;
 };
 
@@ -125,3 +126,10 @@ int lg_sensor_pump(struct lg_sensor *s, uint64_t now_ns, uint64_t *ret_next_ns);
  * cleanly. Accepts NULL. */
 int lg_sensor_finish(struct lg_sensor *s, int timeout_ms);
 uint64_t lg_sensor_sent(const struct lg_sensor *s);
+/* Whether the symbolizer ended (or dropped) the stream. */
+bool lg_sensor_stream_over(const struct lg_sensor *s);
+/* After the symbolizer went away: a new connection and stream, whose
+ * Hello lists the unwind tables received whole so far (the symbolizer
+ * sends only the others); processes and kernel symbols again, and the
+ * next batch defines every stack again. Returns 0 or a negative errno. */
+int lg_sensor_reconnect(struct lg_sensor *s);

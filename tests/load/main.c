@@ -43,6 +43,7 @@ static struct env {
 	size_t files, ksyms, pool;
 	unsigned duration_s, poll_ms, writers, warm_timeout_s, drain_timeout_s;
 	int sym_pid;
+	bool restart;
 	const char *label;
 } env = {
 	.cfg = { .n_sensors = 10, .hz = 20, .cpus = 8, .flush_ms = 1000, .procs = 8,
@@ -76,7 +77,10 @@ static void usage(void)
 		"  --files N shared libraries (48) --ksyms N kernel symbols (3000) --lib-dir DIR\n"
 		"  --max-rate [--batch-entries N (20000) --count N (1)]\n"
 		"  --duration S (10) --poll-ms N (10) --writers N (2) --symbolizer-pid PID\n"
-		"  --warm-timeout S (180) --drain-timeout S (60) --label TEXT\n");
+		"  --warm-timeout S (180) --drain-timeout S (60) --label TEXT\n"
+		"  --restart: after the warm-up print RESTART, wait for every stream to end (the\n"
+		"    symbolizer killed), read the new symbolizer's pid from stdin, reconnect all\n"
+		"    sensors (Hello lists the tables they hold), warm up again, then measure\n");
 }
 
 static int parse_args(int argc, char **argv)
@@ -97,6 +101,7 @@ static int parse_args(int argc, char **argv)
 		{ "warm-timeout", required_argument, NULL, 'W' },
 		{ "drain-timeout", required_argument, NULL, 'D' },
 		{ "label", required_argument, NULL, 'T' }, { "help", no_argument, NULL, '?' },
+		{ "restart", no_argument, NULL, 'R' },
 		{ 0 },
 	};
 	uint32_t v;
@@ -115,6 +120,7 @@ static int parse_args(int argc, char **argv)
 		case 'L': env.lib_dir = a; break;
 		case 'T': env.label = a; break;
 		case 'm': env.cfg.max_rate = true; break;
+		case 'R': env.restart = true; break;
 		case '?': usage(); return -EINVAL;
 		default:
 			r = parse_u32(a, 10, &v);
@@ -305,6 +311,87 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
+/* Every sensor defines its stacks (one sample each); returns once all is
+ * stored and the analyses are over: no file finished and no unwind table
+ * arrived for 2 s (files another client had analysed before are not
+ * analysed again), so the measurement sees the steady state. want_tables:
+ * some table must have come by then (a first warm-up). */
+static int warm_up(struct lg_shared *sh, struct lg_sensor **sensors, size_t n_up, struct status s0,
+		   bool want_tables)
+{
+	uint64_t t_start = lg_now_ns(), tables0 = atomic_load(&sh->table_bytes);
+	struct status st;
+
+	for (size_t i = 0; i < n_up; i++)
+		if (lg_sensor_warm(sensors[i]) < 0)
+			return -EIO;
+	for (uint64_t tables = tables0, files_done = 0, stable_since = lg_now_ns();;) {
+		uint64_t tb = atomic_load(&sh->table_bytes);
+
+		st = get_status();
+		if (tb != tables || st.files_done != files_done) {
+			tables = tb;
+			files_done = st.files_done;
+			stable_since = lg_now_ns();
+		}
+		if (st.ok && st.stored - s0.stored >= sh->sent && st.waiting == 0 &&
+		    (tables > 0 || !want_tables) && lg_now_ns() - stable_since > 2000000000ull)
+			return 0;
+		if (lg_now_ns() - t_start > (uint64_t)env.warm_timeout_s * 1000000000ull) {
+			fprintf(stderr, "sonde-load: warm-up not stored after %u s (%" PRIu64
+				" of %" PRIu64 ", %" PRIu64 " waiting)\n", env.warm_timeout_s,
+				st.stored - s0.stored, sh->sent, st.waiting);
+			return -ETIMEDOUT;
+		}
+		sleep_ms(50);
+	}
+}
+
+/* --restart: the harness kills the symbolizer once it reads RESTART and
+ * writes the new one's pid once it listens (same cache, same address).
+ * Every sensor reconnects and warms up again; counters start again from
+ * the new symbolizer's (*s0). */
+static int restart(struct lg_shared *sh, struct lg_sensor **sensors, size_t n_up, struct status *s0)
+{
+	uint64_t deadline;
+	char line[64];
+	size_t over = 0;
+
+	printf("RESTART\n");
+	fflush(stdout);
+	deadline = lg_now_ns() + 120000000000ull;
+	while (over < n_up && lg_now_ns() < deadline) {
+		over = 0;
+		for (size_t i = 0; i < n_up; i++)
+			over += lg_sensor_stream_over(sensors[i]);
+		sleep_ms(50);
+	}
+	if (!fgets(line, sizeof(line), stdin)) {
+		fprintf(stderr, "sonde-load: no pid of the restarted symbolizer on stdin\n");
+		return -EIO;
+	}
+	env.sym_pid = atoi(line);
+	deadline = lg_now_ns() + 60000000000ull;
+	do {
+		*s0 = get_status();
+		if (!s0->ok)
+			sleep_ms(100);
+	} while (!s0->ok && lg_now_ns() < deadline);
+	if (!s0->ok) {
+		fprintf(stderr, "sonde-load: the restarted symbolizer does not answer Status\n");
+		return -EIO;
+	}
+	pthread_mutex_lock(&sh->lock);
+	sh->sent = 0;
+	pthread_mutex_unlock(&sh->lock);
+	for (size_t i = 0; i < n_up; i++)
+		if (lg_sensor_reconnect(sensors[i]) < 0) {
+			fprintf(stderr, "sonde-load: sensor %zu could not reconnect\n", i);
+			return -EIO;
+		}
+	return warm_up(sh, sensors, n_up, *s0, false);
+}
+
 int main(int argc, char **argv)
 {
 	struct lg_files files = { 0 };
@@ -316,7 +403,8 @@ int main(int argc, char **argv)
 	struct proc_sample p0, p1, pmax = { 0 };
 	uint64_t t_start, t0, t_sent_end, t1, sent_end, stored_end;
 	size_t n_writers = 0, n_up = 0;
-	double gen_cpu0, warm_s, connect_s, rate, cpu_per_m;
+	double gen_cpu0, warm_s, connect_s, rate, cpu_per_m, restart_s = 0;
+	uint64_t warm_table_bytes = 0, warm_tables = 0;
 	int err = 1, unclean = 0;
 
 	signal(SIGPIPE, SIG_IGN);
@@ -376,33 +464,17 @@ int main(int argc, char **argv)
 
 	/* Warm up: every stack defined once, all stored. */
 	t_start = lg_now_ns();
-	for (size_t i = 0; i < n_up; i++)
-		if (lg_sensor_warm(sensors[i]) < 0)
-			goto cleanup;
-	/* ... and the analyses over: no file finished and no unwind table
-	 * arrived for 2 s (files another client had analysed before are
-	 * not analysed again), so the measurement sees the steady state. */
-	for (uint64_t tables = 0, files_done = 0, stable_since = lg_now_ns();;) {
-		uint64_t tb = atomic_load(&sh.table_bytes);
-
-		st = get_status();
-		if (tb != tables || st.files_done != files_done) {
-			tables = tb;
-			files_done = st.files_done;
-			stable_since = lg_now_ns();
-		}
-		if (st.ok && st.stored - s0.stored >= sh.sent && st.waiting == 0 &&
-		    tables > 0 && lg_now_ns() - stable_since > 2000000000ull)
-			break;
-		if (lg_now_ns() - t_start > (uint64_t)env.warm_timeout_s * 1000000000ull) {
-			fprintf(stderr, "sonde-load: warm-up not stored after %u s (%" PRIu64
-				" of %" PRIu64 ", %" PRIu64 " waiting)\n", env.warm_timeout_s,
-				st.stored - s0.stored, sh.sent, st.waiting);
-			goto cleanup;
-		}
-		sleep_ms(50);
-	}
+	if (warm_up(&sh, sensors, n_up, s0, true) < 0)
+		goto cleanup;
 	warm_s = (double)(lg_now_ns() - t_start) / 1e9;
+	warm_table_bytes = atomic_load(&sh.table_bytes);
+	warm_tables = atomic_load(&sh.tables_received);
+	if (env.restart) {
+		t_start = lg_now_ns();
+		if (restart(&sh, sensors, n_up, &s0) < 0)
+			goto cleanup;
+		restart_s = (double)(lg_now_ns() - t_start) / 1e9;
+	}
 
 	/* Measure. */
 	p0 = sample_proc(env.sym_pid);
@@ -495,7 +567,9 @@ int main(int argc, char **argv)
 		       " lost=%" PRIu64 " store_failed=%" PRIu64 " waiting=%" PRIu64
 		       " connect_s=%.2f warm_s=%.2f measured_s=%.2f gen_cpu_s=%.2f "
 		       "read_ranges=%" PRIu64 " range_mib=%.1f table_mib=%.1f stream_errors=%" PRIu64
-		       " unclean=%d\n",
+		       " unclean=%d restart=%d restart_s=%.2f warm_tables=%" PRIu64
+		       " restart_tables=%" PRIu64 " warm_table_bytes=%" PRIu64
+		       " restart_table_bytes=%" PRIu64 "\n",
 		       env.cfg.n_sensors, env.cfg.max_rate,
 		       env.cfg.max_rate ? 0.0 : (double)env.cfg.n_sensors * env.cfg.hz * env.cfg.cpus,
 		       rate, p1.cpu_s - p0.cpu_s, cpu_per_m, pct_ms(0.5), pct_ms(0.99), pct_ms(1.0),
@@ -506,7 +580,9 @@ int main(int argc, char **argv)
 		       (uint64_t)atomic_load(&sh.read_ranges),
 		       atomic_load(&sh.range_bytes) / 1048576.0,
 		       atomic_load(&sh.table_bytes) / 1048576.0,
-		       (uint64_t)atomic_load(&sh.stream_errors), unclean);
+		       (uint64_t)atomic_load(&sh.stream_errors), unclean, env.restart, restart_s,
+		       warm_tables, (uint64_t)atomic_load(&sh.tables_received) - warm_tables,
+		       warm_table_bytes, (uint64_t)atomic_load(&sh.table_bytes) - warm_table_bytes);
 		err = lost || !s2.ok ? 3 : 0;
 	}
 cleanup:

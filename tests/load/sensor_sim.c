@@ -43,6 +43,10 @@ struct lg_sensor {
 	Sonde__V1__SampleCount **count_ptrs;
 	size_t cap_counts;
 	uint64_t next_ns, sent;
+	/* Tables received whole (file index -> version; 0: none), listed in
+	 * the Hello of a reconnect as the real sensor lists its BPF maps'. */
+	uint64_t *table_version;
+	uint64_t *table_pending; /* version of the table being received */
 	uint8_t *packed; /* max-rate: the batch, packed once a second */
 	size_t packed_len;
 	uint64_t packed_samples, packed_at_ns;
@@ -92,6 +96,27 @@ static void serve_range(struct lg_sensor *s, const Sonde__V1__ReadRange *rr)
 	free(buf);
 }
 
+/* Counts a table's bytes; remembers its version once it is whole. */
+static void note_table(struct lg_sensor *s, const Sonde__V1__UnwindTable *t)
+{
+	const struct lg_files *fs = s->sh->files;
+	size_t i;
+
+	atomic_fetch_add(&s->sh->table_bytes, t->rows.len);
+	if (t->first)
+		atomic_fetch_add(&s->sh->tables_received, 1);
+	for (i = 0; i < fs->n; i++)
+		if (t->file_id.len == FILEID_LEN &&
+		    memcmp(fs->f[i].id_bytes, t->file_id.data, FILEID_LEN) == 0)
+			break;
+	if (i == fs->n || (t->error && t->error[0]))
+		return;
+	if (t->first)
+		s->table_pending[i] = t->table_version;
+	if (t->last)
+		s->table_version[i] = s->table_pending[i];
+}
+
 static void *reader_main(void *arg)
 {
 	struct lg_sensor *s = arg;
@@ -117,7 +142,7 @@ static void *reader_main(void *arg)
 			serve_range(s, m->read_range);
 			break;
 		case SONDE__V1__SYMBOLIZER_MESSAGE__KIND_UNWIND_TABLE:
-			atomic_fetch_add(&s->sh->table_bytes, m->unwind_table->rows.len);
+			note_table(s, m->unwind_table);
 			break;
 		default:
 			break;
@@ -143,17 +168,43 @@ static int send_hello(struct lg_sensor *s)
 {
 	Sonde__V1__SensorMessage m = SONDE__V1__SENSOR_MESSAGE__INIT;
 	Sonde__V1__Hello h = SONDE__V1__HELLO__INIT;
+	const struct lg_files *fs = s->sh->files;
+	Sonde__V1__LoadedTable *lt = calloc(fs->n + 1, sizeof(*lt));
+	Sonde__V1__LoadedTable **ltp = calloc(fs->n + 1, sizeof(*ltp));
+	int r;
 
+	if (!lt || !ltp) {
+		free(lt);
+		free(ltp);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < fs->n; i++) {
+		if (!s->table_version[i])
+			continue;
+		sonde__v1__loaded_table__init(&lt[h.n_loaded_tables]);
+		lt[h.n_loaded_tables].file_id.data = (uint8_t *)fs->f[i].id_bytes;
+		lt[h.n_loaded_tables].file_id.len = FILEID_LEN;
+		lt[h.n_loaded_tables].table_version = s->table_version[i];
+		ltp[h.n_loaded_tables] = &lt[h.n_loaded_tables];
+		h.n_loaded_tables++;
+	}
+	h.loaded_tables = ltp;
 	h.protocol_version = 1;
 	h.sensor_version = "loadgen";
 	h.hostname = s->host;
 	h.boot_id = "00000000-0000-0000-0000-000000000000";
 	h.kernel_release = "loadgen";
+	/* Every simulated node runs this host's kernel (its kallsyms). */
+	h.kernel_build_id.data = (uint8_t *)"sonde-load kernel..";
+	h.kernel_build_id.len = 20;
 	h.frequency_hz = s->sh->cfg->hz;
 	h.sensor_start_unix_ns = lg_unix_ns();
 	m.kind_case = SONDE__V1__SENSOR_MESSAGE__KIND_HELLO;
 	m.hello = &h;
-	return send_msg(s, &m);
+	r = send_msg(s, &m);
+	free(lt);
+	free(ltp);
+	return r;
 }
 
 /* Every simulated process maps every file, executable, at its own base. */
@@ -263,6 +314,8 @@ static void sensor_free(struct lg_sensor *s)
 	free(s->counts);
 	free(s->count_ptrs);
 	free(s->packed);
+	free(s->table_version);
+	free(s->table_pending);
 	free(s);
 }
 
@@ -282,6 +335,10 @@ static int alloc_tables(struct lg_sensor *s)
 	s->defined = calloc(s->k, sizeof(*s->defined));
 	s->agg = calloc(s->k, sizeof(*s->agg));
 	s->counts = calloc(s->cap_counts, sizeof(*s->counts));
+	s->table_version = calloc(s->sh->files->n + 1, sizeof(*s->table_version));
+	s->table_pending = calloc(s->sh->files->n + 1, sizeof(*s->table_pending));
+	if (!s->table_version || !s->table_pending)
+		return -ENOMEM;
 	s->count_ptrs = calloc(s->cap_counts, sizeof(*s->count_ptrs));
 	if (!s->defs || !s->def_ptrs || !s->defined || !s->agg || !s->counts || !s->count_ptrs)
 		return -ENOMEM;
@@ -296,14 +353,11 @@ static int alloc_tables(struct lg_sensor *s)
 	return 0;
 }
 
+static int sensor_connect(struct lg_sensor *s);
+
 struct lg_sensor *lg_sensor_start(struct lg_shared *sh, size_t index)
 {
-	struct rpc_channel_opts opts = { .own_connection = true };
 	struct lg_sensor *s = calloc(1, sizeof(*s));
-	struct rpc_error err = { 0 };
-	pthread_attr_t attr;
-	uint64_t deadline;
-	int r;
 
 	if (!s)
 		return NULL;
@@ -311,8 +365,51 @@ struct lg_sensor *lg_sensor_start(struct lg_shared *sh, size_t index)
 	s->index = index;
 	s->rng = 0x9E3779B97F4A7C15ull ^ (index + 1) * 0xBF58476D1CE4E5B9ull;
 	snprintf(s->host, sizeof(s->host), "load-%zu", index);
-	if (alloc_tables(s) < 0)
+	if (alloc_tables(s) < 0 || sensor_connect(s) < 0)
 		goto fail;
+	return s;
+fail:
+	sensor_free(s);
+	return NULL;
+}
+
+/* Drops the old stream (the symbolizer went away) and connects again:
+ * Hello with the tables received so far, processes, kernel symbols; every
+ * stack is defined again with its next count. */
+int lg_sensor_reconnect(struct lg_sensor *s)
+{
+	if (s->reader_started) {
+		rpc_stream_cancel(s->st);
+		pthread_join(s->reader, NULL);
+		s->reader_started = false;
+	}
+	if (s->st)
+		rpc_stream_close(s->st, 1000, NULL);
+	s->st = NULL;
+	rpc_channel_free(s->ch);
+	s->ch = NULL;
+	atomic_store(&s->welcomed, false);
+	atomic_store(&s->reader_done, false);
+	memset(s->defined, 0, s->k * sizeof(*s->defined));
+	memset(s->table_pending, 0, (s->sh->files->n + 1) * sizeof(*s->table_pending));
+	return sensor_connect(s);
+}
+
+bool lg_sensor_stream_over(const struct lg_sensor *s)
+{
+	return atomic_load(&s->reader_done);
+}
+
+static int sensor_connect(struct lg_sensor *s)
+{
+	struct rpc_channel_opts opts = { .own_connection = true };
+	struct lg_shared *sh = s->sh;
+	size_t index = s->index;
+	struct rpc_error err = { 0 };
+	pthread_attr_t attr;
+	uint64_t deadline;
+	int r;
+
 	s->ch = rpc_channel_new(sh->cfg->target, &opts);
 	if (!s->ch)
 		goto fail;
@@ -340,10 +437,9 @@ struct lg_sensor *lg_sensor_start(struct lg_shared *sh, size_t index)
 	}
 	if (send_processes(s) < 0 || send_ksyms(s) < 0)
 		goto fail;
-	return s;
+	return 0;
 fail:
-	sensor_free(s);
-	return NULL;
+	return -EIO;
 }
 
 /* ---- batches ---- */

@@ -180,8 +180,8 @@ static struct sonde_unwind_row *table(uint32_t n, uint32_t base)
 
 /* Sends rows[0..n) for file n_id in chunks of chunk rows. Returns the
  * last add_chunk result. */
-static int send_table(struct unwind_maps *um, uint8_t n_id, const struct sonde_unwind_row *rows,
-		      uint32_t n, uint32_t chunk)
+static int send_table_v(struct unwind_maps *um, uint8_t n_id, const struct sonde_unwind_row *rows,
+			uint32_t n, uint32_t chunk, uint64_t version)
 {
 	uint32_t sent = 0;
 	int r = 0;
@@ -194,6 +194,7 @@ static int send_table(struct unwind_maps *um, uint8_t n_id, const struct sonde_u
 		c.format_version = SONDE_UNWIND_FORMAT_VERSION;
 		c.first = sent == 0;
 		c.total_rows = c.first ? n : 0;
+		c.table_version = c.first ? version : 0;
 		c.rows = rows + sent;
 		c.rows_len = k * sizeof(*rows);
 		sent += k;
@@ -201,6 +202,12 @@ static int send_table(struct unwind_maps *um, uint8_t n_id, const struct sonde_u
 		r = unwind_maps_add_chunk(um, &c);
 	} while (sent < n && r == 0);
 	return r;
+}
+
+static int send_table(struct unwind_maps *um, uint8_t n_id, const struct sonde_unwind_row *rows,
+		      uint32_t n, uint32_t chunk)
+{
+	return send_table_v(um, n_id, rows, n, chunk, 0);
 }
 
 static struct unwind_mapping mapping(uint64_t start, uint64_t end, uint64_t off, uint8_t n_id)
@@ -684,6 +691,40 @@ static void test_chunks(void **state)
 	free(u);
 }
 
+/* Versions: the loaded tables with a version are listed (for Hello); the
+ * same version sent again is skipped, another one replaces the rows. */
+static void test_versions(void **state)
+{
+	struct env *e = *state;
+	struct sonde_unwind_row *t = table(100, 0x400), *u = table(60, 0x800);
+	struct unwind_loaded out[4];
+	struct unwind_maps_stats st;
+	uint8_t id6[UNWIND_FILE_ID_LEN];
+
+	id_of(id6, 6);
+	assert_int_equal(send_table(e->um, 5, t, 100, 100), 0); /* no version: not listed */
+	assert_int_equal(send_table_v(e->um, 6, t, 100, 30, 7), 0);
+	assert_int_equal(unwind_maps_loaded(e->um, out, 4), 1);
+	assert_memory_equal(out[0].file_id, id6, UNWIND_FILE_ID_LEN);
+	assert_int_equal(out[0].table_version, 7);
+	assert_int_equal(unwind_maps_loaded(e->um, out, 0), 0);
+
+	assert_int_equal(send_table_v(e->um, 6, t, 100, 30, 7), 0);
+	unwind_maps_get_stats(e->um, &st);
+	assert_int_equal(st.duplicates, 1);
+	assert_int_equal(st.rows_loaded, 200);
+
+	assert_int_equal(send_table_v(e->um, 6, u, 60, 30, 8), 0);
+	unwind_maps_get_stats(e->um, &st);
+	assert_int_equal(st.duplicates, 1);
+	assert_int_equal(st.tables_loaded, 2);
+	assert_int_equal(st.rows_loaded, 160);
+	assert_int_equal(unwind_maps_loaded(e->um, out, 4), 1);
+	assert_int_equal(out[0].table_version, 8);
+	free(t);
+	free(u);
+}
+
 static void test_processes(void **state)
 {
 	struct env *e = *state;
@@ -841,6 +882,7 @@ int main(void)
 		cmocka_unit_test(test_lpm_key_layout),
 		cmocka_unit_test_setup_teardown(test_validation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chunks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_versions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_processes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eviction, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lpm_full, setup, teardown),
