@@ -88,10 +88,12 @@ def otlp_bytes(reqs):
 
 def run_followed(tmp, sym, sensor_args, mib):
     """Runs the workload under a sensor that follows it from its exec (it
-    waits in a shell until the sensor is up); returns what it reported
-    and the sensor, still running."""
+    waits in a shell until the sensor is up, then pauses PAUSE_MS after
+    the exec so that the sensor has the new binary's unwind tables before
+    its first brk); returns what it reported and the sensor, still
+    running."""
     out = tmp / "workload.out"
-    proc = subprocess.Popen(["sh", "-c", 'read go; exec "$@"', "sh", str(MEMORY_WORKLOAD), str(mib), "0"],
+    proc = subprocess.Popen(["sh", "-c", 'read go; exec "$@"', "sh", str(MEMORY_WORKLOAD), str(mib), str(PAUSE_MS)],
                             stdin=subprocess.PIPE, stdout=open(out, "w"), text=True)
     sensor = Sensor(tmp, sym.address, ["--pid", str(proc.pid), "--no-cpu", *sensor_args])
     try:
