@@ -165,9 +165,9 @@ static __always_inline int interp_walk(struct unwind_scratch *s, struct sonde_sa
 	case SONDE_INTERP_RUBY:
 		return ruby_walk(rec, (const struct sonde_ruby_proc *)p, tgid, tid, at);
 	case SONDE_INTERP_PERL:
-		return perl_walk(rec, (const struct sonde_perl_proc *)p, tgid, tid, at);
+		return perl_walk(s, tgid, tid, at);
 	case SONDE_INTERP_PHP:
-		return php_walk(rec, (const struct sonde_php_proc *)p, tgid, tid, at);
+		return php_walk(s, tgid, tid, at);
 	default:
 		return 0;
 	}

@@ -20,11 +20,24 @@
  */
 #pragma once
 
+/* What perl_seen holds of a CV or COP whose record was sent: the
+ * checksum the record carries, and when it was last read again. */
+struct perl_seen_val {
+	__u64 sum;
+	__u64 checked_ns;
+};
+
+/* How often a seen CV's or COP's checksum is read again: reading it
+ * (two probe reads for a CV) at every frame was a third of the walk's
+ * reads, and a CV freed and reused for another sub within this time of
+ * its last check keeps the old sub's name until the next one. */
+#define PERL_RECHECK_NS 1000000000ull
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, struct sonde_perl_seen_key);
-	__type(value, __u64); /* checksum */
+	__type(value, struct perl_seen_val);
 } perl_seen SEC(".maps");
 
 static __always_inline __u64 perl_ptr(__u64 addr)
@@ -43,25 +56,6 @@ static __always_inline __u32 perl_u32(__u64 addr)
 	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
 		return 0;
 	return v;
-}
-
-/* A context's first bytes read at once (5.36: cx_type, blk_oldcop,
- * blk_sub.retop and blk_sub.cv are in its first 80): one probe read per
- * context instead of four; a field past them is read on its own. */
-#define PERL_CX_WORDS 10
-
-/* The word at off of a context at cx of which buf holds the first
- * PERL_CX_WORDS words. buf has a spare word: the verifier bounds the
- * byte offset, and the spare keeps an unaligned last read inside. */
-static __always_inline __u64 perl_cx_word(const __u64 *buf, __u64 cx, __u32 off)
-{
-	if (off <= (PERL_CX_WORDS - 1) * 8) {
-		__u64 v;
-
-		__builtin_memcpy(&v, (const __u8 *)buf + off, 8);
-		return v;
-	}
-	return perl_ptr(cx + off);
 }
 
 /* A NUL-terminated string at addr into dst; returns the length copied. */
@@ -156,13 +150,19 @@ static __noinline int perl_emit_meta(__u32 tgid, __u64 addr, __u64 sum, __u32 ty
 }
 
 /* Sends what names word's CV or COP unless this process's copy was sent
- * already. */
-static __always_inline void perl_note(__u32 tgid, __u64 word, const struct sonde_perl_proc *p)
+ * already: at most every PERL_RECHECK_NS (now: the sample's time) the
+ * checksum is read again, and a changed one sends the record again. */
+static __always_inline void perl_note(__u32 tgid, __u64 word, const struct sonde_perl_proc *p,
+				      __u64 now)
 {
-	__u64 addr = SONDE_PERL_FRAME_ADDR(word), sum, *seen;
+	__u64 addr = SONDE_PERL_FRAME_ADDR(word), sum;
 	__u32 type = SONDE_PERL_FRAME_TYPE(word);
 	struct sonde_perl_seen_key key = { .tgid = tgid, .addr = addr | type };
+	struct perl_seen_val *seen, val;
 
+	seen = bpf_map_lookup_elem(&perl_seen, &key);
+	if (seen && now - seen->checked_ns < PERL_RECHECK_NS)
+		return;
 	/* A freed and reused CV has another body or GV; a COP another
 	 * file name. */
 	if (type == SONDE_PERL_FRAME_SUB) {
@@ -172,11 +172,15 @@ static __always_inline void perl_note(__u32 tgid, __u64 word, const struct sonde
 	} else {
 		sum = perl_ptr(addr + p->off.cop_file);
 	}
-	seen = bpf_map_lookup_elem(&perl_seen, &key);
-	if (seen && *seen == sum)
+	if (seen && seen->sum == sum) {
+		seen->checked_ns = now;
 		return;
-	if (perl_emit_meta(tgid, addr, sum, type, p) == 0)
-		bpf_map_update_elem(&perl_seen, &key, &sum, BPF_ANY);
+	}
+	if (perl_emit_meta(tgid, addr, sum, type, p) == 0) {
+		val.sum = sum;
+		val.checked_ns = now;
+		bpf_map_update_elem(&perl_seen, &key, &val, BPF_ANY);
+	}
 }
 
 /* Where the walk is: the stackinfo and context it looks at next, and
@@ -184,6 +188,7 @@ static __always_inline void perl_note(__u32 tgid, __u64 word, const struct sonde
 struct perl_walk_state {
 	__u64 si;
 	__u64 cxstack;
+	__u64 prev;      /* the stackinfo below si (0: si is the bottom one) */
 	__u64 cop;
 	__s32 ix;        /* the next context's index; < 0: this stackinfo's end */
 	__u32 done;
@@ -194,6 +199,9 @@ struct perl_walk_state {
 	 * the top frame is a sub a C call pushed, it is a sort's or a
 	 * MULTICALL's block between two calls, not running: skipped. */
 	__u32 leaf_idle;
+	/* The contexts cx_lo .. cx_lo + cx_n - 1 of si are in the span. */
+	__s32 cx_lo;
+	__u32 cx_n;
 };
 
 static __always_inline __u32 perl_line(const struct sonde_perl_proc *p, __u64 cop)
@@ -201,19 +209,68 @@ static __always_inline __u32 perl_line(const struct sonde_perl_proc *p, __u64 co
 	return cop ? perl_u32(cop + p->off.cop_line) : 0;
 }
 
-/* One step of the walk: one context, or the move to the stackinfo
- * below. Returns the frame word it found, or 0 (none here, or done). */
-static __always_inline __u64 perl_step(const struct sonde_perl_proc *p,
-				       struct perl_walk_state *w)
+static __always_inline __u32 perl_max(__u32 a, __u32 b)
 {
-	__u64 cx, cv, retop, word = 0, buf[PERL_CX_WORDS + 1] = {};
-	__u32 toff = p->off.cx_typeoff;
-	__u8 type = 0;
+	return a > b ? a : b;
+}
 
+/* Enters stackinfo si: its context array, top index and the stackinfo
+ * below it, in one read of its first fields. */
+static __always_inline void perl_enter_si(__u8 *span, const struct sonde_perl_proc *p,
+					  struct perl_walk_state *w, __u64 si)
+{
+	__u32 n = interp_span_read(span, si,
+				   perl_max(perl_max(p->off.si_cxstack, p->off.si_prev) + 8,
+					    p->off.si_cxix + 4));
+
+	w->si = si;
+	w->cxstack = interp_span_field(span, n, si, p->off.si_cxstack, 8);
+	w->prev = interp_span_field(span, n, si, p->off.si_prev, 8);
+	w->ix = (__s32)interp_span_field(span, n, si, p->off.si_cxix, 4);
+	w->cx_n = 0;
+}
+
+/* Brings context w->ix into the span, with as many of the contexts below
+ * it as fit (all of a usual stack's in one or two reads instead of one
+ * each). Returns the span's length (0: nothing read). */
+static __always_inline __u32 perl_fill_cx(__u8 *span, const struct sonde_perl_proc *p,
+					  struct perl_walk_state *w)
+{
+	__u32 size = p->off.cx_size, per, n;
+	__s32 lo;
+
+	if (!size)
+		return 0;
+	per = INTERP_SPAN_BYTES / size;
+	lo = w->ix - (__s32)per + 1;
+	if (lo < 0)
+		lo = 0;
+	n = (__u32)(w->ix - lo + 1);
+	if (!interp_span_read(span, w->cxstack + (__u64)(__u32)lo * size, n * size))
+		return 0;
+	w->cx_lo = lo;
+	w->cx_n = n;
+	return n * size;
+}
+
+/* One step of the walk: one context, or the move to the stackinfo
+ * below. Returns the frame word it found, or 0 (none here, or done). A
+ * global function: each field's two ways (in the span or read alone)
+ * are verified once, not in every state of the walk's loop. */
+__noinline __u64 perl_step(struct unwind_scratch *s, struct perl_walk_state *w)
+{
+	const struct sonde_perl_proc *p;
+	__u64 cx, cv, retop, word = 0;
+	__u32 size, n, at;
+	__u8 *span, type;
+
+	if (!s || !w)
+		return 0;
+	p = (const struct sonde_perl_proc *)&s->proc;
+	span = s->span;
+	size = p->off.cx_size;
 	if (w->ix < 0) {
-		__u64 prev = perl_ptr(w->si + p->off.si_prev);
-
-		if (!prev) {
+		if (!w->prev) {
 			/* The bottom stackinfo's root is the main program
 			 * (its file scope), the first frame of perl_run()'s
 			 * run loop. */
@@ -227,41 +284,44 @@ static __always_inline __u64 perl_step(const struct sonde_perl_proc *p,
 			w->done = 1;
 			return 0;
 		}
-		w->si = prev;
-		w->cxstack = perl_ptr(prev + p->off.si_cxstack);
-		w->ix = (__s32)perl_u32(prev + p->off.si_cxix);
+		perl_enter_si(span, p, w, w->prev);
 		return 0;
 	}
-	cx = w->cxstack + (__u64)(__u32)w->ix * p->off.cx_size;
-	w->ix--;
-	bpf_probe_read_user(buf, PERL_CX_WORDS * 8, (const void *)cx);
-	if (toff < PERL_CX_WORDS * 8)
-		type = ((const __u8 *)buf)[toff];
+	cx = w->cxstack + (__u64)(__u32)w->ix * size;
+	if (w->ix >= w->cx_lo && w->ix < w->cx_lo + (__s32)w->cx_n)
+		n = w->cx_n * size;
 	else
-		bpf_probe_read_user(&type, 1, (const void *)(cx + toff));
+		n = perl_fill_cx(span, p, w);
+	/* The context's fields as offsets into the span, whose n bytes
+	 * start at context cx_lo (a field past n is read alone). */
+	at = (__u32)(w->ix - w->cx_lo) * size;
+	if (!n)
+		at = 0;
+	w->ix--;
+	type = (__u8)interp_span_field(span, n, cx - at, at + p->off.cx_typeoff, 1);
 	type &= SONDE_PERL_CXTYPEMASK;
 	if (type == SONDE_PERL_CXT_SUB || type == SONDE_PERL_CXT_FORMAT) {
-		cv = perl_cx_word(buf, cx, p->off.cx_sub_cv);
+		cv = interp_span_field(span, n, cx - at, at + p->off.cx_sub_cv, 8);
 		/* No op to return to: a C call (call_sv, MULTICALL, sort)
 		 * pushed this sub and runs its own loop for it. */
-		retop = perl_cx_word(buf, cx, p->off.cx_retop);
+		retop = interp_span_field(span, n, cx - at, at + p->off.cx_retop, 8);
 		if (cv && !(w->leaf_idle && !retop))
 			word = SONDE_PERL_FRAME(cv, SONDE_PERL_FRAME_SUB, perl_line(p, w->cop),
 						!retop);
 		w->sub_entry = word && !retop;
 		w->leaf_idle = 0;
-		w->cop = perl_cx_word(buf, cx, p->off.cx_oldcop);
+		w->cop = interp_span_field(span, n, cx - at, at + p->off.cx_oldcop, 8);
 	} else if (type == SONDE_PERL_CXT_EVAL) {
 		/* An eval a C call pushed (eval_sv) starts a loop of its
 		 * own, unless it only wraps the sub above it (call_sv with
 		 * G_EVAL). */
-		retop = perl_cx_word(buf, cx, p->off.cx_retop);
+		retop = interp_span_field(span, n, cx - at, at + p->off.cx_retop, 8);
 		if (w->cop)
 			word = SONDE_PERL_FRAME(w->cop, SONDE_PERL_FRAME_EVAL,
 						perl_line(p, w->cop), !retop && !w->sub_entry);
 		w->sub_entry = 0;
 		w->leaf_idle = 0;
-		w->cop = perl_cx_word(buf, cx, p->off.cx_oldcop);
+		w->cop = interp_span_field(span, n, cx - at, at + p->off.cx_oldcop, 8);
 	}
 	return word;
 }
@@ -269,11 +329,11 @@ static __always_inline __u64 perl_step(const struct sonde_perl_proc *p,
 /* The next frame's word, or 0 when the walk is done or out of budget. A
  * global function: the verifier checks its steps once, not once per
  * frame of the walk. */
-__noinline __u64 perl_next_frame(const struct sonde_perl_proc *p, struct perl_walk_state *w)
+__noinline __u64 perl_next_frame(struct unwind_scratch *s, struct perl_walk_state *w)
 {
 	__u32 k;
 
-	if (!p || !w)
+	if (!s || !w)
 		return 0;
 	for (k = 0; k < SONDE_PERL_MAX_CONTEXTS; k++) {
 		__u64 word;
@@ -281,39 +341,59 @@ __noinline __u64 perl_next_frame(const struct sonde_perl_proc *p, struct perl_wa
 		if (w->done || !w->budget)
 			return 0;
 		w->budget--;
-		word = perl_step(p, w);
+		word = perl_step(s, w);
 		if (word)
 			return word;
 	}
 	return 0;
 }
 
-/* Records the Perl frames of thread tid of tgid at rec->frames[at..],
- * with p its interp_procs entry (of kind SONDE_INTERP_PERL). Returns how
- * many. A global function: verified once, whatever the state of the
- * sample program that calls it. */
-__noinline int perl_walk(struct sonde_sample *rec, const struct sonde_perl_proc *p,
-				__u32 tgid, __u32 tid, __u32 at)
+/* Starts the walk at PL_curinterp's current COP, op and stackinfo, read
+ * in one span when they lie close (5.36: 8 to 232). False: no Perl
+ * stack. */
+static __always_inline bool perl_begin(__u8 *span, const struct sonde_perl_proc *p,
+				       struct perl_walk_state *w)
 {
+	__u32 lo = p->off.interp_curcop, hi, n;
+	__u64 interp = perl_ptr(p->runtime_addr), base, si;
+
+	if (!interp)
+		return false;
+	if (p->off.interp_curstackinfo < lo)
+		lo = p->off.interp_curstackinfo;
+	if (p->off.interp_op < lo)
+		lo = p->off.interp_op;
+	hi = perl_max(perl_max(p->off.interp_curcop, p->off.interp_curstackinfo),
+		      p->off.interp_op) + 8;
+	base = interp + lo;
+	n = interp_span_read(span, base, hi - lo);
+	w->cop = interp_span_field(span, n, base, p->off.interp_curcop - lo, 8);
+	si = interp_span_field(span, n, base, p->off.interp_curstackinfo - lo, 8);
+	w->leaf_idle = !interp_span_field(span, n, base, p->off.interp_op - lo, 8);
+	if (!si)
+		return false;
+	perl_enter_si(span, p, w, si);
+	w->budget = SONDE_PERL_MAX_CONTEXTS;
+	return true;
+}
+
+/* Records the Perl frames of thread tid of tgid at s->rec.frames[at..],
+ * with s->proc its interp_procs entry (of kind SONDE_INTERP_PERL).
+ * Returns how many. A global function: verified once, whatever the state
+ * of the sample program that calls it. */
+__noinline int perl_walk(struct unwind_scratch *s, __u32 tgid, __u32 tid, __u32 at)
+{
+	const struct sonde_perl_proc *p;
 	struct perl_walk_state w = {};
-	__u64 interp;
 	__u32 n = 0, i;
 
-	if (!rec || !p || tid != tgid)
+	if (!s || tid != tgid)
 		return 0;
-	interp = perl_ptr(p->runtime_addr);
-	if (!interp)
+	p = (const struct sonde_perl_proc *)&s->proc;
+	if (!perl_begin(s->span, p, &w))
 		return 0;
-	w.cop = perl_ptr(interp + p->off.interp_curcop);
-	w.si = perl_ptr(interp + p->off.interp_curstackinfo);
-	if (!w.si)
-		return 0;
-	w.cxstack = perl_ptr(w.si + p->off.si_cxstack);
-	w.ix = (__s32)perl_u32(w.si + p->off.si_cxix);
-	w.budget = SONDE_PERL_MAX_CONTEXTS;
-	w.leaf_idle = !perl_ptr(interp + p->off.interp_op);
 	for (i = 0; i < SONDE_PERL_MAX_FRAMES; i++) {
-		__u64 word = perl_next_frame(p, &w);
+		__u64 word = perl_next_frame(s, &w);
 		/* 64 bits, and past a barrier: the bound checked below is on
 		 * the register that indexes (rec is a whole struct sonde_sample
 		 * to the verifier: a global function's argument). */
@@ -322,9 +402,9 @@ __noinline int perl_walk(struct sonde_sample *rec, const struct sonde_perl_proc 
 		asm volatile("" : "+r"(idx));
 		if (!word || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
 			break;
-		rec->frames[idx] = word;
+		s->rec.frames[idx] = word;
 		n++;
-		perl_note(tgid, word, p);
+		perl_note(tgid, word, p, s->rec.ktime_ns);
 	}
 	return n;
 }

@@ -65,28 +65,50 @@ static __always_inline __u16 php_str(char *dst, __u32 size, __u64 str, __u16 val
 	return (__u16)(n - 1);
 }
 
-/* The function's name, class name and file pointers, and first line. */
+/* The function's name, scope and file pointers, and first line. */
 struct php_func_ids {
-	__u64 name, ce, file;
+	__u64 name, scope, file;
 	__u32 line_start;
 	__u8 type;
 };
 
-static __always_inline void php_func_ids(const struct sonde_php_proc *p, __u64 func,
-					 struct php_func_ids *ids)
+static __always_inline __u32 php_max(__u32 a, __u32 b)
 {
-	__u64 scope = php_ptr(func + p->off.fn_scope);
+	return a > b ? a : b;
+}
 
-	ids->type = 0;
-	bpf_probe_read_user(&ids->type, 1, (const void *)(func + p->off.fn_type));
-	ids->name = php_ptr(func + p->off.fn_name);
-	ids->ce = scope ? php_ptr(scope + p->off.ce_name) : 0;
+/* What the walk needs of the zend_function at func, in one read of its
+ * first bytes (8.2: 168, from its type to op_array.line_start): its ids,
+ * and for user code its opcodes and their count. */
+static __always_inline void php_func_read(__u8 *span, const struct sonde_php_proc *p, __u64 func,
+					  struct php_func_ids *ids, __u64 *ops, __u32 *last)
+{
+	const struct sonde_php_offsets *o = &p->off;
+	__u32 hi = php_max(php_max(php_max(o->fn_type + 1, o->fn_name + 8), o->fn_scope + 8),
+			   php_max(php_max(o->op_filename + 8, o->op_line_start + 4),
+				   php_max(o->op_opcodes + 8, o->op_last + 4)));
+	__u32 n = interp_span_read(span, func, hi);
+
+	ids->type = (__u8)interp_span_field(span, n, func, o->fn_type, 1);
+	ids->name = interp_span_field(span, n, func, o->fn_name, 8);
+	ids->scope = interp_span_field(span, n, func, o->fn_scope, 8);
 	ids->file = 0;
 	ids->line_start = 0;
+	*ops = 0;
+	*last = 0;
 	if (SONDE_PHP_USER_CODE(ids->type)) {
-		ids->file = php_ptr(func + p->off.op_filename);
-		ids->line_start = php_u32(func + p->off.op_line_start);
+		ids->file = interp_span_field(span, n, func, o->op_filename, 8);
+		ids->line_start = (__u32)interp_span_field(span, n, func, o->op_line_start, 4);
+		*ops = interp_span_field(span, n, func, o->op_opcodes, 8);
+		*last = (__u32)interp_span_field(span, n, func, o->op_last, 4);
 	}
+}
+
+/* A freed and reused zend_function has other names, scope or lines. */
+static __always_inline __u64 php_func_sum(const struct php_func_ids *ids)
+{
+	return ids->name ^ (ids->scope << 1) ^ (ids->file << 2) ^ ((__u64)ids->line_start << 32) ^
+	       ids->type;
 }
 
 /* (BPF functions take 5 arguments: the names are read again; this runs
@@ -96,11 +118,21 @@ __noinline int php_emit_meta(__u32 tgid, __u64 func, __u64 sum,
 {
 	struct sonde_php_meta_rec *r;
 	struct sonde_php_meta *m;
-	struct php_func_ids ids;
+	__u64 name, scope, ce = 0, file = 0;
+	__u32 line_start = 0;
+	__u8 type = 0;
 
 	if (!p)
 		return -1;
-	php_func_ids(p, func, &ids);
+	/* Read alone: the span holds the frame being walked. */
+	bpf_probe_read_user(&type, 1, (const void *)(func + p->off.fn_type));
+	name = php_ptr(func + p->off.fn_name);
+	scope = php_ptr(func + p->off.fn_scope);
+	ce = scope ? php_ptr(scope + p->off.ce_name) : 0;
+	if (SONDE_PHP_USER_CODE(type)) {
+		file = php_ptr(func + p->off.op_filename);
+		line_start = php_u32(func + p->off.op_line_start);
+	}
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
 		count_err(SONDE_ERR_RINGBUF_FULL_EVENT);
@@ -113,36 +145,32 @@ __noinline int php_emit_meta(__u32 tgid, __u64 func, __u64 sum,
 	m = &r->meta;
 	m->size = sizeof(*m);
 	m->version = SONDE_PHP_META_VERSION;
-	m->type = ids.type;
+	m->type = type;
 	m->fn_flags = php_u32(func + p->off.fn_flags);
 	m->func_addr = func;
 	m->checksum = sum;
-	m->line_start = ids.line_start;
+	m->line_start = line_start;
 	m->flags = 0;
 	__builtin_memset(m->pad, 0, sizeof(m->pad));
-	m->name_len = php_str(m->name, sizeof(m->name), ids.name, p->off.str_val, &m->flags,
+	m->name_len = php_str(m->name, sizeof(m->name), name, p->off.str_val, &m->flags,
 			      SONDE_PHP_META_NAME_CUT);
-	m->class_len = php_str(m->class_name, sizeof(m->class_name), ids.ce, p->off.str_val,
+	m->class_len = php_str(m->class_name, sizeof(m->class_name), ce, p->off.str_val,
 			       &m->flags, SONDE_PHP_META_CLASS_CUT);
-	m->file_len = php_str(m->file, sizeof(m->file), ids.file, p->off.str_val, &m->flags,
+	m->file_len = php_str(m->file, sizeof(m->file), file, p->off.str_val, &m->flags,
 			      SONDE_PHP_META_FILE_CUT);
 	bpf_ringbuf_submit(r, 0);
 	return 0;
 }
 
-/* Sends func's names unless this process's copy was sent already. A
- * global function, as php_frame_word. */
-__noinline int php_note_func(__u32 tgid, __u64 func, const struct sonde_php_proc *p)
+/* Sends func's names unless this process's copy (sum: its checksum)
+ * was sent already. A global function, as php_frame. */
+__noinline int php_note_func(__u32 tgid, __u64 func, __u64 sum, const struct sonde_php_proc *p)
 {
 	struct sonde_php_func_key key = { .tgid = tgid, .func_addr = func };
-	struct php_func_ids ids;
-	__u64 sum, *seen;
+	__u64 *seen;
 
 	if (!p)
 		return 0;
-	php_func_ids(p, func, &ids);
-	/* A freed and reused zend_function has other names or lines. */
-	sum = ids.name ^ (ids.ce << 1) ^ (ids.file << 2) ^ ((__u64)ids.line_start << 32) ^ ids.type;
 	seen = bpf_map_lookup_elem(&php_funcs, &key);
 	if (seen && *seen == sum)
 		return 0;
@@ -151,51 +179,77 @@ __noinline int php_note_func(__u32 tgid, __u64 func, const struct sonde_php_proc
 	return 0;
 }
 
-/* The line of opline, a zend_op of func, or 0 when it is not one (the
- * first to last opcode of func's op_array). */
-static __always_inline __u32 php_opline_line(const struct sonde_php_proc *p, __u64 func,
+/* The line of opline, a zend_op of the function whose last opcodes start
+ * at ops, or 0 when it is not one of them. */
+static __always_inline __u32 php_opline_line(const struct sonde_php_proc *p, __u64 ops, __u32 last,
 					     __u64 opline)
 {
-	__u64 ops = php_ptr(func + p->off.op_opcodes);
-	__u32 last = php_u32(func + p->off.op_last);
-
 	if (!opline || !ops || opline < ops || opline >= ops + (__u64)last * SONDE_PHP_OP_SIZE)
 		return 0;
 	return php_u32(opline + p->off.op_lineno);
 }
 
-/* One frame as its SONDE_PHP_FRAME word (0: stop: no frame, or the dummy
- * frame without a function that a call from outside the VM starts with),
- * and in *next the frame below it. leaf_opline: the VM's opline register
- * when the sample is in the VM and ex is the frame it runs, else 0. A
- * global function: the verifier checks it once, not once per frame. */
-__noinline __u64 php_frame_word(const struct sonde_php_proc *p, __u64 ex, __u64 leaf_opline,
-				__u64 *next)
-{
-	__u64 func, opline;
-	__u32 line = 0, info;
-	__u8 type = 0;
+/* One frame, as php_frame() finds it. */
+struct php_frame_out {
+	__u64 word; /* its SONDE_PHP_FRAME word; 0: stop */
+	__u64 next; /* the frame below it */
+	__u64 sum;  /* its function's checksum (php_func_sum) */
+};
 
-	if (!p || !next)
+/* One frame at ex into *o: its word (0: stop: no frame, or the dummy
+ * frame without a function that a call from outside the VM starts with),
+ * the frame below it and its function's checksum. The frame's fields
+ * (opline, func, call info, prev: 8.2's first 56 bytes) are one read, the
+ * function's another, its line a third. leaf_opline: the VM's opline
+ * register when the sample is in the VM and ex is the frame it runs,
+ * else 0. A global function: the verifier checks it once, not once per
+ * frame. */
+__noinline int php_frame(struct unwind_scratch *s, __u64 ex, __u64 leaf_opline,
+			 struct php_frame_out *o)
+{
+	const struct sonde_php_proc *p;
+	const struct sonde_php_offsets *off;
+	struct php_func_ids ids;
+	__u64 func, opline, ops;
+	__u32 line = 0, info, last, lo, hi, n;
+
+	if (!s || !o)
 		return 0;
-	*next = 0;
+	o->word = 0;
+	o->next = 0;
+	o->sum = 0;
 	if (!ex)
 		return 0;
-	*next = php_ptr(ex + p->off.ex_prev);
-	func = php_ptr(ex + p->off.ex_func);
+	p = (const struct sonde_php_proc *)&s->proc;
+	off = &p->off;
+	lo = off->ex_opline;
+	if (off->ex_func < lo)
+		lo = off->ex_func;
+	if (off->ex_call_info < lo)
+		lo = off->ex_call_info;
+	if (off->ex_prev < lo)
+		lo = off->ex_prev;
+	hi = php_max(php_max(off->ex_opline + 8, off->ex_func + 8),
+		     php_max(off->ex_call_info + 4, off->ex_prev + 8));
+	n = interp_span_read(s->span, ex + lo, hi - lo);
+	o->next = interp_span_field(s->span, n, ex + lo, off->ex_prev - lo, 8);
+	func = interp_span_field(s->span, n, ex + lo, off->ex_func - lo, 8);
 	if (!func)
 		return 0; /* a dummy frame: the bottom of the chain */
-	bpf_probe_read_user(&type, 1, (const void *)(func + p->off.fn_type));
-	info = php_u32(ex + p->off.ex_call_info);
-	if (!SONDE_PHP_USER_CODE(type))
-		return SONDE_PHP_FRAME(func, 0, 0); /* internal: no opline of its own */
-	if (leaf_opline)
-		line = php_opline_line(p, func, leaf_opline);
-	if (!line) {
-		opline = php_ptr(ex + p->off.ex_opline);
-		line = php_opline_line(p, func, opline);
+	info = (__u32)interp_span_field(s->span, n, ex + lo, off->ex_call_info - lo, 4);
+	opline = interp_span_field(s->span, n, ex + lo, off->ex_opline - lo, 8);
+	php_func_read(s->span, p, func, &ids, &ops, &last);
+	o->sum = php_func_sum(&ids);
+	if (!SONDE_PHP_USER_CODE(ids.type)) {
+		o->word = SONDE_PHP_FRAME(func, 0, 0); /* internal: no opline of its own */
+		return 0;
 	}
-	return SONDE_PHP_FRAME(func, line, info & SONDE_PHP_CALL_TOP);
+	if (leaf_opline)
+		line = php_opline_line(p, ops, last, leaf_opline);
+	if (!line)
+		line = php_opline_line(p, ops, last, opline);
+	o->word = SONDE_PHP_FRAME(func, line, info & SONDE_PHP_CALL_TOP);
+	return 0;
 }
 
 /* The VM's opline register if the sampled thread's frame register holds
@@ -214,36 +268,38 @@ static __always_inline __u64 php_leaf_opline(const struct sonde_php_proc *p, __u
 	return BPF_CORE_READ(regs, r15);
 }
 
-/* Records the PHP frames of tgid at rec->frames[at..], with p its
- * interp_procs entry (of kind SONDE_INTERP_PHP). Returns how many. A
+/* Records the PHP frames of tgid at s->rec.frames[at..], with s->proc
+ * its interp_procs entry (of kind SONDE_INTERP_PHP). Returns how many. A
  * global function: verified once, whatever the state of the sample
  * program that calls it. */
-__noinline int php_walk(struct sonde_sample *rec, const struct sonde_php_proc *p,
-			       __u32 tgid, __u32 tid, __u32 at)
+__noinline int php_walk(struct unwind_scratch *s, __u32 tgid, __u32 tid, __u32 at)
 {
+	const struct sonde_php_proc *p;
+	struct php_frame_out o;
 	__u64 ex, leaf;
 	__u32 n = 0, i;
 
-	if (!rec || !p || tid != tgid)
+	if (!s || tid != tgid)
 		return 0;
+	p = (const struct sonde_php_proc *)&s->proc;
 	ex = php_ptr(p->runtime_addr + p->off.eg_current_execute_data);
 	if (!ex)
 		return 0;
 	leaf = php_leaf_opline(p, ex);
 	for (i = 0; i < SONDE_PHP_MAX_FRAMES && ex; i++) {
-		__u64 next = 0, word = php_frame_word(p, ex, i == 0 ? leaf : 0, &next);
 		/* 64 bits, and past a barrier: the bound checked below is on
 		 * the register that indexes (rec is a whole struct sonde_sample
 		 * to the verifier: a global function's argument). */
 		__u64 idx = (__u64)at + n;
 
+		php_frame(s, ex, i == 0 ? leaf : 0, &o);
 		asm volatile("" : "+r"(idx));
-		if (!word || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
+		if (!o.word || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
 			break;
-		rec->frames[idx] = word;
+		s->rec.frames[idx] = o.word;
 		n++;
-		php_note_func(tgid, SONDE_PHP_FRAME_FUNC(word), p);
-		ex = next;
+		php_note_func(tgid, SONDE_PHP_FRAME_FUNC(o.word), o.sum, p);
+		ex = o.next;
 	}
 	return n;
 }

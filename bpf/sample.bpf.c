@@ -33,6 +33,7 @@
 #include "unwind.h"
 #include "probes/go_spans_map.h"
 #include "interp.h"
+#include "interp_read.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -173,6 +174,11 @@ struct unwind_scratch {
 	/* A JIT kind's step: words read at once (bpf/v8_walk.h), kept off
 	 * the BPF stack (the tail walk's calls share 512 bytes). */
 	__u64 jit_words[16];
+	/* A walker's span of target memory read at once (bpf/interp_read.h):
+	 * several fields or entries for one probe read, kept off the BPF
+	 * stack. INTERP_SPAN_SLACK bytes past the span keep a masked 8-byte
+	 * access inside for the verifier. */
+	__u8 span[INTERP_SPAN_BYTES + INTERP_SPAN_SLACK];
 };
 
 /* Two entries a CPU: perf events (hard interrupts) sample into

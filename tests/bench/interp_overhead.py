@@ -26,6 +26,7 @@ alternates by round: an even --rounds is balanced.
 
   sudo tests/bench/interp_overhead.py --build build [--runtime cpython,...]
        [--hz 199] [--window 3] [--windows 6] [--rounds 4] [--settle 60]
+       [--versus OTHER_BUILD]  (OTHER_BUILD's walk in place of native-only)
 
 Prints each round's windows (walk/native ns per sample), then per runtime
 the medians over all windows of all rounds, with quartiles and range.
@@ -243,7 +244,10 @@ def one(build, tmp, runtime, a, first):
     procs = []
     try:
         procs.append(start_symbolizer(build, d, "w", []))
-        procs.append(start_symbolizer(build, d, "n", ["--interpreters", "none"]))
+        # --versus: the "native" role is another build's walk (A/B of
+        # two walkers over the same windows).
+        other = a.versus or build
+        procs.append(start_symbolizer(other, d, "n", [] if a.versus else ["--interpreters", "none"]))
         idle = subprocess.Popen(["sleep", "100000"])
         procs.append(idle)
         time.sleep(1)
@@ -259,11 +263,11 @@ def one(build, tmp, runtime, a, first):
              {"walk": a.hz - 2, "native": a.hz}
         if first == "walk":
             sw = start_sensor(build, d, "walk", "w", work.pid, hz["walk"])
-            sn = start_sensor(build, d, "native", "n", work.pid, hz["native"])
+            sn = start_sensor(other, d, "native", "n", work.pid, hz["native"])
         else:
-            sn = start_sensor(build, d, "native", "n", work.pid, hz["native"])
+            sn = start_sensor(other, d, "native", "n", work.pid, hz["native"])
             sw = start_sensor(build, d, "walk", "w", work.pid, hz["walk"])
-        sb = start_sensor(build, d, "base", "n", idle.pid, a.hz - 5)
+        sb = start_sensor(other, d, "base", "n", idle.pid, a.hz - 5)
         procs += [sw, sn, sb]
         waited = settle(sw.pid, sn.pid, a.settle)
         time.sleep(1)  # the first records of the walk (names) go out
@@ -347,7 +351,10 @@ def main():
     ap.add_argument("--seconds", type=float, help="measured seconds a round: sets --windows")
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--first", type=int, default=0, help="1: the native sensor starts first in odd rounds")
+    ap.add_argument("--versus", help="another build whose walk takes the native side (an A/B of two walkers)")
     a = ap.parse_args()
+    if a.versus:
+        a.versus = pathlib.Path(a.versus).resolve()
     if a.seconds:
         a.windows = max(1, round(a.seconds / a.window))
     build = pathlib.Path(a.build).resolve()
@@ -376,6 +383,8 @@ def main():
         elif before != "1":
             subprocess.run(["sysctl", "-q", f"kernel.bpf_stats_enabled={before}"])
         shutil.rmtree(tmp, ignore_errors=True)
+    if a.versus:
+        print(f"\n(--versus: the native columns are {a.versus}'s walk)")
     print("\n| runtime | native ns/sample | walk ns/sample | walk / native: median (quartiles, range) |"
           "\n|---|---|---|---|")
     for r in runtimes:
