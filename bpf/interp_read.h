@@ -52,3 +52,44 @@ static __always_inline __u64 interp_span_field(const __u8 *span, __u32 n, __u64 
 		return v & 0xffffffffull;
 	return v;
 }
+
+/* The per-CPU memo of what the last walks on this CPU found at each
+ * position of the interpreter stack, and whose record they sent: a frame
+ * found where the last walk found it needs no lookup in the kind's
+ * "already sent" map (an LRU hash whose lookup, a cache miss or two on a
+ * busy machine, cost more than the rest of a frame). Valid only in the
+ * generation of interp_seen_gen it was stored in: the sensor adds 1 after
+ * emptying those maps for a new connection, so records go out again.
+ * `val` is the walker's: the checksum it compares, or when it last
+ * checked one. */
+#define INTERP_SEEN_SLOTS 64 /* a power of two, at least every walker's frame limit */
+
+struct interp_seen_slot {
+	__u64 tag; /* what names the frame, as the kind's map key holds it */
+	__u64 val;
+	__u32 tgid;
+	__u32 gen;
+};
+
+/* The slot of position i (the frame's index in its walk). */
+static __always_inline struct interp_seen_slot *interp_seen_at(struct interp_seen_slot *slots,
+								__u32 i)
+{
+	return &slots[i & (INTERP_SEEN_SLOTS - 1)];
+}
+
+/* Whether e holds (tgid, tag), stored in generation gen. */
+static __always_inline bool interp_seen_match(const struct interp_seen_slot *e, __u32 tgid,
+					      __u64 tag, __u32 gen)
+{
+	return e->tag == tag && e->tgid == tgid && e->gen == gen;
+}
+
+static __always_inline void interp_seen_store(struct interp_seen_slot *e, __u32 tgid, __u64 tag,
+					      __u32 gen, __u64 val)
+{
+	e->tag = tag;
+	e->val = val;
+	e->tgid = tgid;
+	e->gen = gen;
+}

@@ -149,20 +149,28 @@ static __noinline int perl_emit_meta(__u32 tgid, __u64 addr, __u64 sum, __u32 ty
 	return 0;
 }
 
-/* Sends what names word's CV or COP unless this process's copy was sent
- * already: at most every PERL_RECHECK_NS (now: the sample's time) the
- * checksum is read again, and a changed one sends the record again. */
-static __always_inline void perl_note(__u32 tgid, __u64 word, const struct sonde_perl_proc *p,
-				      __u64 now)
+/* Sends what names word, the walk's frame i, unless this process's copy
+ * was sent already: at most every PERL_RECHECK_NS (now: the sample's
+ * time) the checksum is read again, and a changed one sends the record
+ * again. The frame this CPU's last walk found at i needs no map lookup
+ * while its last check is that recent. */
+static __always_inline void perl_note(struct unwind_scratch *s, __u32 i, __u32 tgid, __u64 word,
+				      __u32 gen)
 {
-	__u64 addr = SONDE_PERL_FRAME_ADDR(word), sum;
+	const struct sonde_perl_proc *p = (const struct sonde_perl_proc *)&s->proc;
+	__u64 addr = SONDE_PERL_FRAME_ADDR(word), sum, now = s->rec.ktime_ns;
 	__u32 type = SONDE_PERL_FRAME_TYPE(word);
 	struct sonde_perl_seen_key key = { .tgid = tgid, .addr = addr | type };
+	struct interp_seen_slot *e = interp_seen_at(s->seen, i);
 	struct perl_seen_val *seen, val;
 
-	seen = bpf_map_lookup_elem(&perl_seen, &key);
-	if (seen && now - seen->checked_ns < PERL_RECHECK_NS)
+	if (interp_seen_match(e, tgid, key.addr, gen) && now - e->val < PERL_RECHECK_NS)
 		return;
+	seen = bpf_map_lookup_elem(&perl_seen, &key);
+	if (seen && now - seen->checked_ns < PERL_RECHECK_NS) {
+		interp_seen_store(e, tgid, key.addr, gen, seen->checked_ns);
+		return;
+	}
 	/* A freed and reused CV has another body or GV; a COP another
 	 * file name. */
 	if (type == SONDE_PERL_FRAME_SUB) {
@@ -174,12 +182,14 @@ static __always_inline void perl_note(__u32 tgid, __u64 word, const struct sonde
 	}
 	if (seen && seen->sum == sum) {
 		seen->checked_ns = now;
+		interp_seen_store(e, tgid, key.addr, gen, now);
 		return;
 	}
 	if (perl_emit_meta(tgid, addr, sum, type, p) == 0) {
 		val.sum = sum;
 		val.checked_ns = now;
 		bpf_map_update_elem(&perl_seen, &key, &val, BPF_ANY);
+		interp_seen_store(e, tgid, key.addr, gen, now);
 	}
 }
 
@@ -385,7 +395,7 @@ __noinline int perl_walk(struct unwind_scratch *s, __u32 tgid, __u32 tid, __u32 
 {
 	const struct sonde_perl_proc *p;
 	struct perl_walk_state w = {};
-	__u32 n = 0, i;
+	__u32 n = 0, i, gen = (__u32)interp_seen_gen;
 
 	if (!s || tid != tgid)
 		return 0;
@@ -404,7 +414,7 @@ __noinline int perl_walk(struct unwind_scratch *s, __u32 tgid, __u32 tid, __u32 
 			break;
 		s->rec.frames[idx] = word;
 		n++;
-		perl_note(tgid, word, p, s->rec.ktime_ns);
+		perl_note(s, i, tgid, word, gen);
 	}
 	return n;
 }

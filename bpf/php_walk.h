@@ -163,19 +163,28 @@ __noinline int php_emit_meta(__u32 tgid, __u64 func, __u64 sum,
 }
 
 /* Sends func's names unless this process's copy (sum: its checksum)
- * was sent already. A global function, as php_frame. */
-__noinline int php_note_func(__u32 tgid, __u64 func, __u64 sum, const struct sonde_php_proc *p)
+ * was sent already. The function this CPU's last walk found at frame i
+ * with the same checksum needs no map lookup. A global function, as
+ * php_frame. */
+__noinline int php_note_func(struct unwind_scratch *s, __u32 i, __u32 tgid, __u64 func, __u64 sum)
 {
 	struct sonde_php_func_key key = { .tgid = tgid, .func_addr = func };
+	struct interp_seen_slot *e;
+	__u32 gen = (__u32)interp_seen_gen;
 	__u64 *seen;
 
-	if (!p)
+	if (!s)
+		return 0;
+	e = interp_seen_at(s->seen, i);
+	if (interp_seen_match(e, tgid, func, gen) && e->val == sum)
 		return 0;
 	seen = bpf_map_lookup_elem(&php_funcs, &key);
-	if (seen && *seen == sum)
-		return 0;
-	if (php_emit_meta(tgid, func, sum, p) == 0)
+	if (!(seen && *seen == sum)) {
+		if (php_emit_meta(tgid, func, sum, (const struct sonde_php_proc *)&s->proc))
+			return 0;
 		bpf_map_update_elem(&php_funcs, &key, &sum, BPF_ANY);
+	}
+	interp_seen_store(e, tgid, func, gen, sum);
 	return 0;
 }
 
@@ -298,7 +307,7 @@ __noinline int php_walk(struct unwind_scratch *s, __u32 tgid, __u32 tid, __u32 a
 			break;
 		s->rec.frames[idx] = o.word;
 		n++;
-		php_note_func(tgid, SONDE_PHP_FRAME_FUNC(o.word), o.sum, p);
+		php_note_func(s, i, tgid, SONDE_PHP_FRAME_FUNC(o.word), o.sum);
 		ex = o.next;
 	}
 	return n;

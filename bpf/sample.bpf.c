@@ -58,6 +58,9 @@ const volatile __u64 offcpu_min_ns = 1000000;
 /* The unwind maps' generation: the sensor adds 1 after each change to
  * unwind_lpm or the rows (struct rule_cache_entry). */
 volatile __u64 unwind_gen = 0;
+/* The walkers' "already sent" maps' generation: the sensor adds 1 after
+ * emptying them for a new connection (struct interp_seen_slot). */
+volatile __u64 interp_seen_gen = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -179,6 +182,8 @@ struct unwind_scratch {
 	 * stack. INTERP_SPAN_SLACK bytes past the span keep a masked 8-byte
 	 * access inside for the verifier. */
 	__u8 span[INTERP_SPAN_BYTES + INTERP_SPAN_SLACK];
+	/* What the last walks on this CPU found, by position (interp_read.h). */
+	struct interp_seen_slot seen[INTERP_SEEN_SLOTS];
 };
 
 /* Two entries a CPU: perf events (hard interrupts) sample into

@@ -453,6 +453,9 @@ static void interp_reset_connection(struct sample_bpf *skel)
 				break;
 		}
 	}
+	/* After the maps are empty: a walker's per-CPU memo of what it
+	 * sent (bpf/interp_read.h) stored before this no longer counts. */
+	__atomic_add_fetch(&skel->bss->interp_seen_gen, 1, __ATOMIC_RELEASE);
 }
 
 /* Sends what is pending on the current connection. Returns 0, -ENOTCONN
