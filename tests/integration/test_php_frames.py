@@ -332,3 +332,48 @@ def test_closure_called_back_from_c(start_sensor, tmp_path):
     # leaving (the VM's current frame is array_map's again) and its
     # execute_ex returning: a native frame then.
     assert types.get("execute_ex", "native") == "native", types
+
+
+def test_names_after_a_symbolizer_restart(start_sensor, tmp_path):
+    """A new connection is a session that knows no function records: the
+    sensor empties php_funcs and voids the walkers' per-CPU memo of
+    records sent (interp_seen_gen, bpf/interp_read.h), so the walker sends
+    each record again. The symbolizer is killed mid-run and a new one,
+    with an empty cache, names the program's frames as the first did."""
+    os.chmod(tmp_path, 0o777)
+    home = tmp_path / "sym"
+    home.mkdir()
+    symbolizer = Symbolizer(home)
+    php = subprocess.Popen([PHP, str(WORKLOAD), str(tmp_path / "excimer.json"), "30"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    main = lambda st: [(f, c) for f, c in st if not (f[:1] == ["clone3"] or "start_thread" in f[:2])]
+    try:
+        assert php.stdout.readline().strip() == "ready"
+        sensor = start_sensor(symbolizer.address, "--pid", str(php.pid), "--frequency", "199",
+                              "--flush-ms", "1000")
+        wait_for(lambda: symbolizer.status().sensors_connected == 1, 30, "the sensor")
+        map_id = cpython_map_id(sensor.proc.pid)
+        wait_for(lambda: php.pid in entries(map_id), 60, "php's BPF entry", interval=0.2)
+        php.stdin.write("\n")
+        php.stdin.flush()
+        before = wait_for(lambda: (lambda st: st if sum(c for _, c in st) >= 100 else None)(
+            main(folded(symbolizer, php.pid))), 30, "samples before the restart", interval=1.0)
+        symbolizer.proc.kill()
+        symbolizer.proc.wait()
+        symbolizer.stop()
+        shutil.rmtree(home / "cache", ignore_errors=True)
+        symbolizer = Symbolizer(home)
+        wait_for(lambda: symbolizer.status().sensors_connected == 1, 30, "the sensor to reconnect")
+        after = wait_for(lambda: (lambda st: st if sum(c for _, c in st) >= 300 else None)(
+            main(folded(symbolizer, php.pid))), 60, "samples after the restart", interval=1.0)
+        assert sensor.proc.poll() is None, sensor.logtext()
+    finally:
+        php.kill()
+        php.wait()
+        symbolizer.stop()
+    for name, st in (("before", before), ("after", after)):
+        total = sum(c for _, c in st)
+        ok = sum(c for f, c in st if complete(php_frames(f)))
+        unknown = sum(c for f, c in st if "<unknown php frame>" in f)
+        print(f"{name} the restart: {total} samples, {ok} complete, {unknown} with an unknown frame")
+        assert ok >= 0.9 * total, (name, ok, total, sorted(st, key=lambda x: -x[1])[:3])
