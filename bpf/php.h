@@ -97,7 +97,7 @@ struct sonde_php_meta {
 	__u8 type;     /* zend_function.type: 1 internal, 2 user, 4 eval code */
 	__u32 fn_flags; /* ZEND_ACC_*: closures */
 	__u64 func_addr;
-	__u64 checksum; /* of the name, class and file pointers and first line: reuse */
+	__u64 checksum; /* of the name, scope and file pointers and first line: reuse */
 	__u32 line_start;
 	__u16 name_len, class_len, file_len;
 	__u8 flags;    /* SONDE_PHP_META_*_CUT */
