@@ -221,15 +221,9 @@ __noinline int cpython_walk(struct sonde_sample *rec, const struct sonde_cpython
 		frame = interp_read_u64(frame + p->off.frame_previous);
 	for (i = 0; i < SONDE_CPYTHON_MAX_FRAMES && frame; i++) {
 		__u64 next = 0, word = cpython_frame_word(p, frame, &next);
-		/* 64 bits, and past a barrier: the bound checked below is on
-		 * the register that indexes (rec is a whole struct sonde_sample
-		 * to the verifier: a global function's argument). */
-		__u64 idx = (__u64)at + n;
 
-		asm volatile("" : "+r"(idx));
-		if (!word || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
+		if (!interp_frame_put(rec, at, n, word))
 			break;
-		rec->frames[idx] = word;
 		n++;
 		cpython_note_code(tgid, SONDE_CPYTHON_FRAME_CODE(word), p);
 		frame = next;

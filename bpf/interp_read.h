@@ -1,8 +1,9 @@
-/* interp_read.h - what every interpreter walker of sample.bpf.c reads
- * and sends the same way (docs/interpreters.md, "The framework"): a word
- * of the sampled process's memory, and a SONDE_REC_INTERP record reserved
- * in the events ring with its header filled. Included by interp_walk.h
- * before the walkers, after sample.bpf.c's events map and count_err().
+/* interp_read.h - what every interpreter walker of sample.bpf.c reads,
+ * sends and stores the same way (docs/interpreters.md, "The framework"):
+ * a word of the sampled process's memory, a SONDE_REC_INTERP record
+ * reserved in the events ring with its header filled, and a frame word
+ * stored in the sample. Included by interp_walk.h before the walkers,
+ * after sample.bpf.c's events map, struct sonde_sample and count_err().
  */
 #pragma once
 
@@ -43,4 +44,21 @@ static __always_inline void *interp_rec_new(__u32 size, __u32 tgid, __u32 kind)
 	h->kind = kind;
 	h->len = size - sizeof(*h);
 	return h;
+}
+
+/* Stores word as frame at + n of rec. false (nothing stored) when word is
+ * 0 or the sample's frames are full. */
+static __always_inline bool interp_frame_put(struct sonde_sample *rec, __u32 at, __u32 n,
+					     __u64 word)
+{
+	/* 64 bits, and past a barrier: the bound checked below is on the
+	 * register that indexes (rec is a whole struct sonde_sample to the
+	 * verifier: a global function's argument). */
+	__u64 idx = (__u64)at + n;
+
+	asm volatile("" : "+r"(idx));
+	if (!word || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
+		return false;
+	rec->frames[idx] = word;
+	return true;
 }

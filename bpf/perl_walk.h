@@ -290,15 +290,9 @@ __noinline int perl_walk(struct sonde_sample *rec, const struct sonde_perl_proc 
 	w.leaf_idle = !interp_read_u64(interp + p->off.interp_op);
 	for (i = 0; i < SONDE_PERL_MAX_FRAMES; i++) {
 		__u64 word = perl_next_frame(p, &w);
-		/* 64 bits, and past a barrier: the bound checked below is on
-		 * the register that indexes (rec is a whole struct sonde_sample
-		 * to the verifier: a global function's argument). */
-		__u64 idx = (__u64)at + n;
 
-		asm volatile("" : "+r"(idx));
-		if (!word || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
+		if (!interp_frame_put(rec, at, n, word))
 			break;
-		rec->frames[idx] = word;
 		n++;
 		perl_note(tgid, word, p);
 	}

@@ -208,15 +208,9 @@ __noinline int php_walk(struct sonde_sample *rec, const struct sonde_php_proc *p
 	leaf = php_leaf_opline(p, ex);
 	for (i = 0; i < SONDE_PHP_MAX_FRAMES && ex; i++) {
 		__u64 next = 0, word = php_frame_word(p, ex, i == 0 ? leaf : 0, &next);
-		/* 64 bits, and past a barrier: the bound checked below is on
-		 * the register that indexes (rec is a whole struct sonde_sample
-		 * to the verifier: a global function's argument). */
-		__u64 idx = (__u64)at + n;
 
-		asm volatile("" : "+r"(idx));
-		if (!word || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
+		if (!interp_frame_put(rec, at, n, word))
 			break;
-		rec->frames[idx] = word;
 		n++;
 		php_note_func(tgid, SONDE_PHP_FRAME_FUNC(word), p);
 		ex = next;
