@@ -16,16 +16,17 @@
 #include <stdint.h>
 
 /* What the decoder says identifies a record. type separates records of
- * one address (0 for runtimes with one kind); checksum is what a frame
- * word may carry to tell a reused address from the recorded one (0: none
- * recorded). */
+ * one address (0 for runtimes with one kind); checksum is not part of the
+ * key: a lookup compares it to tell a reused address from the recorded
+ * one. */
 struct interp_records_key {
 	uint64_t addr, checksum;
 	uint8_t type;
 };
 
 /* Decodes the len bytes of rec into value (value_size bytes, uninitialised)
- * and fills key. 0, or a negative errno (the record is refused). */
+ * and fills key (zeroed before the call). 0, or a negative errno (the
+ * record is refused). */
 typedef int (*interp_records_decode_fn)(const void *rec, size_t len, void *value,
 					struct interp_records_key *key);
 
@@ -42,7 +43,8 @@ struct interp_records *interp_records_new(size_t max, size_t value_size,
 					  interp_records_decode_fn decode);
 /* Frees t and every value (t NULL: nothing). */
 void interp_records_free(struct interp_records *t);
-/* Decodes rec and keeps it for pid, replacing a record of the same key.
+/* Decodes rec into a new allocation (value_size bytes and a small header)
+ * and keeps it for pid, replacing (and freeing) a record of the same key.
  * 0, -EBADMSG (the decoder refused it; counted, the table unchanged) or
  * -ENOMEM. */
 int interp_records_put(struct interp_records *t, uint32_t pid, const void *rec, size_t len);
