@@ -19,8 +19,6 @@
 
 #define P_(x) Opentelemetry__Proto__Profiles__V1development__##x
 #define p_init(x) opentelemetry__proto__profiles__v1development__##x##__init
-#define C_(x) Opentelemetry__Proto__Common__V1__##x
-#define c_init(x) opentelemetry__proto__common__v1__##x##__init
 
 typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
 	otlp_request;
@@ -29,10 +27,9 @@ typedef Opentelemetry__Proto__Resource__V1__Resource otlp_resource;
 struct enc {
 	const struct pmodel *m;
 	struct arena *a;
-	char **strings;
-	size_t n_strings, cap_strings;
-	P_(KeyValueAndUnit) **attrs;
-	size_t n_attrs, cap_attrs;
+	struct otlp_vec strings;
+	struct otlp_vec attrs; /* of KeyValueAndUnit */
+	struct otlp_plan plan;
 	struct hmap *sample_attrs; /* "i"+tid / "n"+string -> attribute index */
 	/* string indexes of the names this file adds */
 	int32_t k_frame_type, k_build_gnu, k_build_htl, k_tid, k_tname;
@@ -45,13 +42,7 @@ struct enc {
  * table; its index in *ret. */
 static int add_string(struct enc *e, char *s, int32_t *ret)
 {
-	if (e->n_strings >= INT32_MAX)
-		return -E2BIG;
-	if (otlp_plan_grow((void **)&e->strings, &e->cap_strings, e->n_strings + 1, sizeof(char *)) < 0)
-		return -ENOMEM;
-	e->strings[e->n_strings] = s;
-	*ret = (int32_t)e->n_strings++;
-	return 0;
+	return otlp_vec_push(&e->strings, s, ret);
 }
 
 static int add_const(struct enc *e, const char *s, int32_t *ret)
@@ -64,32 +55,17 @@ static int add_const(struct enc *e, const char *s, int32_t *ret)
 /* Adds an attribute: a string value (s != NULL) or an integer. */
 static int add_attr(struct enc *e, int32_t key, const char *s, int64_t v, int32_t *ret)
 {
-	P_(KeyValueAndUnit) *kv;
-	C_(AnyValue) *val;
+	P_(KeyValueAndUnit) *kv = arena_alloc(e->a, sizeof(*kv));
 
-	if (e->n_attrs >= INT32_MAX)
-		return -E2BIG;
-	if (otlp_plan_grow((void **)&e->attrs, &e->cap_attrs, e->n_attrs + 1, sizeof(*e->attrs)) < 0)
-		return -ENOMEM;
-	kv = arena_alloc(e->a, sizeof(*kv));
-	val = arena_alloc(e->a, sizeof(*val));
-	if (!kv || !val)
+	if (!kv)
 		return -ENOMEM;
 	p_init(key_value_and_unit)(kv);
-	c_init(any_value)(val);
 	kv->key_strindex = key;
-	if (s) {
-		val->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
-		/* Borrowed from the model or constant: packing only reads it. */
-		val->string_value = (char *)s;
-	} else {
-		val->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE;
-		val->int_value = v;
-	}
-	kv->value = val;
-	e->attrs[e->n_attrs] = kv;
-	*ret = (int32_t)e->n_attrs++;
-	return 0;
+	/* s is borrowed from the model or constant: packing only reads it. */
+	kv->value = otlp_kv_value(e->a, s, v);
+	if (!kv->value)
+		return -ENOMEM;
+	return otlp_vec_push(&e->attrs, kv, ret);
 }
 
 /* Index 0 of the attribute table is the empty KeyValueAndUnit. */
@@ -128,14 +104,12 @@ static int enc_begin(struct enc *e)
 	if (r < 0)
 		return r;
 
-	if (otlp_plan_grow((void **)&e->attrs, &e->cap_attrs, 1, sizeof(*e->attrs)) < 0)
-		return -ENOMEM;
 	zero = arena_alloc(e->a, sizeof(*zero));
 	if (!zero)
 		return -ENOMEM;
 	p_init(key_value_and_unit)(zero);
-	e->attrs[e->n_attrs++] = zero;
-	for (int t = 0; t < PM_N_FRAME_TYPES; t++) {
+	r = otlp_vec_push(&e->attrs, zero, &dummy);
+	for (int t = 0; r == 0 && t < PM_N_FRAME_TYPES; t++) {
 		r = add_attr(e, e->k_frame_type, pm_frame_type_name(t), 0, &e->frame_attr[t]);
 		if (r < 0)
 			return r;
@@ -398,11 +372,13 @@ static P_(Profile) *enc_profile(struct enc *e, const struct otlp_plan_profile *p
 	return pr;
 }
 
-/* The ResourceProfiles of a process: its resource, one scope, one
+/* The ResourceProfiles (msg) of a process: its resource, one scope, one
  * Profile per sample shape. */
-static int enc_resource(struct enc *e, const struct otlp_plan *plan,
-			const struct otlp_plan_resource *pr, P_(ResourceProfiles) *rp)
+static int enc_resource(void *ctx, const struct otlp_plan *plan,
+			const struct otlp_plan_resource *pr, void *msg)
 {
+	struct enc *e = ctx;
+	P_(ResourceProfiles) *rp = msg;
 	const struct otlp_plan_profile *first = &plan->profiles[pr->first];
 	otlp_resource *res = arena_alloc(e->a, sizeof(*res));
 	P_(ScopeProfiles) *sp = arena_alloc(e->a, sizeof(*sp));
@@ -430,36 +406,11 @@ static int enc_resource(struct enc *e, const struct otlp_plan *plan,
 	return sp->scope ? 0 : -ENOMEM;
 }
 
-/* One ResourceProfiles per process, with its samples. */
-static int enc_processes(struct enc *e, otlp_request *req)
-{
-	struct otlp_plan plan;
-	P_(ResourceProfiles) **rps;
-	int r = otlp_plan_build(e->m, &plan);
-
-	if (r < 0)
-		return r;
-	rps = arena_alloc(e->a, (plan.n_resources ? plan.n_resources : 1) * sizeof(*rps));
-	r = rps ? 0 : -ENOMEM;
-	for (size_t i = 0; r == 0 && i < plan.n_resources; i++) {
-		rps[i] = arena_alloc(e->a, sizeof(**rps));
-		r = rps[i] ? enc_resource(e, &plan, &plan.resources[i], rps[i]) : -ENOMEM;
-	}
-	if (r == 0) {
-		req->resource_profiles = rps;
-		req->n_resource_profiles = plan.n_resources;
-	}
-	otlp_plan_free(&plan);
-	return r;
-}
-
 int otlp_encode(const struct pmodel *m, uint8_t **ret, size_t *ret_len)
 {
 	struct enc e = { .m = m };
 	otlp_request req;
 	P_(ProfilesDictionary) dict;
-	uint8_t *out = NULL;
-	size_t len;
 	int r = -ENOMEM;
 
 	if (m->n_mappings >= INT32_MAX || m->n_functions >= INT32_MAX ||
@@ -483,29 +434,21 @@ int otlp_encode(const struct pmodel *m, uint8_t **ret, size_t *ret_len)
 	if (r == 0)
 		r = enc_links(&e, &dict);
 	if (r == 0)
-		r = enc_processes(&e, &req);
+		r = otlp_plan_resources(e.a, m, &e.plan, sizeof(P_(ResourceProfiles)), enc_resource, &e,
+					(void ***)&req.resource_profiles, &req.n_resource_profiles);
 	if (r < 0)
 		goto cleanup;
-	dict.string_table = e.strings;
-	dict.n_string_table = e.n_strings;
-	dict.attribute_table = e.attrs;
-	dict.n_attribute_table = e.n_attrs;
+	dict.string_table = (char **)e.strings.v;
+	dict.n_string_table = e.strings.n;
+	dict.attribute_table = (P_(KeyValueAndUnit) **)e.attrs.v;
+	dict.n_attribute_table = e.attrs.n;
 	req.dictionary = &dict;
-
-	len = protobuf_c_message_get_packed_size(&req.base);
-	out = malloc(len ? len : 1);
-	if (!out) {
-		r = -ENOMEM;
-		goto cleanup;
-	}
-	protobuf_c_message_pack(&req.base, out);
-	*ret = out;
-	*ret_len = len;
-	r = 0;
+	r = otlp_kv_pack(&req.base, ret, ret_len);
 cleanup:
+	otlp_plan_free(&e.plan);
 	hmap_free(e.sample_attrs, NULL);
-	free(e.strings);
-	free(e.attrs);
+	free(e.strings.v);
+	free(e.attrs.v);
 	arena_free(e.a);
 	return r;
 }

@@ -26,6 +26,38 @@ int otlp_plan_grow(void **p, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
+int otlp_vec_push(struct otlp_vec *t, void *p, int32_t *ret)
+{
+	if (t->n >= INT32_MAX)
+		return -E2BIG;
+	if (otlp_plan_grow((void **)&t->v, &t->cap, t->n + 1, sizeof(void *)) < 0)
+		return -ENOMEM;
+	t->v[t->n] = p;
+	*ret = (int32_t)t->n++;
+	return 0;
+}
+
+int otlp_plan_resources(struct arena *a, const struct pmodel *m, struct otlp_plan *plan, size_t size,
+			int (*fill)(void *ctx, const struct otlp_plan *plan,
+				    const struct otlp_plan_resource *res, void *msg),
+			void *ctx, void ***ret, size_t *n)
+{
+	void **arr;
+	int r = otlp_plan_build(m, plan);
+
+	if (r < 0)
+		return r;
+	arr = arena_alloc(a, (plan->n_resources ? plan->n_resources : 1) * sizeof(void *));
+	r = arr ? 0 : -ENOMEM;
+	for (size_t i = 0; r == 0 && i < plan->n_resources; i++) {
+		arr[i] = arena_alloc(a, size);
+		r = arr[i] ? fill(ctx, plan, &plan->resources[i], arr[i]) : -ENOMEM;
+	}
+	*ret = arr;
+	*n = r == 0 ? plan->n_resources : 0;
+	return r;
+}
+
 const char *otlp_plan_str(const struct pmodel *m, uint32_t i)
 {
 	return i < m->n_strings && m->strings[i] ? m->strings[i] : "";

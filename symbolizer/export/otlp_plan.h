@@ -91,6 +91,25 @@ ProtobufCBinaryData otlp_plan_profile_id(struct arena *a);
 /* A model string, "" for a missing one. */
 const char *otlp_plan_str(const struct pmodel *m, uint32_t i);
 
+/* A growing table of message (or string) pointers. */
+struct otlp_vec {
+	void **v;
+	size_t n, cap;
+};
+/* Appends p (borrowed) to t; its index in *ret. Returns 0, -ENOMEM or
+ * -E2BIG (past what an int32 index names). free(t->v) when done. */
+int otlp_vec_push(struct otlp_vec *t, void *p, int32_t *ret);
+
+/* Plans m's Profiles into *plan (otlp_plan_build; the caller frees it
+ * even on failure) and makes its ResourceProfiles, messages of size bytes
+ * in a, each filled by fill(ctx, plan, resource, msg), stopping at the
+ * first error: the array in *ret, its length in *n. Returns 0, -ENOMEM or
+ * fill's error. */
+int otlp_plan_resources(struct arena *a, const struct pmodel *m, struct otlp_plan *plan, size_t size,
+			int (*fill)(void *ctx, const struct otlp_plan *plan,
+				    const struct otlp_plan_resource *res, void *msg),
+			void *ctx, void ***ret, size_t *n);
+
 /* Makes room for need elements of elem bytes in *p (cap elements now).
  * Returns 0 or -ENOMEM (*p unchanged). */
 int otlp_plan_grow(void **p, size_t *cap, size_t need, size_t elem);

@@ -22,6 +22,9 @@
 
 #define V_(x) Otlp150__Profiles__V1development__##x
 #define v_init(x) otlp150__profiles__v1development__##x##__init
+/* The messages both layouts declare alike (otlp_profiles.proto). */
+#define P_(x) Opentelemetry__Proto__Profiles__V1development__##x
+#define p_init(x) opentelemetry__proto__profiles__v1development__##x##__init
 
 typedef Otlp150__Collector__Profiles__V1development__ExportProfilesServiceRequest v150_request;
 
@@ -31,21 +34,16 @@ struct slot {
 	int32_t ix;
 };
 
-/* A table of the Profile being built. */
-struct vec {
-	void **v;
-	size_t n, cap;
-};
-
 struct enc {
 	const struct pmodel *m;
 	struct arena *a;
+	struct otlp_plan plan;
 	struct otlp_plan_types types;
 	uint32_t gen; /* of the Profile being built, from 1 */
 	struct slot *map, *loc, *fn, *link, *stack, *tname;
 	struct slot frame[PM_N_FRAME_TYPES];
 	struct hmap *seen; /* of this Profile: strings (by address), thread IDs */
-	struct vec strings, attrs, mappings, locations, functions, links;
+	struct otlp_vec strings, attrs, mappings, locations, functions, links;
 	int32_t *loc_ix; /* the Profile's location_indices */
 	size_t n_loc_ix, cap_loc_ix;
 };
@@ -63,21 +61,19 @@ static void slot_set(const struct enc *e, struct slot *s, int32_t ix)
 	*s = (struct slot){ e->gen, ix };
 }
 
-/* Appends p to t; its index in *ret. */
-static int vec_push(struct vec *t, void *p, int32_t *ret)
+/* Appends o, the entry of slot s, to table t; its index in *ret. */
+static int slot_push(const struct enc *e, struct slot *s, struct otlp_vec *t, void *o, int32_t *ret)
 {
-	if (t->n >= INT32_MAX)
-		return -E2BIG;
-	if (otlp_plan_grow((void **)&t->v, &t->cap, t->n + 1, sizeof(void *)) < 0)
-		return -ENOMEM;
-	t->v[t->n] = p;
-	*ret = (int32_t)t->n++;
-	return 0;
+	int r = otlp_vec_push(t, o, ret);
+
+	if (r == 0)
+		slot_set(e, s, *ret);
+	return r;
 }
 
 /* t's entries, moved into the arena (t is empty again); NULL with *n 0
  * for an empty table, NULL with *n set on out of memory. */
-static void **vec_take(struct enc *e, struct vec *t, size_t *n)
+static void **vec_take(struct enc *e, struct otlp_vec *t, size_t *n)
 {
 	void **out = t->n ? arena_alloc(e->a, t->n * sizeof(void *)) : NULL;
 
@@ -100,7 +96,7 @@ static int str_ix(struct enc *e, const char *s, int32_t *ret)
 		*ret = (int32_t)((uintptr_t)got - 1);
 		return 0;
 	}
-	r = vec_push(&e->strings, (char *)s, ret);
+	r = otlp_vec_push(&e->strings, (char *)s, ret);
 	if (r == 0)
 		r = hmap_put(e->seen, &key, sizeof(key), (void *)((uintptr_t)*ret + 1), NULL);
 	return r;
@@ -165,16 +161,14 @@ static int enc_mapping(struct enc *e, uint32_t mi, int32_t *ret)
 		attr_ref(a, ix, &o->n_attribute_indices);
 	}
 	if (r == 0)
-		r = vec_push(&e->mappings, o, ret);
-	if (r == 0)
-		slot_set(e, &e->map[mi], *ret);
+		r = slot_push(e, &e->map[mi], &e->mappings, o, ret);
 	return r;
 }
 
 static int enc_function(struct enc *e, uint32_t fi, int32_t *ret)
 {
 	const struct pm_function *pf = &e->m->functions[fi];
-	V_(Function) *o;
+	P_(Function) *o;
 	int r;
 
 	if (slot_find(e, &e->fn[fi], ret))
@@ -182,16 +176,14 @@ static int enc_function(struct enc *e, uint32_t fi, int32_t *ret)
 	o = arena_alloc(e->a, sizeof(*o));
 	if (!o)
 		return -ENOMEM;
-	v_init(function)(o);
+	p_init(function)(o);
 	r = mstr_ix(e, pf->name, &o->name_strindex);
 	if (r == 0)
 		r = mstr_ix(e, pf->system_name, &o->system_name_strindex);
 	if (r == 0)
 		r = mstr_ix(e, pf->file, &o->filename_strindex);
 	if (r == 0)
-		r = vec_push(&e->functions, o, ret);
-	if (r == 0)
-		slot_set(e, &e->fn[fi], *ret);
+		r = slot_push(e, &e->fn[fi], &e->functions, o, ret);
 	return r;
 }
 
@@ -210,11 +202,11 @@ static int enc_lines(struct enc *e, const struct pm_location *pl, V_(Location) *
 		return -ENOMEM;
 	for (uint32_t k = 0; r == 0 && k < pl->n_lines; k++) {
 		const struct pm_line *ln = &m->lines[pl->first_line + k];
-		V_(Line) *l = arena_alloc(e->a, sizeof(*l));
+		P_(Line) *l = arena_alloc(e->a, sizeof(*l));
 
 		if (!l || ln->function >= m->n_functions)
 			return l ? -EINVAL : -ENOMEM;
-		v_init(line)(l);
+		p_init(line)(l);
 		l->line = ln->line;
 		r = enc_function(e, ln->function, &l->function_index);
 		o->line[o->n_line++] = l;
@@ -263,9 +255,7 @@ static int enc_location(struct enc *e, uint32_t li, int32_t *ret)
 	if (r == 0)
 		r = enc_lines(e, pl, o, mp);
 	if (r == 0)
-		r = vec_push(&e->locations, o, ret);
-	if (r == 0)
-		slot_set(e, &e->loc[li], *ret);
+		r = slot_push(e, &e->loc[li], &e->locations, o, ret);
 	return r;
 }
 
@@ -336,21 +326,17 @@ static int enc_thread(struct enc *e, const struct pm_sample *s, V_(Sample) *o)
 
 static int enc_link(struct enc *e, uint32_t li, int32_t *ret)
 {
-	V_(Link) *o;
-	int r;
+	P_(Link) *o;
 
 	if (slot_find(e, &e->link[li], ret))
 		return 0;
 	o = arena_alloc(e->a, sizeof(*o));
 	if (!o)
 		return -ENOMEM;
-	v_init(link)(o);
+	p_init(link)(o);
 	o->trace_id = (ProtobufCBinaryData){ 16, (uint8_t *)e->m->links[li].trace_id };
 	o->span_id = (ProtobufCBinaryData){ 8, (uint8_t *)e->m->links[li].span_id };
-	r = vec_push(&e->links, o, ret);
-	if (r == 0)
-		slot_set(e, &e->link[li], *ret);
-	return r;
+	return slot_push(e, &e->link[li], &e->links, o, ret);
 }
 
 static int enc_sample(struct enc *e, const struct pm_sample *s, V_(Sample) *o)
@@ -402,8 +388,8 @@ static int enc_tables(struct enc *e, V_(Profile) *pr)
 		e, &e->attrs, &pr->n_attribute_table);
 	pr->mapping_table = (V_(Mapping) **)vec_take(e, &e->mappings, &pr->n_mapping_table);
 	pr->location_table = (V_(Location) **)vec_take(e, &e->locations, &pr->n_location_table);
-	pr->function_table = (V_(Function) **)vec_take(e, &e->functions, &pr->n_function_table);
-	pr->link_table = (V_(Link) **)vec_take(e, &e->links, &pr->n_link_table);
+	pr->function_table = (P_(Function) **)vec_take(e, &e->functions, &pr->n_function_table);
+	pr->link_table = (P_(Link) **)vec_take(e, &e->links, &pr->n_link_table);
 	if ((!pr->string_table && pr->n_string_table) || (!pr->attribute_table && pr->n_attribute_table) ||
 	    (!pr->mapping_table && pr->n_mapping_table) || (!pr->location_table && pr->n_location_table) ||
 	    (!pr->function_table && pr->n_function_table) || (!pr->link_table && pr->n_link_table))
@@ -471,9 +457,12 @@ static int enc_profile(struct enc *e, const struct otlp_plan_profile *pp, V_(Pro
 	return r;
 }
 
-static int enc_resource(struct enc *e, const struct otlp_plan *plan,
-			const struct otlp_plan_resource *pr, V_(ResourceProfiles) *rp)
+/* The ResourceProfiles (msg) of a process, with its Profiles. */
+static int enc_resource(void *ctx, const struct otlp_plan *plan,
+			const struct otlp_plan_resource *pr, void *msg)
 {
+	struct enc *e = ctx;
+	V_(ResourceProfiles) *rp = msg;
 	const struct otlp_plan_profile *first = &plan->profiles[pr->first];
 	Opentelemetry__Proto__Resource__V1__Resource *res = arena_alloc(e->a, sizeof(*res));
 	V_(ScopeProfiles) *sp = arena_alloc(e->a, sizeof(*sp));
@@ -494,26 +483,6 @@ static int enc_resource(struct enc *e, const struct otlp_plan *plan,
 	rp->resource = res;
 	rp->scope_profiles[0] = sp;
 	rp->n_scope_profiles = 1;
-	return r;
-}
-
-static int enc_request(struct enc *e, v150_request *req)
-{
-	struct otlp_plan plan;
-	V_(ResourceProfiles) **rps;
-	int r = otlp_plan_build(e->m, &plan);
-
-	if (r < 0)
-		return r;
-	rps = arena_alloc(e->a, (plan.n_resources ? plan.n_resources : 1) * sizeof(*rps));
-	r = rps ? 0 : -ENOMEM;
-	for (size_t i = 0; r == 0 && i < plan.n_resources; i++) {
-		rps[i] = arena_alloc(e->a, sizeof(**rps));
-		r = rps[i] ? enc_resource(e, &plan, &plan.resources[i], rps[i]) : -ENOMEM;
-	}
-	req->resource_profiles = rps;
-	req->n_resource_profiles = r == 0 ? plan.n_resources : 0;
-	otlp_plan_free(&plan);
 	return r;
 }
 
@@ -546,6 +515,7 @@ static void enc_free(struct enc *e)
 	free(e->functions.v);
 	free(e->links.v);
 	free(e->loc_ix);
+	otlp_plan_free(&e->plan);
 	arena_free(e->a);
 }
 
@@ -553,8 +523,6 @@ int otlp_v150_encode(const struct pmodel *m, uint8_t **ret, size_t *ret_len)
 {
 	struct enc e = { .m = m };
 	v150_request req;
-	uint8_t *out;
-	size_t len;
 	int r;
 
 	otlp150__collector__profiles__v1development__export_profiles_service_request__init(&req);
@@ -562,19 +530,10 @@ int otlp_v150_encode(const struct pmodel *m, uint8_t **ret, size_t *ret_len)
 	e.a = arena_new();
 	r = e.a ? enc_slots(&e) : -ENOMEM;
 	if (r == 0)
-		r = enc_request(&e, &req);
-	if (r < 0)
-		goto cleanup;
-	len = protobuf_c_message_get_packed_size(&req.base);
-	out = malloc(len ? len : 1);
-	if (!out) {
-		r = -ENOMEM;
-		goto cleanup;
-	}
-	protobuf_c_message_pack(&req.base, out);
-	*ret = out;
-	*ret_len = len;
-cleanup:
+		r = otlp_plan_resources(e.a, m, &e.plan, sizeof(V_(ResourceProfiles)), enc_resource, &e,
+					(void ***)&req.resource_profiles, &req.n_resource_profiles);
+	if (r == 0)
+		r = otlp_kv_pack(&req.base, ret, ret_len);
 	enc_free(&e);
 	return r;
 }

@@ -512,7 +512,7 @@ static const V_(Location) *vloc(const V_(Profile) *p, const V_(Sample) *s, int k
 	return p->location_table[i];
 }
 
-static const char *vfunc(const V_(Profile) *p, const V_(Line) *ln)
+static const char *vfunc(const V_(Profile) *p, const P_(Line) *ln)
 {
 	assert_true(ln->function_index >= 0 && (size_t)ln->function_index < p->n_function_table);
 	return vstr(p, p->function_table[ln->function_index]->name_strindex);
