@@ -181,8 +181,8 @@ void otlp_plan_values(const struct pmodel *m, const struct pm_sample *s, bool pe
 }
 
 /* A string resource attribute, left out when the model has none. */
-static int res_str(struct arena *a, const struct pmodel *m, Opentelemetry__Proto__Common__V1__KeyValue **kvs,
-		   size_t *n, const char *key, uint32_t v)
+static int res_str(struct arena *a, const struct pmodel *m,
+		   Opentelemetry__Proto__Common__V1__KeyValue **kvs, size_t *n, const char *key, uint32_t v)
 {
 	if (!v)
 		return 0;

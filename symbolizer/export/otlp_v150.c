@@ -40,6 +40,7 @@ struct enc {
 	struct otlp_plan plan;
 	struct otlp_plan_types types;
 	uint32_t gen; /* of the Profile being built, from 1 */
+	struct slot *slots; /* holds the tables' slots: */
 	struct slot *map, *loc, *fn, *link, *stack, *tname;
 	struct slot frame[PM_N_FRAME_TYPES];
 	struct hmap *seen; /* of this Profile: strings (by address), thread IDs */
@@ -60,6 +61,19 @@ static void slot_set(const struct enc *e, struct slot *s, int32_t ix)
 {
 	*s = (struct slot){ e->gen, ix };
 }
+
+/* A new message of size bytes in the arena, init'ed; NULL on out of
+ * memory. */
+static void *new_msg(struct enc *e, size_t size, void (*init)(void *))
+{
+	void *o = arena_alloc(e->a, size);
+
+	if (o)
+		init(o);
+	return o;
+}
+
+#define NEW(e, type, init) ((type *)new_msg((e), sizeof(type), (void (*)(void *))(init)))
 
 /* Appends o, the entry of slot s, to table t; its index in *ret. */
 static int slot_push(const struct enc *e, struct slot *s, struct otlp_vec *t, void *o, int32_t *ret)
@@ -142,11 +156,10 @@ static int enc_mapping(struct enc *e, uint32_t mi, int32_t *ret)
 
 	if (slot_find(e, &e->map[mi], ret))
 		return 0;
-	o = arena_alloc(e->a, sizeof(*o));
+	o = NEW(e, V_(Mapping), v_init(mapping));
 	ix = arena_alloc(e->a, 2 * sizeof(*ix));
 	if (!o || !ix)
 		return -ENOMEM;
-	v_init(mapping)(o);
 	/* The model knows files, not address ranges: the mapping spans
 	 * the file and locations carry file offsets. */
 	o->memory_limit = pm->size;
@@ -173,10 +186,9 @@ static int enc_function(struct enc *e, uint32_t fi, int32_t *ret)
 
 	if (slot_find(e, &e->fn[fi], ret))
 		return 0;
-	o = arena_alloc(e->a, sizeof(*o));
+	o = NEW(e, P_(Function), p_init(function));
 	if (!o)
 		return -ENOMEM;
-	p_init(function)(o);
 	r = mstr_ix(e, pf->name, &o->name_strindex);
 	if (r == 0)
 		r = mstr_ix(e, pf->system_name, &o->system_name_strindex);
@@ -232,10 +244,9 @@ static int enc_location(struct enc *e, uint32_t li, int32_t *ret)
 
 	if (slot_find(e, &e->loc[li], ret))
 		return 0;
-	o = arena_alloc(e->a, sizeof(*o));
+	o = NEW(e, V_(Location), v_init(location));
 	if (!o)
 		return -ENOMEM;
-	v_init(location)(o);
 	o->attribute_indices = arena_alloc(e->a, sizeof(int32_t));
 	if (!o->attribute_indices)
 		return -ENOMEM;
@@ -330,10 +341,9 @@ static int enc_link(struct enc *e, uint32_t li, int32_t *ret)
 
 	if (slot_find(e, &e->link[li], ret))
 		return 0;
-	o = arena_alloc(e->a, sizeof(*o));
+	o = NEW(e, P_(Link), p_init(link));
 	if (!o)
 		return -ENOMEM;
-	p_init(link)(o);
 	o->trace_id = (ProtobufCBinaryData){ 16, (uint8_t *)e->m->links[li].trace_id };
 	o->span_id = (ProtobufCBinaryData){ 8, (uint8_t *)e->m->links[li].span_id };
 	return slot_push(e, &e->link[li], &e->links, o, ret);
@@ -359,7 +369,8 @@ static int enc_sample(struct enc *e, const struct pm_sample *s, V_(Sample) *o)
 		r = enc_thread(e, s, o);
 	/* The model's link is its index + 1, 0: in no span (unset here). */
 	if (r == 0 && s->link && s->link <= e->m->n_links) {
-		o->optional_link_index_case = OTLP150__PROFILES__V1DEVELOPMENT__SAMPLE__OPTIONAL_LINK_INDEX_LINK_INDEX;
+		o->optional_link_index_case =
+			OTLP150__PROFILES__V1DEVELOPMENT__SAMPLE__OPTIONAL_LINK_INDEX_LINK_INDEX;
 		r = enc_link(e, s->link - 1, &o->link_index);
 	}
 	return r;
@@ -374,7 +385,8 @@ static V_(ValueType) *enc_value_type(struct enc *e, const char *type, const char
 	if (!vt)
 		return NULL;
 	v_init(value_type)(vt);
-	vt->aggregation_temporality = OTLP150__PROFILES__V1DEVELOPMENT__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_DELTA;
+	vt->aggregation_temporality =
+		OTLP150__PROFILES__V1DEVELOPMENT__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_DELTA;
 	if (str_ix(e, type, &vt->type_strindex) < 0 || str_ix(e, unit, &vt->unit_strindex) < 0)
 		return NULL;
 	return vt;
@@ -486,34 +498,36 @@ static int enc_resource(void *ctx, const struct otlp_plan *plan,
 	return r;
 }
 
-/* Slots for every model table a Profile indexes. */
+/* Slots for every model table a Profile indexes, in one allocation. */
 static int enc_slots(struct enc *e)
 {
 	const struct pmodel *m = e->m;
+	size_t n[] = { m->n_mappings, m->n_locations, m->n_functions, m->n_links, m->n_stacks,
+		       m->n_strings };
+	struct slot **at[] = { &e->map, &e->loc, &e->fn, &e->link, &e->stack, &e->tname };
+	size_t total = 0;
 
-	e->map = calloc(m->n_mappings + 1, sizeof(struct slot));
-	e->loc = calloc(m->n_locations + 1, sizeof(struct slot));
-	e->fn = calloc(m->n_functions + 1, sizeof(struct slot));
-	e->link = calloc(m->n_links + 1, sizeof(struct slot));
-	e->stack = calloc(m->n_stacks + 1, sizeof(struct slot));
-	e->tname = calloc(m->n_strings + 1, sizeof(struct slot));
-	return e->map && e->loc && e->fn && e->link && e->stack && e->tname ? 0 : -ENOMEM;
+	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++)
+		total += n[i];
+	e->slots = calloc(total + 1, sizeof(struct slot));
+	if (!e->slots)
+		return -ENOMEM;
+	total = 0;
+	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
+		*at[i] = e->slots + total;
+		total += n[i];
+	}
+	return 0;
 }
 
 static void enc_free(struct enc *e)
 {
-	free(e->map);
-	free(e->loc);
-	free(e->fn);
-	free(e->link);
-	free(e->stack);
-	free(e->tname);
-	free(e->strings.v);
-	free(e->attrs.v);
-	free(e->mappings.v);
-	free(e->locations.v);
-	free(e->functions.v);
-	free(e->links.v);
+	struct otlp_vec *vecs[] = { &e->strings, &e->attrs, &e->mappings, &e->locations,
+				    &e->functions, &e->links };
+
+	for (size_t i = 0; i < sizeof(vecs) / sizeof(vecs[0]); i++)
+		free(vecs[i]->v);
+	free(e->slots);
 	free(e->loc_ix);
 	otlp_plan_free(&e->plan);
 	arena_free(e->a);

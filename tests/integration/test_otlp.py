@@ -58,10 +58,15 @@ class Receiver:
         self.port = port
         self.server = None
 
+    @staticmethod
+    def decode(raw):
+        req = svc_pb2.ExportProfilesServiceRequest.FromString(raw)
+        official_parts(req)
+        return req
+
     def _export(self, raw, context):
         try:
-            req = svc_pb2.ExportProfilesServiceRequest.FromString(raw)
-            official_parts(req)
+            req = self.decode(raw)
         except Exception as e:  # noqa: BLE001 - any decode error is a failure
             with self.lock:
                 self.bad.append(repr(e))
@@ -146,6 +151,16 @@ class CountingProxy:
 
     def close(self):
         self.lsock.close()
+
+
+def stop_all(sensor, procs, sym, recv):
+    """A test's sensor, workloads, symbolizer and receiver, stopped."""
+    sensor.stop()
+    for p in procs:
+        p.kill()
+        p.wait()
+    sym.stop()
+    recv.stop()
 
 
 def free_port():
@@ -484,11 +499,7 @@ def test_otlp_mutual_tls_by_name():
         assert st["samples"] == s and st["requests"] == len(recv.snapshot()), st
         assert st["dropped_samples"] == 0 and st["backlog_requests"] == 0, st
     finally:
-        sensor.stop()
-        work.kill()
-        work.wait()
-        sym.stop()
-        recv.stop()
+        stop_all(sensor, [work], sym, recv)
     shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -535,16 +546,9 @@ class OfficialV150Receiver(Receiver):
     is decoded whole with their classes and refused when it has a field
     they do not declare (otlp_official.decode)."""
 
-    def _export(self, raw, context):
-        try:
-            req = otlp_official.decode(V150_REQUEST, raw, "request")
-        except Exception as e:  # noqa: BLE001 - any decode error is a failure
-            with self.lock:
-                self.bad.append(repr(e))
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "does not decode")
-        with self.lock:
-            self.requests.append(req)
-        return svc_pb2.ExportProfilesServiceResponse()
+    @staticmethod
+    def decode(raw):
+        return otlp_official.decode(V150_REQUEST, raw, "request")
 
 
 def v150_stack(p, s):
@@ -667,9 +671,5 @@ def test_otlp_v150_layout_official():
         print(f"OTLP v1.5.0 layout: {len(reqs)} requests decoded whole by official {otlp_official.TAG}, "
               f"{total} samples stored = received, frame types {sorted(types_all)}")
     finally:
-        sensor.stop()
-        work.kill()
-        work.wait()
-        sym.stop()
-        recv.stop()
+        stop_all(sensor, [work], sym, recv)
     shutil.rmtree(tmp, ignore_errors=True)

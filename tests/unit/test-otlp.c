@@ -326,17 +326,14 @@ static void test_encode_empty_and_no_period(void **state)
 	pm_free(&m);
 }
 
-/* A process with samples of both shapes (with and without times) gets a
- * Profile per shape, timed first; together they hold every sample. */
-static void test_encode_one_shape_per_profile(void **state)
+/* A process with samples of both shapes: one without a time (count 2),
+ * two with (counts 3 and 1). */
+static void build_shapes(struct pmodel *mp)
 {
 	struct pmodel m;
 	struct pm_process p = { .pid = 7 };
 	uint32_t st, proc;
-	req_t *r;
-	const P_(ScopeProfiles) *sp;
 
-	(void)state;
 	assert_int_equal(pm_init(&m), 0);
 	m.period_ns = 1000000;
 	assert_int_equal(pm_stack(&m, NULL, 0, &st), 0);
@@ -349,6 +346,19 @@ static void test_encode_one_shape_per_profile(void **state)
 	assert_int_equal(pm_sample(&m, &(struct pm_sample){ .stack = st, .process = proc, .tid = 9,
 							    .count = 1, .first_ns = 6, .last_ns = 6 }),
 			 0);
+	*mp = m;
+}
+
+/* A process with samples of both shapes (with and without times) gets a
+ * Profile per shape, timed first; together they hold every sample. */
+static void test_encode_one_shape_per_profile(void **state)
+{
+	struct pmodel m;
+	req_t *r;
+	const P_(ScopeProfiles) *sp;
+
+	(void)state;
+	build_shapes(&m);
 	r = decode(&m);
 	assert_int_equal(r->n_resource_profiles, 1);
 	sp = r->resource_profiles[0]->scope_profiles[0];
@@ -647,12 +657,10 @@ static void test_encode_v150(void **state)
 }
 
 /* v1.5.0: a Profile per shape as in the current layout; an empty model
- * makes an empty request; without a period, no period type. */
+ * makes an empty request. */
 static void test_encode_v150_shapes_and_empty(void **state)
 {
 	struct pmodel m;
-	struct pm_process p = { .pid = 7 };
-	uint32_t st, proc;
 	vreq_t *r;
 	const V_(ScopeProfiles) *sp;
 
@@ -662,22 +670,25 @@ static void test_encode_v150_shapes_and_empty(void **state)
 	assert_int_equal(r->n_resource_profiles, 0);
 	otlp150__collector__profiles__v1development__export_profiles_service_request__free_unpacked(
 		r, NULL);
-	assert_int_equal(pm_stack(&m, NULL, 0, &st), 0);
-	assert_int_equal(pm_process(&m, &p, &proc), 0);
-	assert_int_equal(pm_sample(&m, &(struct pm_sample){ .stack = st, .process = proc, .count = 2 }),
-			 0);
-	assert_int_equal(pm_sample(&m, &(struct pm_sample){ .stack = st, .process = proc, .tid = 8,
-							    .count = 3, .first_ns = 5, .last_ns = 9 }),
-			 0);
+	pm_free(&m);
+	build_shapes(&m);
 	r = decode_v150(&m);
 	sp = r->resource_profiles[0]->scope_profiles[0];
+	/* Timed first: count 3 at its first and last time, count 1 at its
+	 * time; then the untimed one. One value each. */
 	assert_int_equal(sp->n_profiles, 2);
-	assert_int_equal(sp->profiles[0]->n_sample, 1);
+	assert_int_equal(sp->profiles[0]->n_sample, 2);
 	assert_int_equal(sp->profiles[0]->sample[0]->value[0], 3);
 	assert_int_equal(sp->profiles[0]->sample[0]->n_timestamps_unix_nano, 2);
+	assert_int_equal(sp->profiles[0]->sample[0]->timestamps_unix_nano[1], 9);
+	assert_int_equal(sp->profiles[0]->sample[1]->value[0], 1);
+	assert_int_equal(sp->profiles[0]->sample[1]->n_timestamps_unix_nano, 1);
+	assert_int_equal(sp->profiles[1]->n_sample, 1);
+	assert_int_equal(sp->profiles[1]->sample[0]->n_value, 1);
 	assert_int_equal(sp->profiles[1]->sample[0]->value[0], 2);
 	assert_int_equal(sp->profiles[1]->sample[0]->n_timestamps_unix_nano, 0);
-	assert_null(sp->profiles[1]->period_type);
+	assert_int_equal(sp->profiles[1]->period, 1000000);
+	/* The empty stack: an empty slice. */
 	assert_int_equal(sp->profiles[1]->sample[0]->locations_length, 0);
 	otlp150__collector__profiles__v1development__export_profiles_service_request__free_unpacked(
 		r, NULL);
