@@ -668,8 +668,9 @@ def test_otlp_v150_layout_official():
                 (f, sorted(funcs_all)[:40])
         assert "native" in types_all
         assert not recv.bad, recv.bad
-        print(f"OTLP v1.5.0 layout: {len(reqs)} requests decoded whole by official {otlp_official.TAG}, "
-              f"{total} samples stored = received, frame types {sorted(types_all)}")
+        print(f"OTLP v1.5.0 layout: {len(reqs)} requests ({sum(r.ByteSize() for r in reqs)} protobuf "
+              f"bytes) decoded whole by official {otlp_official.TAG}, {total} samples stored = "
+              f"received, frame types {sorted(types_all)}")
     finally:
         stop_all(sensor, [work], sym, recv)
     shutil.rmtree(tmp, ignore_errors=True)
