@@ -40,24 +40,6 @@ struct {
 	__type(value, struct perl_seen_val);
 } perl_seen SEC(".maps");
 
-static __always_inline __u64 perl_ptr(__u64 addr)
-{
-	__u64 v = 0;
-
-	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
-		return 0;
-	return v;
-}
-
-static __always_inline __u32 perl_u32(__u64 addr)
-{
-	__u32 v = 0;
-
-	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
-		return 0;
-	return v;
-}
-
 /* A NUL-terminated string at addr into dst; returns the length copied. */
 static __always_inline __u16 perl_str(char *dst, __u32 size, __u64 addr, __u8 *flags, __u8 cut)
 {
@@ -80,12 +62,12 @@ static __always_inline __u64 perl_stash_name(const struct sonde_perl_proc *p, __
 
 	if (!stash)
 		return 0;
-	body = perl_ptr(stash + p->off.sv_any);
+	body = interp_read_u64(stash + p->off.sv_any);
 	if (!body)
 		return 0;
-	name = perl_ptr(body + p->off.hv_aux_name);
-	if (name && perl_u32(body + p->off.hv_aux_name_count))
-		name = perl_ptr(name); /* names[0] */
+	name = interp_read_u64(body + p->off.hv_aux_name);
+	if (name && interp_read_u32(body + p->off.hv_aux_name_count))
+		name = interp_read_u64(name); /* names[0] */
 	return name ? name + p->off.hek_key : 0;
 }
 
@@ -98,15 +80,9 @@ static __noinline int perl_emit_meta(__u32 tgid, __u64 addr, __u64 sum, __u32 ty
 	struct sonde_perl_meta *m;
 	__u64 body, gv, hek = 0, stash = 0, file;
 
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-	if (!r) {
-		count_err(SONDE_ERR_RINGBUF_FULL_EVENT);
+	r = interp_rec_new(sizeof(*r), tgid, SONDE_INTERP_PERL);
+	if (!r)
 		return -1;
-	}
-	r->h.type = SONDE_REC_INTERP;
-	r->h.pid = tgid;
-	r->h.kind = SONDE_INTERP_PERL;
-	r->h.len = sizeof(r->meta);
 	m = &r->meta;
 	m->size = sizeof(*m);
 	m->version = SONDE_PERL_META_VERSION;
@@ -119,19 +95,19 @@ static __noinline int perl_emit_meta(__u32 tgid, __u64 addr, __u64 sum, __u32 ty
 	m->package_len = 0;
 	if (type == SONDE_PERL_FRAME_SUB) {
 		m->type = SONDE_PERL_META_SUB;
-		body = perl_ptr(addr + p->off.sv_any);
-		gv = body ? perl_ptr(body + p->off.xcv_gv) : 0;
-		if (body && (perl_u32(body + p->off.xcv_flags) & p->off.cvf_named)) {
+		body = interp_read_u64(addr + p->off.sv_any);
+		gv = body ? interp_read_u64(body + p->off.xcv_gv) : 0;
+		if (body && (interp_read_u32(body + p->off.xcv_flags) & p->off.cvf_named)) {
 			/* A lexical sub: a HEK of its own, the stash it was
 			 * compiled in. */
 			hek = gv;
-			stash = perl_ptr(body + p->off.xcv_stash);
+			stash = interp_read_u64(body + p->off.xcv_stash);
 		} else if (gv) {
-			__u64 gbody = perl_ptr(gv + p->off.sv_any);
+			__u64 gbody = interp_read_u64(gv + p->off.sv_any);
 
 			if (gbody) {
-				hek = perl_ptr(gbody + p->off.xgv_namehek);
-				stash = perl_ptr(gbody + p->off.xgv_stash);
+				hek = interp_read_u64(gbody + p->off.xgv_namehek);
+				stash = interp_read_u64(gbody + p->off.xgv_stash);
 			}
 		}
 		m->name_len = perl_str(m->name, sizeof(m->name), hek ? hek + p->off.hek_key : 0,
@@ -139,10 +115,10 @@ static __noinline int perl_emit_meta(__u32 tgid, __u64 addr, __u64 sum, __u32 ty
 		m->package_len = perl_str(m->package, sizeof(m->package),
 					  perl_stash_name(p, stash), &m->flags,
 					  SONDE_PERL_META_PACKAGE_CUT);
-		file = body ? perl_ptr(body + p->off.xcv_file) : 0;
+		file = body ? interp_read_u64(body + p->off.xcv_file) : 0;
 	} else {
 		m->type = SONDE_PERL_META_COP;
-		file = perl_ptr(addr + p->off.cop_file);
+		file = interp_read_u64(addr + p->off.cop_file);
 	}
 	m->file_len = perl_str(m->file, sizeof(m->file), file, &m->flags, SONDE_PERL_META_FILE_CUT);
 	bpf_ringbuf_submit(r, 0);
@@ -174,11 +150,11 @@ static __always_inline void perl_note(struct unwind_scratch *s, __u32 i, __u32 t
 	/* A freed and reused CV has another body or GV; a COP another
 	 * file name. */
 	if (type == SONDE_PERL_FRAME_SUB) {
-		__u64 body = perl_ptr(addr + p->off.sv_any);
+		__u64 body = interp_read_u64(addr + p->off.sv_any);
 
-		sum = body ^ (perl_ptr(body + p->off.xcv_gv) << 1);
+		sum = body ^ (interp_read_u64(body + p->off.xcv_gv) << 1);
 	} else {
-		sum = perl_ptr(addr + p->off.cop_file);
+		sum = interp_read_u64(addr + p->off.cop_file);
 	}
 	if (seen && seen->sum == sum) {
 		seen->checked_ns = now;
@@ -216,7 +192,7 @@ struct perl_walk_state {
 
 static __always_inline __u32 perl_line(const struct sonde_perl_proc *p, __u64 cop)
 {
-	return cop ? perl_u32(cop + p->off.cop_line) : 0;
+	return cop ? interp_read_u32(cop + p->off.cop_line) : 0;
 }
 
 static __always_inline __u32 perl_max(__u32 a, __u32 b)
@@ -365,7 +341,7 @@ static __always_inline bool perl_begin(__u8 *span, const struct sonde_perl_proc 
 				       struct perl_walk_state *w)
 {
 	__u32 lo = p->off.interp_curcop, hi, n;
-	__u64 interp = perl_ptr(p->runtime_addr), base, si;
+	__u64 interp = interp_read_u64(p->runtime_addr), base, si;
 
 	if (!interp)
 		return false;
@@ -404,15 +380,9 @@ __noinline int perl_walk(struct unwind_scratch *s, __u32 tgid, __u32 tid, __u32 
 		return 0;
 	for (i = 0; i < SONDE_PERL_MAX_FRAMES; i++) {
 		__u64 word = perl_next_frame(s, &w);
-		/* 64 bits, and past a barrier: the bound checked below is on
-		 * the register that indexes (rec is a whole struct sonde_sample
-		 * to the verifier: a global function's argument). */
-		__u64 idx = (__u64)at + n;
 
-		asm volatile("" : "+r"(idx));
-		if (!word || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
+		if (!interp_frame_put(&s->rec, at, n, word))
 			break;
-		s->rec.frames[idx] = word;
 		n++;
 		perl_note(s, i, tgid, word, gen);
 	}

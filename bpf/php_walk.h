@@ -28,24 +28,6 @@ struct {
 /* sample.bpf.c's: the task's user registers saved at kernel entry. */
 static __always_inline struct pt_regs *task_user_regs(struct task_struct *task);
 
-static __always_inline __u64 php_ptr(__u64 addr)
-{
-	__u64 v = 0;
-
-	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
-		return 0;
-	return v;
-}
-
-static __always_inline __u32 php_u32(__u64 addr)
-{
-	__u32 v = 0;
-
-	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
-		return 0;
-	return v;
-}
-
 /* A zend_string's characters into dst; returns the length copied. */
 static __always_inline __u16 php_str(char *dst, __u32 size, __u64 str, __u16 val_off, __u8 *flags,
 				     __u8 cut)
@@ -126,27 +108,21 @@ __noinline int php_emit_meta(__u32 tgid, __u64 func, __u64 sum,
 		return -1;
 	/* Read alone: the span holds the frame being walked. */
 	bpf_probe_read_user(&type, 1, (const void *)(func + p->off.fn_type));
-	name = php_ptr(func + p->off.fn_name);
-	scope = php_ptr(func + p->off.fn_scope);
-	ce = scope ? php_ptr(scope + p->off.ce_name) : 0;
+	name = interp_read_u64(func + p->off.fn_name);
+	scope = interp_read_u64(func + p->off.fn_scope);
+	ce = scope ? interp_read_u64(scope + p->off.ce_name) : 0;
 	if (SONDE_PHP_USER_CODE(type)) {
-		file = php_ptr(func + p->off.op_filename);
-		line_start = php_u32(func + p->off.op_line_start);
+		file = interp_read_u64(func + p->off.op_filename);
+		line_start = interp_read_u32(func + p->off.op_line_start);
 	}
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-	if (!r) {
-		count_err(SONDE_ERR_RINGBUF_FULL_EVENT);
+	r = interp_rec_new(sizeof(*r), tgid, SONDE_INTERP_PHP);
+	if (!r)
 		return -1;
-	}
-	r->h.type = SONDE_REC_INTERP;
-	r->h.pid = tgid;
-	r->h.kind = SONDE_INTERP_PHP;
-	r->h.len = sizeof(r->meta);
 	m = &r->meta;
 	m->size = sizeof(*m);
 	m->version = SONDE_PHP_META_VERSION;
 	m->type = type;
-	m->fn_flags = php_u32(func + p->off.fn_flags);
+	m->fn_flags = interp_read_u32(func + p->off.fn_flags);
 	m->func_addr = func;
 	m->checksum = sum;
 	m->line_start = line_start;
@@ -195,7 +171,7 @@ static __always_inline __u32 php_opline_line(const struct sonde_php_proc *p, __u
 {
 	if (!opline || !ops || opline < ops || opline >= ops + (__u64)last * SONDE_PHP_OP_SIZE)
 		return 0;
-	return php_u32(opline + p->off.op_lineno);
+	return interp_read_u32(opline + p->off.op_lineno);
 }
 
 /* One frame, as php_frame() finds it. */
@@ -291,21 +267,14 @@ __noinline int php_walk(struct unwind_scratch *s, __u32 tgid, __u32 tid, __u32 a
 	if (!s || tid != tgid)
 		return 0;
 	p = (const struct sonde_php_proc *)&s->proc;
-	ex = php_ptr(p->runtime_addr + p->off.eg_current_execute_data);
+	ex = interp_read_u64(p->runtime_addr + p->off.eg_current_execute_data);
 	if (!ex)
 		return 0;
 	leaf = php_leaf_opline(p, ex);
 	for (i = 0; i < SONDE_PHP_MAX_FRAMES && ex; i++) {
-		/* 64 bits, and past a barrier: the bound checked below is on
-		 * the register that indexes (rec is a whole struct sonde_sample
-		 * to the verifier: a global function's argument). */
-		__u64 idx = (__u64)at + n;
-
 		php_frame(s, ex, i == 0 ? leaf : 0, &o);
-		asm volatile("" : "+r"(idx));
-		if (!o.word || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
+		if (!interp_frame_put(&s->rec, at, n, o.word))
 			break;
-		s->rec.frames[idx] = o.word;
 		n++;
 		php_note_func(s, i, tgid, SONDE_PHP_FRAME_FUNC(o.word), o.sum);
 		ex = o.next;

@@ -33,7 +33,7 @@
 #include "unwind.h"
 #include "probes/go_spans_map.h"
 #include "interp.h"
-#include "interp_read.h"
+#include "interp_span.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -177,12 +177,12 @@ struct unwind_scratch {
 	/* A JIT kind's step: words read at once (bpf/v8_walk.h), kept off
 	 * the BPF stack (the tail walk's calls share 512 bytes). */
 	__u64 jit_words[16];
-	/* A walker's span of target memory read at once (bpf/interp_read.h):
+	/* A walker's span of target memory read at once (bpf/interp_span.h):
 	 * several fields or entries for one probe read, kept off the BPF
 	 * stack. INTERP_SPAN_SLACK bytes past the span keep a masked 8-byte
 	 * access inside for the verifier. */
 	__u8 span[INTERP_SPAN_BYTES + INTERP_SPAN_SLACK];
-	/* What the last walks on this CPU found, by position (interp_read.h). */
+	/* What the last walks on this CPU found, by position (interp_span.h). */
 	struct interp_seen_slot seen[INTERP_SEEN_SLOTS];
 };
 

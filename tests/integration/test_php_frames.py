@@ -337,7 +337,7 @@ def test_closure_called_back_from_c(start_sensor, tmp_path):
 def test_names_after_a_symbolizer_restart(start_sensor, tmp_path):
     """A new connection is a session that knows no function records: the
     sensor empties php_funcs and voids the walkers' per-CPU memo of
-    records sent (interp_seen_gen, bpf/interp_read.h), so the walker sends
+    records sent (interp_seen_gen, bpf/interp_span.h), so the walker sends
     each record again. The symbolizer is killed mid-run and a new one,
     with an empty cache, names the program's frames as the first did."""
     os.chmod(tmp_path, 0o777)
