@@ -81,16 +81,14 @@ struct sonde_v8_offsets {
 	 * FixedArray, the indices of the inlined functions' count, the
 	 * literal array (the inlined SharedFunctionInfos first) and the
 	 * inlining positions (DeoptimizationData*Index). code_deopt 0: not
-	 * known (a config analysed before they were read): optimised frames
-	 * are not split into their inlined functions. */
+	 * known (node lacks the constants): optimised frames are not split
+	 * into their inlined functions. */
 	__u8 code_deopt;
 	__u8 deopt_count;
 	__u8 deopt_literals;
 	__u8 deopt_inlining;
 };
 _Static_assert(sizeof(struct sonde_v8_offsets) == 52, "sonde_v8_offsets layout");
-/* The size of a config cached before the inlining fields (read as 0). */
-#define SONDE_V8_OFFSETS_V1_SIZE 48
 
 /* The walker's view of its interp_procs value. */
 struct sonde_v8_proc {

@@ -471,8 +471,8 @@ static const struct config_case config_cases[] = {
 	 * were read): walked, without interpreted frames' lines. */
 	ROW(V8, 0, V8(bytecode_table, 0), V8(bytecode_data, 0)),
 	/* Deoptimization data indices under 32 (BPF masks them: a bound,
-	 * not a check); without the inlining fields (a config cached
-	 * before them), optimised frames stay whole. */
+	 * not a check); without the inlining fields (node without the
+	 * constants), optimised frames stay whole. */
 	ROW(V8, 0, V8(deopt_inlining, 31)),
 	ROW(V8, BAD, V8(deopt_inlining, 32)),
 	ROW(V8, BAD, V8(deopt_count, 255)),

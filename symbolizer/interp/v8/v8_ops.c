@@ -26,15 +26,13 @@ static int v8_analyse(const struct file_image *img, const char *path, struct int
 static int v8_config(const struct interp_data *d, struct interp_config *ret)
 {
 	_Static_assert(sizeof(struct sonde_v8_offsets) <= INTERP_CONFIG_MAX, "V8 config size");
-	/* A row cached before the inlining fields: those read as 0. */
-	if (d->data_len != sizeof(struct sonde_v8_offsets) &&
-	    d->data_len != SONDE_V8_OFFSETS_V1_SIZE)
+	if (d->data_len != sizeof(struct sonde_v8_offsets))
 		return -EPROTONOSUPPORT;
 	*ret = (struct interp_config){ .kind = SONDE_INTERP_V8,
 				       .format_version = SONDE_V8_FORMAT_VERSION,
 				       .runtime_offset = d->runtime_offset,
 				       .layout_len = sizeof(struct sonde_v8_offsets) };
-	memcpy(ret->layout, d->data, d->data_len);
+	memcpy(ret->layout, d->data, sizeof(struct sonde_v8_offsets));
 	return 0;
 }
 
