@@ -2,7 +2,7 @@
  * (docs/interpreters.md, "V8"): the decoder of the inlining record BPF
  * copies from an optimised Code's deoptimization data (bpf/v8.h struct
  * sonde_v8_inline), the chain of functions a position stands for, and
- * the records a session keeps per (pid, Code).
+ * the table of them a session keeps per (pid, Code).
  *
  * Records come from sampled processes through the sensor: untrusted. The
  * decoder checks size, version and every count against its slot; the
@@ -61,16 +61,14 @@ int v8_inline_chain(const struct v8_inline *in, int32_t inlined, int32_t offset,
  * the offset is -1 for an external (non-script) position. */
 void v8_position_split(uint64_t raw, int32_t *ret_offset, int32_t *ret_inlined);
 
-/* Records of one session, by (pid, Code key). Bounded: beyond
- * V8_INLINES_MAX the table starts over. Not thread-safe. */
+/* Records of one session (interp_records.h), by (pid, Code key): at most
+ * V8_INLINES_MAX; put, count and free through interp_records_*(). */
 #define V8_INLINES_MAX 16384
 
-struct v8_inlines;
+struct interp_records;
 
-struct v8_inlines *v8_inlines_new(void);
-void v8_inlines_free(struct v8_inlines *t);
-/* Decodes rec and keeps it for pid (replacing the same Code): 0, -EBADMSG
- * (refused) or -ENOMEM. */
-int v8_inlines_put(struct v8_inlines *t, uint32_t pid, const void *rec, size_t len);
+/* A table of inlining records; NULL on out of memory. */
+struct interp_records *v8_inlines_new(void);
 /* NULL when unknown. Borrowed until the next put. */
-const struct v8_inline *v8_inlines_get(const struct v8_inlines *t, uint32_t pid, uint32_t key);
+const struct v8_inline *v8_inlines_get(const struct interp_records *t, uint32_t pid,
+				       uint32_t key);
