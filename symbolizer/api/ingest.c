@@ -1009,8 +1009,18 @@ static void stack_resolve(struct session *s, struct stackdef *d)
 	struct folded f = { 0 };
 	struct ksyms_lookup kl;
 	uint32_t *order, n_order = 0;
+	struct interp_frame *expanded;
+	uint32_t n_expanded;
 	int r = 0;
 
+	/* A JIT frame with inlined functions becomes one frame for each
+	 * (kept as it came without memory). */
+	if (d->n_interp && interp_session_expand(s->interp, d->interp_pid, d->interp, d->n_interp,
+						 &expanded, &n_expanded) == 0) {
+		free(d->interp);
+		d->interp = expanded;
+		d->n_interp = n_expanded;
+	}
 	order = calloc(d->n_user + d->n_interp + 1, sizeof(*order));
 	r = order ? push_user_frames(s, &f, d, order, &n_order) : -ENOMEM;
 	for (uint32_t i = d->n_kernel; i-- > 0 && r != -ENOMEM;) {
