@@ -58,6 +58,7 @@ struct hotspot_scope_val {
 	__s32 compile_id; /* nmethod::_compile_id when found */
 	__u32 n;          /* frames in words, leaf first */
 	__u64 method;     /* the nmethod's own Method* */
+	__u64 gen;        /* interp_conn_gen when found: its methods' records were sent then */
 	__u64 words[HOTSPOT_MAX_INLINE * SONDE_INTERP_JIT_WORDS]; /* word0 (no native), word1 */
 };
 
@@ -92,6 +93,25 @@ struct {
 	__type(value, struct hotspot_proc);
 } hotspot_procs SEC(".maps");
 
+/* What hotspot_methods keeps of a method already sent. */
+struct hotspot_method_seen {
+	__u64 const_method; /* its ConstMethod*: a reused Method* has another */
+	__u64 code_size;    /* its bytecodes' length */
+};
+
+/* A method seen lately on this CPU, direct-mapped by its Method* (the
+ * methods of a hot loop's interpreted frames are the same sample after
+ * sample): what hotspot_methods holds for it, while the connection is
+ * the same (interp_conn_gen: a new one empties hotspot_methods, and the
+ * records go out again). */
+#define HOTSPOT_METHOD_SLOTS 32
+struct hotspot_method_slot {
+	__u64 method;
+	__u64 gen; /* interp_conn_gen when seen */
+	__u32 tgid, pad;
+	struct hotspot_method_seen seen;
+};
+
 /* Per CPU: the sampled process's struct hotspot_proc, copied from
  * hotspot_procs at the sample's start (stored back when a step learns
  * something), and the buffers of one step. */
@@ -103,13 +123,9 @@ struct hotspot_scratch {
 	__u64 frame[HOTSPOT_FRAME_WORDS];
 	__u8 scope[HOTSPOT_SCOPE_BUF];
 	struct hotspot_scope_val val; /* what a miss stores in hotspot_scopes */
+	struct hotspot_method_slot methods[HOTSPOT_METHOD_SLOTS];
 };
 
-/* What hotspot_methods keeps of a method already sent. */
-struct hotspot_method_seen {
-	__u64 const_method; /* its ConstMethod*: a reused Method* has another */
-	__u64 code_size;    /* its bytecodes' length */
-};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -463,13 +479,28 @@ static __noinline int hotspot_emit_method(__u32 tgid, __u64 method, __u64 cm,
  * ConstMethod, whose bytecodes lie elsewhere unless it reuses the old
  * one's memory too (which the ConstMethod* compared alone would not see
  * either). */
-static __always_inline __u64 hotspot_note_method(__u32 tgid, __u64 method, __u64 bcp,
+static __always_inline __u64 hotspot_note_method(struct hotspot_scratch *x, __u32 tgid,
+						 __u64 method, __u64 bcp,
 						 const struct sonde_hotspot_proc *h, bool *sent)
 {
 	struct sonde_hotspot_method_key key = { .tgid = tgid, .method = method };
-	struct hotspot_method_seen *seen = bpf_map_lookup_elem(&hotspot_methods, &key), now;
-	__u64 cm;
+	struct hotspot_method_slot *slot =
+		&x->methods[(method >> 3) & (HOTSPOT_METHOD_SLOTS - 1)];
+	struct hotspot_method_seen *seen, now;
+	__u64 cm, gen = interp_conn_gen;
 
+	if (slot->method == method && slot->tgid == tgid && slot->gen == gen) {
+		seen = &slot->seen;
+	} else {
+		seen = bpf_map_lookup_elem(&hotspot_methods, &key);
+		if (seen) {
+			slot->method = method;
+			slot->tgid = tgid;
+			slot->gen = gen;
+			slot->seen = *seen;
+			seen = &slot->seen;
+		}
+	}
 	if (seen && bcp && bcp >= seen->const_method + h->off.cmethod_size &&
 	    bcp < seen->const_method + h->off.cmethod_size + seen->code_size)
 		return seen->const_method;
@@ -482,6 +513,10 @@ static __always_inline __u64 hotspot_note_method(__u32 tgid, __u64 method, __u64
 		now.const_method = cm;
 		now.code_size = hs_u16(cm + h->off.cmethod_code_size);
 		bpf_map_update_elem(&hotspot_methods, &key, &now, BPF_ANY);
+		slot->method = method;
+		slot->tgid = tgid;
+		slot->gen = gen;
+		slot->seen = now;
 	} else {
 		*sent = false;
 	}
@@ -509,7 +544,7 @@ static __always_inline int hs_step_interpreted(struct sonde_interp_jit *j,
 	sender_sp = x->frame[10 - ss];
 	/* A Method* whose ConstMethod cannot be read is no method (a frame
 	 * sampled before the interpreter built it): the frame stays native. */
-	cm = method ? hotspot_note_method(st->tgid, method, bcp, h, &sent) : 0;
+	cm = method ? hotspot_note_method(x, st->tgid, method, bcp, h, &sent) : 0;
 	if (cm) {
 		if (bcp >= cm + h->off.cmethod_size &&
 		    bcp - (cm + h->off.cmethod_size) < SONDE_HOTSPOT_BCI_UNKNOWN)
@@ -662,7 +697,7 @@ static __always_inline __u32 hs_compiled_frames(struct sonde_interp_jit *j,
 			break;
 		}
 		method = hs_ptr(blob + meta + (__u64)(midx - 1) * 8);
-		if (!method || !hotspot_note_method(tgid, method, 0, h, whole)) {
+		if (!method || !hotspot_note_method(x, tgid, method, 0, h, whole)) {
 			*whole = false;
 			break;
 		}
@@ -709,7 +744,7 @@ static __always_inline bool hs_cached_frames(struct sonde_interp_jit *j, struct 
 {
 	const struct hotspot_scope_val *v = bpf_map_lookup_elem(&hotspot_scopes, k);
 
-	if (!v || v->compile_id != hs_compile_id(x, h) ||
+	if (!v || v->gen != interp_conn_gen || v->compile_id != hs_compile_id(x, h) ||
 	    v->method != hs_blob64(x, h->off.nmethod_method) || !v->n)
 		return false;
 	for (__u32 i = 0; i < HOTSPOT_MAX_INLINE; i++) {
@@ -743,13 +778,14 @@ static __always_inline void hs_nmethod_frames(struct sonde_interp_jit *j, struct
 		return;
 	x->val.n = 0;
 	if (!hs_compiled_frames(j, x, blob, st->pc, st->exact_pc, native, st->tgid, h, &whole) &&
-	    (!method || !hotspot_note_method(st->tgid, method, 0, h, &whole) ||
+	    (!method || !hotspot_note_method(x, st->tgid, method, 0, h, &whole) ||
 	     !hs_push_compiled(j, x, native, method, SONDE_HOTSPOT_BCI_UNKNOWN)))
 		whole = false;
 	if (!cache || !whole || !x->val.n)
 		return;
 	x->val.compile_id = hs_compile_id(x, h);
 	x->val.method = method;
+	x->val.gen = interp_conn_gen;
 	bpf_map_update_elem(&hotspot_scopes, &k, &x->val, BPF_ANY);
 }
 

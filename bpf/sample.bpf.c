@@ -57,6 +57,10 @@ const volatile __u64 offcpu_min_ns = 1000000;
 /* The unwind maps' generation: the sensor adds 1 after each change to
  * unwind_lpm or the rows (struct rule_cache_entry). */
 volatile __u64 unwind_gen = 0;
+/* The symbolizer connection's generation: the sensor adds 1 for each new
+ * one, whose session knows none of the walkers' records; a walker's
+ * cache of what it sent holds for one generation (bpf/hotspot_walk.h). */
+volatile __u64 interp_conn_gen = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

@@ -434,6 +434,8 @@ static void interp_reset_connection(struct sample_bpf *skel)
 	uint8_t key[64], next[64];
 
 	flush_records_clear(S.interp_queue);
+	/* (the walkers' own caches of what they sent: bpf/hotspot_walk.h) */
+	__atomic_add_fetch(&skel->bss->interp_conn_gen, 1, __ATOMIC_RELAXED);
 	for (uint32_t kind = 1; kind < SONDE_INTERP_KINDS; kind++) {
 		const struct sonde_interp_kind_info *k = sonde_interp_kind_info(kind);
 		struct bpf_map *m = k && k->seen_map
