@@ -1,11 +1,13 @@
 /* hotspot_walk.h - the HotSpot JVM's JIT-frame walker of sample.bpf.c
  * (docs/interpreters.md, "JIT frames" and "HotSpot"). For a tgid whose
  * interp_procs entry is of kind SONDE_INTERP_HOTSPOT:
- * - at the sample's start, hotspot_jit_begin() reads the CodeCache's
- *   bounds (CodeCache::_low_bound/_high_bound) and claims that range;
+ * - at the sample's start, hotspot_jit_begin() claims the CodeCache's
+ *   bounds (CodeCache::_low_bound/_high_bound), read once per process
+ *   and CPU and kept in hotspot_procs with the CodeHeaps, the blob names
+ *   seen and the interpreter's pc range (what a JVM keeps for its life);
  * - for each frame whose pc is in it, hotspot_jit_step() finds the code
- *   blob holding the pc through its CodeHeap's segment map (the heaps read
- *   once per sample), and steps the frame by the JVM's own layout: the
+ *   blob holding the pc through its CodeHeap's segment map, and steps
+ *   the frame by the JVM's own layout: the
  *   interpreter's frames by rbp (Method* and bcp in their slots, the
  *   caller's sp in the sender-sp slot), compiled ones (nmethods) and
  *   stubs with a frame size by sp + frame size, other stubs (the call
@@ -19,7 +21,9 @@
  *   another compile id): a hit costs no PcDesc search, scope or metadata
  *   read;
  * - the first time a (process, Method*) is seen (LRU map hotspot_methods,
- *   the ConstMethod* as the value: a reused Method* has another), the
+ *   the ConstMethod* as the value: a reused Method* has another; the
+ *   methods seen lately also per CPU, valid for one symbolizer
+ *   connection, interp_conn_gen), the
  *   method's class name, name, signature and source file symbols and its
  *   line number table go out as a SONDE_REC_INTERP record, so names survive
  *   the JVM's exit and class unloading.
