@@ -84,6 +84,7 @@ struct hotspot_proc {
 	struct hotspot_heap heaps[HOTSPOT_MAX_HEAPS];
 	__u32 n_heaps, pad;
 	__u64 names[3];             /* nmethod, native nmethod, Interpreter _name */
+	__u64 others[2];            /* two other blobs' _name (stubs a Java chain passes) */
 	__u64 interp_lo, interp_hi; /* pcs found in the interpreter's blob: all between are */
 };
 
@@ -828,6 +829,8 @@ static __always_inline int hs_blob_kind(struct hotspot_scratch *x, __u64 name)
 		return HS_BLOB_NMETHOD;
 	if (name == x->c.names[2])
 		return HS_BLOB_INTERPRETER;
+	if (name == x->c.others[0] || name == x->c.others[1])
+		return HS_BLOB_OTHER;
 	if (bpf_probe_read_user(s, sizeof(s), (const void *)name))
 		return HS_BLOB_OTHER;
 	/* "nmethod" and "native nmethod" (a JNI wrapper), "Interpreter". */
@@ -848,6 +851,10 @@ static __always_inline int hs_blob_kind(struct hotspot_scratch *x, __u64 name)
 		x->c.names[2] = name;
 		hs_proc_store(x);
 		return HS_BLOB_INTERPRETER;
+	}
+	if (!x->c.others[0] || !x->c.others[1]) {
+		x->c.others[x->c.others[0] ? 1 : 0] = name;
+		hs_proc_store(x);
 	}
 	return HS_BLOB_OTHER;
 }
