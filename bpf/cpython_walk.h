@@ -22,15 +22,6 @@ struct {
 	__type(value, __u64); /* checksum */
 } cpython_codes SEC(".maps");
 
-static __always_inline __u64 cpy_ptr(__u64 addr)
-{
-	__u64 v = 0;
-
-	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
-		return 0;
-	return v;
-}
-
 /* A compact ASCII str's characters into dst; returns the length copied. */
 static __always_inline __u16 cpy_str(char *dst, __u32 size, __u64 obj, __u16 data_off,
 				     __u8 *flags, __u8 cut)
@@ -52,8 +43,8 @@ static __always_inline __u16 cpy_str(char *dst, __u32 size, __u64 obj, __u16 dat
 static __noinline int cpython_emit_meta(__u32 tgid, __u64 code, __u64 sum,
 					const struct sonde_cpython_proc *p)
 {
-	__u64 qualname = cpy_ptr(code + p->off.code_qualname);
-	__u64 filename = cpy_ptr(code + p->off.code_filename);
+	__u64 qualname = interp_read_u64(code + p->off.code_qualname);
+	__u64 filename = interp_read_u64(code + p->off.code_filename);
 	struct sonde_cpython_meta_rec *r;
 	struct sonde_cpython_meta *m;
 	__u32 firstlineno = 0;
@@ -61,15 +52,9 @@ static __noinline int cpython_emit_meta(__u32 tgid, __u64 code, __u64 sum,
 	__s64 len = 0;
 	__u32 n;
 
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-	if (!r) {
-		count_err(SONDE_ERR_RINGBUF_FULL_EVENT);
+	r = interp_rec_new(sizeof(*r), tgid, SONDE_INTERP_CPYTHON);
+	if (!r)
 		return -1;
-	}
-	r->h.type = SONDE_REC_INTERP;
-	r->h.pid = tgid;
-	r->h.kind = SONDE_INTERP_CPYTHON;
-	r->h.len = sizeof(r->meta);
 	m = &r->meta;
 	m->size = sizeof(*m);
 	m->version = SONDE_CPYTHON_META_VERSION;
@@ -85,9 +70,9 @@ static __noinline int cpython_emit_meta(__u32 tgid, __u64 code, __u64 sum,
 				  &m->flags, SONDE_CPYTHON_META_QUALNAME_CUT);
 	m->filename_len = cpy_str(m->filename, sizeof(m->filename), filename, p->off.ascii_data,
 				  &m->flags, SONDE_CPYTHON_META_FILENAME_CUT);
-	lt = cpy_ptr(code + p->off.code_linetable);
+	lt = interp_read_u64(code + p->off.code_linetable);
 	if (lt)
-		len = (__s64)cpy_ptr(lt + p->off.var_size);
+		len = (__s64)interp_read_u64(lt + p->off.var_size);
 	if (len < 0)
 		len = 0;
 	if (len > (__s64)sizeof(m->linetable)) {
@@ -108,8 +93,8 @@ static __always_inline void cpython_note_code(__u32 tgid, __u64 code,
 					      const struct sonde_cpython_proc *p)
 {
 	struct sonde_cpython_code_key key = { .tgid = tgid, .code_addr = code };
-	__u64 qualname = cpy_ptr(code + p->off.code_qualname);
-	__u64 filename = cpy_ptr(code + p->off.code_filename);
+	__u64 qualname = interp_read_u64(code + p->off.code_qualname);
+	__u64 filename = interp_read_u64(code + p->off.code_filename);
 	__u32 first = 0;
 	__u64 sum, *seen;
 
@@ -135,14 +120,14 @@ static __always_inline __u64 cpython_tstate(const struct sonde_cpython_proc *p, 
 
 		want = BPF_CORE_READ(task, thread.fsbase);
 	}
-	ts = cpy_ptr(p->runtime_addr + p->off.runtime_interpreters_head);
+	ts = interp_read_u64(p->runtime_addr + p->off.runtime_interpreters_head);
 	if (!ts)
 		return 0;
-	ts = cpy_ptr(ts + p->off.interp_threads_head);
+	ts = interp_read_u64(ts + p->off.interp_threads_head);
 	for (i = 0; i < SONDE_CPYTHON_MAX_THREADS && ts; i++) {
-		if (cpy_ptr(ts + p->off.tstate_native_thread_id) == want)
+		if (interp_read_u64(ts + p->off.tstate_native_thread_id) == want)
 			return ts;
-		ts = cpy_ptr(ts + p->off.tstate_next);
+		ts = interp_read_u64(ts + p->off.tstate_next);
 	}
 	return 0;
 }
@@ -176,7 +161,7 @@ __noinline __u64 cpython_frame_word(const struct sonde_cpython_proc *p, __u64 fr
 	if (!frame)
 		return 0;
 	flags = p->off.flags;
-	code = cpy_ptr(frame + p->off.frame_code);
+	code = interp_read_u64(frame + p->off.frame_code);
 	if (!code)
 		return 0;
 	if (flags & SONDE_CPYTHON_LASTI_INDEX) {
@@ -188,19 +173,19 @@ __noinline __u64 cpython_frame_word(const struct sonde_cpython_proc *p, __u64 fr
 		if (lasti > 0)
 			instr = (__u64)lasti * 2;
 	} else {
-		__u64 last = cpy_ptr(frame + p->off.frame_prev_instr);
+		__u64 last = interp_read_u64(frame + p->off.frame_prev_instr);
 		__u64 start = code + p->off.code_code_adaptive;
 
 		if (last >= start)
 			instr = last - start;
 	}
-	prev = cpy_ptr(frame + p->off.frame_previous);
+	prev = interp_read_u64(frame + p->off.frame_previous);
 	if (flags & SONDE_CPYTHON_ENTRY_ALL) {
 		entry = 1;
 	} else if (flags & SONDE_CPYTHON_ENTRY_SHIM) {
 		if (cpython_is_shim(p, prev)) {
 			entry = 1;
-			prev = cpy_ptr(prev + p->off.frame_previous);
+			prev = interp_read_u64(prev + p->off.frame_previous);
 		}
 	} else {
 		bpf_probe_read_user(&entry, 1, (const void *)(frame + p->off.frame_is_entry));
@@ -224,27 +209,21 @@ __noinline int cpython_walk(struct sonde_sample *rec, const struct sonde_cpython
 	ts = cpython_tstate(p, tid);
 	if (!ts)
 		return 0;
-	frame = cpy_ptr(ts + p->off.tstate_cframe);
+	frame = interp_read_u64(ts + p->off.tstate_cframe);
 	if (!frame)
 		return 0;
 	if (!(p->off.flags & SONDE_CPYTHON_TSTATE_FRAME))
-		frame = cpy_ptr(frame + p->off.cframe_current_frame);
+		frame = interp_read_u64(frame + p->off.cframe_current_frame);
 	/* Only the innermost frame can be a shim not yet stepped over (a C
 	 * call of the eval loop that has not pushed its first frame yet);
 	 * cpython_frame_word steps over every shim below a frame. */
 	if (cpython_is_shim(p, frame))
-		frame = cpy_ptr(frame + p->off.frame_previous);
+		frame = interp_read_u64(frame + p->off.frame_previous);
 	for (i = 0; i < SONDE_CPYTHON_MAX_FRAMES && frame; i++) {
 		__u64 next = 0, word = cpython_frame_word(p, frame, &next);
-		/* 64 bits, and past a barrier: the bound checked below is on
-		 * the register that indexes (rec is a whole struct sonde_sample
-		 * to the verifier: a global function's argument). */
-		__u64 idx = (__u64)at + n;
 
-		asm volatile("" : "+r"(idx));
-		if (!word || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
+		if (!interp_frame_put(rec, at, n, word))
 			break;
-		rec->frames[idx] = word;
 		n++;
 		cpython_note_code(tgid, SONDE_CPYTHON_FRAME_CODE(word), p);
 		frame = next;

@@ -424,15 +424,9 @@ static __noinline int hotspot_emit_method(__u32 tgid, __u64 method, __u64 cm,
 	struct sonde_hotspot_method *m;
 	__u16 flags, code_size;
 
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-	if (!r) {
-		count_err(SONDE_ERR_RINGBUF_FULL_EVENT);
+	r = interp_rec_new(sizeof(*r), tgid, SONDE_INTERP_HOTSPOT);
+	if (!r)
 		return -1;
-	}
-	r->h.type = SONDE_REC_INTERP;
-	r->h.pid = tgid;
-	r->h.kind = SONDE_INTERP_HOTSPOT;
-	r->h.len = sizeof(r->m);
 	m = &r->m;
 	m->size = sizeof(*m);
 	m->version = SONDE_HOTSPOT_METHOD_VERSION;

@@ -12,6 +12,8 @@
  */
 #pragma once
 
+#include "interp_read.h"
+
 #include "cpython.h"
 #include "cpython_walk.h"
 #include "hotspot.h"

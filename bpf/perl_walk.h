@@ -27,24 +27,6 @@ struct {
 	__type(value, __u64); /* checksum */
 } perl_seen SEC(".maps");
 
-static __always_inline __u64 perl_ptr(__u64 addr)
-{
-	__u64 v = 0;
-
-	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
-		return 0;
-	return v;
-}
-
-static __always_inline __u32 perl_u32(__u64 addr)
-{
-	__u32 v = 0;
-
-	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
-		return 0;
-	return v;
-}
-
 /* A context's first bytes read at once (5.36: cx_type, blk_oldcop,
  * blk_sub.retop and blk_sub.cv are in its first 80): one probe read per
  * context instead of four; a field past them is read on its own. */
@@ -61,7 +43,7 @@ static __always_inline __u64 perl_cx_word(const __u64 *buf, __u64 cx, __u32 off)
 		__builtin_memcpy(&v, (const __u8 *)buf + off, 8);
 		return v;
 	}
-	return perl_ptr(cx + off);
+	return interp_read_u64(cx + off);
 }
 
 /* A NUL-terminated string at addr into dst; returns the length copied. */
@@ -86,12 +68,12 @@ static __always_inline __u64 perl_stash_name(const struct sonde_perl_proc *p, __
 
 	if (!stash)
 		return 0;
-	body = perl_ptr(stash + p->off.sv_any);
+	body = interp_read_u64(stash + p->off.sv_any);
 	if (!body)
 		return 0;
-	name = perl_ptr(body + p->off.hv_aux_name);
-	if (name && perl_u32(body + p->off.hv_aux_name_count))
-		name = perl_ptr(name); /* names[0] */
+	name = interp_read_u64(body + p->off.hv_aux_name);
+	if (name && interp_read_u32(body + p->off.hv_aux_name_count))
+		name = interp_read_u64(name); /* names[0] */
 	return name ? name + p->off.hek_key : 0;
 }
 
@@ -104,15 +86,9 @@ static __noinline int perl_emit_meta(__u32 tgid, __u64 addr, __u64 sum, __u32 ty
 	struct sonde_perl_meta *m;
 	__u64 body, gv, hek = 0, stash = 0, file;
 
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-	if (!r) {
-		count_err(SONDE_ERR_RINGBUF_FULL_EVENT);
+	r = interp_rec_new(sizeof(*r), tgid, SONDE_INTERP_PERL);
+	if (!r)
 		return -1;
-	}
-	r->h.type = SONDE_REC_INTERP;
-	r->h.pid = tgid;
-	r->h.kind = SONDE_INTERP_PERL;
-	r->h.len = sizeof(r->meta);
 	m = &r->meta;
 	m->size = sizeof(*m);
 	m->version = SONDE_PERL_META_VERSION;
@@ -125,19 +101,19 @@ static __noinline int perl_emit_meta(__u32 tgid, __u64 addr, __u64 sum, __u32 ty
 	m->package_len = 0;
 	if (type == SONDE_PERL_FRAME_SUB) {
 		m->type = SONDE_PERL_META_SUB;
-		body = perl_ptr(addr + p->off.sv_any);
-		gv = body ? perl_ptr(body + p->off.xcv_gv) : 0;
-		if (body && (perl_u32(body + p->off.xcv_flags) & p->off.cvf_named)) {
+		body = interp_read_u64(addr + p->off.sv_any);
+		gv = body ? interp_read_u64(body + p->off.xcv_gv) : 0;
+		if (body && (interp_read_u32(body + p->off.xcv_flags) & p->off.cvf_named)) {
 			/* A lexical sub: a HEK of its own, the stash it was
 			 * compiled in. */
 			hek = gv;
-			stash = perl_ptr(body + p->off.xcv_stash);
+			stash = interp_read_u64(body + p->off.xcv_stash);
 		} else if (gv) {
-			__u64 gbody = perl_ptr(gv + p->off.sv_any);
+			__u64 gbody = interp_read_u64(gv + p->off.sv_any);
 
 			if (gbody) {
-				hek = perl_ptr(gbody + p->off.xgv_namehek);
-				stash = perl_ptr(gbody + p->off.xgv_stash);
+				hek = interp_read_u64(gbody + p->off.xgv_namehek);
+				stash = interp_read_u64(gbody + p->off.xgv_stash);
 			}
 		}
 		m->name_len = perl_str(m->name, sizeof(m->name), hek ? hek + p->off.hek_key : 0,
@@ -145,10 +121,10 @@ static __noinline int perl_emit_meta(__u32 tgid, __u64 addr, __u64 sum, __u32 ty
 		m->package_len = perl_str(m->package, sizeof(m->package),
 					  perl_stash_name(p, stash), &m->flags,
 					  SONDE_PERL_META_PACKAGE_CUT);
-		file = body ? perl_ptr(body + p->off.xcv_file) : 0;
+		file = body ? interp_read_u64(body + p->off.xcv_file) : 0;
 	} else {
 		m->type = SONDE_PERL_META_COP;
-		file = perl_ptr(addr + p->off.cop_file);
+		file = interp_read_u64(addr + p->off.cop_file);
 	}
 	m->file_len = perl_str(m->file, sizeof(m->file), file, &m->flags, SONDE_PERL_META_FILE_CUT);
 	bpf_ringbuf_submit(r, 0);
@@ -166,11 +142,11 @@ static __always_inline void perl_note(__u32 tgid, __u64 word, const struct sonde
 	/* A freed and reused CV has another body or GV; a COP another
 	 * file name. */
 	if (type == SONDE_PERL_FRAME_SUB) {
-		__u64 body = perl_ptr(addr + p->off.sv_any);
+		__u64 body = interp_read_u64(addr + p->off.sv_any);
 
-		sum = body ^ (perl_ptr(body + p->off.xcv_gv) << 1);
+		sum = body ^ (interp_read_u64(body + p->off.xcv_gv) << 1);
 	} else {
-		sum = perl_ptr(addr + p->off.cop_file);
+		sum = interp_read_u64(addr + p->off.cop_file);
 	}
 	seen = bpf_map_lookup_elem(&perl_seen, &key);
 	if (seen && *seen == sum)
@@ -198,7 +174,7 @@ struct perl_walk_state {
 
 static __always_inline __u32 perl_line(const struct sonde_perl_proc *p, __u64 cop)
 {
-	return cop ? perl_u32(cop + p->off.cop_line) : 0;
+	return cop ? interp_read_u32(cop + p->off.cop_line) : 0;
 }
 
 /* One step of the walk: one context, or the move to the stackinfo
@@ -211,7 +187,7 @@ static __always_inline __u64 perl_step(const struct sonde_perl_proc *p,
 	__u8 type = 0;
 
 	if (w->ix < 0) {
-		__u64 prev = perl_ptr(w->si + p->off.si_prev);
+		__u64 prev = interp_read_u64(w->si + p->off.si_prev);
 
 		if (!prev) {
 			/* The bottom stackinfo's root is the main program
@@ -228,8 +204,8 @@ static __always_inline __u64 perl_step(const struct sonde_perl_proc *p,
 			return 0;
 		}
 		w->si = prev;
-		w->cxstack = perl_ptr(prev + p->off.si_cxstack);
-		w->ix = (__s32)perl_u32(prev + p->off.si_cxix);
+		w->cxstack = interp_read_u64(prev + p->off.si_cxstack);
+		w->ix = (__s32)interp_read_u32(prev + p->off.si_cxix);
 		return 0;
 	}
 	cx = w->cxstack + (__u64)(__u32)w->ix * p->off.cx_size;
@@ -301,28 +277,22 @@ __noinline int perl_walk(struct sonde_sample *rec, const struct sonde_perl_proc 
 
 	if (!rec || !p || tid != tgid)
 		return 0;
-	interp = perl_ptr(p->runtime_addr);
+	interp = interp_read_u64(p->runtime_addr);
 	if (!interp)
 		return 0;
-	w.cop = perl_ptr(interp + p->off.interp_curcop);
-	w.si = perl_ptr(interp + p->off.interp_curstackinfo);
+	w.cop = interp_read_u64(interp + p->off.interp_curcop);
+	w.si = interp_read_u64(interp + p->off.interp_curstackinfo);
 	if (!w.si)
 		return 0;
-	w.cxstack = perl_ptr(w.si + p->off.si_cxstack);
-	w.ix = (__s32)perl_u32(w.si + p->off.si_cxix);
+	w.cxstack = interp_read_u64(w.si + p->off.si_cxstack);
+	w.ix = (__s32)interp_read_u32(w.si + p->off.si_cxix);
 	w.budget = SONDE_PERL_MAX_CONTEXTS;
-	w.leaf_idle = !perl_ptr(interp + p->off.interp_op);
+	w.leaf_idle = !interp_read_u64(interp + p->off.interp_op);
 	for (i = 0; i < SONDE_PERL_MAX_FRAMES; i++) {
 		__u64 word = perl_next_frame(p, &w);
-		/* 64 bits, and past a barrier: the bound checked below is on
-		 * the register that indexes (rec is a whole struct sonde_sample
-		 * to the verifier: a global function's argument). */
-		__u64 idx = (__u64)at + n;
 
-		asm volatile("" : "+r"(idx));
-		if (!word || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
+		if (!interp_frame_put(rec, at, n, word))
 			break;
-		rec->frames[idx] = word;
 		n++;
 		perl_note(tgid, word, p);
 	}

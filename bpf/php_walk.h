@@ -28,24 +28,6 @@ struct {
 /* sample.bpf.c's: the task's user registers saved at kernel entry. */
 static __always_inline struct pt_regs *task_user_regs(struct task_struct *task);
 
-static __always_inline __u64 php_ptr(__u64 addr)
-{
-	__u64 v = 0;
-
-	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
-		return 0;
-	return v;
-}
-
-static __always_inline __u32 php_u32(__u64 addr)
-{
-	__u32 v = 0;
-
-	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
-		return 0;
-	return v;
-}
-
 /* A zend_string's characters into dst; returns the length copied. */
 static __always_inline __u16 php_str(char *dst, __u32 size, __u64 str, __u16 val_off, __u8 *flags,
 				     __u8 cut)
@@ -75,17 +57,17 @@ struct php_func_ids {
 static __always_inline void php_func_ids(const struct sonde_php_proc *p, __u64 func,
 					 struct php_func_ids *ids)
 {
-	__u64 scope = php_ptr(func + p->off.fn_scope);
+	__u64 scope = interp_read_u64(func + p->off.fn_scope);
 
 	ids->type = 0;
 	bpf_probe_read_user(&ids->type, 1, (const void *)(func + p->off.fn_type));
-	ids->name = php_ptr(func + p->off.fn_name);
-	ids->ce = scope ? php_ptr(scope + p->off.ce_name) : 0;
+	ids->name = interp_read_u64(func + p->off.fn_name);
+	ids->ce = scope ? interp_read_u64(scope + p->off.ce_name) : 0;
 	ids->file = 0;
 	ids->line_start = 0;
 	if (SONDE_PHP_USER_CODE(ids->type)) {
-		ids->file = php_ptr(func + p->off.op_filename);
-		ids->line_start = php_u32(func + p->off.op_line_start);
+		ids->file = interp_read_u64(func + p->off.op_filename);
+		ids->line_start = interp_read_u32(func + p->off.op_line_start);
 	}
 }
 
@@ -101,20 +83,14 @@ __noinline int php_emit_meta(__u32 tgid, __u64 func, __u64 sum,
 	if (!p)
 		return -1;
 	php_func_ids(p, func, &ids);
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-	if (!r) {
-		count_err(SONDE_ERR_RINGBUF_FULL_EVENT);
+	r = interp_rec_new(sizeof(*r), tgid, SONDE_INTERP_PHP);
+	if (!r)
 		return -1;
-	}
-	r->h.type = SONDE_REC_INTERP;
-	r->h.pid = tgid;
-	r->h.kind = SONDE_INTERP_PHP;
-	r->h.len = sizeof(r->meta);
 	m = &r->meta;
 	m->size = sizeof(*m);
 	m->version = SONDE_PHP_META_VERSION;
 	m->type = ids.type;
-	m->fn_flags = php_u32(func + p->off.fn_flags);
+	m->fn_flags = interp_read_u32(func + p->off.fn_flags);
 	m->func_addr = func;
 	m->checksum = sum;
 	m->line_start = ids.line_start;
@@ -156,12 +132,12 @@ __noinline int php_note_func(__u32 tgid, __u64 func, const struct sonde_php_proc
 static __always_inline __u32 php_opline_line(const struct sonde_php_proc *p, __u64 func,
 					     __u64 opline)
 {
-	__u64 ops = php_ptr(func + p->off.op_opcodes);
-	__u32 last = php_u32(func + p->off.op_last);
+	__u64 ops = interp_read_u64(func + p->off.op_opcodes);
+	__u32 last = interp_read_u32(func + p->off.op_last);
 
 	if (!opline || !ops || opline < ops || opline >= ops + (__u64)last * SONDE_PHP_OP_SIZE)
 		return 0;
-	return php_u32(opline + p->off.op_lineno);
+	return interp_read_u32(opline + p->off.op_lineno);
 }
 
 /* One frame as its SONDE_PHP_FRAME word (0: stop: no frame, or the dummy
@@ -181,18 +157,18 @@ __noinline __u64 php_frame_word(const struct sonde_php_proc *p, __u64 ex, __u64 
 	*next = 0;
 	if (!ex)
 		return 0;
-	*next = php_ptr(ex + p->off.ex_prev);
-	func = php_ptr(ex + p->off.ex_func);
+	*next = interp_read_u64(ex + p->off.ex_prev);
+	func = interp_read_u64(ex + p->off.ex_func);
 	if (!func)
 		return 0; /* a dummy frame: the bottom of the chain */
 	bpf_probe_read_user(&type, 1, (const void *)(func + p->off.fn_type));
-	info = php_u32(ex + p->off.ex_call_info);
+	info = interp_read_u32(ex + p->off.ex_call_info);
 	if (!SONDE_PHP_USER_CODE(type))
 		return SONDE_PHP_FRAME(func, 0, 0); /* internal: no opline of its own */
 	if (leaf_opline)
 		line = php_opline_line(p, func, leaf_opline);
 	if (!line) {
-		opline = php_ptr(ex + p->off.ex_opline);
+		opline = interp_read_u64(ex + p->off.ex_opline);
 		line = php_opline_line(p, func, opline);
 	}
 	return SONDE_PHP_FRAME(func, line, info & SONDE_PHP_CALL_TOP);
@@ -226,21 +202,15 @@ __noinline int php_walk(struct sonde_sample *rec, const struct sonde_php_proc *p
 
 	if (!rec || !p || tid != tgid)
 		return 0;
-	ex = php_ptr(p->runtime_addr + p->off.eg_current_execute_data);
+	ex = interp_read_u64(p->runtime_addr + p->off.eg_current_execute_data);
 	if (!ex)
 		return 0;
 	leaf = php_leaf_opline(p, ex);
 	for (i = 0; i < SONDE_PHP_MAX_FRAMES && ex; i++) {
 		__u64 next = 0, word = php_frame_word(p, ex, i == 0 ? leaf : 0, &next);
-		/* 64 bits, and past a barrier: the bound checked below is on
-		 * the register that indexes (rec is a whole struct sonde_sample
-		 * to the verifier: a global function's argument). */
-		__u64 idx = (__u64)at + n;
 
-		asm volatile("" : "+r"(idx));
-		if (!word || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
+		if (!interp_frame_put(rec, at, n, word))
 			break;
-		rec->frames[idx] = word;
 		n++;
 		php_note_func(tgid, SONDE_PHP_FRAME_FUNC(word), p);
 		ex = next;

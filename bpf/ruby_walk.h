@@ -38,15 +38,6 @@ struct {
 	__type(value, __u64); /* checksum */
 } ruby_seen SEC(".maps");
 
-static __always_inline __u64 rb_ptr(__u64 addr)
-{
-	__u64 v = 0;
-
-	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
-		return 0;
-	return v;
-}
-
 /* The word at off of a structure at base of which buf holds the first
  * words (read in one go: one probe read instead of one per field); a
  * field outside them or not 8-byte aligned is read on its own. buf has
@@ -58,21 +49,23 @@ static __always_inline __u64 rb_field(const __u64 *buf, __u32 words, __u64 base,
 
 	if (!(off & 7) && i < words)
 		return buf[i];
-	return rb_ptr(base + off);
+	return interp_read_u64(base + off);
 }
 
 /* Element i of Array ary, or 0. */
 static __always_inline __u64 rb_ary_at(const struct sonde_ruby_proc *p, __u64 ary, __u64 i)
 {
-	__u64 flags = ary ? rb_ptr(ary) : 0;
+	__u64 flags = ary ? interp_read_u64(ary) : 0;
 
 	if ((flags & SONDE_RUBY_T_MASK) != SONDE_RUBY_T_ARRAY)
 		return 0;
 	if (flags & SONDE_RUBY_ARY_EMBED)
-		return i < SONDE_RUBY_ARY_EMBED_LEN(flags) ? rb_ptr(ary + p->off.ary_embed + i * 8) : 0;
-	if (i >= rb_ptr(ary + p->off.ary_heap_len))
+		return i < SONDE_RUBY_ARY_EMBED_LEN(flags)
+			       ? interp_read_u64(ary + p->off.ary_embed + i * 8)
+			       : 0;
+	if (i >= interp_read_u64(ary + p->off.ary_heap_len))
 		return 0;
-	return rb_ptr(rb_ptr(ary + p->off.ary_heap_ptr) + i * 8);
+	return interp_read_u64(interp_read_u64(ary + p->off.ary_heap_ptr) + i * 8);
 }
 
 /* String str's bytes into dst (size: the slot); returns the length
@@ -80,14 +73,14 @@ static __always_inline __u64 rb_ary_at(const struct sonde_ruby_proc *p, __u64 ar
 static __always_inline __u16 rb_str(const struct sonde_ruby_proc *p, char *dst, __u32 size,
 				    __u64 str, __u8 *flags, __u8 cut)
 {
-	__u64 hdr = str ? rb_ptr(str) : 0, len, data;
+	__u64 hdr = str ? interp_read_u64(str) : 0, len, data;
 	long n;
 
 	if ((hdr & SONDE_RUBY_T_MASK) != SONDE_RUBY_T_STRING)
 		return 0;
 	if (hdr & SONDE_RUBY_STR_NOEMBED) {
-		len = rb_ptr(str + p->off.str_heap_len);
-		data = rb_ptr(str + p->off.str_heap_ptr);
+		len = interp_read_u64(str + p->off.str_heap_len);
+		data = interp_read_u64(str + p->off.str_heap_ptr);
 	} else {
 		len = SONDE_RUBY_STR_EMBED_LEN(hdr);
 		data = str + p->off.str_embed;
@@ -106,22 +99,22 @@ static __always_inline __u16 rb_str(const struct sonde_ruby_proc *p, char *dst, 
 /* Ivar id of class klass (its st_table, at most 16 entries scanned), or 0. */
 static __always_inline __u64 rb_class_ivar(const struct sonde_ruby_proc *p, __u64 klass, __u64 id)
 {
-	__u64 tbl = rb_ptr(rb_ptr(klass + p->off.class_ext) + p->off.ext_iv_tbl);
+	__u64 tbl = interp_read_u64(interp_read_u64(klass + p->off.class_ext) + p->off.ext_iv_tbl);
 	__u64 start, bound, ents;
 	__u32 i;
 
 	if (!tbl)
 		return 0;
-	start = rb_ptr(tbl + p->off.st_entries_start);
-	bound = rb_ptr(tbl + p->off.st_entries_bound);
-	ents = rb_ptr(tbl + p->off.st_entries);
+	start = interp_read_u64(tbl + p->off.st_entries_start);
+	bound = interp_read_u64(tbl + p->off.st_entries_bound);
+	ents = interp_read_u64(tbl + p->off.st_entries);
 	for (i = 0; i < 16; i++) {
 		__u64 e = ents + (start + i) * 24; /* st_table_entry {hash, key, record} */
 
 		if (start + i >= bound)
 			break;
-		if (rb_ptr(e + 8) == id)
-			return rb_ptr(e + 16);
+		if (interp_read_u64(e + 8) == id)
+			return interp_read_u64(e + 16);
 	}
 	return 0;
 }
@@ -133,13 +126,14 @@ static __always_inline __u64 rb_frame_me(__u64 ep)
 	__u32 i;
 
 	for (i = 0; i < 8 && ep; i++) {
-		__u64 m = rb_ptr(ep - 16), flags = m ? rb_ptr(m) : 0; /* ep[ME_CREF] */
-		__u64 env = rb_ptr(ep);
+		/* ep[ME_CREF] */
+		__u64 m = interp_read_u64(ep - 16), flags = m ? interp_read_u64(m) : 0;
+		__u64 env = interp_read_u64(ep);
 
 		if ((flags & SONDE_RUBY_T_MASK) == SONDE_RUBY_T_IMEMO) {
 			if (SONDE_RUBY_IMEMO_TYPE(flags) == SONDE_RUBY_IMEMO_SVAR) {
-				m = rb_ptr(m + 8); /* svar->cref_or_me */
-				flags = m ? rb_ptr(m) : 0;
+				m = interp_read_u64(m + 8); /* svar->cref_or_me */
+				flags = m ? interp_read_u64(m) : 0;
 			}
 			if ((flags & SONDE_RUBY_T_MASK) == SONDE_RUBY_T_IMEMO &&
 			    SONDE_RUBY_IMEMO_TYPE(flags) == SONDE_RUBY_IMEMO_MENT)
@@ -147,7 +141,7 @@ static __always_inline __u64 rb_frame_me(__u64 ep)
 		}
 		if (env & SONDE_RUBY_ENV_FLAG_LOCAL)
 			return 0;
-		ep = rb_ptr(ep - 8) & ~3ull; /* ep[SPECVAL]: the previous env */
+		ep = interp_read_u64(ep - 8) & ~3ull; /* ep[SPECVAL]: the previous env */
 	}
 	return 0;
 }
@@ -157,15 +151,15 @@ static __always_inline __u64 rb_frame_me(__u64 ep)
 static __always_inline void rb_owner_name(const struct sonde_ruby_proc *p, __u64 me,
 					  struct sonde_ruby_meta *m)
 {
-	__u64 owner = me ? rb_ptr(me + p->off.me_owner) : 0;
-	__u64 flags = owner ? rb_ptr(owner) : 0;
+	__u64 owner = me ? interp_read_u64(me + p->off.me_owner) : 0;
+	__u64 flags = owner ? interp_read_u64(owner) : 0;
 
 	if ((flags & SONDE_RUBY_T_MASK) != SONDE_RUBY_T_CLASS &&
 	    (flags & SONDE_RUBY_T_MASK) != SONDE_RUBY_T_MODULE)
 		return;
 	if (flags & SONDE_RUBY_FL_SINGLETON) {
 		__u64 att = rb_class_ivar(p, owner, p->off.id_attached);
-		__u64 t = att ? rb_ptr(att) & SONDE_RUBY_T_MASK : 0;
+		__u64 t = att ? interp_read_u64(att) & SONDE_RUBY_T_MASK : 0;
 
 		if (t != SONDE_RUBY_T_CLASS && t != SONDE_RUBY_T_MODULE)
 			return;
@@ -182,7 +176,7 @@ static __always_inline void rb_owner_name(const struct sonde_ruby_proc *p, __u64
 static __always_inline void rb_id_name(const struct sonde_ruby_proc *p, __u64 vm, __u64 id,
 				       struct sonde_ruby_meta *m)
 {
-	__u64 marks = rb_ptr(vm + p->off.vm_mark_object_ary);
+	__u64 marks = interp_read_u64(vm + p->off.vm_mark_object_ary);
 	__u64 ids = rb_ary_at(p, rb_ary_at(p, marks, 0), p->off.ids_index);
 	__u64 serial = id > SONDE_RUBY_LAST_OP_ID ? id >> SONDE_RUBY_ID_SCOPE_SHIFT : id;
 	__u64 chunk = rb_ary_at(p, ids, serial / SONDE_RUBY_ID_ENTRY_UNIT);
@@ -195,16 +189,10 @@ static __always_inline void rb_id_name(const struct sonde_ruby_proc *p, __u64 vm
 static __always_inline struct sonde_ruby_meta_rec *rb_rec_new(__u32 tgid, __u8 type, __u64 addr,
 							      __u64 sum)
 {
-	struct sonde_ruby_meta_rec *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	struct sonde_ruby_meta_rec *r = interp_rec_new(sizeof(*r), tgid, SONDE_INTERP_RUBY);
 
-	if (!r) {
-		count_err(SONDE_ERR_RINGBUF_FULL_EVENT);
+	if (!r)
 		return NULL;
-	}
-	r->h.type = SONDE_REC_INTERP;
-	r->h.pid = tgid;
-	r->h.kind = SONDE_INTERP_RUBY;
-	r->h.len = sizeof(r->meta);
 	__builtin_memset(&r->meta, 0, 64); /* the header; slots carry lengths */
 	r->meta.size = sizeof(r->meta);
 	r->meta.version = SONDE_RUBY_META_VERSION;
@@ -227,7 +215,9 @@ __noinline int ruby_emit_cfunc(__u32 tgid, __u64 me, __u64 sum, __u64 vm,
 	r = rb_rec_new(tgid, SONDE_RUBY_META_CFUNC, me, sum);
 	if (!r)
 		return -1;
-	rb_id_name(p, vm, rb_ptr(rb_ptr(me + p->off.me_def) + p->off.def_original_id), &r->meta);
+	rb_id_name(p, vm,
+		   interp_read_u64(interp_read_u64(me + p->off.me_def) + p->off.def_original_id),
+		   &r->meta);
 	rb_owner_name(p, me, &r->meta);
 	bpf_ringbuf_submit(r, 0);
 	return 0;
@@ -249,17 +239,20 @@ __noinline int ruby_emit_iseq(__u32 tgid, __u64 iseq, __u64 sum, __u64 ep,
 	if (!r)
 		return -1;
 	m = &r->meta;
-	body = rb_ptr(iseq + p->off.iseq_body);
-	m->first_lineno = (__u32)(rb_ptr(body + p->off.body_first_lineno) >> 1); /* a Fixnum */
+	body = interp_read_u64(iseq + p->off.iseq_body);
+	/* a Fixnum */
+	m->first_lineno = (__u32)(interp_read_u64(body + p->off.body_first_lineno) >> 1);
 	bpf_probe_read_user(&m->iseq_size, 4, (const void *)(body + p->off.body_iseq_size));
 	bpf_probe_read_user(&size, 4, (const void *)(body + p->off.body_insns_size));
 	m->insns_size = size;
-	m->label_len = rb_str(p, m->label, sizeof(m->label), rb_ptr(body + p->off.body_label),
-			      &m->flags, SONDE_RUBY_META_LABEL_CUT);
-	m->base_len = rb_str(p, m->base, sizeof(m->base), rb_ptr(body + p->off.body_base_label),
-			     &m->flags, SONDE_RUBY_META_LABEL_CUT);
-	path = rb_ptr(body + p->off.body_path);
-	if ((rb_ptr(path) & SONDE_RUBY_T_MASK) == SONDE_RUBY_T_ARRAY)
+	m->label_len = rb_str(p, m->label, sizeof(m->label),
+			      interp_read_u64(body + p->off.body_label), &m->flags,
+			      SONDE_RUBY_META_LABEL_CUT);
+	m->base_len = rb_str(p, m->base, sizeof(m->base),
+			     interp_read_u64(body + p->off.body_base_label), &m->flags,
+			     SONDE_RUBY_META_LABEL_CUT);
+	path = interp_read_u64(body + p->off.body_path);
+	if ((interp_read_u64(path) & SONDE_RUBY_T_MASK) == SONDE_RUBY_T_ARRAY)
 		path = rb_ary_at(p, path, 0); /* [path, realpath] */
 	m->path_len = rb_str(p, m->path, sizeof(m->path), path, &m->flags,
 			     SONDE_RUBY_META_PATH_CUT);
@@ -277,11 +270,12 @@ __noinline int ruby_emit_iseq(__u32 tgid, __u64 iseq, __u64 sum, __u64 ep,
 	/* One unsigned bound the verifier follows (a size of 0 reads
 	 * nothing). */
 	if (n > sizeof(m->lines) ||
-	    bpf_probe_read_user(m->lines, n, (const void *)rb_ptr(body + p->off.body_insns_body)))
+	    bpf_probe_read_user(m->lines, n,
+				(const void *)interp_read_u64(body + p->off.body_insns_body)))
 		n = 0;
 	m->lines_len = (__u16)n;
 	m->insn_info_size = (__u8)isz;
-	table = rb_ptr(body + p->off.body_succ);
+	table = interp_read_u64(body + p->off.body_succ);
 	n = m->iseq_size > 54 ? 48 + 80 * (((__u64)m->iseq_size - 54 + 511) / 512) : 48;
 	if (n > sizeof(m->succ)) {
 		n = sizeof(m->succ);
@@ -360,7 +354,7 @@ __noinline __u64 ruby_frame_word(const struct sonde_ruby_proc *p, __u64 cfp, str
 		return 0; /* a dummy or ifunc frame */
 	if (!pc || !iseq || (iseq & 7))
 		return 0;
-	body = rb_ptr(iseq + p->off.iseq_body);
+	body = interp_read_u64(iseq + p->off.iseq_body);
 	if (!body)
 		return 0;
 	bpf_probe_read_user(w, RUBY_BODY_WORDS * 8, (const void *)body);
@@ -400,21 +394,24 @@ __noinline int ruby_walk(struct sonde_sample *rec, const struct sonde_ruby_proc 
 
 	if (!rec || !p)
 		return 0;
-	vm = rb_ptr(p->runtime_addr + p->off.vm_ptr_off);
+	vm = interp_read_u64(p->runtime_addr + p->off.vm_ptr_off);
 	if (!vm)
 		return 0;
-	ec = rb_ptr(rb_ptr(vm + p->off.vm_main_ractor) + p->off.ractor_running_ec);
+	ec = interp_read_u64(interp_read_u64(vm + p->off.vm_main_ractor) +
+			     p->off.ractor_running_ec);
 	if (!ec)
 		return 0;
 	/* Only the GVL holder's frames are the running ones. (The context
 	 * is read field by field: once a sample, and a buffer here would
 	 * push the call chain's stack past 512 bytes.) */
 	bpf_probe_read_user(&th_tid, sizeof(th_tid),
-			    (const void *)(rb_ptr(ec + p->off.ec_thread) + p->off.thread_tid));
+			    (const void *)(interp_read_u64(ec + p->off.ec_thread) +
+					   p->off.thread_tid));
 	if ((__u32)th_tid != tid)
 		return 0;
-	cfp = rb_ptr(ec + p->off.ec_cfp);
-	end = rb_ptr(ec + p->off.ec_vm_stack) + rb_ptr(ec + p->off.ec_vm_stack_size) * 8;
+	cfp = interp_read_u64(ec + p->off.ec_cfp);
+	end = interp_read_u64(ec + p->off.ec_vm_stack) +
+	      interp_read_u64(ec + p->off.ec_vm_stack_size) * 8;
 	for (i = 0; i < SONDE_RUBY_MAX_FRAMES && cfp && cfp < end; i++) {
 		struct ruby_frame f = {};
 		__u64 word = ruby_frame_word(p, cfp, &f);

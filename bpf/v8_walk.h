@@ -40,15 +40,6 @@ struct {
 	__type(value, __u64);
 } v8_scripts SEC(".maps");
 
-static __always_inline __u64 v8_ptr(__u64 addr)
-{
-	__u64 v = 0;
-
-	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
-		return 0;
-	return v;
-}
-
 /* The instance type of the heap object obj (a tagged pointer), or 0. */
 static __always_inline __u16 v8_type(const struct sonde_v8_offsets *o, __u64 obj)
 {
@@ -57,7 +48,7 @@ static __always_inline __u16 v8_type(const struct sonde_v8_offsets *o, __u64 obj
 
 	if (!(obj & 1))
 		return 0;
-	map = v8_ptr(obj - 1);
+	map = interp_read_u64(obj - 1);
 	if (!(map & 1))
 		return 0;
 	bpf_probe_read_user(&t, sizeof(t), (const void *)(map - 1 + o->map_instance_type));
@@ -74,7 +65,7 @@ static __always_inline __u16 v8_str(const struct sonde_v8_offsets *o, char *dst,
 	__u64 n, m;
 
 	if (t && t < o->first_nonstring && (t & o->string_rep_mask) == o->string_thin_tag) {
-		obj = v8_ptr(obj - 1 + o->thin_actual);
+		obj = interp_read_u64(obj - 1 + o->thin_actual);
 		t = v8_type(o, obj);
 	}
 	if (!t || t >= o->first_nonstring || (t & o->string_rep_mask) != o->string_seq_tag)
@@ -106,7 +97,7 @@ static __always_inline __u16 v8_str(const struct sonde_v8_offsets *o, char *dst,
  * locals' names and infos and the saved class variable), or 0: none. */
 static __always_inline __u64 v8_sfi_name(const struct sonde_v8_offsets *o, __u64 sfi)
 {
-	__u64 n = v8_ptr(sfi - 1 + o->sfi_name), flags, locals, slot;
+	__u64 n = interp_read_u64(sfi - 1 + o->sfi_name), flags, locals, slot;
 	__u16 t = v8_type(o, n);
 
 	if (t && t < o->first_nonstring)
@@ -114,13 +105,13 @@ static __always_inline __u64 v8_sfi_name(const struct sonde_v8_offsets *o, __u64
 	if (t != o->type_scope_info || o->scope_first_slot < 24)
 		return 0;
 	/* Header Smis: flags, parameter count, context local count. */
-	flags = v8_ptr(n - 1 + o->scope_first_slot - 24) >> 32;
-	locals = v8_ptr(n - 1 + o->scope_first_slot - 8) >> 32;
+	flags = interp_read_u64(n - 1 + o->scope_first_slot - 24) >> 32;
+	locals = interp_read_u64(n - 1 + o->scope_first_slot - 8) >> 32;
 	if (((flags >> (o->scope_fv_shift & 31)) & 3) == 0 || locals > 4096)
 		return 0;
 	slot = (locals < o->scope_max_inlined ? locals : 1) + locals +
 	       ((flags >> (o->scope_saved_class_bit & 31)) & 1);
-	return v8_ptr(n - 1 + o->scope_first_slot + 8 * slot);
+	return interp_read_u64(n - 1 + o->scope_first_slot + 8 * slot);
 }
 
 /* (BPF functions take 5 arguments: the names are looked up again; this
@@ -134,15 +125,9 @@ __noinline int v8_emit_meta(__u32 tgid, __u64 sfi, __u64 sum,
 
 	if (!o)
 		return -1;
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-	if (!r) {
-		count_err(SONDE_ERR_RINGBUF_FULL_EVENT);
+	r = interp_rec_new(sizeof(*r), tgid, SONDE_INTERP_V8);
+	if (!r)
 		return -1;
-	}
-	r->h.type = SONDE_REC_INTERP;
-	r->h.pid = tgid;
-	r->h.kind = SONDE_INTERP_V8;
-	r->h.len = sizeof(r->meta);
 	m = &r->meta;
 	m->size = sizeof(*m);
 	m->version = SONDE_V8_META_VERSION;
@@ -154,11 +139,11 @@ __noinline int v8_emit_meta(__u32 tgid, __u64 sfi, __u64 sum,
 			     SONDE_V8_META_NAME_TWO_BYTE);
 	if (!m->name_len)
 		m->flags |= SONDE_V8_META_NO_NAME;
-	script = v8_ptr(sfi - 1 + o->sfi_script);
+	script = interp_read_u64(sfi - 1 + o->sfi_script);
 	m->script_len = 0;
 	if (v8_type(o, script) == o->type_script)
 		m->script_len = v8_str(o, m->script, sizeof(m->script),
-				       v8_ptr(script - 1 + o->script_name), &m->flags,
+				       interp_read_u64(script - 1 + o->script_name), &m->flags,
 				       SONDE_V8_META_SCRIPT_CUT, SONDE_V8_META_SCRIPT_TWO_BYTE);
 	else
 		m->flags |= SONDE_V8_META_NO_SCRIPT;
@@ -199,16 +184,11 @@ static long v8_source_chunk(__u64 index, void *ctx)
 	n = c->total - off;
 	if (n > SONDE_V8_SOURCE_CHUNK)
 		n = SONDE_V8_SOURCE_CHUNK;
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	r = interp_rec_new(sizeof(*r), c->tgid, SONDE_INTERP_V8);
 	if (!r) {
-		count_err(SONDE_ERR_RINGBUF_FULL_EVENT);
 		c->failed = 1;
 		return 1;
 	}
-	r->h.type = SONDE_REC_INTERP;
-	r->h.pid = c->tgid;
-	r->h.kind = SONDE_INTERP_V8;
-	r->h.len = sizeof(r->src);
 	r->src.size = sizeof(r->src);
 	r->src.version = SONDE_V8_SOURCE_VERSION;
 	r->src.index = (__u8)index;
@@ -237,7 +217,7 @@ __noinline int v8_note_script(__u32 tgid, __u64 script, const struct sonde_v8_of
 
 	if (!o)
 		return 0;
-	src = v8_ptr(script - 1 + o->script_source);
+	src = interp_read_u64(script - 1 + o->script_source);
 	seen = bpf_map_lookup_elem(&v8_scripts, &key);
 	if (seen && *seen == src)
 		return 0;
@@ -267,12 +247,13 @@ static __always_inline __u64 v8_table_of(const struct sonde_v8_offsets *o, __u64
 	__u64 table;
 
 	if (!bytecode)
-		return v8_ptr(code - 1 + o->code_table);
+		return interp_read_u64(code - 1 + o->code_table);
 	if (o->bytecode_table < 8)
 		return 0;
-	table = v8_ptr(code - 1 + o->bytecode_table);
+	table = interp_read_u64(code - 1 + o->bytecode_table);
 	if (!(table & 1) ||
-	    v8_ptr(table - 1) != v8_ptr(v8_ptr(code - 1 + o->bytecode_table - 8) - 1))
+	    interp_read_u64(table - 1) !=
+		    interp_read_u64(interp_read_u64(code - 1 + o->bytecode_table - 8) - 1))
 		return 0;
 	return table;
 }
@@ -297,23 +278,17 @@ __noinline int v8_note_code(__u32 tgid, __u64 code, __u64 sfi, const struct sond
 	table = v8_table_of(o, code, bytecode);
 	if (!table)
 		return 0;
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-	if (!r) {
-		count_err(SONDE_ERR_RINGBUF_FULL_EVENT);
+	r = interp_rec_new(sizeof(*r), tgid, SONDE_INTERP_V8);
+	if (!r)
 		return 0;
-	}
-	r->h.type = SONDE_REC_INTERP;
-	r->h.pid = tgid;
-	r->h.kind = SONDE_INTERP_V8;
-	r->h.len = sizeof(r->code);
 	r->code.size = sizeof(r->code);
 	r->code.version = SONDE_V8_CODE_VERSION;
 	r->code.flags = bytecode ? SONDE_V8_CODE_BYTECODE : 0;
 	r->code.pad = 0;
 	r->code.code = code;
 	r->code.sfi = sfi;
-	r->code.script = v8_ptr(sfi - 1 + o->sfi_script);
-	len = v8_ptr(table - 1 + o->array_length) >> 32; /* a Smi */
+	r->code.script = interp_read_u64(sfi - 1 + o->sfi_script);
+	len = interp_read_u64(table - 1 + o->array_length) >> 32; /* a Smi */
 	if (len > SONDE_V8_CODE_TABLE_MAX) {
 		len = SONDE_V8_CODE_TABLE_MAX;
 		r->code.flags |= SONDE_V8_CODE_TABLE_CUT;
@@ -349,7 +324,7 @@ static __always_inline void v8_jit_begin(struct unwind_scratch *s)
 static __always_inline __u64 v8_code_pos(const struct sonde_v8_offsets *o, __u64 fn, __u64 pc,
 					 __u64 *ret_code, __u64 *b)
 {
-	__u64 code = v8_ptr(fn - 1 + o->fn_code), start;
+	__u64 code = interp_read_u64(fn - 1 + o->fn_code), start;
 	__u32 size = 0, off = SONDE_V8_NO_PC;
 
 	if (v8_type(o, code) != o->type_code)
@@ -360,7 +335,7 @@ static __always_inline __u64 v8_code_pos(const struct sonde_v8_offsets *o, __u64
 		start = b[0];
 		size = (__u32)b[2];
 	} else {
-		start = v8_ptr(code - 1 + o->code_start);
+		start = interp_read_u64(code - 1 + o->code_start);
 		bpf_probe_read_user(&size, sizeof(size), (const void *)(code - 1 + o->code_size));
 	}
 	if (pc >= start && pc - start < size) {
@@ -387,7 +362,7 @@ static __always_inline __u64 v8_field(const __u64 *h, __u64 obj, __u32 off)
 {
 	if (h && off <= 32 && !(off & 7))
 		return h[(off / 8) & 7];
-	return v8_ptr(obj - 1 + off);
+	return interp_read_u64(obj - 1 + off);
 }
 
 /* The frame's words from fp - V8_WIN_BELOW to fp + 16 (its fixed slots,
@@ -403,7 +378,7 @@ static __always_inline __u64 v8_slot(const __u64 *w, __u64 fp, __u32 off)
 {
 	if (w && off <= V8_WIN_BELOW && !(off & 7))
 		return w[((V8_WIN_BELOW - off) / 8) & (V8_WIN_WORDS - 1)];
-	return v8_ptr(fp - off);
+	return interp_read_u64(fp - off);
 }
 
 /* The frame at st (native frame `native` of the walk) if it is a
@@ -431,13 +406,13 @@ __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32
 	/* A frame-type marker (a Smi) in the context slot: no JS frame. */
 	if (!(ctx & 1) || !(fn & 1))
 		return -1;
-	sfi = v8_ptr(fn - 1 + o->fn_shared);
+	sfi = interp_read_u64(fn - 1 + o->fn_shared);
 	/* The SFI's first 5 words (its map, name and script in 11.x) at
 	 * once, into jit_words[8..12]. */
 	h = &s->jit_words[8];
 	if (!(sfi & 1) || bpf_probe_read_user(h, 5 * 8, (const void *)(sfi - 1)))
 		h = NULL;
-	if (v8_map_type(o, h ? h[0] : v8_ptr(sfi - 1)) != o->type_sfi)
+	if (v8_map_type(o, h ? h[0] : interp_read_u64(sfi - 1)) != o->type_sfi)
 		return -1;
 	name = v8_field(h, sfi, o->sfi_name);
 	script = v8_field(h, sfi, o->sfi_script);
@@ -459,7 +434,8 @@ __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32
 			if (native == 0 && st->exact_pc && o->bytecode_data &&
 			    st->pc - s->jit.lo[0] < s->jit.hi[0] - s->jit.lo[0] &&
 			    st->r9 >= o->bytecode_data - 1u &&
-			    st->r9 - (o->bytecode_data - 1u) < (v8_ptr(ba - 1 + o->array_length) >> 32))
+			    st->r9 - (o->bytecode_data - 1u) <
+				    (interp_read_u64(ba - 1 + o->array_length) >> 32))
 				bo = st->r9;
 			pos = SONDE_V8_NO_PC;
 			if (o->bytecode_data && bo >= o->bytecode_data - 1u &&
@@ -479,8 +455,8 @@ __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32
 	if (code && v8_note_code(bpf_get_current_pid_tgid() >> 32, code, sfi, o, bytecode) == 1)
 		v8_note_script(bpf_get_current_pid_tgid() >> 32, script, o);
 	/* The caller, by V8's frame pointer chain. */
-	saved = w ? w[V8_WIN_WORDS - 2] : v8_ptr(fp);
-	ra = w ? w[V8_WIN_WORDS - 1] : v8_ptr(fp + 8);
+	saved = w ? w[V8_WIN_WORDS - 2] : interp_read_u64(fp);
+	ra = w ? w[V8_WIN_WORDS - 1] : interp_read_u64(fp + 8);
 	if (!ra) {
 		st->outcome = SONDE_OUTCOME_COMPLETE;
 		return 1;

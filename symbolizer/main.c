@@ -94,6 +94,8 @@ static struct env {
 	uint32_t otlp_interval_s;
 	bool otlp_insecure;
 	const char *otlp_ca, *otlp_cert, *otlp_key, *otlp_server_name;
+	enum otlp_layout otlp_layout;
+	const char *otlp_layout_arg; /* NULL: the default layout */
 	char otlp_target[300];  /* tcp:IP:PORT, resolved before the sandbox */
 	char otlp_host[256];
 	uint16_t otlp_port;
@@ -164,6 +166,9 @@ static void usage(FILE *f)
 		"  --otlp-server-name NAME  name to check in the receiver's certificate\n"
 		"                         (default: HOST)\n"
 		"  --otlp-insecure        plaintext instead of TLS (one of the two is required)\n"
+		"  --otlp-profiles-layout VERSION  the opentelemetry-proto release whose profiles\n"
+		"                         layout to write: 1.10 (default; also 1.11) or 1.5.0\n"
+		"                         (for receivers built on v1.5.0)\n"
 		"\nSandbox:\n"
 		"  --max-memory BYTES     RLIMIT_DATA (K/M/G suffix; default 8G; 0: none)\n"
 		"  --max-open-files N     RLIMIT_NOFILE (default 16384)\n"
@@ -185,7 +190,7 @@ static int otlp_check_args(void)
 
 	if (!ep) {
 		if (env.otlp_insecure || env.otlp_ca || env.otlp_cert || env.otlp_key ||
-		    env.otlp_server_name) {
+		    env.otlp_server_name || env.otlp_layout_arg) {
 			fprintf(stderr, "sonde-symbolizer: --otlp-* options need --otlp-endpoint\n");
 			return -EINVAL;
 		}
@@ -386,7 +391,7 @@ static int parse_args(int argc, char **argv)
 	       OPT_SENSOR_NAME, OPT_ADMIN_GROUP, OPT_ADMIN_NAME, OPT_INSECURE, OPT_RATE_INGEST, OPT_RATE_SYMBOLS, OPT_MAX_MEMORY,
 	       OPT_MAX_FILES, OPT_REQUIRE_SANDBOX, OPT_ALLOW_UNSANDBOXED, OPT_SANDBOX_LOG, OPT_PRINT_POLICY, OPT_SELFTEST,
 	       OPT_OTLP_ENDPOINT, OPT_OTLP_INTERVAL, OPT_OTLP_INSECURE, OPT_OTLP_CA, OPT_OTLP_CERT,
-	       OPT_OTLP_KEY, OPT_OTLP_SERVER_NAME, OPT_INTERPRETERS, OPT_DEBUGINFOD,
+	       OPT_OTLP_KEY, OPT_OTLP_SERVER_NAME, OPT_OTLP_PROFILES_LAYOUT, OPT_INTERPRETERS, OPT_DEBUGINFOD,
 	       OPT_DEBUGINFOD_TIMEOUT, OPT_DEBUGINFOD_MAX_SIZE };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, OPT_LISTEN },
@@ -426,6 +431,7 @@ static int parse_args(int argc, char **argv)
 		{ "otlp-cert", required_argument, NULL, OPT_OTLP_CERT },
 		{ "otlp-key", required_argument, NULL, OPT_OTLP_KEY },
 		{ "otlp-server-name", required_argument, NULL, OPT_OTLP_SERVER_NAME },
+		{ "otlp-profiles-layout", required_argument, NULL, OPT_OTLP_PROFILES_LAYOUT },
 		/* Hidden, for tests: apply the sandbox, try to escape, exit. */
 		{ "sandbox-selftest", optional_argument, NULL, OPT_SELFTEST },
 		{ 0 },
@@ -625,6 +631,14 @@ static int parse_args(int argc, char **argv)
 			break;
 		case OPT_OTLP_SERVER_NAME:
 			env.otlp_server_name = optarg;
+			break;
+		case OPT_OTLP_PROFILES_LAYOUT:
+			if (otlp_layout_parse(optarg, &env.otlp_layout) < 0) {
+				fprintf(stderr, "sonde-symbolizer: bad --otlp-profiles-layout '%s' (1.10 or 1.5.0)\n",
+					optarg);
+				return -EINVAL;
+			}
+			env.otlp_layout_arg = optarg;
 			break;
 		case OPT_HELP:
 			usage(stdout);
@@ -1195,8 +1209,9 @@ int main(int argc, char **argv)
 		printf("rates: %u ingest messages/s per stream, %u Symbols calls/s per connection\n",
 		       env.rate_ingest, env.rate_symbols);
 		if (env.otlp_endpoint)
-			printf("otlp: export to %s every %u s, %s\n", env.otlp_endpoint,
-			       env.otlp_interval_s, env.otlp_ca ? "TLS" : "plaintext");
+			printf("otlp: export to %s every %u s, %s, profiles in the v%s layout\n",
+			       env.otlp_endpoint, env.otlp_interval_s, env.otlp_ca ? "TLS" : "plaintext",
+			       otlp_layout_name(env.otlp_layout));
 		return 0;
 	}
 
@@ -1233,10 +1248,12 @@ int main(int argc, char **argv)
 			.target = env.otlp_target,
 			.tls = env.otlp_ca ? &otlp_tls : NULL,
 			.interval_ms = env.otlp_interval_s * 1000u,
+			.layout = env.otlp_layout,
 		};
 		sopts.otlp = &otlp_opts;
-		log_info("OTLP profiles export to %s (%s, %s) every %u s", env.otlp_endpoint,
-			 env.otlp_target + 4, env.otlp_ca ? "TLS" : "plaintext", env.otlp_interval_s);
+		log_info("OTLP profiles export to %s (%s, %s) every %u s, v%s layout", env.otlp_endpoint,
+			 env.otlp_target + 4, env.otlp_ca ? "TLS" : "plaintext", env.otlp_interval_s,
+			 otlp_layout_name(env.otlp_layout));
 	}
 	svc = service_new(&sopts);
 	if (!svc) {

@@ -9,8 +9,15 @@ label and message type, every enum value sonde declares the official name. The t
 and common.v1 are checked whole (v1.10 added only the two fields in
 NEWER_THAN_RELEASE); of the profiles packages, the service and method, the
 request's resource_profiles field and the ResourceProfiles / ScopeProfiles
-envelope. The profiles body (ProfilesDictionary, Profile, Sample, ...) is
-the v1.10/v1.11 layout, which the v1.5.0 release predates (docs/exports.md).
+envelope, and Link, Line and Function, alike in both. The rest of the
+profiles body (ProfilesDictionary, Profile, Sample, ...) is the v1.10/v1.11
+layout, which the v1.5.0 release predates (docs/exports.md).
+
+sonde's copy of v1.5.0's own profiles layout (otlp_v150_*.proto, packages
+"otlp150." standing for "opentelemetry.proto.") is checked whole: every
+message and enum in it must be v1.5.0's, every field it declares with the
+official number, name, type, label, message type and presence (the
+official "optional" is a one-field oneof in sonde's file: the same wire).
 
 Usage: otlp_layout.py SOURCE_ROOT. Exit 0: all match; 1: a difference
 (printed); 77 (meson: skipped): the official files are not installed
@@ -32,12 +39,22 @@ CHECKED = [P + "common.v1.", P + "resource.v1.", P + "trace.v1.", P + "collector
            P + "profiles.v1development.ResourceProfiles", P + "profiles.v1development.ScopeProfiles",
            P + "collector.profiles.v1development.ExportProfilesServiceRequest",
            P + "collector.profiles.v1development.ExportProfilesServiceResponse",
-           P + "collector.profiles.v1development.ExportProfilesPartialSuccess"]
+           P + "collector.profiles.v1development.ExportProfilesPartialSuccess",
+           P + "profiles.v1development.Link", P + "profiles.v1development.Line",
+           P + "profiles.v1development.Function"]
+# sonde's package prefix for its copy of v1.5.0's profiles layout.
+V150 = "otlp150."
 # Profiles-era fields of common.v1 (tag v1.10.0) that v1.5.0 lacks; sonde's
 # trace export sets neither.
 NEWER_THAN_RELEASE = {(P + "common.v1.AnyValue", 8), (P + "common.v1.KeyValue", 3)}
 # The request's body fields whose types changed after v1.5.0.
 BODY = {(P + "collector.profiles.v1development.ExportProfilesServiceRequest", 2)}
+
+
+def official(name):
+    """A (type) name of sonde's v1.5.0 copy as the official files spell it."""
+    return name.replace("." + V150, "." + P).replace(V150, P, 1) if name.lstrip(".").startswith(V150) \
+        else name
 
 
 def descriptors(include, files):
@@ -55,10 +72,17 @@ def descriptors(include, files):
 
     def walk(prefix, types):
         for m in types:
-            msgs[prefix + m.name] = {f.number: (f.name, f.type, f.label, f.type_name) for f in m.field}
+            msgs[prefix + m.name] = {f.number: (f.name, f.type, f.label, official(f.type_name),
+                                                f.HasField("oneof_index")) for f in m.field}
             walk(prefix + m.name + ".", m.nested_type)
             enums(prefix + m.name + ".", m.enum_type)
     for f in fds.file:
+        # Messages of sonde's v1.5.0 copy are filed under the official name.
+        if f.package.startswith(V150):
+            f.package = official(f.package)
+            walk("v150:" + f.package + ".", f.message_type)
+            enums("v150:" + f.package + ".", f.enum_type)
+            continue
         walk(f.package + ".", f.message_type)
         enums(f.package + ".", f.enum_type)
         for s in f.service:
@@ -79,7 +103,21 @@ def main():
     theirs, their_services = descriptors(OFFICIAL, OFFICIAL_FILES)
     bad = []
     n = 0
+    n_v150 = 0
     for name, fields in sorted(ours.items()):
+        if name.startswith("v150:"):
+            # sonde's v1.5.0 copy: whole, no exception.
+            name = name[len("v150:"):]
+            n_v150 += 1
+            if name not in theirs:
+                bad.append(f"{name} (otlp_v150): not in official v{tag}")
+                continue
+            for num, f in sorted(fields.items()):
+                n += 1
+                if theirs[name].get(num) != f:
+                    bad.append(f"{name} (otlp_v150) field {num}: sonde {f}, official v{tag} "
+                               f"{theirs[name].get(num)}")
+            continue
         if not any(name == c or (c.endswith(".") and name.startswith(c)) for c in CHECKED):
             continue
         if name not in theirs:
@@ -98,7 +136,8 @@ def main():
     for line in bad:
         print("DIFFERENT:", line)
     print(f"{n} fields and {len(our_services)} services of proto/otlp checked against "
-          f"official opentelemetry-proto v{tag}: {len(bad)} differences")
+          f"official opentelemetry-proto v{tag} ({n_v150} messages and enums of the v1.5.0 "
+          f"layout whole): {len(bad)} differences")
     return 1 if bad else 0
 
 

@@ -9,18 +9,16 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "arena.h"
 #include "hmap.h"
 #include "otlp.h"
 #include "otlp_kv.h"
+#include "otlp_plan.h"
 #include "otlp_profiles_service.pb-c.h"
 
 #define P_(x) Opentelemetry__Proto__Profiles__V1development__##x
 #define p_init(x) opentelemetry__proto__profiles__v1development__##x##__init
-#define C_(x) Opentelemetry__Proto__Common__V1__##x
-#define c_init(x) opentelemetry__proto__common__v1__##x##__init
 
 typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
 	otlp_request;
@@ -29,47 +27,22 @@ typedef Opentelemetry__Proto__Resource__V1__Resource otlp_resource;
 struct enc {
 	const struct pmodel *m;
 	struct arena *a;
-	char **strings;
-	size_t n_strings, cap_strings;
-	P_(KeyValueAndUnit) **attrs;
-	size_t n_attrs, cap_attrs;
+	struct otlp_vec strings;
+	struct otlp_vec attrs; /* of KeyValueAndUnit */
+	struct otlp_plan plan;
 	struct hmap *sample_attrs; /* "i"+tid / "n"+string -> attribute index */
 	/* string indexes of the names this file adds */
 	int32_t k_frame_type, k_build_gnu, k_build_htl, k_tid, k_tname;
-	int32_t s_samples, s_count, s_cpu, s_ns;
-	/* The model's profile type's value types (pm_profile_value_types). */
-	int32_t s_type, s_unit, s_ptype, s_punit;
+	struct otlp_plan_types types;
+	int32_t s_type, s_unit, s_ptype, s_punit; /* types' strings */
 	int32_t frame_attr[PM_N_FRAME_TYPES];
 };
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t n = *cap ? *cap : 64;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
 
 /* Appends s (borrowed: a model string or arena memory) to the string
  * table; its index in *ret. */
 static int add_string(struct enc *e, char *s, int32_t *ret)
 {
-	if (e->n_strings >= INT32_MAX)
-		return -E2BIG;
-	if (grow((void **)&e->strings, &e->cap_strings, e->n_strings + 1, sizeof(char *)) < 0)
-		return -ENOMEM;
-	e->strings[e->n_strings] = s;
-	*ret = (int32_t)e->n_strings++;
-	return 0;
+	return otlp_vec_push(&e->strings, s, ret);
 }
 
 static int add_const(struct enc *e, const char *s, int32_t *ret)
@@ -82,37 +55,17 @@ static int add_const(struct enc *e, const char *s, int32_t *ret)
 /* Adds an attribute: a string value (s != NULL) or an integer. */
 static int add_attr(struct enc *e, int32_t key, const char *s, int64_t v, int32_t *ret)
 {
-	P_(KeyValueAndUnit) *kv;
-	C_(AnyValue) *val;
+	P_(KeyValueAndUnit) *kv = arena_alloc(e->a, sizeof(*kv));
 
-	if (e->n_attrs >= INT32_MAX)
-		return -E2BIG;
-	if (grow((void **)&e->attrs, &e->cap_attrs, e->n_attrs + 1, sizeof(*e->attrs)) < 0)
-		return -ENOMEM;
-	kv = arena_alloc(e->a, sizeof(*kv));
-	val = arena_alloc(e->a, sizeof(*val));
-	if (!kv || !val)
+	if (!kv)
 		return -ENOMEM;
 	p_init(key_value_and_unit)(kv);
-	c_init(any_value)(val);
 	kv->key_strindex = key;
-	if (s) {
-		val->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
-		/* Borrowed from the model or constant: packing only reads it. */
-		val->string_value = (char *)s;
-	} else {
-		val->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE;
-		val->int_value = v;
-	}
-	kv->value = val;
-	e->attrs[e->n_attrs] = kv;
-	*ret = (int32_t)e->n_attrs++;
-	return 0;
-}
-
-static const char *mstr(const struct pmodel *m, uint32_t i)
-{
-	return i < m->n_strings && m->strings[i] ? m->strings[i] : "";
+	/* s is borrowed from the model or constant: packing only reads it. */
+	kv->value = otlp_kv_value(e->a, s, v);
+	if (!kv->value)
+		return -ENOMEM;
+	return otlp_vec_push(&e->attrs, kv, ret);
 }
 
 /* Index 0 of the attribute table is the empty KeyValueAndUnit. */
@@ -130,44 +83,33 @@ static int enc_begin(struct enc *e)
 	for (size_t i = 0; r == 0 && i < m->n_strings; i++)
 		r = add_string(e, m->strings[i] ? m->strings[i] : "", &dummy);
 	if (r == 0)
-		r = add_const(e, "profile.frame.type", &e->k_frame_type);
+		r = add_const(e, OTLP_KEY_FRAME_TYPE, &e->k_frame_type);
 	if (r == 0)
-		r = add_const(e, "process.executable.build_id.gnu", &e->k_build_gnu);
+		r = add_const(e, OTLP_KEY_BUILD_GNU, &e->k_build_gnu);
 	if (r == 0)
-		r = add_const(e, "process.executable.build_id.htlhash", &e->k_build_htl);
+		r = add_const(e, OTLP_KEY_BUILD_HTL, &e->k_build_htl);
 	if (r == 0)
-		r = add_const(e, "thread.id", &e->k_tid);
+		r = add_const(e, OTLP_KEY_THREAD_ID, &e->k_tid);
 	if (r == 0)
-		r = add_const(e, "thread.name", &e->k_tname);
-	/* Values are counts of samples; the period says what one is worth
-	 * in CPU time (docs/exports.md, "Value types"). */
+		r = add_const(e, OTLP_KEY_THREAD_NAME, &e->k_tname);
+	otlp_plan_types(m, &e->types);
 	if (r == 0)
-		r = add_const(e, "samples", &e->s_samples);
+		r = add_const(e, e->types.sample_type, &e->s_type);
 	if (r == 0)
-		r = add_const(e, "count", &e->s_count);
-	if (r == 0)
-		r = add_const(e, "cpu", &e->s_cpu);
-	if (r == 0)
-		r = add_const(e, "nanoseconds", &e->s_ns);
-	if (r == 0)
-		r = add_const(e, pm_profile_value_types(e->m->profile)->sample_type, &e->s_type);
-	if (r == 0)
-		r = add_const(e, pm_profile_value_types(e->m->profile)->sample_unit, &e->s_unit);
-	if (r == 0)
-		r = add_const(e, pm_profile_value_types(e->m->profile)->period_type, &e->s_ptype);
-	if (r == 0)
-		r = add_const(e, pm_profile_value_types(e->m->profile)->period_unit, &e->s_punit);
+		r = add_const(e, e->types.sample_unit, &e->s_unit);
+	if (r == 0 && e->types.period_type)
+		r = add_const(e, e->types.period_type, &e->s_ptype);
+	if (r == 0 && e->types.period_type)
+		r = add_const(e, e->types.period_unit, &e->s_punit);
 	if (r < 0)
 		return r;
 
-	if (grow((void **)&e->attrs, &e->cap_attrs, 1, sizeof(*e->attrs)) < 0)
-		return -ENOMEM;
 	zero = arena_alloc(e->a, sizeof(*zero));
 	if (!zero)
 		return -ENOMEM;
 	p_init(key_value_and_unit)(zero);
-	e->attrs[e->n_attrs++] = zero;
-	for (int t = 0; t < PM_N_FRAME_TYPES; t++) {
+	r = otlp_vec_push(&e->attrs, zero, &dummy);
+	for (int t = 0; r == 0 && t < PM_N_FRAME_TYPES; t++) {
 		r = add_attr(e, e->k_frame_type, pm_frame_type_name(t), 0, &e->frame_attr[t]);
 		if (r < 0)
 			return r;
@@ -218,9 +160,9 @@ static int enc_mappings(struct enc *e, P_(ProfilesDictionary) *d)
 		o->file_offset = 0;
 		o->filename_strindex = (int32_t)pm->path;
 		if (pm->build_id)
-			r = add_attr(e, e->k_build_gnu, mstr(m, pm->build_id), 0, &ix[o->n_attribute_indices++]);
+			r = add_attr(e, e->k_build_gnu, otlp_plan_str(m, pm->build_id), 0, &ix[o->n_attribute_indices++]);
 		if (r == 0 && pm->file_id)
-			r = add_attr(e, e->k_build_htl, mstr(m, pm->file_id), 0, &ix[o->n_attribute_indices++]);
+			r = add_attr(e, e->k_build_htl, otlp_plan_str(m, pm->file_id), 0, &ix[o->n_attribute_indices++]);
 		if (r < 0)
 			return r;
 		o->attribute_indices = ix;
@@ -352,7 +294,7 @@ static int sample_attr(struct enc *e, char kind, uint32_t v, int32_t *ret)
 		return 0;
 	}
 	r = kind == 'i' ? add_attr(e, e->k_tid, NULL, v, &ix)
-			: add_attr(e, e->k_tname, mstr(e->m, v), 0, &ix);
+			: add_attr(e, e->k_tname, otlp_plan_str(e->m, v), 0, &ix);
 	if (r == 0)
 		r = hmap_put(e->sample_attrs, key, sizeof(key), (void *)(uintptr_t)ix, NULL);
 	if (r == 0)
@@ -366,6 +308,7 @@ static int enc_sample(struct enc *e, const struct pm_sample *s, P_(Sample) *o)
 	int32_t *ix = arena_alloc(e->a, 2 * sizeof(int32_t));
 	int64_t *vals = arena_alloc(e->a, 2 * sizeof(int64_t));
 	uint64_t *ts = arena_alloc(e->a, 2 * sizeof(uint64_t));
+	struct otlp_plan_values v;
 	int r = 0;
 
 	if (!ix || !vals || !ts)
@@ -379,234 +322,88 @@ static int enc_sample(struct enc *e, const struct pm_sample *s, P_(Sample) *o)
 	if (r < 0)
 		return r;
 	o->attribute_indices = ix;
+	otlp_plan_values(m, s, true, &v);
+	memcpy(vals, v.v, sizeof(v.v));
+	memcpy(ts, v.ts, sizeof(v.ts));
 	o->values = vals;
+	o->n_values = v.n_v;
 	o->timestamps_unix_nano = ts;
-	/* The model keeps the first and last time of an aggregated sample,
-	 * not each one: the first sample is put at first_ns and the rest at
-	 * last_ns, so the values still add up to count. Without a time it
-	 * is one aggregated value, the other shape (a Profile of its own). */
-	if (m->profile != PM_PROFILE_CPU) {
-		/* One weight (ns, bytes) at the first sample's time: the
-		 * model does not keep each sample's own. */
-		vals[0] = s->weight > INT64_MAX ? INT64_MAX : (int64_t)s->weight;
-		o->n_values = 1;
-		if (s->first_ns) {
-			ts[0] = s->first_ns;
-			o->n_timestamps_unix_nano = 1;
-		}
-	} else if (s->first_ns && s->count >= 2) {
-		vals[0] = 1;
-		vals[1] = (int64_t)(s->count - 1);
-		ts[0] = s->first_ns;
-		ts[1] = s->last_ns >= s->first_ns ? s->last_ns : s->first_ns;
-		o->n_values = o->n_timestamps_unix_nano = 2;
-	} else {
-		vals[0] = (int64_t)s->count;
-		o->n_values = 1;
-		if (s->first_ns) {
-			ts[0] = s->first_ns;
-			o->n_timestamps_unix_nano = 1;
-		}
-	}
+	o->n_timestamps_unix_nano = v.n_ts;
 	return 0;
 }
 
-/* A string resource attribute, left out when the model has none. */
-static int res_str(struct enc *e, C_(KeyValue) **kvs, size_t *n, const char *key, uint32_t v)
-{
-	if (!v)
-		return 0;
-	return otlp_kv_add(e->a, kvs, n, key, mstr(e->m, v), 0);
-}
-
-/* The resource of process p: the node's host.name and host.id, the
- * process's attributes (docs/exports.md). */
-static int enc_resource_attrs(struct enc *e, const struct pm_process *p, otlp_resource *res)
-{
-	const struct pmodel *m = e->m;
-	C_(KeyValue) **kvs = arena_alloc(e->a, 8 * sizeof(*kvs));
-	const char *exe_name = p->exe_name ? mstr(m, p->exe_name) : mstr(m, p->comm);
-	int r;
-
-	if (!kvs)
-		return -ENOMEM;
-	opentelemetry__proto__resource__v1__resource__init(res);
-	r = otlp_kv_add(e->a, kvs, &res->n_attributes, "host.name", mstr(m, p->host_name), 0);
-	if (r == 0)
-		r = res_str(e, kvs, &res->n_attributes, "host.id", p->host_id);
-	if (r == 0)
-		r = otlp_kv_add(e->a, kvs, &res->n_attributes, "process.pid", NULL, p->pid);
-	if (r == 0)
-		r = otlp_kv_add(e->a, kvs, &res->n_attributes, "process.executable.name", exe_name, 0);
-	if (r == 0)
-		r = res_str(e, kvs, &res->n_attributes, "process.executable.path", p->exe_path);
-	if (r == 0)
-		r = res_str(e, kvs, &res->n_attributes, "process.command_line", p->command_line);
-	if (r == 0)
-		r = res_str(e, kvs, &res->n_attributes, "container.id", p->container_id);
-	if (r == 0)
-		r = res_str(e, kvs, &res->n_attributes, "k8s.pod.uid", p->pod_uid);
-	res->attributes = kvs;
-	return r;
-}
-
-/* A Profile of n samples, all of one shape. */
-static P_(Profile) *enc_profile(struct enc *e, P_(Sample) **samples, size_t n)
+/* The Profile of plan entry pp, its samples all of one shape. */
+static P_(Profile) *enc_profile(struct enc *e, const struct otlp_plan_profile *pp)
 {
 	const struct pmodel *m = e->m;
 	P_(Profile) *pr = arena_alloc(e->a, sizeof(*pr));
 	P_(ValueType) *st = arena_alloc(e->a, sizeof(*st));
-	P_(ValueType) *pt = arena_alloc(e->a, sizeof(*pt));
-	uint8_t *id = arena_alloc(e->a, 16);
+	P_(Sample) **samples = arena_alloc(e->a, pp->n_samples * sizeof(*samples));
 
-	if (!pr || !st || !pt || !id)
+	if (!pr || !st || !samples)
 		return NULL;
 	p_init(profile)(pr);
 	p_init(value_type)(st);
 	st->type_strindex = e->s_type;
 	st->unit_strindex = e->s_unit;
 	pr->sample_type = st;
-	if (m->profile != PM_PROFILE_CPU) {
-		/* Values are weights; the period is one event (a context
-		 * switch, a growth). */
-		p_init(value_type)(pt);
-		pt->type_strindex = e->s_ptype;
-		pt->unit_strindex = e->s_punit;
-		pr->period_type = pt;
-		pr->period = 1;
-	} else if (m->period_ns) {
-		/* A sample is worth period ns of CPU; unknown rate: no period. */
-		p_init(value_type)(pt);
-		pt->type_strindex = e->s_cpu;
-		pt->unit_strindex = e->s_ns;
-		pr->period_type = pt;
-		pr->period = (int64_t)m->period_ns;
+	if (e->types.period_type) {
+		pr->period_type = arena_alloc(e->a, sizeof(*pr->period_type));
+		if (!pr->period_type)
+			return NULL;
+		p_init(value_type)(pr->period_type);
+		pr->period_type->type_strindex = e->s_ptype;
+		pr->period_type->unit_strindex = e->s_punit;
+		pr->period = e->types.period;
 	}
 	pr->time_unix_nano = m->start_ns;
 	pr->duration_nano = m->end_ns > m->start_ns ? m->end_ns - m->start_ns : 0;
-	pr->samples = samples;
-	pr->n_samples = n;
-	/* An ID helps receivers drop a request resent after a lost reply;
-	 * without randomness it is left out (all zeroes is invalid). */
-	if (getrandom(id, 16, GRND_NONBLOCK) == 16) {
-		pr->profile_id.data = id;
-		pr->profile_id.len = 16;
+	for (size_t i = 0; i < pp->n_samples; i++) {
+		samples[i] = arena_alloc(e->a, sizeof(**samples));
+		if (!samples[i])
+			return NULL;
+		p_init(sample)(samples[i]);
+		if (enc_sample(e, &m->samples[pp->samples[i]], samples[i]) < 0)
+			return NULL;
 	}
+	pr->samples = samples;
+	pr->n_samples = pp->n_samples;
+	pr->profile_id = otlp_plan_profile_id(e->a);
 	return pr;
 }
 
-/* The ResourceProfiles of process p: n_timed samples with timestamps
- * first, then n_untimed without (one aggregated value), each shape in a
- * Profile of its own, as the spec wants one shape per Profile. */
-static int enc_resource(struct enc *e, const struct pm_process *p, P_(ResourceProfiles) *rp,
-			P_(Sample) **samples, size_t n_timed, size_t n_untimed)
+/* The ResourceProfiles (msg) of a process: its resource, one scope, one
+ * Profile per sample shape. */
+static int enc_resource(void *ctx, const struct otlp_plan *plan,
+			const struct otlp_plan_resource *pr, void *msg)
 {
+	struct enc *e = ctx;
+	P_(ResourceProfiles) *rp = msg;
+	const struct otlp_plan_profile *first = &plan->profiles[pr->first];
 	otlp_resource *res = arena_alloc(e->a, sizeof(*res));
 	P_(ScopeProfiles) *sp = arena_alloc(e->a, sizeof(*sp));
 	P_(ScopeProfiles) **sps = arena_alloc(e->a, sizeof(*sps));
-	C_(InstrumentationScope) *scope = arena_alloc(e->a, sizeof(*scope));
-	P_(Profile) **prs = arena_alloc(e->a, 2 * sizeof(*prs));
+	P_(Profile) **prs = arena_alloc(e->a, pr->n * sizeof(*prs));
 	int r;
 
-	if (!res || !sp || !sps || !scope || !prs)
+	if (!res || !sp || !sps || !prs)
 		return -ENOMEM;
-	r = enc_resource_attrs(e, p, res);
+	r = otlp_plan_resource(e->a, e->m, &e->m->processes[first->process], res);
 	if (r < 0)
 		return r;
-	c_init(instrumentation_scope)(scope);
-	scope->name = "sonde";
-	scope->version = SONDE_VERSION;
 	p_init(scope_profiles)(sp);
-	sp->scope = scope;
+	sp->scope = otlp_plan_scope(e->a);
+	for (size_t k = 0; k < pr->n; k++)
+		if (!(prs[k] = enc_profile(e, first + k)))
+			return -ENOMEM;
 	sp->profiles = prs;
-	if (n_timed && !(prs[sp->n_profiles++] = enc_profile(e, samples, n_timed)))
-		return -ENOMEM;
-	if (n_untimed && !(prs[sp->n_profiles++] = enc_profile(e, samples + n_timed, n_untimed)))
-		return -ENOMEM;
+	sp->n_profiles = pr->n;
 	sps[0] = sp;
 	p_init(resource_profiles)(rp);
 	rp->resource = res;
 	rp->scope_profiles = sps;
 	rp->n_scope_profiles = 1;
-	return 0;
-}
-
-/* One ResourceProfiles per process, with its samples. */
-static int enc_processes(struct enc *e, otlp_request *req)
-{
-	const struct pmodel *m = e->m;
-	size_t np = m->n_processes;
-	size_t *count = calloc(np ? np : 1, sizeof(size_t));
-	size_t *fill = calloc(np ? np : 1, sizeof(size_t));
-	size_t *timed = calloc(np ? np : 1, sizeof(size_t));
-	P_(Sample) ***per = calloc(np ? np : 1, sizeof(*per));
-	P_(ResourceProfiles) **rps = NULL;
-	size_t n_rp = 0;
-	int r = -ENOMEM;
-
-	if (!count || !fill || !per || !timed)
-		goto cleanup;
-	for (size_t i = 0; i < m->n_samples; i++) {
-		if (m->samples[i].process >= np)
-			continue;
-		count[m->samples[i].process]++;
-		if (m->samples[i].first_ns)
-			timed[m->samples[i].process]++;
-	}
-	rps = arena_alloc(e->a, (np ? np : 1) * sizeof(*rps));
-	if (!rps)
-		goto cleanup;
-	/* From here on timed[p] is where p's next untimed sample goes (after
-	 * its timed ones), fill[p] where its next timed one goes. */
-	for (size_t p = 0; p < np; p++) {
-		if (!count[p])
-			continue;
-		per[p] = arena_alloc(e->a, count[p] * sizeof(**per));
-		if (!per[p])
-			goto cleanup;
-	}
-	for (size_t i = 0; i < m->n_samples; i++) {
-		const struct pm_sample *s = &m->samples[i];
-		P_(Sample) *o;
-
-		if (s->process >= np)
-			continue;
-		o = arena_alloc(e->a, sizeof(*o));
-		if (!o)
-			goto cleanup;
-		p_init(sample)(o);
-		r = enc_sample(e, s, o);
-		if (r < 0)
-			goto cleanup;
-		/* Timed samples first, then untimed ones, in model order. */
-		if (s->first_ns)
-			per[s->process][fill[s->process]++] = o;
-		else
-			per[s->process][timed[s->process]++] = o;
-	}
-	for (size_t p = 0; p < np; p++) {
-		if (!count[p])
-			continue;
-		rps[n_rp] = arena_alloc(e->a, sizeof(**rps));
-		if (!rps[n_rp]) {
-			r = -ENOMEM;
-			goto cleanup;
-		}
-		/* fill[p] ended at the number of timed samples. */
-		r = enc_resource(e, &m->processes[p], rps[n_rp], per[p], fill[p], count[p] - fill[p]);
-		if (r < 0)
-			goto cleanup;
-		n_rp++;
-	}
-	req->resource_profiles = rps;
-	req->n_resource_profiles = n_rp;
-	r = 0;
-cleanup:
-	free(count);
-	free(fill);
-	free(timed);
-	free(per);
-	return r;
+	return sp->scope ? 0 : -ENOMEM;
 }
 
 int otlp_encode(const struct pmodel *m, uint8_t **ret, size_t *ret_len)
@@ -614,8 +411,6 @@ int otlp_encode(const struct pmodel *m, uint8_t **ret, size_t *ret_len)
 	struct enc e = { .m = m };
 	otlp_request req;
 	P_(ProfilesDictionary) dict;
-	uint8_t *out = NULL;
-	size_t len;
 	int r = -ENOMEM;
 
 	if (m->n_mappings >= INT32_MAX || m->n_functions >= INT32_MAX ||
@@ -639,29 +434,21 @@ int otlp_encode(const struct pmodel *m, uint8_t **ret, size_t *ret_len)
 	if (r == 0)
 		r = enc_links(&e, &dict);
 	if (r == 0)
-		r = enc_processes(&e, &req);
+		r = otlp_plan_resources(e.a, m, &e.plan, sizeof(P_(ResourceProfiles)), enc_resource, &e,
+					(void ***)&req.resource_profiles, &req.n_resource_profiles);
 	if (r < 0)
 		goto cleanup;
-	dict.string_table = e.strings;
-	dict.n_string_table = e.n_strings;
-	dict.attribute_table = e.attrs;
-	dict.n_attribute_table = e.n_attrs;
+	dict.string_table = (char **)e.strings.v;
+	dict.n_string_table = e.strings.n;
+	dict.attribute_table = (P_(KeyValueAndUnit) **)e.attrs.v;
+	dict.n_attribute_table = e.attrs.n;
 	req.dictionary = &dict;
-
-	len = protobuf_c_message_get_packed_size(&req.base);
-	out = malloc(len ? len : 1);
-	if (!out) {
-		r = -ENOMEM;
-		goto cleanup;
-	}
-	protobuf_c_message_pack(&req.base, out);
-	*ret = out;
-	*ret_len = len;
-	r = 0;
+	r = otlp_kv_pack(&req.base, ret, ret_len);
 cleanup:
+	otlp_plan_free(&e.plan);
 	hmap_free(e.sample_attrs, NULL);
-	free(e.strings);
-	free(e.attrs);
+	free(e.strings.v);
+	free(e.attrs.v);
 	arena_free(e.a);
 	return r;
 }

@@ -1,7 +1,8 @@
 /* otlp.h - encodes a profile model (model.h) as one OTLP
  * ExportProfilesServiceRequest (opentelemetry.proto.collector.profiles.
  * v1development, the v1.10/v1.11 layout: one ProfilesDictionary for the
- * whole request, proto/otlp/).
+ * whole request, proto/otlp/). otlp_v150.h writes the same in
+ * opentelemetry-proto v1.5.0's layout; otlp_plan.h is what both share.
  *
  * One ResourceProfiles per process of the model (host.name, host.id,
  * process.pid, process.executable.name/.path, process.command_line,

@@ -23,6 +23,7 @@
 #include "otlp_profiles_service.pb-c.h"
 #include "otlp_trace_service.pb-c.h"
 #include "otlp_traces.h"
+#include "otlp_v150.h"
 
 #define DEFAULT_INTERVAL_MS 10000u
 #define DEFAULT_HELD_BYTES (64u << 20)
@@ -361,7 +362,10 @@ static void build_range(struct otlp_exporter *x, struct held **v, size_t n, uint
 		m.start_ns = start_ns;
 	if (end_ns > m.end_ns)
 		m.end_ns = end_ns;
-	r = otlp_encode(&m, &data, &len);
+	if (x->o.layout == OTLP_LAYOUT_V1_5_0)
+		r = otlp_v150_encode(&m, &data, &len);
+	else
+		r = otlp_encode(&m, &data, &len);
 	pm_free(&m);
 	if (r < 0)
 		goto fail_counted;
@@ -614,6 +618,31 @@ void otlp_exporter_counters(struct otlp_exporter *x, struct otlp_counters *ret)
 	ret->backlog_requests = x->n_backlog;
 	ret->backlog_bytes = x->backlog_bytes;
 	pthread_mutex_unlock(&x->mu);
+}
+
+int otlp_layout_parse(const char *s, enum otlp_layout *ret)
+{
+	static const struct {
+		const char *name;
+		enum otlp_layout layout;
+	} names[] = {
+		{ "1.10", OTLP_LAYOUT_CURRENT }, { "1.10.0", OTLP_LAYOUT_CURRENT },
+		{ "1.11", OTLP_LAYOUT_CURRENT }, { "1.11.0", OTLP_LAYOUT_CURRENT },
+		{ "1.5", OTLP_LAYOUT_V1_5_0 },   { "1.5.0", OTLP_LAYOUT_V1_5_0 },
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(s, names[i].name) == 0) {
+			*ret = names[i].layout;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *otlp_layout_name(enum otlp_layout layout)
+{
+	return layout == OTLP_LAYOUT_V1_5_0 ? "1.5.0" : "1.10/1.11";
 }
 
 struct otlp_exporter *otlp_exporter_new(const struct symbolize_ctx *sc,

@@ -21,6 +21,18 @@
 struct symbolize_ctx;
 struct otlp_exporter;
 
+/* How profiles are laid out (docs/exports.md, "Layouts"). */
+enum otlp_layout {
+	OTLP_LAYOUT_CURRENT = 0, /* opentelemetry-proto v1.10/v1.11: otlp.h */
+	OTLP_LAYOUT_V1_5_0,      /* v1.5.0's, tables in each Profile: otlp_v150.h */
+};
+
+/* "1.10" (also "1.11", "1.10.0", "1.11.0") or "1.5.0" (also "1.5"):
+ * 0 and the layout in *ret, or -EINVAL. */
+int otlp_layout_parse(const char *s, enum otlp_layout *ret);
+/* "1.10/1.11" or "1.5.0". */
+const char *otlp_layout_name(enum otlp_layout layout);
+
 struct otlp_exporter_opts {
 	/* "tcp:HOST:PORT" with HOST an IP literal (main.c resolves names
 	 * before the sandbox), borrowed. */
@@ -32,6 +44,7 @@ struct otlp_exporter_opts {
 	size_t max_backlog_requests; /* 0: 64 */
 	size_t max_request_bytes;  /* a bigger window is split; 0: 4 MiB */
 	unsigned send_timeout_ms;  /* deadline of one Export call; 0: 10 s */
+	enum otlp_layout layout;   /* of the profile requests */
 };
 
 struct otlp_counters {

@@ -125,9 +125,8 @@ int otlp_traces_encode(const struct trace_span *spans, size_t n, uint8_t **ret, 
 	Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceRequest req;
 	struct arena *a;
 	T_(ResourceSpans) *rs, **prs;
-	size_t nrs = 0, len, *idx;
+	size_t nrs = 0, *idx;
 	bool *taken;
-	uint8_t *out;
 	int r = 0;
 
 	if (n == 0)
@@ -165,15 +164,7 @@ int otlp_traces_encode(const struct trace_span *spans, size_t n, uint8_t **ret, 
 	opentelemetry__proto__collector__trace__v1__export_trace_service_request__init(&req);
 	req.resource_spans = prs;
 	req.n_resource_spans = nrs;
-	len = protobuf_c_message_get_packed_size(&req.base);
-	out = malloc(len ? len : 1);
-	if (!out) {
-		r = -ENOMEM;
-		goto cleanup;
-	}
-	protobuf_c_message_pack(&req.base, out);
-	*ret = out;
-	*ret_len = len;
+	r = otlp_kv_pack(&req.base, ret, ret_len);
 cleanup:
 	arena_free(a);
 	return r;

@@ -24,6 +24,12 @@ enum interp_kind {
 };
 
 #define INTERP_DATA_MAX 128
+/* The format of every runtime's Data (struct interp_data and the bytes
+ * each analyse() writes and config() reads): raise it with any change to
+ * either, and a cache's rows of another format are forgotten at open and
+ * analysed again (cache.c), instead of reaching a sensor as a config of
+ * the wrong layout. */
+#define INTERP_DATA_VERSION 2
 
 struct interp_data {
 	uint32_t kind; /* enum sonde_interp_kind */

@@ -191,7 +191,7 @@ static const char schema_v10[] =
 
 /* The source index format the cached indexes were built with: a
  * different LINE_INDEX_VERSION forgets every analysis at open
- * (forget_other_index_formats), without a schema step of its own. Every
+ * (forget_other_formats), without a schema step of its own. Every
  * index was of format 3 after step 10. */
 static const char schema_v11[] =
 	"CREATE TABLE IF NOT EXISTS meta ("
@@ -326,38 +326,70 @@ static int exec_int(sqlite3 *db, const char *sql, int64_t *ret)
 	return sqlite_to_errno(rc);
 }
 
-/* Source indexes of another LINE_INDEX_VERSION do not load, and nothing
- * would build one again for a file whose analysis is cached. When the
- * cache's indexes are of another format than ours, forget every analysis
- * once (one transaction) and record ours: each file is analysed again, as
- * in a new cache, when a sensor or client next has it. */
-static int forget_other_index_formats(sqlite3 *db)
+/* A format the cache records in meta under key: when the cache's is not
+ * want (or is not recorded), run forget (DELETE statements) and record
+ * want, in one transaction. What is forgotten is analysed again, as in a
+ * new cache, when a sensor or client next has the file. */
+struct cache_format {
+	const char *key;
+	int want;
+	const char *forget;
+	const char *what; /* for the log */
+};
+
+static int forget_other_format(sqlite3 *db, const struct cache_format *f)
 {
 	int64_t have = -1;
 	char sql[512], *errmsg = NULL;
 	int rc, r;
 
-	r = exec_int(db, "SELECT value FROM meta WHERE key = 'line_index_version'", &have);
-	if (r < 0 || have == LINE_INDEX_VERSION)
+	snprintf(sql, sizeof(sql), "SELECT value FROM meta WHERE key = '%s'", f->key);
+	r = exec_int(db, sql, &have);
+	if (r < 0 || have == f->want)
 		return r;
 	snprintf(sql, sizeof(sql),
-		 "BEGIN IMMEDIATE;"
-		 "DELETE FROM lines; DELETE FROM unwind; DELETE FROM probe_plans;"
-		 "DELETE FROM interp; DELETE FROM files;"
-		 "INSERT OR REPLACE INTO meta (key, value) VALUES ('line_index_version', %d);"
+		 "BEGIN IMMEDIATE; %s"
+		 "INSERT OR REPLACE INTO meta (key, value) VALUES ('%s', %d);"
 		 "COMMIT;",
-		 LINE_INDEX_VERSION);
+		 f->forget, f->key, f->want);
 	rc = sqlite3_exec(db, sql, NULL, NULL, &errmsg);
 	if (rc != SQLITE_OK) {
-		log_debug("forgetting analyses of index format %lld failed: %s", (long long)have,
+		log_debug("forgetting %s of format %lld failed: %s", f->what, (long long)have,
 			  errmsg ? errmsg : "?");
 		sqlite3_free(errmsg);
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		r = sqlite_to_errno(rc);
 		return r ? r : -EIO;
 	}
-	log_info("cached source indexes are of format %lld, this symbolizer builds %d: "
-		 "every file will be analysed again", (long long)have, LINE_INDEX_VERSION);
+	if (have >= 0)
+		log_info("cached %s are of format %lld, this symbolizer's are %d: they will be "
+			 "analysed again", f->what, (long long)have, f->want);
+	return 0;
+}
+
+/* Source indexes of another LINE_INDEX_VERSION do not load, and nothing
+ * would build one again for a file whose analysis is cached: every
+ * analysis is forgotten. An interpreter's Data of another
+ * INTERP_DATA_VERSION would give the sensor a config of the wrong layout:
+ * only those rows are forgotten (the ingest asks for a new analysis of a
+ * cached file without one). */
+static const struct cache_format cache_formats[] = {
+	{ "line_index_version", LINE_INDEX_VERSION,
+	  "DELETE FROM lines; DELETE FROM unwind; DELETE FROM probe_plans;"
+	  "DELETE FROM interp; DELETE FROM files;",
+	  "source indexes" },
+	{ "interp_data_version", INTERP_DATA_VERSION, "DELETE FROM interp;",
+	  "interpreter configs" },
+};
+
+static int forget_other_formats(sqlite3 *db)
+{
+	for (size_t i = 0; i < sizeof(cache_formats) / sizeof(cache_formats[0]); i++) {
+		int r = forget_other_format(db, &cache_formats[i]);
+
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 
@@ -473,7 +505,7 @@ static int db_open_once(const char *path, sqlite3 **ret_db)
 			goto cleanup;
 		}
 	}
-	r = forget_other_index_formats(db);
+	r = forget_other_formats(db);
 	if (r < 0)
 		goto cleanup;
 	r = forget_unindexed(db);

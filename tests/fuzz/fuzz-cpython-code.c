@@ -18,10 +18,11 @@
 #include <string.h>
 
 #include "cpython_code.h"
+#include "interp_records.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static struct cpython_codes *table;
+static struct interp_records *table;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -50,12 +51,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		n = cpython_code_frame_name(&c, offset, name, sizeof(name));
 		if (n != strlen(name) || strchr(name, ';') || strchr(name, '\n'))
 			abort();
-		if (cpython_codes_put(table, data[0] >> 4, rec, CPYTHON_META_SIZE) != 0 ||
+		if (interp_records_put(table, data[0] >> 4, rec, CPYTHON_META_SIZE) != 0 ||
 		    !cpython_codes_get(table, data[0] >> 4, c.addr, c.checksum))
 			abort();
 		if (data[0] & 2)
-			cpython_codes_forget_pid(table, data[0] >> 4);
-	} else if (cpython_codes_put(table, 0, rec, CPYTHON_META_SIZE) == 0) {
+			interp_records_forget_pid(table, data[0] >> 4);
+	} else if (interp_records_put(table, 0, rec, CPYTHON_META_SIZE) == 0) {
 		abort(); /* the table must refuse what the decoder refused */
 	}
 	cpython_code_frame_name(NULL, offset, name, sizeof(name));

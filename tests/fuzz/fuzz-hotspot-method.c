@@ -13,10 +13,11 @@
 #include <string.h>
 
 #include "hotspot_method.h"
+#include "interp_records.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static struct hotspot_methods *table;
+static struct interp_records *table;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -50,10 +51,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		n = hotspot_method_system_name(&m, name, sizeof(name));
 		if (n != strlen(name) || strchr(name, '\n'))
 			abort();
-		if (hotspot_methods_put(table, data[0] >> 4, rec, HOTSPOT_METHOD_SIZE) != 0 ||
+		if (interp_records_put(table, data[0] >> 4, rec, HOTSPOT_METHOD_SIZE) != 0 ||
 		    !hotspot_methods_get(table, data[0] >> 4, m.method, 0))
 			abort();
-	} else if (hotspot_methods_put(table, 0, rec, HOTSPOT_METHOD_SIZE) == 0) {
+	} else if (interp_records_put(table, 0, rec, HOTSPOT_METHOD_SIZE) == 0) {
 		abort(); /* the table must refuse what the decoder refused */
 	}
 	hotspot_method_frame_name(NULL, bci, name, sizeof(name));

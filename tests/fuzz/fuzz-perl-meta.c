@@ -14,12 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "interp_records.h"
 #include "perl5.h"
 #include "perl_meta.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static struct perl_metas *table;
+static struct interp_records *table;
 
 static void check_name(const struct perl_meta *m, uint64_t word)
 {
@@ -61,12 +62,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		check_name(&m, word);
 		check_name(&m, own);
-		if (perl_metas_put(table, pid, rec, PERL_META_SIZE) != 0)
+		if (interp_records_put(table, pid, rec, PERL_META_SIZE) != 0)
 			abort();
 		if (m.addr == SONDE_PERL_FRAME_ADDR(m.addr) &&
 		    !perl_metas_get(table, pid, own, m.checksum))
 			abort();
-	} else if (perl_metas_put(table, pid, rec, PERL_META_SIZE) == 0) {
+	} else if (interp_records_put(table, pid, rec, PERL_META_SIZE) == 0) {
 		abort();
 	}
 	check_name(perl_metas_get(table, pid, word, 0), word);

@@ -19,11 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "interp_records.h"
 #include "php_func.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static struct php_funcs *table;
+static struct interp_records *table;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -52,10 +53,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		n = php_func_frame_name(&f, line, name, sizeof(name));
 		if (n != strlen(name) || strchr(name, ';') || strchr(name, '\n'))
 			abort();
-		if (php_funcs_put(table, data[0] >> 4, rec, PHP_META_SIZE) != 0 ||
+		if (interp_records_put(table, data[0] >> 4, rec, PHP_META_SIZE) != 0 ||
 		    !php_funcs_get(table, data[0] >> 4, f.addr, f.checksum))
 			abort();
-	} else if (php_funcs_put(table, 0, rec, PHP_META_SIZE) == 0) {
+	} else if (interp_records_put(table, 0, rec, PHP_META_SIZE) == 0) {
 		abort(); /* the table must refuse what the decoder refused */
 	}
 	php_func_frame_name(NULL, line, name, sizeof(name));

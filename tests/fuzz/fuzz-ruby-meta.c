@@ -16,11 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "interp_records.h"
 #include "ruby_meta.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static struct ruby_metas *table;
+static struct interp_records *table;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -52,10 +53,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (n != strlen(name) || strchr(name, ';') || strchr(name, '\n'))
 			abort();
 		(void)ruby_meta_line(m, pc & 0xffff);
-		if (ruby_metas_put(table, data[0] >> 4, rec, rsize) != 0 ||
+		if (interp_records_put(table, data[0] >> 4, rec, rsize) != 0 ||
 		    !ruby_metas_get(table, data[0] >> 4, m->addr, m->checksum))
 			abort();
-	} else if (ruby_metas_put(table, 0, rec, rsize) == 0) {
+	} else if (interp_records_put(table, 0, rec, rsize) == 0) {
 		abort(); /* the table must refuse what the decoder refused */
 	}
 	free(m);

@@ -18,11 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "interp_records.h"
 #include "v8_sfi.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static struct v8_sfis *table;
+static struct interp_records *table;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -47,10 +48,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (n != strlen(name) || strchr(name, ';') || strchr(name, '\n') ||
 		    strlen(s.name) >= sizeof(s.name) || strlen(s.script) >= sizeof(s.script))
 			abort();
-		if (v8_sfis_put(table, data[0] >> 4, rec, sizeof(rec)) != 0 ||
+		if (interp_records_put(table, data[0] >> 4, rec, sizeof(rec)) != 0 ||
 		    !v8_sfis_get(table, data[0] >> 4, s.addr))
 			abort();
-	} else if (v8_sfis_put(table, 0, rec, sizeof(rec)) == 0) {
+	} else if (interp_records_put(table, 0, rec, sizeof(rec)) == 0) {
 		abort(); /* the table must refuse what the decoder refused */
 	}
 	v8_sfi_frame_name(NULL, 0, name, sizeof(name));

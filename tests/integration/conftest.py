@@ -216,6 +216,21 @@ def start_sensor(tmp_path):
         s.stop()
 
 
+
+def cpu_seconds(pid):
+    """user + system CPU time of process pid so far, in seconds"""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_cpu(pid, seconds, timeout=120):
+    """Waits until process pid has run for seconds more of CPU time: a
+    sample count that depends on it holds however loaded the machine is."""
+    start = cpu_seconds(pid)
+    wait_for(lambda: cpu_seconds(pid) - start >= seconds, timeout,
+             f"{seconds} s of CPU time in process {pid}", interval=0.1)
+
 @pytest.fixture
 def start_workload():
     """Starts tests/workload's CPU burner for the given seconds; whatever

@@ -67,8 +67,8 @@ def burn_leaf(n):
         t += (i * i * i) % 7 + (i << 3) % 11 - (i ^ 5)  # HOT_BURN
     return t
 def burn():
-    end = time.monotonic() + 1.0
-    while time.monotonic() < end:
+    end = time.process_time() + 1.0  # CPU time: ~199 samples however loaded
+    while time.process_time() < end:
         burn_leaf(20000)  # CALL_BURN_LEAF
 sys.stdin.readline()
 burn()  # CALL_BURN

@@ -9,11 +9,10 @@ import json
 import os
 import re
 import subprocess
-import time
 
 import pytest
 
-from conftest import SRC, wait_for  # noqa: F401
+from conftest import SRC, wait_cpu, wait_for  # noqa: F401
 
 PYTHON = "/usr/bin/python3.11"
 SCRIPT = r"""
@@ -81,7 +80,7 @@ def test_cpython_walk(symbolizer, start_sensor):
         map_id = sensor_map(sensor.proc.pid, "cpython_codes")
         wait_for(lambda: {(py.pid, c) for c in codes} <= codes_seen(map_id), 30,
                  "the four hot code objects in cpython_codes")
-        time.sleep(2)
+        wait_cpu(py.pid, 2)
         assert sensor.stop() == 0
         log = sensor.log_path.read_text()
         m = re.search(r"cpython: (\d+) samples of configured processes, (\d+) with (\d+) "

@@ -58,10 +58,15 @@ class Receiver:
         self.port = port
         self.server = None
 
+    @staticmethod
+    def decode(raw):
+        req = svc_pb2.ExportProfilesServiceRequest.FromString(raw)
+        official_parts(req)
+        return req
+
     def _export(self, raw, context):
         try:
-            req = svc_pb2.ExportProfilesServiceRequest.FromString(raw)
-            official_parts(req)
+            req = self.decode(raw)
         except Exception as e:  # noqa: BLE001 - any decode error is a failure
             with self.lock:
                 self.bad.append(repr(e))
@@ -146,6 +151,16 @@ class CountingProxy:
 
     def close(self):
         self.lsock.close()
+
+
+def stop_all(sensor, procs, sym, recv):
+    """A test's sensor, workloads, symbolizer and receiver, stopped."""
+    sensor.stop()
+    for p in procs:
+        p.kill()
+        p.wait()
+    sym.stop()
+    recv.stop()
 
 
 def free_port():
@@ -484,11 +499,7 @@ def test_otlp_mutual_tls_by_name():
         assert st["samples"] == s and st["requests"] == len(recv.snapshot()), st
         assert st["dropped_samples"] == 0 and st["backlog_requests"] == 0, st
     finally:
-        sensor.stop()
-        work.kill()
-        work.wait()
-        sym.stop()
-        recv.stop()
+        stop_all(sensor, [work], sym, recv)
     shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -513,8 +524,153 @@ def test_otlp_sandbox_rule():
         assert "denied connect 127.0.0.1:22: Permission denied" in out, out
         allowed = [ln for ln in out.splitlines() if ln.startswith("ALLOWED")]
         assert allowed == ["ALLOWED socket(AF_INET)"], out
+        # The layout: named in the policy; an unknown one is refused.
+        p = subprocess.run(base + ["--otlp-profiles-layout", "1.5.0", "--print-policy"],
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0 and "profiles in the v1.5.0 layout" in p.stdout, p.stdout + p.stderr
+        p = subprocess.run(base + ["--otlp-profiles-layout", "1.7", "--print-policy"],
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2 and "--otlp-profiles-layout" in p.stderr, p.stderr
         # Plaintext is never implicit.
         p = subprocess.run(base[:-1] + ["--print-policy"], capture_output=True, text=True, timeout=30)
         assert p.returncode == 2 and "--otlp-insecure" in p.stderr, p.stderr
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+V150_REQUEST = "opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest"
+
+
+class OfficialV150Receiver(Receiver):
+    """A receiver built from the official v1.5.0 files alone: each request
+    is decoded whole with their classes and refused when it has a field
+    they do not declare (otlp_official.decode)."""
+
+    @staticmethod
+    def decode(raw):
+        return otlp_official.decode(V150_REQUEST, raw, "request")
+
+
+def v150_stack(p, s):
+    """Sample s's locations in v1.5.0's Profile p, leaf first."""
+    assert 0 <= s.locations_start_index and s.locations_length >= 0, s
+    assert s.locations_start_index + s.locations_length <= len(p.location_indices), s
+    return [p.location_table[i] for i in
+            p.location_indices[s.locations_start_index:s.locations_start_index + s.locations_length]]
+
+
+def v150_attrs(p, indices):
+    for i in indices:
+        assert 0 <= i < len(p.attribute_table), (i, len(p.attribute_table))
+    return otlp_official.attributes(p.attribute_table[i] for i in indices)
+
+
+def v150_check_profile(p):
+    """One Profile of v1.5.0: its own tables, every index inside them, one
+    sample shape; returns {function: {(file, line)}} over its samples'
+    stacks and the frame types met."""
+    st = p.string_table
+    assert st[0] == ""
+    assert len(p.sample_type) == 1
+    assert (st[p.sample_type[0].type_strindex], st[p.sample_type[0].unit_strindex]) == ("samples", "count")
+    assert (st[p.period_type.type_strindex], st[p.period_type.unit_strindex]) == ("cpu", "nanoseconds")
+    assert p.sample_type[0].aggregation_temporality == 1  # DELTA
+    assert p.period == 1_000_000_000 // HZ and p.time_nanos > 1_600_000_000 * 10**9
+    assert len(p.profile_id) == 16 and p.original_payload_format == ""
+    assert p.sample
+    # One shape: one value each (the one sample type), all with
+    # timestamps or none.
+    assert {len(s.value) for s in p.sample} == {1}
+    assert len({bool(s.timestamps_unix_nano) for s in p.sample}) == 1
+    funcs, types = {}, set()
+    for s in p.sample:
+        assert s.value[0] > 0
+        assert all(abs(t / 1e9 - time.time()) < 600 for t in s.timestamps_unix_nano)
+        ta = v150_attrs(p, s.attribute_indices)
+        assert ta.get("thread.id", 1) > 0
+        assert not s.HasField("link_index") or 0 <= s.link_index < len(p.link_table)
+        for loc in v150_stack(p, s):
+            types.add(v150_attrs(p, loc.attribute_indices)["profile.frame.type"])
+            if loc.HasField("mapping_index"):
+                m = p.mapping_table[loc.mapping_index]
+                assert len(v150_attrs(p, m.attribute_indices)["process.executable.build_id.htlhash"]) == 32
+                assert st[m.filename_strindex].startswith("/")
+            for ln in loc.line:
+                f = p.function_table[ln.function_index]
+                funcs.setdefault(st[f.name_strindex], set()).add((st[f.filename_strindex], ln.line))
+    assert types <= {"native", "kernel", "cpython", "go"}, types
+    return funcs, types
+
+
+def v150_total(reqs):
+    return sum(s.value[0] for req in reqs for rp in req.resource_profiles
+               for p in rp.scope_profiles[0].profiles for s in p.sample)
+
+
+def test_otlp_v150_layout_official():
+    """--otlp-profiles-layout 1.5.0: a real recorded profile of the C
+    workload, received by a receiver built from the official v1.5.0 files
+    only, decodes whole with them (no undeclared field) and resolves: the
+    workload's functions with their source lines through each Profile's
+    own tables, one sample shape per Profile, the value types, host.name;
+    every stored sample arrives."""
+    tmp = make_tmp()
+    recv = OfficialV150Receiver()
+    recv.start()
+    sym = Symbolizer(tmp, ["--otlp-endpoint", f"127.0.0.1:{recv.port}", "--otlp-insecure",
+                           "--otlp-interval", "1", "--otlp-profiles-layout", "1.5.0"])
+    work = subprocess.Popen([str(WORKLOAD), "40"])
+    sensor = Sensor(tmp, sym.address, ["--pid", str(work.pid), "--frequency", str(HZ)])
+    try:
+        def named():
+            assert not recv.bad, f"the official v1.5.0 classes refused a request: {recv.bad[0]}"
+            for req in recv.snapshot():
+                for rp in req.resource_profiles:
+                    res = otlp_official.attributes(rp.resource.attributes)
+                    for p in rp.scope_profiles[0].profiles:
+                        funcs, _ = v150_check_profile(p)
+                        if res["process.pid"] == work.pid and any(
+                                f.endswith("workload.c") and line > 0
+                                for f, line in funcs.get("leaf_a_compute", ())):
+                            return req
+            return None
+        wait_for(named, 30, "a v1.5.0 Profile with leaf_a_compute at a source line", interval=0.5)
+        assert sensor.stop() == 0, sensor.logtext()
+        time.sleep(2)
+
+        def totals_equal():
+            s = sym.symbols.Top(symbols_pb2.ProfileQuery(), timeout=10).total_samples
+            return s if s > 0 and s == v150_total(recv.snapshot()) else None
+        try:
+            total = wait_for(totals_equal, 15, "received samples to equal stored samples", interval=1)
+        except AssertionError:
+            raise AssertionError(f"received {v150_total(recv.snapshot())}; {sym.logtext()}")
+        reqs = recv.snapshot()
+        funcs_all, types_all = {}, set()
+        for req in reqs:
+            assert req.resource_profiles
+            for rp in req.resource_profiles:
+                res = otlp_official.attributes(rp.resource.attributes)
+                assert res["host.name"] == socket.gethostname()
+                assert rp.scope_profiles[0].scope.name == "sonde"
+                assert "process.command_line" not in res
+                # A second Profile only for the other shape.
+                assert 1 <= len(rp.scope_profiles[0].profiles) <= 2
+                for p in rp.scope_profiles[0].profiles:
+                    funcs, types = v150_check_profile(p)
+                    types_all |= types
+                    if res["process.pid"] == work.pid:
+                        assert res["process.executable.path"] == str(WORKLOAD)
+                        for f, fl in funcs.items():
+                            funcs_all.setdefault(f, set()).update(fl)
+        for f in ("leaf_a_compute", "main"):
+            assert any(file.endswith("workload.c") and line > 0 for file, line in funcs_all.get(f, ())), \
+                (f, sorted(funcs_all)[:40])
+        assert "native" in types_all
+        assert not recv.bad, recv.bad
+        print(f"OTLP v1.5.0 layout: {len(reqs)} requests ({sum(r.ByteSize() for r in reqs)} protobuf "
+              f"bytes) decoded whole by official {otlp_official.TAG}, {total} samples stored = "
+              f"received, frame types {sorted(types_all)}")
+    finally:
+        stop_all(sensor, [work], sym, recv)
+    shutil.rmtree(tmp, ignore_errors=True)

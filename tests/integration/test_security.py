@@ -401,7 +401,9 @@ def test_tcp_reader_cannot_stream_sensor_data(tls_symbolizer, pki):
 
 
 def test_real_sensor_over_tcp_mtls(tls_symbolizer, pki, start_sensor):
-    work = subprocess.Popen([str(WORKLOAD), "4"])
+    # Runs until killed: on a loaded machine loading the sensor's BPF can
+    # take longer than a short workload lives.
+    work = subprocess.Popen([str(WORKLOAD), "120"])
     try:
         sensor = start_sensor(f"tcp:127.0.0.1:{tls_symbolizer.port}", "--pid", str(work.pid), "--frequency", "99",
                               "--tls-ca", str(pki / "sonde-ca.crt"), "--tls-cert", str(pki / "sonde-sensor.crt"),
@@ -409,6 +411,7 @@ def test_real_sensor_over_tcp_mtls(tls_symbolizer, pki, start_sensor):
         wait_for(lambda: tls_symbolizer.status().samples_received > 0, 30,
                  "samples over TCP+mTLS: " + sensor.logtext())
     finally:
+        work.kill()
         work.wait()
     # The CLI over TCP with a reader certificate.
     env = dict(os.environ, SONDE_TLS_CA=str(pki / "sonde-ca.crt"), SONDE_TLS_CERT=str(pki / "reader.crt"),

@@ -148,14 +148,16 @@ def test_half_full_buffer_is_sent_before_the_flush_timer(symbolizer, start_senso
     within seconds: a buffer half full is sent before the timer
     (sensor/main.c buffers_half_full). The workload has three hot stacks
     on two threads, so a bound of 4 (stack, pid, tid) entries is half
-    full at every drain."""
-    work = start_workload(20)
+    full at every drain. The first drain comes when a quarter of the ring
+    is full: about 5 s here when idle, 25 s and more on a loaded machine,
+    so the workload outlives a generous wait."""
+    work = start_workload(150)
     sensor = start_sensor(symbolizer.address, "--pid", str(work.pid), "--frequency", "199",
                           "--flush-ms", "600000", "--buffer-stacks", "4")
     t0 = time.monotonic()
     # Drains come at a quarter ring (seconds at 199 Hz) or while
     # processes are being made: allow a few, far from 600 s.
-    wait_for(lambda: symbolizer.status().samples_received > 100, 45,
+    wait_for(lambda: symbolizer.status().samples_received > 100, 120,
              "samples long before the 600 s flush")
     print(f"100 samples received {time.monotonic() - t0:.1f} s after the sensor's start")
     assert sensor.proc.poll() is None, sensor.logtext()

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "cpython_code.h"
+#include "interp_records.h"
 
 #define PYTHON "/usr/bin/python3.11"
 
@@ -233,7 +234,7 @@ static void test_hostile_names(void **state)
 
 static void test_table(void **state)
 {
-	struct cpython_codes *t = cpython_codes_new();
+	struct interp_records *t = cpython_codes_new();
 	uint8_t rec[CPYTHON_META_SIZE];
 	const struct cpython_code *c;
 
@@ -245,9 +246,9 @@ static void test_table(void **state)
 
 			snprintf(q, sizeof(q), "f%u_%u", pid, (unsigned)a);
 			make_record(rec, 0x1000 + a * 0x40, 1, q, strlen(q), "a.py", 4, NULL, 0, 0);
-			assert_int_equal(cpython_codes_put(t, pid, rec, sizeof(rec)), 0);
+			assert_int_equal(interp_records_put(t, pid, rec, sizeof(rec)), 0);
 		}
-	assert_int_equal(cpython_codes_count(t), 3000);
+	assert_int_equal(interp_records_count(t), 3000);
 	c = cpython_codes_get(t, 2, 0x1000 + 7 * 0x40, 0);
 	assert_non_null(c);
 	assert_string_equal(c->qualname, "f2_7");
@@ -256,16 +257,16 @@ static void test_table(void **state)
 	assert_null(cpython_codes_get(t, 4, 0x1000, 0));
 	/* The same address again replaces. */
 	make_record(rec, 0x1000, 1, "again", 5, "a.py", 4, NULL, 0, 0);
-	assert_int_equal(cpython_codes_put(t, 1, rec, sizeof(rec)), 0);
+	assert_int_equal(interp_records_put(t, 1, rec, sizeof(rec)), 0);
 	assert_string_equal(cpython_codes_get(t, 1, 0x1000, 0)->qualname, "again");
-	assert_int_equal(cpython_codes_count(t), 3000);
-	cpython_codes_forget_pid(t, 2);
-	assert_int_equal(cpython_codes_count(t), 2000);
+	assert_int_equal(interp_records_count(t), 3000);
+	interp_records_forget_pid(t, 2);
+	assert_int_equal(interp_records_count(t), 2000);
 	assert_null(cpython_codes_get(t, 2, 0x1000 + 7 * 0x40, 0));
 	assert_string_equal(cpython_codes_get(t, 3, 0x1000 + 999 * 0x40, 0)->qualname, "f3_999");
-	assert_int_equal(cpython_codes_put(t, 1, rec, 10), -EBADMSG);
-	assert_int_equal(cpython_codes_refused(t), 1);
-	cpython_codes_free(t);
+	assert_int_equal(interp_records_put(t, 1, rec, 10), -EBADMSG);
+	assert_int_equal(interp_records_refused(t), 1);
+	interp_records_free(t);
 }
 
 int main(void)

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "hotspot_method.h"
+#include "interp_records.h"
 
 /* ---- an encoder of the line number table, as the class file parser's
  * CompressedLineNumberWriteStream writes it ---- */
@@ -192,18 +193,18 @@ static void test_hostile_records(void **state)
 
 static void test_table(void **state)
 {
-	struct hotspot_methods *t = hotspot_methods_new();
+	struct interp_records *t = hotspot_methods_new();
 	struct sonde_hotspot_method a = record(0x1000), b = record(0x2000), bad = record(0x3000);
 	const struct hotspot_method *m;
 
 	(void)state;
 	assert_non_null(t);
-	assert_int_equal(hotspot_methods_put(t, 7, &a, sizeof(a)), 0);
-	assert_int_equal(hotspot_methods_put(t, 7, &b, sizeof(b)), 0);
+	assert_int_equal(interp_records_put(t, 7, &a, sizeof(a)), 0);
+	assert_int_equal(interp_records_put(t, 7, &b, sizeof(b)), 0);
 	bad.version = 0;
-	assert_int_equal(hotspot_methods_put(t, 7, &bad, sizeof(bad)), -EBADMSG);
-	assert_int_equal(hotspot_methods_refused(t), 1);
-	assert_int_equal(hotspot_methods_count(t), 2);
+	assert_int_equal(interp_records_put(t, 7, &bad, sizeof(bad)), -EBADMSG);
+	assert_int_equal(interp_records_refused(t), 1);
+	assert_int_equal(interp_records_count(t), 2);
 	assert_non_null(hotspot_methods_get(t, 7, 0x1000, 0));
 	assert_non_null(hotspot_methods_get(t, 7, 0x1000, 0x2000));
 	assert_null(hotspot_methods_get(t, 7, 0x1000, 0x9999)); /* another ConstMethod */
@@ -211,13 +212,13 @@ static void test_table(void **state)
 	assert_null(hotspot_methods_get(t, 7, 0x3000, 0));
 	/* A Method* reused after class unloading: the new record wins. */
 	set_text(a.name, &a.name_len, "other");
-	assert_int_equal(hotspot_methods_put(t, 7, &a, sizeof(a)), 0);
+	assert_int_equal(interp_records_put(t, 7, &a, sizeof(a)), 0);
 	m = hotspot_methods_get(t, 7, 0x1000, 0);
 	assert_non_null(m);
 	assert_string_equal(m->name, "other");
-	assert_int_equal(hotspot_methods_count(t), 2);
-	hotspot_methods_free(t);
-	hotspot_methods_free(NULL);
+	assert_int_equal(interp_records_count(t), 2);
+	interp_records_free(t);
+	interp_records_free(NULL);
 }
 
 int main(void)

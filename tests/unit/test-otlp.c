@@ -1,6 +1,7 @@
 /* test-otlp.c - the OTLP profiles encoder: a model built with the pm_*
  * builders is encoded, decoded back with protobuf-c, and every table,
- * index, attribute and value is checked against what went in. */
+ * index, attribute and value is checked against what went in; the same
+ * for opentelemetry-proto v1.5.0's layout (otlp_v150.c). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,8 @@
 #include "otlp_profiles_service.pb-c.h"
 #include "otlp_trace_service.pb-c.h"
 #include "otlp_traces.h"
+#include "otlp_v150.h"
+#include "otlp_v150_profiles_service.pb-c.h"
 
 #define P_(x) Opentelemetry__Proto__Profiles__V1development__##x
 typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
@@ -323,17 +326,14 @@ static void test_encode_empty_and_no_period(void **state)
 	pm_free(&m);
 }
 
-/* A process with samples of both shapes (with and without times) gets a
- * Profile per shape, timed first; together they hold every sample. */
-static void test_encode_one_shape_per_profile(void **state)
+/* A process with samples of both shapes: one without a time (count 2),
+ * two with (counts 3 and 1). */
+static void build_shapes(struct pmodel *mp)
 {
 	struct pmodel m;
 	struct pm_process p = { .pid = 7 };
 	uint32_t st, proc;
-	req_t *r;
-	const P_(ScopeProfiles) *sp;
 
-	(void)state;
 	assert_int_equal(pm_init(&m), 0);
 	m.period_ns = 1000000;
 	assert_int_equal(pm_stack(&m, NULL, 0, &st), 0);
@@ -346,6 +346,19 @@ static void test_encode_one_shape_per_profile(void **state)
 	assert_int_equal(pm_sample(&m, &(struct pm_sample){ .stack = st, .process = proc, .tid = 9,
 							    .count = 1, .first_ns = 6, .last_ns = 6 }),
 			 0);
+	*mp = m;
+}
+
+/* A process with samples of both shapes (with and without times) gets a
+ * Profile per shape, timed first; together they hold every sample. */
+static void test_encode_one_shape_per_profile(void **state)
+{
+	struct pmodel m;
+	req_t *r;
+	const P_(ScopeProfiles) *sp;
+
+	(void)state;
+	build_shapes(&m);
 	r = decode(&m);
 	assert_int_equal(r->n_resource_profiles, 1);
 	sp = r->resource_profiles[0]->scope_profiles[0];
@@ -463,6 +476,225 @@ static void test_encode_traces(void **state)
 	free(buf);
 }
 
+/* opentelemetry-proto v1.5.0's layout: each Profile has its own tables. */
+#define V_(x) Otlp150__Profiles__V1development__##x
+typedef Otlp150__Collector__Profiles__V1development__ExportProfilesServiceRequest vreq_t;
+
+static vreq_t *decode_v150(const struct pmodel *m)
+{
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	vreq_t *req;
+
+	assert_int_equal(otlp_v150_encode(m, &buf, &len), 0);
+	req = otlp150__collector__profiles__v1development__export_profiles_service_request__unpack(
+		NULL, len, buf);
+	free(buf);
+	assert_non_null(req);
+	return req;
+}
+
+static const char *vstr(const V_(Profile) *p, int32_t i)
+{
+	assert_true(i >= 0 && (size_t)i < p->n_string_table);
+	return p->string_table[i];
+}
+
+/* The attribute at index i of p, checking its key. */
+static const Opentelemetry__Proto__Common__V1__AnyValue *vattr(const V_(Profile) *p, int32_t i,
+								const char *key)
+{
+	assert_true(i >= 0 && (size_t)i < p->n_attribute_table);
+	assert_string_equal(p->attribute_table[i]->key, key);
+	return p->attribute_table[i]->value;
+}
+
+/* The location at position k of sample s's stack. */
+static const V_(Location) *vloc(const V_(Profile) *p, const V_(Sample) *s, int k)
+{
+	int32_t i;
+
+	assert_true(k < s->locations_length);
+	assert_true(s->locations_start_index >= 0 &&
+		    (size_t)(s->locations_start_index + s->locations_length) <= p->n_location_indices);
+	i = p->location_indices[s->locations_start_index + k];
+	assert_true(i >= 0 && (size_t)i < p->n_location_table);
+	return p->location_table[i];
+}
+
+static const char *vfunc(const V_(Profile) *p, const P_(Line) *ln)
+{
+	assert_true(ln->function_index >= 0 && (size_t)ln->function_index < p->n_function_table);
+	return vstr(p, p->function_table[ln->function_index]->name_strindex);
+}
+
+static void test_v150_process_with_stacks(const V_(Profile) *pr, uint32_t st1)
+{
+	const V_(Sample) *s = pr->sample[0];
+	const V_(Location) *lk, *lu, *lm;
+	const V_(Mapping) *mp;
+
+	(void)st1;
+	assert_int_equal(pr->n_sample, 2);
+	/* One value per sample type: the count, at the first and last time. */
+	assert_int_equal(s->n_value, 1);
+	assert_int_equal(s->value[0], 5);
+	assert_int_equal(s->n_timestamps_unix_nano, 2);
+	assert_int_equal(s->timestamps_unix_nano[0], 1000000000);
+	assert_int_equal(s->timestamps_unix_nano[1], 1900000000);
+	assert_int_equal(s->optional_link_index_case, 0);
+	assert_int_equal(s->n_attribute_indices, 2);
+	assert_int_equal(vattr(pr, s->attribute_indices[0], "thread.id")->int_value, 101);
+	assert_string_equal(vattr(pr, s->attribute_indices[1], "thread.name")->string_value, "worker");
+	/* Kernel frame, the inline chain, main; leaf first. */
+	assert_int_equal(s->locations_length, 3);
+	lk = vloc(pr, s, 0);
+	lu = vloc(pr, s, 1);
+	lm = vloc(pr, s, 2);
+	assert_int_equal(lk->optional_mapping_index_case, 0);
+	assert_true(lk->address == 0xffffffff81000010ull);
+	assert_string_equal(vattr(pr, lk->attribute_indices[0], "profile.frame.type")->string_value,
+			    "kernel");
+	assert_string_equal(vfunc(pr, lk->line[0]), "do_syscall_64");
+	assert_int_equal(lu->optional_mapping_index_case,
+			 OTLP150__PROFILES__V1DEVELOPMENT__LOCATION__OPTIONAL_MAPPING_INDEX_MAPPING_INDEX);
+	assert_true(lu->mapping_index >= 0 && (size_t)lu->mapping_index < pr->n_mapping_table);
+	mp = pr->mapping_table[lu->mapping_index];
+	assert_string_equal(vstr(pr, mp->filename_strindex), "/opt/app/bin/app");
+	assert_int_equal(mp->memory_limit, 4096);
+	assert_int_equal(mp->n_attribute_indices, 2);
+	assert_string_equal(vattr(pr, mp->attribute_indices[0], "process.executable.build_id.gnu")->string_value,
+			    "0011aabb");
+	assert_string_equal(vattr(pr, mp->attribute_indices[1], "process.executable.build_id.htlhash")->string_value,
+			    "abcd0000000000000000000000000000");
+	assert_true(mp->has_functions && mp->has_filenames && mp->has_line_numbers && mp->has_inline_frames);
+	assert_int_equal(lu->address, 0x1100);
+	assert_string_equal(vattr(pr, lu->attribute_indices[0], "profile.frame.type")->string_value,
+			    "native");
+	assert_int_equal(lu->n_line, 2);
+	assert_string_equal(vfunc(pr, lu->line[0]), "leaf_inline");
+	assert_string_equal(vstr(pr, pr->function_table[lu->line[0]->function_index]->filename_strindex),
+			    "app.c");
+	assert_int_equal(lu->line[0]->line, 12);
+	assert_string_equal(vfunc(pr, lu->line[1]), "leaf_a_compute");
+	assert_int_equal(lu->line[1]->line, 30);
+	assert_string_equal(vfunc(pr, lm->line[0]), "main");
+	/* The second sample (stack: main) has one timestamp, its own slice. */
+	s = pr->sample[1];
+	assert_int_equal(s->n_value, 1);
+	assert_int_equal(s->value[0], 1);
+	assert_int_equal(s->n_timestamps_unix_nano, 1);
+	assert_int_equal(s->locations_length, 1);
+	assert_ptr_equal(vloc(pr, s, 0), lm);
+	/* Only what the samples use: one mapping, four functions, three
+	 * locations, one frame type attribute per type. */
+	assert_int_equal(pr->n_mapping_table, 1);
+	assert_int_equal(pr->n_location_table, 3);
+	assert_int_equal(pr->n_function_table, 4);
+	assert_int_equal(pr->n_link_table, 0);
+}
+
+static void test_encode_v150(void **state)
+{
+	struct pmodel m;
+	uint32_t st1;
+	vreq_t *r;
+	int64_t total = 0;
+
+	(void)state;
+	build(&m, &st1);
+	r = decode_v150(&m);
+	assert_int_equal(r->n_resource_profiles, 2);
+	for (size_t i = 0; i < r->n_resource_profiles; i++) {
+		const V_(ResourceProfiles) *rp = r->resource_profiles[i];
+		const Opentelemetry__Proto__Resource__V1__Resource *res = rp->resource;
+		const V_(Profile) *pr;
+
+		assert_string_equal(res_str(res, "host.name"), "host-a");
+		assert_int_equal(rp->n_scope_profiles, 1);
+		assert_string_equal(rp->scope_profiles[0]->scope->name, "sonde");
+		assert_int_equal(rp->scope_profiles[0]->n_profiles, 1);
+		pr = rp->scope_profiles[0]->profiles[0];
+		assert_string_equal(pr->string_table[0], "");
+		assert_int_equal(pr->n_sample_type, 1);
+		assert_string_equal(vstr(pr, pr->sample_type[0]->type_strindex), "samples");
+		assert_string_equal(vstr(pr, pr->sample_type[0]->unit_strindex), "count");
+		assert_int_equal(pr->sample_type[0]->aggregation_temporality,
+				 OTLP150__PROFILES__V1DEVELOPMENT__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_DELTA);
+		assert_string_equal(vstr(pr, pr->period_type->type_strindex), "cpu");
+		assert_string_equal(vstr(pr, pr->period_type->unit_strindex), "nanoseconds");
+		assert_int_equal(pr->period, 10000000);
+		assert_int_equal(pr->time_nanos, 1000000000);
+		assert_int_equal(pr->duration_nanos, 900000000);
+		assert_int_equal(pr->profile_id.len, 16);
+		assert_string_equal(pr->original_payload_format, "");
+		for (size_t k = 0; k < pr->n_sample; k++)
+			total += pr->sample[k]->value[0];
+		if (res_int(res, "process.pid") == 100) {
+			assert_string_equal(res_str(res, "process.executable.path"), "/opt/app/bin/app");
+			test_v150_process_with_stacks(pr, st1);
+			continue;
+		}
+		assert_int_equal(res_int(res, "process.pid"), 200);
+		assert_int_equal(pr->n_sample, 1);
+		/* No time known: no timestamps; in a span: a link. */
+		assert_int_equal(pr->sample[0]->value[0], 3);
+		assert_int_equal(pr->sample[0]->n_timestamps_unix_nano, 0);
+		assert_int_equal(pr->sample[0]->n_attribute_indices, 0);
+		assert_int_equal(pr->sample[0]->optional_link_index_case,
+				 OTLP150__PROFILES__V1DEVELOPMENT__SAMPLE__OPTIONAL_LINK_INDEX_LINK_INDEX);
+		assert_int_equal(pr->n_link_table, 1);
+		assert_int_equal(pr->sample[0]->link_index, 0);
+		assert_int_equal(pr->link_table[0]->trace_id.len, 16);
+		assert_int_equal(pr->link_table[0]->trace_id.data[0], 0x4b);
+		assert_int_equal(pr->link_table[0]->span_id.len, 8);
+		assert_int_equal(pr->link_table[0]->span_id.data[7], 0xb7);
+	}
+	assert_int_equal(total, (int64_t)m.total);
+	otlp150__collector__profiles__v1development__export_profiles_service_request__free_unpacked(
+		r, NULL);
+	pm_free(&m);
+}
+
+/* v1.5.0: a Profile per shape as in the current layout; an empty model
+ * makes an empty request. */
+static void test_encode_v150_shapes_and_empty(void **state)
+{
+	struct pmodel m;
+	vreq_t *r;
+	const V_(ScopeProfiles) *sp;
+
+	(void)state;
+	assert_int_equal(pm_init(&m), 0);
+	r = decode_v150(&m);
+	assert_int_equal(r->n_resource_profiles, 0);
+	otlp150__collector__profiles__v1development__export_profiles_service_request__free_unpacked(
+		r, NULL);
+	pm_free(&m);
+	build_shapes(&m);
+	r = decode_v150(&m);
+	sp = r->resource_profiles[0]->scope_profiles[0];
+	/* Timed first: count 3 at its first and last time, count 1 at its
+	 * time; then the untimed one. One value each. */
+	assert_int_equal(sp->n_profiles, 2);
+	assert_int_equal(sp->profiles[0]->n_sample, 2);
+	assert_int_equal(sp->profiles[0]->sample[0]->value[0], 3);
+	assert_int_equal(sp->profiles[0]->sample[0]->n_timestamps_unix_nano, 2);
+	assert_int_equal(sp->profiles[0]->sample[0]->timestamps_unix_nano[1], 9);
+	assert_int_equal(sp->profiles[0]->sample[1]->value[0], 1);
+	assert_int_equal(sp->profiles[0]->sample[1]->n_timestamps_unix_nano, 1);
+	assert_int_equal(sp->profiles[1]->n_sample, 1);
+	assert_int_equal(sp->profiles[1]->sample[0]->n_value, 1);
+	assert_int_equal(sp->profiles[1]->sample[0]->value[0], 2);
+	assert_int_equal(sp->profiles[1]->sample[0]->n_timestamps_unix_nano, 0);
+	assert_int_equal(sp->profiles[1]->period, 1000000);
+	/* The empty stack: an empty slice. */
+	assert_int_equal(sp->profiles[1]->sample[0]->locations_length, 0);
+	otlp150__collector__profiles__v1development__export_profiles_service_request__free_unpacked(
+		r, NULL);
+	pm_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -471,6 +703,8 @@ int main(void)
 		cmocka_unit_test(test_encode_empty_and_no_period),
 		cmocka_unit_test(test_encode_one_shape_per_profile),
 		cmocka_unit_test(test_encode_traces),
+		cmocka_unit_test(test_encode_v150),
+		cmocka_unit_test(test_encode_v150_shapes_and_empty),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "interp_records.h"
 #include "perl5.h"
 #include "perl_meta.h"
 
@@ -149,7 +150,7 @@ static void test_cut_and_hostile(void **state)
 
 static void test_table(void **state)
 {
-	struct perl_metas *t = perl_metas_new();
+	struct interp_records *t = perl_metas_new();
 	struct sonde_perl_meta a = sub_rec(0x5000, "A", "one", "a.pl");
 	struct sonde_perl_meta c = cop_rec(0x5000, "main.pl"); /* same address, other type */
 	uint64_t sub_word = SONDE_PERL_FRAME(0x5000, SONDE_PERL_FRAME_SUB, 4, 0);
@@ -158,9 +159,9 @@ static void test_table(void **state)
 
 	(void)state;
 	assert_non_null(t);
-	assert_int_equal(perl_metas_put(t, 10, &a, sizeof(a)), 0);
-	assert_int_equal(perl_metas_put(t, 10, &c, sizeof(c)), 0);
-	assert_int_equal(perl_metas_count(t), 2);
+	assert_int_equal(interp_records_put(t, 10, &a, sizeof(a)), 0);
+	assert_int_equal(interp_records_put(t, 10, &c, sizeof(c)), 0);
+	assert_int_equal(interp_records_count(t), 2);
 	m = perl_metas_get(t, 10, sub_word, 0);
 	assert_non_null(m);
 	assert_string_equal(name_of(m, sub_word), "A::one (a.pl:4)");
@@ -176,23 +177,23 @@ static void test_table(void **state)
 	assert_null(perl_metas_get(t, 10, sub_word, 78));
 	/* A reused address replaces its record. */
 	a = sub_rec(0x5000, "B", "two", "b.pl");
-	assert_int_equal(perl_metas_put(t, 10, &a, sizeof(a)), 0);
-	assert_int_equal(perl_metas_count(t), 2);
+	assert_int_equal(interp_records_put(t, 10, &a, sizeof(a)), 0);
+	assert_int_equal(interp_records_count(t), 2);
 	assert_string_equal(name_of(perl_metas_get(t, 10, sub_word, 0), sub_word),
 			    "B::two (b.pl:4)");
 	/* A damaged record is refused and counted. */
 	a.version = 9;
-	assert_int_equal(perl_metas_put(t, 10, &a, sizeof(a)), -EBADMSG);
-	assert_int_equal(perl_metas_refused(t), 1);
+	assert_int_equal(interp_records_put(t, 10, &a, sizeof(a)), -EBADMSG);
+	assert_int_equal(interp_records_refused(t), 1);
 	/* Bounded: past PERL_METAS_MAX it starts over. */
 	for (uint32_t i = 0; i < PERL_METAS_MAX + 5; i++) {
 		struct sonde_perl_meta r = sub_rec(0x100000 + (uint64_t)i * 8, "P", "s", "f");
 
-		assert_int_equal(perl_metas_put(t, 12, &r, sizeof(r)), 0);
+		assert_int_equal(interp_records_put(t, 12, &r, sizeof(r)), 0);
 	}
-	assert_true(perl_metas_count(t) <= PERL_METAS_MAX);
-	perl_metas_free(t);
-	perl_metas_free(NULL);
+	assert_true(interp_records_count(t) <= PERL_METAS_MAX);
+	interp_records_free(t);
+	interp_records_free(NULL);
 }
 
 int main(void)

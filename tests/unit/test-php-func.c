@@ -22,6 +22,7 @@
 #include "interp_kinds.h"
 #include "interp_loader.h"
 #include "interp_ops.h"
+#include "interp_records.h"
 #include "php.h"
 #include "php_func.h"
 #include "php_layout.h"
@@ -138,34 +139,34 @@ static void test_hostile(void **state)
 
 static void test_table(void **state)
 {
-	struct php_funcs *t = php_funcs_new();
+	struct interp_records *t = php_funcs_new();
 	struct sonde_php_meta a = meta(2, "a", "", "/x.php", 0x1000);
 	struct sonde_php_meta b = meta(2, "b", "", "/x.php", 0x1000);
 	struct sonde_php_meta bad = a;
 
 	(void)state;
 	assert_non_null(t);
-	assert_int_equal(php_funcs_put(t, 7, &a, sizeof(a)), 0);
+	assert_int_equal(interp_records_put(t, 7, &a, sizeof(a)), 0);
 	assert_string_equal(php_funcs_get(t, 7, 0x1000, 0)->name, "a");
 	assert_non_null(php_funcs_get(t, 7, 0x1000, 0x1000 ^ 0x55));
 	assert_null(php_funcs_get(t, 7, 0x1000, 1)); /* another checksum */
 	assert_null(php_funcs_get(t, 8, 0x1000, 0)); /* another process */
 	assert_null(php_funcs_get(t, 7, 0x2000, 0));
-	assert_int_equal(php_funcs_put(t, 7, &b, sizeof(b)), 0); /* reused address */
+	assert_int_equal(interp_records_put(t, 7, &b, sizeof(b)), 0); /* reused address */
 	assert_string_equal(php_funcs_get(t, 7, 0x1000, 0)->name, "b");
-	assert_int_equal(php_funcs_count(t), 1);
+	assert_int_equal(interp_records_count(t), 1);
 	bad.version = 9;
-	assert_int_equal(php_funcs_put(t, 7, &bad, sizeof(bad)), -EBADMSG);
-	assert_int_equal(php_funcs_refused(t), 1);
+	assert_int_equal(interp_records_put(t, 7, &bad, sizeof(bad)), -EBADMSG);
+	assert_int_equal(interp_records_refused(t), 1);
 	/* Bounded: past the maximum the table starts over. */
 	for (uint64_t i = 0; i < PHP_FUNCS_MAX + 5; i++) {
 		struct sonde_php_meta m = meta(2, "f", "", "/x.php", 0x10000 + i * 16);
 
-		assert_int_equal(php_funcs_put(t, 9, &m, sizeof(m)), 0);
+		assert_int_equal(interp_records_put(t, 9, &m, sizeof(m)), 0);
 	}
-	assert_true(php_funcs_count(t) <= PHP_FUNCS_MAX);
-	php_funcs_free(t);
-	php_funcs_free(NULL);
+	assert_true(interp_records_count(t) <= PHP_FUNCS_MAX);
+	interp_records_free(t);
+	interp_records_free(NULL);
 }
 
 static void test_version_from_name(void **state)

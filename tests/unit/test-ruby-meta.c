@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "interp_records.h"
 #include "ruby_meta.h"
 
 static struct sonde_ruby_meta *rec_new(uint8_t type, const char *label, const char *base,
@@ -198,13 +199,13 @@ static void test_refused(void **state)
 
 static void test_table(void **state)
 {
-	struct ruby_metas *t = ruby_metas_new();
+	struct interp_records *t = ruby_metas_new();
 	struct sonde_ruby_meta *r = rec_new(SONDE_RUBY_META_CFUNC, "x", "", "", "");
 	const struct ruby_meta *m;
 
 	(void)state;
 	assert_non_null(t);
-	assert_int_equal(ruby_metas_put(t, 7, r, sizeof(*r)), 0);
+	assert_int_equal(interp_records_put(t, 7, r, sizeof(*r)), 0);
 	m = ruby_metas_get(t, 7, r->addr, 0);
 	assert_non_null(m);
 	assert_string_equal(m->label, "x");
@@ -212,12 +213,12 @@ static void test_table(void **state)
 	assert_null(ruby_metas_get(t, 7, r->addr, 78));
 	assert_null(ruby_metas_get(t, 8, r->addr, 0));
 	r->label[0] = 'y';
-	assert_int_equal(ruby_metas_put(t, 7, r, sizeof(*r)), 0);
+	assert_int_equal(interp_records_put(t, 7, r, sizeof(*r)), 0);
 	assert_string_equal(ruby_metas_get(t, 7, r->addr, 0)->label, "y");
-	assert_int_equal(ruby_metas_count(t), 1);
-	assert_int_equal(ruby_metas_put(t, 7, r, 5), -EBADMSG);
-	assert_int_equal(ruby_metas_refused(t), 1);
-	ruby_metas_free(t);
+	assert_int_equal(interp_records_count(t), 1);
+	assert_int_equal(interp_records_put(t, 7, r, 5), -EBADMSG);
+	assert_int_equal(interp_records_refused(t), 1);
+	interp_records_free(t);
 	free(r);
 }
 

@@ -758,6 +758,46 @@ static void test_cache_interp(void **state)
 	cache_close(c);
 }
 
+/* Interpreter Data of another INTERP_DATA_VERSION (an older symbolizer's)
+ * is forgotten at open, and only it: the file's symbols stay, so the
+ * ingest asks for the analysis again; the same version is kept. */
+static void test_cache_interp_other_format_forgotten(void **state)
+{
+	struct cache *c = NULL;
+	struct fileid py = { { 3, 12 } };
+	struct interp_data d = { .kind = INTERP_CPYTHON, .major = 3, .minor = 11 };
+	const struct symtab *got = NULL;
+	char sql[128];
+	sqlite3 *db;
+
+	(void)state;
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	assert_int_equal(cache_store(c, &py, own_symtab(), NULL, 1), 0);
+	/* An index row ("none"), or the open forgets the unindexed file. */
+	assert_int_equal(cache_store_index(c, &py, NULL, "no lines", 1), 0);
+	assert_int_equal(cache_store_interp(c, &py, &d, NULL, 1), 0);
+	cache_close(c);
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	assert_int_equal(cache_lookup_interp(c, &py, NULL, NULL, 0), CACHE_OK);
+	cache_close(c);
+
+	snprintf(sql, sizeof(sql), "UPDATE meta SET value = %d WHERE key = 'interp_data_version'",
+		 INTERP_DATA_VERSION - 1);
+	assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_changes(db), 1);
+	sqlite3_close(db);
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	assert_int_equal(cache_lookup_interp(c, &py, NULL, NULL, 0), CACHE_MISS);
+	assert_true(cache_contains(c, &py));
+	assert_int_equal(cache_lookup(c, &py, &got, NULL), CACHE_OK);
+	assert_int_equal(cache_store_interp(c, &py, &d, NULL, 2), 0);
+	cache_close(c);
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	assert_int_equal(cache_lookup_interp(c, &py, NULL, NULL, 0), CACHE_OK);
+	cache_close(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -769,6 +809,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cache_corrupt_moved_aside, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_schema_version, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_interp, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache_interp_other_format_forgotten, setup, teardown),
 		cmocka_unit_test(test_folded_push),
 		cmocka_unit_test_setup_teardown(test_profile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile_types, setup, teardown),

@@ -51,21 +51,16 @@ int cpython_code_decode(const void *rec, size_t len, struct cpython_code *ret);
 size_t cpython_code_frame_name(const struct cpython_code *c, uint32_t offset, char *buf,
 			       size_t len);
 
-/* Code objects of one session, by (pid, address). Bounded: beyond
- * CPYTHON_CODES_MAX the oldest insert is dropped. Not thread-safe. */
+/* Code objects of one session (interp_records.h), by (pid, address): at
+ * most CPYTHON_CODES_MAX; put, count, forget and free through
+ * interp_records_*(). */
 #define CPYTHON_CODES_MAX 65536
 
-struct cpython_codes;
+struct interp_records;
 
-struct cpython_codes *cpython_codes_new(void);
-void cpython_codes_free(struct cpython_codes *t);
-/* Decodes rec and keeps it for pid (replacing the same address). 0,
- * -EBADMSG (the record is refused; counted) or -ENOMEM. */
-int cpython_codes_put(struct cpython_codes *t, uint32_t pid, const void *rec, size_t len);
+/* A table of code objects; NULL on out of memory. */
+struct interp_records *cpython_codes_new(void);
 /* NULL when unknown. checksum 0 matches any. Borrowed until the next put
  * or forget. */
-const struct cpython_code *cpython_codes_get(const struct cpython_codes *t, uint32_t pid,
+const struct cpython_code *cpython_codes_get(const struct interp_records *t, uint32_t pid,
 					     uint64_t addr, uint64_t checksum);
-void cpython_codes_forget_pid(struct cpython_codes *t, uint32_t pid);
-size_t cpython_codes_count(const struct cpython_codes *t);
-uint64_t cpython_codes_refused(const struct cpython_codes *t);

@@ -8,6 +8,7 @@
 #include "cpython_layout.h"
 #include "cpython_ops.h"
 #include "interp_loader.h"
+#include "interp_records.h"
 
 /* The eval loop's native frame: each one runs the Python frames of one
  * run, which the splice puts in its place. */
@@ -67,12 +68,12 @@ static void *cpython_instance_new(void)
 
 static void cpython_instance_free(void *inst)
 {
-	cpython_codes_free(inst);
+	interp_records_free(inst);
 }
 
 static int cpython_record_put(void *inst, uint32_t pid, const void *data, size_t len)
 {
-	return cpython_codes_put(inst, pid, data, len);
+	return interp_records_put(inst, pid, data, len);
 }
 
 static bool cpython_frame_ends_run(const struct interp_frame *f)

@@ -5,39 +5,7 @@
 #include <string.h>
 
 #include "hotspot_method.h"
-#include "utf8.h"
-
-/* Copies n bytes of src as printable UTF-8 (control bytes, invalid
- * sequences, and ';' unless semis, become '?'), '/' as '.' when dots (a
- * class name's package separators). Stops at a NUL. dst has room for
- * n + 4. */
-static void copy_printable(char *dst, const char *src, size_t n, bool cut, bool dots, bool semis)
-{
-	const uint8_t *s = (const uint8_t *)src;
-	size_t o = 0;
-
-	for (size_t i = 0; i < n && s[i];) {
-		size_t l = utf8_char_len(s + i, n - i);
-
-		if (l == 1 && (s[i] < 0x20 || s[i] == 0x7f || (s[i] == ';' && !semis)))
-			l = 0;
-		if (!l) {
-			dst[o++] = '?';
-			i++;
-			continue;
-		}
-		memcpy(dst + o, s + i, l);
-		if (dots && l == 1 && s[i] == '/')
-			dst[o] = '.';
-		o += l;
-		i += l;
-	}
-	if (cut) {
-		memcpy(dst + o, "...", 3);
-		o += 3;
-	}
-	dst[o] = '\0';
-}
+#include "interp_records.h"
 
 int hotspot_method_decode(const void *rec, size_t len, struct hotspot_method *ret)
 {
@@ -57,16 +25,17 @@ int hotspot_method_decode(const void *rec, size_t len, struct hotspot_method *re
 	ret->const_method = r.const_method;
 	ret->code_size = r.code_size;
 	ret->flags = r.flags;
-	copy_printable(ret->klass, r.klass, r.klass_len, r.flags & SONDE_HOTSPOT_METHOD_KLASS_CUT,
-		       true, false);
-	copy_printable(ret->name, r.name, r.name_len, r.flags & SONDE_HOTSPOT_METHOD_NAME_CUT,
-		       false, false);
+	interp_records_copy_text(ret->klass, (const uint8_t *)r.klass, r.klass_len,
+				 r.flags & SONDE_HOTSPOT_METHOD_KLASS_CUT,
+				 INTERP_RECORDS_TEXT_DOTS);
+	interp_records_copy_text(ret->name, (const uint8_t *)r.name, r.name_len,
+				 r.flags & SONDE_HOTSPOT_METHOD_NAME_CUT, 0);
 	/* A descriptor's ';' ends class names: kept (the system name is no
 	 * folded text). */
-	copy_printable(ret->sig, r.sig, r.sig_len, r.flags & SONDE_HOTSPOT_METHOD_SIG_CUT, false,
-		       true);
-	copy_printable(ret->source, r.source, r.source_len,
-		       r.flags & SONDE_HOTSPOT_METHOD_SOURCE_CUT, false, false);
+	interp_records_copy_text(ret->sig, (const uint8_t *)r.sig, r.sig_len,
+				 r.flags & SONDE_HOTSPOT_METHOD_SIG_CUT, INTERP_RECORDS_TEXT_SEMIS);
+	interp_records_copy_text(ret->source, (const uint8_t *)r.source, r.source_len,
+				 r.flags & SONDE_HOTSPOT_METHOD_SOURCE_CUT, 0);
 	if (r.flags & SONDE_HOTSPOT_METHOD_HAS_LINES) {
 		memcpy(ret->linetable, r.linetable, r.linetable_len);
 		ret->linetable_len = r.linetable_len;
@@ -201,111 +170,25 @@ size_t hotspot_method_system_name(const struct hotspot_method *m, char *buf, siz
 	return finish(snprintf(buf, len, "%s%s%s%s", m->klass, dot(m), m->name, m->sig), buf, len);
 }
 
-/* ---- the table: open addressing, linear probing ---- */
-
-#define SLOTS (HOTSPOT_METHODS_MAX * 2) /* load factor <= 1/2 */
-
-struct slot {
-	uint32_t pid;
-	struct hotspot_method *m; /* NULL: empty */
-};
-
-struct hotspot_methods {
-	struct slot *slots;
-	size_t count;
-	uint64_t refused;
-};
-
-static size_t slot_of(uint32_t pid, uint64_t method)
+static int methods_decode(const void *rec, size_t len, void *value, struct interp_records_key *key)
 {
-	uint64_t h = (method ^ (uint64_t)pid << 40) * 0x9e3779b97f4a7c15ULL;
+	struct hotspot_method *m = value;
 
-	return (size_t)(h >> 32) & (SLOTS - 1);
-}
-
-struct hotspot_methods *hotspot_methods_new(void)
-{
-	struct hotspot_methods *t = calloc(1, sizeof(*t));
-
-	if (t && !(t->slots = calloc(SLOTS, sizeof(*t->slots)))) {
-		free(t);
-		t = NULL;
-	}
-	return t;
-}
-
-static void clear(struct hotspot_methods *t)
-{
-	for (size_t i = 0; i < SLOTS; i++) {
-		free(t->slots[i].m);
-		t->slots[i].m = NULL;
-	}
-	t->count = 0;
-}
-
-void hotspot_methods_free(struct hotspot_methods *t)
-{
-	if (!t)
-		return;
-	clear(t);
-	free(t->slots);
-	free(t);
-}
-
-static struct slot *find(const struct hotspot_methods *t, uint32_t pid, uint64_t method)
-{
-	/* At most half the slots are used: an empty one ends the probe. */
-	for (size_t i = slot_of(pid, method);; i = (i + 1) & (SLOTS - 1)) {
-		struct slot *s = &t->slots[i];
-
-		if (!s->m || (s->pid == pid && s->m->method == method))
-			return s;
-	}
-}
-
-int hotspot_methods_put(struct hotspot_methods *t, uint32_t pid, const void *rec, size_t len)
-{
-	struct hotspot_method *m = malloc(sizeof(*m));
-	struct slot *s;
-
-	if (!m)
-		return -ENOMEM;
-	if (hotspot_method_decode(rec, len, m) < 0) {
-		free(m);
-		t->refused++;
+	if (hotspot_method_decode(rec, len, m) < 0)
 		return -EBADMSG;
-	}
-	s = find(t, pid, m->method);
-	if (s->m) {
-		free(s->m); /* the Method* was reused (class unloading) */
-	} else {
-		if (t->count == HOTSPOT_METHODS_MAX) {
-			clear(t);
-			s = find(t, pid, m->method);
-		}
-		t->count++;
-	}
-	s->pid = pid;
-	s->m = m;
+	key->addr = m->method;
+	key->checksum = m->const_method;
 	return 0;
 }
 
-const struct hotspot_method *hotspot_methods_get(const struct hotspot_methods *t, uint32_t pid,
+struct interp_records *hotspot_methods_new(void)
+{
+	return interp_records_new(HOTSPOT_METHODS_MAX, sizeof(struct hotspot_method),
+				  methods_decode);
+}
+
+const struct hotspot_method *hotspot_methods_get(const struct interp_records *t, uint32_t pid,
 						 uint64_t method, uint64_t const_method)
 {
-	const struct slot *s = find(t, pid, method);
-
-	if (!s->m || (const_method && s->m->const_method != const_method))
-		return NULL;
-	return s->m;
-}
-
-size_t hotspot_methods_count(const struct hotspot_methods *t)
-{
-	return t->count;
-}
-
-uint64_t hotspot_methods_refused(const struct hotspot_methods *t)
-{
-	return t->refused;
+	return interp_records_get(t, pid, method, 0, const_method);
 }

@@ -64,21 +64,15 @@ size_t hotspot_method_frame_name(const struct hotspot_method *m, uint32_t bci, c
  * (not for folded text). */
 size_t hotspot_method_system_name(const struct hotspot_method *m, char *buf, size_t len);
 
-/* Methods of one session, by (pid, Method*). Bounded: beyond
- * HOTSPOT_METHODS_MAX it starts over (BPF sends a method again once its
- * dedup entry ages out). Not thread-safe. */
+/* Methods of one session (interp_records.h), by (pid, Method*): at most
+ * HOTSPOT_METHODS_MAX; put, count and free through interp_records_*(). */
 #define HOTSPOT_METHODS_MAX 65536
 
-struct hotspot_methods;
+struct interp_records;
 
-struct hotspot_methods *hotspot_methods_new(void);
-void hotspot_methods_free(struct hotspot_methods *t);
-/* Decodes rec and keeps it for pid (replacing the same Method*). 0,
- * -EBADMSG (refused; counted) or -ENOMEM. */
-int hotspot_methods_put(struct hotspot_methods *t, uint32_t pid, const void *rec, size_t len);
+/* A table of methods; NULL on out of memory. */
+struct interp_records *hotspot_methods_new(void);
 /* NULL when unknown. const_method 0 matches any. Borrowed until the next
  * put. */
-const struct hotspot_method *hotspot_methods_get(const struct hotspot_methods *t, uint32_t pid,
+const struct hotspot_method *hotspot_methods_get(const struct interp_records *t, uint32_t pid,
 						 uint64_t method, uint64_t const_method);
-size_t hotspot_methods_count(const struct hotspot_methods *t);
-uint64_t hotspot_methods_refused(const struct hotspot_methods *t);

@@ -9,6 +9,7 @@
 #include "hotspot_layout.h"
 #include "hotspot_method.h"
 #include "hotspot_ops.h"
+#include "interp_records.h"
 
 #define HOTSPOT_LIBRARY "libjvm.so"
 
@@ -72,12 +73,12 @@ static void *hotspot_instance_new(void)
 
 static void hotspot_instance_free(void *inst)
 {
-	hotspot_methods_free(inst);
+	interp_records_free(inst);
 }
 
 static int hotspot_record_put(void *inst, uint32_t pid, const void *data, size_t len)
 {
-	return hotspot_methods_put(inst, pid, data, len);
+	return interp_records_put(inst, pid, data, len);
 }
 
 static bool hotspot_frame_ends_run(const struct interp_frame *f)

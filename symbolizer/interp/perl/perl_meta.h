@@ -54,21 +54,15 @@ int perl_meta_decode(const void *rec, size_t len, struct perl_meta *ret);
  * NUL-terminates (len > 0). Returns the length written. */
 size_t perl_meta_frame_name(const struct perl_meta *m, uint64_t word, char *buf, size_t len);
 
-/* Records of one session, by (pid, address, type). Bounded: beyond
- * PERL_METAS_MAX it starts over (BPF sends a record again once its dedup
- * entry ages out or a new session clears it). Not thread-safe. */
+/* Records of one session (interp_records.h), by (pid, address, type): at
+ * most PERL_METAS_MAX; put, count and free through interp_records_*(). */
 #define PERL_METAS_MAX 65536
 
-struct perl_metas;
+struct interp_records;
 
-struct perl_metas *perl_metas_new(void);
-void perl_metas_free(struct perl_metas *t);
-/* Decodes rec and keeps it for pid (replacing the same address and
- * type). 0, -EBADMSG (refused; counted) or -ENOMEM. */
-int perl_metas_put(struct perl_metas *t, uint32_t pid, const void *rec, size_t len);
+/* A table of records; NULL on out of memory. */
+struct interp_records *perl_metas_new(void);
 /* The record a frame word names, or NULL. checksum 0 matches any.
  * Borrowed until the next put. */
-const struct perl_meta *perl_metas_get(const struct perl_metas *t, uint32_t pid, uint64_t word,
+const struct perl_meta *perl_metas_get(const struct interp_records *t, uint32_t pid, uint64_t word,
 				       uint64_t checksum);
-size_t perl_metas_count(const struct perl_metas *t);
-uint64_t perl_metas_refused(const struct perl_metas *t);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "interp_loader.h"
+#include "interp_records.h"
 #include "perl5.h"
 #include "perl_layout.h"
 #include "perl_meta.h"
@@ -66,12 +67,12 @@ static void *perl_instance_new(void)
 
 static void perl_instance_free(void *inst)
 {
-	perl_metas_free(inst);
+	interp_records_free(inst);
 }
 
 static int perl_record_put(void *inst, uint32_t pid, const void *data, size_t len)
 {
-	return perl_metas_put(inst, pid, data, len);
+	return interp_records_put(inst, pid, data, len);
 }
 
 static bool perl_frame_ends_run(const struct interp_frame *f)

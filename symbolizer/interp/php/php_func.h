@@ -57,19 +57,14 @@ int php_func_decode(const void *rec, size_t len, struct php_func *ret);
  * (len > 0). Returns the length written. */
 size_t php_func_frame_name(const struct php_func *f, uint32_t line, char *buf, size_t len);
 
-/* Functions of one session, by (pid, address). Bounded: beyond
- * PHP_FUNCS_MAX the table starts over. Not thread-safe. */
+/* Functions of one session (interp_records.h), by (pid, address): at
+ * most PHP_FUNCS_MAX; put, count and free through interp_records_*(). */
 #define PHP_FUNCS_MAX 32768
 
-struct php_funcs;
+struct interp_records;
 
-struct php_funcs *php_funcs_new(void);
-void php_funcs_free(struct php_funcs *t);
-/* Decodes rec and keeps it for pid (replacing the same address). 0,
- * -EBADMSG (the record is refused; counted) or -ENOMEM. */
-int php_funcs_put(struct php_funcs *t, uint32_t pid, const void *rec, size_t len);
+/* A table of functions; NULL on out of memory. */
+struct interp_records *php_funcs_new(void);
 /* NULL when unknown. checksum 0 matches any. Borrowed until the next put. */
-const struct php_func *php_funcs_get(const struct php_funcs *t, uint32_t pid, uint64_t addr,
+const struct php_func *php_funcs_get(const struct interp_records *t, uint32_t pid, uint64_t addr,
 				     uint64_t checksum);
-size_t php_funcs_count(const struct php_funcs *t);
-uint64_t php_funcs_refused(const struct php_funcs *t);

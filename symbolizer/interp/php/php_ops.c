@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "interp_loader.h"
+#include "interp_records.h"
 #include "php.h"
 #include "php_func.h"
 #include "php_layout.h"
@@ -65,12 +66,12 @@ static void *php_instance_new(void)
 
 static void php_instance_free(void *inst)
 {
-	php_funcs_free(inst);
+	interp_records_free(inst);
 }
 
 static int php_record_put(void *inst, uint32_t pid, const void *data, size_t len)
 {
-	return php_funcs_put(inst, pid, data, len);
+	return interp_records_put(inst, pid, data, len);
 }
 
 static bool php_frame_ends_run(const struct interp_frame *f)

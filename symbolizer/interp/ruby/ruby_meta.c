@@ -5,53 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "interp_records.h"
 #include "ruby_meta.h"
-#include "utf8.h"
 
 #define OFF(f) __builtin_offsetof(struct sonde_ruby_meta, f)
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
-/* n bytes of src as printable UTF-8 into dst (room for n + 4): control
- * bytes, ';' (the folded format's separator) and invalid sequences become
- * '?'; stops at a NUL; "..." when cut. */
-static void copy_printable(char *dst, const uint8_t *src, size_t n, bool cut)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < n && src[i];) {
-		size_t l = utf8_char_len(src + i, n - i);
-
-		if (l == 1 && (src[i] < 0x20 || src[i] == 0x7f || src[i] == ';'))
-			l = 0;
-		if (!l) {
-			dst[o++] = '?';
-			i++;
-			continue;
-		}
-		memcpy(dst + o, src + i, l);
-		o += l;
-		i += l;
-	}
-	if (cut) {
-		memcpy(dst + o, "...", 3);
-		o += 3;
-	}
-	dst[o] = '\0';
-}
 
 int ruby_meta_decode(const void *rec, size_t len, struct ruby_meta *ret)
 {
@@ -60,36 +17,41 @@ int ruby_meta_decode(const void *rec, size_t len, struct ruby_meta *ret)
 	uint8_t type, isz;
 
 	if (!rec || len != sizeof(struct sonde_ruby_meta) ||
-	    get16(p) != sizeof(struct sonde_ruby_meta) || p[OFF(version)] != SONDE_RUBY_META_VERSION)
+	    interp_records_le16(p) != sizeof(struct sonde_ruby_meta) ||
+	    p[OFF(version)] != SONDE_RUBY_META_VERSION)
 		return -EBADMSG;
 	type = p[OFF(type)];
 	isz = p[OFF(insn_info_size)];
-	llen = get16(p + OFF(label_len));
-	blen = get16(p + OFF(base_len));
-	clen = get16(p + OFF(class_len));
-	plen = get16(p + OFF(path_len));
-	slen = get16(p + OFF(succ_len));
-	nlen = get16(p + OFF(lines_len));
+	llen = interp_records_le16(p + OFF(label_len));
+	blen = interp_records_le16(p + OFF(base_len));
+	clen = interp_records_le16(p + OFF(class_len));
+	plen = interp_records_le16(p + OFF(path_len));
+	slen = interp_records_le16(p + OFF(succ_len));
+	nlen = interp_records_le16(p + OFF(lines_len));
 	if ((type != SONDE_RUBY_META_ISEQ && type != SONDE_RUBY_META_CFUNC) ||
 	    llen > SONDE_RUBY_META_LABEL || blen > SONDE_RUBY_META_BASE ||
 	    clen > SONDE_RUBY_META_CLASS || plen > SONDE_RUBY_META_PATH ||
 	    slen > SONDE_RUBY_META_SUCC || nlen > SONDE_RUBY_META_LINES ||
-	    get32(p + OFF(first_lineno)) > INT32_MAX || (nlen && (isz < 4 || nlen % isz)))
+	    interp_records_le32(p + OFF(first_lineno)) > INT32_MAX ||
+	    (nlen && (isz < 4 || nlen % isz)))
 		return -EBADMSG;
 	memset(ret, 0, sizeof(*ret));
 	ret->type = type;
 	ret->flags = p[OFF(flags)];
 	ret->insn_info_size = isz;
-	ret->first_lineno = (int32_t)get32(p + OFF(first_lineno));
-	ret->addr = get64(p + OFF(addr));
-	ret->checksum = get64(p + OFF(checksum));
-	ret->iseq_size = get32(p + OFF(iseq_size));
-	ret->insns_size = get32(p + OFF(insns_size));
-	copy_printable(ret->label, p + OFF(label), llen, ret->flags & SONDE_RUBY_META_LABEL_CUT);
-	copy_printable(ret->base, p + OFF(base), blen, false);
+	ret->first_lineno = (int32_t)interp_records_le32(p + OFF(first_lineno));
+	ret->addr = interp_records_le64(p + OFF(addr));
+	ret->checksum = interp_records_le64(p + OFF(checksum));
+	ret->iseq_size = interp_records_le32(p + OFF(iseq_size));
+	ret->insns_size = interp_records_le32(p + OFF(insns_size));
+	interp_records_copy_text(ret->label, p + OFF(label), llen,
+				 ret->flags & SONDE_RUBY_META_LABEL_CUT, 0);
+	interp_records_copy_text(ret->base, p + OFF(base), blen, false, 0);
 	ret->base_len = (uint16_t)strlen(ret->base);
-	copy_printable(ret->klass, p + OFF(klass), clen, ret->flags & SONDE_RUBY_META_CLASS_CUT);
-	copy_printable(ret->path, p + OFF(path), plen, ret->flags & SONDE_RUBY_META_PATH_CUT);
+	interp_records_copy_text(ret->klass, p + OFF(klass), clen,
+				 ret->flags & SONDE_RUBY_META_CLASS_CUT, 0);
+	interp_records_copy_text(ret->path, p + OFF(path), plen,
+				 ret->flags & SONDE_RUBY_META_PATH_CUT, 0);
 	memcpy(ret->succ, p + OFF(succ), slen);
 	ret->succ_len = slen;
 	memcpy(ret->lines, p + OFF(lines), nlen);
@@ -112,7 +74,7 @@ static int64_t succ_rank(const uint8_t *t, uint32_t n, uint32_t x)
 	if (x < 54) {
 		if (n < 48)
 			return -1;
-		return (int64_t)((get64(t + (x / 9) * 8) >> ((x % 9) * 7)) & 0x7f);
+		return (int64_t)((interp_records_le64(t + (x / 9) * 8) >> ((x % 9) * 7)) & 0x7f);
 	}
 	bi = (x - 54) / 512;
 	bit = (x - 54) % 512;
@@ -120,10 +82,10 @@ static int64_t succ_rank(const uint8_t *t, uint32_t n, uint32_t x)
 	off = 48 + 80 * bi;
 	if (bi > 2 || off + 80 > n)
 		return -1;
-	ranks = get64(t + off + 8);
+	ranks = interp_records_le64(t + off + 8);
 	small = sub ? (ranks >> ((sub - 1) * 9)) & 0x1ff : 0;
-	bits = get64(t + off + 16 + sub * 8) << (63 - bit % 64);
-	return (int64_t)get32(t + off) + (int64_t)small + __builtin_popcountll(bits);
+	bits = interp_records_le64(t + off + 16 + sub * 8) << (63 - bit % 64);
+	return (int64_t)interp_records_le32(t + off) + (int64_t)small + __builtin_popcountll(bits);
 }
 
 int32_t ruby_meta_line(const struct ruby_meta *m, uint32_t pc)
@@ -146,7 +108,7 @@ int32_t ruby_meta_line(const struct ruby_meta *m, uint32_t pc)
 	}
 	if (entry >= m->insns_size || (uint64_t)(entry + 1) * m->insn_info_size > m->lines_len)
 		return -1;
-	line = (int32_t)get32(m->lines + (size_t)entry * m->insn_info_size);
+	line = (int32_t)interp_records_le32(m->lines + (size_t)entry * m->insn_info_size);
 	return line < 0 ? -1 : line;
 }
 
@@ -194,115 +156,24 @@ size_t ruby_meta_frame_name(const struct ruby_meta *m, uint32_t pc, char *buf, s
 	return (size_t)n < len ? (size_t)n : len - 1;
 }
 
-/* ---- the table: open addressing, linear probing, no deletion ---- */
-
-#define SLOTS (RUBY_METAS_MAX * 2) /* load factor <= 1/2 */
-
-struct slot {
-	uint32_t pid;
-	struct ruby_meta *meta; /* NULL: empty */
-};
-
-struct ruby_metas {
-	struct slot *slots;
-	size_t count;
-	uint64_t refused;
-};
-
-static size_t slot_of(uint32_t pid, uint64_t addr)
+static int metas_decode(const void *rec, size_t len, void *value, struct interp_records_key *key)
 {
-	uint64_t h = (addr ^ (uint64_t)pid << 40) * 0x9e3779b97f4a7c15ULL;
+	struct ruby_meta *m = value;
 
-	return (size_t)(h >> 32) & (SLOTS - 1);
-}
-
-struct ruby_metas *ruby_metas_new(void)
-{
-	struct ruby_metas *t = calloc(1, sizeof(*t));
-
-	if (!t)
-		return NULL;
-	t->slots = calloc(SLOTS, sizeof(*t->slots));
-	if (!t->slots) {
-		free(t);
-		return NULL;
-	}
-	return t;
-}
-
-static void clear(struct ruby_metas *t)
-{
-	for (size_t i = 0; i < SLOTS; i++) {
-		free(t->slots[i].meta);
-		t->slots[i].meta = NULL;
-	}
-	t->count = 0;
-}
-
-void ruby_metas_free(struct ruby_metas *t)
-{
-	if (!t)
-		return;
-	clear(t);
-	free(t->slots);
-	free(t);
-}
-
-static struct slot *find(const struct ruby_metas *t, uint32_t pid, uint64_t addr)
-{
-	size_t i = slot_of(pid, addr);
-
-	for (;; i = (i + 1) & (SLOTS - 1)) {
-		struct slot *s = &t->slots[i];
-
-		if (!s->meta || (s->pid == pid && s->meta->addr == addr))
-			return s;
-	}
-}
-
-int ruby_metas_put(struct ruby_metas *t, uint32_t pid, const void *rec, size_t len)
-{
-	struct ruby_meta *m = malloc(sizeof(*m));
-	struct slot *s;
-
-	if (!m)
-		return -ENOMEM;
-	if (ruby_meta_decode(rec, len, m) < 0) {
-		free(m);
-		t->refused++;
+	if (ruby_meta_decode(rec, len, m) < 0)
 		return -EBADMSG;
-	}
-	s = find(t, pid, m->addr);
-	if (s->meta) {
-		free(s->meta); /* the address was reused */
-	} else {
-		if (t->count == RUBY_METAS_MAX) {
-			clear(t);
-			s = find(t, pid, m->addr);
-		}
-		t->count++;
-	}
-	s->pid = pid;
-	s->meta = m;
+	key->addr = m->addr;
+	key->checksum = m->checksum;
 	return 0;
 }
 
-const struct ruby_meta *ruby_metas_get(const struct ruby_metas *t, uint32_t pid, uint64_t addr,
+struct interp_records *ruby_metas_new(void)
+{
+	return interp_records_new(RUBY_METAS_MAX, sizeof(struct ruby_meta), metas_decode);
+}
+
+const struct ruby_meta *ruby_metas_get(const struct interp_records *t, uint32_t pid, uint64_t addr,
 				       uint64_t checksum)
 {
-	const struct slot *s = find(t, pid, addr);
-
-	if (!s->meta || (checksum && s->meta->checksum != checksum))
-		return NULL;
-	return s->meta;
-}
-
-size_t ruby_metas_count(const struct ruby_metas *t)
-{
-	return t->count;
-}
-
-uint64_t ruby_metas_refused(const struct ruby_metas *t)
-{
-	return t->refused;
+	return interp_records_get(t, pid, addr, 0, checksum);
 }

@@ -58,20 +58,14 @@ int32_t ruby_meta_line(const struct ruby_meta *m, uint32_t pc);
  * Returns the length written. */
 size_t ruby_meta_frame_name(const struct ruby_meta *m, uint32_t pc, char *buf, size_t len);
 
-/* Records of one session, by (pid, address). Bounded: beyond
- * RUBY_METAS_MAX the table starts over (BPF sends a record again once its
- * dedup entry ages out, or on a new connection). Not thread-safe. */
+/* Records of one session (interp_records.h), by (pid, address): at most
+ * RUBY_METAS_MAX; put, count and free through interp_records_*(). */
 #define RUBY_METAS_MAX 65536
 
-struct ruby_metas;
+struct interp_records;
 
-struct ruby_metas *ruby_metas_new(void);
-void ruby_metas_free(struct ruby_metas *t);
-/* Decodes rec and keeps it for pid (replacing the same address). 0,
- * -EBADMSG (refused; counted) or -ENOMEM. */
-int ruby_metas_put(struct ruby_metas *t, uint32_t pid, const void *rec, size_t len);
+/* A table of records; NULL on out of memory. */
+struct interp_records *ruby_metas_new(void);
 /* NULL when unknown. checksum 0 matches any. Borrowed until the next put. */
-const struct ruby_meta *ruby_metas_get(const struct ruby_metas *t, uint32_t pid, uint64_t addr,
+const struct ruby_meta *ruby_metas_get(const struct interp_records *t, uint32_t pid, uint64_t addr,
 				       uint64_t checksum);
-size_t ruby_metas_count(const struct ruby_metas *t);
-uint64_t ruby_metas_refused(const struct ruby_metas *t);

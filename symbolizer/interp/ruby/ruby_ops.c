@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "interp_loader.h"
+#include "interp_records.h"
 #include "ruby.h"
 #include "ruby_layout.h"
 #include "ruby_meta.h"
@@ -66,12 +67,12 @@ static void *ruby_instance_new(void)
 
 static void ruby_instance_free(void *inst)
 {
-	ruby_metas_free(inst);
+	interp_records_free(inst);
 }
 
 static int ruby_record_put(void *inst, uint32_t pid, const void *data, size_t len)
 {
-	return ruby_metas_put(inst, pid, data, len);
+	return interp_records_put(inst, pid, data, len);
 }
 
 static bool ruby_frame_ends_run(const struct interp_frame *f)

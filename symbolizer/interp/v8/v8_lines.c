@@ -4,22 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "interp_records.h"
 #include "v8_lines.h"
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
 
 /* One zigzag VLQ at table[*i]; false at the end or past 64 bits. */
 static bool vlq(const uint8_t *table, size_t len, size_t *i, int64_t *ret)
@@ -190,7 +176,7 @@ static struct source **find_source(const struct v8_lines *t, uint32_t pid, uint6
 
 static int put_code(struct v8_lines *t, uint32_t pid, const uint8_t *p)
 {
-	uint16_t tlen = get16(p + 4);
+	uint16_t tlen = interp_records_le16(p + 4);
 	struct code *c, **slot;
 
 	if (p[2] != V8_CODE_VERSION || tlen > V8_CODE_TABLE)
@@ -199,8 +185,8 @@ static int put_code(struct v8_lines *t, uint32_t pid, const uint8_t *p)
 	if (!c)
 		return -ENOMEM;
 	c->pid = pid;
-	c->key = (uint32_t)(get64(p + 8) >> 3);
-	c->script = get64(p + 24);
+	c->key = (uint32_t)(interp_records_le64(p + 8) >> 3);
+	c->script = interp_records_le64(p + 24);
 	c->table_len = tlen;
 	memcpy(c->table, p + V8_CODE_HEADER, tlen);
 	slot = find_code(t, pid, c->key);
@@ -220,9 +206,9 @@ static int put_code(struct v8_lines *t, uint32_t pid, const uint8_t *p)
 static int put_source(struct v8_lines *t, uint32_t pid, const uint8_t *p)
 {
 	uint8_t index = p[3];
-	uint16_t len = get16(p + 4);
-	uint32_t total = get32(p + 8);
-	uint64_t script = get64(p + 16);
+	uint16_t len = interp_records_le16(p + 4);
+	uint32_t total = interp_records_le32(p + 8);
+	uint64_t script = interp_records_le64(p + 16);
 	struct source *s, **slot;
 	size_t off = (size_t)index * V8_SOURCE_CHUNK;
 
@@ -266,7 +252,7 @@ int v8_lines_put(struct v8_lines *t, uint32_t pid, const void *rec, size_t len)
 {
 	const uint8_t *p = rec;
 
-	if (!rec || len < 4 || get16(p) != len)
+	if (!rec || len < 4 || interp_records_le16(p) != len)
 		return -ENOENT;
 	if (len == V8_CODE_SIZE)
 		return put_code(t, pid, p);

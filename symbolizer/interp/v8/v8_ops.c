@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "interp_records.h"
 #include "v8.h"
 #include "v8_lines.h"
 #include "v8_loader.h"
@@ -38,7 +39,7 @@ static int v8_config(const struct interp_data *d, struct interp_config *ret)
 /* A session's V8 state: the SFIs' names, the Code objects' position
  * tables and the scripts' sources. */
 struct v8_inst {
-	struct v8_sfis *sfis;
+	struct interp_records *sfis;
 	struct v8_lines *lines;
 };
 
@@ -48,7 +49,7 @@ static void v8_instance_free(void *inst)
 
 	if (!v)
 		return;
-	v8_sfis_free(v->sfis);
+	interp_records_free(v->sfis);
 	v8_lines_free(v->lines);
 	free(v);
 }
@@ -73,7 +74,7 @@ static int v8_record_put(void *inst, uint32_t pid, const void *data, size_t len)
 	struct v8_inst *v = inst;
 	int r = v8_lines_put(v->lines, pid, data, len);
 
-	return r == -ENOENT ? v8_sfis_put(v->sfis, pid, data, len) : r;
+	return r == -ENOENT ? interp_records_put(v->sfis, pid, data, len) : r;
 }
 
 static bool v8_frame_ends_run(const struct interp_frame *f)

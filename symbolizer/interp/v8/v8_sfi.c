@@ -5,21 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "interp_records.h"
 #include "v8_sfi.h"
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
 
 /* Appends code point c as printable UTF-8 at dst + *o: controls, DEL,
  * ';' and surrogates become '?'. dst has room for 4 more bytes. */
@@ -57,10 +44,10 @@ static void copy_string(char *dst, const uint8_t *src, size_t n, bool two_byte, 
 			put_char(dst, &o, src[i]);
 	} else {
 		for (size_t i = 0; i + 1 < n; i += 2) {
-			uint32_t c = get16(src + i);
+			uint32_t c = interp_records_le16(src + i);
 
 			if (c >= 0xd800 && c < 0xdc00 && i + 3 < n) {
-				uint32_t lo = get16(src + i + 2);
+				uint32_t lo = interp_records_le16(src + i + 2);
 
 				if (lo >= 0xdc00 && lo < 0xe000) {
 					c = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
@@ -83,19 +70,20 @@ int v8_sfi_decode(const void *rec, size_t len, struct v8_sfi *ret)
 	uint16_t nlen, slen;
 	uint8_t flags;
 
-	if (!rec || len != V8_META_SIZE || get16(p) != V8_META_SIZE || p[2] != V8_META_VERSION)
+	if (!rec || len != V8_META_SIZE || interp_records_le16(p) != V8_META_SIZE ||
+	    p[2] != V8_META_VERSION)
 		return -EBADMSG;
 	flags = p[3];
-	nlen = get16(p + 4);
-	slen = get16(p + 6);
+	nlen = interp_records_le16(p + 4);
+	slen = interp_records_le16(p + 6);
 	if (nlen > V8_META_NAME || slen > V8_META_SCRIPT ||
 	    ((flags & V8_META_NAME_TWO_BYTE) && (nlen & 1)) ||
 	    ((flags & V8_META_SCRIPT_TWO_BYTE) && (slen & 1)))
 		return -EBADMSG;
 	memset(ret, 0, sizeof(*ret));
 	ret->flags = flags;
-	ret->addr = get64(p + 8);
-	ret->checksum = get64(p + 16);
+	ret->addr = interp_records_le64(p + 8);
+	ret->checksum = interp_records_le64(p + 16);
 	p += V8_META_HEADER;
 	copy_string(ret->name, p, nlen, flags & V8_META_NAME_TWO_BYTE, flags & V8_META_NAME_CUT);
 	p += V8_META_NAME;
@@ -129,112 +117,23 @@ size_t v8_sfi_frame_name(const struct v8_sfi *s, int32_t line, char *buf, size_t
 	return (size_t)n < len ? (size_t)n : len - 1;
 }
 
-/* ---- the table: open addressing, linear probing, no deletion ---- */
-
-#define SLOTS (V8_SFIS_MAX * 2) /* load factor <= 1/2 */
-
-struct slot {
-	uint32_t pid;
-	struct v8_sfi *sfi; /* NULL: empty */
-};
-
-struct v8_sfis {
-	struct slot *slots;
-	size_t count;
-	uint64_t refused;
-};
-
-static size_t slot_of(uint32_t pid, uint64_t addr)
+static int sfis_decode(const void *rec, size_t len, void *value, struct interp_records_key *key)
 {
-	uint64_t h = (addr ^ (uint64_t)pid << 40) * 0x9e3779b97f4a7c15ULL;
+	struct v8_sfi *s = value;
 
-	return (size_t)(h >> 32) & (SLOTS - 1);
-}
-
-struct v8_sfis *v8_sfis_new(void)
-{
-	struct v8_sfis *t = calloc(1, sizeof(*t));
-
-	if (!t)
-		return NULL;
-	t->slots = calloc(SLOTS, sizeof(*t->slots));
-	if (!t->slots) {
-		free(t);
-		return NULL;
-	}
-	return t;
-}
-
-static void clear(struct v8_sfis *t)
-{
-	for (size_t i = 0; i < SLOTS; i++) {
-		free(t->slots[i].sfi);
-		t->slots[i].sfi = NULL;
-	}
-	t->count = 0;
-}
-
-void v8_sfis_free(struct v8_sfis *t)
-{
-	if (!t)
-		return;
-	clear(t);
-	free(t->slots);
-	free(t);
-}
-
-static struct slot *find(const struct v8_sfis *t, uint32_t pid, uint64_t addr)
-{
-	size_t i = slot_of(pid, addr);
-
-	for (;; i = (i + 1) & (SLOTS - 1)) {
-		struct slot *s = &t->slots[i];
-
-		if (!s->sfi || (s->pid == pid && s->sfi->addr == addr))
-			return s;
-	}
-}
-
-int v8_sfis_put(struct v8_sfis *t, uint32_t pid, const void *rec, size_t len)
-{
-	struct v8_sfi *f = malloc(sizeof(*f));
-	struct slot *s;
-
-	if (!f)
-		return -ENOMEM;
-	if (v8_sfi_decode(rec, len, f) < 0) {
-		free(f);
-		t->refused++;
+	if (v8_sfi_decode(rec, len, s) < 0)
 		return -EBADMSG;
-	}
-	s = find(t, pid, f->addr);
-	if (s->sfi) {
-		free(s->sfi); /* the address was reused by another SFI */
-	} else {
-		if (t->count == V8_SFIS_MAX) {
-			clear(t);
-			s = find(t, pid, f->addr);
-		}
-		t->count++;
-	}
-	s->pid = pid;
-	s->sfi = f;
+	key->addr = s->addr;
+	key->checksum = s->checksum;
 	return 0;
 }
 
-const struct v8_sfi *v8_sfis_get(const struct v8_sfis *t, uint32_t pid, uint64_t addr)
+struct interp_records *v8_sfis_new(void)
 {
-	const struct slot *s = find(t, pid, addr);
-
-	return s->sfi;
+	return interp_records_new(V8_SFIS_MAX, sizeof(struct v8_sfi), sfis_decode);
 }
 
-size_t v8_sfis_count(const struct v8_sfis *t)
+const struct v8_sfi *v8_sfis_get(const struct interp_records *t, uint32_t pid, uint64_t addr)
 {
-	return t->count;
-}
-
-uint64_t v8_sfis_refused(const struct v8_sfis *t)
-{
-	return t->refused;
+	return interp_records_get(t, pid, addr, 0, 0);
 }

@@ -53,19 +53,13 @@ int v8_sfi_decode(const void *rec, size_t len, struct v8_sfi *ret);
  * Returns the length written. */
 size_t v8_sfi_frame_name(const struct v8_sfi *s, int32_t line, char *buf, size_t len);
 
-/* SFIs of one session, by (pid, address). Bounded: beyond V8_SFIS_MAX the
- * table starts over (BPF sends an SFI again once its dedup entry ages
- * out). Not thread-safe. */
+/* SFIs of one session (interp_records.h), by (pid, address): at most
+ * V8_SFIS_MAX; put, count and free through interp_records_*(). */
 #define V8_SFIS_MAX 65536
 
-struct v8_sfis;
+struct interp_records;
 
-struct v8_sfis *v8_sfis_new(void);
-void v8_sfis_free(struct v8_sfis *t);
-/* Decodes rec and keeps it for pid (replacing the same address). 0,
- * -EBADMSG (the record is refused; counted) or -ENOMEM. */
-int v8_sfis_put(struct v8_sfis *t, uint32_t pid, const void *rec, size_t len);
+/* A table of SFIs; NULL on out of memory. */
+struct interp_records *v8_sfis_new(void);
 /* NULL when unknown. Borrowed until the next put. */
-const struct v8_sfi *v8_sfis_get(const struct v8_sfis *t, uint32_t pid, uint64_t addr);
-size_t v8_sfis_count(const struct v8_sfis *t);
-uint64_t v8_sfis_refused(const struct v8_sfis *t);
+const struct v8_sfi *v8_sfis_get(const struct interp_records *t, uint32_t pid, uint64_t addr);

@@ -1,0 +1,64 @@
+/* interp_read.h - what every interpreter walker of sample.bpf.c reads,
+ * sends and stores the same way (docs/interpreters.md, "The framework"):
+ * a word of the sampled process's memory, a SONDE_REC_INTERP record
+ * reserved in the events ring with its header filled, and a frame word
+ * stored in the sample. Included by interp_walk.h before the walkers,
+ * after sample.bpf.c's events map, struct sonde_sample and count_err().
+ */
+#pragma once
+
+/* The 8 bytes at addr in the sampled process, or 0 when the read fails. */
+static __always_inline __u64 interp_read_u64(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
+		return 0;
+	return v;
+}
+
+/* The 4 bytes at addr, or 0 when the read fails. */
+static __always_inline __u32 interp_read_u32(__u64 addr)
+{
+	__u32 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
+		return 0;
+	return v;
+}
+
+/* A record of size bytes (a constant: struct sonde_interp_rec, then the
+ * kind's size - 16 bytes) for process tgid, its header filled; the caller
+ * fills the rest and submits it. NULL when the ring is full (counted as
+ * SONDE_ERR_RINGBUF_FULL_EVENT). */
+static __always_inline void *interp_rec_new(__u32 size, __u32 tgid, __u32 kind)
+{
+	struct sonde_interp_rec *h = bpf_ringbuf_reserve(&events, size, 0);
+
+	if (!h) {
+		count_err(SONDE_ERR_RINGBUF_FULL_EVENT);
+		return NULL;
+	}
+	h->type = SONDE_REC_INTERP;
+	h->pid = tgid;
+	h->kind = kind;
+	h->len = size - sizeof(*h);
+	return h;
+}
+
+/* Stores word as frame at + n of rec. false (nothing stored) when word is
+ * 0 or the sample's frames are full. */
+static __always_inline bool interp_frame_put(struct sonde_sample *rec, __u32 at, __u32 n,
+					     __u64 word)
+{
+	/* 64 bits, and past a barrier: the bound checked below is on the
+	 * register that indexes (rec is a whole struct sonde_sample to the
+	 * verifier: a global function's argument). */
+	__u64 idx = (__u64)at + n;
+
+	asm volatile("" : "+r"(idx));
+	if (!word || idx >= SONDE_MAX_KERNEL_FRAMES + SONDE_MAX_USER_FRAMES)
+		return false;
+	rec->frames[idx] = word;
+	return true;
+}
