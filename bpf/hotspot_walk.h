@@ -50,6 +50,7 @@ static __always_inline bool interp_jit_push(struct sonde_interp_jit *j, __u32 na
 #define HOTSPOT_MAX_INLINE 16   /* scopes per compiled frame: C2 inlines 15 deep (MaxInlineLevel) */
 #define HOTSPOT_SCOPE_BUF 16    /* bytes read at a scope: its 3 header numbers */
 #define HOTSPOT_SCOPE_CACHE 16384 /* (process, nmethod, pc) scope chains kept */
+#define HOTSPOT_SCOPE_SLOTS 4     /* of them per CPU (struct hotspot_scratch) */
 
 /* A compiled frame's Java frames, as hs_compiled_frames() found them. */
 struct hotspot_scope_key {
@@ -129,6 +130,10 @@ struct hotspot_scratch {
 	__u8 scope[HOTSPOT_SCOPE_BUF];
 	struct hotspot_scope_val val; /* what a miss stores in hotspot_scopes */
 	struct hotspot_method_slot methods[HOTSPOT_METHOD_SLOTS];
+	/* The scope chains found lately on this CPU, direct-mapped by pc:
+	 * hotspot_scopes' entries, checked as they are. */
+	struct hotspot_scope_key scope_keys[HOTSPOT_SCOPE_SLOTS];
+	struct hotspot_scope_val scopes[HOTSPOT_SCOPE_SLOTS];
 };
 
 
@@ -741,9 +746,19 @@ static __always_inline bool hs_cached_frames(struct sonde_interp_jit *j, struct 
 					     const struct hotspot_scope_key *k, __u32 native,
 					     const struct sonde_hotspot_proc *h)
 {
-	const struct hotspot_scope_val *v = bpf_map_lookup_elem(&hotspot_scopes, k);
+	__u32 slot = (__u32)(k->pc_off ^ (k->pc_off >> 4)) & (HOTSPOT_SCOPE_SLOTS - 1);
+	struct hotspot_scope_key *sk = &x->scope_keys[slot];
+	const struct hotspot_scope_val *v = &x->scopes[slot];
 
-	if (!v || v->gen != interp_conn_gen || v->compile_id != hs_compile_id(x, h) ||
+	if (sk->tgid != k->tgid || sk->pc_off != k->pc_off || sk->nmethod != k->nmethod) {
+		const struct hotspot_scope_val *m = bpf_map_lookup_elem(&hotspot_scopes, k);
+
+		if (!m)
+			return false;
+		*sk = *k;
+		x->scopes[slot] = *m;
+	}
+	if (v->gen != interp_conn_gen || v->compile_id != hs_compile_id(x, h) ||
 	    v->method != hs_blob64(x, h->off.nmethod_method) || !v->n)
 		return false;
 	for (__u32 i = 0; i < HOTSPOT_MAX_INLINE; i++) {
@@ -786,6 +801,12 @@ static __always_inline void hs_nmethod_frames(struct sonde_interp_jit *j, struct
 	x->val.method = method;
 	x->val.gen = interp_conn_gen;
 	bpf_map_update_elem(&hotspot_scopes, &k, &x->val, BPF_ANY);
+	{
+		__u32 slot = (__u32)(k.pc_off ^ (k.pc_off >> 4)) & (HOTSPOT_SCOPE_SLOTS - 1);
+
+		x->scope_keys[slot] = k;
+		x->scopes[slot] = x->val;
+	}
 }
 
 /* Steps a frame sampled before its prologue built it: the return address
