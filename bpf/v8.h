@@ -76,8 +76,19 @@ struct sonde_v8_offsets {
 	 * for interpreted frames. */
 	__u8 bytecode_table;
 	__u8 bytecode_data;
+	/* An optimised Code's deoptimization data
+	 * (class_Code__deoptimization_data__FixedArray) and, in that
+	 * FixedArray, the indices of the inlined functions' count, the
+	 * literal array (the inlined SharedFunctionInfos first) and the
+	 * inlining positions (DeoptimizationData*Index). code_deopt 0: not
+	 * known (node lacks the constants): optimised frames are not split
+	 * into their inlined functions. */
+	__u8 code_deopt;
+	__u8 deopt_count;
+	__u8 deopt_literals;
+	__u8 deopt_inlining;
 };
-_Static_assert(sizeof(struct sonde_v8_offsets) == 48, "sonde_v8_offsets layout");
+_Static_assert(sizeof(struct sonde_v8_offsets) == 52, "sonde_v8_offsets layout");
 
 /* The walker's view of its interp_procs value. */
 struct sonde_v8_proc {
@@ -185,6 +196,39 @@ struct sonde_v8_source {
 };
 _Static_assert(sizeof(struct sonde_v8_source) == 1560, "sonde_v8_source layout");
 
+/* An optimised Code's inlining data (from its deoptimization data),
+ * copied with its position table the first time a (process, Code) is
+ * seen: the SharedFunctionInfos of the functions inlined into it (the
+ * first n_fns entries of its literal array, the weak bit cleared) with
+ * their scripts, and its InliningPositions (V8's PodArray: 16 bytes an
+ * entry, the caller's SourcePosition and the inlined function's index in
+ * fns, -1: the Code's own function), as BPF copied them. The symbolizer
+ * splits a frame whose position has an inlining id into the chain of
+ * functions it stands for (symbolizer/interp/v8/v8_inline.c). */
+#define SONDE_V8_INLINE_VERSION 1
+#define SONDE_V8_INLINE_FNS 16
+#define SONDE_V8_INLINE_POS_MAX 1024
+#define SONDE_V8_INLINE_FNS_CUT 0x1 /* more inlined functions than fns */
+#define SONDE_V8_INLINE_POS_CUT 0x2 /* more positions than fit */
+struct sonde_v8_inline {
+	__u16 size;    /* sizeof(struct sonde_v8_inline) */
+	__u8 version;  /* SONDE_V8_INLINE_VERSION */
+	__u8 flags;    /* SONDE_V8_INLINE_* */
+	__u16 n_fns;   /* entries of fns and scripts copied */
+	__u16 pos_len; /* bytes of positions copied */
+	__u64 code;
+	__u64 fns[SONDE_V8_INLINE_FNS];
+	__u64 scripts[SONDE_V8_INLINE_FNS];
+	__u8 positions[SONDE_V8_INLINE_POS_MAX];
+};
+_Static_assert(sizeof(struct sonde_v8_inline) == 1296, "sonde_v8_inline layout");
+_Static_assert(sizeof(struct sonde_v8_inline) <= SONDE_INTERP_REC_MAX, "sonde_v8_inline size");
+
+struct sonde_v8_inline_rec {
+	struct sonde_interp_rec h;
+	struct sonde_v8_inline inl;
+};
+
 struct sonde_v8_code_rec {
 	struct sonde_interp_rec h;
 	struct sonde_v8_code code;
@@ -211,13 +255,16 @@ struct sonde_v8_sfi_key {
  *   128 bytes, 8-aligned in V8 but only bounded here;
  * - object field offsets: V8's object headers are a few words: under
  *   256 (a byte); the ScopeInfo bits under 31 (a Smi's value);
+ * - deoptimization data indices: V8 11's fixed entries are the first
+ *   dozen of the FixedArray: under 32;
  * - instance types: V8's are under 4096 (11.3's largest is about 2200);
  * - string tags: representation mask and tags under 16, the encoding bit
  *   under 256;
  * - runtime_offset (the embedded code, in .text) at most the file's size
  *   plus 2 MiB (as CPython's: one p_align of slack).
  * The copies BPF makes have lengths fixed in BPF (sonde_v8_meta's slots,
- * 1 KiB of a Code's position table, 32 chunks of 1.5 KiB of a script's
+ * 1 KiB of a Code's position table, 16 inlined functions and 1 KiB of
+ * inlining positions, 32 chunks of 1.5 KiB of a script's
  * source), so no length comes from the symbolizer. */
 #define SONDE_V8_BLOB_MAX (64u << 20)
 #define SONDE_V8_IMAGE_SLACK (2u << 20)
@@ -232,6 +279,8 @@ static inline const struct sonde_interp_limits *sonde_v8_limits(void)
 #define SONDE_V8_BIT(f) SONDE_V8_FIELD(f, SONDE_INTERP_RANGE, 0, 30, "a scope info bit out of bounds")
 #define SONDE_V8_TYPE(f) SONDE_V8_FIELD(f, SONDE_INTERP_RANGE, 1, 4095, "an instance type out of bounds")
 #define SONDE_V8_TAG(f) SONDE_V8_FIELD(f, SONDE_INTERP_RANGE, 0, 15, "a string tag out of bounds")
+#define SONDE_V8_INDEX(f) \
+	SONDE_V8_FIELD(f, SONDE_INTERP_RANGE, 0, 31, "a deoptimization data index out of bounds")
 	static const struct sonde_interp_field fields[] = {
 		SONDE_V8_FIELD(blob_size, SONDE_INTERP_ROOT, 1, SONDE_V8_BLOB_MAX,
 			       "the embedded builtins' size out of bounds"),
@@ -254,7 +303,8 @@ static inline const struct sonde_interp_limits *sonde_v8_limits(void)
 		SONDE_V8_FIELD(minor, SONDE_INTERP_RANGE, 0, 255, "a V8 version out of bounds"),
 		SONDE_V8_OFF(code_table), SONDE_V8_OFF(array_length), SONDE_V8_OFF(array_data),
 		SONDE_V8_OFF(script_source), SONDE_V8_OFF(bytecode_table),
-		SONDE_V8_OFF(bytecode_data),
+		SONDE_V8_OFF(bytecode_data), SONDE_V8_OFF(code_deopt), SONDE_V8_INDEX(deopt_count),
+		SONDE_V8_INDEX(deopt_literals), SONDE_V8_INDEX(deopt_inlining),
 	};
 	static const struct sonde_interp_limits limits = {
 		.kind = SONDE_INTERP_V8,
@@ -264,6 +314,7 @@ static inline const struct sonde_interp_limits *sonde_v8_limits(void)
 		.n_fields = sizeof(fields) / sizeof(fields[0]),
 		.fields = fields,
 	};
+#undef SONDE_V8_INDEX
 #undef SONDE_V8_TAG
 #undef SONDE_V8_TYPE
 #undef SONDE_V8_BIT

@@ -260,9 +260,12 @@ static __always_inline __u64 v8_table_of(const struct sonde_v8_offsets *o, __u64
 
 /* Sends the position table of code (a Code object, or a BytecodeArray
  * when bytecode is set) unless this process's copy was sent already.
- * Returns 1 when it did and its script is a Script (the caller sends the
- * source: one call less deep on the BPF stack), else 0. A global
- * function: verified once. */
+ * Returns V8_NOTE_SENT when it did, with V8_NOTE_SCRIPT when its script
+ * is a Script (the caller sends the source and the inlining data: one
+ * call less deep on the BPF stack), else 0. A global function: verified
+ * once. */
+#define V8_NOTE_SENT 1
+#define V8_NOTE_SCRIPT 2
 __noinline int v8_note_code(__u32 tgid, __u64 code, __u64 sfi, const struct sonde_v8_offsets *o,
 			    __u32 bytecode)
 {
@@ -302,7 +305,110 @@ __noinline int v8_note_code(__u32 tgid, __u64 code, __u64 sfi, const struct sond
 	script = r->code.script;
 	bpf_ringbuf_submit(r, 0);
 	bpf_map_update_elem(&v8_codes, &key, &sfi, BPF_ANY);
-	return v8_type(o, script) == o->type_script ? 1 : 0;
+	return V8_NOTE_SENT | (v8_type(o, script) == o->type_script ? V8_NOTE_SCRIPT : 0);
+}
+
+/* Sends the names of sfi, a function inlined into an optimised Code, and
+ * its script's source, unless this process's copies were sent already
+ * (the same records and maps as a frame's own). Inlined into the step:
+ * a global function here would make the call chain to the source's
+ * bpf_loop callback one deeper than the 512 bytes of stack allow. */
+static __always_inline void v8_note_inlined(__u32 tgid, __u64 sfi,
+					    const struct sonde_v8_offsets *o)
+{
+	__u64 name, script;
+
+	if (!(sfi & 1) || v8_type(o, sfi) != o->type_sfi)
+		return;
+	name = interp_read_u64(sfi - 1 + o->sfi_name);
+	script = interp_read_u64(sfi - 1 + o->sfi_script);
+	v8_note_sfi(tgid, sfi, name ^ (script << 1), o);
+	if (v8_type(o, script) == o->type_script)
+		v8_note_script(tgid, script, o);
+}
+
+/* Where v8_note_inlining() found a Code's inlined functions: the literal
+ * array and how many lead it (0: none). */
+struct v8_inlined {
+	__u64 lits, n;
+};
+
+/* Element i of the FixedArray arr (a tagged pointer). */
+static __always_inline __u64 v8_elem(const struct sonde_v8_offsets *o, __u64 arr, __u32 i)
+{
+	return interp_read_u64(arr - 1 + o->array_data + 8 * (i & 31));
+}
+
+/* Sends the inlining data of code, an optimised Code whose position table
+ * was just sent (struct sonde_v8_inline), and says in *ret where its
+ * inlined functions are (the caller sends their names and sources).
+ * Nothing for a Code that inlined none. A global function: verified once. */
+__noinline int v8_note_inlining(__u32 tgid, __u64 code, const struct sonde_v8_offsets *o,
+				struct v8_inlined *ret)
+{
+	struct sonde_v8_inline_rec *r;
+	__u64 deopt, len, n, m, lits, pos, sfi;
+
+	if (!o || !ret)
+		return 0;
+	ret->n = 0;
+	if (!o->code_deopt)
+		return 0;
+	deopt = interp_read_u64(code - 1 + o->code_deopt);
+	if (!(deopt & 1))
+		return 0;
+	len = interp_read_u64(deopt - 1 + o->array_length) >> 32; /* a Smi */
+	if (len <= o->deopt_count || len <= o->deopt_literals || len <= o->deopt_inlining)
+		return 0;
+	n = v8_elem(o, deopt, o->deopt_count) >> 32;
+	lits = v8_elem(o, deopt, o->deopt_literals);
+	pos = v8_elem(o, deopt, o->deopt_inlining);
+	if (n == 0 || n > 0xffff || !(lits & 1) || !(pos & 1))
+		return 0;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count_err(SONDE_ERR_RINGBUF_FULL_EVENT);
+		return 0;
+	}
+	r->h.type = SONDE_REC_INTERP;
+	r->h.pid = tgid;
+	r->h.kind = SONDE_INTERP_V8;
+	r->h.len = sizeof(r->inl);
+	r->inl.size = sizeof(r->inl);
+	r->inl.version = SONDE_V8_INLINE_VERSION;
+	r->inl.flags = 0;
+	r->inl.code = code;
+	if (n > SONDE_V8_INLINE_FNS) {
+		n = SONDE_V8_INLINE_FNS;
+		r->inl.flags |= SONDE_V8_INLINE_FNS_CUT;
+	}
+	m = n - 1;
+	asm volatile("" : "+r"(m));
+	if (m >= SONDE_V8_INLINE_FNS ||
+	    bpf_probe_read_user(r->inl.fns, 8 * (m + 1), (const void *)(lits - 1 + o->array_data)))
+		n = 0;
+	for (__u32 i = 0; i < SONDE_V8_INLINE_FNS; i++) {
+		/* A weak reference (tag 3) names the object as a strong one. */
+		sfi = i < n ? r->inl.fns[i] & ~2ull : 0;
+		r->inl.fns[i] = sfi;
+		r->inl.scripts[i] = sfi & 1 ? interp_read_u64(sfi - 1 + o->sfi_script) : 0;
+	}
+	r->inl.n_fns = (__u16)n;
+	len = interp_read_u64(pos - 1 + o->array_length) >> 32; /* bytes */
+	if (len > SONDE_V8_INLINE_POS_MAX) {
+		len = SONDE_V8_INLINE_POS_MAX;
+		r->inl.flags |= SONDE_V8_INLINE_POS_CUT;
+	}
+	m = len - 1;
+	asm volatile("" : "+r"(m));
+	if (len == 0 || m >= SONDE_V8_INLINE_POS_MAX ||
+	    bpf_probe_read_user(r->inl.positions, m + 1, (const void *)(pos - 1 + o->array_data)))
+		m = (__u64)-1;
+	r->inl.pos_len = (__u16)(m + 1);
+	bpf_ringbuf_submit(r, 0);
+	ret->lits = lits;
+	ret->n = n;
+	return 0;
 }
 
 /* Sets up the walk's JIT state: the embedded builtins, and code without
@@ -452,8 +558,20 @@ __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32
 	if (!interp_jit_push(&s->jit, native, SONDE_V8_WORD0(sfi, tier), pos))
 		count_err(SONDE_ERR_USER_TRUNCATED);
 	v8_note_sfi(bpf_get_current_pid_tgid() >> 32, sfi, name ^ (script << 1), o);
-	if (code && v8_note_code(bpf_get_current_pid_tgid() >> 32, code, sfi, o, bytecode) == 1)
-		v8_note_script(bpf_get_current_pid_tgid() >> 32, script, o);
+	if (code) {
+		int sent = v8_note_code(bpf_get_current_pid_tgid() >> 32, code, sfi, o, bytecode);
+
+		if (sent & V8_NOTE_SCRIPT)
+			v8_note_script(bpf_get_current_pid_tgid() >> 32, script, o);
+		if ((sent & V8_NOTE_SENT) && !bytecode) {
+			struct v8_inlined *in = (struct v8_inlined *)&s->jit_words[14];
+
+			v8_note_inlining(bpf_get_current_pid_tgid() >> 32, code, o, in);
+			for (__u32 i = 0; i < SONDE_V8_INLINE_FNS && i < in->n; i++)
+				v8_note_inlined(bpf_get_current_pid_tgid() >> 32,
+						v8_elem(o, in->lits, i) & ~2ull, o);
+		}
+	}
 	/* The caller, by V8's frame pointer chain. */
 	saved = w ? w[V8_WIN_WORDS - 2] : interp_read_u64(fp);
 	ra = w ? w[V8_WIN_WORDS - 1] : interp_read_u64(fp + 8);

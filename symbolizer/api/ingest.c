@@ -1009,8 +1009,18 @@ static void stack_resolve(struct session *s, struct stackdef *d)
 	struct folded f = { 0 };
 	struct ksyms_lookup kl;
 	uint32_t *order, n_order = 0;
+	struct interp_frame *expanded;
+	uint32_t n_expanded;
 	int r = 0;
 
+	/* A JIT frame with inlined functions becomes one frame for each
+	 * (kept as it came without memory). */
+	if (d->n_interp && interp_session_expand(s->interp, d->interp_pid, d->interp, d->n_interp,
+						 &expanded, &n_expanded) == 0) {
+		free(d->interp);
+		d->interp = expanded;
+		d->n_interp = n_expanded;
+	}
 	order = calloc(d->n_user + d->n_interp + 1, sizeof(*order));
 	r = order ? push_user_frames(s, &f, d, order, &n_order) : -ENOMEM;
 	for (uint32_t i = d->n_kernel; i-- > 0 && r != -ENOMEM;) {
@@ -1986,34 +1996,42 @@ static uint32_t live_frequency_hz(void *ctx)
 	return hz;
 }
 
-static int cmp_node(const void *a, const void *b)
+static int cmp_session_node(const void *a, const void *b)
 {
-	return strcmp(((const struct sensor_node *)a)->node, ((const struct sensor_node *)b)->node);
+	return strcmp((*(const struct session *const *)a)->node,
+		      (*(const struct session *const *)b)->node);
 }
 
-/* sensor_stats_live.nodes. */
+/* sensor_stats_live.nodes: sorted by name, so equal names are neighbours
+ * (Status asks for them at every poll: a scan per session of the nodes
+ * found so far was quadratic in the sensors). The first max names. */
 static size_t live_nodes(void *ctx, struct sensor_node *out, size_t max)
 {
 	const struct ingest *in = ctx;
-	size_t n = 0;
+	const struct session **v;
+	size_t n_live = 0, n = 0;
 
-	for (const struct session *s = in->sessions; s; s = s->next) {
-		size_t k;
-
-		if (!s->hello || s->finished)
-			continue;
-		for (k = 0; k < n && strcmp(out[k].node, s->node); k++)
-			;
-		if (k < n) {
-			out[k].sensors++;
+	for (const struct session *s = in->sessions; s; s = s->next)
+		n_live += s->hello && !s->finished;
+	v = malloc((n_live ? n_live : 1) * sizeof(*v));
+	if (!v)
+		return 0;
+	n_live = 0;
+	for (const struct session *s = in->sessions; s; s = s->next)
+		if (s->hello && !s->finished)
+			v[n_live++] = s;
+	qsort(v, n_live, sizeof(*v), cmp_session_node);
+	for (size_t i = 0; i < n_live; i++) {
+		if (n && !strcmp(out[n - 1].node, v[i]->node)) {
+			out[n - 1].sensors++;
 			continue;
 		}
 		if (n == max)
-			continue;
-		out[n++] = (struct sensor_node){ .node = s->node, .host_name = s->hostname,
-						 .machine_id = s->machine_id, .sensors = 1 };
+			break;
+		out[n++] = (struct sensor_node){ .node = v[i]->node, .host_name = v[i]->hostname,
+						 .machine_id = v[i]->machine_id, .sensors = 1 };
 	}
-	qsort(out, n, sizeof(*out), cmp_node);
+	free(v);
 	return n;
 }
 

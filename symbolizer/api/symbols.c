@@ -718,6 +718,26 @@ static int cmp_proc_outcome(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
+/* Inserts po into top (*n entries, most samples first), keeping the first
+ * SYMBOLS_STATUS_PROCESSES: Status may be polled often (sonde-load: every
+ * 10 ms) while every sensor's processes are in the map, so a comparison
+ * or two per process rather than sorting them all. */
+static void top_insert(struct proc_outcome **top, size_t *n, struct proc_outcome *po)
+{
+	size_t i = *n;
+
+	if (i == SYMBOLS_STATUS_PROCESSES) {
+		if (cmp_proc_outcome(&po, &top[i - 1]) >= 0)
+			return;
+		i--;
+	} else {
+		(*n)++;
+	}
+	for (; i > 0 && cmp_proc_outcome(&po, &top[i - 1]) < 0; i--)
+		top[i] = top[i - 1];
+	top[i] = po;
+}
+
 /* The connected sensors' nodes into r (the arrays, SYMBOLS_STATUS_NODES
  * each, hold them). Node names and host names are the fleet's layout, not
  * a process's: every caller sees them, like the host's counters. Machine
@@ -755,7 +775,9 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	Sonde__V1__OutcomeCounts overall, proc_counts[SYMBOLS_STATUS_PROCESSES];
 	Sonde__V1__ProcessOutcomes procs[SYMBOLS_STATUS_PROCESSES];
 	Sonde__V1__ProcessOutcomes *proc_ptrs[SYMBOLS_STATUS_PROCESSES];
-	struct proc_outcome **top = NULL;
+	struct proc_outcome *top[SYMBOLS_STATUS_PROCESSES];
+	struct hmap_iter it;
+	void *val;
 	struct sensor_node nodes[SYMBOLS_STATUS_NODES];
 	Sonde__V1__NodeInfo node_infos[SYMBOLS_STATUS_NODES], *node_ptrs[SYMBOLS_STATUS_NODES];
 	struct cache_stats cs;
@@ -820,39 +842,25 @@ void symbols_status(struct rpc_call *call, const ProtobufCMessage *msg, void *ct
 	 * process list is the caller's own processes unless it is an admin. */
 	r.scoped = !scope.all;
 	/* The processes with the most samples. */
-	n = hmap_count(sy->core->stats->proc_outcomes);
-	if (n) {
-		struct hmap_iter it;
-		void *val;
-		size_t k = 0;
-
-		top = malloc(n * sizeof(*top));
-		if (top) {
-			hmap_iter_init(sy->core->stats->proc_outcomes, &it);
-			while (k < n && hmap_next(sy->core->stats->proc_outcomes, &it, NULL, NULL, &val))
-				if (access_sees_uid(&scope, ((struct proc_outcome *)val)->uid) &&
-				    of_node(val, req->node))
-					top[k++] = val;
-			n = k;
-			qsort(top, n, sizeof(*top), cmp_proc_outcome);
-			if (n > SYMBOLS_STATUS_PROCESSES)
-				n = SYMBOLS_STATUS_PROCESSES;
-			for (size_t i = 0; i < n; i++) {
-				sonde__v1__process_outcomes__init(&procs[i]);
-				procs[i].pid = top[i]->pid;
-				procs[i].comm = top[i]->comm;
-				procs[i].node = (char *)(top[i]->node ? top[i]->node : "");
-				to_outcomes(&top[i]->c, &proc_counts[i]);
-				procs[i].outcomes = &proc_counts[i];
-				proc_ptrs[i] = &procs[i];
-			}
-			r.processes = proc_ptrs;
-			r.n_processes = n;
-		}
+	n = 0;
+	hmap_iter_init(sy->core->stats->proc_outcomes, &it);
+	while (hmap_next(sy->core->stats->proc_outcomes, &it, NULL, NULL, &val))
+		if (access_sees_uid(&scope, ((struct proc_outcome *)val)->uid) &&
+		    of_node(val, req->node))
+			top_insert(top, &n, val);
+	for (size_t i = 0; i < n; i++) {
+		sonde__v1__process_outcomes__init(&procs[i]);
+		procs[i].pid = top[i]->pid;
+		procs[i].comm = top[i]->comm;
+		procs[i].node = (char *)(top[i]->node ? top[i]->node : "");
+		to_outcomes(&top[i]->c, &proc_counts[i]);
+		procs[i].outcomes = &proc_counts[i];
+		proc_ptrs[i] = &procs[i];
 	}
+	r.processes = proc_ptrs;
+	r.n_processes = n;
 	status_nodes(sy, &scope, &r, nodes, node_infos, node_ptrs);
 	rpc_call_finish(call, RPC_OK, NULL, &r.base);
-	free(top);
 }
 
 static void to_query(struct rpc_call *call, const Sonde__V1__ProfileQuery *pq,

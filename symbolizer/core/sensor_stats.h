@@ -71,7 +71,8 @@ struct sensor_stats_live {
 	uint32_t (*frequency_hz)(void *ctx);
 	/* Up to max connected nodes (sensors that sent Hello) into out, one
 	 * per node name, sorted by name; returns how many. The strings are
-	 * borrowed until the loop thread next runs a handler. */
+	 * borrowed until the loop thread next runs a handler; 0 also when out
+	 * of memory. */
 	size_t (*nodes)(void *ctx, struct sensor_node *out, size_t max);
 	void *ctx; /* borrowed */
 };

@@ -147,6 +147,47 @@ size_t interp_session_frame_name(const struct interp_session *s, uint32_t pid,
 	return table[i]->frame_name(s ? s->inst[i] : NULL, pid, f, buf, len);
 }
 
+int interp_session_expand(const struct interp_session *s, uint32_t pid,
+			  const struct interp_frame *frames, uint32_t n, struct interp_frame **ret,
+			  uint32_t *ret_n)
+{
+	struct interp_frame *out = malloc((n ? n : 1) * sizeof(*out)), *grown;
+	uint32_t cap = n ? n : 1, at = 0;
+
+	if (!out)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < n && at < INTERP_MAX_FRAMES; k++) {
+		int i = index_of(frames[k].kind);
+		struct interp_frame one[INTERP_MAX_FRAMES];
+		uint32_t m = 1;
+
+		if (i >= 0 && table[i]->frame_expand)
+			m = table[i]->frame_expand(s ? s->inst[i] : NULL, pid, &frames[k], one,
+						   INTERP_MAX_FRAMES - at);
+		else
+			one[0] = frames[k];
+		if (m == 0 || m > INTERP_MAX_FRAMES - at) {
+			/* An entry's bug: the frame as it came. */
+			m = 1;
+			one[0] = frames[k];
+		}
+		if (at + m > cap) {
+			cap = at + m > 2 * cap ? at + m : 2 * cap;
+			grown = realloc(out, cap * sizeof(*out));
+			if (!grown) {
+				free(out);
+				return -ENOMEM;
+			}
+			out = grown;
+		}
+		memcpy(out + at, one, m * sizeof(*one));
+		at += m;
+	}
+	*ret = out;
+	*ret_n = at;
+	return 0;
+}
+
 /* The native frame a frame of a JIT kind stands for, + 1; 0: none. */
 static uint32_t frame_pos(const struct interp_ops *ops, const struct interp_frame *f)
 {

@@ -72,6 +72,13 @@ struct interp_ops {
 	/* Whether f is the last frame of its run (leaf first): the first
 	 * frame a native call of the interpreter ran. */
 	bool (*frame_ends_run)(const struct interp_frame *f);
+	/* Optional (NULL: every frame is itself): the frames f stands for,
+	 * leaf first, into out (room for max >= 1), from inst (NULL: no
+	 * records yet); more than one when f's code inlined other functions.
+	 * The frames written carry f's kind and native position (word 0's
+	 * top byte). Returns how many it wrote (>= 1). */
+	uint32_t (*frame_expand)(const void *inst, uint32_t pid, const struct interp_frame *f,
+				 struct interp_frame *out, uint32_t max);
 	/* f's name into buf (len > 0; always NUL-terminated), from inst
 	 * (NULL: no records yet); the runtime's unknown-frame text when it
 	 * cannot tell. Returns the length written. */
@@ -110,6 +117,16 @@ int interp_session_put_record(struct interp_session *s, uint32_t kind, uint32_t 
  * kind without an entry. Returns the length written. */
 size_t interp_session_frame_name(const struct interp_session *s, uint32_t pid,
 				 const struct interp_frame *f, char *buf, size_t len);
+
+/* The frames of frames[0..n) as their runtimes expand them
+ * (interp_ops.frame_expand: a JIT frame with inlined functions becomes
+ * one frame for each), in order, into a new array *ret (owned by the
+ * caller, free()) of *ret_n frames, at most INTERP_MAX_FRAMES (frames
+ * beyond are left out); s may be NULL. Returns 0, or -ENOMEM (*ret and
+ * *ret_n untouched). */
+int interp_session_expand(const struct interp_session *s, uint32_t pid,
+			  const struct interp_frame *frames, uint32_t n, struct interp_frame **ret,
+			  uint32_t *ret_n);
 
 /* ---- the splice ---- */
 

@@ -51,6 +51,13 @@ struct batch_val {
 	char data[]; /* text, then raw */
 };
 
+/* A row of the draining batch (key and value borrowed from the map). */
+struct drain_row {
+	const void *key;
+	size_t klen;
+	const struct batch_val *val;
+};
+
 struct profile_store {
 	struct cache *cache;
 	sqlite3 *db;
@@ -63,7 +70,11 @@ struct profile_store {
 	/* The previous batch, written a slice per profile_flush_step() so
 	 * the loop thread never stops for a whole batch. */
 	struct hmap *draining;
-	struct hmap_iter drain_it;
+	/* Its rows in the samples table's key order (drain_rows entries,
+	 * drain_next the next to write): rows written in key order touch
+	 * each B-tree page once, where the map's order touched a page a row. */
+	struct drain_row *drain;
+	size_t drain_rows, drain_next;
 	struct hmap *ids; /* batch_key from stack_hash on + comm -> int64_t stacks.id */
 	struct hmap *nodes; /* name -> id (uintptr_t), every row of the nodes table */
 	struct hmap *node_names; /* id (u64) -> name, the same rows */
@@ -404,6 +415,7 @@ void profile_free(struct profile_store *p)
 		profile_flush(p);
 	hmap_free(p->batch, batch_val_free);
 	hmap_free(p->draining, batch_val_free);
+	free(p->drain);
 	hmap_free(p->ids, free);
 	hmap_free(p->nodes, NULL);
 	hmap_free(p->node_names, free); /* the names, shared with nodes' keys */
@@ -664,13 +676,9 @@ bool profile_in_memory(const struct profile_store *p)
 	return p->mem != NULL;
 }
 
-static int write_rows(struct profile_store *p, struct hmap *m, struct hmap_iter *it,
-		      size_t max_rows, bool *ret_done)
+static int write_rows(struct profile_store *p, size_t max_rows, bool *ret_done)
 {
-	struct hmap_iter start = *it;
-	const void *key;
-	size_t klen, n = 0;
-	void *val;
+	size_t start = p->drain_next, n = 0;
 	bool full = false;
 	int r = 0;
 
@@ -681,19 +689,21 @@ static int write_rows(struct profile_store *p, struct hmap *m, struct hmap_iter 
 		goto fail;
 	}
 	for (;;) {
+		const struct drain_row *row;
 		const struct batch_val *v;
 		struct batch_key k;
 		int64_t id;
 
 		if (max_rows && n == max_rows)
 			break;
-		if (!hmap_next(m, it, &key, &klen, &val)) {
+		if (p->drain_next == p->drain_rows) {
 			*ret_done = true;
 			break;
 		}
-		v = val;
-		memcpy(&k, key, sizeof(k));
-		r = row_stack_id(p, key, klen, v, &id);
+		row = &p->drain[p->drain_next];
+		v = row->val;
+		memcpy(&k, row->key, sizeof(k));
+		r = row_stack_id(p, row->key, row->klen, v, &id);
 		if (r < 0)
 			break;
 		sqlite3_bind_int64(p->st_sample, 1, (int64_t)k.minute);
@@ -720,6 +730,7 @@ static int write_rows(struct profile_store *p, struct hmap *m, struct hmap_iter 
 		sqlite3_reset(p->st_sample);
 		if (r < 0)
 			break;
+		p->drain_next++;
 		n++;
 	}
 	if (r < 0) {
@@ -742,41 +753,87 @@ fail:
 	hmap_free(p->ids, free);
 	p->ids = hmap_new();
 	if (full && !p->mem && p->ids && move_to_memory(p) == 0) {
-		*it = start; /* once: p->mem is set now */
-		return write_rows(p, m, it, max_rows, ret_done);
+		p->drain_next = start; /* once: p->mem is set now */
+		return write_rows(p, max_rows, ret_done);
 	}
 	/* Rows that could not be written are dropped: keeping them would
 	 * let a broken database grow the batch without bound. Counted, so
 	 * Status can say what was lost. */
-	*it = start;
-	while (hmap_next(m, it, NULL, NULL, &val))
-		p->dropped += ((const struct batch_val *)val)->count;
+	for (size_t i = start; i < p->drain_rows; i++)
+		p->dropped += p->drain[i].val->count;
+	p->drain_next = p->drain_rows;
 	*ret_done = true;
 	return r;
 }
 
-/* Makes the batch the draining map (there must be none) and starts a new
- * batch. */
+/* The samples table's key order: minute, node, pid, start, tid, span;
+ * then the stack (its digest standing for stacks.id), uid and profile. */
+static int cmp_drain_row(const void *a, const void *b)
+{
+	/* The map's keys are malloc'd: aligned for a batch_key. */
+	const struct batch_key *x = ((const struct drain_row *)a)->key;
+	const struct batch_key *y = ((const struct drain_row *)b)->key;
+	int c;
+
+#define CMP_FIELD(f)                         \
+	if (x->f != y->f)                    \
+		return x->f < y->f ? -1 : 1;
+	CMP_FIELD(minute)
+	CMP_FIELD(node)
+	CMP_FIELD(pid)
+	CMP_FIELD(start)
+	CMP_FIELD(tid)
+	c = memcmp(x->span, y->span, sizeof(x->span));
+	if (c)
+		return c;
+	CMP_FIELD(stack_hash)
+	CMP_FIELD(uid)
+	CMP_FIELD(profile)
+#undef CMP_FIELD
+	return 0;
+}
+
+/* Makes the batch the draining map (there must be none), its rows sorted
+ * into p->drain, and starts a new batch. */
 static int rotate(struct profile_store *p)
 {
+	size_t n = hmap_count(p->batch), i = 0;
+	struct drain_row *rows = malloc((n ? n : 1) * sizeof(*rows));
 	struct hmap *nb = hmap_new();
+	struct hmap_iter it;
+	const void *key;
+	size_t klen;
+	void *val;
 
-	if (!nb)
+	if (!nb || !rows) {
+		hmap_free(nb, NULL);
+		free(rows);
 		return -ENOMEM;
+	}
+	hmap_iter_init(p->batch, &it);
+	while (i < n && hmap_next(p->batch, &it, &key, &klen, &val))
+		rows[i++] = (struct drain_row){ .key = key, .klen = klen, .val = val };
+	qsort(rows, i, sizeof(*rows), cmp_drain_row);
 	p->draining = p->batch;
 	p->batch = nb;
-	hmap_iter_init(p->draining, &p->drain_it);
+	free(p->drain);
+	p->drain = rows;
+	p->drain_rows = i;
+	p->drain_next = 0;
 	return 0;
 }
 
 static int drain(struct profile_store *p, size_t max_rows)
 {
 	bool done = false;
-	int r = write_rows(p, p->draining, &p->drain_it, max_rows, &done);
+	int r = write_rows(p, max_rows, &done);
 
 	if (done) {
 		hmap_free(p->draining, batch_val_free);
 		p->draining = NULL;
+		free(p->drain);
+		p->drain = NULL;
+		p->drain_rows = p->drain_next = 0;
 	}
 	return r;
 }

@@ -281,6 +281,7 @@ RUNTIMES = {
         ("scope_fv_shift", 31),
         ("string_rep_mask", 16),
         ("type_sfi", 4096), ("type_code", 0),
+        ("deopt_inlining", 32),                           # deoptimization data indices < 32
         ("pad0", 1)]),
     "ruby": Runtime(4, "ruby.h", "sonde_ruby_offsets", LIBRUBY, ruby_target, [
         ("major", 2), ("minor", 2),          # Ruby 3.1 only

@@ -7,12 +7,16 @@ reference. In the symbolizer's folded output:
   - >= 95 % of the main thread's samples carry a complete JS chain (the
     async function at the root of the round, its call path below), and
     hardly any an unknown V8 frame;
-  - the leaf-function shares (leafA, leafB, middle) agree with the
-    .cpuprofile's within 5 points;
+  - the leaf-function shares (leafA, leafB, middle, spin, round) agree
+    with the .cpuprofile's within 5 points (its self time counted by line:
+    see reference_shares);
+  - functions TurboFan inlined into round are frames of their own: spin
+    a leaf under round, middle the caller of leafA and leafB as often as
+    in the .cpuprofile;
   - the names survive the process's exit (the folded output is read
     after it).
-  - >= 90 % of the leaf frames of leafA and leafB are on their loops'
-    lines (optimised code: its source position table and the script's
+  - >= 90 % of the leaf frames of leafA, leafB and spin are on their
+    loops' lines (optimised code: its source position table and the script's
     source, copied by BPF).
 The workload waits on stdin until its process has its entry in the
 sensor's interp_procs map: samples before that have no JS frames by
@@ -32,9 +36,11 @@ from test_cpython_procs import cpython_map_id, entries
 NODE = shutil.which("node") or "/usr/bin/node"
 
 # leafA/leafB are too big (bytecode) for TurboFan to inline them into
-# their caller, so they stay frames of their own at every tier; middle is
-# small and gets inlined into round. The work is fixed (ROUNDS rounds), so
-# both runs go through V8's tiers alike however loaded the machine is.
+# their caller, so they stay frames of their own at every tier; middle and
+# spin are small and get inlined into round (node --trace-turbo-inlining
+# says so): sonde splits round's optimised frame into them (its Code's
+# deoptimization data). The work is fixed (ROUNDS rounds), so both runs go
+# through V8's tiers alike however loaded the machine is.
 def leaf(name, k0):
     body = "".join(f"      case {k}: s = (s * {k0 + 2 * k} + i + {k}) % 1000003; break;\n"
                    for k in range(32))
@@ -43,13 +49,18 @@ def leaf(name, k0):
 
 
 WORKLOAD = "'use strict';\n" + leaf("leafA", 3) + leaf("leafB", 5) + """\
+function spin(n) {
+  let s = 0;
+  for (let i = 0; i < n; i++) s = (s * 31 + i) | 0;
+  return s;
+}
 function middle(n) {
   return leafA(n * 2) + leafB(n);
 }
 async function round(rounds) {
   let acc = 0;
   for (let r = 0; r < rounds; r++) {
-    for (let k = 0; k < 200; k++) acc += middle(2000);
+    for (let k = 0; k < 200; k++) acc += middle(2000) + spin(9000);
     await new Promise((res) => setImmediate(res));
   }
   return acc;
@@ -71,7 +82,7 @@ main();
 """
 ROUNDS = 250
 
-LEAVES = ("leafA", "leafB", "middle", "round")
+LEAVES = ("leafA", "leafB", "middle", "spin", "round")
 
 
 def folded(sym, pid, comm=None):
@@ -100,29 +111,62 @@ def hot_lines(name):
 
 def complete_chain(chain):
     """round() among the workload's frames (below it the first round's
-    caller, main's go()), then the call path to a leaf (a callee TurboFan
-    inlined into its caller is not a frame)."""
+    caller, main's go()), then the call path to a leaf: middle (optional:
+    its own frame, or inlined into round and split out by sonde) and leafA
+    or leafB; or spin, or the promise's executor (inlined into round)."""
     if "round" not in chain:
         return False
     rest = chain[chain.index("round") + 1:]
     if rest and rest[0] == "middle":
         rest = rest[1:]
-    return len(rest) == 0 or (len(rest) == 1 and rest[0] in ("leafA", "leafB"))
+    return len(rest) == 0 or (len(rest) == 1 and rest[0] in ("leafA", "leafB", "spin",
+                                                               "(anonymous)"))
+
+
+def function_lines():
+    """The 1-based lines of each function of the workload, by name."""
+    src = WORKLOAD.splitlines()
+    lines = {}
+    for i, l in enumerate(src):
+        for f in LEAVES:
+            if l.startswith((f"function {f}(", f"async function {f}(")):
+                end = next(j for j in range(i, len(src)) if src[j] == "}")
+                lines.update({n: f for n in range(i + 1, end + 2)})
+    return lines
 
 
 def reference_shares(tmp, script, rounds):
-    """Self-time shares of the workload's functions under node --cpu-prof."""
+    """Self-time shares of the workload's functions under node --cpu-prof,
+    and the share of leafA's and leafB's samples whose caller is middle.
+    V8 11.3's profiler splits a frame into the functions inlined into it
+    only for callers (return addresses): a sample whose pc is in spin's
+    code inlined into round counts as round's, at spin's line. Self time
+    is therefore counted by line (the node's positionTicks), each line
+    going to the function whose source holds it, as sonde names it."""
     out = pathlib.Path(tmp) / "prof"
     subprocess.run([NODE, "--cpu-prof", "--cpu-prof-dir", str(out), str(script), str(rounds)],
                    check=True, capture_output=True, timeout=300)
     prof = json.loads(next(out.glob("*.cpuprofile")).read_text())
     by_id = {n["id"]: n for n in prof["nodes"]}
+    parent = {c: n["id"] for n in prof["nodes"] for c in n.get("children", ())}
     counts = Counter(prof["samples"])
-    self_of = Counter()
+    owner = function_lines()
+    self_of, under_middle, leaves = Counter(), 0, 0
     for nid, c in counts.items():
-        self_of[by_id[nid]["callFrame"]["functionName"]] += c
+        node = by_id[nid]
+        name = node["callFrame"]["functionName"]
+        ticks = node.get("positionTicks", ())
+        if node["callFrame"]["url"].endswith(script.name) and ticks:
+            for t in ticks:
+                self_of[owner.get(t["line"], name)] += t["ticks"]
+            c -= sum(t["ticks"] for t in ticks)
+        self_of[name] += c
+        if name in ("leafA", "leafB"):
+            leaves += counts[nid]
+            if nid in parent and by_id[parent[nid]]["callFrame"]["functionName"] == "middle":
+                under_middle += counts[nid]
     total = sum(self_of[f] for f in LEAVES)
-    return {f: self_of[f] / total for f in LEAVES}, total
+    return {f: self_of[f] / total for f in LEAVES}, total, under_middle / max(leaves, 1)
 
 
 def profile_node(symbolizer, start_sensor, script, rounds, walk, flags=()):
@@ -157,12 +201,12 @@ def profile_node(symbolizer, start_sensor, script, rounds, walk, flags=()):
 
 
 def leaf_lines(in_round, script):
-    """How many leaf frames of leafA/leafB are on their loops' lines, of
-    how many, and the lines seen."""
+    """How many leaf frames of leafA, leafB and spin are on their loops'
+    lines, of how many, and the lines seen."""
     on_hot, leaves, lines = 0, 0, Counter()
     for f, c in in_round:
         leaf = [x for x in f if f"({script}" in x][-1]
-        if name_of(leaf) not in ("leafA", "leafB"):
+        if name_of(leaf) not in ("leafA", "leafB", "spin"):
             continue
         leaves += c
         line = int(leaf.rsplit(":", 1)[1].rstrip(")")) if f"{script}:" in leaf else 0
@@ -176,7 +220,7 @@ def leaf_lines(in_round, script):
 def test_node_frames_against_cpu_prof(symbolizer, start_sensor, tmp_path, walk):
     script = pathlib.Path(tmp_path) / "calls.js"
     script.write_text(WORKLOAD)
-    ref, ref_total = reference_shares(tmp_path, script, ROUNDS)
+    ref, ref_total, ref_middle = reference_shares(tmp_path, script, ROUNDS)
     pid = profile_node(symbolizer, start_sensor, script, ROUNDS, walk)
 
     def enough():
@@ -215,6 +259,19 @@ def test_node_frames_against_cpu_prof(symbolizer, start_sensor, tmp_path, walk):
     assert unknown <= 0.01 * main_total, unknown
     for f in LEAVES:
         assert abs(got[f] - ref[f]) <= 0.05, (f, got, ref)
+    # Inlined functions as frames of their own (round's optimised code
+    # inlines middle and spin): spin a leaf under round, middle the caller
+    # of leafA and leafB as often as in the .cpuprofile (nearly always).
+    spin = [js_chain(f, script) for f, c in in_round for _ in range(c)
+            if js_chain(f, script)[-1] == "spin"]
+    spin_under_round = sum(1 for ch in spin if ch[-2:] == ["round", "spin"])
+    calls = [js_chain(f, script) for f, c in in_round for _ in range(c)
+             if js_chain(f, script)[-1] in ("leafA", "leafB")]
+    under_middle = sum(1 for ch in calls if ch[-2] == "middle") / max(len(calls), 1)
+    print(f"inlined: spin {len(spin)} leaf samples, {spin_under_round} under round; "
+          f"leafA/leafB under middle {under_middle:.3f} (--cpu-prof {ref_middle:.3f})")
+    assert spin and spin_under_round >= 0.95 * len(spin), (spin_under_round, len(spin))
+    assert abs(under_middle - ref_middle) <= 0.05, (under_middle, ref_middle)
     # Lines: a leaf frame of leafA or leafB is on its loop's lines.
     on_hot, leaves, lines = leaf_lines(in_round, script)
     print(f"lines: {on_hot} of {leaves} leaf frames on their hot lines; {lines.most_common(6)}")

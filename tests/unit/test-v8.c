@@ -1,18 +1,22 @@
 /* test-v8.c - symbolizer/interp/v8/: the SFI record decoder (lengths,
  * Latin-1 and UTF-16 to printable UTF-8, hostile bytes), frame names,
- * the per-session table, and the Loader on Debian's node when present
+ * the per-session table, position tables and lines, inlined functions
+ * (the record, the chain, an optimised frame split by the ops table's
+ * expand), and the Loader on Debian's node when present
  * (its v8dbg constants into the walker's config). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "interp_ops.h"
 #include "v8.h"
+#include "v8_inline.h"
 #include "v8_lines.h"
 #include "v8_loader.h"
 #include "v8_sfi.h"
@@ -311,6 +315,162 @@ static void test_lines_bytecode(void **state)
 	v8_lines_free(t);
 }
 
+/* A raw SourcePosition: script offset, inlining id (-1: none). */
+static uint64_t source_pos(int32_t offset, int32_t inlined)
+{
+	return ((uint64_t)(offset + 1) << 1) | ((uint64_t)(inlined + 1) << 31);
+}
+
+static void inline_pos(struct sonde_v8_inline *r, int i, int32_t offset, int32_t parent,
+		       int32_t fn)
+{
+	uint64_t raw = source_pos(offset, parent);
+
+	memcpy(r->positions + 16 * i, &raw, 8);
+	memcpy(r->positions + 16 * i + 8, &fn, 4);
+	if (r->pos_len < 16 * (i + 1))
+		r->pos_len = (uint16_t)(16 * (i + 1));
+}
+
+/* round() inlined middle() (inlining id 0, literal 1) which inlined
+ * spin() (id 1, literal 0): the chain of a position in spin. */
+static void test_inline_chain(void **state)
+{
+	struct sonde_v8_inline r = { .size = sizeof(r), .version = SONDE_V8_INLINE_VERSION,
+				     .n_fns = 2, .code = 0x7f0000001231 };
+	struct v8_inline_level lv[V8_INLINE_DEPTH];
+	struct v8_inline in;
+	int32_t off, inl;
+
+	(void)state;
+	assert_int_equal(sizeof(r), V8_INLINE_SIZE);
+	assert_int_equal(offsetof(struct sonde_v8_inline, fns), V8_INLINE_HEADER);
+	assert_int_equal(offsetof(struct sonde_v8_inline, positions),
+			 V8_INLINE_HEADER + 16 * V8_INLINE_FNS);
+	r.fns[0] = 0x5001;
+	r.scripts[0] = 0x6001;
+	r.fns[1] = 0x5101;
+	r.scripts[1] = 0x6101;
+	inline_pos(&r, 0, 300, -1, 1); /* middle called at round's offset 300 */
+	inline_pos(&r, 1, 120, 0, 0);  /* spin called at middle's offset 120 */
+	assert_int_equal(v8_inline_decode(&r, sizeof(r), &in), 0);
+	assert_int_equal(in.key, (uint32_t)(0x7f0000001231ull >> 3));
+	assert_int_equal(in.n_pos, 2);
+	assert_int_equal(v8_inline_chain(&in, 1, 40, lv, V8_INLINE_DEPTH), 3);
+	assert_int_equal(lv[0].sfi, 0x5001);
+	assert_int_equal(lv[0].script, 0x6001);
+	assert_int_equal(lv[0].offset, 40);
+	assert_int_equal(lv[1].sfi, 0x5101);
+	assert_int_equal(lv[1].offset, 120);
+	assert_int_equal(lv[2].sfi, 0);
+	assert_int_equal(lv[2].offset, 300);
+	/* Room for two: cut, refused. */
+	assert_int_equal(v8_inline_chain(&in, 1, 40, lv, 2), -EBADMSG);
+	/* An id past the positions, a function past fns, a cycle. */
+	assert_int_equal(v8_inline_chain(&in, 2, 40, lv, V8_INLINE_DEPTH), -EBADMSG);
+	inline_pos(&r, 1, 120, 0, 2);
+	assert_int_equal(v8_inline_decode(&r, sizeof(r), &in), 0);
+	assert_int_equal(v8_inline_chain(&in, 1, 40, lv, V8_INLINE_DEPTH), -EBADMSG);
+	inline_pos(&r, 1, 120, 1, 0);
+	assert_int_equal(v8_inline_decode(&r, sizeof(r), &in), 0);
+	assert_int_equal(v8_inline_chain(&in, 1, 40, lv, V8_INLINE_DEPTH), -EBADMSG);
+	/* Damaged records. */
+	r.n_fns = V8_INLINE_FNS + 1;
+	assert_int_equal(v8_inline_decode(&r, sizeof(r), &in), -EBADMSG);
+	r.n_fns = 2;
+	r.pos_len = 17;
+	assert_int_equal(v8_inline_decode(&r, sizeof(r), &in), -EBADMSG);
+	r.pos_len = V8_INLINE_POS_BYTES + 16;
+	assert_int_equal(v8_inline_decode(&r, sizeof(r), &in), -EBADMSG);
+	r.pos_len = 32;
+	r.version = 2;
+	assert_int_equal(v8_inline_decode(&r, sizeof(r), &in), -EBADMSG);
+	r.version = SONDE_V8_INLINE_VERSION;
+	assert_int_equal(v8_inline_decode(&r, sizeof(r) - 1, &in), -EBADMSG);
+	/* External positions have no script offset. */
+	v8_position_split(source_pos(7, 3) | 1, &off, &inl);
+	assert_int_equal(off, -1);
+	assert_int_equal(inl, 3);
+}
+
+static void put_meta(struct interp_session *sess, uint64_t sfi, const char *name)
+{
+	struct sonde_v8_meta m;
+
+	rec_init(&m, name, "/srv/app.js");
+	m.sfi = sfi;
+	assert_int_equal(interp_session_put_record(sess, SONDE_INTERP_V8, 42, &m, sizeof(m)), 0);
+}
+
+/* An optimised frame of round() whose pc is in spin() inlined through
+ * middle(): split into spin, middle, round with their lines, each
+ * standing for the same native frame. */
+static void test_inline_expand(void **state)
+{
+	static const char text[] = "round\n\nmiddle\n\nspin\n";
+	struct interp_session *sess = interp_session_new();
+	struct sonde_v8_code code = { .size = sizeof(code), .version = SONDE_V8_CODE_VERSION,
+				      .code = 0x7f0000001231, .sfi = 0x4001, .script = 0x6001 };
+	struct sonde_v8_source src = { .size = sizeof(src), .version = SONDE_V8_SOURCE_VERSION,
+				       .script = 0x6001 };
+	struct sonde_v8_inline r = { .size = sizeof(r), .version = SONDE_V8_INLINE_VERSION,
+				     .n_fns = 2, .code = 0x7f0000001231 };
+	struct interp_frame f = { .kind = SONDE_INTERP_V8, .n_words = 2 }, *out = NULL;
+	uint64_t key = (0x7f0000001231ull >> 3) << 32;
+	int64_t pc = 0, pp = 0;
+	uint32_t n = 0;
+	char buf[128];
+
+	(void)state;
+	put_meta(sess, 0x4001, "round");
+	put_meta(sess, 0x5001, "spin");
+	put_meta(sess, 0x5101, "middle");
+	code.table_len = (uint16_t)put_entry(code.table, &pc, &pp, 0, 0, -1);
+	code.table_len += (uint16_t)put_entry(code.table + code.table_len, &pc, &pp, 40, 15, 1);
+	assert_int_equal(interp_session_put_record(sess, SONDE_INTERP_V8, 42, &code, sizeof(code)),
+			 0);
+	src.total = src.len = sizeof(text) - 1;
+	memcpy(src.bytes, text, sizeof(text) - 1);
+	assert_int_equal(interp_session_put_record(sess, SONDE_INTERP_V8, 42, &src, sizeof(src)), 0);
+	f.words[0] = SONDE_INTERP_JIT_WORD0(1, SONDE_V8_WORD0(0x4001, SONDE_V8_TIER_OPTIMIZED));
+	f.words[1] = key | 50;
+	/* Without the inlining record: round, no line (the offset is spin's). */
+	assert_int_equal(interp_session_expand(sess, 42, &f, 1, &out, &n), 0);
+	assert_int_equal(n, 1);
+	interp_session_frame_name(sess, 42, &out[0], buf, sizeof(buf));
+	assert_string_equal(buf, "round (/srv/app.js)");
+	free(out);
+	r.fns[0] = 0x5001;
+	r.scripts[0] = 0x6001;
+	r.fns[1] = 0x5101;
+	r.scripts[1] = 0x6001;
+	inline_pos(&r, 0, 0, -1, 1); /* middle called at line 1 */
+	inline_pos(&r, 1, 8, 0, 0);  /* spin called at line 3 */
+	assert_int_equal(interp_session_put_record(sess, SONDE_INTERP_V8, 42, &r, sizeof(r)), 0);
+	assert_int_equal(interp_session_expand(sess, 42, &f, 1, &out, &n), 0);
+	assert_int_equal(n, 3);
+	interp_session_frame_name(sess, 42, &out[0], buf, sizeof(buf));
+	assert_string_equal(buf, "spin (/srv/app.js:5)");
+	interp_session_frame_name(sess, 42, &out[1], buf, sizeof(buf));
+	assert_string_equal(buf, "middle (/srv/app.js:3)");
+	interp_session_frame_name(sess, 42, &out[2], buf, sizeof(buf));
+	assert_string_equal(buf, "round (/srv/app.js:1)");
+	for (uint32_t i = 0; i < n; i++)
+		assert_int_equal(SONDE_INTERP_JIT_POS(out[i].words[0]), 1);
+	free(out);
+	/* Not inlined there (pc 10): the frame as it came. */
+	f.words[1] = key | 10;
+	assert_int_equal(interp_session_expand(sess, 42, &f, 1, &out, &n), 0);
+	assert_int_equal(n, 1);
+	assert_memory_equal(&out[0], &f, sizeof(f));
+	free(out);
+	/* A damaged inlining record is refused. */
+	r.pos_len = 3;
+	assert_int_equal(interp_session_put_record(sess, SONDE_INTERP_V8, 42, &r, sizeof(r)),
+			 -EBADMSG);
+	interp_session_free(sess);
+}
+
 static void test_loader_node(void **state)
 {
 	struct file_image *img = file_image_open("/usr/bin/node");
@@ -349,6 +509,14 @@ static void test_loader_node(void **state)
 	assert_int_equal(o.first_nonstring, 128);
 	assert_int_equal(o.bytecode_table, 32);
 	assert_int_equal(o.bytecode_data, 54);
+	assert_int_equal(o.code_deopt, 16);
+	assert_int_equal(o.deopt_count, 1);
+	assert_int_equal(o.deopt_literals, 2);
+	assert_int_equal(o.deopt_inlining, 7);
+	/* Data of another size (another layout): no config. */
+	d.data_len = 48;
+	assert_int_equal(ops->config(&d, &cfg), -EPROTONOSUPPORT);
+	d.data_len = sizeof(o);
 	assert_true(o.blob_size > (1u << 20) && o.blob_size < (8u << 20));
 	assert_true(d.runtime_offset > 0 && d.runtime_offset < file_image_size(img));
 	/* Not V8: python, for one. */
@@ -371,6 +539,8 @@ int main(void)
 		cmocka_unit_test(test_lines),
 		cmocka_unit_test(test_lines_records),
 		cmocka_unit_test(test_lines_bytecode),
+		cmocka_unit_test(test_inline_chain),
+		cmocka_unit_test(test_inline_expand),
 		cmocka_unit_test(test_loader_node),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

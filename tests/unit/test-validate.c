@@ -276,7 +276,8 @@ static const struct sonde_v8_offsets v8_node20 = {
 	.type_scope_info = 261, .type_script = 167, .type_bytecode_array = 191,
 	.type_code = 245, .first_nonstring = 128, .major = 11, .code_table = 24,
 	.array_length = 8, .array_data = 16, .script_source = 8, .bytecode_table = 32,
-	.bytecode_data = 54,
+	.bytecode_data = 54, .code_deopt = 16, .deopt_count = 1, .deopt_literals = 2,
+	.deopt_inlining = 7,
 };
 
 /* Ruby 3.1's layout (symbolizer/interp/ruby/ruby_layout.c) in a config
@@ -469,6 +470,15 @@ static const struct config_case config_cases[] = {
 	/* Without the BytecodeArray's offsets (a config cached before they
 	 * were read): walked, without interpreted frames' lines. */
 	ROW(V8, 0, V8(bytecode_table, 0), V8(bytecode_data, 0)),
+	/* Deoptimization data indices under 32 (BPF masks them: a bound,
+	 * not a check); without the inlining fields (node without the
+	 * constants), optimised frames stay whole. */
+	ROW(V8, 0, V8(deopt_inlining, 31)),
+	ROW(V8, BAD, V8(deopt_inlining, 32)),
+	ROW(V8, BAD, V8(deopt_count, 255)),
+	ROW(V8, BAD, V8(deopt_literals, 32)),
+	ROW(V8, 0, V8(code_deopt, 0), V8(deopt_count, 0), V8(deopt_literals, 0),
+	    V8(deopt_inlining, 0)),
 
 	/* Ruby: 3.1 only, VM and ractor offsets, steps, indices, IDs; the
 	 * first read (8 bytes at the root plus vm_ptr_off) in the image. */

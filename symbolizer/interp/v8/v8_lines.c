@@ -271,12 +271,11 @@ static size_t source_have(const struct source *s)
 	return have < s->total ? have : s->total;
 }
 
-int v8_lines_line(const struct v8_lines *t, uint32_t pid, uint64_t word1, int exact,
-		  int32_t *ret_line)
+int v8_lines_position(const struct v8_lines *t, uint32_t pid, uint64_t word1, int exact,
+		      int32_t *ret_offset, int32_t *ret_inlined, uint64_t *ret_script)
 {
 	uint32_t pc = (uint32_t)word1, key = (uint32_t)(word1 >> 32);
 	const struct code *c;
-	const struct source *s;
 	int32_t offset, inlined;
 
 	if (!t || pc == 0xffffffffu)
@@ -289,8 +288,32 @@ int v8_lines_line(const struct v8_lines *t, uint32_t pid, uint64_t word1, int ex
 		pc--;
 	if (v8_table_lookup(c->table, c->table_len, pc, &offset, &inlined) < 0)
 		return -ENOENT;
-	s = *find_source(t, pid, c->script);
+	*ret_offset = offset;
+	*ret_inlined = inlined;
+	*ret_script = c->script;
+	return 0;
+}
+
+int v8_lines_script_line(const struct v8_lines *t, uint32_t pid, uint64_t script,
+			 int32_t offset, int32_t *ret_line)
+{
+	const struct source *s;
+
+	if (!t || offset < 0)
+		return -ENOENT;
+	s = *find_source(t, pid, script);
 	if (!s || !s->bytes)
 		return -ENOENT;
 	return v8_source_line(s->bytes, source_have(s), (uint32_t)offset, ret_line);
+}
+
+int v8_lines_line(const struct v8_lines *t, uint32_t pid, uint64_t word1, int exact,
+		  int32_t *ret_line)
+{
+	int32_t offset, inlined;
+	uint64_t script;
+
+	if (v8_lines_position(t, pid, word1, exact, &offset, &inlined, &script) < 0)
+		return -ENOENT;
+	return v8_lines_script_line(t, pid, script, offset, ret_line);
 }

@@ -48,6 +48,15 @@ void v8_lines_free(struct v8_lines *t);
 /* Keeps a code or source record (by its size) for pid: 0, -EBADMSG
  * (damaged), -ENOENT (not one of these records) or -ENOMEM. */
 int v8_lines_put(struct v8_lines *t, uint32_t pid, const void *rec, size_t len);
+/* The position of the frame whose word 1 is word1 (as below): 0 with
+ * its script offset, inlining id (-1: none; the offset is then in the
+ * inlined function's script) and the Code's script address, or -ENOENT. */
+int v8_lines_position(const struct v8_lines *t, uint32_t pid, uint64_t word1, int exact,
+		      int32_t *ret_offset, int32_t *ret_inlined, uint64_t *ret_script);
+/* The line of script offset `offset` in the script at address `script`:
+ * 0 with *ret_line, or -ENOENT (no source, or not that far). */
+int v8_lines_script_line(const struct v8_lines *t, uint32_t pid, uint64_t script,
+			 int32_t offset, int32_t *ret_line);
 /* The line of the frame whose word 1 is word1 (code key and pc offset;
  * exact: the pc is the sampled one, not a return address): 0 with
  * *ret_line, or -ENOENT. */

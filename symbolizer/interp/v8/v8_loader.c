@@ -14,7 +14,9 @@ enum v8c {
 	C_SCOPE_FIRST_VARS, C_REP_MASK, C_SEQ_TAG, C_THIN_TAG, C_ONEBYTE_TAG, C_TYPE_SFI,
 	C_TYPE_SCOPE_INFO, C_TYPE_SCRIPT, C_TYPE_BYTECODE_ARRAY, C_TYPE_CODE, C_FIRST_NONSTRING,
 	C_CODE_TABLE, C_ARRAY_LENGTH, C_ARRAY_DATA, C_SCRIPT_SOURCE, C_BYTECODE_DATA, C_BLOB, C_BLOB_SIZE,
-	N_CONSTS
+	/* Optional: without them optimised frames are not split into their
+	 * inlined functions. */
+	C_CODE_DEOPT, C_DEOPT_COUNT, C_DEOPT_LITERALS, C_DEOPT_INLINING, N_CONSTS
 };
 
 static const char *const const_names[N_CONSTS] = {
@@ -53,7 +55,12 @@ static const char *const const_names[N_CONSTS] = {
 	[C_BYTECODE_DATA] = "v8dbg_class_BytecodeArray__data__uintptr_t",
 	[C_BLOB] = "v8_Default_embedded_blob_code_",
 	[C_BLOB_SIZE] = "v8_Default_embedded_blob_code_size_",
+	[C_CODE_DEOPT] = "v8dbg_class_Code__deoptimization_data__FixedArray",
+	[C_DEOPT_COUNT] = "v8dbg_DeoptimizationDataInlinedFunctionCountIndex",
+	[C_DEOPT_LITERALS] = "v8dbg_DeoptimizationDataLiteralArrayIndex",
+	[C_DEOPT_INLINING] = "v8dbg_DeoptimizationDataInliningPositionsIndex",
 };
+#define FIRST_OPTIONAL C_CODE_DEOPT
 
 /* Where each constant is: its symbol's address, or none. */
 struct v8_syms {
@@ -230,6 +237,16 @@ static bool make_config(const int64_t *v, struct sonde_v8_offsets *o)
 	o->scope_saved_class_bit = 10;
 	o->scope_max_inlined = 75;
 	o->major = 11;
+	/* The inlining data: all four constants, inside the sensor's bounds,
+	 * or none (0: optimised frames stay whole). */
+	if (v[C_CODE_DEOPT] >= 8 && v[C_CODE_DEOPT] <= 255 && v[C_DEOPT_COUNT] >= 0 &&
+	    v[C_DEOPT_COUNT] <= 31 && v[C_DEOPT_LITERALS] >= 0 && v[C_DEOPT_LITERALS] <= 31 &&
+	    v[C_DEOPT_INLINING] >= 0 && v[C_DEOPT_INLINING] <= 31) {
+		o->code_deopt = (uint8_t)v[C_CODE_DEOPT];
+		o->deopt_count = (uint8_t)v[C_DEOPT_COUNT];
+		o->deopt_literals = (uint8_t)v[C_DEOPT_LITERALS];
+		o->deopt_inlining = (uint8_t)v[C_DEOPT_INLINING];
+	}
 	return v[C_BLOB_SIZE] > 0 && v[C_BLOB_SIZE] <= SONDE_V8_BLOB_MAX &&
 	       put8(&o->code_table, v[C_CODE_TABLE], 0, 255) &&
 	       put8(&o->array_length, v[C_ARRAY_LENGTH], 0, 255) &&
@@ -293,6 +310,11 @@ int v8_loader_analyse(const struct file_image *img, struct interp_data *ret, con
 	for (int c = 0; c < N_CONSTS; c++) {
 		if (c == C_BLOB)
 			continue;
+		if (c >= FIRST_OPTIONAL) {
+			if (!value_of(img, l, &s, c, &v[c]))
+				v[c] = -1;
+			continue;
+		}
 		if (!value_of(img, l, &s, c, &v[c])) {
 			if (c == C_BLOB_SIZE)
 				*reason = "no embedded builtins symbols (.symtab stripped?)";

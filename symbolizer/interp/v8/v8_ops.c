@@ -6,6 +6,7 @@
 
 #include "interp_records.h"
 #include "v8.h"
+#include "v8_inline.h"
 #include "v8_lines.h"
 #include "v8_loader.h"
 #include "v8_ops.h"
@@ -37,11 +38,17 @@ static int v8_config(const struct interp_data *d, struct interp_config *ret)
 }
 
 /* A session's V8 state: the SFIs' names, the Code objects' position
- * tables and the scripts' sources. */
+ * tables and inlining data, and the scripts' sources. */
 struct v8_inst {
 	struct interp_records *sfis;
 	struct v8_lines *lines;
+	struct interp_records *inlines;
 };
+
+/* A frame the symbolizer made from an optimised frame (frame_expand):
+ * word 0 as BPF's (an SFI, this tier, the native position), word 1 its
+ * line (0: not known). BPF never records this tier. */
+#define V8_TIER_EXPANDED 0xf
 
 static void v8_instance_free(void *inst)
 {
@@ -51,6 +58,7 @@ static void v8_instance_free(void *inst)
 		return;
 	interp_records_free(v->sfis);
 	v8_lines_free(v->lines);
+	interp_records_free(v->inlines);
 	free(v);
 }
 
@@ -62,7 +70,8 @@ static void *v8_instance_new(void)
 		return NULL;
 	v->sfis = v8_sfis_new();
 	v->lines = v8_lines_new();
-	if (!v->sfis || !v->lines) {
+	v->inlines = v8_inlines_new();
+	if (!v->sfis || !v->lines || !v->inlines) {
 		v8_instance_free(v);
 		return NULL;
 	}
@@ -72,8 +81,11 @@ static void *v8_instance_new(void)
 static int v8_record_put(void *inst, uint32_t pid, const void *data, size_t len)
 {
 	struct v8_inst *v = inst;
-	int r = v8_lines_put(v->lines, pid, data, len);
+	int r;
 
+	if (len == V8_INLINE_SIZE)
+		return interp_records_put(v->inlines, pid, data, len);
+	r = v8_lines_put(v->lines, pid, data, len);
 	return r == -ENOENT ? interp_records_put(v->sfis, pid, data, len) : r;
 }
 
@@ -81,6 +93,59 @@ static bool v8_frame_ends_run(const struct interp_frame *f)
 {
 	(void)f;
 	return false;
+}
+
+/* The frame for function sfi (0: f's own) at line (0: not known) that
+ * stands for a part of optimised frame f. */
+static struct interp_frame expanded(const struct interp_frame *f, uint64_t sfi, int32_t line)
+{
+	uint64_t w0 = f->words[0];
+
+	return (struct interp_frame){
+		.kind = f->kind,
+		.n_words = 2,
+		.words = { (w0 & ~SONDE_INTERP_JIT_KIND_MASK) |
+				   SONDE_V8_WORD0(sfi ? sfi : SONDE_V8_SFI(w0), V8_TIER_EXPANDED),
+			   line > 0 ? (uint32_t)line : 0 },
+	};
+}
+
+/* An optimised frame whose position is in code TurboFan inlined: the
+ * inlined function at the position's line, then each caller at its call's
+ * line, the frame's own function last. Without the Code's inlining data
+ * (not sent yet, or damaged), the frame's own function without a line:
+ * the position's offset is in another function. */
+static uint32_t v8_frame_expand(const void *inst, uint32_t pid, const struct interp_frame *f,
+				struct interp_frame *out, uint32_t max)
+{
+	const struct v8_inst *v = inst;
+	struct v8_inline_level lv[V8_INLINE_DEPTH];
+	const struct v8_inline *in;
+	int32_t offset, inlined, line;
+	uint64_t script;
+	int n;
+
+	out[0] = *f;
+	if (!v || SONDE_V8_TIER(f->words[0]) != SONDE_V8_TIER_OPTIMIZED ||
+	    v8_lines_position(v->lines, pid, f->words[1], SONDE_INTERP_JIT_POS(f->words[0]) == 1,
+			      &offset, &inlined, &script) < 0 ||
+	    inlined < 0)
+		return 1;
+	in = v8_inlines_get(v->inlines, pid, (uint32_t)(f->words[1] >> 32));
+	n = in ? v8_inline_chain(in, inlined, offset, lv, max < V8_INLINE_DEPTH ? max : V8_INLINE_DEPTH)
+	       : -ENOENT;
+	if (n <= 0) {
+		out[0] = expanded(f, 0, 0);
+		return 1;
+	}
+	for (int i = 0; i < n; i++) {
+		line = 0;
+		if (v8_lines_script_line(v->lines, pid, lv[i].sfi ? lv[i].script : script,
+					 lv[i].offset, &line) < 0)
+			line = 0;
+		out[i] = expanded(f, lv[i].sfi, line);
+	}
+	return (uint32_t)n;
 }
 
 static size_t v8_frame_name(const void *inst, uint32_t pid, const struct interp_frame *f,
@@ -97,7 +162,10 @@ static size_t v8_frame_name(const void *inst, uint32_t pid, const struct interp_
 	 * Code's, where the leaf-most native frame's pc is the sampled one
 	 * and the others' return addresses. Baseline frames have none: their
 	 * Code's table maps pcs to bytecode offsets. */
-	if (s && tier == SONDE_V8_TIER_INTERPRETED)
+	if (s && tier == V8_TIER_EXPANDED) {
+		line = (int32_t)(uint32_t)f->words[1];
+		r = line > 0 ? 0 : -ENOENT;
+	} else if (s && tier == SONDE_V8_TIER_INTERPRETED)
 		r = v8_lines_line(v->lines, pid, f->words[1], 1, &line);
 	else if (s && tier == SONDE_V8_TIER_OPTIMIZED)
 		r = v8_lines_line(v->lines, pid, f->words[1],
@@ -119,5 +187,6 @@ const struct interp_ops v8_ops = {
 	.instance_free = v8_instance_free,
 	.record_put = v8_record_put,
 	.frame_ends_run = v8_frame_ends_run,
+	.frame_expand = v8_frame_expand,
 	.frame_name = v8_frame_name,
 };
