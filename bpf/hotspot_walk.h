@@ -91,10 +91,13 @@ struct hotspot_proc {
 
 /* tgid -> its struct hotspot_proc, per CPU (no CPU sees another's half
  * written entry). Emptied for a tgid at its fork, exec and exit
- * (hotspot_proc_forget): an entry is only ever its current image's. */
+ * (hotspot_proc_forget): an entry is only ever its current image's.
+ * 1,024 JVMs (about 250 bytes each per possible CPU: 16 MiB on 64 CPUs);
+ * an evicted one is read again (2 reads, and the heaps at its next Java
+ * frame). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 1024);
 	__type(key, __u32);
 	__type(value, struct hotspot_proc);
 } hotspot_procs SEC(".maps");
