@@ -1,11 +1,13 @@
 /* hotspot_walk.h - the HotSpot JVM's JIT-frame walker of sample.bpf.c
  * (docs/interpreters.md, "JIT frames" and "HotSpot"). For a tgid whose
  * interp_procs entry is of kind SONDE_INTERP_HOTSPOT:
- * - at the sample's start, hotspot_jit_begin() reads the CodeCache's
- *   bounds (CodeCache::_low_bound/_high_bound) and claims that range;
+ * - at the sample's start, hotspot_jit_begin() claims the CodeCache's
+ *   bounds (CodeCache::_low_bound/_high_bound), read once per process
+ *   and CPU and kept in hotspot_procs with the CodeHeaps, the blob names
+ *   seen and the interpreter's pc range (what a JVM keeps for its life);
  * - for each frame whose pc is in it, hotspot_jit_step() finds the code
- *   blob holding the pc through its CodeHeap's segment map (the heaps read
- *   once per sample), and steps the frame by the JVM's own layout: the
+ *   blob holding the pc through its CodeHeap's segment map, and steps
+ *   the frame by the JVM's own layout: the
  *   interpreter's frames by rbp (Method* and bcp in their slots, the
  *   caller's sp in the sender-sp slot), compiled ones (nmethods) and
  *   stubs with a frame size by sp + frame size, other stubs (the call
@@ -19,7 +21,9 @@
  *   another compile id): a hit costs no PcDesc search, scope or metadata
  *   read;
  * - the first time a (process, Method*) is seen (LRU map hotspot_methods,
- *   the ConstMethod* as the value: a reused Method* has another), the
+ *   the ConstMethod* as the value: a reused Method* has another; the
+ *   methods seen lately also per CPU, valid for one symbolizer
+ *   connection, interp_conn_gen), the
  *   method's class name, name, signature and source file symbols and its
  *   line number table go out as a SONDE_REC_INTERP record, so names survive
  *   the JVM's exit and class unloading.
@@ -46,6 +50,7 @@ static __always_inline bool interp_jit_push(struct sonde_interp_jit *j, __u32 na
 #define HOTSPOT_MAX_INLINE 16   /* scopes per compiled frame: C2 inlines 15 deep (MaxInlineLevel) */
 #define HOTSPOT_SCOPE_BUF 16    /* bytes read at a scope: its 3 header numbers */
 #define HOTSPOT_SCOPE_CACHE 16384 /* (process, nmethod, pc) scope chains kept */
+#define HOTSPOT_SCOPE_SLOTS 4     /* of them per CPU (struct hotspot_scratch) */
 
 /* A compiled frame's Java frames, as hs_compiled_frames() found them. */
 struct hotspot_scope_key {
@@ -58,6 +63,7 @@ struct hotspot_scope_val {
 	__s32 compile_id; /* nmethod::_compile_id when found */
 	__u32 n;          /* frames in words, leaf first */
 	__u64 method;     /* the nmethod's own Method* */
+	__u64 gen;        /* interp_conn_gen when found: its methods' records were sent then */
 	__u64 words[HOTSPOT_MAX_INLINE * SONDE_INTERP_JIT_WORDS]; /* word0 (no native), word1 */
 };
 
@@ -67,25 +73,72 @@ struct hotspot_heap {
 	__u32 log2_segment, pad;
 };
 
-/* Per CPU: the heaps of the process last walked on this CPU, kept from
- * sample to sample while its CodeCache::_heaps array is the same (a
- * JVM's CodeHeaps live as long as it; their committed part only grows: a
- * pc beyond it reads them again), with the blob names seen there (the
+/* What a JVM keeps for its life, learnt once per process and CPU
+ * (hotspot_procs): the CodeCache's reserved bounds and its CodeHeaps
+ * (fixed once the CodeCache is set up; a heap's committed part only
+ * grows: a pc beyond it reads them again), the blob names seen (the
  * _name of nmethods, native nmethods and the interpreter: pointers into
- * libjvm); and the buffers of one step. */
-struct hotspot_scratch {
+ * libjvm) and the range of pcs found in the interpreter's blob. */
+struct hotspot_proc {
+	__u64 root;            /* the interp_procs runtime_addr it was read at */
+	__u64 low, high;       /* CodeCache::_low_bound, _high_bound */
 	struct hotspot_heap heaps[HOTSPOT_MAX_HEAPS];
-	__u32 n_heaps;
-	__u32 filled; /* checked in this sample */
-	__u32 tgid, fresh;      /* whose heaps; read in this sample */
-	__u64 root, heaps_array; /* its runtime_addr and CodeCache::_heaps */
-	__u64 names[3];          /* nmethod, native nmethod, Interpreter _name */
+	__u32 n_heaps, pad;
+	__u64 names[3];             /* nmethod, native nmethod, Interpreter _name */
+	__u64 others[2];            /* two other blobs' _name (stubs a Java chain passes) */
 	__u64 interp_lo, interp_hi; /* pcs found in the interpreter's blob: all between are */
+};
+
+/* tgid -> its struct hotspot_proc, per CPU (no CPU sees another's half
+ * written entry). Emptied for a tgid at its fork, exec and exit
+ * (hotspot_proc_forget): an entry is only ever its current image's.
+ * 1,024 JVMs (about 250 bytes each per possible CPU: 16 MiB on 64 CPUs);
+ * an evicted one is read again (2 reads, and the heaps at its next Java
+ * frame). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct hotspot_proc);
+} hotspot_procs SEC(".maps");
+
+/* What hotspot_methods keeps of a method already sent. */
+struct hotspot_method_seen {
+	__u64 const_method; /* its ConstMethod*: a reused Method* has another */
+	__u64 code_size;    /* its bytecodes' length */
+};
+
+/* A method seen lately on this CPU, direct-mapped by its Method* (the
+ * methods of a hot loop's interpreted frames are the same sample after
+ * sample): what hotspot_methods holds for it, while the connection is
+ * the same (interp_conn_gen: a new one empties hotspot_methods, and the
+ * records go out again). */
+#define HOTSPOT_METHOD_SLOTS 32
+struct hotspot_method_slot {
+	__u64 method;
+	__u64 gen; /* interp_conn_gen when seen */
+	__u32 tgid, pad;
+	struct hotspot_method_seen seen;
+};
+
+/* Per CPU: the sampled process's struct hotspot_proc, copied from
+ * hotspot_procs at the sample's start (stored back when a step learns
+ * something), and the buffers of one step. */
+struct hotspot_scratch {
+	struct hotspot_proc c;
+	__u32 tgid;   /* the sampled tgid: c's key */
+	__u32 fresh;  /* heaps read in this sample */
 	__u8 blob[HOTSPOT_BLOB_BUF];
 	__u64 frame[HOTSPOT_FRAME_WORDS];
 	__u8 scope[HOTSPOT_SCOPE_BUF];
 	struct hotspot_scope_val val; /* what a miss stores in hotspot_scopes */
+	struct hotspot_method_slot methods[HOTSPOT_METHOD_SLOTS];
+	/* The scope chains found lately on this CPU, direct-mapped by pc:
+	 * hotspot_scopes' entries, checked as they are. */
+	struct hotspot_scope_key scope_keys[HOTSPOT_SCOPE_SLOTS];
+	struct hotspot_scope_val scopes[HOTSPOT_SCOPE_SLOTS];
 };
+
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -98,7 +151,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 32768);
 	__type(key, struct sonde_hotspot_method_key);
-	__type(value, __u64); /* ConstMethod* */
+	__type(value, struct hotspot_method_seen);
 } hotspot_methods SEC(".maps");
 
 struct {
@@ -115,17 +168,38 @@ struct {
 #ifdef SONDE_HOTSPOT_COUNT_READS
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 4);
+	__uint(max_entries, 32);
 	__type(key, __u32);
 	__type(value, __u64);
 } hotspot_reads SEC(".maps");
 
-static __always_inline void hs_count(__u32 what)
+static __always_inline void hs_add(__u32 what, __u64 d)
 {
 	__u64 *v = bpf_map_lookup_elem(&hotspot_reads, &what);
 
 	if (v)
-		(*v)++;
+		*v += d;
+}
+#define hs_count(what) hs_add(what, 1)
+#define HS_T0() __u64 hs_t_ = bpf_ktime_get_ns()
+#define HS_T(i) do { __u64 n_ = bpf_ktime_get_ns(); hs_add(i, n_ - hs_t_); hs_t_ = n_; } while (0)
+#define HS_KIND(k) do { struct hs_phase *ph_ = hs_ph(); if (ph_) ph_->kind = (k); } while (0)
+
+/* PHASE: per-CPU timestamps of one sample */
+struct hs_phase {
+	__u64 t_prog, t_begin_end, t_walk0, t_first, t_last, t_walk1, t_step_sum;
+	__u32 claimed, first_n, last_n, steps, kind;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct hs_phase);
+} hotspot_phase SEC(".maps");
+static __always_inline struct hs_phase *hs_ph(void)
+{
+	__u32 z = 0;
+	return bpf_map_lookup_elem(&hotspot_phase, &z);
 }
 
 static __always_inline long hs_counted_read(void *dst, __u32 size, const void *src)
@@ -136,6 +210,9 @@ static __always_inline long hs_counted_read(void *dst, __u32 size, const void *s
 #define bpf_probe_read_user hs_counted_read
 #else
 #define hs_count(what) ((void)0)
+#define HS_KIND(k) ((void)0)
+#define HS_T0() do {} while (0)
+#define HS_T(i) do {} while (0)
 #endif
 
 static __always_inline __u64 hs_ptr(__u64 addr)
@@ -182,59 +259,83 @@ static __always_inline __u32 hs_blob32(const struct hotspot_scratch *x, __u32 of
 	return v;
 }
 
-/* Claims the CodeCache for this sample's walk. */
+/* Forgets tgid's struct hotspot_proc: its image is new (exec), or its
+ * number is (fork: a new process; exit: free for reuse). */
+static __always_inline void hotspot_proc_forget(__u32 tgid)
+{
+	bpf_map_delete_elem(&hotspot_procs, &tgid);
+}
+
+/* Claims the CodeCache for this sample's walk: from the process's
+ * hotspot_procs entry, or read (2 reads) and kept once the CodeCache is
+ * set up. */
 static __always_inline void hotspot_jit_begin(struct sonde_interp_jit *j,
-					      const struct sonde_interp_proc *p)
+					      const struct sonde_interp_proc *p, __u32 tgid)
 {
 	const struct sonde_hotspot_proc *h = (const struct sonde_hotspot_proc *)p;
-	__u64 lo = hs_ptr(h->runtime_addr + h->off.codecache_low_static);
-	__u64 hi = hs_ptr(h->runtime_addr + h->off.codecache_high_static);
+	const struct hotspot_proc *e = bpf_map_lookup_elem(&hotspot_procs, &tgid);
 	struct hotspot_scratch *x;
 	__u32 zero = 0;
 
-	if (!lo || hi <= lo)
-		return; /* not started yet */
 	x = bpf_map_lookup_elem(&hotspot_scratch, &zero);
 	if (!x)
 		return;
-	x->filled = 0;
+	if (e && e->root == h->runtime_addr) {
+		x->c = *e;
+	} else {
+		__u64 lo = hs_ptr(h->runtime_addr + h->off.codecache_low_static);
+		__u64 hi = hs_ptr(h->runtime_addr + h->off.codecache_high_static);
+
+		if (!lo || hi <= lo)
+			return; /* not started yet */
+		__builtin_memset(&x->c, 0, sizeof(x->c));
+		x->c.root = h->runtime_addr;
+		x->c.low = lo;
+		x->c.high = hi;
+		bpf_map_update_elem(&hotspot_procs, &tgid, &x->c, BPF_ANY);
+	}
+	x->tgid = tgid;
+	x->fresh = 0;
 	hs_count(1);
+#ifdef SONDE_HOTSPOT_COUNT_READS
+	{
+		struct hs_phase *ph = hs_ph();
+
+		if (ph) {
+			ph->claimed = 1;
+			ph->steps = 0;
+			ph->t_step_sum = 0;
+		}
+	}
+#endif
 	j->kind = SONDE_INTERP_HOTSPOT;
 	j->anon = 0;
 	j->n_ranges = 1;
-	j->lo[0] = lo;
-	j->hi[0] = hi;
+	j->lo[0] = x->c.low;
+	j->hi[0] = x->c.high;
 }
 
-/* Makes x's heaps this process's: kept when the same (tgid, libjvm,
- * heap array) as the last walk on this CPU unless force, else read. */
+/* Stores what x->c learnt back into hotspot_procs (this CPU's copy). */
+static __always_inline void hs_proc_store(struct hotspot_scratch *x)
+{
+	bpf_map_update_elem(&hotspot_procs, &x->tgid, &x->c, BPF_ANY);
+}
+
+/* Reads the process's CodeHeaps into x->c (and keeps them). */
 static __always_inline void hs_fill_heaps(struct hotspot_scratch *x,
-					  const struct sonde_hotspot_proc *h, __u32 tgid, bool force)
+					  const struct sonde_hotspot_proc *h)
 {
 	__u64 arr = hs_ptr(h->runtime_addr + h->off.codecache_heaps_static), data;
 	__u32 len;
 
-	x->filled = 1;
-	if (!force && arr && x->n_heaps && x->tgid == tgid && x->root == h->runtime_addr &&
-	    x->heaps_array == arr) {
-		x->fresh = 0;
-		return;
-	}
-	if (x->tgid != tgid || x->root != h->runtime_addr || x->heaps_array != arr) {
-		x->names[0] = x->names[1] = x->names[2] = 0;
-		x->interp_lo = x->interp_hi = 0;
-	}
-	x->tgid = tgid;
-	x->root = h->runtime_addr;
-	x->heaps_array = arr;
 	x->fresh = 1;
-	x->n_heaps = 0;
+	x->c.n_heaps = 0;
 	if (!arr)
 		return;
 	len = hs_u32(arr + h->off.growable_len);
 	data = hs_ptr(arr + h->off.growable_data);
 	for (__u32 i = 0; i < HOTSPOT_MAX_HEAPS; i++) {
-		struct hotspot_heap *e = &x->heaps[i];
+		struct hotspot_heap *e = &x->c.heaps[i];
 		__u64 heap;
 
 		if (i >= len || !data)
@@ -246,15 +347,16 @@ static __always_inline void hs_fill_heaps(struct hotspot_scratch *x,
 		e->high = hs_ptr(heap + h->off.heap_memory + h->off.vs_high);
 		e->segmap = hs_ptr(heap + h->off.heap_segmap + h->off.vs_low);
 		e->log2_segment = hs_u32(heap + h->off.heap_log2_segment);
-		x->n_heaps = i + 1;
+		x->c.n_heaps = i + 1;
 	}
+	hs_proc_store(x);
 }
 
 /* Whether pc lies in one of x's heaps. */
 static __always_inline bool hs_in_heaps(const struct hotspot_scratch *x, __u64 pc)
 {
 	for (__u32 i = 0; i < HOTSPOT_MAX_HEAPS; i++)
-		if (i < x->n_heaps && pc >= x->heaps[i].low && pc < x->heaps[i].high)
+		if (i < x->c.n_heaps && pc >= x->c.heaps[i].low && pc < x->c.heaps[i].high)
 			return true;
 	return false;
 }
@@ -269,8 +371,8 @@ static __always_inline __u64 hs_find_blob(const struct hotspot_scratch *x,
 	__u64 idx;
 
 	for (__u32 i = 0; i < HOTSPOT_MAX_HEAPS; i++) {
-		if (i < x->n_heaps && pc >= x->heaps[i].low && pc < x->heaps[i].high) {
-			e = &x->heaps[i];
+		if (i < x->c.n_heaps && pc >= x->c.heaps[i].low && pc < x->c.heaps[i].high) {
+			e = &x->c.heaps[i];
 			break;
 		}
 	}
@@ -280,6 +382,7 @@ static __always_inline __u64 hs_find_blob(const struct hotspot_scratch *x,
 	for (__u32 k = 0; k < HOTSPOT_SEGMAP_HOPS; k++) {
 		__u8 b = 0xff;
 
+		hs_count(30);
 		if (bpf_probe_read_user(&b, 1, (const void *)(e->segmap + idx)) || b == 0xff)
 			return 0;
 		if (b == 0)
@@ -376,22 +479,54 @@ static __noinline int hotspot_emit_method(__u32 tgid, __u64 method, __u64 cm,
 
 /* Sends method's record unless this process's copy was sent already;
  * returns its ConstMethod* (0: none), and clears *sent when the record
- * could not be sent (the ring full). */
-static __always_inline __u64 hotspot_note_method(__u32 tgid, __u64 method,
+ * could not be sent (the ring full). bcp (0: none), an interpreted
+ * frame's bytecode pointer, inside the bytecodes of the ConstMethod seen
+ * for method last time says the method is still that one without
+ * reading it again: a Method* reused after class unloading has another
+ * ConstMethod, whose bytecodes lie elsewhere unless it reuses the old
+ * one's memory too (which the ConstMethod* compared alone would not see
+ * either). */
+static __always_inline __u64 hotspot_note_method(struct hotspot_scratch *x, __u32 tgid,
+						 __u64 method, __u64 bcp,
 						 const struct sonde_hotspot_proc *h, bool *sent)
 {
 	struct sonde_hotspot_method_key key = { .tgid = tgid, .method = method };
-	__u64 cm = hs_ptr(method + h->off.method_const), *seen;
+	struct hotspot_method_slot *slot =
+		&x->methods[(method >> 3) & (HOTSPOT_METHOD_SLOTS - 1)];
+	struct hotspot_method_seen *seen, now;
+	__u64 cm, gen = interp_conn_gen;
 
+	if (slot->method == method && slot->tgid == tgid && slot->gen == gen) {
+		seen = &slot->seen;
+	} else {
+		seen = bpf_map_lookup_elem(&hotspot_methods, &key);
+		if (seen) {
+			slot->method = method;
+			slot->tgid = tgid;
+			slot->gen = gen;
+			slot->seen = *seen;
+			seen = &slot->seen;
+		}
+	}
+	if (seen && bcp && bcp >= seen->const_method + h->off.cmethod_size &&
+	    bcp < seen->const_method + h->off.cmethod_size + seen->code_size)
+		return seen->const_method;
+	cm = hs_ptr(method + h->off.method_const);
 	if (!cm)
 		return 0;
-	seen = bpf_map_lookup_elem(&hotspot_methods, &key);
-	if (seen && *seen == cm)
+	if (seen && seen->const_method == cm)
 		return cm;
-	if (hotspot_emit_method(tgid, method, cm, h) == 0)
-		bpf_map_update_elem(&hotspot_methods, &key, &cm, BPF_ANY);
-	else
+	if (hotspot_emit_method(tgid, method, cm, h) == 0) {
+		now.const_method = cm;
+		now.code_size = hs_u16(cm + h->off.cmethod_code_size);
+		bpf_map_update_elem(&hotspot_methods, &key, &now, BPF_ANY);
+		slot->method = method;
+		slot->tgid = tgid;
+		slot->gen = gen;
+		slot->seen = now;
+	} else {
 		*sent = false;
+	}
 	return cm;
 }
 
@@ -416,7 +551,7 @@ static __always_inline int hs_step_interpreted(struct sonde_interp_jit *j,
 	sender_sp = x->frame[10 - ss];
 	/* A Method* whose ConstMethod cannot be read is no method (a frame
 	 * sampled before the interpreter built it): the frame stays native. */
-	cm = method ? hotspot_note_method(st->tgid, method, h, &sent) : 0;
+	cm = method ? hotspot_note_method(x, st->tgid, method, bcp, h, &sent) : 0;
 	if (cm) {
 		if (bcp >= cm + h->off.cmethod_size &&
 		    bcp - (cm + h->off.cmethod_size) < SONDE_HOTSPOT_BCI_UNKNOWN)
@@ -569,7 +704,7 @@ static __always_inline __u32 hs_compiled_frames(struct sonde_interp_jit *j,
 			break;
 		}
 		method = hs_ptr(blob + meta + (__u64)(midx - 1) * 8);
-		if (!method || !hotspot_note_method(tgid, method, h, whole)) {
+		if (!method || !hotspot_note_method(x, tgid, method, 0, h, whole)) {
 			*whole = false;
 			break;
 		}
@@ -614,9 +749,19 @@ static __always_inline bool hs_cached_frames(struct sonde_interp_jit *j, struct 
 					     const struct hotspot_scope_key *k, __u32 native,
 					     const struct sonde_hotspot_proc *h)
 {
-	const struct hotspot_scope_val *v = bpf_map_lookup_elem(&hotspot_scopes, k);
+	__u32 slot = (__u32)(k->pc_off ^ (k->pc_off >> 4)) & (HOTSPOT_SCOPE_SLOTS - 1);
+	struct hotspot_scope_key *sk = &x->scope_keys[slot];
+	const struct hotspot_scope_val *v = &x->scopes[slot];
 
-	if (!v || v->compile_id != hs_compile_id(x, h) ||
+	if (sk->tgid != k->tgid || sk->pc_off != k->pc_off || sk->nmethod != k->nmethod) {
+		const struct hotspot_scope_val *m = bpf_map_lookup_elem(&hotspot_scopes, k);
+
+		if (!m)
+			return false;
+		*sk = *k;
+		x->scopes[slot] = *m;
+	}
+	if (v->gen != interp_conn_gen || v->compile_id != hs_compile_id(x, h) ||
 	    v->method != hs_blob64(x, h->off.nmethod_method) || !v->n)
 		return false;
 	for (__u32 i = 0; i < HOTSPOT_MAX_INLINE; i++) {
@@ -650,14 +795,21 @@ static __always_inline void hs_nmethod_frames(struct sonde_interp_jit *j, struct
 		return;
 	x->val.n = 0;
 	if (!hs_compiled_frames(j, x, blob, st->pc, st->exact_pc, native, st->tgid, h, &whole) &&
-	    (!method || !hotspot_note_method(st->tgid, method, h, &whole) ||
+	    (!method || !hotspot_note_method(x, st->tgid, method, 0, h, &whole) ||
 	     !hs_push_compiled(j, x, native, method, SONDE_HOTSPOT_BCI_UNKNOWN)))
 		whole = false;
 	if (!cache || !whole || !x->val.n)
 		return;
 	x->val.compile_id = hs_compile_id(x, h);
 	x->val.method = method;
+	x->val.gen = interp_conn_gen;
 	bpf_map_update_elem(&hotspot_scopes, &k, &x->val, BPF_ANY);
+	{
+		__u32 slot = (__u32)(k.pc_off ^ (k.pc_off >> 4)) & (HOTSPOT_SCOPE_SLOTS - 1);
+
+		x->scope_keys[slot] = k;
+		x->scopes[slot] = x->val;
+	}
 }
 
 /* Steps a frame sampled before its prologue built it: the return address
@@ -691,27 +843,36 @@ static __always_inline int hs_blob_kind(struct hotspot_scratch *x, __u64 name)
 
 	if (!name)
 		return HS_BLOB_OTHER;
-	if (name == x->names[0] || name == x->names[1])
+	if (name == x->c.names[0] || name == x->c.names[1])
 		return HS_BLOB_NMETHOD;
-	if (name == x->names[2])
+	if (name == x->c.names[2])
 		return HS_BLOB_INTERPRETER;
+	if (name == x->c.others[0] || name == x->c.others[1])
+		return HS_BLOB_OTHER;
 	if (bpf_probe_read_user(s, sizeof(s), (const void *)name))
 		return HS_BLOB_OTHER;
 	/* "nmethod" and "native nmethod" (a JNI wrapper), "Interpreter". */
 	if (s[0] == 'n' && s[1] == 'm' && s[2] == 'e' && s[3] == 't' && s[4] == 'h' &&
 	    s[5] == 'o' && s[6] == 'd' && s[7] == 0) {
-		x->names[0] = name;
+		x->c.names[0] = name;
+		hs_proc_store(x);
 		return HS_BLOB_NMETHOD;
 	}
 	if (s[0] == 'n' && s[1] == 'a' && s[2] == 't' && s[3] == 'i' && s[4] == 'v' &&
 	    s[5] == 'e' && s[6] == ' ' && s[7] == 'n') {
-		x->names[1] = name;
+		x->c.names[1] = name;
+		hs_proc_store(x);
 		return HS_BLOB_NMETHOD;
 	}
 	if (s[0] == 'I' && s[1] == 'n' && s[2] == 't' && s[3] == 'e' && s[4] == 'r' &&
 	    s[5] == 'p' && s[6] == 'r' && s[7] == 'e') {
-		x->names[2] = name;
+		x->c.names[2] = name;
+		hs_proc_store(x);
 		return HS_BLOB_INTERPRETER;
+	}
+	if (!x->c.others[0] || !x->c.others[1]) {
+		x->c.others[x->c.others[0] ? 1 : 0] = name;
+		hs_proc_store(x);
 	}
 	return HS_BLOB_OTHER;
 }
@@ -719,8 +880,8 @@ static __always_inline int hs_blob_kind(struct hotspot_scratch *x, __u64 name)
 /* interp_jit_step's HotSpot case: -1 (not a blob: the usual rule), or
  * unwind_one's 0 (go on) / 1 (stop). A global function: the verifier
  * checks it once, not at each of the walk's steps. */
-__noinline int hotspot_jit_step(struct sonde_interp_jit *j, const struct sonde_interp_proc *p,
-				struct user_walk *st, __u32 native)
+static __always_inline int hs_step(struct sonde_interp_jit *j, const struct sonde_interp_proc *p,
+				   struct user_walk *st, __u32 native)
 {
 	const struct sonde_hotspot_proc *h = (const struct sonde_hotspot_proc *)p;
 	struct hotspot_scratch *x;
@@ -734,27 +895,34 @@ __noinline int hotspot_jit_step(struct sonde_interp_jit *j, const struct sonde_i
 	if (!x)
 		return -1;
 	hs_count(2);
-	if (!x->filled)
-		hs_fill_heaps(x, h, st->tgid, false);
-	/* A pc past the kept heaps' committed part: they grew. */
-	if (!x->fresh && !hs_in_heaps(x, st->pc))
-		hs_fill_heaps(x, h, st->tgid, true);
+	HS_KIND(4);
+	/* No heaps yet, or a pc past their committed part: they grew. */
+	if (!x->fresh && (!x->c.n_heaps || !hs_in_heaps(x, st->pc)))
+		hs_fill_heaps(x, h);
 	/* The interpreter is one blob for the JVM's life: a pc between two
 	 * found in it needs no segment map or header. */
-	if (x->interp_lo && st->pc >= x->interp_lo && st->pc <= x->interp_hi) {
+	if (x->c.interp_lo && st->pc >= x->c.interp_lo && st->pc <= x->c.interp_hi) {
 		hs_count(3);
+		HS_KIND(0);
 		return hs_step_interpreted(j, x, st, native, h);
 	}
+	HS_T0();
 	blob = hs_find_blob(x, h, st->pc);
+	HS_T(27);
 	if (!blob || bpf_probe_read_user(x->blob, sizeof(x->blob), (const void *)blob))
 		return -1;
+	HS_T(28);
 	kind = hs_blob_kind(x, hs_blob64(x, h->off.blob_name));
 	if (kind == HS_BLOB_INTERPRETER) {
 		hs_count(3);
-		if (!x->interp_lo || st->pc < x->interp_lo)
-			x->interp_lo = st->pc;
-		if (st->pc > x->interp_hi)
-			x->interp_hi = st->pc;
+		HS_KIND(1);
+		if (!x->c.interp_lo || st->pc < x->c.interp_lo || st->pc > x->c.interp_hi) {
+			if (!x->c.interp_lo || st->pc < x->c.interp_lo)
+				x->c.interp_lo = st->pc;
+			if (st->pc > x->c.interp_hi)
+				x->c.interp_hi = st->pc;
+			hs_proc_store(x);
+		}
 		return hs_step_interpreted(j, x, st, native, h);
 	}
 	fs = hs_blob32(x, h->off.blob_frame_size);
@@ -763,7 +931,10 @@ __noinline int hotspot_jit_step(struct sonde_interp_jit *j, const struct sonde_i
 		return 1;
 	}
 	if (kind == HS_BLOB_NMETHOD) {
+		HS_KIND(2);
+		HS_T0();
 		hs_nmethod_frames(j, x, blob, st, native, h);
+		HS_T(29);
 		code_begin = hs_blob64(x, h->off.blob_code_begin);
 		complete = hs_blob32(x, h->off.blob_frame_complete);
 		/* Sampled in the prologue, before the frame is built: the
@@ -773,11 +944,44 @@ __noinline int hotspot_jit_step(struct sonde_interp_jit *j, const struct sonde_i
 			return hs_step_prologue(st);
 		return hs_step_sized(st, fs);
 	}
+	HS_KIND(3);
 	if (fs)
 		return hs_step_sized(st, fs);
 	/* A stub without a frame size (the call stub Java is entered by,
 	 * StubRoutines): rbp-framed. */
 	return -1;
+}
+
+__noinline int hotspot_jit_step(struct sonde_interp_jit *j, const struct sonde_interp_proc *p,
+				struct user_walk *st, __u32 native)
+{
+#ifdef SONDE_HOTSPOT_COUNT_READS
+	__u64 t0 = bpf_ktime_get_ns(), t1;
+	struct hs_phase *ph;
+	int r = hs_step(j, p, st, native);
+
+	t1 = bpf_ktime_get_ns();
+	ph = hs_ph();
+	if (ph) {
+		__u32 k = ph->kind < 5 ? ph->kind : 4;
+
+		hs_add(16 + 2 * k, t1 - t0);
+		hs_add(17 + 2 * k, 1);
+	}
+	if (ph && r >= 0) {
+		if (!ph->steps) {
+			ph->t_first = t0;
+			ph->first_n = native;
+		}
+		ph->steps++;
+		ph->t_last = t1;
+		ph->last_n = native;
+		ph->t_step_sum += t1 - t0;
+	}
+	return r;
+#else
+	return hs_step(j, p, st, native);
+#endif
 }
 
 #ifdef SONDE_HOTSPOT_COUNT_READS

@@ -59,7 +59,7 @@ static __always_inline __u64 interp_span_field(const __u8 *span, __u32 n, __u64 
  * found where the last walk found it needs no lookup in the kind's
  * "already sent" map (an LRU hash whose lookup, a cache miss or two on a
  * busy machine, cost more than the rest of a frame). Valid only in the
- * generation of interp_seen_gen it was stored in: the sensor adds 1 after
+ * generation of interp_conn_gen it was stored in: the sensor adds 1 after
  * emptying those maps for a new connection, so records go out again.
  * `val` is the walker's: the checksum it compares, or when it last
  * checked one. */

@@ -79,7 +79,7 @@ static __always_inline void interp_jit_begin(struct unwind_scratch *s, __u32 tgi
 	s->proc = *p;
 	switch (p->kind) {
 	case SONDE_INTERP_HOTSPOT:
-		hotspot_jit_begin(&s->jit, &s->proc);
+		hotspot_jit_begin(&s->jit, &s->proc, tgid);
 		break;
 	case SONDE_INTERP_V8:
 		v8_jit_begin(s);

@@ -371,7 +371,7 @@ __noinline int perl_walk(struct unwind_scratch *s, __u32 tgid, __u32 tid, __u32 
 {
 	const struct sonde_perl_proc *p;
 	struct perl_walk_state w = {};
-	__u32 n = 0, i, gen = (__u32)interp_seen_gen;
+	__u32 n = 0, i, gen = (__u32)interp_conn_gen;
 
 	if (!s || tid != tgid)
 		return 0;

@@ -146,7 +146,7 @@ __noinline int php_note_func(struct unwind_scratch *s, __u32 i, __u32 tgid, __u6
 {
 	struct sonde_php_func_key key = { .tgid = tgid, .func_addr = func };
 	struct interp_seen_slot *e;
-	__u32 gen = (__u32)interp_seen_gen;
+	__u32 gen = (__u32)interp_conn_gen;
 	__u64 *seen;
 
 	if (!s)

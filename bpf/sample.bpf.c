@@ -58,9 +58,11 @@ const volatile __u64 offcpu_min_ns = 1000000;
 /* The unwind maps' generation: the sensor adds 1 after each change to
  * unwind_lpm or the rows (struct rule_cache_entry). */
 volatile __u64 unwind_gen = 0;
-/* The walkers' "already sent" maps' generation: the sensor adds 1 after
- * emptying them for a new connection (struct interp_seen_slot). */
-volatile __u64 interp_seen_gen = 0;
+/* The symbolizer connection's generation: the sensor adds 1 for each new
+ * one, after emptying the walkers' "already sent" maps; a walker's cache
+ * of what it sent holds for one generation (bpf/hotspot_walk.h,
+ * struct interp_seen_slot). */
+volatile __u64 interp_conn_gen = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -826,11 +828,27 @@ static __always_inline __u8 walk_user(struct bpf_perf_event_data *ctx, bool in_u
 			    tgid, base, flags, &st);
 	if (outcome != SONDE_OUTCOME_NONE)
 		return outcome;
+#ifdef SONDE_HOTSPOT_COUNT_READS
+	{
+		struct hs_phase *ph = hs_ph();
+
+		if (ph)
+			ph->t_walk0 = bpf_ktime_get_ns();
+	}
+#endif
 	/* One extra iteration: it notices "more than the maximum". */
 	if (bpf_loop(SONDE_MAX_USER_FRAMES + 1, unwind_frame, &st, 0) < 0) {
 		count_err(SONDE_ERR_LOOP);
 		return SONDE_OUTCOME_READ_ERROR;
 	}
+#ifdef SONDE_HOTSPOT_COUNT_READS
+	{
+		struct hs_phase *ph = hs_ph();
+
+		if (ph)
+			ph->t_walk1 = bpf_ktime_get_ns();
+	}
+#endif
 	*ret_n = st.n;
 	if (st.used_fp)
 		*flags |= SONDE_SAMPLE_FP_FALLBACK;
@@ -973,7 +991,18 @@ static __always_inline struct unwind_scratch *sample_begin(struct bpf_perf_event
 	n /= sizeof(__u64);
 	*ret_n_kernel = n > SONDE_MAX_KERNEL_FRAMES ? SONDE_MAX_KERNEL_FRAMES : (__u32)n;
 	tag_go_span(ctx, tgid, &s->rec);
+#ifdef SONDE_HOTSPOT_COUNT_READS
+	{
+		__u64 tb = bpf_ktime_get_ns();
+
+		interp_jit_begin(s, tgid);
+		struct hs_phase *ph = hs_ph();
+		if (ph && ph->claimed)
+			hs_add(26, bpf_ktime_get_ns() - tb);
+	}
+#else
 	interp_jit_begin(s, tgid);
+#endif
 	s->rec.profile = SONDE_PROFILE_CPU;
 	s->rec.weight = 0;
 	return s;
@@ -1037,11 +1066,45 @@ int sonde_sample(struct bpf_perf_event_data *ctx)
 	struct unwind_scratch *s;
 	__u8 outcome;
 
+#ifdef SONDE_HOTSPOT_COUNT_READS
+	struct hs_phase *ph = hs_ph();
+	__u64 tp = bpf_ktime_get_ns();
+
+	if (ph) {
+		ph->claimed = 0;
+		ph->t_prog = tp;
+	}
+#endif
 	s = sample_begin(ctx, id >> 32, &n_kernel);
 	if (!s)
 		return 0;
+#ifdef SONDE_HOTSPOT_COUNT_READS
+	if (ph)
+		ph->t_begin_end = bpf_ktime_get_ns();
+#endif
 	outcome = walk_user(ctx, sample_in_user(ctx), id >> 32, n_kernel, &flags, &n_user);
 	sample_send(s, id, n_kernel, n_user, outcome, flags);
+#ifdef SONDE_HOTSPOT_COUNT_READS
+	ph = hs_ph();
+	if (ph && ph->claimed) {
+		__u64 now = bpf_ktime_get_ns();
+
+		hs_add(4, now - ph->t_prog);
+		hs_add(5, ph->t_begin_end - ph->t_prog);
+		if (ph->steps) {
+			hs_add(6, ph->t_first - ph->t_walk0);
+			hs_add(7, ph->t_last - ph->t_first);
+			hs_add(8, ph->t_walk1 - ph->t_last);
+			hs_add(10, ph->first_n);
+			hs_add(11, n_user - ph->last_n - 1);
+			hs_add(13, ph->t_step_sum);
+			hs_add(14, 1);
+		}
+		hs_add(9, now - ph->t_walk1);
+		hs_add(12, n_user);
+		hs_add(15, n_kernel);
+	}
+#endif
 	return 0;
 }
 
@@ -1186,6 +1249,7 @@ int BPF_PROG(sonde_fork, struct task_struct *parent, struct task_struct *child)
 
 	if (ptgid == ctgid)
 		return 0; /* a new thread, not a new process */
+	hotspot_proc_forget(ctgid);
 	/* Follow children: the child of an allowed tgid is allowed. The
 	 * cgroup filter follows by itself (children inherit the cgroup). */
 	if (filter_enabled && filter_tgids) {
@@ -1214,6 +1278,7 @@ int BPF_PROG(sonde_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, none = 0;
 
+	hotspot_proc_forget(tgid);
 	if (!task_allowed(tgid))
 		return 0;
 	/* The old image's entries are wrong now: frame pointers until the
@@ -1238,6 +1303,7 @@ int BPF_PROG(sonde_exit, struct task_struct *p)
 
 	if ((__u32)id != tgid)
 		return 0; /* not the leader */
+	hotspot_proc_forget(tgid);
 	if (!task_allowed(tgid))
 		return 0;
 	if (filter_enabled && filter_tgids)

@@ -453,9 +453,11 @@ static void interp_reset_connection(struct sample_bpf *skel)
 				break;
 		}
 	}
-	/* After the maps are empty: a walker's per-CPU memo of what it
-	 * sent (bpf/interp_read.h) stored before this no longer counts. */
-	__atomic_add_fetch(&skel->bss->interp_seen_gen, 1, __ATOMIC_RELEASE);
+	/* The walkers' own caches of what they sent (bpf/hotspot_walk.h,
+	 * bpf/interp_span.h) stored before this no longer count. After the
+	 * maps are empty: a walk that reads the new generation finds no
+	 * entry of the old session to copy into its cache. */
+	__atomic_add_fetch(&skel->bss->interp_conn_gen, 1, __ATOMIC_RELEASE);
 }
 
 /* Sends what is pending on the current connection. Returns 0, -ENOTCONN

@@ -24,7 +24,11 @@ in bpf/meson.build's bpf_cflags), the walk rows also give reads of target
 memory per claimed sample.
 
   tests/bench/jvm_overhead.py --build build [--rounds 3] [--seconds 10]
-       [--settle 10] [--hz 199] [--modes walk,native,bpftrace]
+       [--settle 10] [--hz 199] [--modes walk,native,bpftrace] [--base BUILD]
+
+--base BUILD adds a fourth tracer, "base": BUILD's sensor and symbolizer
+walking the same JVM at once (another branch's walk against this one's,
+under the same load).
 
 Target (issue 29): walk <= 2x native.
 """
@@ -166,7 +170,8 @@ def window(tracer_ids, counts, a):
             return None
         reads = None
         if r0[k] and r1[k] and r1[k][1] > r0[k][1]:
-            reads = [(r1[k][i] - r0[k][i]) / (r1[k][1] - r0[k][1]) for i in (0, 2, 3)]
+            reads = [(r1[k][i] - r0[k][i]) / (r1[k][1] - r0[k][1])
+                     for i in range(len(r1[k]))]
         out.append(((runs1[k][0] - runs0[k][0]) / n, n, runs1[k][1] - runs0[k][1], reads))
     return out
 
@@ -174,6 +179,9 @@ def window(tracer_ids, counts, a):
 def one(build, tmp, modes, a):
     """One round: every mode's tracer on one workload at once, so that all
     see the same load. Returns {mode: window()'s tuple}."""
+    def build_of(m):
+        return pathlib.Path(a.base).resolve() if m == "base" else build
+
     d = pathlib.Path(tempfile.mkdtemp(prefix="jvmb.", dir=tmp))
     d.chmod(0o755)
     (d / "Spin.java").write_text(java_script())
@@ -184,7 +192,7 @@ def one(build, tmp, modes, a):
             if m == "bpftrace":
                 continue
             only = ["--interpreters", "none"] if m == "native" else []
-            procs.append(subprocess.Popen([str(build / "symbolizer/sonde-symbolizer"), "--listen",
+            procs.append(subprocess.Popen([str(build_of(m) / "symbolizer/sonde-symbolizer"), "--listen",
                                            f"unix:{d}/{m}.sock", "--cache",
                                            f"{d}/{m}-cache/cache.db", "--user", "sonde", *only],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
@@ -201,7 +209,7 @@ def one(build, tmp, modes, a):
                 counts.append(None)  # AT_n, once bpftrace made it
             else:
                 sock = f"unix:{d}/{m}.sock"
-                t = subprocess.Popen([str(build / "sensor/sonde-sensor"), "--symbolizer", sock,
+                t = subprocess.Popen([str(build_of(m) / "sensor/sonde-sensor"), "--symbolizer", sock,
                                       "--pid", str(work.pid), "--frequency", str(a.hz)],
                                      stdout=open(d / f"sensor-{m}.log", "w"),
                                      stderr=subprocess.STDOUT)
@@ -211,6 +219,8 @@ def one(build, tmp, modes, a):
         time.sleep(a.settle)  # JIT warm-up
         if "walk" in modes:
             wait_config(tracers[modes.index("walk")].pid, work.pid)
+        if "base" in modes:
+            wait_config(tracers[modes.index("base")].pid, work.pid)
         ids = [ids_of(t.pid) for t in tracers]
         if "bpftrace" in modes:
             # bpftrace's count is exact; the sensors' (their Status) lag by
@@ -233,6 +243,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--modes", default="walk,native,bpftrace")
+    ap.add_argument("--base", help="another build whose walk runs at once as the mode 'base' "
+                    "(added to --modes): the same workload, load and windows")
     ap.add_argument("--hz", type=int, default=199)
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--settle", type=float, default=10)
@@ -241,6 +253,8 @@ def main():
     a = ap.parse_args()
     build = pathlib.Path(a.build).resolve()
     modes = a.modes.split(",")
+    if a.base and "base" not in modes:
+        modes.append("base")
     before = open("/proc/sys/kernel/bpf_stats_enabled").read().strip()
     subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=True)
     tmp = tempfile.mkdtemp(prefix="sonde-jvmbench.", dir="/tmp")
@@ -252,8 +266,24 @@ def main():
             for m in modes:
                 ns, n, runs, reads = got[m]
                 res[m].append(ns)
-                extra = (f", per claimed sample {reads[0]:.1f} reads, {reads[1]:.1f} steps "
-                         f"({reads[2]:.1f} interpreted)" if reads else "")
+                extra = (f", per claimed sample {reads[0]:.1f} reads, {reads[2]:.1f} steps "
+                         f"({reads[3]:.1f} interpreted)" if reads else "")
+                if reads and len(reads) >= 16:
+                    extra += ("\n         phases (ns per claimed sample, timer included): "
+                              f"program {reads[4]:.0f} = begin {reads[5]:.0f} + head "
+                              f"{reads[6]:.0f} + java {reads[7]:.0f} (in steps "
+                              f"{reads[13]:.0f}) + tail {reads[8]:.0f} + fill/send "
+                              f"{reads[9]:.0f}; frames: user {reads[12]:.1f}, before the "
+                              f"first step {reads[10]:.1f}, after the last {reads[11]:.1f}, "
+                              f"kernel {reads[15]:.1f}; jit_begin {reads[26]:.0f}")
+                if reads and len(reads) >= 26:
+                    names = ["interp(range)", "interp(blob)", "nmethod", "stub", "not mine"]
+                    extra += "\n         steps: " + ", ".join(
+                        f"{nm} {reads[17 + 2 * k]:.2f} x {reads[16 + 2 * k] / reads[17 + 2 * k]:.0f} ns"
+                        for k, nm in enumerate(names) if reads[17 + 2 * k])
+                    extra += (f"\n         blob steps: find {reads[27]:.0f} ns ({reads[30]:.1f} "
+                              f"segmap reads), header {reads[28]:.0f}, nmethod frames "
+                              f"{reads[29]:.0f}")
                 print(f"{m:8s} {ns:8.0f} ns/sample over {n} samples ({runs} program runs){extra}",
                       flush=True)
     finally:

@@ -355,7 +355,7 @@ for ($k = 1; ; $k++) {
 def test_names_after_a_symbolizer_restart(start_sensor, tmp_path):
     """A new connection is a session that knows no function records: the
     sensor empties php_funcs and voids the walkers' per-CPU memo of
-    records sent (interp_seen_gen, bpf/interp_span.h), so the walker sends
+    records sent (interp_conn_gen, bpf/interp_span.h), so the walker sends
     each record again. The symbolizer is killed while the program runs
     phase_a, a new one (empty cache) takes over, then the program moves
     to phase_b: {main} was sent in the first session only, at the same
