@@ -132,6 +132,9 @@ struct hotspot_scratch {
 	__u64 frame[HOTSPOT_FRAME_WORDS];
 	__u8 scope[HOTSPOT_SCOPE_BUF];
 	struct hotspot_scope_val val; /* what a miss stores in hotspot_scopes */
+	/* hotspot_methods' key, here rather than on the stack: the tail-call
+	 * walk's chain of calls is at the verifier's 512-byte limit. */
+	struct sonde_hotspot_method_key method_key;
 	struct hotspot_method_slot methods[HOTSPOT_METHOD_SLOTS];
 	/* The scope chains found lately on this CPU, direct-mapped by pc:
 	 * hotspot_scopes' entries, checked as they are. */
@@ -490,16 +493,19 @@ static __always_inline __u64 hotspot_note_method(struct hotspot_scratch *x, __u3
 						 __u64 method, __u64 bcp,
 						 const struct sonde_hotspot_proc *h, bool *sent)
 {
-	struct sonde_hotspot_method_key key = { .tgid = tgid, .method = method };
+	struct sonde_hotspot_method_key *key = &x->method_key;
 	struct hotspot_method_slot *slot =
 		&x->methods[(method >> 3) & (HOTSPOT_METHOD_SLOTS - 1)];
-	struct hotspot_method_seen *seen, now;
+	struct hotspot_method_seen *seen;
 	__u64 cm, gen = interp_conn_gen;
 
+	key->tgid = tgid;
+	key->pad = 0;
+	key->method = method;
 	if (slot->method == method && slot->tgid == tgid && slot->gen == gen) {
 		seen = &slot->seen;
 	} else {
-		seen = bpf_map_lookup_elem(&hotspot_methods, &key);
+		seen = bpf_map_lookup_elem(&hotspot_methods, key);
 		if (seen) {
 			slot->method = method;
 			slot->tgid = tgid;
@@ -517,13 +523,12 @@ static __always_inline __u64 hotspot_note_method(struct hotspot_scratch *x, __u3
 	if (seen && seen->const_method == cm)
 		return cm;
 	if (hotspot_emit_method(tgid, method, cm, h) == 0) {
-		now.const_method = cm;
-		now.code_size = hs_u16(cm + h->off.cmethod_code_size);
-		bpf_map_update_elem(&hotspot_methods, &key, &now, BPF_ANY);
 		slot->method = method;
 		slot->tgid = tgid;
 		slot->gen = gen;
-		slot->seen = now;
+		slot->seen.const_method = cm;
+		slot->seen.code_size = hs_u16(cm + h->off.cmethod_code_size);
+		bpf_map_update_elem(&hotspot_methods, key, &slot->seen, BPF_ANY);
 	} else {
 		*sent = false;
 	}

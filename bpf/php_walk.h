@@ -240,8 +240,11 @@ __noinline int php_frame(struct unwind_scratch *s, __u64 ex, __u64 leaf_opline,
 /* The VM's opline register if the sampled thread's frame register holds
  * ex (SONDE_PHP_VM_REGS): the sample is in the VM running ex, or in a C
  * function it called that kept both registers; php_opline_line() still
- * checks the opline is one of ex's function. 0: none. */
-static __always_inline __u64 php_leaf_opline(const struct sonde_php_proc *p, __u64 ex)
+ * checks the opline is one of ex's function. 0: none. Not inlined: its
+ * 184 bytes of stack (the register reads) would sit in php_walk's frame,
+ * under every call php_walk makes (the tail-call walk's chain of calls
+ * is near the verifier's 512 bytes). */
+static __noinline __u64 php_leaf_opline(const struct sonde_php_proc *p, __u64 ex)
 {
 	struct pt_regs *regs;
 
