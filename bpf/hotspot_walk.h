@@ -132,9 +132,12 @@ struct hotspot_scratch {
 	__u64 frame[HOTSPOT_FRAME_WORDS];
 	__u8 scope[HOTSPOT_SCOPE_BUF];
 	struct hotspot_scope_val val; /* what a miss stores in hotspot_scopes */
-	/* hotspot_methods' key, here rather than on the stack: the tail-call
-	 * walk's chain of calls is at the verifier's 512-byte limit. */
+	/* Keys and a name's first bytes, here rather than on the stack: the
+	 * walks' chains of calls (the tail-call walk's, off-CPU's bpf_loop
+	 * callback's) are near the verifier's 512 bytes. */
 	struct sonde_hotspot_method_key method_key;
+	struct hotspot_scope_key scope_key;
+	char blob_name[8];
 	struct hotspot_method_slot methods[HOTSPOT_METHOD_SLOTS];
 	/* The scope chains found lately on this CPU, direct-mapped by pc:
 	 * hotspot_scopes' entries, checked as they are. */
@@ -425,8 +428,10 @@ static __always_inline __u64 hs_cp_symbol(__u64 cpool, __u16 idx,
 	return hs_ptr(cpool + h->off.cpool_size + (__u64)idx * 8);
 }
 
-/* (BPF functions take 5 arguments; this runs once per method.) */
-static __noinline int hotspot_emit_method(__u32 tgid, __u64 method, __u64 cm,
+/* Runs once per method. Inlined: as a subprogram its frame made the
+ * off-CPU walk's chain of calls (bpf_loop callback, interp_jit_step,
+ * hotspot_jit_step, this) 16 bytes too deep for the verifier's 512. */
+static __always_inline int hotspot_emit_method(__u32 tgid, __u64 method, __u64 cm,
 					  const struct sonde_hotspot_proc *h)
 {
 	__u64 cpool = hs_ptr(cm + h->off.cmethod_constants);
@@ -791,12 +796,12 @@ static __always_inline void hs_nmethod_frames(struct sonde_interp_jit *j, struct
 					      const struct sonde_hotspot_proc *h)
 {
 	__u64 method = hs_blob64(x, h->off.nmethod_method);
-	struct hotspot_scope_key k = {};
+	struct hotspot_scope_key *k = &x->scope_key;
 	bool whole = true, cache;
 
 	cache = h->off.nmethod_compile_id4 &&
-		hs_scope_key(&k, st->tgid, blob, st->pc, st->exact_pc);
-	if (cache && hs_cached_frames(j, x, &k, native, h))
+		hs_scope_key(k, st->tgid, blob, st->pc, st->exact_pc);
+	if (cache && hs_cached_frames(j, x, k, native, h))
 		return;
 	x->val.n = 0;
 	if (!hs_compiled_frames(j, x, blob, st->pc, st->exact_pc, native, st->tgid, h, &whole) &&
@@ -808,11 +813,11 @@ static __always_inline void hs_nmethod_frames(struct sonde_interp_jit *j, struct
 	x->val.compile_id = hs_compile_id(x, h);
 	x->val.method = method;
 	x->val.gen = interp_conn_gen;
-	bpf_map_update_elem(&hotspot_scopes, &k, &x->val, BPF_ANY);
+	bpf_map_update_elem(&hotspot_scopes, k, &x->val, BPF_ANY);
 	{
-		__u32 slot = (__u32)(k.pc_off ^ (k.pc_off >> 4)) & (HOTSPOT_SCOPE_SLOTS - 1);
+		__u32 slot = (__u32)(k->pc_off ^ (k->pc_off >> 4)) & (HOTSPOT_SCOPE_SLOTS - 1);
 
-		x->scope_keys[slot] = k;
+		x->scope_keys[slot] = *k;
 		x->scopes[slot] = x->val;
 	}
 }
@@ -844,7 +849,7 @@ static __always_inline int hs_step_prologue(struct user_walk *st)
 #define HS_BLOB_INTERPRETER 2
 static __always_inline int hs_blob_kind(struct hotspot_scratch *x, __u64 name)
 {
-	char s[8] = {};
+	char *s = x->blob_name;
 
 	if (!name)
 		return HS_BLOB_OTHER;
@@ -854,7 +859,7 @@ static __always_inline int hs_blob_kind(struct hotspot_scratch *x, __u64 name)
 		return HS_BLOB_INTERPRETER;
 	if (name == x->c.others[0] || name == x->c.others[1])
 		return HS_BLOB_OTHER;
-	if (bpf_probe_read_user(s, sizeof(s), (const void *)name))
+	if (bpf_probe_read_user(s, sizeof(x->blob_name), (const void *)name))
 		return HS_BLOB_OTHER;
 	/* "nmethod" and "native nmethod" (a JNI wrapper), "Interpreter". */
 	if (s[0] == 'n' && s[1] == 'm' && s[2] == 'e' && s[3] == 't' && s[4] == 'h' &&
