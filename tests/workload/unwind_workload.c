@@ -69,12 +69,21 @@ KEEP static void *thread_y(void *arg)
 	return arg;
 }
 
+/* The two chains in a pseudo-random order, half each: strictly
+ * alternating, their period could lock in phase with a sampling timer and
+ * bias one tool's shares by several points. */
 KEEP static void run_main(void)
 {
-	uint64_t n = 0;
+	uint64_t n = 0, r = 88172645463325252ULL;
+
 	while (!atomic_load(&stop)) {
-		sink = chain_lib(n++);
-		sink = recurse(DEPTH, n++);
+		r ^= r << 13;
+		r ^= r >> 7;
+		r ^= r << 17;
+		if (r & 1)
+			sink = chain_lib(n++);
+		else
+			sink = recurse(DEPTH, n++);
 	}
 }
 
