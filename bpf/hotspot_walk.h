@@ -50,7 +50,7 @@ static __always_inline bool interp_jit_push(struct sonde_interp_jit *j, __u32 na
 #define HOTSPOT_MAX_INLINE 16   /* scopes per compiled frame: C2 inlines 15 deep (MaxInlineLevel) */
 #define HOTSPOT_SCOPE_BUF 16    /* bytes read at a scope: its 3 header numbers */
 #define HOTSPOT_SCOPE_CACHE 16384 /* (process, nmethod, pc) scope chains kept */
-#define HOTSPOT_SCOPE_SLOTS 4     /* of them per CPU (struct hotspot_scratch) */
+#define HOTSPOT_PC_SLOTS 16       /* pcs stepped lately, per CPU (struct hotspot_pc_slot) */
 
 /* A compiled frame's Java frames, as hs_compiled_frames() found them. */
 struct hotspot_scope_key {
@@ -65,6 +65,28 @@ struct hotspot_scope_val {
 	__u64 method;     /* the nmethod's own Method* */
 	__u64 gen;        /* interp_conn_gen when found: its methods' records were sent then */
 	__u64 words[HOTSPOT_MAX_INLINE * SONDE_INTERP_JIT_WORDS]; /* word0 (no native), word1 */
+};
+
+/* A pc stepped lately on this CPU, direct-mapped by pc (a hot loop's
+ * pcs and the return addresses below it are the same sample after
+ * sample): its blob and what stepping it needed, so that the next sample
+ * at that pc reads neither the segment map nor the blob's header, only
+ * the header fields that say the blob is still the one found (its _name,
+ * and an nmethod's _method and compile id, which no other compilation in
+ * the JVM has; a stub's frame size) and, for an nmethod, no scope cache
+ * either. Stored only in the interp_conn_gen its methods' records were
+ * sent in (val.gen). */
+struct hotspot_pc_slot {
+	__u64 pc;       /* 0: empty */
+	__u64 blob;     /* the CodeBlob holding pc */
+	__u64 name;     /* its _name */
+	__u32 tgid;
+	__u32 frame_size; /* words */
+	__u8 kind;      /* HS_BLOB_NMETHOD or HS_BLOB_OTHER */
+	__u8 exact;     /* a sampled pc (the PcDesc after it), not a return address */
+	__u8 prologue;  /* an nmethod's pc before its frame is complete */
+	__u8 pad[5];
+	struct hotspot_scope_val val; /* an nmethod's compile id, Method* and Java frames */
 };
 
 struct hotspot_heap {
@@ -128,7 +150,10 @@ struct hotspot_scratch {
 	struct hotspot_proc c;
 	__u32 tgid;   /* the sampled tgid: c's key */
 	__u32 fresh;  /* heaps read in this sample */
-	__u8 blob[HOTSPOT_BLOB_BUF];
+	/* A blob's header (HOTSPOT_BLOB_BUF bytes), or some of its fields at
+	 * their offsets; twice the size so that a span read at a masked
+	 * offset stays inside. */
+	__u8 blob[2 * HOTSPOT_BLOB_BUF];
 	__u64 frame[HOTSPOT_FRAME_WORDS];
 	__u8 scope[HOTSPOT_SCOPE_BUF];
 	struct hotspot_scope_val val; /* what a miss stores in hotspot_scopes */
@@ -139,10 +164,7 @@ struct hotspot_scratch {
 	struct hotspot_scope_key scope_key;
 	char blob_name[8];
 	struct hotspot_method_slot methods[HOTSPOT_METHOD_SLOTS];
-	/* The scope chains found lately on this CPU, direct-mapped by pc:
-	 * hotspot_scopes' entries, checked as they are. */
-	struct hotspot_scope_key scope_keys[HOTSPOT_SCOPE_SLOTS];
-	struct hotspot_scope_val scopes[HOTSPOT_SCOPE_SLOTS];
+	struct hotspot_pc_slot pcs[HOTSPOT_PC_SLOTS];
 };
 
 
@@ -152,6 +174,8 @@ struct {
 	__type(key, __u32);
 	__type(value, struct hotspot_scratch);
 } hotspot_scratch SEC(".maps");
+
+static const __u32 hs_key0 = 0; /* hotspot_scratch's one key */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -174,7 +198,7 @@ struct {
 #ifdef SONDE_HOTSPOT_COUNT_READS
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 32);
+	__uint(max_entries, 40);
 	__type(key, __u32);
 	__type(value, __u64);
 } hotspot_reads SEC(".maps");
@@ -753,27 +777,11 @@ static __always_inline bool hs_scope_key(struct hotspot_scope_key *k, __u32 tgid
 	return true;
 }
 
-/* Buffers a compiled frame's Java frames from the scope cache; false on a
- * miss (no entry, or one of another compilation or method). */
-static __always_inline bool hs_cached_frames(struct sonde_interp_jit *j, struct hotspot_scratch *x,
-					     const struct hotspot_scope_key *k, __u32 native,
-					     const struct sonde_hotspot_proc *h)
+/* Buffers the Java frames kept in v (leaf first); false when the walk's
+ * buffer filled. */
+static __always_inline bool hs_push_words(struct sonde_interp_jit *j,
+					  const struct hotspot_scope_val *v, __u32 native)
 {
-	__u32 slot = (__u32)(k->pc_off ^ (k->pc_off >> 4)) & (HOTSPOT_SCOPE_SLOTS - 1);
-	struct hotspot_scope_key *sk = &x->scope_keys[slot];
-	const struct hotspot_scope_val *v = &x->scopes[slot];
-
-	if (sk->tgid != k->tgid || sk->pc_off != k->pc_off || sk->nmethod != k->nmethod) {
-		const struct hotspot_scope_val *m = bpf_map_lookup_elem(&hotspot_scopes, k);
-
-		if (!m)
-			return false;
-		*sk = *k;
-		x->scopes[slot] = *m;
-	}
-	if (v->gen != interp_conn_gen || v->compile_id != hs_compile_id(x, h) ||
-	    v->method != hs_blob64(x, h->off.nmethod_method) || !v->n)
-		return false;
 	for (__u32 i = 0; i < HOTSPOT_MAX_INLINE; i++) {
 		__u32 at = i * SONDE_INTERP_JIT_WORDS;
 
@@ -783,15 +791,33 @@ static __always_inline bool hs_cached_frames(struct sonde_interp_jit *j, struct 
 				     v->words[at & (HOTSPOT_MAX_INLINE * SONDE_INTERP_JIT_WORDS - 1)],
 				     v->words[(at + 1) &
 					      (HOTSPOT_MAX_INLINE * SONDE_INTERP_JIT_WORDS - 1)]))
-			break;
+			return false;
 	}
+	return true;
+}
+
+/* Buffers a compiled frame's Java frames from the scope cache, and keeps
+ * them in x->val; false on a miss (no entry, or one of another
+ * compilation, method or connection). */
+static __always_inline bool hs_cached_frames(struct sonde_interp_jit *j, struct hotspot_scratch *x,
+					     const struct hotspot_scope_key *k, __u32 native,
+					     const struct sonde_hotspot_proc *h)
+{
+	const struct hotspot_scope_val *m = bpf_map_lookup_elem(&hotspot_scopes, k);
+
+	if (!m || m->gen != interp_conn_gen || m->compile_id != hs_compile_id(x, h) ||
+	    m->method != hs_blob64(x, h->off.nmethod_method) || !m->n)
+		return false;
+	x->val = *m;
+	hs_push_words(j, &x->val, native); /* a full buffer: the walk's frames end there */
 	return true;
 }
 
 /* A compiled (nmethod) frame's Java frames: from the scope cache, or
  * decoded (then kept when whole), or, without a scope, the nmethod's own
- * method with no bci. */
-static __always_inline void hs_nmethod_frames(struct sonde_interp_jit *j, struct hotspot_scratch *x,
+ * method with no bci. Returns whether x->val holds them all (to be kept
+ * in the per-CPU pcs). */
+static __always_inline bool hs_nmethod_frames(struct sonde_interp_jit *j, struct hotspot_scratch *x,
 					      __u64 blob, struct user_walk *st, __u32 native,
 					      const struct sonde_hotspot_proc *h)
 {
@@ -802,24 +828,19 @@ static __always_inline void hs_nmethod_frames(struct sonde_interp_jit *j, struct
 	cache = h->off.nmethod_compile_id4 &&
 		hs_scope_key(k, st->tgid, blob, st->pc, st->exact_pc);
 	if (cache && hs_cached_frames(j, x, k, native, h))
-		return;
+		return true;
 	x->val.n = 0;
 	if (!hs_compiled_frames(j, x, blob, st->pc, st->exact_pc, native, st->tgid, h, &whole) &&
 	    (!method || !hotspot_note_method(x, st->tgid, method, 0, h, &whole) ||
 	     !hs_push_compiled(j, x, native, method, SONDE_HOTSPOT_BCI_UNKNOWN)))
 		whole = false;
 	if (!cache || !whole || !x->val.n)
-		return;
+		return false;
 	x->val.compile_id = hs_compile_id(x, h);
 	x->val.method = method;
 	x->val.gen = interp_conn_gen;
 	bpf_map_update_elem(&hotspot_scopes, k, &x->val, BPF_ANY);
-	{
-		__u32 slot = (__u32)(k->pc_off ^ (k->pc_off >> 4)) & (HOTSPOT_SCOPE_SLOTS - 1);
-
-		x->scope_keys[slot] = *k;
-		x->scopes[slot] = x->val;
-	}
+	return true;
 }
 
 /* Steps a frame sampled before its prologue built it: the return address
@@ -887,6 +908,102 @@ static __always_inline int hs_blob_kind(struct hotspot_scratch *x, __u64 name)
 	return HS_BLOB_OTHER;
 }
 
+/* The per-CPU slot of a pc (exact: a sampled one). */
+static __always_inline struct hotspot_pc_slot *hs_pc_slot(struct hotspot_scratch *x, __u64 pc,
+							   bool exact)
+{
+	return &x->pcs[(pc ^ (pc >> 7) ^ (exact ? 1 : 0)) & (HOTSPOT_PC_SLOTS - 1)];
+}
+
+/* Reads bytes [lo, hi) of the blob's header into x->blob at the same
+ * offsets: false when the span is empty, past the header buffer or not
+ * readable. */
+static __always_inline bool hs_head_span(struct hotspot_scratch *x, __u64 blob, __u32 lo, __u32 hi)
+{
+	__u64 n;
+
+	if (lo >= hi || hi > HOTSPOT_BLOB_BUF)
+		return false;
+	n = hi - lo;
+	lo &= HOTSPOT_BLOB_BUF - 1;
+	/* The bound is checked on the register passed (x->blob has room for
+	 * a masked offset plus HOTSPOT_BLOB_BUF). */
+	asm volatile("" : "+r"(n));
+	if (n > HOTSPOT_BLOB_BUF)
+		return false;
+	return !bpf_probe_read_user(&x->blob[lo], n, (const void *)(blob + lo));
+}
+
+#define HS_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define HS_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Whether slot e's blob is still the one found: its _name and, for an
+ * nmethod, its _method and compile id, else its frame size, read again
+ * (the fields only, in one span). */
+static __always_inline bool hs_pc_valid(struct hotspot_scratch *x, const struct hotspot_pc_slot *e,
+					const struct sonde_hotspot_proc *h)
+{
+	__u32 name = h->off.blob_name, cid = h->off.nmethod_compile_id4 * 4u;
+
+	asm volatile("" : "+r"(cid)); /* as hs_compile_id: keep the bound the verifier sees */
+	if (e->kind == HS_BLOB_NMETHOD) {
+		__u32 meth = h->off.nmethod_method;
+
+		if (!hs_head_span(x, e->blob, HS_MIN(HS_MIN(name, meth), cid),
+				  HS_MAX(HS_MAX(name + 8, meth + 8), cid + 4)))
+			return false;
+		return hs_blob64(x, name) == e->name && hs_blob64(x, meth) == e->val.method &&
+		       hs_compile_id(x, h) == e->val.compile_id;
+	}
+	if (!hs_head_span(x, e->blob, HS_MIN(name, h->off.blob_frame_size),
+			  HS_MAX(name + 8, h->off.blob_frame_size + 4u)))
+		return false;
+	return hs_blob64(x, name) == e->name && hs_blob32(x, h->off.blob_frame_size) == e->frame_size;
+}
+
+/* Steps the frame at st->pc from its per-CPU slot: unwind_one's 0 / 1,
+ * -1 (a stub stepped by the usual rule) or -2 (no valid slot: the full
+ * step). */
+static __always_inline int hs_pc_step(struct sonde_interp_jit *j, struct hotspot_scratch *x,
+				      struct user_walk *st, __u32 native,
+				      const struct sonde_hotspot_proc *h)
+{
+	struct hotspot_pc_slot *e = hs_pc_slot(x, st->pc, st->exact_pc);
+
+	if (e->pc != st->pc || e->tgid != st->tgid || e->exact != (st->exact_pc ? 1 : 0) ||
+	    e->val.gen != interp_conn_gen || !hs_pc_valid(x, e, h))
+		return -2;
+	if (e->kind == HS_BLOB_NMETHOD) {
+		hs_push_words(j, &e->val, native);
+		return e->prologue ? hs_step_prologue(st) : hs_step_sized(st, e->frame_size);
+	}
+	return e->frame_size ? hs_step_sized(st, e->frame_size) : -1;
+}
+
+/* Keeps in st->pc's slot what the full step found: the blob at blob of
+ * kind (an nmethod's Java frames in x->val), x->blob its header. */
+static __always_inline void hs_pc_store(struct hotspot_scratch *x, const struct user_walk *st,
+					__u64 blob, int kind, __u32 fs, bool prologue,
+					const struct sonde_hotspot_proc *h)
+{
+	struct hotspot_pc_slot *e = hs_pc_slot(x, st->pc, st->exact_pc);
+
+	e->pc = st->pc;
+	e->blob = blob;
+	e->name = hs_blob64(x, h->off.blob_name);
+	e->tgid = st->tgid;
+	e->frame_size = fs;
+	e->kind = (__u8)kind;
+	e->exact = st->exact_pc ? 1 : 0;
+	e->prologue = prologue ? 1 : 0;
+	if (kind == HS_BLOB_NMETHOD) {
+		e->val = x->val;
+	} else {
+		e->val.n = 0;
+		e->val.gen = interp_conn_gen;
+	}
+}
+
 /* interp_jit_step's HotSpot case: -1 (not a blob: the usual rule), or
  * unwind_one's 0 (go on) / 1 (stop). A global function: the verifier
  * checks it once, not at each of the walk's steps. */
@@ -895,13 +1012,16 @@ static __always_inline int hs_step(struct sonde_interp_jit *j, const struct sond
 {
 	const struct sonde_hotspot_proc *h = (const struct sonde_hotspot_proc *)p;
 	struct hotspot_scratch *x;
-	__u32 zero = 0, fs, complete;
+	__u32 fs, complete;
 	__u64 blob, code_begin;
-	int kind;
+	bool prologue;
+	int kind, r;
 
 	if (!j || !p || !st)
 		return -1;
-	x = bpf_map_lookup_elem(&hotspot_scratch, &zero);
+	/* The key from rodata, not the stack: this function's frame is at
+	 * the edge of the off-CPU walk's 512 bytes. */
+	x = bpf_map_lookup_elem(&hotspot_scratch, &hs_key0);
 	if (!x)
 		return -1;
 	hs_count(2);
@@ -916,10 +1036,16 @@ static __always_inline int hs_step(struct sonde_interp_jit *j, const struct sond
 		HS_KIND(0);
 		return hs_step_interpreted(j, x, st, native, h);
 	}
+	/* A pc stepped lately: its blob's fields checked, nothing else read. */
+	HS_KIND(5);
+	r = hs_pc_step(j, x, st, native, h);
+	if (r != -2)
+		return r;
+	HS_KIND(4);
 	HS_T0();
 	blob = hs_find_blob(x, h, st->pc);
 	HS_T(27);
-	if (!blob || bpf_probe_read_user(x->blob, sizeof(x->blob), (const void *)blob))
+	if (!blob || bpf_probe_read_user(x->blob, HOTSPOT_BLOB_BUF, (const void *)blob))
 		return -1;
 	HS_T(28);
 	kind = hs_blob_kind(x, hs_blob64(x, h->off.blob_name));
@@ -943,18 +1069,21 @@ static __always_inline int hs_step(struct sonde_interp_jit *j, const struct sond
 	if (kind == HS_BLOB_NMETHOD) {
 		HS_KIND(2);
 		HS_T0();
-		hs_nmethod_frames(j, x, blob, st, native, h);
+		r = hs_nmethod_frames(j, x, blob, st, native, h);
 		HS_T(29);
 		code_begin = hs_blob64(x, h->off.blob_code_begin);
 		complete = hs_blob32(x, h->off.blob_frame_complete);
 		/* Sampled in the prologue, before the frame is built: the
 		 * return address is still on top, rbp still the caller's. */
-		if (st->exact_pc && st->pc >= code_begin && complete < (1u << 20) &&
-		    st->pc - code_begin < complete)
-			return hs_step_prologue(st);
-		return hs_step_sized(st, fs);
+		prologue = st->exact_pc && st->pc >= code_begin && complete < (1u << 20) &&
+			   st->pc - code_begin < complete;
+		if (r)
+			hs_pc_store(x, st, blob, kind, fs, prologue, h);
+		return prologue ? hs_step_prologue(st) : hs_step_sized(st, fs);
 	}
 	HS_KIND(3);
+	if (hs_blob64(x, h->off.blob_name))
+		hs_pc_store(x, st, blob, kind, fs, false, h);
 	if (fs)
 		return hs_step_sized(st, fs);
 	/* A stub without a frame size (the call stub Java is entered by,
@@ -973,10 +1102,11 @@ __noinline int hotspot_jit_step(struct sonde_interp_jit *j, const struct sonde_i
 	t1 = bpf_ktime_get_ns();
 	ph = hs_ph();
 	if (ph) {
-		__u32 k = ph->kind < 5 ? ph->kind : 4;
+		/* kinds 0-4 at 16-25, a step from the per-CPU pcs (5) at 32 */
+		__u32 at = ph->kind < 5 ? 16 + 2 * ph->kind : 32;
 
-		hs_add(16 + 2 * k, t1 - t0);
-		hs_add(17 + 2 * k, 1);
+		hs_add(at, t1 - t0);
+		hs_add(at + 1, 1);
 	}
 	if (ph && r >= 0) {
 		if (!ph->steps) {

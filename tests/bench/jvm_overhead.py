@@ -281,6 +281,9 @@ def main():
                     extra += "\n         steps: " + ", ".join(
                         f"{nm} {reads[17 + 2 * k]:.2f} x {reads[16 + 2 * k] / reads[17 + 2 * k]:.0f} ns"
                         for k, nm in enumerate(names) if reads[17 + 2 * k])
+                    if len(reads) >= 34 and reads[33]:
+                        extra += (f", from the per-CPU pcs {reads[33]:.2f} x "
+                                  f"{reads[32] / reads[33]:.0f} ns")
                     extra += (f"\n         blob steps: find {reads[27]:.0f} ns ({reads[30]:.1f} "
                               f"segmap reads), header {reads[28]:.0f}, nmethod frames "
                               f"{reads[29]:.0f}")
