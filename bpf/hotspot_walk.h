@@ -50,7 +50,7 @@ static __always_inline bool interp_jit_push(struct sonde_interp_jit *j, __u32 na
 #define HOTSPOT_MAX_INLINE 16   /* scopes per compiled frame: C2 inlines 15 deep (MaxInlineLevel) */
 #define HOTSPOT_SCOPE_BUF 16    /* bytes read at a scope: its 3 header numbers */
 #define HOTSPOT_SCOPE_CACHE 16384 /* (process, nmethod, pc) scope chains kept */
-#define HOTSPOT_PC_SLOTS 16       /* pcs stepped lately, per CPU (struct hotspot_pc_slot) */
+#define HOTSPOT_PC_SLOTS 32       /* pcs stepped lately, per CPU (struct hotspot_pc_slot) */
 
 /* A compiled frame's Java frames, as hs_compiled_frames() found them. */
 struct hotspot_scope_key {
@@ -150,6 +150,7 @@ struct hotspot_scratch {
 	struct hotspot_proc c;
 	__u32 tgid;   /* the sampled tgid: c's key */
 	__u32 fresh;  /* heaps read in this sample */
+	__u64 procs_gen; /* hotspot_procs_gen when c was copied */
 	/* A blob's header (HOTSPOT_BLOB_BUF bytes), or some of its fields at
 	 * their offsets; twice the size so that a span read at a masked
 	 * offset stays inside. */
@@ -176,6 +177,10 @@ struct {
 } hotspot_scratch SEC(".maps");
 
 static const __u32 hs_key0 = 0; /* hotspot_scratch's one key */
+
+/* Bumped when a tgid's hotspot_procs entry is forgotten (fork, exec,
+ * exit): a scratch's copy of an entry is void after. */
+__u64 hotspot_procs_gen;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -293,7 +298,10 @@ static __always_inline __u32 hs_blob32(const struct hotspot_scratch *x, __u32 of
  * number is (fork: a new process; exit: free for reuse). */
 static __always_inline void hotspot_proc_forget(__u32 tgid)
 {
-	bpf_map_delete_elem(&hotspot_procs, &tgid);
+	/* A CPU's scratch may hold the entry too (hotspot_jit_begin): it
+	 * counts only in the generation it was copied in. */
+	if (!bpf_map_delete_elem(&hotspot_procs, &tgid))
+		__sync_fetch_and_add(&hotspot_procs_gen, 1);
 }
 
 /* Claims the CodeCache for this sample's walk: from the process's
@@ -303,13 +311,18 @@ static __always_inline void hotspot_jit_begin(struct sonde_interp_jit *j,
 					      const struct sonde_interp_proc *p, __u32 tgid)
 {
 	const struct sonde_hotspot_proc *h = (const struct sonde_hotspot_proc *)p;
-	const struct hotspot_proc *e = bpf_map_lookup_elem(&hotspot_procs, &tgid);
+	const struct hotspot_proc *e;
 	struct hotspot_scratch *x;
-	__u32 zero = 0;
+	__u64 gen = hotspot_procs_gen;
 
-	x = bpf_map_lookup_elem(&hotspot_scratch, &zero);
+	x = bpf_map_lookup_elem(&hotspot_scratch, &hs_key0);
 	if (!x)
 		return;
+	/* The process this CPU sampled last, still in the scratch: what
+	 * hotspot_procs holds for it (kept alike), no lookup or copy. */
+	if (x->tgid == tgid && x->c.root == h->runtime_addr && x->procs_gen == gen && x->c.low)
+		goto claim;
+	e = bpf_map_lookup_elem(&hotspot_procs, &tgid);
 	if (e && e->root == h->runtime_addr) {
 		x->c = *e;
 	} else {
@@ -325,6 +338,8 @@ static __always_inline void hotspot_jit_begin(struct sonde_interp_jit *j,
 		bpf_map_update_elem(&hotspot_procs, &tgid, &x->c, BPF_ANY);
 	}
 	x->tgid = tgid;
+	x->procs_gen = gen;
+claim:
 	x->fresh = 0;
 	hs_count(1);
 #ifdef SONDE_HOTSPOT_COUNT_READS

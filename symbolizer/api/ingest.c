@@ -932,6 +932,18 @@ static void emit(struct session *s, const struct stackdef *d, const struct pendi
 		otlp_exporter_add(s->in->core->otlp, &es);
 }
 
+/* n, or less: the bytes of the valid UTF-8 name s (n bytes) a raw
+ * stack's u8 length keeps, cut between characters. */
+static size_t raw_name_len(const char *s, size_t n)
+{
+	if (n <= RAWSTACK_MAX_NAME)
+		return n;
+	n = RAWSTACK_MAX_NAME;
+	while (n && ((uint8_t)s[n] & 0xc0) == 0x80)
+		n--;
+	return n;
+}
+
 /* The raw stack of d, leaf first: kernel frames (named with this
  * session's kernel symbols: the snapshot is per sensor), then user frames
  * in the reverse of order (push_user_frames), interpreter frames with
@@ -960,17 +972,20 @@ static void build_raw(struct session *s, struct stackdef *d, const uint32_t *ord
 
 		if (i & INTERP_ORDER_FRAME) {
 			uint32_t k = i & ~INTERP_ORDER_FRAME;
-			char name[PROFILE_MAX_NAME];
-			size_t n;
+			char name[PROFILE_MAX_NAME], sys[PROFILE_MAX_NAME];
+			size_t sys_len;
 
 			interp_frame_name(s, d, k, name, sizeof(name));
-			n = strlen(name);
+			sys_len = raw_name_len(sys, interp_session_frame_system_name(
+							    s->interp, d->interp_pid, &d->interp[k], sys,
+							    sizeof(sys)));
 			f = (struct rawframe){ .kind = rawframe_interp_kind(d->interp[k].kind),
-					       .address = profile_stack_hash(name, NULL, 0),
+					       .address = profile_stack_hash(name, sys_len ? sys : NULL,
+									     sys_len),
 					       .name = name,
-					       .name_len = (uint8_t)(n > RAWSTACK_MAX_NAME
-									     ? RAWSTACK_MAX_NAME
-									     : n) };
+					       .name_len = (uint8_t)raw_name_len(name, strlen(name)),
+					       .system_name = sys_len ? sys : NULL,
+					       .system_name_len = (uint8_t)sys_len };
 			rawstack_push(&b, &f);
 			continue;
 		}

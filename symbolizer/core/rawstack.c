@@ -29,7 +29,7 @@ void rawstack_begin(struct rawstack_builder *b)
 
 void rawstack_push(struct rawstack_builder *b, const struct rawframe *f)
 {
-	size_t need = 1 + 8, name_len = 0;
+	size_t need = 1 + 8, name_len = 0, sys_len = 0;
 
 	if (b->err)
 		return;
@@ -42,6 +42,10 @@ void rawstack_push(struct rawstack_builder *b, const struct rawframe *f)
 	} else if (f->kind == RAW_KERNEL || rawframe_interp_of(f->kind)) {
 		name_len = f->name ? f->name_len : 0;
 		need += 1 + name_len;
+		if (rawframe_interp_of(f->kind) && f->system_name && f->system_name_len) {
+			sys_len = f->system_name_len;
+			need += 1 + sys_len;
+		}
 	} else if (f->kind != RAW_USER_ANON) {
 		b->err = -EINVAL;
 		return;
@@ -62,7 +66,7 @@ void rawstack_push(struct rawstack_builder *b, const struct rawframe *f)
 		b->buf = nb;
 		b->cap = cap;
 	}
-	b->buf[b->len++] = f->kind;
+	b->buf[b->len++] = (uint8_t)(f->kind | (sys_len ? RAW_SYSTEM_NAME : 0));
 	if (f->kind == RAW_USER_FILE)
 		put(b, f->file_id, 16);
 	put_u64(b, f->address);
@@ -70,6 +74,10 @@ void rawstack_push(struct rawstack_builder *b, const struct rawframe *f)
 		b->buf[b->len++] = (uint8_t)name_len;
 		if (name_len)
 			put(b, f->name, name_len);
+	}
+	if (sys_len) {
+		b->buf[b->len++] = (uint8_t)sys_len;
+		put(b, f->system_name, sys_len);
 	}
 	b->n++;
 }
@@ -123,6 +131,7 @@ static uint64_t get_u64(const uint8_t *p)
 int rawstack_next(struct rawstack_iter *it, struct rawframe *f)
 {
 	size_t avail = (size_t)(it->end - it->p);
+	uint8_t sys;
 
 	if (it->left == 0)
 		return it->p == it->end ? 0 : -EBADMSG;
@@ -131,6 +140,10 @@ int rawstack_next(struct rawstack_iter *it, struct rawframe *f)
 	memset(f, 0, sizeof(*f));
 	f->kind = *it->p++;
 	avail--;
+	sys = f->kind & RAW_SYSTEM_NAME;
+	f->kind &= (uint8_t)~RAW_SYSTEM_NAME;
+	if (sys && !rawframe_interp_of(f->kind))
+		return -EBADMSG;
 	switch (f->kind) {
 	case RAW_USER_FILE:
 		if (avail < 24)
@@ -153,6 +166,15 @@ int rawstack_next(struct rawstack_iter *it, struct rawframe *f)
 		f->name_len = it->p[8];
 		f->name = f->name_len ? (const char *)it->p + 9 : NULL;
 		it->p += 9 + f->name_len;
+		avail -= 9 + (size_t)f->name_len;
+		if (!sys)
+			break;
+		/* A system name: its length (not 0), then it. */
+		if (avail < 1 || !it->p[0] || avail - 1 < it->p[0])
+			return -EBADMSG;
+		f->system_name_len = it->p[0];
+		f->system_name = (const char *)it->p + 1;
+		it->p += 1 + f->system_name_len;
 		break;
 	}
 	it->left--;

@@ -15,7 +15,12 @@
  *                    frame of that kind (bpf/interp.h) as ingest named it
  *                    (its runtime's name for it; the records that named
  *                    it were the process's); the key,
- *                    a hash of the name, tells locations apart
+ *                    a hash of the name (and system name), tells
+ *                    locations apart
+ *   RAW_INTERP + kind - 1, or'ed with RAW_SYSTEM_NAME
+ *                    the same, then u8 length (not 0) and the system
+ *                    name: its runtime's own name of the function (a JVM
+ *                    method with its descriptor)
  * Everything read back is checked: a damaged string is rejected whole.
  */
 #pragma once
@@ -35,6 +40,9 @@ enum rawframe_kind {
 	/* + interpreter kind (bpf/interp.h) - 1: 28 kinds fit */
 	RAW_INTERP = 4,
 	RAW_INTERP_LAST = 31,
+	/* Or'ed into an interpreter frame's kind byte in the string: a
+	 * system name follows the name. Never in struct rawframe's kind. */
+	RAW_SYSTEM_NAME = 0x80,
 };
 
 /* The rawframe kind of an interpreter frame of kind (1 and up). */
@@ -56,6 +64,10 @@ struct rawframe {
 	uint64_t address;   /* file offset, virtual or kernel address */
 	const char *name;   /* RAW_KERNEL, RAW_INTERP..: borrowed from the string, not NUL-terminated; may be NULL */
 	uint8_t name_len;
+	/* RAW_INTERP..: the system name, as name; NULL: none (the name is
+	 * all there is) */
+	const char *system_name;
+	uint8_t system_name_len;
 };
 
 /* Builds a string frame by frame (leaf first). */

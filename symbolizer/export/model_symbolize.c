@@ -24,13 +24,15 @@ static bool ends_with(const char *s, const char *suffix)
 	return n >= m && !memcmp(s + n - m, suffix, m);
 }
 
-/* One function and line for a frame known only by name. */
+/* One function and line for a frame known only by name (and system
+ * name: NULL, the name). */
 static int name_only(struct pmodel *m, uint32_t mapping, uint64_t address,
-		     enum pm_frame_type type, const char *name, uint32_t *ret)
+		     enum pm_frame_type type, const char *name, const char *system_name,
+		     uint32_t *ret)
 {
 	struct pm_line l = { 0 };
 
-	if (pm_function(m, name, name, NULL, &l.function) < 0)
+	if (pm_function(m, name, system_name ? system_name : name, NULL, &l.function) < 0)
 		return -ENOMEM;
 	return pm_location(m, mapping, address, type, &l, 1, ret);
 }
@@ -102,15 +104,15 @@ static int user_frame(struct pmodel *m, const struct symbolize_ctx *sc, const st
 	return name_only(m, mapping, f->address, type,
 			 symbolize_frame_name(sc->reg, &id, symbol, f->address, fallback,
 					      sizeof(fallback)),
-			 ret);
+			 NULL, ret);
 }
 
 /* A frame named at ingest: kernel, or interpreter (its key is a hash of
- * the name, so equal keys are equal frames). */
+ * the name and system name, so equal keys are equal frames). */
 static int named_frame(struct pmodel *m, const struct rawframe *f, enum pm_frame_type type,
 		       uint32_t *ret)
 {
-	char name[RAWSTACK_MAX_NAME + 1] = "[unknown]";
+	char name[RAWSTACK_MAX_NAME + 1] = "[unknown]", sys[RAWSTACK_MAX_NAME + 1] = "";
 
 	if (pm_find_location(m, 0, f->address, ret))
 		return 0;
@@ -118,7 +120,11 @@ static int named_frame(struct pmodel *m, const struct rawframe *f, enum pm_frame
 		memcpy(name, f->name, f->name_len);
 		name[f->name_len] = '\0';
 	}
-	return name_only(m, 0, f->address, type, name, ret);
+	if (f->system_name_len) {
+		memcpy(sys, f->system_name, f->system_name_len);
+		sys[f->system_name_len] = '\0';
+	}
+	return name_only(m, 0, f->address, type, name, f->system_name_len ? sys : NULL, ret);
 }
 
 int pm_add_export_sample(struct pmodel *m, const struct symbolize_ctx *sc, const struct export_sample *s)
@@ -157,7 +163,7 @@ int pm_add_export_sample(struct pmodel *m, const struct symbolize_ctx *sc, const
 			r = pm_find_location(m, 0, f.address, &locs[n])
 				    ? 0
 				    : name_only(m, 0, f.address, PM_FRAME_NATIVE, "[unknown]",
-						&locs[n]);
+						NULL, &locs[n]);
 			user_seen = true;
 		}
 		if (r < 0)

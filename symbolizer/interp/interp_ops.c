@@ -147,6 +147,19 @@ size_t interp_session_frame_name(const struct interp_session *s, uint32_t pid,
 	return table[i]->frame_name(s ? s->inst[i] : NULL, pid, f, buf, len);
 }
 
+size_t interp_session_frame_system_name(const struct interp_session *s, uint32_t pid,
+					const struct interp_frame *f, char *buf, size_t len)
+{
+	int i = index_of(f->kind);
+
+	if (!len)
+		return 0;
+	buf[0] = '\0';
+	if (i < 0 || !table[i]->frame_system_name)
+		return 0;
+	return table[i]->frame_system_name(s ? s->inst[i] : NULL, pid, f, buf, len);
+}
+
 int interp_session_expand(const struct interp_session *s, uint32_t pid,
 			  const struct interp_frame *frames, uint32_t n, struct interp_frame **ret,
 			  uint32_t *ret_n)

@@ -84,6 +84,13 @@ struct interp_ops {
 	 * cannot tell. Returns the length written. */
 	size_t (*frame_name)(const void *inst, uint32_t pid, const struct interp_frame *f, char *buf,
 			     size_t len);
+	/* Optional (NULL: a frame's name is all there is): f's system name,
+	 * the runtime's own name of the function where it says more than
+	 * frame_name (a JVM method with its descriptor), into buf as
+	 * frame_name writes, made valid UTF-8 alike. Returns the length
+	 * written; 0 (buf "") when it cannot tell. */
+	size_t (*frame_system_name)(const void *inst, uint32_t pid, const struct interp_frame *f,
+				    char *buf, size_t len);
 };
 
 /* The entry of kind, or NULL for an unknown kind. Static. */
@@ -117,6 +124,11 @@ int interp_session_put_record(struct interp_session *s, uint32_t kind, uint32_t 
  * kind without an entry. Returns the length written. */
 size_t interp_session_frame_name(const struct interp_session *s, uint32_t pid,
 				 const struct interp_frame *f, char *buf, size_t len);
+
+/* f's system name (see interp_ops.frame_system_name); s may be NULL.
+ * 0 (buf "") for a kind without the op or a frame it cannot tell. */
+size_t interp_session_frame_system_name(const struct interp_session *s, uint32_t pid,
+					const struct interp_frame *f, char *buf, size_t len);
 
 /* The frames of frames[0..n) as their runtimes expand them
  * (interp_ops.frame_expand: a JIT frame with inlined functions becomes

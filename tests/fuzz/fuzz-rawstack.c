@@ -38,6 +38,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (f.kind == RAW_KERNEL && f.name_len &&
 		    (f.name < (const char *)data || f.name + f.name_len > (const char *)data + size))
 			abort(); /* a name pointing outside the string */
+		if (f.system_name_len &&
+		    (f.system_name < (const char *)data ||
+		     f.system_name + f.system_name_len > (const char *)data + size))
+			abort();
 		rawstack_push(&b, &f);
 		seen++;
 	}

@@ -102,8 +102,12 @@ static void test_rawstack_roundtrip(void **state)
 	f = (struct rawframe){ .kind = RAW_INTERP, .address = 0x1234abcd5678ef00ull,
 			       .name = "leaf (/a.py:4)", .name_len = 14 };
 	rawstack_push(&b, &f);
+	f = (struct rawframe){ .kind = RAW_INTERP + 1, .address = 0x77,
+			       .name = "a.B.c (B.java:3)", .name_len = 16,
+			       .system_name = "a.B.c(I)V", .system_name_len = 9 };
+	rawstack_push(&b, &f);
 	assert_int_equal(rawstack_end(&b, &raw, &len), 0);
-	assert_int_equal(rawstack_count(raw, len), 5);
+	assert_int_equal(rawstack_count(raw, len), 6);
 
 	assert_int_equal(rawstack_iter_init(&it, raw, len), 0);
 	assert_int_equal(rawstack_next(&it, &f), 1);
@@ -123,7 +127,25 @@ static void test_rawstack_roundtrip(void **state)
 	assert_int_equal(f.address, 0x1234abcd5678ef00ull);
 	assert_int_equal(f.name_len, 14);
 	assert_memory_equal(f.name, "leaf (/a.py:4)", 14);
+	assert_null(f.system_name);
+	assert_int_equal(rawstack_next(&it, &f), 1);
+	assert_int_equal(f.kind, RAW_INTERP + 1); /* the flag byte is not the kind */
+	assert_int_equal(f.address, 0x77);
+	assert_int_equal(f.name_len, 16);
+	assert_int_equal(f.system_name_len, 9);
+	assert_memory_equal(f.system_name, "a.B.c(I)V", 9);
 	assert_int_equal(rawstack_next(&it, &f), 0);
+	/* The system name's flag on a kernel frame, and an empty system
+	 * name, are damage. */
+	{
+		uint8_t bad[] = { RAWSTACK_VERSION, 1, 0, RAW_KERNEL | RAW_SYSTEM_NAME,
+				  1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 'x' };
+		uint8_t empty[] = { RAWSTACK_VERSION, 1, 0, RAW_INTERP | RAW_SYSTEM_NAME,
+				    1, 2, 3, 4, 5, 6, 7, 8, 0, 0 };
+
+		assert_int_equal(rawstack_count(bad, sizeof(bad)), -EBADMSG);
+		assert_int_equal(rawstack_count(empty, sizeof(empty)), -EBADMSG);
+	}
 
 	/* Every truncation is rejected, never read past the end. */
 	for (size_t cut = 0; cut < len; cut++) {

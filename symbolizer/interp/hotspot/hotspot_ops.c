@@ -99,6 +99,22 @@ static size_t hotspot_frame_name(const void *inst, uint32_t pid, const struct in
 		buf, len);
 }
 
+/* "package.Class.method(descriptor)": the name JVM tools give a method,
+ * overloads told apart. 0 without the method's record. */
+static size_t hotspot_frame_system_name(const void *inst, uint32_t pid,
+					const struct interp_frame *f, char *buf, size_t len)
+{
+	const struct hotspot_method *m =
+		inst ? hotspot_methods_get(inst, pid, SONDE_HOTSPOT_FRAME_METHOD(f->words[0]), 0)
+		     : NULL;
+
+	if (!m) {
+		buf[0] = '\0';
+		return 0;
+	}
+	return hotspot_method_system_name(m, buf, len);
+}
+
 const struct interp_ops hotspot_ops = {
 	.kind = SONDE_INTERP_HOTSPOT,
 	.name = "HotSpot",
@@ -113,4 +129,5 @@ const struct interp_ops hotspot_ops = {
 	.record_put = hotspot_record_put,
 	.frame_ends_run = hotspot_frame_ends_run,
 	.frame_name = hotspot_frame_name,
+	.frame_system_name = hotspot_frame_system_name,
 };
