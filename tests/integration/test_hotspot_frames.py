@@ -18,11 +18,13 @@ the JVM's own Flight Recorder samples the same process in the same run
   - the method C2 inlines (mix, into spin) is its own frame between its
     caller and its callees: spin -> mix -> hash (or half);
   - a JVM that runs 4 s and exits is fully named in the profile read
-    after it exited.
+    after it exited, and its methods' system names (the descriptor:
+    Work.spin(I)J) are in OTLP's and pprof's function tables.
 The workload waits on stdin until its process has its entry in the
 sensor's interp_procs map (libjvm analysed, config sent): samples before
 that have no Java frames by design."""
 import collections
+import gzip
 import json
 import pathlib
 import shutil
@@ -31,8 +33,10 @@ import time
 
 import pytest
 
-from conftest import SRC, symbols_pb2, wait_for
+from conftest import SRC, Symbolizer, symbols_pb2, wait_for
 from test_cpython_procs import cpython_map_id, entries
+from test_otlp import Receiver, sample_total
+from test_span_samples import _pprof_module
 
 JAVA = "/usr/lib/jvm/java-17-openjdk-amd64/bin/java"
 JAVAC = "/usr/lib/jvm/java-17-openjdk-amd64/bin/javac"
@@ -46,6 +50,18 @@ FLAGS = ["-XX:CompileCommand=quiet", "-XX:CompileCommand=exclude,Work::slow",
 CHAINS = {
     "java": ["Work.main", "Work.outer", "Work.middle"],
     "slow": ["java.lang.Thread.run", "Work$$Lambda$", "Work.slowLoop", "Work.slow"],
+}
+
+# The system names (package.Class.method and the JVM's descriptor) of
+# the main thread's methods.
+SYSTEM_NAMES = {
+    "Work.main": "Work.main([Ljava/lang/String;)V",
+    "Work.outer": "Work.outer()V",
+    "Work.middle": "Work.middle()V",
+    "Work.spin": "Work.spin(I)J",
+    "Work.mix": "Work.mix(J)J",
+    "Work.hash": "Work.hash(J)J",
+    "Work.half": "Work.half(J)J",
 }
 
 pytestmark = pytest.mark.skipif(not shutil.which(JAVA) or not shutil.which(JFR),
@@ -236,8 +252,63 @@ def test_interpreted_frames_against_jfr(symbolizer, start_sensor, tmp_path):
     compare(stacks, rec, 8.0)
 
 
-def test_exited_jvm_is_named(symbolizer, start_sensor, tmp_path):
-    stacks, _ = run(symbolizer, start_sensor, tmp_path, 4)
+def java_system_names(names, system_names):
+    """{name: system name} of the Java functions of an export's function
+    table (names and system names as strings)."""
+    return {n: sn for n, sn in zip(names, system_names) if is_java(n)}
+
+
+def check_system_names(got):
+    """The known methods of Work's main thread have their descriptor as
+    their system name, whatever the frame's line: those of its chain
+    always, the leaves when sampled."""
+    print("system names:", sorted(set(got.values()))[:12])
+    for method, sys_name in SYSTEM_NAMES.items():
+        seen = {sn for n, sn in got.items() if name_of(n) == method}
+        if seen or method in CHAINS["java"]:
+            assert seen == {sys_name}, (method, seen)
+
+
+def otlp_functions(reqs):
+    names, sys_names = [], []
+    for req in reqs:
+        st = req.dictionary.string_table
+        for f in req.dictionary.function_table:
+            names.append(st[f.name_strindex])
+            sys_names.append(st[f.system_name_strindex])
+    return java_system_names(names, sys_names)
+
+
+def pprof_functions(symbolizer):
+    profile_pb2 = _pprof_module()
+    r = symbolizer.symbols.Pprof(symbols_pb2.ProfileQuery(), timeout=30)
+    prof = profile_pb2.Profile.FromString(gzip.decompress(r.profile))
+    st = prof.string_table
+    return java_system_names([st[f.name] for f in prof.function],
+                             [st[f.system_name] for f in prof.function])
+
+
+def test_exited_jvm_is_named(start_sensor, tmp_path):
+    """Also: the system names (the descriptor) in OTLP and pprof."""
+    recv = Receiver()
+    recv.start()
+    symbolizer = Symbolizer(tmp_path, ["--otlp-endpoint", f"127.0.0.1:{recv.port}",
+                                       "--otlp-insecure", "--otlp-interval", "1"])
+    try:
+        stacks, _ = run(symbolizer, start_sensor, tmp_path, 4)
+        check_exited(stacks)
+        check_system_names(pprof_functions(symbolizer))
+        got = wait_for(lambda: (lambda f: f if all(any(name_of(n) == m for n in f)
+                                                   for m in CHAINS["java"]) else None)(
+                           otlp_functions(recv.snapshot())), 20, "the main chain in OTLP",
+                       interval=0.5)
+        check_system_names(got)
+    finally:
+        symbolizer.stop()
+        recv.stop()
+
+
+def check_exited(stacks):
     # Read after the JVM exited: every sample of the main thread with Java
     # frames is named from the records BPF copied while it ran.
     print("comms:", collections.Counter(c for c, _, _ in stacks))
