@@ -196,28 +196,14 @@ struct {
 	__type(value, struct hotspot_scope_val);
 } hotspot_scopes SEC(".maps");
 
-/* A measurement build (tests/bench/jvm_overhead.py --reads; define
- * SONDE_HOTSPOT_COUNT_READS in bpf_cflags) counts per CPU the walker's
- * reads of target memory [0], the samples it claimed [1], its steps [2]
- * and interpreted frames [3] in hotspot_reads. */
+/* A measurement build (meson -Dbpf_measure=true, interp_read.h) also
+ * counts in hotspot_reads per CPU the samples the walker claimed [1],
+ * its steps [2] and interpreted frames [3], and times the phases of a
+ * sample it claims (tests/bench/jvm_overhead.py prints them). */
 #ifdef SONDE_HOTSPOT_COUNT_READS
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 40);
-	__type(key, __u32);
-	__type(value, __u64);
-} hotspot_reads SEC(".maps");
-
-static __always_inline void hs_add(__u32 what, __u64 d)
-{
-	__u64 *v = bpf_map_lookup_elem(&hotspot_reads, &what);
-
-	if (v)
-		*v += d;
-}
-#define hs_count(what) hs_add(what, 1)
+#define hs_count(what) interp_measure_add(what, 1)
 #define HS_T0() __u64 hs_t_ = bpf_ktime_get_ns()
-#define HS_T(i) do { __u64 n_ = bpf_ktime_get_ns(); hs_add(i, n_ - hs_t_); hs_t_ = n_; } while (0)
+#define HS_T(i) do { __u64 n_ = bpf_ktime_get_ns(); interp_measure_add(i, n_ - hs_t_); hs_t_ = n_; } while (0)
 #define HS_KIND(k) do { struct hs_phase *ph_ = hs_ph(); if (ph_) ph_->kind = (k); } while (0)
 
 /* PHASE: per-CPU timestamps of one sample */
@@ -236,44 +222,12 @@ static __always_inline struct hs_phase *hs_ph(void)
 	__u32 z = 0;
 	return bpf_map_lookup_elem(&hotspot_phase, &z);
 }
-
-static __always_inline long hs_counted_read(void *dst, __u32 size, const void *src)
-{
-	hs_count(0);
-	return bpf_probe_read_user(dst, size, src);
-}
-#define bpf_probe_read_user hs_counted_read
 #else
 #define hs_count(what) ((void)0)
 #define HS_KIND(k) ((void)0)
 #define HS_T0() do {} while (0)
 #define HS_T(i) do {} while (0)
 #endif
-
-static __always_inline __u64 hs_ptr(__u64 addr)
-{
-	__u64 v = 0;
-
-	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
-		return 0;
-	return v;
-}
-
-static __always_inline __u32 hs_u32(__u64 addr)
-{
-	__u32 v = 0;
-
-	bpf_probe_read_user(&v, sizeof(v), (const void *)addr);
-	return v;
-}
-
-static __always_inline __u16 hs_u16(__u64 addr)
-{
-	__u16 v = 0;
-
-	bpf_probe_read_user(&v, sizeof(v), (const void *)addr);
-	return v;
-}
 
 /* A field of the blob header buffer at a config offset (0 beyond it). */
 static __always_inline __u64 hs_blob64(const struct hotspot_scratch *x, __u32 off)
@@ -326,8 +280,8 @@ static __always_inline void hotspot_jit_begin(struct sonde_interp_jit *j,
 	if (e && e->root == h->runtime_addr) {
 		x->c = *e;
 	} else {
-		__u64 lo = hs_ptr(h->runtime_addr + h->off.codecache_low_static);
-		__u64 hi = hs_ptr(h->runtime_addr + h->off.codecache_high_static);
+		__u64 lo = interp_read_u64(h->runtime_addr + h->off.codecache_low_static);
+		__u64 hi = interp_read_u64(h->runtime_addr + h->off.codecache_high_static);
 
 		if (!lo || hi <= lo)
 			return; /* not started yet */
@@ -370,28 +324,28 @@ static __always_inline void hs_proc_store(struct hotspot_scratch *x)
 static __always_inline void hs_fill_heaps(struct hotspot_scratch *x,
 					  const struct sonde_hotspot_proc *h)
 {
-	__u64 arr = hs_ptr(h->runtime_addr + h->off.codecache_heaps_static), data;
+	__u64 arr = interp_read_u64(h->runtime_addr + h->off.codecache_heaps_static), data;
 	__u32 len;
 
 	x->fresh = 1;
 	x->c.n_heaps = 0;
 	if (!arr)
 		return;
-	len = hs_u32(arr + h->off.growable_len);
-	data = hs_ptr(arr + h->off.growable_data);
+	len = interp_read_u32(arr + h->off.growable_len);
+	data = interp_read_u64(arr + h->off.growable_data);
 	for (__u32 i = 0; i < HOTSPOT_MAX_HEAPS; i++) {
 		struct hotspot_heap *e = &x->c.heaps[i];
 		__u64 heap;
 
 		if (i >= len || !data)
 			break;
-		heap = hs_ptr(data + i * 8);
+		heap = interp_read_u64(data + i * 8);
 		if (!heap)
 			break;
-		e->low = hs_ptr(heap + h->off.heap_memory + h->off.vs_low);
-		e->high = hs_ptr(heap + h->off.heap_memory + h->off.vs_high);
-		e->segmap = hs_ptr(heap + h->off.heap_segmap + h->off.vs_low);
-		e->log2_segment = hs_u32(heap + h->off.heap_log2_segment);
+		e->low = interp_read_u64(heap + h->off.heap_memory + h->off.vs_low);
+		e->high = interp_read_u64(heap + h->off.heap_memory + h->off.vs_high);
+		e->segmap = interp_read_u64(heap + h->off.heap_segmap + h->off.vs_low);
+		e->log2_segment = interp_read_u32(heap + h->off.heap_log2_segment);
 		x->c.n_heaps = i + 1;
 	}
 	hs_proc_store(x);
@@ -428,7 +382,7 @@ static __always_inline __u64 hs_find_blob(const struct hotspot_scratch *x,
 		__u8 b = 0xff;
 
 		hs_count(30);
-		if (bpf_probe_read_user(&b, 1, (const void *)(e->segmap + idx)) || b == 0xff)
+		if (interp_probe_read(&b, 1, (const void *)(e->segmap + idx)) || b == 0xff)
 			return 0;
 		if (b == 0)
 			return e->low + (idx << e->log2_segment) + h->off.heapblock_size;
@@ -446,14 +400,14 @@ static __always_inline __u16 hs_symbol(char *dst, __u32 size, __u64 sym,
 	__u16 len = 0;
 	__u32 n;
 
-	if (!sym || bpf_probe_read_user(&len, sizeof(len), (const void *)(sym + h->off.symbol_length)))
+	if (!sym || interp_probe_read(&len, sizeof(len), (const void *)(sym + h->off.symbol_length)))
 		return 0;
 	n = len;
 	if (n > size) {
 		n = size;
 		*flags |= cut;
 	}
-	if (n == 0 || bpf_probe_read_user(dst, n, (const void *)(sym + h->off.symbol_body)))
+	if (n == 0 || interp_probe_read(dst, n, (const void *)(sym + h->off.symbol_body)))
 		return 0;
 	return (__u16)n;
 }
@@ -464,7 +418,7 @@ static __always_inline __u64 hs_cp_symbol(__u64 cpool, __u16 idx,
 {
 	if (!cpool || !idx)
 		return 0;
-	return hs_ptr(cpool + h->off.cpool_size + (__u64)idx * 8);
+	return interp_read_u64(cpool + h->off.cpool_size + (__u64)idx * 8);
 }
 
 /* Runs once per method. Inlined: as a subprogram its frame made the
@@ -473,8 +427,8 @@ static __always_inline __u64 hs_cp_symbol(__u64 cpool, __u16 idx,
 static __always_inline int hotspot_emit_method(__u32 tgid, __u64 method, __u64 cm,
 					  const struct sonde_hotspot_proc *h)
 {
-	__u64 cpool = hs_ptr(cm + h->off.cmethod_constants);
-	__u64 holder = cpool ? hs_ptr(cpool + h->off.cpool_holder) : 0;
+	__u64 cpool = interp_read_u64(cm + h->off.cmethod_constants);
+	__u64 holder = cpool ? interp_read_u64(cpool + h->off.cpool_holder) : 0;
 	struct sonde_hotspot_method_rec *r;
 	struct sonde_hotspot_method *m;
 	__u16 flags, code_size;
@@ -490,32 +444,32 @@ static __always_inline int hotspot_emit_method(__u32 tgid, __u64 method, __u64 c
 	m->pad2[0] = m->pad2[1] = m->pad2[2] = 0;
 	m->method = method;
 	m->const_method = cm;
-	code_size = hs_u16(cm + h->off.cmethod_code_size);
+	code_size = interp_read_u16(cm + h->off.cmethod_code_size);
 	m->code_size = code_size;
 	m->klass_len = hs_symbol(m->klass, sizeof(m->klass),
-				 holder ? hs_ptr(holder + h->off.klass_name) : 0, h, &m->flags,
+				 holder ? interp_read_u64(holder + h->off.klass_name) : 0, h, &m->flags,
 				 SONDE_HOTSPOT_METHOD_KLASS_CUT);
 	m->name_len = hs_symbol(m->name, sizeof(m->name),
-				hs_cp_symbol(cpool, hs_u16(cm + h->off.cmethod_name_index), h), h,
+				hs_cp_symbol(cpool, interp_read_u16(cm + h->off.cmethod_name_index), h), h,
 				&m->flags, SONDE_HOTSPOT_METHOD_NAME_CUT);
 	m->sig_len = hs_symbol(m->sig, sizeof(m->sig),
-			       hs_cp_symbol(cpool, hs_u16(cm + h->off.cmethod_sig_index), h), h,
+			       hs_cp_symbol(cpool, interp_read_u16(cm + h->off.cmethod_sig_index), h), h,
 			       &m->flags, SONDE_HOTSPOT_METHOD_SIG_CUT);
 	m->source_len = hs_symbol(m->source, sizeof(m->source),
-				  hs_cp_symbol(cpool, hs_u16(cpool + h->off.cpool_source_index), h),
+				  hs_cp_symbol(cpool, interp_read_u16(cpool + h->off.cpool_source_index), h),
 				  h, &m->flags, SONDE_HOTSPOT_METHOD_SOURCE_CUT);
 	m->linetable_len = 0;
-	flags = hs_u16(cm + h->off.cmethod_flags);
+	flags = interp_read_u16(cm + h->off.cmethod_flags);
 	if (flags & h->off.cmethod_has_lines) {
 		/* The compressed table follows the bytecodes; it ends with a 0
 		 * the decoder stops at. A table near the end of a mapping: a
 		 * shorter read. */
 		__u64 at = cm + h->off.cmethod_size + code_size;
 
-		if (!bpf_probe_read_user(m->linetable, sizeof(m->linetable), (const void *)at)) {
+		if (!interp_probe_read(m->linetable, sizeof(m->linetable), (const void *)at)) {
 			m->linetable_len = sizeof(m->linetable);
 			m->flags |= SONDE_HOTSPOT_METHOD_HAS_LINES;
-		} else if (!bpf_probe_read_user(m->linetable, 64, (const void *)at)) {
+		} else if (!interp_probe_read(m->linetable, 64, (const void *)at)) {
 			m->linetable_len = 64;
 			m->flags |= SONDE_HOTSPOT_METHOD_HAS_LINES;
 		}
@@ -561,7 +515,7 @@ static __always_inline __u64 hotspot_note_method(struct hotspot_scratch *x, __u3
 	if (seen && bcp && bcp >= seen->const_method + h->off.cmethod_size &&
 	    bcp < seen->const_method + h->off.cmethod_size + seen->code_size)
 		return seen->const_method;
-	cm = hs_ptr(method + h->off.method_const);
+	cm = interp_read_u64(method + h->off.method_const);
 	if (!cm)
 		return 0;
 	if (seen && seen->const_method == cm)
@@ -571,7 +525,7 @@ static __always_inline __u64 hotspot_note_method(struct hotspot_scratch *x, __u3
 		slot->tgid = tgid;
 		slot->gen = gen;
 		slot->seen.const_method = cm;
-		slot->seen.code_size = hs_u16(cm + h->off.cmethod_code_size);
+		slot->seen.code_size = interp_read_u16(cm + h->off.cmethod_code_size);
 		bpf_map_update_elem(&hotspot_methods, key, &slot->seen, BPF_ANY);
 	} else {
 		*sent = false;
@@ -590,7 +544,7 @@ static __always_inline int hs_step_interpreted(struct sonde_interp_jit *j,
 	bool sent = true;
 
 	if (!fp || (fp & 7) || fp < st->sp || ms > 10 || bs > 10 || ss > 10 ||
-	    bpf_probe_read_user(x->frame, sizeof(x->frame), (const void *)(fp - 80))) {
+	    interp_probe_read(x->frame, sizeof(x->frame), (const void *)(fp - 80))) {
 		count_err(SONDE_ERR_USER_BAD_FP);
 		st->outcome = SONDE_OUTCOME_READ_ERROR;
 		return 1;
@@ -624,7 +578,7 @@ static __always_inline int hs_step_sized(struct user_walk *st, __u64 words)
 {
 	__u64 sender_sp = st->sp + words * 8, frame[2];
 
-	if (bpf_probe_read_user(frame, sizeof(frame), (const void *)(sender_sp - 16))) {
+	if (interp_probe_read(frame, sizeof(frame), (const void *)(sender_sp - 16))) {
 		count_err(SONDE_ERR_USER_READ);
 		st->outcome = SONDE_OUTCOME_READ_ERROR;
 		return 1;
@@ -723,7 +677,7 @@ static __always_inline __u32 hs_compiled_frames(struct sonde_interp_jit *j,
 		if (lo >= hi)
 			break;
 		mid = lo + (hi - lo) / 2;
-		if (bpf_probe_read_user(&v, sizeof(v),
+		if (interp_probe_read(&v, sizeof(v),
 					(const void *)(pcs + (__u64)mid * SONDE_HOTSPOT_PCDESC_SIZE +
 						       SONDE_HOTSPOT_PCDESC_PC))) {
 			*whole = false;
@@ -734,7 +688,7 @@ static __always_inline __u32 hs_compiled_frames(struct sonde_interp_jit *j,
 		else
 			hi = mid;
 	}
-	if (lo >= n || bpf_probe_read_user(desc, sizeof(desc),
+	if (lo >= n || interp_probe_read(desc, sizeof(desc),
 					   (const void *)(pcs + (__u64)lo * SONDE_HOTSPOT_PCDESC_SIZE))) {
 		*whole = false;
 		return 0;
@@ -747,12 +701,12 @@ static __always_inline __u32 hs_compiled_frames(struct sonde_interp_jit *j,
 		if (!decode)
 			break;
 		if (decode > (1u << 24) ||
-		    bpf_probe_read_user(x->scope, sizeof(x->scope), (const void *)(scopes + decode)) ||
+		    interp_probe_read(x->scope, sizeof(x->scope), (const void *)(scopes + decode)) ||
 		    hs_scope_header(x->scope, &sender, &midx, &bci1) < 0 || !midx || midx > 65536) {
 			*whole = false;
 			break;
 		}
-		method = hs_ptr(blob + meta + (__u64)(midx - 1) * 8);
+		method = interp_read_u64(blob + meta + (__u64)(midx - 1) * 8);
 		if (!method || !hotspot_note_method(x, tgid, method, 0, h, whole)) {
 			*whole = false;
 			break;
@@ -864,7 +818,7 @@ static __always_inline int hs_step_prologue(struct user_walk *st)
 {
 	__u64 ret = 0;
 
-	if (bpf_probe_read_user(&ret, sizeof(ret), (const void *)st->sp)) {
+	if (interp_probe_read(&ret, sizeof(ret), (const void *)st->sp)) {
 		count_err(SONDE_ERR_USER_READ);
 		st->outcome = SONDE_OUTCOME_READ_ERROR;
 		return 1;
@@ -895,7 +849,7 @@ static __always_inline int hs_blob_kind(struct hotspot_scratch *x, __u64 name)
 		return HS_BLOB_INTERPRETER;
 	if (name == x->c.others[0] || name == x->c.others[1])
 		return HS_BLOB_OTHER;
-	if (bpf_probe_read_user(s, sizeof(x->blob_name), (const void *)name))
+	if (interp_probe_read(s, sizeof(x->blob_name), (const void *)name))
 		return HS_BLOB_OTHER;
 	/* "nmethod" and "native nmethod" (a JNI wrapper), "Interpreter". */
 	if (s[0] == 'n' && s[1] == 'm' && s[2] == 'e' && s[3] == 't' && s[4] == 'h' &&
@@ -946,7 +900,7 @@ static __always_inline bool hs_head_span(struct hotspot_scratch *x, __u64 blob, 
 	asm volatile("" : "+r"(n));
 	if (n > HOTSPOT_BLOB_BUF)
 		return false;
-	return !bpf_probe_read_user(&x->blob[lo], n, (const void *)(blob + lo));
+	return !interp_probe_read(&x->blob[lo], n, (const void *)(blob + lo));
 }
 
 #define HS_MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -1060,7 +1014,7 @@ static __always_inline int hs_step(struct sonde_interp_jit *j, const struct sond
 	HS_T0();
 	blob = hs_find_blob(x, h, st->pc);
 	HS_T(27);
-	if (!blob || bpf_probe_read_user(x->blob, HOTSPOT_BLOB_BUF, (const void *)blob))
+	if (!blob || interp_probe_read(x->blob, HOTSPOT_BLOB_BUF, (const void *)blob))
 		return -1;
 	HS_T(28);
 	kind = hs_blob_kind(x, hs_blob64(x, h->off.blob_name));
@@ -1120,8 +1074,8 @@ __noinline int hotspot_jit_step(struct sonde_interp_jit *j, const struct sonde_i
 		/* kinds 0-4 at 16-25, a step from the per-CPU pcs (5) at 32 */
 		__u32 at = ph->kind < 5 ? 16 + 2 * ph->kind : 32;
 
-		hs_add(at, t1 - t0);
-		hs_add(at + 1, 1);
+		interp_measure_add(at, t1 - t0);
+		interp_measure_add(at + 1, 1);
 	}
 	if (ph && r >= 0) {
 		if (!ph->steps) {
@@ -1138,7 +1092,3 @@ __noinline int hotspot_jit_step(struct sonde_interp_jit *j, const struct sonde_i
 	return hs_step(j, p, st, native);
 #endif
 }
-
-#ifdef SONDE_HOTSPOT_COUNT_READS
-#undef bpf_probe_read_user /* the walkers included after this one read uncounted */
-#endif

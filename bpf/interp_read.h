@@ -7,12 +7,47 @@
  */
 #pragma once
 
+/* A measurement build (meson -Dbpf_measure=true defines
+ * SONDE_HOTSPOT_COUNT_READS; not for use) counts per CPU, in the map
+ * hotspot_reads, the reads of target memory made through
+ * interp_probe_read() [0]; the HotSpot walker and sample.bpf.c add their
+ * counters and phase times (hotspot_walk.h), which
+ * tests/bench/jvm_overhead.py prints. */
+#ifdef SONDE_HOTSPOT_COUNT_READS
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 40);
+	__type(key, __u32);
+	__type(value, __u64);
+} hotspot_reads SEC(".maps");
+
+/* Adds d to counter what (under 40). */
+static __always_inline void interp_measure_add(__u32 what, __u64 d)
+{
+	__u64 *v = bpf_map_lookup_elem(&hotspot_reads, &what);
+
+	if (v)
+		*v += d;
+}
+#endif
+
+/* bpf_probe_read_user of the sampled process, counted in a measurement
+ * build. size is 64 bits so that a bound checked on it stays on the
+ * register passed. */
+static __always_inline long interp_probe_read(void *dst, __u64 size, const void *src)
+{
+#ifdef SONDE_HOTSPOT_COUNT_READS
+	interp_measure_add(0, 1);
+#endif
+	return bpf_probe_read_user(dst, size, src);
+}
+
 /* The 8 bytes at addr in the sampled process, or 0 when the read fails. */
 static __always_inline __u64 interp_read_u64(__u64 addr)
 {
 	__u64 v = 0;
 
-	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
+	if (interp_probe_read(&v, sizeof(v), (const void *)addr))
 		return 0;
 	return v;
 }
@@ -22,7 +57,17 @@ static __always_inline __u32 interp_read_u32(__u64 addr)
 {
 	__u32 v = 0;
 
-	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
+	if (interp_probe_read(&v, sizeof(v), (const void *)addr))
+		return 0;
+	return v;
+}
+
+/* The 2 bytes at addr, or 0 when the read fails. */
+static __always_inline __u16 interp_read_u16(__u64 addr)
+{
+	__u16 v = 0;
+
+	if (interp_probe_read(&v, sizeof(v), (const void *)addr))
 		return 0;
 	return v;
 }

@@ -998,7 +998,7 @@ static __always_inline struct unwind_scratch *sample_begin(struct bpf_perf_event
 		interp_jit_begin(s, tgid);
 		struct hs_phase *ph = hs_ph();
 		if (ph && ph->claimed)
-			hs_add(26, bpf_ktime_get_ns() - tb);
+			interp_measure_add(26, bpf_ktime_get_ns() - tb);
 	}
 #else
 	interp_jit_begin(s, tgid);
@@ -1089,20 +1089,20 @@ int sonde_sample(struct bpf_perf_event_data *ctx)
 	if (ph && ph->claimed) {
 		__u64 now = bpf_ktime_get_ns();
 
-		hs_add(4, now - ph->t_prog);
-		hs_add(5, ph->t_begin_end - ph->t_prog);
+		interp_measure_add(4, now - ph->t_prog);
+		interp_measure_add(5, ph->t_begin_end - ph->t_prog);
 		if (ph->steps) {
-			hs_add(6, ph->t_first - ph->t_walk0);
-			hs_add(7, ph->t_last - ph->t_first);
-			hs_add(8, ph->t_walk1 - ph->t_last);
-			hs_add(10, ph->first_n);
-			hs_add(11, n_user - ph->last_n - 1);
-			hs_add(13, ph->t_step_sum);
-			hs_add(14, 1);
+			interp_measure_add(6, ph->t_first - ph->t_walk0);
+			interp_measure_add(7, ph->t_last - ph->t_first);
+			interp_measure_add(8, ph->t_walk1 - ph->t_last);
+			interp_measure_add(10, ph->first_n);
+			interp_measure_add(11, n_user - ph->last_n - 1);
+			interp_measure_add(13, ph->t_step_sum);
+			interp_measure_add(14, 1);
 		}
-		hs_add(9, now - ph->t_walk1);
-		hs_add(12, n_user);
-		hs_add(15, n_kernel);
+		interp_measure_add(9, now - ph->t_walk1);
+		interp_measure_add(12, n_user);
+		interp_measure_add(15, n_kernel);
 	}
 #endif
 	return 0;
