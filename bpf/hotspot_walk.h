@@ -50,7 +50,7 @@ static __always_inline bool interp_jit_push(struct sonde_interp_jit *j, __u32 na
 #define HOTSPOT_MAX_INLINE 16   /* scopes per compiled frame: C2 inlines 15 deep (MaxInlineLevel) */
 #define HOTSPOT_SCOPE_BUF 16    /* bytes read at a scope: its 3 header numbers */
 #define HOTSPOT_SCOPE_CACHE 16384 /* (process, nmethod, pc) scope chains kept */
-#define HOTSPOT_PC_SLOTS 32       /* pcs stepped lately, per CPU (struct hotspot_pc_slot) */
+#define HOTSPOT_PC_SLOTS 64       /* pcs stepped lately, per CPU (struct hotspot_pc_slot) */
 
 /* A compiled frame's Java frames, as hs_compiled_frames() found them. */
 struct hotspot_scope_key {
