@@ -145,9 +145,8 @@ __noinline int interp_jit_finish(struct unwind_scratch *s, __u32 at)
 }
 
 /* The frames of a walker that is not a JIT kind's, recorded at
- * s->rec.frames[at..]: how many. A global function: the sample programs
- * that call it keep their own stack small (the off-CPU and memory walks'
- * chains of calls are near the verifier's 512 bytes). */
+ * s->rec.frames[at..]: how many. A global function: verified once, not
+ * in each program that samples. */
 __noinline int interp_walk_kind(struct unwind_scratch *s, __u32 tgid, __u32 tid, __u32 at)
 {
 	if (!s)
