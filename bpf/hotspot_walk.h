@@ -4,7 +4,8 @@
  * - at the sample's start, hotspot_jit_begin() claims the CodeCache's
  *   bounds (CodeCache::_low_bound/_high_bound), read once per process
  *   and CPU and kept in hotspot_procs with the CodeHeaps, the blob names
- *   seen and the interpreter's pc range (what a JVM keeps for its life);
+ *   seen and the interpreter's pc range (what a JVM keeps for its life;
+ *   the CPU's scratch keeps the entry of the process it sampled last);
  * - for each frame whose pc is in it, hotspot_jit_step() finds the code
  *   blob holding the pc through its CodeHeap's segment map, and steps
  *   the frame by the JVM's own layout: the
@@ -20,6 +21,10 @@
  *   (a recompiled or unloaded nmethod's new blob at the same address has
  *   another compile id): a hit costs no PcDesc search, scope or metadata
  *   read;
+ * - a pc of compiled code or a stub stepped lately on this CPU (struct
+ *   hotspot_pc_slot) is stepped from what was found there, after one read
+ *   of the blob's header fields that say it is still the same blob: no
+ *   segment map, header or scope cache;
  * - the first time a (process, Method*) is seen (LRU map hotspot_methods,
  *   the ConstMethod* as the value: a reused Method* has another; the
  *   methods seen lately also per CPU, valid for one symbolizer
@@ -28,7 +33,7 @@
  *   line number table go out as a SONDE_REC_INTERP record, so names survive
  *   the JVM's exit and class unloading.
  *
- * Everything is read with bpf_probe_read_user at offsets from the file's
+ * Everything is read with interp_probe_read at offsets from the file's
  * own vmStructs tables (the symbolizer's config); loops are bounded; a
  * wrong offset or a racing JVM gives a wrong or short stack, never more.
  * Included by interp_walk.h after sample.bpf.c's maps, scratch and
