@@ -46,6 +46,8 @@
 /* interp_walk.h's, defined after the runtimes' headers. */
 static __always_inline bool interp_jit_push(struct sonde_interp_jit *j, __u32 native, __u64 word0,
 					    __u64 word1);
+/* sample.bpf.c's frame-pointer step, defined after the walkers. */
+static __always_inline int unwind_step_fp(struct user_walk *st);
 
 #define HOTSPOT_MAX_HEAPS 4     /* CodeHeaps: JDK 17 has 3 (segmented cache) */
 #define HOTSPOT_SEGMAP_HOPS 32  /* segment map hops back to a blob's start */
@@ -935,9 +937,18 @@ static __always_inline bool hs_pc_valid(struct hotspot_scratch *x, const struct 
 	return hs_blob64(x, name) == e->name && hs_blob32(x, h->off.blob_frame_size) == e->frame_size;
 }
 
+/* A stub without a frame size (the call stub Java is entered by,
+ * StubRoutines) is rbp-framed: stepped here as the usual rule would after
+ * an unwind table lookup that finds none in the CodeCache's anonymous
+ * memory, and a second step of this walker. */
+static __always_inline int hs_step_rbp(struct user_walk *st)
+{
+	st->used_fp = 1;
+	return unwind_step_fp(st);
+}
+
 /* Steps the frame at st->pc from its per-CPU slot: unwind_one's 0 / 1,
- * -1 (a stub stepped by the usual rule) or -2 (no valid slot: the full
- * step). */
+ * or -2 (no valid slot: the full step). */
 static __always_inline int hs_pc_step(struct sonde_interp_jit *j, struct hotspot_scratch *x,
 				      struct user_walk *st, __u32 native,
 				      const struct sonde_hotspot_proc *h)
@@ -951,7 +962,7 @@ static __always_inline int hs_pc_step(struct sonde_interp_jit *j, struct hotspot
 		hs_push_words(j, &e->val, native);
 		return e->prologue ? hs_step_prologue(st) : hs_step_sized(st, e->frame_size);
 	}
-	return e->frame_size ? hs_step_sized(st, e->frame_size) : -1;
+	return e->frame_size ? hs_step_sized(st, e->frame_size) : hs_step_rbp(st);
 }
 
 /* Keeps in st->pc's slot what the full step found: the blob at blob of
@@ -1058,11 +1069,7 @@ static __always_inline int hs_step(struct sonde_interp_jit *j, const struct sond
 	HS_KIND(3);
 	if (hs_blob64(x, h->off.blob_name))
 		hs_pc_store(x, st, blob, kind, fs, false, h);
-	if (fs)
-		return hs_step_sized(st, fs);
-	/* A stub without a frame size (the call stub Java is entered by,
-	 * StubRoutines): rbp-framed. */
-	return -1;
+	return fs ? hs_step_sized(st, fs) : hs_step_rbp(st);
 }
 
 __noinline int hotspot_jit_step(struct sonde_interp_jit *j, const struct sonde_interp_proc *p,
