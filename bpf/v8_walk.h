@@ -308,6 +308,98 @@ __noinline int v8_note_code(__u32 tgid, __u64 code, __u64 sfi, const struct sond
 	return V8_NOTE_SENT | (v8_type(o, script) == o->type_script ? V8_NOTE_SCRIPT : 0);
 }
 
+/* Sends the process's bytecode lengths (the config's bytecode_sizes,
+ * 3 * n_bytecodes bytes at runtime + its offset: in the file's read-only
+ * data, inside the image by the sensor's check) unless this process's
+ * copy was sent already (key: SFI 0, never a heap object's address).
+ * A global function: verified once. */
+__noinline int v8_note_sizes(__u32 tgid, __u64 runtime, const struct sonde_v8_offsets *o)
+{
+	struct sonde_v8_sfi_key key = { .tgid = tgid, .sfi = 0 };
+	struct sonde_v8_sizes_rec *r;
+	__u64 addr, n, m, *seen;
+
+	if (!o || !o->bytecode_sizes || !o->n_bytecodes)
+		return 0;
+	addr = runtime + o->bytecode_sizes;
+	seen = bpf_map_lookup_elem(&v8_codes, &key);
+	if (seen && *seen == addr)
+		return 0;
+	r = interp_rec_new(sizeof(*r), tgid, SONDE_INTERP_V8);
+	if (!r)
+		return 0;
+	r->sz.size = sizeof(r->sz);
+	r->sz.version = SONDE_V8_SIZES_VERSION;
+	r->sz.pad = 0;
+	r->sz.n_bytecodes = o->n_bytecodes;
+	n = 3 * (__u64)o->n_bytecodes;
+	m = n - 1;
+	asm volatile("" : "+r"(m));
+	if (m >= SONDE_V8_SIZES_MAX ||
+	    bpf_probe_read_user(r->sz.sizes, m + 1, (const void *)addr)) {
+		bpf_ringbuf_discard(r, 0);
+		return 0;
+	}
+	r->sz.len = (__u16)(m + 1);
+	bpf_ringbuf_submit(r, 0);
+	bpf_map_update_elem(&v8_codes, &key, &addr, BPF_ANY);
+	return 0;
+}
+
+/* Sends code's bytecode offset table (a baseline Code: the same slot as
+ * an optimised Code's position table) with the bytecodes of ba, its
+ * BytecodeArray, unless this process's copy was sent already (the value:
+ * ba). Returns 1 when it did, else 0. A global function: verified once. */
+__noinline int v8_note_baseline(__u32 tgid, __u64 code, __u64 ba, const struct sonde_v8_offsets *o)
+{
+	struct sonde_v8_sfi_key key = { .tgid = tgid, .sfi = code };
+	struct sonde_v8_baseline_rec *r;
+	__u64 table, len, m, *seen;
+
+	if (!o)
+		return 0;
+	seen = bpf_map_lookup_elem(&v8_codes, &key);
+	if (seen && *seen == ba)
+		return 0;
+	table = interp_read_u64(code - 1 + o->code_table);
+	if (!(table & 1) || !o->bytecode_data)
+		return 0;
+	r = interp_rec_new(sizeof(*r), tgid, SONDE_INTERP_V8);
+	if (!r)
+		return 0;
+	r->b.size = sizeof(r->b);
+	r->b.version = SONDE_V8_BASELINE_VERSION;
+	r->b.flags = 0;
+	r->b.code = code;
+	r->b.bytecode_array = ba;
+	r->b.pad = 0;
+	len = interp_read_u64(table - 1 + o->array_length) >> 32; /* a Smi */
+	if (len > SONDE_V8_BASELINE_TABLE_MAX) {
+		len = SONDE_V8_BASELINE_TABLE_MAX;
+		r->b.flags |= SONDE_V8_BASELINE_TABLE_CUT;
+	}
+	m = len - 1;
+	asm volatile("" : "+r"(m));
+	if (len == 0 || m >= SONDE_V8_BASELINE_TABLE_MAX ||
+	    bpf_probe_read_user(r->b.table, m + 1, (const void *)(table - 1 + o->array_data)))
+		m = (__u64)-1;
+	r->b.table_len = (__u16)(m + 1);
+	len = interp_read_u64(ba - 1 + o->array_length) >> 32; /* a Smi: the bytecodes */
+	if (len > SONDE_V8_BASELINE_BYTECODES_MAX) {
+		len = SONDE_V8_BASELINE_BYTECODES_MAX;
+		r->b.flags |= SONDE_V8_BASELINE_BYTECODES_CUT;
+	}
+	m = len - 1;
+	asm volatile("" : "+r"(m));
+	if (len == 0 || m >= SONDE_V8_BASELINE_BYTECODES_MAX ||
+	    bpf_probe_read_user(r->b.bytecodes, m + 1, (const void *)(ba - 1 + o->bytecode_data)))
+		m = (__u64)-1;
+	r->b.bytecodes_len = (__u16)(m + 1);
+	bpf_ringbuf_submit(r, 0);
+	bpf_map_update_elem(&v8_codes, &key, &ba, BPF_ANY);
+	return 1;
+}
+
 /* Sends the names of sfi, a function inlined into an optimised Code, and
  * its script's source, unless this process's copies were sent already
  * (the same records and maps as a frame's own). Inlined into the step:
@@ -494,7 +586,7 @@ static __always_inline __u64 v8_slot(const __u64 *w, __u64 fp, __u32 off)
 __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32 native)
 {
 	const struct sonde_v8_offsets *o;
-	__u64 fp, ctx, fn, sfi, saved, ra, pos, bo, ba, code = 0, unused = 0;
+	__u64 fp, ctx, fn, sfi, saved, ra, pos, bo, ba, code = 0, base = 0;
 	__u32 tier, bytecode = 0;
 	__u64 *w, *h, name, script;
 
@@ -526,11 +618,20 @@ __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32
 	if (v8_type(o, ba) == o->type_bytecode_array) {
 		/* Ignition keeps the offset as a Smi (+ the header - the tag);
 		 * Sparkplug's slot holds the feedback vector, and its Code's
-		 * table maps pcs to bytecode offsets, not to lines: not sent. */
+		 * table maps pcs to bytecodes: sent with the bytecodes, and the
+		 * BytecodeArray's position table as an interpreted frame's. */
 		bo = v8_slot(w, fp, o->fp_bytecode_offset);
 		if (bo & 1) {
 			tier = SONDE_V8_TIER_BASELINE;
-			pos = v8_code_pos(o, fn, st->pc, &unused, &s->jit_words[13]);
+			pos = v8_code_pos(o, fn, st->pc, &base, &s->jit_words[13]);
+			if (base) {
+				if (v8_note_baseline(bpf_get_current_pid_tgid() >> 32, base, ba, o))
+					v8_note_sizes(bpf_get_current_pid_tgid() >> 32,
+						      ((const struct sonde_v8_proc *)&s->proc)->runtime_addr,
+						      o);
+				code = ba;
+				bytecode = 1;
+			}
 		} else {
 			tier = SONDE_V8_TIER_INTERPRETED;
 			bo >>= 32;
