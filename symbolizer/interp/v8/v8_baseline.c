@@ -85,6 +85,8 @@ int v8_baseline_bytecode_offset(const struct v8_sizes *sz, const uint8_t *table,
 	uint32_t d;
 	int r;
 
+	if (blen == 0)
+		return -ENOENT;
 	/* A return address is just past its call: the call's bytecode is
 	 * the one whose code ends at or after it. */
 	if (!exact) {
