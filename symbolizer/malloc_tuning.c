@@ -10,12 +10,11 @@
  *
  * The heap is not advised for transparent huge pages
  * (glibc.malloc.hugetlb): on huge pages a first answer's fresh memory
- * faults in 2 MiB at a time (libc's about 2x faster on a VM), but every
- * 2 MiB range the heap touches becomes resident whole, including the
- * parts of gRPC's per-connection read buffers (up to 64 KiB slices sized
- * by past reads) never written: at 500 sensors that was about 50 MiB of
- * RSS (tests/bench/scale.py, docs/benchmarks.md), against a first answer
- * still well within issue 4's bound without it.
+ * would fault in 2 MiB at a time, faster on VMs, but every 2 MiB range
+ * the heap touches would be resident whole, including the parts never
+ * written of gRPC's per-connection read buffers (8 or 64 KiB slices
+ * sized by past reads): about 50 MiB at 500 sensors, which issue 33's
+ * RSS bound cannot spare (docs/benchmarks.md, "Scale").
  */
 #include <limits.h>
 #include <stdbool.h>
