@@ -1162,7 +1162,7 @@ int main(int argc, char **argv)
 	tls = (struct rpc_tls){ .ca = env.tls_client_ca, .cert = env.tls_cert, .key = env.tls_key };
 	log_init("sonde-symbolizer", env.verbose ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO);
 	if (!malloc_tuning_active())
-		log_info("the heap is not asked for huge pages (GLIBC_TUNABLES set by the caller, "
+		log_info("malloc tunables not applied (GLIBC_TUNABLES set by the caller, "
 			 "or no re-exec)");
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
