@@ -438,7 +438,8 @@ static __always_inline int hotspot_emit_method(__u32 tgid, __u64 method, __u64 c
 	__u64 holder = cpool ? hs_ptr(cpool + h->off.cpool_holder) : 0;
 	struct sonde_hotspot_method_rec *r;
 	struct sonde_hotspot_method *m;
-	__u16 flags, code_size;
+	__u16 flags, code_size, source;
+	__u64 source_in;
 
 	r = interp_rec_new(sizeof(*r), tgid, SONDE_INTERP_HOTSPOT);
 	if (!r)
@@ -462,8 +463,14 @@ static __always_inline int hotspot_emit_method(__u32 tgid, __u64 method, __u64 c
 	m->sig_len = hs_symbol(m->sig, sizeof(m->sig),
 			       hs_cp_symbol(cpool, hs_u16(cm + h->off.cmethod_sig_index), h), h,
 			       &m->flags, SONDE_HOTSPOT_METHOD_SIG_CUT);
+	source = h->off.cpool_source_index;
+	source_in = cpool;
+	if (source >= SONDE_HOTSPOT_SOURCE_IN_KLASS) {
+		source -= SONDE_HOTSPOT_SOURCE_IN_KLASS;
+		source_in = holder;
+	}
 	m->source_len = hs_symbol(m->source, sizeof(m->source),
-				  hs_cp_symbol(cpool, hs_u16(cpool + h->off.cpool_source_index), h),
+				  hs_cp_symbol(cpool, source_in ? hs_u16(source_in + source) : 0, h),
 				  h, &m->flags, SONDE_HOTSPOT_METHOD_SOURCE_CUT);
 	m->linetable_len = 0;
 	flags = hs_u16(cm + h->off.cmethod_flags);
