@@ -102,6 +102,14 @@ _Static_assert(__builtin_offsetof(struct sonde_hotspot_proc, off) ==
 		       __builtin_offsetof(struct sonde_interp_proc, config),
 	       "sonde_hotspot_proc layout");
 
+/* HotSpot's compressed numbers (CompressedReadStream's UNSIGNED5: the
+ * scopes of compiled code, the line number table's escaped pairs): a
+ * byte below 192 ends a number, each further byte weighs 6 bits more, at
+ * most 5 bytes. From JDK 20 (unsigned5.hpp) no byte is 0: each is its
+ * digit plus 1 (X = 1; X = 0 before), where the 192 boundary stays. The
+ * JDK release (the config's major) says which: no table names it. */
+#define SONDE_HOTSPOT_U5_X1_MAJOR 20
+
 /* A compiled method's PcDesc (pcDesc.hpp, the same JDK 8 to 21; the
  * symbolizer refuses a file whose tables say otherwise): sorted by
  * pc_offset between the nmethod's scopes_pcs and dependencies offsets. */
@@ -139,10 +147,12 @@ _Static_assert(__builtin_offsetof(struct sonde_hotspot_proc, off) ==
 #define SONDE_HOTSPOT_METHOD_SOURCE_CUT 0x8
 #define SONDE_HOTSPOT_METHOD_LINES_CUT 0x10
 #define SONDE_HOTSPOT_METHOD_HAS_LINES 0x20 /* linetable holds the line number table */
+#define SONDE_HOTSPOT_METHOD_U5_X1 0x40 /* its numbers exclude the zero byte (JDK 20+) */
 #define SONDE_HOTSPOT_METHOD_KNOWN                                                        \
 	(SONDE_HOTSPOT_METHOD_KLASS_CUT | SONDE_HOTSPOT_METHOD_NAME_CUT |                 \
 	 SONDE_HOTSPOT_METHOD_SIG_CUT | SONDE_HOTSPOT_METHOD_SOURCE_CUT |                 \
-	 SONDE_HOTSPOT_METHOD_LINES_CUT | SONDE_HOTSPOT_METHOD_HAS_LINES)
+	 SONDE_HOTSPOT_METHOD_LINES_CUT | SONDE_HOTSPOT_METHOD_HAS_LINES |                \
+	 SONDE_HOTSPOT_METHOD_U5_X1)
 struct sonde_hotspot_method {
 	__u16 size;      /* sizeof(struct sonde_hotspot_method) */
 	__u8 version;    /* SONDE_HOTSPOT_METHOD_VERSION */
