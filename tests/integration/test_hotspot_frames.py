@@ -268,13 +268,6 @@ def test_jit_frames_against_jfr(symbolizer, start_sensor, tmp_path, release):
                                             ["Work.spin", "Work.mix", "Work.half"]))
     hashing = sum(n for c, f, n in stacks if java_names(f)[-1:] in (["Work.hash"], ["Work.half"]))
     print(f"{inlined} of {hashing} samples in hash and half show spin -> mix -> them")
-    if os.environ.get("HS_DEBUG"):
-        top = collections.Counter()
-        for c, f, n in stacks:
-            if c == "java":
-                top[tuple(f[-8:])] += n
-        for k, n in top.most_common(6):
-            print(n, list(k))
     assert hashing >= 50 and inlined >= 0.95 * hashing, (inlined, hashing)
     # Lines: the interpreted leaf's most common line is JFR's; the inlined
     # method's frame has its call site.
