@@ -428,6 +428,18 @@ static __always_inline __u64 hs_cp_symbol(__u64 cpool, __u16 idx,
 	return hs_ptr(cpool + h->off.cpool_size + (__u64)idx * 8);
 }
 
+/* The pool index of the source file's name: a u2 in the pool, or in its
+ * holder class (bpf/hotspot.h, cpool_source_index). */
+static __always_inline __u16 hs_source_index(__u64 cpool, __u64 holder,
+					     const struct sonde_hotspot_proc *h)
+{
+	__u16 off = h->off.cpool_source_index;
+
+	if (off < SONDE_HOTSPOT_SOURCE_IN_KLASS)
+		return hs_u16(cpool + off);
+	return holder ? hs_u16(holder + off - SONDE_HOTSPOT_SOURCE_IN_KLASS) : 0;
+}
+
 /* Runs once per method. Inlined: as a subprogram its frame made the
  * off-CPU walk's chain of calls (bpf_loop callback, interp_jit_step,
  * hotspot_jit_step, this) 16 bytes too deep for the verifier's 512. */
@@ -438,8 +450,7 @@ static __always_inline int hotspot_emit_method(__u32 tgid, __u64 method, __u64 c
 	__u64 holder = cpool ? hs_ptr(cpool + h->off.cpool_holder) : 0;
 	struct sonde_hotspot_method_rec *r;
 	struct sonde_hotspot_method *m;
-	__u16 flags, code_size, source;
-	__u64 source_in;
+	__u16 flags, code_size;
 
 	r = interp_rec_new(sizeof(*r), tgid, SONDE_INTERP_HOTSPOT);
 	if (!r)
@@ -463,14 +474,8 @@ static __always_inline int hotspot_emit_method(__u32 tgid, __u64 method, __u64 c
 	m->sig_len = hs_symbol(m->sig, sizeof(m->sig),
 			       hs_cp_symbol(cpool, hs_u16(cm + h->off.cmethod_sig_index), h), h,
 			       &m->flags, SONDE_HOTSPOT_METHOD_SIG_CUT);
-	source = h->off.cpool_source_index;
-	source_in = cpool;
-	if (source >= SONDE_HOTSPOT_SOURCE_IN_KLASS) {
-		source -= SONDE_HOTSPOT_SOURCE_IN_KLASS;
-		source_in = holder;
-	}
 	m->source_len = hs_symbol(m->source, sizeof(m->source),
-				  hs_cp_symbol(cpool, source_in ? hs_u16(source_in + source) : 0, h),
+				  hs_cp_symbol(cpool, hs_source_index(cpool, holder, h), h),
 				  h, &m->flags, SONDE_HOTSPOT_METHOD_SOURCE_CUT);
 	m->linetable_len = 0;
 	if (h->off.major >= SONDE_HOTSPOT_U5_X1_MAJOR)
