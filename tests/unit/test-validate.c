@@ -445,6 +445,15 @@ static const struct config_case config_cases[] = {
 	ROW(HOTSPOT, BAD, HS(frame_bcp_slot, 0)), /* fp itself: no slot */
 	ROW(HOTSPOT, BAD, HS(frame_bcp_slot, 17)),
 	ROW(HOTSPOT, BAD, HS(cmethod_has_lines, 0)),
+	/* The source file index: the pool's offset, or 1 KiB + the class's
+	 * (JDK 11), both under 1 KiB. */
+	ROW(HOTSPOT, 0, HS(cpool_source_index, SONDE_HOTSPOT_FIELD_OFF_MAX - 1)),
+	ROW(HOTSPOT, 0, HS(cpool_source_index, SONDE_HOTSPOT_SOURCE_IN_KLASS + 298)),
+	ROW(HOTSPOT, 0, HS(cpool_source_index,
+			   SONDE_HOTSPOT_SOURCE_IN_KLASS + SONDE_HOTSPOT_FIELD_OFF_MAX - 1)),
+	ROW(HOTSPOT, BAD, HS(cpool_source_index,
+			     SONDE_HOTSPOT_SOURCE_IN_KLASS + SONDE_HOTSPOT_FIELD_OFF_MAX)),
+	ROW(HOTSPOT, BAD, HS(cpool_source_index, 0xffff)),
 	/* The compile id: optional (0), inside the blob header BPF reads. */
 	ROW(HOTSPOT, 0, HS(nmethod_compile_id4, 0)),
 	ROW(HOTSPOT, 0, HS(nmethod_compile_id4, SONDE_HOTSPOT_COMPILE_ID4_MAX)),
