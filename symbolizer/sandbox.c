@@ -784,6 +784,12 @@ int sandbox_selftest(FILE *f, const char *outside_file)
 		sb_report(f, &allowed, "connect 127.0.0.1:22", rc, errno);
 		close(fd);
 	}
+	/* What a name lookup needs (DNS over UDP): never, not even with
+	 * --debuginfod servers named by host name (resolved before). */
+	rc = fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	sb_report(f, &allowed, "socket(AF_INET, SOCK_DGRAM)", rc, errno);
+	if (fd >= 0)
+		close(fd);
 	rc = fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	sb_report(f, &allowed, "socket(AF_UNIX)", rc, errno);
 	if (fd >= 0)

@@ -311,8 +311,9 @@ static int add_server(const char *url, bool lenient)
 		}
 		if (r < 0)
 			return r;
+		/* list is "HOST:PORT:ADDRESSES" */
 		log_info("debuginfod: %s (%s: resolved once, at start)", s->url,
-			 list + strlen(host) + 1);
+			 strchr(list + strlen(host) + 1, ':') + 1);
 	}
 	n_servers++;
 	return 0;
