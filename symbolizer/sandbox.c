@@ -281,7 +281,7 @@ static int sb_add(scmp_filter_ctx ctx, uint32_t action, const char *name, unsign
 	return seccomp_rule_add_array(ctx, action, nr, n_args, args);
 }
 
-/* --debuginfod: what libdebuginfod does in its cache (a directory per
+/* --debuginfod: what debuginfo_fetch.c does in its cache (a directory per
  * build ID, files renamed into place, old entries removed by age), inside
  * the directories Landlock lets it write. */
 static const struct sb_rule sb_rules_dirs[] = {
@@ -291,7 +291,7 @@ static const struct sb_rule sb_rules_dirs[] = {
 	{ "rename", SB_ALLOW, 0, "debuginfod cache (Landlock decides)" },
 	{ "renameat", SB_ALLOW, 0, "debuginfod cache (Landlock decides)" },
 	{ "renameat2", SB_ALLOW, 0, "debuginfod cache (Landlock decides)" },
-	{ "utimensat", SB_ALLOW, 0, "debuginfod cache ages (glibc's utime)" },
+	{ "utimensat", SB_ALLOW, 0, "debuginfod cache: a fetched file marked as used" },
 };
 
 /* socket() and connect() are replaced by the rules of sb_seccomp_tcp()
