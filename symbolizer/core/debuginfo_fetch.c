@@ -429,10 +429,14 @@ static void sweep_entry(int dfd, const char *name, time_t now)
 		return;
 	}
 	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
 		struct stat st;
-		time_t max_age = strcmp(e->d_name, "miss") == 0 ? DEBUGINFO_FETCH_MISS_S
-							       : DEBUGINFO_FETCH_MAX_AGE_S;
+		time_t max_age = DEBUGINFO_FETCH_MAX_AGE_S;
 
+		if (strcmp(e->d_name, "miss") == 0)
+			max_age = DEBUGINFO_FETCH_MISS_S;
+		else if (len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0)
+			max_age = DEBUGINFO_FETCH_SWEEP_S; /* a download a crash left */
 		if (e->d_name[0] == '.' || fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		if (!S_ISDIR(st.st_mode) && now - st.st_mtime > max_age)

@@ -379,6 +379,12 @@ class TlsFront:
             tls.close()
 
     def close(self):
+        """Ends the accepting thread too (shutdown wakes its accept(): a
+        thread left blocked there holds up later tests' forks)."""
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.sock.close()
 
 
