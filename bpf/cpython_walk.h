@@ -88,24 +88,44 @@ static __noinline int cpython_emit_meta(__u32 tgid, __u64 code, __u64 sum,
 	return 0;
 }
 
-/* Sends code's metadata unless this process's copy was sent already. */
-static __always_inline void cpython_note_code(__u32 tgid, __u64 code,
-					      const struct sonde_cpython_proc *p)
+/* Sends code's metadata unless this process's copy was sent already
+ * (its checksum: a freed and reused code object has other names or
+ * lines). The three fields come from one span read of the code object's
+ * head; the code object this CPU's last walk found at frame i with the
+ * same checksum needs no map lookup (interp_span.h). A global function:
+ * its stack is not the walk's. */
+__noinline int cpython_note_code(struct unwind_scratch *s, __u32 i, __u32 tgid, __u64 code)
 {
 	struct sonde_cpython_code_key key = { .tgid = tgid, .code_addr = code };
-	__u64 qualname = interp_read_u64(code + p->off.code_qualname);
-	__u64 filename = interp_read_u64(code + p->off.code_filename);
-	__u32 first = 0;
+	__u32 len, n, gen = (__u32)interp_conn_gen;
+	const struct sonde_cpython_proc *p;
+	struct interp_seen_slot *e;
 	__u64 sum, *seen;
 
-	bpf_probe_read_user(&first, sizeof(first), (const void *)(code + p->off.code_firstlineno));
-	/* A freed and reused code object has other names or lines. */
-	sum = qualname ^ (filename << 1) ^ ((__u64)first << 32);
+	if (!s)
+		return 0;
+	p = (const struct sonde_cpython_proc *)&s->proc;
+	e = interp_seen_at(s->seen, i);
+	len = p->off.code_qualname;
+
+	if (p->off.code_filename > len)
+		len = p->off.code_filename;
+	if (p->off.code_firstlineno > len)
+		len = p->off.code_firstlineno;
+	n = interp_span_read(s->span, code, len + 8);
+	sum = interp_span_field(s->span, n, code, p->off.code_qualname, 8) ^
+	      (interp_span_field(s->span, n, code, p->off.code_filename, 8) << 1) ^
+	      (interp_span_field(s->span, n, code, p->off.code_firstlineno, 4) << 32);
+	if (interp_seen_match(e, tgid, code, gen) && e->val == sum)
+		return 0;
 	seen = bpf_map_lookup_elem(&cpython_codes, &key);
-	if (seen && *seen == sum)
-		return;
-	if (cpython_emit_meta(tgid, code, sum, p) == 0)
+	if (!(seen && *seen == sum)) {
+		if (cpython_emit_meta(tgid, code, sum, p))
+			return 0;
 		bpf_map_update_elem(&cpython_codes, &key, &sum, BPF_ANY);
+	}
+	interp_seen_store(e, tgid, code, gen, sum);
+	return 0;
 }
 
 /* The sampled thread's PyThreadState in p's interpreter, or 0. */
@@ -194,18 +214,19 @@ __noinline __u64 cpython_frame_word(const struct sonde_cpython_proc *p, __u64 fr
 	return SONDE_CPYTHON_FRAME(code, instr, entry);
 }
 
-/* Records the Python frames of thread tid of tgid at rec->frames[at..],
- * with p its interp_procs entry (of kind SONDE_INTERP_CPYTHON). Returns
- * how many. A global function: verified once, whatever the state of the
- * sample program that calls it. */
-__noinline int cpython_walk(struct sonde_sample *rec, const struct sonde_cpython_proc *p,
-			    __u32 tgid, __u32 tid, __u32 at)
+/* Records the Python frames of thread tid of tgid at s->rec.frames[at..],
+ * with s->proc its interp_procs entry (of kind SONDE_INTERP_CPYTHON).
+ * Returns how many. A global function: verified once, whatever the state
+ * of the sample program that calls it. */
+__noinline int cpython_walk(struct unwind_scratch *s, __u32 tgid, __u32 tid, __u32 at)
 {
+	const struct sonde_cpython_proc *p;
 	__u64 ts, frame;
 	__u32 n = 0, i;
 
-	if (!rec || !p)
+	if (!s)
 		return 0;
+	p = (const struct sonde_cpython_proc *)&s->proc;
 	ts = cpython_tstate(p, tid);
 	if (!ts)
 		return 0;
@@ -222,10 +243,10 @@ __noinline int cpython_walk(struct sonde_sample *rec, const struct sonde_cpython
 	for (i = 0; i < SONDE_CPYTHON_MAX_FRAMES && frame; i++) {
 		__u64 next = 0, word = cpython_frame_word(p, frame, &next);
 
-		if (!interp_frame_put(rec, at, n, word))
+		if (!interp_frame_put(&s->rec, at, n, word))
 			break;
 		n++;
-		cpython_note_code(tgid, SONDE_CPYTHON_FRAME_CODE(word), p);
+		cpython_note_code(s, i, tgid, SONDE_CPYTHON_FRAME_CODE(word));
 		frame = next;
 	}
 	return n;

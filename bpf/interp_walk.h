@@ -144,28 +144,18 @@ __noinline int interp_jit_finish(struct unwind_scratch *s, __u32 at)
 	return n - n % SONDE_INTERP_JIT_WORDS;
 }
 
-/* Returns the frames (words, for a JIT kind) recorded at rec->frames[at..]
- * (rec->interp_kind set), or -1 when the process has no interpreter
- * config. s->proc is interp_jit_begin()'s copy. */
-static __always_inline int interp_walk(struct unwind_scratch *s, struct sonde_sample *rec,
-				       __u32 tgid, __u32 tid, __u32 at)
+/* The frames of a walker that is not a JIT kind's, recorded at
+ * s->rec.frames[at..]: how many. A global function: verified once, not
+ * in each program that samples. */
+__noinline int interp_walk_kind(struct unwind_scratch *s, __u32 tgid, __u32 tid, __u32 at)
 {
-	const struct sonde_interp_proc *p = &s->proc;
-
-	if (p->kind == SONDE_INTERP_NONE)
-		return -1;
-	rec->interp_kind = (__u8)p->kind;
-	if (s->jit.kind) {
-		int n = interp_jit_finish(s, at);
-
-		/* (a global function's result is any number to the verifier) */
-		return n > 0 && n <= SONDE_INTERP_JIT_MAX_FRAMES * SONDE_INTERP_JIT_WORDS ? n : 0;
-	}
-	switch (p->kind) {
+	if (!s)
+		return 0;
+	switch (s->proc.kind) {
 	case SONDE_INTERP_CPYTHON:
-		return cpython_walk(rec, (const struct sonde_cpython_proc *)p, tgid, tid, at);
+		return cpython_walk(s, tgid, tid, at);
 	case SONDE_INTERP_RUBY:
-		return ruby_walk(rec, (const struct sonde_ruby_proc *)p, tgid, tid, at);
+		return ruby_walk(s, tgid, tid, at);
 	case SONDE_INTERP_PERL:
 		return perl_walk(s, tgid, tid, at);
 	case SONDE_INTERP_PHP:
@@ -173,4 +163,23 @@ static __always_inline int interp_walk(struct unwind_scratch *s, struct sonde_sa
 	default:
 		return 0;
 	}
+}
+
+/* Returns the frames (words, for a JIT kind) recorded at s->rec.frames[at..]
+ * (rec.interp_kind set), or -1 when the process has no interpreter
+ * config. s->proc is interp_jit_begin()'s copy. */
+static __always_inline int interp_walk(struct unwind_scratch *s, __u32 tgid, __u32 tid, __u32 at)
+{
+	const struct sonde_interp_proc *p = &s->proc;
+
+	if (p->kind == SONDE_INTERP_NONE)
+		return -1;
+	s->rec.interp_kind = (__u8)p->kind;
+	if (s->jit.kind) {
+		int n = interp_jit_finish(s, at);
+
+		/* (a global function's result is any number to the verifier) */
+		return n > 0 && n <= SONDE_INTERP_JIT_MAX_FRAMES * SONDE_INTERP_JIT_WORDS ? n : 0;
+	}
+	return interp_walk_kind(s, tgid, tid, at);
 }

@@ -288,24 +288,38 @@ __noinline int ruby_emit_iseq(__u32 tgid, __u64 iseq, __u64 sum, __u64 ep,
 	return 0;
 }
 
-/* Sends what names addr (an iseq, or a cfunc's method entry) unless this
- * process's copy, with f's checksum, was sent already. */
-__noinline int ruby_note(__u32 tgid, __u64 word, const struct ruby_frame *f, __u64 vm,
-			 const struct sonde_ruby_proc *p)
+/* Sends what names word, the walk's frame i (an iseq, or a cfunc's method
+ * entry), unless this process's copy, with f's checksum, was sent
+ * already. The frame this CPU's last walk found at i with the same
+ * checksum needs no map lookup (interp_span.h). A global function: the
+ * verifier checks it once. */
+__noinline int ruby_note(struct unwind_scratch *s, __u32 i, __u32 tgid, __u64 word,
+			 const struct ruby_frame *f)
 {
 	struct sonde_ruby_key key = { .tgid = tgid, .addr = SONDE_RUBY_FRAME_ADDR(word) };
-	__u64 sum, ep, *seen, a = key.addr;
+	__u32 gen = (__u32)interp_conn_gen;
+	const struct sonde_ruby_proc *p;
+	struct interp_seen_slot *e;
+	__u64 sum, *seen, a = key.addr;
 
-	if (!p || !f)
+	if (!s || !f)
 		return 0;
+	p = (const struct sonde_ruby_proc *)&s->proc;
 	sum = f->sum;
-	ep = f->ep;
-	seen = bpf_map_lookup_elem(&ruby_seen, &key);
-	if (seen && *seen == sum)
+	e = interp_seen_at(s->seen, i);
+	if (interp_seen_match(e, tgid, a, gen) && e->val == sum)
 		return 0;
-	if ((SONDE_RUBY_FRAME_IS_CFUNC(word) ? ruby_emit_cfunc(tgid, a, sum, vm, p)
-					     : ruby_emit_iseq(tgid, a, sum, ep, p)) == 0)
+	seen = bpf_map_lookup_elem(&ruby_seen, &key);
+	if (!(seen && *seen == sum)) {
+		/* (the VM, for a cfunc's names: read only to send them) */
+		if (SONDE_RUBY_FRAME_IS_CFUNC(word)
+			    ? ruby_emit_cfunc(tgid, a, sum,
+					      interp_read_u64(p->runtime_addr + p->off.vm_ptr_off), p)
+			    : ruby_emit_iseq(tgid, a, sum, f->ep, p))
+			return 0;
 		bpf_map_update_elem(&ruby_seen, &key, &sum, BPF_ANY);
+	}
+	interp_seen_store(e, tgid, a, gen, sum);
 	return 0;
 }
 
@@ -381,19 +395,20 @@ static __always_inline __u32 ruby_nonzero(__u64 w)
 	return (__u32)t;
 }
 
-/* Records the Ruby frames of thread tid of tgid at rec->frames[at..],
- * with p its interp_procs entry (of kind SONDE_INTERP_RUBY). Returns how
+/* Records the Ruby frames of thread tid of tgid at s->rec.frames[at..],
+ * with s->proc its interp_procs entry (of kind SONDE_INTERP_RUBY). Returns how
  * many. A global function: verified once, whatever the state of the
  * sample program that calls it. */
-__noinline int ruby_walk(struct sonde_sample *rec, const struct sonde_ruby_proc *p,
-				__u32 tgid, __u32 tid, __u32 at)
+__noinline int ruby_walk(struct unwind_scratch *s, __u32 tgid, __u32 tid, __u32 at)
 {
+	const struct sonde_ruby_proc *p;
 	__u64 vm, ec, cfp, end;
 	__u32 n = 0, i;
 	__s32 th_tid = 0;
 
-	if (!rec || !p)
+	if (!s)
 		return 0;
+	p = (const struct sonde_ruby_proc *)&s->proc;
 	vm = interp_read_u64(p->runtime_addr + p->off.vm_ptr_off);
 	if (!vm)
 		return 0;
@@ -424,9 +439,9 @@ __noinline int ruby_walk(struct sonde_sample *rec, const struct sonde_ruby_proc 
 		 * next one: n counts without a branch, so the verifier
 		 * follows one path per frame, not one per count of
 		 * recorded frames. */
-		rec->frames[idx] = word;
+		s->rec.frames[idx] = word;
 		if (word)
-			ruby_note(tgid, word, &f, vm, p);
+			ruby_note(s, i, tgid, word, &f);
 		n += ruby_nonzero(word);
 	}
 	return n;

@@ -160,6 +160,18 @@ struct rule_cache_entry {
 	struct sonde_unwind_row row;
 };
 
+/* How one frame is unwound (unwind_one; the walker is below). */
+enum unwind_method {
+	UNWIND_FRAME_POINTER = 1,
+	UNWIND_TABLE = 2, /* rule.row: CFA = sp/fp + delta, RA and FP at CFA offsets */
+};
+
+struct walk_rule {
+	__u32 method; /* enum unwind_method */
+	__u32 x;      /* UNWIND_TABLE: the file offset that was looked up */
+	struct sonde_unwind_row row;
+};
+
 struct unwind_scratch {
 	struct sonde_sample rec;
 	/* The tail-call walker's state between calls. */
@@ -176,9 +188,11 @@ struct unwind_scratch {
 	 * (walk_user_event). */
 	struct sonde_go_span_key span_key;
 	struct rule_cache_entry rule_cache[RULE_CACHE_SIZE];
+	/* The rule of the frame being stepped (unwind_one). */
+	struct walk_rule rule;
 	/* A JIT kind's step: words read at once (bpf/v8_walk.h), kept off
 	 * the BPF stack (the tail walk's calls share 512 bytes). */
-	__u64 jit_words[16];
+	__u64 jit_words[20];
 	/* A walker's span of target memory read at once (bpf/interp_span.h):
 	 * several fields or entries for one probe read, kept off the BPF
 	 * stack. INTERP_SPAN_SLACK bytes past the span keep a masked 8-byte
@@ -280,17 +294,6 @@ static __always_inline bool task_allowed(__u32 tgid)
  * Per frame: find how to unwind this pc (unwind_find: a table row, or the
  * frame pointer when the file has no table), then do that unwind step.
  */
-enum unwind_method {
-	UNWIND_FRAME_POINTER = 1,
-	UNWIND_TABLE = 2, /* rule.row: CFA = sp/fp + delta, RA and FP at CFA offsets */
-};
-
-struct walk_rule {
-	__u32 method; /* enum unwind_method */
-	__u32 x;      /* UNWIND_TABLE: the file offset that was looked up */
-	struct sonde_unwind_row row;
-};
-
 /* The kernel's x86-64 signal frame (arch/x86/kernel/signal_64.c): when the
  * handler returns into __restore_rt, rsp points at the struct ucontext
  * after the popped pretcode. These are user ABI and never change, so they
@@ -700,7 +703,7 @@ static __always_inline int unwind_rule(struct unwind_scratch *s, struct user_wal
 static __always_inline long unwind_one(struct user_walk *st, bool helper_loop)
 {
 	struct unwind_scratch *s;
-	struct walk_rule rule = {}; /* whole: it may be stored in the cache */
+	struct walk_rule *rule;
 	__u32 slot = st->slot;
 	__u32 n = st->n, at = st->base + st->n;
 	int r;
@@ -725,6 +728,10 @@ static __always_inline long unwind_one(struct user_walk *st, bool helper_loop)
 	st->n = n + 1;
 	if (st->last)
 		return 1;
+	/* Whole (it may be stored in the cache), in the scratch: every
+	 * walk's per-frame callback has this frame on its stack. */
+	rule = &s->rule;
+	__builtin_memset(rule, 0, sizeof(*rule));
 
 	/* A JIT runtime's frame (bpf/interp_walk.h): its kind steps it. */
 	if (s->jit.kind) {
@@ -733,11 +740,11 @@ static __always_inline long unwind_one(struct user_walk *st, bool helper_loop)
 		if (r >= 0)
 			return r ? 1 : 0;
 	}
-	if (unwind_rule(s, st, &rule, helper_loop))
+	if (unwind_rule(s, st, rule, helper_loop))
 		return 1;
-	switch (rule.method) {
+	switch (rule->method) {
 	case UNWIND_TABLE:
-		return unwind_step_table(st, &rule);
+		return unwind_step_table(st, rule);
 	case UNWIND_FRAME_POINTER:
 		if (s->jit.kind) {
 			r = interp_jit_step(s, st, n, 1);
@@ -1036,7 +1043,7 @@ static __always_inline __u64 sample_fill(struct unwind_scratch *s, __u64 id, __u
 	rec->n_user = n_user;
 	__builtin_memset(rec->pad, 0, sizeof(rec->pad));
 	rec->interp_kind = SONDE_INTERP_NONE;
-	found = interp_walk(s, rec, id >> 32, (__u32)id, n_kernel + n_user);
+	found = interp_walk(s, id >> 32, (__u32)id, n_kernel + n_user);
 	if (found >= 0)
 		rec->flags |= SONDE_SAMPLE_INTERP;
 	n_interp = found > 0 ? (__u32)found : 0;

@@ -21,7 +21,7 @@ sonde_test_packages=(
   python3-grpcio python3-protobuf python3-pytest
   python3-pytest-timeout                   # a hung test fails alone instead of holding the run
   protobuf-compiler protobuf-compiler-grpc # Python stubs for the test clients
-  opentelemetry-proto                      # official .proto files, tag v1.5.0 (bookworm-backports): the OTLP receivers
+  opentelemetry-proto                      # official .proto files, tag v1.5.0 (bookworm-backports): the 1.5.0 layout's OTLP receiver (v1.11.0, the default layout's: tests/workload/fetch-otlp-proto, from sid)
   linux-perf binutils                      # perf and nm as reference tools
   libclang-rt-14-dev                       # libFuzzer + sanitizer runtimes (tests/fuzz/run)
   libc6-dbg                                # libc's debug files: symbolization accuracy test (llvm-symbolizer comes with llvm)
@@ -29,7 +29,7 @@ sonde_test_packages=(
   debuginfod                               # a local debuginfod server for test_debuginfod.py
   golang-1.19                              # builds the Go test program (stripped: .gopclntab only)
   golang-1.21-go golang-1.22-go golang-1.23-go # newer Go (bookworm-backports): probe plans + e2e
-  xz-utils curl gpgv debian-archive-keyring # the MiniDebugInfo test binary; fetching (and checking) Debian 13 python3.13
+  xz-utils curl gpgv debian-archive-keyring # the MiniDebugInfo test binary; fetching (and checking) Debian 13 python3.13 and sid's opentelemetry-proto
   chromium                                 # a real browser for the HTML flame graph
   openjdk-17-jdk-headless                  # a JVM (and JFR, its own sampler) for the HotSpot frames test
   ruby ruby-stackprof                      # Ruby 3.1 and its own sampler for the Ruby frames test

@@ -1,7 +1,17 @@
 #!/usr/bin/python3
-"""sonde's proto/otlp against the official opentelemetry-proto files at the
-tagged release this machine has (Debian's opentelemetry-proto package,
-bookworm-backports: tag v1.5.0, under /usr/include/opentelemetry/proto).
+"""sonde's proto/otlp against the official opentelemetry-proto files at two
+tagged releases: the one this machine has installed (Debian's
+opentelemetry-proto package, bookworm-backports: tag v1.5.0, under
+/usr/include/opentelemetry/proto), and the one sonde's default layout
+follows (Debian sid's package, v1.11.0, unpacked by
+tests/workload/fetch-otlp-proto into $SONDE_OTLP_PROTO, else its default
+directory).
+
+Against the sid release, every message and service of proto/otlp but the
+v1.5.0 copy is checked whole: every field sonde declares must have the
+official number, name, type, label, message type and presence. When that
+release is not unpacked (tests/run unpacks it first) this part is reported
+as not checked. Against v1.5.0:
 
 Both are compiled by protoc into descriptor sets; every field sonde declares
 in a message the release checks must have the official number, name, type,
@@ -22,6 +32,7 @@ official "optional" is a one-field oneof in sonde's file: the same wire).
 Usage: otlp_layout.py SOURCE_ROOT. Exit 0: all match; 1: a difference
 (printed); 77 (meson: skipped): the official files are not installed
 (deploy/deps.sh test installs them)."""
+import os
 import pathlib
 import subprocess
 import sys
@@ -30,6 +41,8 @@ import tempfile
 from google.protobuf import descriptor_pb2
 
 OFFICIAL = pathlib.Path("/usr/include")
+CURRENT_DIR = pathlib.Path(os.environ.get("SONDE_OTLP_PROTO")
+                           or "/var/cache/sonde-tests/opentelemetry-proto-sid")
 OFFICIAL_FILES = [
     "opentelemetry/proto/collector/trace/v1/trace_service.proto",
     "opentelemetry/proto/collector/profiles/v1development/profiles_service.proto",
@@ -90,6 +103,32 @@ def descriptors(include, files):
     return msgs, services
 
 
+def check_current(ours, our_services):
+    """proto/otlp (but the v1.5.0 copy) whole against the sid release:
+    (differences, fields checked, tag), or None when it is not unpacked."""
+    include = CURRENT_DIR / "root" / "usr" / "include"
+    if not all((include / f).is_file() for f in OFFICIAL_FILES):
+        return None
+    versions = dict(ln.split(" ", 1) for ln in (CURRENT_DIR / "versions").read_text().splitlines() if ln)
+    tag = versions["opentelemetry-proto"].split(":")[-1].split("-")[0]
+    theirs, their_services = descriptors(include, OFFICIAL_FILES)
+    bad, n = [], 0
+    for name, fields in sorted(ours.items()):
+        if name.startswith("v150:"):
+            continue
+        if name not in theirs:
+            bad.append(f"{name}: not in official v{tag}")
+            continue
+        for num, f in sorted(fields.items()):
+            n += 1
+            if theirs[name].get(num) != f:
+                bad.append(f"{name} field {num}: sonde {f}, official v{tag} {theirs[name].get(num)}")
+    for svc, methods in sorted(our_services.items()):
+        if methods != their_services.get(svc):
+            bad.append(f"service {svc}: sonde {methods}, official v{tag} {their_services.get(svc)}")
+    return bad, n, tag
+
+
 def main():
     root = pathlib.Path(sys.argv[1])
     if not all((OFFICIAL / f).is_file() for f in OFFICIAL_FILES):
@@ -138,7 +177,18 @@ def main():
     print(f"{n} fields and {len(our_services)} services of proto/otlp checked against "
           f"official opentelemetry-proto v{tag} ({n_v150} messages and enums of the v1.5.0 "
           f"layout whole): {len(bad)} differences")
-    return 1 if bad else 0
+    current = check_current(ours, our_services)
+    if current is None:
+        print(f"NOT CHECKED: the release of the default layout is not unpacked in {CURRENT_DIR} "
+              "(tests/workload/fetch-otlp-proto)")
+        return 1 if bad else 0
+    bad_current, n_current, tag_current = current
+    for line in bad_current:
+        print("DIFFERENT:", line)
+    print(f"{n_current} fields and {len(our_services)} services of proto/otlp (all but the v1.5.0 "
+          f"layout) checked whole against official opentelemetry-proto v{tag_current}: "
+          f"{len(bad_current)} differences")
+    return 1 if bad or bad_current else 0
 
 
 if __name__ == "__main__":

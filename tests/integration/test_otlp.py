@@ -5,50 +5,59 @@ expected attributes; the receiver goes away for 20 s and comes back; after
 the sensor stops, the samples received equal the samples the symbolizer
 stored (its Top RPC over everything stored).
 
-The receiver serves the method the official opentelemetry-proto files
-declare and decodes every resource, scope and attribute value with the
-official classes (otlp_official: Debian's tag v1.5.0), refusing fields
-those do not declare; the profiles body (dictionary, Profile, Sample) is
-decoded with classes generated from proto/otlp/ (the v1.10/v1.11 layout,
-which no installable official release has) at test time."""
+The receiver is built from the official opentelemetry-proto files alone
+(otlp_official): it serves the Export method those files declare and
+decodes each request of the default layout whole (dictionary, resources,
+scopes, profiles, samples, stacks, locations, lines, functions, mappings,
+attributes, links) with the classes of the release that layout follows
+(v1.11.0, Debian sid's package), refusing any field they do not declare;
+requests of `--otlp-profiles-layout 1.5.0` are decoded with v1.5.0's."""
 import concurrent.futures
 import json
-import pathlib
 import shutil
 import socket
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 
 import grpc
 
 import otlp_official
-from conftest import SONDE, SRC, SYMBOLIZER, WORKLOAD, Sensor, Symbolizer, make_tmp, symbols_pb2, wait_for
+from conftest import SONDE, SYMBOLIZER, WORKLOAD, Sensor, Symbolizer, make_tmp, symbols_pb2, wait_for
 
-OTLP_PROTOS = ["otlp_common.proto", "otlp_resource.proto", "otlp_profiles.proto",
-               "otlp_profiles_service.proto"]
-SERVICE, METHOD = otlp_official.export_path(otlp_official.PROFILES_SERVICE)[1:].split("/")
+CURRENT = otlp_official.CURRENT
+REQUEST = "opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest"
+RESPONSE = "opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceResponse"
 HZ = 99
-
-
-def _generate():
-    out = pathlib.Path(tempfile.mkdtemp(prefix="sonde-otlp-stubs."))
-    subprocess.run(["protoc", f"-I{SRC / 'proto' / 'otlp'}", f"--python_out={out}", *OTLP_PROTOS],
-                   check=True, cwd=SRC)
-    sys.path.insert(0, str(out))
-
-
-_generate()
-import otlp_profiles_service_pb2 as svc_pb2  # noqa: E402
+# The messages of the default layout that every run of the workload sends
+# (all but common.v1's ArrayValue and KeyValueList, which sonde never sends).
+MESSAGES = {"opentelemetry.proto." + m for m in (
+    "collector.profiles.v1development.ExportProfilesServiceRequest",
+    "profiles.v1development.ProfilesDictionary", "profiles.v1development.ResourceProfiles",
+    "profiles.v1development.ScopeProfiles", "profiles.v1development.Profile",
+    "profiles.v1development.ValueType", "profiles.v1development.Sample",
+    "profiles.v1development.Stack", "profiles.v1development.Location",
+    "profiles.v1development.Line", "profiles.v1development.Function",
+    "profiles.v1development.Mapping", "profiles.v1development.KeyValueAndUnit",
+    "profiles.v1development.Link", "resource.v1.Resource", "common.v1.KeyValue",
+    "common.v1.AnyValue", "common.v1.InstrumentationScope")}
+# The attribute keys sonde may send, all of the OpenTelemetry semantic
+# conventions (docs/exports.md, "What is sent"): resource attributes, and
+# those of the dictionary's attribute table (mappings, locations, samples).
+RESOURCE_KEYS = {"host.name", "host.id", "process.pid", "process.executable.name",
+                 "process.executable.path", "process.command_line", "container.id", "k8s.pod.uid"}
+DICTIONARY_KEYS = {"process.executable.build_id.gnu", "process.executable.build_id.htlhash",
+                   "profile.frame.type", "thread.id", "thread.name"}
 
 
 class Receiver:
-    """An OTLP profiles receiver: decodes each Export request, its
-    resources, scopes and attribute values with the official classes too
-    (official_parts); one that does not decode or has a field the official
-    files do not declare is recorded and answered INVALID_ARGUMENT."""
+    """An OTLP profiles receiver built from an official release's files
+    (release, default otlp_official.CURRENT): serves the Export method they
+    declare and decodes each request whole with their classes; one that
+    does not decode or has a field they do not declare is recorded and
+    answered INVALID_ARGUMENT."""
+
+    release = CURRENT
 
     def __init__(self, port=0):
         self.lock = threading.Lock()
@@ -58,11 +67,16 @@ class Receiver:
         self.port = port
         self.server = None
 
-    @staticmethod
-    def decode(raw):
-        req = svc_pb2.ExportProfilesServiceRequest.FromString(raw)
-        official_parts(req)
-        return req
+    @classmethod
+    def decode(cls, raw):
+        return cls.release.decode(REQUEST, raw, "request")
+
+    def _handler(self):
+        service, method = self.release.export_path(otlp_official.PROFILES_SERVICE)[1:].split("/")
+        return grpc.method_handlers_generic_handler(service, {
+            method: grpc.unary_unary_rpc_method_handler(
+                self._export, request_deserializer=lambda b: b,
+                response_serializer=lambda m: m.SerializeToString())})
 
     def _export(self, raw, context):
         try:
@@ -74,16 +88,12 @@ class Receiver:
         with self.lock:
             self.requests.append(req)
             self.metadata.append(dict(context.invocation_metadata()))
-        return svc_pb2.ExportProfilesServiceResponse()
+        return self.release.message_class(RESPONSE)()
 
     def start(self):
         self.server = grpc.server(concurrent.futures.ThreadPoolExecutor(4),
                                   options=[("grpc.max_receive_message_length", 64 << 20)])
-        handler = grpc.method_handlers_generic_handler(SERVICE, {
-            METHOD: grpc.unary_unary_rpc_method_handler(
-                self._export, request_deserializer=lambda b: b,
-                response_serializer=lambda m: m.SerializeToString())})
-        self.server.add_generic_rpc_handlers((handler,))
+        self.server.add_generic_rpc_handlers((self._handler(),))
         self.port = self.server.add_insecure_port(f"127.0.0.1:{self.port}")
         assert self.port
         self.server.start()
@@ -206,26 +216,21 @@ def sample_shape(s):
     return "aggregated"
 
 
-R_ = "opentelemetry.proto.resource.v1.Resource"
-SCOPE_ = "opentelemetry.proto.common.v1.InstrumentationScope"
-ANY_ = "opentelemetry.proto.common.v1.AnyValue"
-
-
 def official_parts(req):
-    """The common.v1 and resource.v1 messages of a request (stable since
-    v1.0) decoded with the official classes, no field they do not declare:
-    [(resource attributes, scope)] per ResourceProfiles."""
+    """[(resource attributes, scope)] per ResourceProfiles of a request the
+    official classes decoded; every attribute key is one of the semantic
+    conventions' names sonde sends, every value a kind it sends."""
     out = []
-    for i, rp in enumerate(req.resource_profiles):
-        assert not rp.UnknownFields() and len(rp.scope_profiles) == 1, rp
-        res = otlp_official.decode(R_, rp.resource.SerializeToString(), f"resource_profiles[{i}].resource")
-        scope = otlp_official.decode(SCOPE_, rp.scope_profiles[0].scope.SerializeToString(),
-                                     f"resource_profiles[{i}].scope")
-        out.append((otlp_official.attributes(res.attributes), scope))
-    for i, kv in enumerate(req.dictionary.attribute_table):
-        v = otlp_official.decode(ANY_, kv.value.SerializeToString(), f"attribute_table[{i}].value")
-        if i:
-            otlp_official.any_value(v)
+    for rp in req.resource_profiles:
+        assert len(rp.scope_profiles) == 1, rp
+        res = otlp_official.attributes(rp.resource.attributes)
+        assert res.keys() <= RESOURCE_KEYS, res.keys() - RESOURCE_KEYS
+        out.append((res, rp.scope_profiles[0].scope))
+    keys = set()
+    for kv in req.dictionary.attribute_table[1:]:
+        otlp_official.any_value(kv.value)
+        keys.add(strings(req)[kv.key_strindex])
+    assert keys <= DICTIONARY_KEYS, keys - DICTIONARY_KEYS
     return out
 
 
@@ -337,6 +342,34 @@ def check_request(req, work_pid):
             assert res["process.executable.name"] == WORKLOAD.name
 
 
+def _ld(field, payload):
+    """A length-delimited protobuf field (field numbers < 16, lengths < 128)."""
+    assert field < 16 and len(payload) < 128
+    return bytes([field << 3 | 2, len(payload)]) + payload
+
+
+def test_official_receiver_refuses_undeclared_fields():
+    """The receiver's check can fail: a Sample deep in a request with a
+    field v1.11.0 does not declare (number 15), or with a declared field
+    on another wire type (values, 4, as fixed64), is refused, and the same
+    request without it decodes."""
+    sample = CURRENT.message_class("opentelemetry.proto.profiles.v1development.Sample")(
+        stack_index=1, values=[3]).SerializeToString()
+
+    def request(sample_bytes):
+        # request.resource_profiles(1).scope_profiles(2).profiles(2).samples(2)
+        return _ld(1, _ld(2, _ld(2, _ld(2, sample_bytes))))
+    req = Receiver.decode(request(sample))
+    assert list(req.resource_profiles[0].scope_profiles[0].profiles[0].samples[0].values) == [3]
+    for extra in (bytes([15 << 3, 1]), bytes([4 << 3 | 1]) + (3).to_bytes(8, "little")):
+        try:
+            Receiver.decode(request(sample + extra))
+        except AssertionError as e:
+            assert "samples[0]" in str(e) and CURRENT.tag in str(e), e
+        else:
+            raise AssertionError(f"{extra.hex()} in a Sample was not refused")
+
+
 def test_otlp_export_backlog_and_totals():
     tmp = make_tmp()
     recv = Receiver(free_port())
@@ -378,7 +411,7 @@ def test_otlp_export_backlog_and_totals():
         assert st_down.HasField("otlp") and st_down.otlp.backlog_requests >= 5, st_down.otlp
         assert st_down.otlp.failures >= 1
         recv2 = Receiver(recv.port)
-        recv2.requests = recv.snapshot()
+        recv2.requests, recv2.bad = recv.snapshot(), list(recv.bad)
         recv2.start()
         recv = recv2
         wait_for(lambda: len(recv.snapshot()) >= n_before + 8, 30,
@@ -406,8 +439,14 @@ def test_otlp_export_backlog_and_totals():
         # gzip: the wire carried less than the messages decoded
         payload = sum(r_.ByteSize() for r_ in reqs)
         print(f"OTLP: {len(reqs)} requests, {s} samples stored = received, "
-              f"{payload} protobuf bytes, {proxy.sent} bytes on the wire; "
+              f"{payload} protobuf bytes, {proxy.sent} bytes on the wire, decoded whole by "
+              f"official {CURRENT.tag} ({CURRENT.origin}); "
               f"status while down: {st_down.otlp}")
+        # The official classes decoded every message of the layout.
+        seen = set()
+        for r_ in reqs:
+            otlp_official.message_names(r_, seen)
+        assert MESSAGES <= seen, MESSAGES - seen
         # (uncompressed, the wire would carry more than the payload)
         assert proxy.sent < payload * 0.8
         assert not recv.bad
@@ -457,11 +496,7 @@ class TlsReceiver(Receiver):
 
     def start(self):
         self.server = grpc.server(concurrent.futures.ThreadPoolExecutor(4))
-        handler = grpc.method_handlers_generic_handler(SERVICE, {
-            METHOD: grpc.unary_unary_rpc_method_handler(
-                self._export, request_deserializer=lambda b: b,
-                response_serializer=lambda m: m.SerializeToString())})
-        self.server.add_generic_rpc_handlers((handler,))
+        self.server.add_generic_rpc_handlers((self._handler(),))
         creds = grpc.ssl_server_credentials(
             [((self.pki / "receiver.key").read_bytes(), (self.pki / "receiver.crt").read_bytes())],
             root_certificates=(self.pki / "ca.crt").read_bytes(), require_client_auth=True)
@@ -538,17 +573,13 @@ def test_otlp_sandbox_rule():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-V150_REQUEST = "opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest"
-
-
 class OfficialV150Receiver(Receiver):
-    """A receiver built from the official v1.5.0 files alone: each request
-    is decoded whole with their classes and refused when it has a field
-    they do not declare (otlp_official.decode)."""
+    """A receiver built from the official v1.5.0 files alone (the same
+    service, method and request name as v1.11.0's, another layout): each
+    request is decoded whole with their classes and refused when it has a
+    field they do not declare."""
 
-    @staticmethod
-    def decode(raw):
-        return otlp_official.decode(V150_REQUEST, raw, "request")
+    release = otlp_official.V150
 
 
 def v150_stack(p, s):
@@ -669,7 +700,7 @@ def test_otlp_v150_layout_official():
         assert "native" in types_all
         assert not recv.bad, recv.bad
         print(f"OTLP v1.5.0 layout: {len(reqs)} requests ({sum(r.ByteSize() for r in reqs)} protobuf "
-              f"bytes) decoded whole by official {otlp_official.TAG}, {total} samples stored = "
+              f"bytes) decoded whole by official {otlp_official.V150.tag}, {total} samples stored = "
               f"received, frame types {sorted(types_all)}")
     finally:
         stop_all(sensor, [work], sym, recv)

@@ -21,9 +21,11 @@ from test_otlp import free_port
 
 class TraceReceiver:
     """An OTLP TraceService receiver that decodes each request with the
-    official opentelemetry-proto classes (otlp_official: Debian's tag
-    v1.5.0; traces are stable since v1.0) and refuses one with a field
-    those files do not declare (recorded in bad, answered INVALID_ARGUMENT)."""
+    official opentelemetry-proto classes of both releases otlp_official
+    holds (v1.11.0 from Debian sid, kept; v1.5.0 installed: traces are
+    stable since v1.0, so a receiver on either reads them) and refuses one
+    with a field either does not declare (recorded in bad, answered
+    INVALID_ARGUMENT)."""
 
     REQUEST = "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest"
     RESPONSE = "opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse"
@@ -33,7 +35,9 @@ class TraceReceiver:
         self.bad = []
         self.port = free_port()
         self.server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=2))
-        service, method = otlp_official.export_path(otlp_official.TRACE_SERVICE)[1:].split("/")
+        path = otlp_official.CURRENT.export_path(otlp_official.TRACE_SERVICE)
+        assert path == otlp_official.V150.export_path(otlp_official.TRACE_SERVICE)
+        service, method = path[1:].split("/")
         handler = grpc.method_handlers_generic_handler(
             service, {method: grpc.unary_unary_rpc_method_handler(
                 self._export, request_deserializer=lambda b: b,
@@ -44,12 +48,13 @@ class TraceReceiver:
 
     def _export(self, raw, context):
         try:
-            req = otlp_official.decode(self.REQUEST, raw)
+            otlp_official.V150.decode(self.REQUEST, raw)
+            req = otlp_official.CURRENT.decode(self.REQUEST, raw)
         except Exception as e:  # noqa: BLE001 - any decode or check failure
             self.bad.append(repr(e))
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, repr(e)[:200])
         self.requests.append(req)
-        return otlp_official.message_class(self.RESPONSE)()
+        return otlp_official.CURRENT.message_class(self.RESPONSE)()
 
     def spans(self):
         assert not self.bad, self.bad
