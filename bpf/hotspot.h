@@ -58,14 +58,20 @@ struct sonde_hotspot_offsets {
 	__u16 cmethod_name_index;    /* ConstMethod::_name_index */
 	__u16 cmethod_sig_index;     /* ConstMethod::_signature_index */
 	__u16 cpool_holder;          /* ConstantPool::_pool_holder */
-	__u16 cpool_source_index;    /* ConstantPool::_source_file_name_index */
+	/* ConstantPool::_source_file_name_index; SONDE_HOTSPOT_SOURCE_IN_KLASS
+	 * plus InstanceKlass::_source_file_name_index where the index is the
+	 * class's (JDK 11): the offset of the u2 index of the source file's
+	 * name in the pool. */
+	__u16 cpool_source_index;
 	__u16 klass_name;            /* Klass::_name */
 	__u8 symbol_length;          /* Symbol::_length (u2) */
 	__u8 symbol_body;            /* Symbol::_body */
 	__u8 heapblock_size;         /* sizeof(HeapBlock): header before a blob */
 	__u8 cmethod_size;           /* sizeof(ConstMethod): bytecodes follow */
 	__u8 cpool_size;             /* sizeof(ConstantPool): its slots follow */
-	__u8 cmethod_has_lines;      /* ConstMethod::_has_linenumber_table bit */
+	/* the has-line-number-table bit of ConstMethod::_flags (read as a u2:
+	 * JDK 21's ConstMethodFlags is a u4 whose low bits these are) */
+	__u8 cmethod_has_lines;
 	__u8 frame_method_slot;      /* Method* at fp - this * 8 */
 	__u8 frame_bcp_slot;         /* bcp at fp - this * 8 */
 	__u8 frame_sender_sp_slot;   /* caller's sp at fp - this * 8 */
@@ -76,6 +82,9 @@ struct sonde_hotspot_offsets {
 	__u8 nmethod_compile_id4;
 };
 _Static_assert(sizeof(struct sonde_hotspot_offsets) == 64, "sonde_hotspot_offsets layout");
+/* cpool_source_index at or above this: less this, an offset into the
+ * pool's holder (an InstanceKlass), not into the pool. */
+#define SONDE_HOTSPOT_SOURCE_IN_KLASS 1024
 _Static_assert(sizeof(struct sonde_hotspot_offsets) <= SONDE_INTERP_CONFIG_MAX,
 	       "sonde_hotspot_offsets size");
 
@@ -92,6 +101,14 @@ _Static_assert(sizeof(struct sonde_hotspot_proc) == sizeof(struct sonde_interp_p
 _Static_assert(__builtin_offsetof(struct sonde_hotspot_proc, off) ==
 		       __builtin_offsetof(struct sonde_interp_proc, config),
 	       "sonde_hotspot_proc layout");
+
+/* HotSpot's compressed numbers (CompressedReadStream's UNSIGNED5: the
+ * scopes of compiled code, the line number table's escaped pairs): a
+ * byte below 192 ends a number, each further byte weighs 6 bits more, at
+ * most 5 bytes. From JDK 20 (unsigned5.hpp) no byte is 0: each is its
+ * digit plus 1 (X = 1; X = 0 before), where the 192 boundary stays. The
+ * JDK release (the config's major) says which: no table names it. */
+#define SONDE_HOTSPOT_U5_X1_MAJOR 20
 
 /* A compiled method's PcDesc (pcDesc.hpp, the same JDK 8 to 21; the
  * symbolizer refuses a file whose tables say otherwise): sorted by
@@ -130,10 +147,12 @@ _Static_assert(__builtin_offsetof(struct sonde_hotspot_proc, off) ==
 #define SONDE_HOTSPOT_METHOD_SOURCE_CUT 0x8
 #define SONDE_HOTSPOT_METHOD_LINES_CUT 0x10
 #define SONDE_HOTSPOT_METHOD_HAS_LINES 0x20 /* linetable holds the line number table */
+#define SONDE_HOTSPOT_METHOD_U5_X1 0x40 /* its numbers exclude the zero byte (JDK 20+) */
 #define SONDE_HOTSPOT_METHOD_KNOWN                                                        \
 	(SONDE_HOTSPOT_METHOD_KLASS_CUT | SONDE_HOTSPOT_METHOD_NAME_CUT |                 \
 	 SONDE_HOTSPOT_METHOD_SIG_CUT | SONDE_HOTSPOT_METHOD_SOURCE_CUT |                 \
-	 SONDE_HOTSPOT_METHOD_LINES_CUT | SONDE_HOTSPOT_METHOD_HAS_LINES)
+	 SONDE_HOTSPOT_METHOD_LINES_CUT | SONDE_HOTSPOT_METHOD_HAS_LINES |                \
+	 SONDE_HOTSPOT_METHOD_U5_X1)
 struct sonde_hotspot_method {
 	__u16 size;      /* sizeof(struct sonde_hotspot_method) */
 	__u8 version;    /* SONDE_HOTSPOT_METHOD_VERSION */
@@ -176,7 +195,8 @@ struct sonde_hotspot_method_key {
  *   in the file's image (the ROOT rule);
  * - offsets into Method, ConstMethod, ConstantPool, Klass, CodeBlob,
  *   nmethod, CodeHeap and GrowableArray: under 1 KiB (the largest in JDK
- *   17, nmethod's, are under 400);
+ *   17, nmethod's, are under 400); the source file index's, into the
+ *   pool or its class, under 2 KiB with the class's flag;
  * - Symbol's fields, HeapBlock, ConstMethod and ConstantPool sizes: under
  *   256 by their u8 type; frame slots 1..16 words below fp (x86-64's
  *   interpreter frame has 10 slots);
@@ -222,7 +242,10 @@ static inline const struct sonde_interp_limits *sonde_hotspot_limits(void)
 		SONDE_HS_OFF(cmethod_constants), SONDE_HS_OFF(cmethod_flags),
 		SONDE_HS_OFF(cmethod_code_size), SONDE_HS_OFF(cmethod_name_index),
 		SONDE_HS_OFF(cmethod_sig_index), SONDE_HS_OFF(cpool_holder),
-		SONDE_HS_OFF(cpool_source_index), SONDE_HS_OFF(klass_name),
+		SONDE_HS_FIELD(cpool_source_index, SONDE_INTERP_RANGE, 0,
+			       SONDE_HOTSPOT_SOURCE_IN_KLASS + SONDE_HOTSPOT_FIELD_OFF_MAX - 1,
+			       "a HotSpot structure offset out of bounds"),
+		SONDE_HS_OFF(klass_name),
 		SONDE_HS_OFF(symbol_length), SONDE_HS_OFF(symbol_body),
 		SONDE_HS_OFF(heapblock_size), SONDE_HS_OFF(cmethod_size),
 		SONDE_HS_OFF(cpool_size),

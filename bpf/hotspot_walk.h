@@ -428,6 +428,18 @@ static __always_inline __u64 hs_cp_symbol(__u64 cpool, __u16 idx,
 	return interp_read_u64(cpool + h->off.cpool_size + (__u64)idx * 8);
 }
 
+/* The pool index of the source file's name: a u2 in the pool, or in its
+ * holder class (bpf/hotspot.h, cpool_source_index). */
+static __always_inline __u16 hs_source_index(__u64 cpool, __u64 holder,
+					     const struct sonde_hotspot_proc *h)
+{
+	__u16 off = h->off.cpool_source_index;
+
+	if (off < SONDE_HOTSPOT_SOURCE_IN_KLASS)
+		return interp_read_u16(cpool + off);
+	return holder ? interp_read_u16(holder + off - SONDE_HOTSPOT_SOURCE_IN_KLASS) : 0;
+}
+
 /* Runs once per method. Inlined: as a subprogram its frame made the
  * off-CPU walk's chain of calls (bpf_loop callback, interp_jit_step,
  * hotspot_jit_step, this) 16 bytes too deep for the verifier's 512. */
@@ -463,9 +475,11 @@ static __always_inline int hotspot_emit_method(__u32 tgid, __u64 method, __u64 c
 			       hs_cp_symbol(cpool, interp_read_u16(cm + h->off.cmethod_sig_index), h), h,
 			       &m->flags, SONDE_HOTSPOT_METHOD_SIG_CUT);
 	m->source_len = hs_symbol(m->source, sizeof(m->source),
-				  hs_cp_symbol(cpool, interp_read_u16(cpool + h->off.cpool_source_index), h),
+				  hs_cp_symbol(cpool, hs_source_index(cpool, holder, h), h),
 				  h, &m->flags, SONDE_HOTSPOT_METHOD_SOURCE_CUT);
 	m->linetable_len = 0;
+	if (h->off.major >= SONDE_HOTSPOT_U5_X1_MAJOR)
+		m->flags |= SONDE_HOTSPOT_METHOD_U5_X1;
 	flags = interp_read_u16(cm + h->off.cmethod_flags);
 	if (flags & h->off.cmethod_has_lines) {
 		/* The compressed table follows the bytecodes; it ends with a 0
@@ -601,10 +615,10 @@ static __always_inline int hs_step_sized(struct user_walk *st, __u64 words)
 	return 0;
 }
 
-/* The 3 numbers a scope starts with (CompressedReadStream: a byte below
- * 192 ends a number, each further byte weighs 6 bits more, at most 5):
- * the sender scope's offset, the method's metadata index, bci + 1. */
-static __always_inline int hs_scope_header(const __u8 *b, __u32 *sender, __u32 *midx,
+/* The 3 numbers a scope starts with (bpf/hotspot.h: UNSIGNED5, each byte
+ * its digit plus x, 0 or 1 by the release): the sender scope's offset,
+ * the method's metadata index, bci + 1. */
+static __always_inline int hs_scope_header(const __u8 *b, __u32 x, __u32 *sender, __u32 *midx,
 					   __u32 *bci1)
 {
 	__u32 sum = 0, shift = 0, nb = 0, vi = 0;
@@ -612,7 +626,9 @@ static __always_inline int hs_scope_header(const __u8 *b, __u32 *sender, __u32 *
 	for (__u32 i = 0; i < HOTSPOT_SCOPE_BUF; i++) {
 		__u32 v = b[i];
 
-		sum += v << shift;
+		if (v < x)
+			return -1;
+		sum += (v - x) << shift;
 		nb++;
 		if (v >= 192 && nb < 5) {
 			shift += 6;
@@ -709,7 +725,8 @@ static __always_inline __u32 hs_compiled_frames(struct sonde_interp_jit *j,
 			break;
 		if (decode > (1u << 24) ||
 		    interp_probe_read(x->scope, sizeof(x->scope), (const void *)(scopes + decode)) ||
-		    hs_scope_header(x->scope, &sender, &midx, &bci1) < 0 || !midx || midx > 65536) {
+		    hs_scope_header(x->scope, h->off.major >= SONDE_HOTSPOT_U5_X1_MAJOR, &sender,
+				    &midx, &bci1) < 0 || !midx || midx > 65536) {
 			*whole = false;
 			break;
 		}

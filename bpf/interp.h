@@ -87,8 +87,9 @@ _Static_assert(sizeof(struct sonde_interp_rec) == 16, "sonde_interp_rec layout")
 enum sonde_interp_rule {
 	SONDE_INTERP_RANGE = 0, /* min <= value <= max */
 	SONDE_INTERP_BITS,      /* value & ~max == 0: only known flags */
-	SONDE_INTERP_ROOT,      /* a range, and also the walker's first read, 8 bytes at
-				 * runtime_offset + value, lies inside the file's image */
+	SONDE_INTERP_ROOT,      /* a range, and also the walker's read at runtime_offset +
+				 * value (8 bytes, or the field's span) lies inside the
+				 * file's image */
 };
 
 struct sonde_interp_field {
@@ -97,6 +98,9 @@ struct sonde_interp_field {
 	__u8 rule;    /* enum sonde_interp_rule */
 	__u32 min, max;
 	const char *why; /* the refusal's reason when the field is out of bounds */
+	/* SONDE_INTERP_ROOT: the bytes the walker reads at runtime_offset +
+	 * value, at most (0: one word, 8). */
+	__u32 span;
 };
 
 struct sonde_interp_limits {

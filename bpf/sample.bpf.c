@@ -192,7 +192,7 @@ struct unwind_scratch {
 	struct walk_rule rule;
 	/* A JIT kind's step: words read at once (bpf/v8_walk.h), kept off
 	 * the BPF stack (the tail walk's calls share 512 bytes). */
-	__u64 jit_words[16];
+	__u64 jit_words[20];
 	/* A walker's span of target memory read at once (bpf/interp_span.h):
 	 * several fields or entries for one probe read, kept off the BPF
 	 * stack. INTERP_SPAN_SLACK bytes past the span keep a masked 8-byte

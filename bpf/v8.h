@@ -18,7 +18,7 @@
 
 #include "interp.h"
 
-#define SONDE_V8_FORMAT_VERSION 1
+#define SONDE_V8_FORMAT_VERSION 2
 
 /* The walker's config: where the embedded builtins are and the object
  * layout. Offsets below fp are positive (the frame slot is at fp - n);
@@ -87,8 +87,19 @@ struct sonde_v8_offsets {
 	__u8 deopt_count;
 	__u8 deopt_literals;
 	__u8 deopt_inlining;
+	/* The bytecodes' lengths (V8's
+	 * interpreter::Bytecodes::kBytecodeSizes, in the file's read-only
+	 * data: a table of n_bytecodes bytes for each operand scale, 1, 2
+	 * and 4), as an offset from the runtime address; BPF copies it once
+	 * per process for the lines of baseline frames. 0: not known (no
+	 * such symbol, or before the embedded builtins in the file): baseline
+	 * frames have no line. */
+	__u32 bytecode_sizes;
+	__u8 n_bytecodes;
+	__u8 pad1;
+	__u16 pad2;
 };
-_Static_assert(sizeof(struct sonde_v8_offsets) == 52, "sonde_v8_offsets layout");
+_Static_assert(sizeof(struct sonde_v8_offsets) == 60, "sonde_v8_offsets layout");
 
 /* The walker's view of its interp_procs value. */
 struct sonde_v8_proc {
@@ -177,6 +188,57 @@ struct sonde_v8_code {
 };
 _Static_assert(sizeof(struct sonde_v8_code) == 1056, "sonde_v8_code layout");
 
+/* A baseline (Sparkplug) Code's bytecode offset table (its pc offsets
+ * per bytecode: an unsigned VLQ for the prologue, then one per bytecode
+ * of its BytecodeArray in order) and that BytecodeArray's bytecodes,
+ * copied the first time a (process, Code) is seen: the symbolizer walks
+ * the two together to find the bytecode a pc is in, then the line in the
+ * BytecodeArray's own position table (struct sonde_v8_code, flag
+ * SONDE_V8_CODE_BYTECODE). Past what was copied (a cut table or
+ * bytecodes) a pc has no line. */
+#define SONDE_V8_BASELINE_VERSION 1
+#define SONDE_V8_BASELINE_TABLE_CUT 0x1
+#define SONDE_V8_BASELINE_BYTECODES_CUT 0x2
+#define SONDE_V8_BASELINE_TABLE_MAX 512
+#define SONDE_V8_BASELINE_BYTECODES_MAX 1504
+struct sonde_v8_baseline {
+	__u16 size;    /* sizeof(struct sonde_v8_baseline) */
+	__u8 version;  /* SONDE_V8_BASELINE_VERSION */
+	__u8 flags;    /* SONDE_V8_BASELINE_* */
+	__u16 table_len, bytecodes_len;
+	__u64 code;           /* the baseline Code */
+	__u64 bytecode_array; /* its BytecodeArray */
+	__u64 pad;
+	__u8 table[SONDE_V8_BASELINE_TABLE_MAX];
+	__u8 bytecodes[SONDE_V8_BASELINE_BYTECODES_MAX];
+};
+_Static_assert(sizeof(struct sonde_v8_baseline) == 2048, "sonde_v8_baseline layout");
+_Static_assert(sizeof(struct sonde_v8_baseline) <= SONDE_INTERP_REC_MAX, "sonde_v8_baseline size");
+
+/* The process's bytecode lengths (the config's bytecode_sizes: 3 *
+ * n_bytecodes bytes), copied once per process, before its first baseline
+ * record. */
+#define SONDE_V8_SIZES_VERSION 1
+#define SONDE_V8_SIZES_MAX 768 /* 3 scales * 256 bytecodes */
+struct sonde_v8_sizes {
+	__u16 size;    /* sizeof(struct sonde_v8_sizes) */
+	__u8 version;  /* SONDE_V8_SIZES_VERSION */
+	__u8 pad;
+	__u16 n_bytecodes;
+	__u16 len;     /* bytes copied: 3 * n_bytecodes */
+	__u8 sizes[SONDE_V8_SIZES_MAX];
+};
+_Static_assert(sizeof(struct sonde_v8_sizes) == 776, "sonde_v8_sizes layout");
+
+struct sonde_v8_baseline_rec {
+	struct sonde_interp_rec h;
+	struct sonde_v8_baseline b;
+};
+struct sonde_v8_sizes_rec {
+	struct sonde_interp_rec h;
+	struct sonde_v8_sizes sz;
+};
+
 /* One chunk of a script's source (a sequential one-byte string), copied
  * the first time a (process, script) is seen: the symbolizer counts lines
  * in it. At most SONDE_V8_SOURCE_CHUNKS chunks a script. */
@@ -261,13 +323,17 @@ struct sonde_v8_sfi_key {
  * - string tags: representation mask and tags under 16, the encoding bit
  *   under 256;
  * - runtime_offset (the embedded code, in .text) at most the file's size
- *   plus 2 MiB (as CPython's: one p_align of slack).
- * The copies BPF makes have lengths fixed in BPF (sonde_v8_meta's slots,
- * 1 KiB of a Code's position table, 16 inlined functions and 1 KiB of
- * inlining positions, 32 chunks of 1.5 KiB of a script's
- * source), so no length comes from the symbolizer. */
+ *   plus 2 MiB (as CPython's: one p_align of slack);
+ * - bytecode_sizes: a ROOT field whose whole copy (SONDE_V8_SIZES_MAX
+ *   bytes) lies inside the file's image, n_bytecodes any byte: BPF copies
+ *   3 * n_bytecodes bytes there, the only length a config sets.
+ * The other copies BPF makes have lengths fixed in BPF (sonde_v8_meta's
+ * slots, 1 KiB of a Code's position table, 16 inlined functions and 1 KiB
+ * of inlining positions, 32 chunks of 1.5 KiB of a script's source, 512
+ * bytes of a baseline Code's offset table and 1,504 of its bytecodes). */
 #define SONDE_V8_BLOB_MAX (64u << 20)
 #define SONDE_V8_IMAGE_SLACK (2u << 20)
+#define SONDE_V8_SIZES_OFF_MAX (1u << 30)
 
 static inline const struct sonde_interp_limits *sonde_v8_limits(void)
 {
@@ -295,6 +361,13 @@ static inline const struct sonde_interp_limits *sonde_v8_limits(void)
 		SONDE_V8_TAG(string_seq_tag), SONDE_V8_TAG(string_thin_tag),
 		SONDE_V8_OFF(string_onebyte),
 		SONDE_V8_FIELD(pad0, SONDE_INTERP_RANGE, 0, 0, "layout padding not zero"),
+		SONDE_V8_FIELD(pad1, SONDE_INTERP_RANGE, 0, 0, "layout padding not zero"),
+		SONDE_V8_FIELD(pad2, SONDE_INTERP_RANGE, 0, 0, "layout padding not zero"),
+		SONDE_V8_FIELD(n_bytecodes, SONDE_INTERP_RANGE, 0, 255,
+			       "a bytecode count out of bounds"),
+		{ __builtin_offsetof(struct sonde_v8_offsets, bytecode_sizes), 4, SONDE_INTERP_ROOT, 0,
+		  SONDE_V8_SIZES_OFF_MAX, "the bytecode lengths' offset out of bounds",
+		  SONDE_V8_SIZES_MAX },
 		SONDE_V8_TYPE(type_sfi),
 		SONDE_V8_TYPE(type_scope_info), SONDE_V8_TYPE(type_script),
 		SONDE_V8_TYPE(type_bytecode_array), SONDE_V8_TYPE(type_code),

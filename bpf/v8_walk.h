@@ -153,17 +153,19 @@ __noinline int v8_emit_meta(__u32 tgid, __u64 sfi, __u64 sum,
 
 /* Sends sfi's names unless this process's copy was sent already; sum
  * is the checksum of its name and script pointers (a freed and reused
- * SFI has other names or another script). */
-static __always_inline void v8_note_sfi(__u32 tgid, __u64 sfi, __u64 sum,
-					const struct sonde_v8_offsets *o)
+ * SFI has other names or another script). A global function: its key
+ * and lookup off v8_jit_step's stack (the walk's calls share 512 bytes),
+ * and v8_emit_meta's chain is shallower than the script source's. */
+__noinline int v8_note_sfi(__u32 tgid, __u64 sfi, __u64 sum, const struct sonde_v8_offsets *o)
 {
 	struct sonde_v8_sfi_key key = { .tgid = tgid, .sfi = sfi };
 	__u64 *seen = bpf_map_lookup_elem(&v8_sfis, &key);
 
 	if (seen && *seen == sum)
-		return;
+		return 0;
 	if (v8_emit_meta(tgid, sfi, sum, o) == 0)
 		bpf_map_update_elem(&v8_sfis, &key, &sum, BPF_ANY);
+	return 0;
 }
 
 /* One chunk of a script's source: bpf_loop()'s callback. */
@@ -308,6 +310,98 @@ __noinline int v8_note_code(__u32 tgid, __u64 code, __u64 sfi, const struct sond
 	return V8_NOTE_SENT | (v8_type(o, script) == o->type_script ? V8_NOTE_SCRIPT : 0);
 }
 
+/* Sends the process's bytecode lengths (the config's bytecode_sizes,
+ * 3 * n_bytecodes bytes at runtime + its offset: in the file's read-only
+ * data, inside the image by the sensor's check) unless this process's
+ * copy was sent already (key: SFI 0, never a heap object's address).
+ * A global function: verified once. */
+__noinline int v8_note_sizes(__u32 tgid, __u64 runtime, const struct sonde_v8_offsets *o)
+{
+	struct sonde_v8_sfi_key key = { .tgid = tgid, .sfi = 0 };
+	struct sonde_v8_sizes_rec *r;
+	__u64 addr, n, m, *seen;
+
+	if (!o || !o->bytecode_sizes || !o->n_bytecodes)
+		return 0;
+	addr = runtime + o->bytecode_sizes;
+	seen = bpf_map_lookup_elem(&v8_codes, &key);
+	if (seen && *seen == addr)
+		return 0;
+	r = interp_rec_new(sizeof(*r), tgid, SONDE_INTERP_V8);
+	if (!r)
+		return 0;
+	r->sz.size = sizeof(r->sz);
+	r->sz.version = SONDE_V8_SIZES_VERSION;
+	r->sz.pad = 0;
+	r->sz.n_bytecodes = o->n_bytecodes;
+	n = 3 * (__u64)o->n_bytecodes;
+	m = n - 1;
+	asm volatile("" : "+r"(m));
+	if (m >= SONDE_V8_SIZES_MAX ||
+	    bpf_probe_read_user(r->sz.sizes, m + 1, (const void *)addr)) {
+		bpf_ringbuf_discard(r, 0);
+		return 0;
+	}
+	r->sz.len = (__u16)(m + 1);
+	bpf_ringbuf_submit(r, 0);
+	bpf_map_update_elem(&v8_codes, &key, &addr, BPF_ANY);
+	return 0;
+}
+
+/* Sends code's bytecode offset table (a baseline Code: the same slot as
+ * an optimised Code's position table) with the bytecodes of ba, its
+ * BytecodeArray, unless this process's copy was sent already (the value:
+ * ba). Returns 1 when it did, else 0. A global function: verified once. */
+__noinline int v8_note_baseline(__u32 tgid, __u64 code, __u64 ba, const struct sonde_v8_offsets *o)
+{
+	struct sonde_v8_sfi_key key = { .tgid = tgid, .sfi = code };
+	struct sonde_v8_baseline_rec *r;
+	__u64 table, len, m, *seen;
+
+	if (!o)
+		return 0;
+	seen = bpf_map_lookup_elem(&v8_codes, &key);
+	if (seen && *seen == ba)
+		return 0;
+	table = interp_read_u64(code - 1 + o->code_table);
+	if (!(table & 1) || !o->bytecode_data)
+		return 0;
+	r = interp_rec_new(sizeof(*r), tgid, SONDE_INTERP_V8);
+	if (!r)
+		return 0;
+	r->b.size = sizeof(r->b);
+	r->b.version = SONDE_V8_BASELINE_VERSION;
+	r->b.flags = 0;
+	r->b.code = code;
+	r->b.bytecode_array = ba;
+	r->b.pad = 0;
+	len = interp_read_u64(table - 1 + o->array_length) >> 32; /* a Smi */
+	if (len > SONDE_V8_BASELINE_TABLE_MAX) {
+		len = SONDE_V8_BASELINE_TABLE_MAX;
+		r->b.flags |= SONDE_V8_BASELINE_TABLE_CUT;
+	}
+	m = len - 1;
+	asm volatile("" : "+r"(m));
+	if (len == 0 || m >= SONDE_V8_BASELINE_TABLE_MAX ||
+	    bpf_probe_read_user(r->b.table, m + 1, (const void *)(table - 1 + o->array_data)))
+		m = (__u64)-1;
+	r->b.table_len = (__u16)(m + 1);
+	len = interp_read_u64(ba - 1 + o->array_length) >> 32; /* a Smi: the bytecodes */
+	if (len > SONDE_V8_BASELINE_BYTECODES_MAX) {
+		len = SONDE_V8_BASELINE_BYTECODES_MAX;
+		r->b.flags |= SONDE_V8_BASELINE_BYTECODES_CUT;
+	}
+	m = len - 1;
+	asm volatile("" : "+r"(m));
+	if (len == 0 || m >= SONDE_V8_BASELINE_BYTECODES_MAX ||
+	    bpf_probe_read_user(r->b.bytecodes, m + 1, (const void *)(ba - 1 + o->bytecode_data)))
+		m = (__u64)-1;
+	r->b.bytecodes_len = (__u16)(m + 1);
+	bpf_ringbuf_submit(r, 0);
+	bpf_map_update_elem(&v8_codes, &key, &ba, BPF_ANY);
+	return 1;
+}
+
 /* Sends the names of sfi, a function inlined into an optimised Code, and
  * its script's source, unless this process's copies were sent already
  * (the same records and maps as a frame's own). Inlined into the step:
@@ -424,11 +518,19 @@ static __always_inline void v8_jit_begin(struct unwind_scratch *s)
 	s->jit.hi[0] = p->runtime_addr + p->off.blob_size;
 }
 
+/* Words at sp v8_code_pos() looks at for a return address. */
+#define V8_RA_SCAN 4
+
 /* The code position of a frame that is not interpreted (word 1): the
  * pc's offset in fn's current code, and which code (*ret_code when the pc
- * is in it). */
+ * is in it). sp (0: none) is the sampled frame's stack pointer: a pc
+ * outside the code there is in a builtin the code called that made no
+ * frame of its own (fp is still the function's), which left its return
+ * address at sp or in the next few words (scan, V8_RA_SCAN words of
+ * scratch): the first that points into the code gives the position, less
+ * one (inside the call, as for a caller's return address). */
 static __always_inline __u64 v8_code_pos(const struct sonde_v8_offsets *o, __u64 fn, __u64 pc,
-					 __u64 *ret_code, __u64 *b)
+					 __u64 *ret_code, __u64 *b, __u64 sp, __u64 *scan)
 {
 	__u64 code = interp_read_u64(fn - 1 + o->fn_code), start;
 	__u32 size = 0, off = SONDE_V8_NO_PC;
@@ -447,6 +549,14 @@ static __always_inline __u64 v8_code_pos(const struct sonde_v8_offsets *o, __u64
 	if (pc >= start && pc - start < size) {
 		off = (__u32)(pc - start);
 		*ret_code = code;
+	} else if (sp && !bpf_probe_read_user(scan, V8_RA_SCAN * 8, (const void *)sp)) {
+		for (__u32 i = 0; i < V8_RA_SCAN; i++) {
+			if (scan[i] > start && scan[i] - start <= size) {
+				off = (__u32)(scan[i] - 1 - start);
+				*ret_code = code;
+				break;
+			}
+		}
 	}
 	return ((code >> 3) << 32) | off;
 }
@@ -494,9 +604,10 @@ static __always_inline __u64 v8_slot(const __u64 *w, __u64 fp, __u32 off)
 __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32 native)
 {
 	const struct sonde_v8_offsets *o;
-	__u64 fp, ctx, fn, sfi, saved, ra, pos, bo, ba, code = 0, unused = 0;
+	__u64 fp, ctx, fn, sfi, saved, ra, pos, bo, ba, code = 0;
 	__u32 tier, bytecode = 0;
 	__u64 *w, *h, name, script;
+	int ret;
 
 	if (!s || !st)
 		return -1;
@@ -523,41 +634,71 @@ __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32
 	name = v8_field(h, sfi, o->sfi_name);
 	script = v8_field(h, sfi, o->sfi_script);
 	ba = v8_slot(w, fp, o->fp_bytecode_array);
+	/* Ignition keeps the offset as a Smi (+ the header - the tag) in the
+	 * slot after the BytecodeArray; Sparkplug the feedback vector. */
+	tier = SONDE_V8_TIER_OPTIMIZED;
+	bo = 0;
 	if (v8_type(o, ba) == o->type_bytecode_array) {
-		/* Ignition keeps the offset as a Smi (+ the header - the tag);
-		 * Sparkplug's slot holds the feedback vector, and its Code's
-		 * table maps pcs to bytecode offsets, not to lines: not sent. */
 		bo = v8_slot(w, fp, o->fp_bytecode_offset);
-		if (bo & 1) {
-			tier = SONDE_V8_TIER_BASELINE;
-			pos = v8_code_pos(o, fn, st->pc, &unused, &s->jit_words[13]);
-		} else {
-			tier = SONDE_V8_TIER_INTERPRETED;
-			bo >>= 32;
-			/* The sampled frame in a bytecode handler: the current
-			 * bytecode is in the offset register (the slot is only
-			 * written before calls), when inside the array. */
-			if (native == 0 && st->exact_pc && o->bytecode_data &&
-			    st->pc - s->jit.lo[0] < s->jit.hi[0] - s->jit.lo[0] &&
-			    st->r9 >= o->bytecode_data - 1u &&
-			    st->r9 - (o->bytecode_data - 1u) <
-				    (interp_read_u64(ba - 1 + o->array_length) >> 32))
-				bo = st->r9;
-			pos = SONDE_V8_NO_PC;
-			if (o->bytecode_data && bo >= o->bytecode_data - 1u &&
-			    bo - (o->bytecode_data - 1u) < SONDE_V8_NO_PC) {
-				pos = ((ba >> 3) << 32) | (bo - (o->bytecode_data - 1u));
-				code = ba;
-				bytecode = 1;
-			}
+		tier = bo & 1 ? SONDE_V8_TIER_BASELINE : SONDE_V8_TIER_INTERPRETED;
+	}
+	if (tier == SONDE_V8_TIER_INTERPRETED) {
+		bo >>= 32;
+		/* The sampled frame in a bytecode handler: the current
+		 * bytecode is in the offset register (the slot is only
+		 * written before calls), when inside the array. */
+		if (native == 0 && st->exact_pc && o->bytecode_data &&
+		    st->pc - s->jit.lo[0] < s->jit.hi[0] - s->jit.lo[0] &&
+		    st->r9 >= o->bytecode_data - 1u &&
+		    st->r9 - (o->bytecode_data - 1u) <
+			    (interp_read_u64(ba - 1 + o->array_length) >> 32))
+			bo = st->r9;
+		pos = SONDE_V8_NO_PC;
+		if (o->bytecode_data && bo >= o->bytecode_data - 1u &&
+		    bo - (o->bytecode_data - 1u) < SONDE_V8_NO_PC) {
+			pos = ((ba >> 3) << 32) | (bo - (o->bytecode_data - 1u));
+			code = ba;
+			bytecode = 1;
 		}
 	} else {
-		tier = SONDE_V8_TIER_OPTIMIZED;
-		pos = v8_code_pos(o, fn, st->pc, &code, &s->jit_words[13]);
+		/* The sampled frame: a pc outside the function's code is in a
+		 * builtin without a frame of its own. */
+		pos = v8_code_pos(o, fn, st->pc, &code, &s->jit_words[13],
+				  native == 0 && st->exact_pc ? st->sp : 0, &s->jit_words[16]);
 	}
 	if (!interp_jit_push(&s->jit, native, SONDE_V8_WORD0(sfi, tier), pos))
 		count_err(SONDE_ERR_USER_TRUNCATED);
+	/* The caller, by V8's frame pointer chain: before the records, so
+	 * that fewer values live across their calls (the BPF stack). */
+	saved = w ? w[V8_WIN_WORDS - 2] : interp_read_u64(fp);
+	ra = w ? w[V8_WIN_WORDS - 1] : interp_read_u64(fp + 8);
+	ret = 0;
+	if (!ra) {
+		st->outcome = SONDE_OUTCOME_COMPLETE;
+		ret = 1;
+	} else {
+		st->pc = ra;
+		st->sp = fp + 16;
+		st->exact_pc = 0;
+		if (saved != 0 && saved <= fp) {
+			count_err(SONDE_ERR_USER_BAD_FP);
+			st->outcome = SONDE_OUTCOME_READ_ERROR;
+			st->last = 1;
+		} else {
+			st->fp = saved;
+		}
+	}
 	v8_note_sfi(bpf_get_current_pid_tgid() >> 32, sfi, name ^ (script << 1), o);
+	/* A baseline Code's table maps pcs to bytecodes: sent with the
+	 * bytecodes (and the lengths, once), then the BytecodeArray's
+	 * position table as an interpreted frame's. */
+	if (tier == SONDE_V8_TIER_BASELINE && code) {
+		if (v8_note_baseline(bpf_get_current_pid_tgid() >> 32, code, ba, o))
+			v8_note_sizes(bpf_get_current_pid_tgid() >> 32,
+				      ((const struct sonde_v8_proc *)&s->proc)->runtime_addr, o);
+		code = ba;
+		bytecode = 1;
+	}
 	if (code) {
 		int sent = v8_note_code(bpf_get_current_pid_tgid() >> 32, code, sfi, o, bytecode);
 
@@ -572,22 +713,5 @@ __noinline int v8_jit_step(struct unwind_scratch *s, struct user_walk *st, __u32
 						v8_elem(o, in->lits, i) & ~2ull, o);
 		}
 	}
-	/* The caller, by V8's frame pointer chain. */
-	saved = w ? w[V8_WIN_WORDS - 2] : interp_read_u64(fp);
-	ra = w ? w[V8_WIN_WORDS - 1] : interp_read_u64(fp + 8);
-	if (!ra) {
-		st->outcome = SONDE_OUTCOME_COMPLETE;
-		return 1;
-	}
-	st->pc = ra;
-	st->sp = fp + 16;
-	st->exact_pc = 0;
-	if (saved != 0 && saved <= fp) {
-		count_err(SONDE_ERR_USER_BAD_FP);
-		st->outcome = SONDE_OUTCOME_READ_ERROR;
-		st->last = 1;
-		return 0;
-	}
-	st->fp = saved;
-	return 0;
+	return ret;
 }

@@ -15,7 +15,7 @@ sonde_build_packages=(
   libcmocka-dev                            # unit tests
   libseccomp-dev                           # seccomp allow-lists (symbolizer sandbox, sensor)
   libcapstone-dev                          # x86 decoding: the RETs of hooked Go functions (symbolizer only)
-  libdebuginfod-dev                        # --debuginfod: debug files by build ID from debuginfod servers (symbolizer only)
+  libcurl4-openssl-dev                     # --debuginfod: debug files by build ID from debuginfod servers, http and https (symbolizer only)
 )
 sonde_test_packages=(
   python3-grpcio python3-protobuf python3-pytest

@@ -166,12 +166,13 @@ static uint32_t field_value(const uint8_t *config, const struct sonde_interp_fie
 	return v;
 }
 
-/* Every field of config within lim's bounds; the largest
- * SONDE_INTERP_ROOT value into *ret_root. */
+/* Every field of config within lim's bounds; the end of the furthest
+ * read a SONDE_INTERP_ROOT field asks for (its value plus its span, or 8)
+ * into *ret_end. */
 static int check_fields(const struct sonde_interp_limits *lim, const uint8_t *config,
-			uint32_t *ret_root, const char **ret_reason)
+			uint64_t *ret_end, const char **ret_reason)
 {
-	uint32_t root = 0;
+	uint64_t end = 8;
 
 	for (uint32_t i = 0; i < lim->n_fields; i++) {
 		const struct sonde_interp_field *f = &lim->fields[i];
@@ -182,10 +183,10 @@ static int check_fields(const struct sonde_interp_limits *lim, const uint8_t *co
 		v = field_value(config, f);
 		if (f->rule == SONDE_INTERP_BITS ? (v & ~f->max) != 0 : v < f->min || v > f->max)
 			return refuse(ret_reason, f->why);
-		if (f->rule == SONDE_INTERP_ROOT && v > root)
-			root = v;
+		if (f->rule == SONDE_INTERP_ROOT && (uint64_t)v + (f->span ? f->span : 8) > end)
+			end = (uint64_t)v + (f->span ? f->span : 8);
 	}
-	*ret_root = root;
+	*ret_end = end;
 	return 0;
 }
 
@@ -193,8 +194,7 @@ int validate_interp_config(const Sonde__V1__InterpreterConfig *c, uint64_t file_
 			   const char **ret_reason)
 {
 	const struct sonde_interp_limits *lim;
-	uint64_t image_end;
-	uint32_t root;
+	uint64_t image_end, end;
 	int r;
 
 	if (!c)
@@ -210,15 +210,15 @@ int validate_interp_config(const Sonde__V1__InterpreterConfig *c, uint64_t file_
 	if (c->layout.len != lim->config_size || !c->layout.data ||
 	    lim->config_size > SONDE_INTERP_CONFIG_MAX)
 		return refuse(ret_reason, "layout size not the kind's config size");
-	r = check_fields(lim, c->layout.data, &root, ret_reason);
+	r = check_fields(lim, c->layout.data, &end, ret_reason);
 	if (r < 0)
 		return r;
-	/* The walker's first read (8 bytes at the root plus its offset)
-	 * inside the image: no overflow, as file sizes and the bounds are
-	 * far below 2^63. */
+	/* The walker's reads at the root (8 bytes at the root plus its
+	 * offset, or a field's span) inside the image: no overflow, as file
+	 * sizes and the bounds are far below 2^63. */
 	image_end = file_size + lim->image_slack;
 	if (file_size > (UINT64_MAX >> 1) || c->runtime_offset >= image_end ||
-	    image_end - c->runtime_offset < (uint64_t)root + 8)
+	    image_end - c->runtime_offset < end)
 		return refuse(ret_reason, "runtime offset outside the file's image");
 	return 0;
 }

@@ -64,6 +64,7 @@ static struct env {
 	size_t n_debuginfod;
 	uint16_t debuginfod_ports[DEBUGINFO_FETCH_MAX_URLS];
 	char *debuginfod_env; /* $DEBUGINFOD_URLS, copied: the URLs point into it */
+	const char *debuginfod_ca; /* https: the CAs trusted (default: the system's) */
 	uint32_t debuginfod_timeout_s;
 	uint64_t debuginfod_max_size;
 	uint32_t interp_kinds;
@@ -133,8 +134,12 @@ static void usage(FILE *f)
 		"  --debuginfod URL       fetch debug files that no --debug-dir has by GNU\n"
 		"                         build ID from this debuginfod server (repeatable, at\n"
 		"                         most 8; default: $DEBUGINFOD_URLS if set, else off).\n"
-		"                         URL is http://ADDRESS[:PORT][/PATH] with an IP\n"
-		"                         address: the sandbox allows no DNS (docs/security.md)\n"
+		"                         URL is http[s]://HOST[:PORT][/PATH]; a host name is\n"
+		"                         resolved once, at start (the sandbox allows no DNS:\n"
+		"                         a new address needs a restart; docs/security.md)\n"
+		"  --debuginfod-ca FILE   https: trust the CAs in this PEM file instead of\n"
+		"                         " DEBUGINFO_FETCH_SYSTEM_CA "\n"
+		"                         (read at start; certificates are always verified)\n"
 		"  --debuginfod-timeout SECONDS  each request, connect included (default 10)\n"
 		"  --debuginfod-max-size BYTES   largest debug file fetched (default 1G)\n"
 		"\nWho may connect (docs/security.md):\n"
@@ -233,64 +238,12 @@ static int otlp_check_args(void)
 	return 0;
 }
 
-/* One debuginfod URL: http, an IP address (v6 in brackets) as the host,
- * an optional port. Returns the port, or 0 when unusable. https is left
- * out: a certificate names a host, not an address, and the sandbox allows
- * neither DNS nor the CA files (docs/security.md). */
-static uint16_t debuginfod_url_port(const char *url)
-{
-	const char *host, *end, *colon = NULL;
-	char buf[INET6_ADDRSTRLEN];
-	struct in6_addr a;
-	uint32_t port;
-	if (strncmp(url, "http://", 7) != 0)
-		return 0;
-	host = url + 7;
-	end = host + strcspn(host, "/");
-	if (*host == '[') {
-		const char *close = memchr(host, ']', (size_t)(end - host));
-
-		if (!close || (size_t)(close - host - 1) >= sizeof(buf))
-			return 0;
-		memcpy(buf, host + 1, (size_t)(close - host - 1));
-		buf[close - host - 1] = '\0';
-		if (inet_pton(AF_INET6, buf, &a) != 1)
-			return 0;
-		colon = close + 1 < end && close[1] == ':' ? close + 1 : NULL;
-		if (!colon && close + 1 != end)
-			return 0;
-	} else {
-		colon = memchr(host, ':', (size_t)(end - host));
-		size_t len = (size_t)((colon ? colon : end) - host);
-
-		if (len == 0 || len >= sizeof(buf))
-			return 0;
-		memcpy(buf, host, len);
-		buf[len] = '\0';
-		if (inet_pton(AF_INET, buf, &a) != 1)
-			return 0;
-	}
-	if (!colon)
-		return 80;
-	{
-		char pbuf[8];
-		size_t plen = (size_t)(end - colon - 1);
-
-		if (plen == 0 || plen >= sizeof(pbuf))
-			return 0;
-		memcpy(pbuf, colon + 1, plen);
-		pbuf[plen] = '\0';
-		if (parse_u32(pbuf, 10, &port) < 0 || port == 0 || port > 65535)
-			return 0;
-	}
-	return (uint16_t)port;
-}
-
 /* --debuginfod, else $DEBUGINFOD_URLS (whitespace-separated; URLs this
  * symbolizer cannot use are left out with a warning there, refused here). */
 static int debuginfod_check_args(void)
 {
 	const char *ev = getenv("DEBUGINFOD_URLS");
+	bool https = false;
 
 	if (!env.n_debuginfod && ev && *ev) {
 		char *save = NULL, *tok;
@@ -300,8 +253,8 @@ static int debuginfod_check_args(void)
 			return -ENOMEM;
 		for (tok = strtok_r(env.debuginfod_env, " \t\n", &save); tok;
 		     tok = strtok_r(NULL, " \t\n", &save)) {
-			if (!debuginfod_url_port(tok)) {
-				fprintf(stderr, "sonde-symbolizer: DEBUGINFOD_URLS: '%.200s' is not http:// with an IP address (the sandbox allows no DNS), ignoring it\n",
+			if (debuginfo_fetch_check_url(tok) < 0) {
+				fprintf(stderr, "sonde-symbolizer: DEBUGINFOD_URLS: '%.200s' is not an http:// or https:// URL with a host, ignoring it\n",
 					tok);
 				continue;
 			}
@@ -314,25 +267,37 @@ static int debuginfod_check_args(void)
 		}
 	}
 	for (size_t i = 0; i < env.n_debuginfod; i++) {
-		env.debuginfod_ports[i] = debuginfod_url_port(env.debuginfod[i]);
-		if (!env.debuginfod_ports[i]) {
-			fprintf(stderr, "sonde-symbolizer: --debuginfod wants http://ADDRESS[:PORT][/PATH] with an IP address (the sandbox allows no DNS), not '%.200s'\n",
+		int port = debuginfo_fetch_check_url(env.debuginfod[i]);
+
+		if (port < 0) {
+			fprintf(stderr, "sonde-symbolizer: --debuginfod wants http[s]://HOST[:PORT][/PATH] (no user, query or fragment), not '%.200s'\n",
 				env.debuginfod[i]);
 			return -EINVAL;
 		}
+		env.debuginfod_ports[i] = (uint16_t)port;
+		https = https || strncmp(env.debuginfod[i], "https:", 6) == 0;
+	}
+	if (env.debuginfod_ca && !https) {
+		fprintf(stderr, "sonde-symbolizer: --debuginfod-ca needs an https:// debuginfod URL\n");
+		return -EINVAL;
 	}
 	return 0;
 }
 
-/* libdebuginfod's settings, before any thread exists; its cache is a
- * directory next to the SQLite cache (inside the Landlock rules). */
+/* The debuginfod servers, before any thread exists and before the
+ * sandbox: their names resolved, the CA file read. The fetched files are
+ * kept in a directory next to the SQLite cache (inside the Landlock
+ * rules). Servers from $DEBUGINFOD_URLS whose names do not resolve are
+ * left out, so the ports are taken again from those kept. */
 static int debuginfod_configure(const char *cache_dir)
 {
 	char dir[PATH_MAX + 16];
 	struct debuginfo_fetch_opts o = {
 		.urls = env.debuginfod,
 		.n_urls = env.n_debuginfod,
+		.lenient = env.debuginfod_env != NULL,
 		.cache_dir = dir,
+		.ca_file = env.debuginfod_ca,
 		.timeout_s = env.debuginfod_timeout_s,
 		.max_size = env.debuginfod_max_size,
 		.verbose = env.verbose,
@@ -347,10 +312,13 @@ static int debuginfod_configure(const char *cache_dir)
 		log_error_errno(r, "cannot configure the debuginfod client");
 		return r;
 	}
-	for (size_t i = 0; i < env.n_debuginfod; i++)
-		log_info("debuginfod: %s (%u s per request, files up to %llu bytes, cached in %s)",
-			 env.debuginfod[i], env.debuginfod_timeout_s,
+	env.n_debuginfod = debuginfo_fetch_ports(env.debuginfod_ports, DEBUGINFO_FETCH_MAX_URLS);
+	if (env.n_debuginfod)
+		log_info("debuginfod: %zu server%s, %u s per request, files up to %llu bytes, cached in %s",
+			 env.n_debuginfod, env.n_debuginfod > 1 ? "s" : "", env.debuginfod_timeout_s,
 			 (unsigned long long)env.debuginfod_max_size, dir);
+	else
+		log_warn("debuginfod: no server left, fetching is off");
 	return 0;
 }
 
@@ -392,7 +360,7 @@ static int parse_args(int argc, char **argv)
 	       OPT_MAX_FILES, OPT_REQUIRE_SANDBOX, OPT_ALLOW_UNSANDBOXED, OPT_SANDBOX_LOG, OPT_PRINT_POLICY, OPT_SELFTEST,
 	       OPT_OTLP_ENDPOINT, OPT_OTLP_INTERVAL, OPT_OTLP_INSECURE, OPT_OTLP_CA, OPT_OTLP_CERT,
 	       OPT_OTLP_KEY, OPT_OTLP_SERVER_NAME, OPT_OTLP_PROFILES_LAYOUT, OPT_INTERPRETERS, OPT_DEBUGINFOD,
-	       OPT_DEBUGINFOD_TIMEOUT, OPT_DEBUGINFOD_MAX_SIZE };
+	       OPT_DEBUGINFOD_TIMEOUT, OPT_DEBUGINFOD_MAX_SIZE, OPT_DEBUGINFOD_CA };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, OPT_LISTEN },
 		{ "cache", required_argument, NULL, OPT_CACHE },
@@ -404,6 +372,7 @@ static int parse_args(int argc, char **argv)
 		{ "debuginfod", required_argument, NULL, OPT_DEBUGINFOD },
 		{ "debuginfod-timeout", required_argument, NULL, OPT_DEBUGINFOD_TIMEOUT },
 		{ "debuginfod-max-size", required_argument, NULL, OPT_DEBUGINFOD_MAX_SIZE },
+		{ "debuginfod-ca", required_argument, NULL, OPT_DEBUGINFOD_CA },
 		{ "verbose", no_argument, NULL, OPT_VERBOSE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "sensor-uid", required_argument, NULL, OPT_SENSOR_UID },
@@ -593,6 +562,9 @@ static int parse_args(int argc, char **argv)
 				return -EINVAL;
 			}
 			env.debuginfod[env.n_debuginfod++] = optarg;
+			break;
+		case OPT_DEBUGINFOD_CA:
+			env.debuginfod_ca = optarg;
 			break;
 		case OPT_DEBUGINFOD_TIMEOUT:
 			if (parse_u32(optarg, 10, &v) < 0 || v == 0 || v > 300) {
@@ -1162,7 +1134,7 @@ int main(int argc, char **argv)
 	tls = (struct rpc_tls){ .ca = env.tls_client_ca, .cert = env.tls_cert, .key = env.tls_key };
 	log_init("sonde-symbolizer", env.verbose ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO);
 	if (!malloc_tuning_active())
-		log_info("the heap is not asked for huge pages (GLIBC_TUNABLES set by the caller, "
+		log_info("malloc tunables not applied (GLIBC_TUNABLES set by the caller, "
 			 "or no re-exec)");
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
@@ -1208,6 +1180,12 @@ int main(int argc, char **argv)
 		printf("; other clients see their own uid's processes only\n");
 		printf("rates: %u ingest messages/s per stream, %u Symbols calls/s per connection\n",
 		       env.rate_ingest, env.rate_symbols);
+		for (size_t i = 0; i < env.n_debuginfod; i++)
+			printf("debuginfod: %s (TCP port %u%s%s)\n", env.debuginfod[i],
+			       (unsigned)env.debuginfod_ports[i],
+			       strncmp(env.debuginfod[i], "https:", 6) != 0 ? "" : ", TLS with the CAs of ",
+			       strncmp(env.debuginfod[i], "https:", 6) != 0 ? ""
+			       : env.debuginfod_ca ? env.debuginfod_ca : DEBUGINFO_FETCH_SYSTEM_CA);
 		if (env.otlp_endpoint)
 			printf("otlp: export to %s every %u s, %s, profiles in the v%s layout\n",
 			       env.otlp_endpoint, env.otlp_interval_s, env.otlp_ca ? "TLS" : "plaintext",
@@ -1224,6 +1202,7 @@ int main(int argc, char **argv)
 	r = debuginfod_configure(cache_dir);
 	if (r < 0)
 		return 1;
+	sandbox_policy_fill(&policy, cache_dir, profiles_dir, sizeof(cache_dir));
 
 	rpc_global_init();
 	rpc_up = true;
@@ -1356,7 +1335,7 @@ int main(int argc, char **argv)
 	 * write, not to /tmp. */
 	setenv("SQLITE_TMPDIR", cache_dir, 1);
 	/* As the user (its cache directory is the user's), before the
-	 * sandbox (curl's set-up). */
+	 * sandbox (curl's handle). */
 	r = debuginfo_fetch_init();
 	if (r < 0) {
 		log_error_errno(r, "cannot set up the debuginfod client");

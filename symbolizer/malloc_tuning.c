@@ -1,18 +1,20 @@
-/* malloc_tuning.c - the symbolizer's heap on transparent huge pages.
+/* malloc_tuning.c - the symbolizer's malloc settings, through glibc's
+ * tunables (read at exec; hence the exec).
  *
- * A first answer for a file never seen is mostly fresh memory: libelf
- * inflating compressed debug sections (8.5 MB for libc's debug file),
- * libdw's per-unit tables, the index being built. On VMs a page fault can
- * cost ~12 us (8 MB touched a page at a time: 24 ms; on huge pages:
- * 0.5 ms), which makes page faults a large part of a first answer.
- * glibc's malloc can ask for huge pages for the heap it grows
- * (MADV_HUGEPAGE, honoured when the kernel's THP mode is "madvise" or
- * "always"), but only through a tunable read at exec; hence the exec.
- * One arena: the others are mmap'd heaps that do not get the advice, and
- * the loop thread, where first answers are built, would use one of them.
- * The symbolizer's threads are few (loop, index worker, gRPC's pollers),
- * so one arena's lock costs little. Large buffers stay on the heap (up to
- * 64 MiB) rather than being mmap'd a page fault at a time.
+ * One arena: the symbolizer's threads are few (loop, index worker, gRPC's
+ * pollers), so one arena's lock costs little, and every other arena would
+ * be a heap of its own with its own free memory (RSS that a fleet
+ * symbolizer with hundreds of sensors pays for nothing). Large buffers
+ * stay on the heap (up to 64 MiB), where they are reused, rather than
+ * being mmap'd and faulted in a page at a time on every first answer.
+ *
+ * The heap is not advised for transparent huge pages
+ * (glibc.malloc.hugetlb): on huge pages a first answer's fresh memory
+ * would fault in 2 MiB at a time, faster on VMs, but every 2 MiB range
+ * the heap touches would be resident whole, including the parts never
+ * written of gRPC's per-connection read buffers (8 or 64 KiB slices
+ * sized by past reads): about 50 MiB at 500 sensors, which issue 33's
+ * RSS bound cannot spare (docs/benchmarks.md, "Scale").
  */
 #include <limits.h>
 #include <stdbool.h>
@@ -22,8 +24,7 @@
 
 #include "malloc_tuning.h"
 
-#define MALLOC_TUNABLES \
-	"glibc.malloc.hugetlb=1:glibc.malloc.arena_max=1:glibc.malloc.mmap_threshold=67108864"
+#define MALLOC_TUNABLES "glibc.malloc.arena_max=1:glibc.malloc.mmap_threshold=67108864"
 
 void malloc_tuning_apply(char **argv)
 {

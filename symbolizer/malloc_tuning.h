@@ -1,4 +1,4 @@
-/* malloc_tuning.h - the symbolizer's heap on transparent huge pages. */
+/* malloc_tuning.h - the symbolizer's malloc settings (one arena, large buffers on the heap). */
 #pragma once
 
 #include <stdbool.h>

@@ -281,7 +281,7 @@ static int sb_add(scmp_filter_ctx ctx, uint32_t action, const char *name, unsign
 	return seccomp_rule_add_array(ctx, action, nr, n_args, args);
 }
 
-/* --debuginfod: what libdebuginfod does in its cache (a directory per
+/* --debuginfod: what debuginfo_fetch.c does in its cache (a directory per
  * build ID, files renamed into place, old entries removed by age), inside
  * the directories Landlock lets it write. */
 static const struct sb_rule sb_rules_dirs[] = {
@@ -291,7 +291,7 @@ static const struct sb_rule sb_rules_dirs[] = {
 	{ "rename", SB_ALLOW, 0, "debuginfod cache (Landlock decides)" },
 	{ "renameat", SB_ALLOW, 0, "debuginfod cache (Landlock decides)" },
 	{ "renameat2", SB_ALLOW, 0, "debuginfod cache (Landlock decides)" },
-	{ "utimensat", SB_ALLOW, 0, "debuginfod cache ages (glibc's utime)" },
+	{ "utimensat", SB_ALLOW, 0, "debuginfod cache: a fetched file marked as used" },
 };
 
 /* socket() and connect() are replaced by the rules of sb_seccomp_tcp()
@@ -784,6 +784,12 @@ int sandbox_selftest(FILE *f, const char *outside_file)
 		sb_report(f, &allowed, "connect 127.0.0.1:22", rc, errno);
 		close(fd);
 	}
+	/* What a name lookup needs (DNS over UDP): never, not even with
+	 * --debuginfod servers named by host name (resolved before). */
+	rc = fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	sb_report(f, &allowed, "socket(AF_INET, SOCK_DGRAM)", rc, errno);
+	if (fd >= 0)
+		close(fd);
 	rc = fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	sb_report(f, &allowed, "socket(AF_UNIX)", rc, errno);
 	if (fd >= 0)

@@ -33,7 +33,7 @@ struct sandbox_policy {
 	const char *rw_dirs[SANDBOX_MAX_DIRS]; /* borrowed */
 	size_t n_rw;
 	/* --debuginfod: directories may be made and removed under rw_dirs too
-	 * (libdebuginfod's cache: a directory per build ID, cleaned by age). */
+	 * (the debuginfod cache: a directory per build ID, swept by age). */
 	bool rw_make_dirs;
 	const char *ro_dirs[SANDBOX_MAX_DIRS]; /* borrowed */
 	size_t n_ro;

@@ -32,7 +32,9 @@ struct stored_span {
 
 struct spans {
 	const struct api_core *core;
-	struct stored_span *v; /* SPANS_KEPT, a ring */
+	/* SPANS_KEPT, a ring; allocated with the first record (18 MiB that a
+	 * symbolizer whose sensors run no Go probes never needs). */
+	struct stored_span *v;
 	size_t next, n;
 	uint64_t received, rejected, lost;
 };
@@ -41,10 +43,6 @@ struct spans *spans_new(const struct api_core *core)
 {
 	struct spans *st = calloc(1, sizeof(*st));
 
-	if (st && !(st->v = calloc(SPANS_KEPT, sizeof(*st->v)))) {
-		free(st);
-		return NULL;
-	}
 	if (st)
 		st->core = core;
 	return st;
@@ -104,6 +102,13 @@ void spans_add_records(struct spans *st, const char *host, int64_t mono_to_unix_
 		       void *ctx)
 {
 	st->lost += lost;
+	if (n && !st->v && !(st->v = calloc(SPANS_KEPT, sizeof(*st->v)))) {
+		/* Counted as lost, which Status shows, and said once. */
+		if (st->lost == lost)
+			log_warn("sensor %.100s: no memory for the spans ring; %zu spans lost", host, n);
+		st->lost += n;
+		return;
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct stored_span *s = &st->v[st->next];
 		struct trace_span t;

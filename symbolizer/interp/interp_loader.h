@@ -29,7 +29,7 @@ enum interp_kind {
  * either, and a cache's rows of another format are forgotten at open and
  * analysed again (cache.c), instead of reaching a sensor as a config of
  * the wrong layout. */
-#define INTERP_DATA_VERSION 3
+#define INTERP_DATA_VERSION 4
 
 struct interp_data {
 	uint32_t kind; /* enum sonde_interp_kind */

@@ -6,7 +6,8 @@
  * bci to name, the rest the record, zero-padded or cut to the record's
  * size. A decoded record must name the bci with a printable string
  * holding no ';' or newline; the table must find what it kept; the line
- * table decoder also runs over the raw input.
+ * table decoder also runs over the raw input (bit 1 of byte 0: as JDK
+ * 20+'s numbers).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -43,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rec[1] = HOTSPOT_METHOD_SIZE >> 8;
 		rec[2] = SONDE_HOTSPOT_METHOD_VERSION;
 	}
-	(void)hotspot_line_for_bci(data + 3, size - 3, bci, &line);
+	(void)hotspot_line_for_bci(data + 3, size - 3, data[0] & 2, bci, &line);
 	if (hotspot_method_decode(rec, HOTSPOT_METHOD_SIZE, &m) == 0) {
 		n = hotspot_method_frame_name(&m, bci, name, sizeof(name));
 		if (n != strlen(name) || strchr(name, ';') || strchr(name, '\n'))

@@ -7,12 +7,15 @@ gHotSpotVMTypes and gHotSpotVMIntConstants in .data, their entries with
 names in .rodata, pointers filled by R_X86_64_RELATIVE relocations, and a
 static initializer (named by .init_array) that stores the field offsets
 with `movq $imm32, disp32(%rip)` - the shape of Debian's OpenJDK 17, with
-its values. Written as the fuzz target's input: u8 0 (the path
-"libjvm.so"), u32 file size, then (u32 offset, u16 length, bytes) records.
+its values; and one with the offsets as constant data in the table and
+JDK 11's names where they differ (GenericGrowableArray::_len,
+InstanceKlass::_source_file_name_index), the shape of Debian's OpenJDK
+11. Written as the fuzz target's input: u8 0 (the path "libjvm.so"), u32
+file size, then (u32 offset, u16 length, bytes) records.
 
 method: records as bpf/hotspot.h lays them out (a method with a line
-table, one without, one with hostile text), prefixed by the target's
-3-byte header.
+table, one with JDK 20+'s numbers, one without, one with hostile text),
+prefixed by the target's 3-byte header.
 
   tests/fuzz/make-hotspot-corpus.py tests/fuzz/corpus
 """
@@ -40,6 +43,10 @@ OFFSETS = [  # (type, field, offset): JDK 17's
 STATICS = [("CodeCache", "_heaps", 0x2e00), ("CodeCache", "_high_bound", 0x2e18),
            ("CodeCache", "_low_bound", 0x2e20), ("Abstract_VM_Version", "_vm_major_version", 0x2e40)]
 TYPES = [("HeapBlock", 16), ("ConstMethod", 48), ("ConstantPool", 72), ("PcDesc", 16)]
+JDK11_NAMES = {("GrowableArrayBase", "_len"): ("GenericGrowableArray", "_len"),
+               ("ConstantPool", "_source_file_name_index"):
+               ("InstanceKlass", "_source_file_name_index")}
+JDK11_SOURCE = 298  # InstanceKlass::_source_file_name_index
 INTS = [("ConstMethod::_has_linenumber_table", 1), ("frame::interpreter_frame_last_sp_offset", -2),
         ("frame::interpreter_frame_sender_sp_offset", -1)]
 
@@ -47,7 +54,8 @@ TEXT, RODATA, RELA, DYNSYM, DYNSTR = 0x1000, 0x1800, 0x600, 0x200, 0x400
 DATA, SIZE = 0x2000, 0x3400
 
 
-def libjvm():
+def libjvm(constant=False):
+    """JDK 17's shape, or with constant: JDK 11's."""
     f = bytearray(SIZE)
     relocs = []
     rodata = bytearray()
@@ -63,6 +71,10 @@ def libjvm():
 
     structs = DATA + 0x100
     entries = [(t, n, o, 0) for t, n, o in OFFSETS] + [(t, n, 0, a) for t, n, a in STATICS]
+    if constant:
+        entries = [JDK11_NAMES.get((t, n), (t, n)) + (JDK11_SOURCE if (t, n) in JDK11_NAMES
+                                                      and o else o, a)
+                   for t, n, o, a in entries]
     code = bytearray()
     for i, (t, n, off, addr) in enumerate(entries):
         e = structs + i * 48
@@ -71,6 +83,8 @@ def libjvm():
         struct.pack_into("<i", f, e + 24, 1 if addr else 0)
         if addr:
             ptr(e + 40, addr)
+        elif constant:
+            struct.pack_into("<Q", f, e + 32, off)
         else:
             rip = TEXT + len(code) + 11
             code += b"\x48\xc7\x05" + struct.pack("<ii", e + 32 - rip, off)
@@ -84,7 +98,7 @@ def libjvm():
         ptr(ints + i * 16, string(n))
         struct.pack_into("<i", f, ints + i * 16 + 8, v)
     assert ints + (len(INTS) + 1) * 16 < 0x2e00
-    struct.pack_into("<i", f, 0x2e40, 17)
+    struct.pack_into("<i", f, 0x2e40, 11 if constant else 17)
     ptr(DATA, structs)
     ptr(DATA + 8, types)
     ptr(DATA + 16, ints)
@@ -161,9 +175,13 @@ def main():
     (out / "hotspot_vmstructs").mkdir(parents=True, exist_ok=True)
     (out / "hotspot_method").mkdir(parents=True, exist_ok=True)
     (out / "hotspot_vmstructs" / "synthetic-jdk17").write_bytes(as_input(libjvm()))
+    (out / "hotspot_vmstructs" / "synthetic-jdk11").write_bytes(as_input(libjvm(True)))
     lines = bytes([0x0a, 0x21, 0x29, 0xff, 0x40, 0x10, 0xff, 0xc8, 0x04, 0x06, 0x00])
     seeds = {
         "lines": method(b"hot", b"com/example/Work", b"(I)J", b"Work.java", lines),
+        # bci 0 line 10, bci 40 line 20 escaped, in JDK 20+'s numbers
+        "lines-jdk20": method(b"hot", b"com/example/Work", b"(I)J", b"Work.java",
+                              bytes([0x0a, 0xff, 0x51, 0x15, 0x00]), flags=0x60),
         "no-lines": method(b"run", b"java/lang/Thread", b"()V", b"", b"", flags=0),
         "hostile": method(b"a;b\nc\xc0\x80", b"x/\xff/y", b"(;)", b"W;.java", b"\xff\xff\xff",
                           flags=0x3f),

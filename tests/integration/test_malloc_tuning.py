@@ -1,6 +1,7 @@
 """The symbolizer re-executes itself with glibc's malloc tunables
-(symbolizer/malloc_tuning.c): its heap is advised for huge pages, and one
-arena serves every thread. A caller's own GLIBC_TUNABLES is left alone."""
+(symbolizer/malloc_tuning.c): one arena serves every thread, and the heap
+is not advised for huge pages (RSS per connected sensor). A caller's own
+GLIBC_TUNABLES is left alone."""
 import os
 
 from conftest import Symbolizer
@@ -32,7 +33,7 @@ def thp_mode():
     return text[text.index("[") + 1:text.index("]")]
 
 
-def test_heap_on_huge_pages(tmp_path):
+def test_tunables_applied(tmp_path):
     sym = Symbolizer(tmp_path)
     try:
         st = sym.status()  # it serves after the exec (same pid)
@@ -40,15 +41,15 @@ def test_heap_on_huge_pages(tmp_path):
         with open(f"/proc/{sym.proc.pid}/comm") as f:
             assert f.read().strip() == "sonde-symbolize"  # not "exe"
         env = environ(sym.proc.pid)
-        assert env.get(b"GLIBC_TUNABLES", b"").startswith(b"glibc.malloc.hugetlb=1"), env
-        # glibc advises only in "madvise" mode ("always" needs no advice,
-        # "never" takes none).
+        assert env.get(b"GLIBC_TUNABLES", b"").startswith(b"glibc.malloc.arena_max=1"), env
+        # glibc would advise only in "madvise" mode ("always" needs no
+        # advice, "never" takes none).
         if thp_mode() == "madvise":
             flags = heap_flags(sym.proc.pid)
-            assert any("hg" in f for f in flags), f"no [heap] mapping advised for huge pages: {flags}"
+            assert flags and not any("hg" in f for f in flags), f"[heap] advised for huge pages: {flags}"
     finally:
         sym.stop()
-    assert "not asked for huge pages" not in open(tmp_path / "symbolizer.log").read()
+    assert "malloc tunables not applied" not in open(tmp_path / "symbolizer.log").read()
 
 
 def test_callers_tunables_kept(tmp_path, monkeypatch):
@@ -60,4 +61,4 @@ def test_callers_tunables_kept(tmp_path, monkeypatch):
         assert not any("hg" in f for f in heap_flags(sym.proc.pid))
     finally:
         sym.stop()
-    assert "not asked for huge pages" in open(tmp_path / "symbolizer.log").read()
+    assert "malloc tunables not applied" in open(tmp_path / "symbolizer.log").read()

@@ -282,7 +282,8 @@ RUNTIMES = {
         ("string_rep_mask", 16),
         ("type_sfi", 4096), ("type_code", 0),
         ("deopt_inlining", 32),                           # deoptimization data indices < 32
-        ("pad0", 1)]),
+        ("bytecode_sizes", (1 << 30) + 1),                # the bytecode lengths' offset
+        ("pad0", 1), ("pad1", 1)]),
     "ruby": Runtime(4, "ruby.h", "sonde_ruby_offsets", LIBRUBY, ruby_target, [
         ("major", 2), ("minor", 2),          # Ruby 3.1 only
         ("vm_ptr_off", 4096),                # the root read, past ruby_current_vm_ptr

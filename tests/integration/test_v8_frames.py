@@ -304,3 +304,62 @@ def test_node_interpreted_lines(symbolizer, start_sensor, tmp_path):
     assert complete >= 0.95 * total, (complete, total)
     assert leaves >= 0.5 * total, (leaves, total)
     assert on_hot >= 0.9 * leaves, (on_hot, leaves, lines.most_common(10))
+
+
+# Baseline frames (Sparkplug: every function compiled to baseline code at
+# once, no optimising tier): their lines come from the Code's bytecode
+# offset table walked with the bytecodes' lengths, then the BytecodeArray's
+# position table. The reference is V8's own profiler under the same flags.
+BASELINE_FLAGS = ("--always-sparkplug", "--no-opt", "--no-maglev")
+BASELINE_ROUNDS = 40
+
+
+def reference_lines(tmp, script, rounds, flags):
+    """The lines --cpu-prof gives the self time of leafA, leafB and spin
+    (their nodes' positionTicks), by function."""
+    out = pathlib.Path(tmp) / "prof-lines"
+    subprocess.run([NODE, *flags, "--cpu-prof", "--cpu-prof-dir", str(out), str(script),
+                    str(rounds)], check=True, capture_output=True, timeout=120)
+    prof = json.loads(next(out.glob("*.cpuprofile")).read_text())
+    lines = {f: Counter() for f in ("leafA", "leafB", "spin")}
+    for n in prof["nodes"]:
+        name = n["callFrame"]["functionName"]
+        if name in lines and n["callFrame"]["url"].endswith(script.name):
+            for t in n.get("positionTicks", ()):
+                lines[name][t["line"]] += t["ticks"]
+    return lines
+
+
+def test_node_baseline_lines(symbolizer, start_sensor, tmp_path):
+    script = pathlib.Path(tmp_path) / "calls.js"
+    script.write_text(WORKLOAD)
+    ref = reference_lines(tmp_path, script, BASELINE_ROUNDS, BASELINE_FLAGS)
+    pid = profile_node(symbolizer, start_sensor, script, BASELINE_ROUNDS, "loop", BASELINE_FLAGS)
+
+    def enough():
+        st = folded(symbolizer, pid, "v8main")
+        return st if sum(c for f, c in st if "round" in js_chain(f, script)) >= 200 else None
+    stacks = wait_for(enough, 30, "200 samples in round()", interval=1.0)
+    in_round = [(f, c) for f, c in stacks if "round" in js_chain(f, script)]
+    total = sum(c for _, c in in_round)
+    complete = sum(c for f, c in in_round if complete_chain(js_chain(f, script)))
+    on_hot, leaves, lines = leaf_lines(in_round, script)
+    # The lines V8's profiler saw in each leaf.
+    seen = {f: set(c) for f, c in ref.items()}
+    on_ref, off_ref = 0, Counter()
+    for f, c in in_round:
+        leaf = [x for x in f if f"({script}" in x][-1]
+        if name_of(leaf) in seen and f"{script}:" in leaf:
+            line = int(leaf.rsplit(":", 1)[1].rstrip(")"))
+            on_ref += c if line in seen[name_of(leaf)] else 0
+            off_ref[(name_of(leaf), line)] += 0 if line in seen[name_of(leaf)] else c
+    print(f"baseline: {total} samples in round(), {complete} complete; {on_hot} of {leaves} "
+          f"leaf frames on their hot lines, {on_ref} on lines --cpu-prof saw; "
+          f"{lines.most_common(6)}; --cpu-prof {[(f, c.most_common(4)) for f, c in ref.items()]}")
+    print("example:", in_round[0])
+    print("not seen by --cpu-prof:", (+off_ref).most_common(6))
+    assert all(sum(c.values()) for c in ref.values()), ref
+    assert complete >= 0.95 * total, (complete, total)
+    assert leaves >= 0.5 * total, (leaves, total)
+    assert on_hot >= 0.9 * leaves, (on_hot, leaves, lines.most_common(10))
+    assert on_ref >= 0.9 * leaves, (on_ref, leaves, lines.most_common(10), ref)

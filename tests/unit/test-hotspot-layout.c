@@ -5,7 +5,11 @@
  * own tables hold (checked against the serviceability agent's view,
  * written down here); the same answers come from a sparse image filled
  * only with the ranges hotspot_vm_need() asked for; a damaged file gives
- * an error, never a crash. Skipped when no JDK 17 is installed. */
+ * an error, never a crash. Skipped when no JDK 17 is installed. Debian
+ * 13's JDK 21 and Debian 11's JDK 11 (tests/workload/fetch-jdk, found by
+ * SONDE_JDK21 and SONDE_JDK11 as tests/run exports them) are read field
+ * by field too: their values are what test_hotspot_frames.py walks
+ * against JFR's, and an independent reading of the tables gave. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -117,6 +121,131 @@ static void check_jdk17(const struct hotspot_layout *l, uint64_t root)
 	assert_int_equal(o->frame_bcp_slot, 8);
 	assert_int_equal(o->frame_sender_sp_slot, 1);
 	assert_int_equal(o->nmethod_compile_id4 * 4, 304); /* nmethod::_compile_id */
+}
+
+/* The libjvm.so of the JDK tests/workload/fetch-jdk unpacked in the
+ * directory env names; NULL (the test skips) without one. */
+static struct file_image *open_fetched_jvm(const char *env, const char *release, char *path,
+					   size_t len)
+{
+	const char *dir = getenv(env);
+
+	if (!dir || !*dir)
+		return NULL;
+	snprintf(path, len, "%s/root/usr/lib/jvm/java-%s-openjdk-amd64/lib/server/libjvm.so", dir,
+		 release);
+	if (access(path, R_OK) != 0)
+		return NULL;
+	return file_image_open(path);
+}
+
+/* Where JDK 21 differs from 17: CodeBlob's and CodeHeap's fields moved,
+ * ConstMethod grew (its flags a ConstMethodFlags), nmethod's offsets. */
+static void check_jdk21(const struct hotspot_layout *l)
+{
+	const struct sonde_hotspot_offsets *o = &l->off;
+
+	assert_int_equal(l->major, 21);
+	assert_int_equal(l->root_offset, 0x157a9f8); /* CodeCache::_heaps */
+	assert_int_equal(o->codecache_high_static, 0x18);
+	assert_int_equal(o->codecache_low_static, 0x20);
+	assert_int_equal(o->growable_len, 0);
+	assert_int_equal(o->growable_data, 8);
+	assert_int_equal(o->heap_memory, 0);
+	assert_int_equal(o->heap_segmap, 112);
+	assert_int_equal(o->heap_log2_segment, 248);
+	assert_int_equal(o->blob_name, 64);
+	assert_int_equal(o->blob_frame_size, 88);
+	assert_int_equal(o->blob_frame_complete, 80);
+	assert_int_equal(o->blob_code_begin, 8);
+	assert_int_equal(o->nmethod_method, 112);
+	assert_int_equal(o->nmethod_metadata, 268);
+	assert_int_equal(o->nmethod_scopes_pcs, 276);
+	assert_int_equal(o->nmethod_dependencies, 280);
+	assert_int_equal(o->cmethod_flags, 28); /* ConstMethod::_flags._flags */
+	assert_int_equal(o->cmethod_code_size, 34);
+	assert_int_equal(o->cmethod_name_index, 36);
+	assert_int_equal(o->cmethod_sig_index, 38);
+	assert_int_equal(o->cpool_source_index, 54);
+	assert_int_equal(o->symbol_length, 4);
+	assert_int_equal(o->cmethod_size, 56);
+	assert_int_equal(o->cpool_size, 72);
+	assert_int_equal(o->cmethod_has_lines, 1); /* ConstMethodFlags::_misc_has_linenumber_table */
+	assert_int_equal(o->frame_method_slot, 3);
+	assert_int_equal(o->frame_bcp_slot, 8);
+	assert_int_equal(o->frame_sender_sp_slot, 1);
+	assert_int_equal(o->nmethod_compile_id4 * 4, 308);
+}
+
+/* Where JDK 11 differs from 17: offsets are the file's constant data (0
+ * included: GenericGrowableArray::_len, Symbol::_length), the source file
+ * index is InstanceKlass's, ConstMethod and nmethod are laid out
+ * otherwise. */
+static void check_jdk11(const struct hotspot_layout *l)
+{
+	const struct sonde_hotspot_offsets *o = &l->off;
+
+	assert_int_equal(l->major, 11);
+	assert_int_equal(l->root_offset, 0x12586c8); /* CodeCache::_heaps */
+	assert_int_equal(o->codecache_high_static, 0x18);
+	assert_int_equal(o->codecache_low_static, 0x20);
+	assert_int_equal(o->growable_len, 0);
+	assert_int_equal(o->growable_data, 24);
+	assert_int_equal(o->heap_memory, 8);
+	assert_int_equal(o->heap_segmap, 120);
+	assert_int_equal(o->heap_log2_segment, 256);
+	assert_int_equal(o->blob_name, 96);
+	assert_int_equal(o->blob_frame_size, 28);
+	assert_int_equal(o->blob_code_begin, 32);
+	assert_int_equal(o->nmethod_metadata, 292);
+	assert_int_equal(o->nmethod_scopes_pcs, 300);
+	assert_int_equal(o->nmethod_dependencies, 304);
+	assert_int_equal(o->cmethod_flags, 36);
+	assert_int_equal(o->cmethod_code_size, 40);
+	assert_int_equal(o->cmethod_name_index, 42);
+	assert_int_equal(o->cmethod_sig_index, 44);
+	assert_int_equal(o->cpool_source_index, SONDE_HOTSPOT_SOURCE_IN_KLASS + 298);
+	assert_int_equal(o->klass_name, 24);
+	assert_int_equal(o->symbol_length, 0);
+	assert_int_equal(o->symbol_body, 6);
+	assert_int_equal(o->cmethod_size, 56);
+	assert_int_equal(o->cpool_size, 64);
+	assert_int_equal(o->cmethod_has_lines, 1);
+	assert_int_equal(o->frame_method_slot, 3);
+	assert_int_equal(o->frame_bcp_slot, 8);
+	assert_int_equal(o->frame_sender_sp_slot, 1);
+	assert_int_equal(o->nmethod_compile_id4 * 4, 324);
+}
+
+static void test_layout_of_fetched_libjvms(void **state)
+{
+	static const struct {
+		const char *env, *release;
+		void (*check)(const struct hotspot_layout *);
+	} jdks[] = { { "SONDE_JDK21", "21", check_jdk21 }, { "SONDE_JDK11", "11", check_jdk11 } };
+	char path[4096];
+	int tested = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(jdks) / sizeof(jdks[0]); i++) {
+		struct file_image *img = open_fetched_jvm(jdks[i].env, jdks[i].release, path,
+							  sizeof(path));
+		struct hotspot_layout l;
+		struct interp_data d;
+		const char *reason = NULL;
+
+		if (!img)
+			continue;
+		assert_int_equal(hotspot_layout_read(img, &l, &reason), 0);
+		jdks[i].check(&l);
+		assert_int_equal(interp_loader_analyse(img, path, &d, &reason), 0);
+		assert_int_equal(d.major, l.major);
+		assert_memory_equal(d.data + 1, &l.off, sizeof(l.off));
+		file_image_free(img);
+		tested++;
+	}
+	if (!tested)
+		skip();
 }
 
 static void test_layout_of_real_libjvm(void **state)
@@ -243,24 +372,19 @@ static void test_not_a_jvm_and_damage(void **state)
 	file_image_free(whole);
 }
 
-/* The fuzz seed (tests/fuzz/make-hotspot-corpus.py): a synthetic libjvm
- * of JDK 17's values, read to the same layout; runs without a JDK. */
-static void test_synthetic_libjvm(void **state)
+/* A fuzz seed of tests/fuzz/make-hotspot-corpus.py as an image. */
+static struct file_image *seed_image(const char *name)
 {
 	char path[4096];
 	const char *root = getenv("SONDE_SOURCE_ROOT");
-	struct hotspot_layout l;
-	struct elf_need need = { 0 };
-	const char *reason = NULL;
 	struct file_image *img;
 	uint8_t *in;
 	FILE *f;
 	long size;
 	size_t pos = 5;
 
-	(void)state;
-	snprintf(path, sizeof(path), "%s/tests/fuzz/corpus/hotspot_vmstructs/synthetic-jdk17",
-		 root ? root : ".");
+	snprintf(path, sizeof(path), "%s/tests/fuzz/corpus/hotspot_vmstructs/%s",
+		 root ? root : ".", name);
 	f = fopen(path, "rb");
 	assert_non_null(f);
 	fseek(f, 0, SEEK_END);
@@ -281,11 +405,36 @@ static void test_synthetic_libjvm(void **state)
 		assert_int_equal(file_image_put(img, off, in + pos + 6, len), 0);
 		pos += 6 + len;
 	}
+	free(in);
+	return img;
+}
+
+/* The fuzz seeds: synthetic libjvms of JDK 17's values, read to the same
+ * layout, in 17's shape (offsets stored by code) and in 11's (constant
+ * offsets, 11's names); run without a JDK. */
+static void test_synthetic_libjvm(void **state)
+{
+	struct hotspot_layout l;
+	struct elf_need need = { 0 };
+	const char *reason = NULL;
+	struct file_image *img = seed_image("synthetic-jdk17");
+
+	(void)state;
 	assert_int_equal(hotspot_layout_need(img, &need, &reason), 0);
 	assert_int_equal(hotspot_layout_read(img, &l, &reason), 0);
 	check_jdk17(&l, 0x2e00);
 	file_image_free(img);
-	free(in);
+
+	img = seed_image("synthetic-jdk11");
+	assert_int_equal(hotspot_layout_need(img, &need, &reason), 0);
+	assert_int_equal(hotspot_layout_read(img, &l, &reason), 0);
+	assert_int_equal(l.major, 11);
+	l.major = 17; /* the rest is 17's, but for the source file index */
+	l.off.major = 17;
+	assert_int_equal(l.off.cpool_source_index, SONDE_HOTSPOT_SOURCE_IN_KLASS + 298);
+	l.off.cpool_source_index = 54;
+	check_jdk17(&l, 0x2e00);
+	file_image_free(img);
 }
 
 int main(void)
@@ -293,6 +442,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_queries_on_real_libjvm),
 		cmocka_unit_test(test_layout_of_real_libjvm),
+		cmocka_unit_test(test_layout_of_fetched_libjvms),
 		cmocka_unit_test(test_loader_and_config),
 		cmocka_unit_test(test_sparse_fetch),
 		cmocka_unit_test(test_not_a_jvm_and_damage),

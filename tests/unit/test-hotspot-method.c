@@ -2,7 +2,8 @@
  * method records as BPF builds them (bpf/hotspot.h) are named
  * "package.Class.method (Source.java:LINE)" with lines from HotSpot's
  * compressed line number table (one-byte pairs, 0xff escapes with signed
- * multi-byte numbers); the system name carries the descriptor; damaged
+ * multi-byte numbers, in JDK 11-19's UNSIGNED5 and in JDK 20+'s, whose
+ * bytes are the digits plus 1); the system name carries the descriptor; damaged
  * and hostile records are refused or made harmless; the per-(pid,
  * Method*) table. */
 #include <errno.h>
@@ -20,23 +21,25 @@
 #include "interp_records.h"
 
 /* ---- an encoder of the line number table, as the class file parser's
- * CompressedLineNumberWriteStream writes it ---- */
+ * CompressedLineNumberWriteStream writes it; x: 0 (JDK 11-19) or 1 (20+:
+ * unsigned5.hpp's excluded zero byte, 191 low digits) ---- */
 
-static size_t put_u5(uint8_t *p, uint32_t v)
+static size_t put_u5(uint8_t *p, uint32_t v, unsigned x)
 {
+	const uint32_t low = 192 - x;
 	size_t n = 0;
 
-	for (int i = 0; i < 4 && v >= 192; i++) {
-		p[n++] = (uint8_t)(192 + (v - 192) % 64);
-		v = (v - 192) / 64;
+	for (int i = 0; i < 4 && v >= low; i++) {
+		p[n++] = (uint8_t)(x + low + (v - low) % 64);
+		v = (v - low) / 64;
 	}
-	p[n++] = (uint8_t)v;
+	p[n++] = (uint8_t)(x + v);
 	return n;
 }
 
-static size_t put_signed(uint8_t *p, int32_t v)
+static size_t put_signed(uint8_t *p, int32_t v, unsigned x)
 {
-	return put_u5(p, ((uint32_t)v << 1) ^ (uint32_t)(v >> 31));
+	return put_u5(p, ((uint32_t)v << 1) ^ (uint32_t)(v >> 31), x);
 }
 
 struct pair {
@@ -44,7 +47,7 @@ struct pair {
 	int32_t line;
 };
 
-static size_t encode(const struct pair *pairs, size_t n, uint8_t *out)
+static size_t encode(const struct pair *pairs, size_t n, unsigned x, uint8_t *out)
 {
 	uint32_t bci = 0;
 	int32_t line = 0;
@@ -57,8 +60,8 @@ static size_t encode(const struct pair *pairs, size_t n, uint8_t *out)
 			out[o++] = (uint8_t)(db << 3 | dl);
 		} else {
 			out[o++] = 0xff;
-			o += put_signed(out + o, db);
-			o += put_signed(out + o, dl);
+			o += put_signed(out + o, db, x);
+			o += put_signed(out + o, dl, x);
 		}
 		bci = pairs[i].bci;
 		line = pairs[i].line;
@@ -91,7 +94,7 @@ static struct sonde_hotspot_method record(uint64_t method)
 	set_text(r.name, &r.name_len, "hot");
 	set_text(r.sig, &r.sig_len, "(I[Ljava/lang/String;)J");
 	set_text(r.source, &r.source_len, "Work.java");
-	r.linetable_len = (uint16_t)encode(pairs, sizeof(pairs) / sizeof(pairs[0]), r.linetable);
+	r.linetable_len = (uint16_t)encode(pairs, sizeof(pairs) / sizeof(pairs[0]), 0, r.linetable);
 	return r;
 }
 
@@ -145,12 +148,51 @@ static void test_line_table_edges(void **state)
 	int32_t line = 0;
 
 	(void)state;
-	assert_int_equal(hotspot_line_for_bci(cut_number, sizeof(cut_number), 3, &line), -EBADMSG);
-	assert_int_equal(hotspot_line_for_bci(only_end, sizeof(only_end), 0, &line), -ENOENT);
-	assert_int_equal(hotspot_line_for_bci(NULL, 0, 0, &line), -ENOENT);
-	assert_int_equal(hotspot_line_for_bci(no_end, sizeof(no_end), 7, &line), 0);
+	assert_int_equal(hotspot_line_for_bci(cut_number, sizeof(cut_number), false, 3, &line), -EBADMSG);
+	assert_int_equal(hotspot_line_for_bci(only_end, sizeof(only_end), false, 0, &line), -ENOENT);
+	assert_int_equal(hotspot_line_for_bci(NULL, 0, false, 0, &line), -ENOENT);
+	assert_int_equal(hotspot_line_for_bci(no_end, sizeof(no_end), false, 7, &line), 0);
 	assert_int_equal(line, 1);
-	assert_int_equal(hotspot_line_for_bci(no_end, sizeof(no_end), 0, &line), -ENOENT);
+	assert_int_equal(hotspot_line_for_bci(no_end, sizeof(no_end), false, 0, &line), -ENOENT);
+}
+
+/* JDK 20+'s numbers (the record's U5_X1 flag): the same pairs encoded
+ * with the excluded zero byte give the same lines, and read as JDK 11-19's
+ * they would not; a zero byte inside such a number is refused. */
+static void test_lines_jdk20_numbers(void **state)
+{
+	static const struct pair pairs[] = {
+		{ 0, 10 }, { 40, 20 }, { 300, 25 }, { 310, 3 }, { 20000, 9000 },
+	};
+	static const uint8_t zero_in_number[] = { 0xff, 0xc5, 0x00, 0x02, 0 };
+	uint8_t table[64];
+	size_t n = encode(pairs, sizeof(pairs) / sizeof(pairs[0]), 1, table);
+	struct sonde_hotspot_method r = record(0x2000);
+	struct hotspot_method m;
+	int32_t line = 0;
+	char buf[512];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		assert_int_equal(hotspot_line_for_bci(table, n, true, pairs[i].bci, &line), 0);
+		assert_int_equal(line, pairs[i].line);
+	}
+	line = 0;
+	assert_false(hotspot_line_for_bci(table, n, false, 0, &line) == 0 && line == 10);
+	assert_int_equal(hotspot_line_for_bci(zero_in_number, sizeof(zero_in_number), true, 5, &line),
+			 -EBADMSG);
+	memset(r.linetable, 0, sizeof(r.linetable));
+	memcpy(r.linetable, table, n);
+	r.linetable_len = (uint16_t)n;
+	r.code_size = 30000;
+	r.flags = SONDE_HOTSPOT_METHOD_HAS_LINES | SONDE_HOTSPOT_METHOD_U5_X1;
+	assert_int_equal(hotspot_method_decode(&r, sizeof(r), &m), 0);
+	hotspot_method_frame_name(&m, 305, buf, sizeof(buf));
+	assert_string_equal(buf, "com.example.Work$Inner.hot (Work.java:25)");
+	hotspot_method_frame_name(&m, 20001, buf, sizeof(buf));
+	assert_string_equal(buf, "com.example.Work$Inner.hot (Work.java:9000)");
+	r.flags = 0x80; /* a flag no release sets */
+	assert_int_equal(hotspot_method_decode(&r, sizeof(r), &m), -EBADMSG);
 }
 
 static void test_hostile_records(void **state)
@@ -226,6 +268,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names_and_lines),
 		cmocka_unit_test(test_line_table_edges),
+		cmocka_unit_test(test_lines_jdk20_numbers),
 		cmocka_unit_test(test_hostile_records),
 		cmocka_unit_test(test_table),
 	};

@@ -2,7 +2,8 @@
  * Latin-1 and UTF-16 to printable UTF-8, hostile bytes), frame names,
  * the per-session table, position tables and lines, inlined functions
  * (the record, the chain, an optimised frame split by the ops table's
- * expand), and the Loader on Debian's node when present
+ * expand), baseline frames (the offset table walked with the bytecodes'
+ * lengths, real bytes from Node 20), and the Loader on Debian's node when present
  * (its v8dbg constants into the walker's config). */
 #include <errno.h>
 #include <setjmp.h>
@@ -16,6 +17,7 @@
 
 #include "interp_ops.h"
 #include "v8.h"
+#include "v8_baseline.h"
 #include "v8_inline.h"
 #include "v8_lines.h"
 #include "v8_loader.h"
@@ -196,7 +198,7 @@ static size_t put_entry(uint8_t *p, int64_t *prev_code, int64_t *prev_pos, int64
 static void test_lines(void **state)
 {
 	uint8_t table[64];
-	int64_t pc = 0, pp = 0;
+	int64_t pc = -1, pp = 0; /* V8 encodes from the function entry, -1 */
 	size_t n = 0;
 	int32_t off, inl, line;
 	const char *src = "a\nb\nfunction f() {\n  x++;\n}\n";
@@ -237,7 +239,7 @@ static void test_lines_records(void **state)
 	struct sonde_v8_source src = { .size = sizeof(src), .version = SONDE_V8_SOURCE_VERSION,
 				       .script = 0x5551 };
 	uint64_t word1 = ((0x7f0000001231ull >> 3) << 32) | 50;
-	int64_t pc = 0, pp = 0;
+	int64_t pc = -1, pp = 0; /* V8 encodes from the function entry, -1 */
 	int32_t line;
 
 	(void)state;
@@ -417,7 +419,7 @@ static void test_inline_expand(void **state)
 				     .n_fns = 2, .code = 0x7f0000001231 };
 	struct interp_frame f = { .kind = SONDE_INTERP_V8, .n_words = 2 }, *out = NULL;
 	uint64_t key = (0x7f0000001231ull >> 3) << 32;
-	int64_t pc = 0, pp = 0;
+	int64_t pc = -1, pp = 0; /* V8 encodes from the function entry, -1 */
 	uint32_t n = 0;
 	char buf[128];
 
@@ -471,6 +473,281 @@ static void test_inline_expand(void **state)
 	interp_session_free(sess);
 }
 
+/* ---- baseline (Sparkplug) frames ---- */
+
+/* Real bytes, read by hand from a running Node 20.20 (V8 11.3; /proc/PID/mem
+ * at the addresses %DebugPrint gave, `node --allow-natives-syntax
+ * --always-sparkplug --no-opt --no-maglev`, then %CompileBaseline(leaf)):
+ * its kBytecodeSizes (198 bytecodes at scales 1, 2, 4), and of
+ * leaf (below) the baseline Code's bytecode offset table (332 bytes of
+ * code), its BytecodeArray's 45 bytes of bytecodes and its position
+ * table. `node --print-bytecode` lists the same bytecodes at offsets 0, 1,
+ * 2, 3, 4, 6, 9, 11, 13, 16, 19, 22, 23, 26, 29, 32, 33, 35, 37, 38
+ * (JumpLoop), 42, 44 (Return). */
+static const uint8_t node20_sizes[594] = {
+	0x01, 0x01, 0x01, 0x01, 0x01, 0x02, 0x03, 0x04, 0x05, 0x05, 0x06, 0x02,
+	0x01, 0x02, 0x01, 0x01, 0x01, 0x01, 0x01, 0x02, 0x04, 0x04, 0x02, 0x02,
+	0x02, 0x03, 0x02, 0x02, 0x02, 0x01, 0x01, 0x01, 0x02, 0x03, 0x03, 0x03,
+	0x04, 0x02, 0x02, 0x04, 0x04, 0x02, 0x04, 0x04, 0x03, 0x04, 0x04, 0x03,
+	0x03, 0x03, 0x04, 0x04, 0x04, 0x05, 0x04, 0x05, 0x03, 0x03, 0x03, 0x03,
+	0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03,
+	0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x02, 0x02, 0x02, 0x02,
+	0x01, 0x01, 0x01, 0x02, 0x02, 0x02, 0x04, 0x05, 0x05, 0x04, 0x05, 0x06,
+	0x05, 0x03, 0x04, 0x05, 0x05, 0x05, 0x06, 0x04, 0x04, 0x05, 0x05, 0x03,
+	0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x02, 0x02, 0x02, 0x02, 0x01,
+	0x05, 0x04, 0x01, 0x02, 0x04, 0x01, 0x04, 0x03, 0x04, 0x02, 0x03, 0x03,
+	0x03, 0x03, 0x01, 0x01, 0x01, 0x04, 0x02, 0x02, 0x02, 0x02, 0x02, 0x02,
+	0x02, 0x02, 0x02, 0x02, 0x02, 0x02, 0x02, 0x02, 0x02, 0x02, 0x02, 0x02,
+	0x02, 0x02, 0x02, 0x02, 0x04, 0x02, 0x03, 0x03, 0x05, 0x02, 0x01, 0x01,
+	0x01, 0x01, 0x02, 0x01, 0x01, 0x02, 0x04, 0x05, 0x04, 0x04, 0x01, 0x02,
+	0x02, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01,
+	0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x03,
+	0x05, 0x07, 0x09, 0x07, 0x09, 0x03, 0x01, 0x03, 0x01, 0x01, 0x01, 0x01,
+	0x01, 0x03, 0x07, 0x07, 0x03, 0x03, 0x03, 0x05, 0x03, 0x03, 0x03, 0x01,
+	0x01, 0x01, 0x02, 0x05, 0x05, 0x05, 0x07, 0x03, 0x03, 0x07, 0x07, 0x03,
+	0x07, 0x07, 0x04, 0x07, 0x07, 0x05, 0x05, 0x05, 0x07, 0x07, 0x07, 0x08,
+	0x07, 0x08, 0x05, 0x05, 0x05, 0x05, 0x05, 0x05, 0x05, 0x05, 0x05, 0x05,
+	0x05, 0x05, 0x05, 0x05, 0x05, 0x05, 0x05, 0x05, 0x05, 0x05, 0x05, 0x05,
+	0x05, 0x05, 0x03, 0x03, 0x03, 0x03, 0x01, 0x01, 0x01, 0x03, 0x03, 0x03,
+	0x07, 0x09, 0x09, 0x07, 0x09, 0x0b, 0x09, 0x05, 0x07, 0x09, 0x09, 0x07,
+	0x09, 0x06, 0x06, 0x09, 0x09, 0x05, 0x05, 0x05, 0x05, 0x05, 0x05, 0x05,
+	0x05, 0x03, 0x03, 0x03, 0x03, 0x01, 0x07, 0x06, 0x01, 0x03, 0x06, 0x01,
+	0x06, 0x05, 0x06, 0x03, 0x05, 0x05, 0x05, 0x05, 0x01, 0x01, 0x01, 0x07,
+	0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03,
+	0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x07, 0x03,
+	0x05, 0x05, 0x09, 0x03, 0x01, 0x01, 0x01, 0x01, 0x03, 0x01, 0x01, 0x03,
+	0x07, 0x09, 0x07, 0x07, 0x01, 0x03, 0x03, 0x01, 0x01, 0x01, 0x01, 0x01,
+	0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01,
+	0x01, 0x01, 0x01, 0x01, 0x01, 0x05, 0x09, 0x0d, 0x11, 0x0b, 0x0f, 0x05,
+	0x01, 0x05, 0x01, 0x01, 0x01, 0x01, 0x01, 0x05, 0x0d, 0x0d, 0x05, 0x05,
+	0x05, 0x09, 0x05, 0x05, 0x05, 0x01, 0x01, 0x01, 0x02, 0x09, 0x09, 0x09,
+	0x0d, 0x05, 0x05, 0x0d, 0x0d, 0x05, 0x0d, 0x0d, 0x06, 0x0d, 0x0d, 0x09,
+	0x09, 0x09, 0x0d, 0x0d, 0x0d, 0x0e, 0x0d, 0x0e, 0x09, 0x09, 0x09, 0x09,
+	0x09, 0x09, 0x09, 0x09, 0x09, 0x09, 0x09, 0x09, 0x09, 0x09, 0x09, 0x09,
+	0x09, 0x09, 0x09, 0x09, 0x09, 0x09, 0x09, 0x09, 0x05, 0x05, 0x05, 0x05,
+	0x01, 0x01, 0x01, 0x05, 0x05, 0x05, 0x0d, 0x11, 0x11, 0x0d, 0x11, 0x15,
+	0x11, 0x09, 0x0d, 0x11, 0x11, 0x0b, 0x0f, 0x0a, 0x0a, 0x11, 0x11, 0x09,
+	0x09, 0x09, 0x09, 0x09, 0x09, 0x09, 0x09, 0x05, 0x05, 0x05, 0x05, 0x01,
+	0x0b, 0x0a, 0x01, 0x05, 0x0a, 0x01, 0x0a, 0x09, 0x0a, 0x05, 0x09, 0x09,
+	0x09, 0x09, 0x01, 0x01, 0x01, 0x0d, 0x05, 0x05, 0x05, 0x05, 0x05, 0x05,
+	0x05, 0x05, 0x05, 0x05, 0x05, 0x05, 0x05, 0x05, 0x05, 0x05, 0x05, 0x05,
+	0x05, 0x05, 0x05, 0x05, 0x0d, 0x05, 0x09, 0x09, 0x11, 0x05, 0x01, 0x01,
+	0x01, 0x01, 0x05, 0x01, 0x01, 0x05, 0x0d, 0x11, 0x0d, 0x0d, 0x01, 0x05,
+	0x05, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01,
+	0x01, 0x01, 0x01, 0x01, 0x01, 0x01,
+};
+
+static const uint8_t leaf_offsets[23] = {
+	0x17, 0x02, 0x04, 0x02, 0x04, 0x04, 0x0b, 0x1b, 0x04, 0x14, 0x0e, 0x08, 0x04, 0x14, 0x0e, 0x08,
+	0x04, 0x04, 0x0a, 0x04, 0x76, 0x04, 0x11,
+};
+
+static const uint8_t leaf_bytecodes[45] = {
+	0x0c, 0xc4, 0x0c, 0xc3, 0x0b, 0x03, 0x6d, 0xf9, 0x00, 0x99, 0x21, 0x0b, 0xf9, 0x46, 0x03, 0x02,
+	0x38, 0xfa, 0x01, 0x19, 0xfa, 0xf8, 0xc4, 0x4f, 0x02, 0x04, 0x3f, 0xfa, 0x03, 0x19, 0xfa, 0xf8,
+	0xc4, 0x0b, 0xf9, 0x50, 0x05, 0xc3, 0x89, 0x22, 0x00, 0x06, 0x0b, 0xfa, 0xa9,
+};
+
+static const uint8_t leaf_positions[26] = {
+	0x01, 0x38, 0x02, 0x40, 0x04, 0x48, 0x04, 0x14, 0x05, 0x00, 0x0a, 0x40, 0x05, 0x1c, 0x14, 0x44,
+	0x14, 0x87, 0x01, 0x0b, 0x5f, 0x08, 0xa0, 0x02, 0x04, 0x24,
+};
+
+static const char leaf_source[] = "function leaf(n) {\n  let s = 0;\n  for (let i = 0; i < n; i++) "
+				  "{\n    s += i * 3;\n    s ^= (s >>> 2);\n  }\n  return s;\n}\n";
+
+static void sizes_init(struct sonde_v8_sizes *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->size = sizeof(*r);
+	r->version = SONDE_V8_SIZES_VERSION;
+	r->n_bytecodes = sizeof(node20_sizes) / 3;
+	r->len = sizeof(node20_sizes);
+	memcpy(r->sizes, node20_sizes, sizeof(node20_sizes));
+}
+
+static void test_baseline_offsets(void **state)
+{
+	struct sonde_v8_sizes rec;
+	struct v8_sizes sz;
+	int32_t bo = -7;
+
+	(void)state;
+	assert_int_equal(sizeof(struct sonde_v8_baseline), V8_BASELINE_SIZE);
+	assert_int_equal(offsetof(struct sonde_v8_baseline, table), V8_BASELINE_HEADER);
+	assert_int_equal(offsetof(struct sonde_v8_baseline, bytecodes),
+			 V8_BASELINE_HEADER + V8_BASELINE_TABLE);
+	assert_int_equal(sizeof(struct sonde_v8_sizes), V8_SIZES_SIZE);
+	assert_int_equal(offsetof(struct sonde_v8_sizes, sizes), V8_SIZES_HEADER);
+	sizes_init(&rec);
+	assert_int_equal(v8_sizes_decode(&rec, sizeof(rec), &sz), 0);
+	assert_int_equal(sz.n, 198);
+#define BO(pc, exact) \
+	v8_baseline_bytecode_offset(&sz, leaf_offsets, sizeof(leaf_offsets), leaf_bytecodes, \
+				    sizeof(leaf_bytecodes), pc, exact, &bo)
+	/* The prologue (23 bytes): the first bytecode. */
+	assert_int_equal(BO(10, 1), 0);
+	assert_int_equal(bo, 0);
+	assert_int_equal(BO(23, 1), 0);
+	assert_int_equal(bo, 0);
+	assert_int_equal(BO(25, 1), 0);
+	assert_int_equal(bo, 1);
+	assert_int_equal(BO(120, 1), 0); /* Mov r0, r2 */
+	assert_int_equal(bo, 19);
+	assert_int_equal(BO(200, 1), 0); /* JumpLoop: its interrupt check's call */
+	assert_int_equal(bo, 38);
+	/* 309 ends JumpLoop's code: as a sampled pc the next bytecode's, as a
+	 * return address the call's. */
+	assert_int_equal(BO(309, 1), 0);
+	assert_int_equal(bo, 42);
+	assert_int_equal(BO(309, 0), 0);
+	assert_int_equal(bo, 38);
+	assert_int_equal(BO(329, 1), 0);
+	assert_int_equal(bo, 44);
+	/* Past the code V8 mapped (330 of 332 bytes), or past what came. */
+	assert_int_equal(BO(330, 1), -ENOENT);
+	assert_int_equal(v8_baseline_bytecode_offset(&sz, leaf_offsets, 10, leaf_bytecodes,
+						     sizeof(leaf_bytecodes), 200, 1, &bo),
+			 -ENOENT);
+	assert_int_equal(v8_baseline_bytecode_offset(&sz, leaf_offsets, sizeof(leaf_offsets),
+						     leaf_bytecodes, 20, 200, 1, &bo),
+			 -ENOENT);
+	/* A bytecode the lengths do not know, a length of 0. */
+	sz.n = 100;
+	assert_int_equal(BO(200, 1), -EBADMSG);
+	sz.n = 198;
+	sz.len[0x0c] = 0;
+	assert_int_equal(BO(200, 1), -EBADMSG);
+#undef BO
+	/* Damaged lengths records. */
+	rec.n_bytecodes = 3;
+	rec.len = 9;
+	assert_int_equal(v8_sizes_decode(&rec, sizeof(rec), &sz), -EBADMSG);
+	sizes_init(&rec);
+	rec.len = 3;
+	assert_int_equal(v8_sizes_decode(&rec, sizeof(rec), &sz), -EBADMSG);
+	sizes_init(&rec);
+	rec.version = 9;
+	assert_int_equal(v8_sizes_decode(&rec, sizeof(rec), &sz), -EBADMSG);
+	assert_int_equal(v8_sizes_decode(&rec, 12, &sz), -EBADMSG);
+}
+
+/* Operand scale prefixes: Wide (0) and ExtraWide (1) make the bytecode
+ * after them longer, and the prefix's offset is the bytecode's. */
+static void test_baseline_prefixes(void **state)
+{
+	/* Ldar a0 (wide), Ldar r1 (extra wide), Return. */
+	static const uint8_t bc[] = { 0x00, 0x0b, 0x03, 0x00, 0x01, 0x0b, 0xf9, 0xff, 0xff, 0xff,
+				      0xa9 };
+	static const uint8_t table[] = { 10, 5, 0x81, 0x01, 7 };
+	struct sonde_v8_sizes rec;
+	struct v8_sizes sz;
+	int32_t bo = -7;
+
+	(void)state;
+	sizes_init(&rec);
+	assert_int_equal(v8_sizes_decode(&rec, sizeof(rec), &sz), 0);
+	assert_int_equal(v8_baseline_bytecode_offset(&sz, table, sizeof(table), bc, sizeof(bc), 12,
+						     1, &bo),
+			 0);
+	assert_int_equal(bo, 0);
+	assert_int_equal(v8_baseline_bytecode_offset(&sz, table, sizeof(table), bc, sizeof(bc), 15,
+						     1, &bo),
+			 0);
+	assert_int_equal(bo, 4);
+	assert_int_equal(v8_baseline_bytecode_offset(&sz, table, sizeof(table), bc, sizeof(bc), 143,
+						     1, &bo),
+			 0);
+	assert_int_equal(bo, 4);
+	assert_int_equal(v8_baseline_bytecode_offset(&sz, table, sizeof(table), bc, sizeof(bc), 144,
+						     1, &bo),
+			 0);
+	assert_int_equal(bo, 10);
+	/* A prefix that ends the copy. */
+	assert_int_equal(v8_baseline_bytecode_offset(&sz, table, sizeof(table), bc, 4, 144, 1, &bo),
+			 -ENOENT);
+	/* A VLQ past 32 bits. */
+	{
+		static const uint8_t huge[] = { 0xff, 0xff, 0xff, 0xff, 0x7f };
+
+		assert_int_equal(v8_baseline_bytecode_offset(&sz, huge, sizeof(huge), bc, sizeof(bc),
+							     12, 1, &bo),
+				 -EBADMSG);
+	}
+}
+
+/* A baseline frame of leaf named through the ops table, from the four
+ * records BPF sends: the lengths, the Code's offset table and bytecodes,
+ * the BytecodeArray's position table, the script's source. */
+static void test_baseline_frame(void **state)
+{
+	struct interp_session *sess = interp_session_new();
+	struct sonde_v8_baseline b = { .size = sizeof(b), .version = SONDE_V8_BASELINE_VERSION,
+				       .code = 0x3d1659570a79, .bytecode_array = 0x3d16595709a1 };
+	struct sonde_v8_code code = { .size = sizeof(code), .version = SONDE_V8_CODE_VERSION,
+				      .flags = SONDE_V8_CODE_BYTECODE, .code = 0x3d16595709a1,
+				      .sfi = 0x4001, .script = 0x3d165956f559 };
+	struct sonde_v8_source src = { .size = sizeof(src), .version = SONDE_V8_SOURCE_VERSION,
+				       .script = 0x3d165956f559 };
+	struct interp_frame f = { .kind = SONDE_INTERP_V8, .n_words = 2 };
+	struct sonde_v8_sizes sz;
+	uint64_t key = (0x3d1659570a79ull >> 3) << 32;
+	char buf[128];
+
+	(void)state;
+	put_meta(sess, 0x4001, "leaf");
+	b.table_len = sizeof(leaf_offsets);
+	memcpy(b.table, leaf_offsets, sizeof(leaf_offsets));
+	b.bytecodes_len = sizeof(leaf_bytecodes);
+	memcpy(b.bytecodes, leaf_bytecodes, sizeof(leaf_bytecodes));
+	code.table_len = sizeof(leaf_positions);
+	memcpy(code.table, leaf_positions, sizeof(leaf_positions));
+	src.total = src.len = sizeof(leaf_source) - 1;
+	memcpy(src.bytes, leaf_source, sizeof(leaf_source) - 1);
+	sizes_init(&sz);
+	assert_int_equal(interp_session_put_record(sess, SONDE_INTERP_V8, 42, &b, sizeof(b)), 0);
+	assert_int_equal(interp_session_put_record(sess, SONDE_INTERP_V8, 42, &code, sizeof(code)),
+			 0);
+	assert_int_equal(interp_session_put_record(sess, SONDE_INTERP_V8, 42, &src, sizeof(src)), 0);
+	f.words[0] = SONDE_INTERP_JIT_WORD0(1, SONDE_V8_WORD0(0x4001, SONDE_V8_TIER_BASELINE));
+	f.words[1] = key | 120;
+	/* Without the lengths: no line. */
+	interp_session_frame_name(sess, 42, &f, buf, sizeof(buf));
+	assert_string_equal(buf, "leaf (/srv/app.js)");
+	assert_int_equal(interp_session_put_record(sess, SONDE_INTERP_V8, 42, &sz, sizeof(sz)), 0);
+	/* Mov r0, r2 of `s += i * 3` (the position of `i * 3`, line 4). */
+	interp_session_frame_name(sess, 42, &f, buf, sizeof(buf));
+	assert_string_equal(buf, "leaf (/srv/app.js:4)");
+	/* 23, ShiftRightLogicalSmi of `s ^= (s >>> 2)`: line 5; 42, the
+	 * Ldar of `return s`: line 7. */
+	f.words[1] = key | 128;
+	interp_session_frame_name(sess, 42, &f, buf, sizeof(buf));
+	assert_string_equal(buf, "leaf (/srv/app.js:5)");
+	f.words[1] = key | 310;
+	interp_session_frame_name(sess, 42, &f, buf, sizeof(buf));
+	assert_string_equal(buf, "leaf (/srv/app.js:7)");
+	/* A caller's return address at 309: JumpLoop's call, `for (let i`. */
+	f.words[0] = SONDE_INTERP_JIT_WORD0(3, SONDE_V8_WORD0(0x4001, SONDE_V8_TIER_BASELINE));
+	f.words[1] = key | 309;
+	interp_session_frame_name(sess, 42, &f, buf, sizeof(buf));
+	assert_string_equal(buf, "leaf (/srv/app.js:3)");
+	/* Not in the Code, another process, damaged records. */
+	f.words[1] = key | 0xffffffffu;
+	interp_session_frame_name(sess, 42, &f, buf, sizeof(buf));
+	assert_string_equal(buf, "leaf (/srv/app.js)");
+	f.words[1] = key | 120;
+	interp_session_frame_name(sess, 43, &f, buf, sizeof(buf));
+	assert_string_equal(buf, V8_UNKNOWN_FRAME);
+	b.table_len = V8_BASELINE_TABLE + 1;
+	assert_int_equal(interp_session_put_record(sess, SONDE_INTERP_V8, 42, &b, sizeof(b)),
+			 -EBADMSG);
+	b.table_len = 0;
+	b.version = 2;
+	assert_int_equal(interp_session_put_record(sess, SONDE_INTERP_V8, 42, &b, sizeof(b)),
+			 -EBADMSG);
+	interp_session_free(sess);
+}
+
 static void test_loader_node(void **state)
 {
 	struct file_image *img = file_image_open("/usr/bin/node");
@@ -513,6 +790,10 @@ static void test_loader_node(void **state)
 	assert_int_equal(o.deopt_count, 1);
 	assert_int_equal(o.deopt_literals, 2);
 	assert_int_equal(o.deopt_inlining, 7);
+	/* kBytecodeSizes: 198 bytecodes, in .rodata after the builtins. */
+	assert_int_equal(o.n_bytecodes, 198);
+	assert_true(o.bytecode_sizes > o.blob_size);
+	assert_true(d.runtime_offset + o.bytecode_sizes + SONDE_V8_SIZES_MAX <= file_image_size(img));
 	/* Data of another size (another layout): no config. */
 	d.data_len = 48;
 	assert_int_equal(ops->config(&d, &cfg), -EPROTONOSUPPORT);
@@ -541,6 +822,9 @@ int main(void)
 		cmocka_unit_test(test_lines_bytecode),
 		cmocka_unit_test(test_inline_chain),
 		cmocka_unit_test(test_inline_expand),
+		cmocka_unit_test(test_baseline_offsets),
+		cmocka_unit_test(test_baseline_prefixes),
+		cmocka_unit_test(test_baseline_frame),
 		cmocka_unit_test(test_loader_node),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -265,6 +265,7 @@ static const struct sonde_hotspot_offsets hotspot_17 = {
 #define NODE_SIZE 90000000ull
 #define NODE_BLOB 0x14c4000ull /* v8_Default_embedded_blob_code_ */
 #define NODE_BLOB_SIZE 0x191ab8ull
+#define NODE_SIZES 0x13789c0ull /* kBytecodeSizes - the builtins */
 static const struct sonde_v8_offsets v8_node20 = {
 	.blob_size = NODE_BLOB_SIZE, .fp_context = 8, .fp_function = 16,
 	.fp_bytecode_array = 32, .fp_bytecode_offset = 40, .map_instance_type = 12,
@@ -277,7 +278,7 @@ static const struct sonde_v8_offsets v8_node20 = {
 	.type_code = 245, .first_nonstring = 128, .major = 11, .code_table = 24,
 	.array_length = 8, .array_data = 16, .script_source = 8, .bytecode_table = 32,
 	.bytecode_data = 54, .code_deopt = 16, .deopt_count = 1, .deopt_literals = 2,
-	.deopt_inlining = 7,
+	.deopt_inlining = 7, .bytecode_sizes = NODE_SIZES, .n_bytecodes = 198,
 };
 
 /* Ruby 3.1's layout (symbolizer/interp/ruby/ruby_layout.c) in a config
@@ -444,6 +445,15 @@ static const struct config_case config_cases[] = {
 	ROW(HOTSPOT, BAD, HS(frame_bcp_slot, 0)), /* fp itself: no slot */
 	ROW(HOTSPOT, BAD, HS(frame_bcp_slot, 17)),
 	ROW(HOTSPOT, BAD, HS(cmethod_has_lines, 0)),
+	/* The source file index: the pool's offset, or 1 KiB + the class's
+	 * (JDK 11), both under 1 KiB. */
+	ROW(HOTSPOT, 0, HS(cpool_source_index, SONDE_HOTSPOT_FIELD_OFF_MAX - 1)),
+	ROW(HOTSPOT, 0, HS(cpool_source_index, SONDE_HOTSPOT_SOURCE_IN_KLASS + 298)),
+	ROW(HOTSPOT, 0, HS(cpool_source_index,
+			   SONDE_HOTSPOT_SOURCE_IN_KLASS + SONDE_HOTSPOT_FIELD_OFF_MAX - 1)),
+	ROW(HOTSPOT, BAD, HS(cpool_source_index,
+			     SONDE_HOTSPOT_SOURCE_IN_KLASS + SONDE_HOTSPOT_FIELD_OFF_MAX)),
+	ROW(HOTSPOT, BAD, HS(cpool_source_index, 0xffff)),
 	/* The compile id: optional (0), inside the blob header BPF reads. */
 	ROW(HOTSPOT, 0, HS(nmethod_compile_id4, 0)),
 	ROW(HOTSPOT, 0, HS(nmethod_compile_id4, SONDE_HOTSPOT_COMPILE_ID4_MAX)),
@@ -456,8 +466,20 @@ static const struct config_case config_cases[] = {
 	/* V8: the builtins' range ends inside the image; frame slots 8..127
 	 * below fp; scope info bits under 31, string tags under 16, types
 	 * under 4096. */
-	ROW(V8, 0, RO(NODE_SIZE + SONDE_V8_IMAGE_SLACK - NODE_BLOB_SIZE - 8)),
-	ROW(V8, BAD, RO(NODE_SIZE + SONDE_V8_IMAGE_SLACK - NODE_BLOB_SIZE)),
+	ROW(V8, 0, RO(NODE_SIZE + SONDE_V8_IMAGE_SLACK - NODE_BLOB_SIZE - 8), V8(bytecode_sizes, 0)),
+	ROW(V8, BAD, RO(NODE_SIZE + SONDE_V8_IMAGE_SLACK - NODE_BLOB_SIZE), V8(bytecode_sizes, 0)),
+	/* The bytecode lengths: all SONDE_V8_SIZES_MAX bytes BPF may copy
+	 * inside the image, the offset under 1 GiB; 0 (and no count): none. */
+	ROW(V8, 0, RO(NODE_SIZE + SONDE_V8_IMAGE_SLACK - NODE_SIZES - SONDE_V8_SIZES_MAX)),
+	ROW(V8, BAD, RO(NODE_SIZE + SONDE_V8_IMAGE_SLACK - NODE_SIZES - SONDE_V8_SIZES_MAX + 1)),
+	ROW(V8, BAD, V8(bytecode_sizes, SONDE_V8_SIZES_OFF_MAX + 1), RO(0),
+	    FILE_SIZE(2ull * SONDE_V8_SIZES_OFF_MAX)),
+	ROW(V8, 0, V8(bytecode_sizes, SONDE_V8_SIZES_OFF_MAX), RO(0),
+	    FILE_SIZE(2ull * SONDE_V8_SIZES_OFF_MAX)),
+	ROW(V8, 0, V8(bytecode_sizes, 0), V8(n_bytecodes, 0)),
+	ROW(V8, 0, V8(n_bytecodes, 255)),
+	ROW(V8, BAD, V8(pad1, 1)),
+	ROW(V8, BAD, V8(pad2, 1)),
 	ROW(V8, BAD, V8(blob_size, 0)),
 	ROW(V8, BAD, V8(blob_size, SONDE_V8_BLOB_MAX + 1), RO(0)),
 	ROW(V8, BAD, V8(fp_function, 0)),

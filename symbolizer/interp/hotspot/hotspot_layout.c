@@ -16,6 +16,8 @@ enum {
 	Q_PCDESC_PC, Q_PCDESC_SCOPE, Q_PCDESC_SIZE, Q_METHOD_CONST, Q_CM_CONSTANTS, Q_CM_FLAGS, Q_CM_CODE_SIZE,
 	Q_CM_NAME, Q_CM_SIG, Q_CP_HOLDER, Q_CP_SOURCE, Q_KLASS_NAME, Q_SYM_LENGTH, Q_SYM_BODY,
 	Q_HEAPBLOCK_SIZE, Q_CM_SIZE, Q_CP_SIZE, Q_HAS_LINES, Q_LAST_SP, Q_SENDER_SP, Q_NM_COMPILE_ID,
+	/* the same fields by another release's names (alternates below) */
+	Q_GA_LEN_11, Q_CM_FLAGS_21, Q_HAS_LINES_21, Q_KLASS_SOURCE_11,
 	N_Q
 };
 
@@ -66,6 +68,25 @@ static const struct hotspot_vm_query queries[N_Q] = {
 	[Q_LAST_SP] = INT("frame::interpreter_frame_last_sp_offset"),
 	[Q_SENDER_SP] = INT("frame::interpreter_frame_sender_sp_offset"),
 	[Q_NM_COMPILE_ID] = OFF("nmethod", "_compile_id"),
+	[Q_GA_LEN_11] = OFF("GenericGrowableArray", "_len"),
+	[Q_CM_FLAGS_21] = OFF("ConstMethod", "_flags._flags"),
+	[Q_HAS_LINES_21] = INT("ConstMethodFlags::_misc_has_linenumber_table"),
+	[Q_KLASS_SOURCE_11] = OFF("InstanceKlass", "_source_file_name_index"),
+};
+
+/* Where a release names a field the walker needs otherwise, the answer to
+ * the first query is taken from the second when the first has none:
+ * JDK 11's GrowableArray base class is GenericGrowableArray; JDK 21 keeps
+ * ConstMethod's flags in a ConstMethodFlags (a u4 whose bit constants are
+ * its own). JDK 11's source file index is InstanceKlass's, not
+ * ConstantPool's: pack() places it. Only these names, each checked on the
+ * release that uses it: a name no table has is refused, never guessed. */
+static const struct {
+	int q, alt;
+} alternates[] = {
+	{ Q_GA_LEN, Q_GA_LEN_11 },
+	{ Q_CM_FLAGS, Q_CM_FLAGS_21 },
+	{ Q_HAS_LINES, Q_HAS_LINES_21 },
 };
 
 /* frame_x86.hpp: below last_sp come method, mirror, mdp, cache, locals,
@@ -115,6 +136,29 @@ static bool take(const struct hotspot_vm_query *q, int64_t max, unsigned *ret)
 	return true;
 }
 
+/* The source file index's offset: the pool's, or the class's (JDK 11). */
+static int pack_source(const struct hotspot_vm_query *q, struct hotspot_layout *l,
+		       const char **reason)
+{
+	unsigned v;
+
+	*reason = "a HotSpot offset or size out of bounds";
+	if (q[Q_CP_SOURCE].found) {
+		if (!take(&q[Q_CP_SOURCE], SONDE_HOTSPOT_FIELD_OFF_MAX - 1, &v))
+			return -EPROTONOSUPPORT;
+		l->off.cpool_source_index = (uint16_t)v;
+		return 0;
+	}
+	if (q[Q_KLASS_SOURCE_11].found) {
+		if (!take(&q[Q_KLASS_SOURCE_11], SONDE_HOTSPOT_FIELD_OFF_MAX - 1, &v))
+			return -EPROTONOSUPPORT;
+		l->off.cpool_source_index = (uint16_t)(SONDE_HOTSPOT_SOURCE_IN_KLASS + v);
+		return 0;
+	}
+	*reason = "a field the walker needs is not in vmStructs";
+	return -EPROTONOSUPPORT;
+}
+
 static int pack(const struct hotspot_vm_query *q, struct hotspot_layout *l, const char **reason)
 {
 	static const struct {
@@ -135,7 +179,7 @@ static int pack(const struct hotspot_vm_query *q, struct hotspot_layout *l, cons
 		F(Q_METHOD_CONST, method_const), F(Q_CM_CONSTANTS, cmethod_constants),
 		F(Q_CM_FLAGS, cmethod_flags), F(Q_CM_CODE_SIZE, cmethod_code_size),
 		F(Q_CM_NAME, cmethod_name_index), F(Q_CM_SIG, cmethod_sig_index),
-		F(Q_CP_HOLDER, cpool_holder), F(Q_CP_SOURCE, cpool_source_index),
+		F(Q_CP_HOLDER, cpool_holder),
 		F(Q_KLASS_NAME, klass_name), F(Q_SYM_LENGTH, symbol_length),
 		F(Q_SYM_BODY, symbol_body), F(Q_HEAPBLOCK_SIZE, heapblock_size),
 		F(Q_CM_SIZE, cmethod_size), F(Q_CP_SIZE, cpool_size),
@@ -144,6 +188,7 @@ static int pack(const struct hotspot_vm_query *q, struct hotspot_layout *l, cons
 	};
 	uint8_t *p = (uint8_t *)&l->off;
 	unsigned v;
+	int r;
 
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
 		int64_t max = fields[i].size == 1 ? 0xff : SONDE_HOTSPOT_FIELD_OFF_MAX - 1;
@@ -156,6 +201,8 @@ static int pack(const struct hotspot_vm_query *q, struct hotspot_layout *l, cons
 		if (fields[i].size == 2)
 			p[fields[i].at + 1] = (uint8_t)(v >> 8);
 	}
+	if ((r = pack_source(q, l, reason)) < 0)
+		return r;
 	*reason = "a PcDesc layout other than the walker's";
 	if (!q[Q_PCDESC_PC].found || q[Q_PCDESC_PC].value != SONDE_HOTSPOT_PCDESC_PC ||
 	    !q[Q_PCDESC_SCOPE].found || q[Q_PCDESC_SCOPE].value != SONDE_HOTSPOT_PCDESC_SCOPE ||
@@ -221,6 +268,9 @@ int hotspot_layout_read(const struct file_image *img, struct hotspot_layout *ret
 	memcpy(q, queries, sizeof(queries));
 	if ((r = hotspot_vm_read(img, q, N_Q, reason)) < 0)
 		goto out;
+	for (size_t i = 0; i < sizeof(alternates) / sizeof(alternates[0]); i++)
+		if (!q[alternates[i].q].found)
+			q[alternates[i].q] = q[alternates[i].alt];
 	r = -EPROTONOSUPPORT;
 	*reason = "no JDK release in the file";
 	if (!q[Q_VERSION].found ||

@@ -5,7 +5,10 @@
  * the types whose data follows them, and the JDK release. The x86-64
  * interpreter frame slots that the tables do not export (Method*, bcp)
  * are placed from the ones they do (frame::interpreter_frame_last_sp_offset)
- * by frame_x86.hpp's order (checked on JDK 17: the bcis give JFR's lines).
+ * by frame_x86.hpp's order (checked on JDK 11, 17 and 21: the bcis give
+ * JFR's lines). Where releases name a field otherwise (JDK 11's
+ * GenericGrowableArray and InstanceKlass source file index, JDK 21's
+ * ConstMethodFlags), each release's name is asked for.
  */
 #pragma once
 

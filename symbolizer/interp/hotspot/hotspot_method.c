@@ -45,13 +45,14 @@ int hotspot_method_decode(const void *rec, size_t len, struct hotspot_method *re
 
 /* ---- the compressed line number table ---- */
 
-/* CompressedReadStream's numbers: bytes below 192 end a number; each
- * further byte adds 6 bits more weight; at most 5 bytes. */
+/* CompressedReadStream's numbers (bpf/hotspot.h): bytes below 192 end a
+ * number; each further byte adds 6 bits more weight; at most 5 bytes;
+ * each byte is its digit plus x (1 from JDK 20, 0 before). */
 #define UNSIGNED5_L 192
 #define UNSIGNED5_LG_H 6
 #define UNSIGNED5_MAX_BYTES 5
 
-static int read_u5(const uint8_t *p, size_t len, size_t *pos, uint32_t *ret)
+static int read_u5(const uint8_t *p, size_t len, unsigned x, size_t *pos, uint32_t *ret)
 {
 	uint32_t sum = 0;
 	unsigned shift = 0;
@@ -62,7 +63,9 @@ static int read_u5(const uint8_t *p, size_t len, size_t *pos, uint32_t *ret)
 		if (*pos >= len)
 			return -EBADMSG;
 		b = p[(*pos)++];
-		sum += b << shift;
+		if (b < x)
+			return -EBADMSG;
+		sum += (b - x) << shift;
 		if (b < UNSIGNED5_L || i == UNSIGNED5_MAX_BYTES - 1)
 			break;
 		shift += UNSIGNED5_LG_H;
@@ -71,17 +74,17 @@ static int read_u5(const uint8_t *p, size_t len, size_t *pos, uint32_t *ret)
 	return 0;
 }
 
-static int read_signed(const uint8_t *p, size_t len, size_t *pos, int32_t *ret)
+static int read_signed(const uint8_t *p, size_t len, unsigned x, size_t *pos, int32_t *ret)
 {
 	uint32_t v;
 
-	if (read_u5(p, len, pos, &v) < 0)
+	if (read_u5(p, len, x, pos, &v) < 0)
 		return -EBADMSG;
 	*ret = (int32_t)((v >> 1) ^ (0u - (v & 1)));
 	return 0;
 }
 
-int hotspot_line_for_bci(const uint8_t *table, size_t len, uint32_t bci, int32_t *line)
+int hotspot_line_for_bci(const uint8_t *table, size_t len, bool x1, uint32_t bci, int32_t *line)
 {
 	uint32_t cur_bci = 0, best_bci = 0;
 	int32_t cur_line = 0, best_line = HOTSPOT_NO_LINE;
@@ -96,8 +99,8 @@ int hotspot_line_for_bci(const uint8_t *table, size_t len, uint32_t bci, int32_t
 		if (next == 0xff) {
 			int32_t db, dl;
 
-			if (read_signed(table, len, &pos, &db) < 0 ||
-			    read_signed(table, len, &pos, &dl) < 0)
+			if (read_signed(table, len, x1, &pos, &db) < 0 ||
+			    read_signed(table, len, x1, &pos, &dl) < 0)
 				return -EBADMSG;
 			cur_bci += (uint32_t)db;
 			cur_line = (int32_t)((uint32_t)cur_line + (uint32_t)dl);
@@ -147,7 +150,9 @@ size_t hotspot_method_frame_name(const struct hotspot_method *m, uint32_t bci, c
 	if (!m)
 		return finish(snprintf(buf, len, "%s", HOTSPOT_UNKNOWN_FRAME), buf, len);
 	if (bci == SONDE_HOTSPOT_BCI_UNKNOWN || bci >= m->code_size ||
-	    hotspot_line_for_bci(m->linetable, m->linetable_len, bci, &line) < 0 || line < 0)
+	    hotspot_line_for_bci(m->linetable, m->linetable_len,
+				 m->flags & SONDE_HOTSPOT_METHOD_U5_X1, bci, &line) < 0 ||
+	    line < 0)
 		line = HOTSPOT_NO_LINE;
 	if (m->source[0] && line != HOTSPOT_NO_LINE)
 		n = snprintf(buf, len, "%s%s%s (%s:%d)", m->klass, dot(m), m->name, m->source,

@@ -47,10 +47,11 @@ int hotspot_method_decode(const void *rec, size_t len, struct hotspot_method *re
 
 /* The line of bytecode index bci in a compressed line number table
  * (Method::line_number_from_bci's rule: an exact entry, else the nearest
- * one below), reading at most len bytes: 0 with *line, -ENOENT (no entry
- * at or below bci before the table ended or was cut) or -EBADMSG (a
- * multi-byte number cut by the end). */
-int hotspot_line_for_bci(const uint8_t *table, size_t len, uint32_t bci, int32_t *line);
+ * one below), reading at most len bytes; x1: its numbers exclude the zero
+ * byte (JDK 20+, SONDE_HOTSPOT_METHOD_U5_X1). 0 with *line, -ENOENT (no
+ * entry at or below bci before the table ended or was cut) or -EBADMSG (a
+ * multi-byte number cut by the end, or a zero byte in one under x1). */
+int hotspot_line_for_bci(const uint8_t *table, size_t len, bool x1, uint32_t bci, int32_t *line);
 
 /* "package.Class.method (Source.java:LINE)" for bci (no line when bci is
  * SONDE_HOTSPOT_BCI_UNKNOWN, beyond the code or not in the table; no

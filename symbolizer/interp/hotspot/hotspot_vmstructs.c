@@ -390,12 +390,38 @@ static void vm_scan_stores(const struct vm_file *f, uint64_t base, size_t n, int
 	}
 }
 
+/* Whether the table's offsets are the file's own (*ret): no store into
+ * its offset column was found, and some non-static entry has a non-zero
+ * offset in the file (Debian's JDK 11). A table filled by code (JDK 17,
+ * 21) has only 0s in the file, which then read as "not found". */
+static int vm_constant_table(const struct vm_file *f, uint64_t base, size_t n, const bool *has,
+			     bool *ret)
+{
+	bool nonzero = false;
+
+	*ret = false;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t e = base + i * STRUCT_STRIDE, off;
+		int32_t is_static;
+
+		if (has[i])
+			return 0;
+		if (vm_read(f, e + STRUCT_STATIC, &is_static, 4) < 0 ||
+		    vm_read(f, e + STRUCT_OFFSET, &off, 8) < 0)
+			return -EBADMSG;
+		if (!is_static && off)
+			nonzero = true;
+	}
+	*ret = nonzero;
+	return 0;
+}
+
 static int vm_read_structs(const struct vm_file *f, struct hotspot_vm_query *q, size_t nq,
 			   const char **reason)
 {
 	char type[HOTSPOT_VM_MAX_NAME], field[HOTSPOT_VM_MAX_NAME];
 	int64_t *offsets = NULL;
-	bool *has = NULL;
+	bool *has = NULL, constant = false;
 	uint64_t base;
 	size_t n;
 	int r = vm_table(f, "gHotSpotVMStructs", STRUCT_STRIDE, &base, &n);
@@ -411,6 +437,10 @@ static int vm_read_structs(const struct vm_file *f, struct hotspot_vm_query *q, 
 	if (!offsets || !has)
 		goto out;
 	vm_scan_stores(f, base, n, offsets, has);
+	if ((r = vm_constant_table(f, base, n, has, &constant)) < 0) {
+		*reason = "a gHotSpotVMStructs entry is damaged or not fetched";
+		goto out;
+	}
 	r = -EBADMSG;
 	*reason = "a gHotSpotVMStructs entry is damaged or not fetched";
 	for (size_t i = 0; i < n; i++) {
@@ -426,7 +456,7 @@ static int vm_read_structs(const struct vm_file *f, struct hotspot_vm_query *q, 
 			goto out;
 		if (is_static && addr)
 			vm_answer(q, nq, HOTSPOT_VM_ADDRESS, type, field, (int64_t)addr);
-		else if (!is_static && (has[i] || (off && off < INT32_MAX)))
+		else if (!is_static && (has[i] || ((off || constant) && off < INT32_MAX)))
 			vm_answer(q, nq, HOTSPOT_VM_OFFSET, type, field,
 				  has[i] ? offsets[i] : (int64_t)off);
 	}

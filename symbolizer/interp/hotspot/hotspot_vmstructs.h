@@ -7,12 +7,15 @@
  * - their pointers (names, static field addresses) are filled at load by
  *   R_X86_64_RELATIVE relocations: .rela.dyn is applied to each pointer
  *   read;
- * - the field offsets (VMStructEntry.offset) are computed by the
- *   translation unit's static initializer, which GCC emits as one
- *   `movq $imm32, disp32(%rip)` (48 c7 05) per entry: the initializers'
- *   code (the range .init_array points into) is scanned for such stores
- *   into the table's offset column. An entry whose offset has no store and
- *   is 0 in the file is "not found", never a guess.
+ * - the field offsets (VMStructEntry.offset) of Debian's JDK 17 and 21
+ *   are computed by the translation unit's static initializer, which GCC
+ *   emits as one `movq $imm32, disp32(%rip)` (48 c7 05) per entry: the
+ *   initializers' code (the range .init_array points into) is scanned for
+ *   such stores into the table's offset column. An entry whose offset has
+ *   no store and is 0 in the file is "not found", never a guess. Debian's
+ *   JDK 11 holds the offsets in the file as constant data instead: a table
+ *   with no such store and some non-zero offsets in the file takes every
+ *   offset from the file, 0 included.
  * The entry-layout exports (gHotSpotVMStructEntryTypeNameOffset, ...) are
  * themselves computed at load (they sit in .bss), so the entries are read
  * with the layouts vmStructs.hpp declares (unchanged from JDK 8 to 21),

@@ -30,7 +30,9 @@ static bool vlq(const uint8_t *table, size_t len, size_t *i, int64_t *ret)
 int v8_table_lookup(const uint8_t *table, size_t len, uint32_t pc_off, int32_t *ret_offset,
 		    int32_t *ret_inlined)
 {
-	int64_t code = 0, pos = 0, best = -1;
+	/* V8 starts both at the function entry's "bytecode offset", -1 (an
+	 * entry there is the function's own position). */
+	int64_t code = -1, pos = 0, best = -1;
 	bool damaged = false;
 	size_t i = 0;
 
@@ -44,7 +46,7 @@ int v8_table_lookup(const uint8_t *table, size_t len, uint32_t pc_off, int32_t *
 		}
 		code += d >= 0 ? d : -d - 1;
 		pos = (int64_t)((uint64_t)pos + (uint64_t)p); /* wraps on garbage, no UB */
-		if (code < 0 || code > UINT32_MAX) {
+		if (code < -1 || code > UINT32_MAX) {
 			damaged = true;
 			break;
 		}

@@ -62,10 +62,17 @@ static const char *const const_names[N_CONSTS] = {
 };
 #define FIRST_OPTIONAL C_CODE_DEOPT
 
-/* Where each constant is: its symbol's address, or none. */
+/* V8's bytecode lengths (interpreter::Bytecodes::kBytecodeSizes): a
+ * C++ symbol, not a v8dbg_ constant, found by its mangled name. */
+static const char sizes_name[] = "_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE";
+
+/* Where each constant is: its symbol's address, or none; and the
+ * bytecode lengths' address and size. */
 struct v8_syms {
 	bool found[N_CONSTS];
 	uint64_t vaddr[N_CONSTS];
+	bool sizes_found;
+	uint64_t sizes_vaddr, sizes_size;
 };
 
 static const char *const section_names[] = { ".dynsym", ".dynstr", ".symtab", ".strtab" };
@@ -90,6 +97,13 @@ static void scan_table(const uint8_t *data, const struct elf_section *sym,
 			continue;
 		name = (const char *)data + str->offset + e.st_name;
 		left = str->size - e.st_name;
+		if (!s->sizes_found && left > sizeof(sizes_name) - 1 &&
+		    !memcmp(name, sizes_name, sizeof(sizes_name))) {
+			s->sizes_found = true;
+			s->sizes_vaddr = e.st_value;
+			s->sizes_size = e.st_size;
+			continue;
+		}
 		if (left < 3 || name[0] != 'v' || name[1] != '8')
 			continue;
 		for (int c = 0; c < N_CONSTS; c++) {
@@ -279,6 +293,33 @@ static bool make_config(const int64_t *v, struct sonde_v8_offsets *o)
 	       put16(&o->first_nonstring, v[C_FIRST_NONSTRING], 1, 4095);
 }
 
+/* The bytecode lengths' offset from the embedded builtins (blob, their
+ * address) and count into o, when the symbol is a whole number of
+ * tables of a plausible count, after the builtins and with the bytes
+ * BPF copies (SONDE_V8_SIZES_MAX) in the file's bytes of a load segment
+ * (the sensor checks them inside the image); else both stay 0 and
+ * baseline frames have no line. */
+static void find_sizes(const struct file_image *img, const struct elf_layout *l,
+		       const struct v8_syms *s, uint64_t blob, struct sonde_v8_offsets *o)
+{
+	uint64_t n = s->sizes_size / 3, v = s->sizes_vaddr;
+
+	if (!s->sizes_found || s->sizes_size % 3 || n < 4 || n > 255 || v <= blob ||
+	    v - blob > SONDE_V8_SIZES_OFF_MAX)
+		return;
+	for (size_t i = 0; i < l->n_segments; i++) {
+		const struct elf_segment *g = &l->segments[i];
+
+		if (g->type == PT_LOAD && v >= g->vaddr && v - g->vaddr < g->filesz &&
+		    g->filesz - (v - g->vaddr) >= SONDE_V8_SIZES_MAX &&
+		    g->offset + (v - g->vaddr) + SONDE_V8_SIZES_MAX <= file_image_size(img)) {
+			o->bytecode_sizes = (uint32_t)(v - blob);
+			o->n_bytecodes = (uint8_t)n;
+			return;
+		}
+	}
+}
+
 int v8_loader_analyse(const struct file_image *img, struct interp_data *ret, const char **reason)
 {
 	struct elf_layout *l = malloc(sizeof(*l));
@@ -340,6 +381,7 @@ int v8_loader_analyse(const struct file_image *img, struct interp_data *ret, con
 		if (g->type != PT_LOAD || !(g->flags & PF_X) || s.vaddr[C_BLOB] < g->vaddr ||
 		    s.vaddr[C_BLOB] - g->vaddr >= g->filesz)
 			continue;
+		find_sizes(img, l, &s, s.vaddr[C_BLOB], &o);
 		memset(ret, 0, sizeof(*ret));
 		ret->kind = SONDE_INTERP_V8;
 		ret->major = o.major;

@@ -6,6 +6,7 @@
 
 #include "interp_records.h"
 #include "v8.h"
+#include "v8_baseline.h"
 #include "v8_inline.h"
 #include "v8_lines.h"
 #include "v8_loader.h"
@@ -38,11 +39,14 @@ static int v8_config(const struct interp_data *d, struct interp_config *ret)
 }
 
 /* A session's V8 state: the SFIs' names, the Code objects' position
- * tables and inlining data, and the scripts' sources. */
+ * tables and inlining data, the scripts' sources, the baseline Codes'
+ * offset tables and bytecodes, and each process's bytecode lengths. */
 struct v8_inst {
 	struct interp_records *sfis;
 	struct v8_lines *lines;
 	struct interp_records *inlines;
+	struct interp_records *baselines;
+	struct interp_records *sizes;
 };
 
 /* A frame the symbolizer made from an optimised frame (frame_expand):
@@ -59,6 +63,8 @@ static void v8_instance_free(void *inst)
 	interp_records_free(v->sfis);
 	v8_lines_free(v->lines);
 	interp_records_free(v->inlines);
+	interp_records_free(v->baselines);
+	interp_records_free(v->sizes);
 	free(v);
 }
 
@@ -71,7 +77,9 @@ static void *v8_instance_new(void)
 	v->sfis = v8_sfis_new();
 	v->lines = v8_lines_new();
 	v->inlines = v8_inlines_new();
-	if (!v->sfis || !v->lines || !v->inlines) {
+	v->baselines = v8_baselines_new();
+	v->sizes = v8_sizes_new();
+	if (!v->sfis || !v->lines || !v->inlines || !v->baselines || !v->sizes) {
 		v8_instance_free(v);
 		return NULL;
 	}
@@ -85,6 +93,10 @@ static int v8_record_put(void *inst, uint32_t pid, const void *data, size_t len)
 
 	if (len == V8_INLINE_SIZE)
 		return interp_records_put(v->inlines, pid, data, len);
+	if (len == V8_BASELINE_SIZE)
+		return interp_records_put(v->baselines, pid, data, len);
+	if (len == V8_SIZES_SIZE)
+		return interp_records_put(v->sizes, pid, data, len);
 	r = v8_lines_put(v->lines, pid, data, len);
 	return r == -ENOENT ? interp_records_put(v->sfis, pid, data, len) : r;
 }
@@ -160,13 +172,16 @@ static size_t v8_frame_name(const void *inst, uint32_t pid, const struct interp_
 	/* Interpreted frames: by their BytecodeArray's table, at the current
 	 * bytecode (the call's in a caller). Optimised frames: by their
 	 * Code's, where the leaf-most native frame's pc is the sampled one
-	 * and the others' return addresses. Baseline frames have none: their
-	 * Code's table maps pcs to bytecode offsets. */
+	 * and the others' return addresses. Baseline frames: by their Code's
+	 * offset table and bytecodes to a bytecode, then as interpreted. */
 	if (s && tier == V8_TIER_EXPANDED) {
 		line = (int32_t)(uint32_t)f->words[1];
 		r = line > 0 ? 0 : -ENOENT;
 	} else if (s && tier == SONDE_V8_TIER_INTERPRETED)
 		r = v8_lines_line(v->lines, pid, f->words[1], 1, &line);
+	else if (s && tier == SONDE_V8_TIER_BASELINE)
+		r = v8_baseline_line(v->baselines, v->sizes, v->lines, pid, f->words[1],
+				     SONDE_INTERP_JIT_POS(f->words[0]) == 1, &line);
 	else if (s && tier == SONDE_V8_TIER_OPTIMIZED)
 		r = v8_lines_line(v->lines, pid, f->words[1],
 				  SONDE_INTERP_JIT_POS(f->words[0]) == 1, &line);
