@@ -178,12 +178,19 @@ struct hotspot_scratch {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2); /* by the walk's scratch entry (sonde_interp_jit.slot) */
 	__type(key, __u32);
 	__type(value, struct hotspot_scratch);
 } hotspot_scratch SEC(".maps");
 
-static const __u32 hs_key0 = 0; /* hotspot_scratch's one key */
+/* hotspot_scratch's keys, off the stack: a perf event may interrupt a
+ * tracepoint program's walk, so each walk keeps its own (j->slot). */
+static const __u32 hs_key0 = 0, hs_key1 = 1;
+
+static __always_inline struct hotspot_scratch *hs_scratch(const struct sonde_interp_jit *j)
+{
+	return bpf_map_lookup_elem(&hotspot_scratch, j->slot ? &hs_key1 : &hs_key0);
+}
 
 /* Bumped when a tgid's hotspot_procs entry is forgotten (fork, exec,
  * exit): a scratch's copy of an entry is void after. */
@@ -276,7 +283,7 @@ static __always_inline void hotspot_jit_begin(struct sonde_interp_jit *j,
 	struct hotspot_scratch *x;
 	__u64 gen = hotspot_procs_gen;
 
-	x = bpf_map_lookup_elem(&hotspot_scratch, &hs_key0);
+	x = hs_scratch(j);
 	if (!x)
 		return;
 	/* The process this CPU sampled last, still in the scratch: what
@@ -1023,7 +1030,7 @@ static __always_inline int hs_step(struct sonde_interp_jit *j, const struct sond
 		return -1;
 	/* The key from rodata, not the stack: this function's frame is at
 	 * the edge of the off-CPU walk's 512 bytes. */
-	x = bpf_map_lookup_elem(&hotspot_scratch, &hs_key0);
+	x = hs_scratch(j);
 	if (!x)
 		return -1;
 	hs_count(2);

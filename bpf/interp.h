@@ -61,7 +61,10 @@ _Static_assert(sizeof(struct sonde_interp_proc) == 80, "sonde_interp_proc layout
 struct sonde_interp_jit {
 	__u32 kind; /* the walk's JIT kind; 0: none */
 	__u32 n;    /* words buffered in words[] */
-	__u32 anon; /* the kind also claims frames without an unwind table */
+	__u16 anon; /* the kind also claims frames without an unwind table */
+	__u16 slot; /* the scratch entry of the walk (SCRATCH_*): a kind's own
+		     * per-CPU state is kept per entry too, since a perf event
+		     * may interrupt a tracepoint program's walk */
 	__u32 n_ranges;
 	__u64 lo[SONDE_INTERP_JIT_RANGES], hi[SONDE_INTERP_JIT_RANGES]; /* pc in [lo, hi) */
 	__u64 words[SONDE_INTERP_JIT_MAX_FRAMES * SONDE_INTERP_JIT_WORDS];

@@ -56,7 +56,7 @@ static __always_inline bool interp_jit_push(struct sonde_interp_jit *j, __u32 na
 
 /* Copies tgid's interp_procs entry into s->proc (kind 0: none) and sets
  * up s->jit for a JIT kind. */
-static __always_inline void interp_jit_begin(struct unwind_scratch *s, __u32 tgid)
+static __always_inline void interp_jit_begin(struct unwind_scratch *s, __u32 tgid, __u16 slot)
 {
 	const struct sonde_interp_proc *p = bpf_map_lookup_elem(&interp_procs, &tgid);
 	__u32 config_tgid;
@@ -64,6 +64,7 @@ static __always_inline void interp_jit_begin(struct unwind_scratch *s, __u32 tgi
 	s->jit.kind = 0;
 	s->jit.n = 0;
 	s->jit.anon = 0;
+	s->jit.slot = slot;
 	s->jit.n_ranges = 0;
 	if (!p) {
 		/* A fork's child not bound yet: its parent's runtime, at the

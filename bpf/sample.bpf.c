@@ -1002,13 +1002,13 @@ static __always_inline struct unwind_scratch *sample_begin(struct bpf_perf_event
 	{
 		__u64 tb = bpf_ktime_get_ns();
 
-		interp_jit_begin(s, tgid);
+		interp_jit_begin(s, tgid, SCRATCH_SAMPLE);
 		struct hs_phase *ph = hs_ph();
 		if (ph && ph->claimed)
 			interp_measure_add(26, bpf_ktime_get_ns() - tb);
 	}
 #else
-	interp_jit_begin(s, tgid);
+	interp_jit_begin(s, tgid, SCRATCH_SAMPLE);
 #endif
 	s->rec.profile = SONDE_PROFILE_CPU;
 	s->rec.weight = 0;
@@ -1432,7 +1432,7 @@ static __always_inline void offcpu_switch_out(void *ctx)
 	 * goroutine. */
 	__builtin_memset(s->rec.trace_id, 0, sizeof(s->rec.trace_id));
 	__builtin_memset(s->rec.span_id, 0, sizeof(s->rec.span_id));
-	interp_jit_begin(s, tgid);
+	interp_jit_begin(s, tgid, SCRATCH_SAMPLE);
 	s->rec.profile = SONDE_PROFILE_OFF_CPU;
 	s->rec.weight = 0;
 	outcome = offcpu_walk_user(s, tgid, n_kernel);
@@ -1542,7 +1542,7 @@ static __always_inline void memory_send(__u64 id, struct pt_regs *user_regs, boo
 	}
 	regs = user_regs ? user_regs : (struct pt_regs *)bpf_task_pt_regs(task);
 	tag_go_span_event(s, tgid, BPF_CORE_READ(regs, r14));
-	interp_jit_begin(s, tgid);
+	interp_jit_begin(s, tgid, SCRATCH_EVENT);
 	outcome = walk_user_event(s, regs, in_user, tgid, 0, &flags, &n_user);
 	s->rec.profile = SONDE_PROFILE_MEMORY;
 	s->rec.weight = weight;
