@@ -1227,8 +1227,11 @@ static void shdr_save(struct shdr_copy *c, void *buf, size_t size)
 	uint64_t n, len;
 
 	*c = (struct shdr_copy){ 0 };
+	/* (A table off its 8-byte alignment, which no linker writes, is
+	 * left alone: hide_unread_sections reads it in place.) */
 	if (!buf || size < sizeof(*eh) || eh->e_shentsize != sizeof(Elf64_Shdr) || !eh->e_shoff ||
-	    eh->e_shoff > size || size - eh->e_shoff < sizeof(Elf64_Shdr))
+	    eh->e_shoff % _Alignof(Elf64_Shdr) || eh->e_shoff > size ||
+	    size - eh->e_shoff < sizeof(Elf64_Shdr))
 		return;
 	n = eh->e_shnum;
 	if (n == 0) /* extended numbering: the count is in section 0 */
