@@ -200,6 +200,19 @@ def profile_node(symbolizer, start_sensor, script, rounds, walk, flags=()):
     return node.pid
 
 
+def main_thread_in_round(symbolizer, pid, script):
+    """The main thread's stacks through round() (waiting for 200 samples),
+    their samples, and the samples of those with a complete chain."""
+    def enough():
+        st = folded(symbolizer, pid, "v8main")
+        return st if sum(c for f, c in st if "round" in js_chain(f, script)) >= 200 else None
+    stacks = wait_for(enough, 30, "200 samples in round()", interval=1.0)
+    in_round = [(f, c) for f, c in stacks if "round" in js_chain(f, script)]
+    total = sum(c for _, c in in_round)
+    complete = sum(c for f, c in in_round if complete_chain(js_chain(f, script)))
+    return in_round, total, complete
+
+
 def leaf_lines(in_round, script):
     """How many leaf frames of leafA, leafB and spin are on their loops'
     lines, of how many, and the lines seen."""
@@ -289,13 +302,7 @@ def test_node_interpreted_lines(symbolizer, start_sensor, tmp_path):
     pid = profile_node(symbolizer, start_sensor, script, INTERPRETED_ROUNDS, "loop",
                        ("--no-opt", "--no-sparkplug", "--no-maglev"))
 
-    def enough():
-        st = folded(symbolizer, pid, "v8main")
-        return st if sum(c for f, c in st if "round" in js_chain(f, script)) >= 200 else None
-    stacks = wait_for(enough, 30, "200 samples in round()", interval=1.0)
-    in_round = [(f, c) for f, c in stacks if "round" in js_chain(f, script)]
-    total = sum(c for _, c in in_round)
-    complete = sum(c for f, c in in_round if complete_chain(js_chain(f, script)))
+    in_round, total, complete = main_thread_in_round(symbolizer, pid, script)
     on_hot, leaves, lines = leaf_lines(in_round, script)
     print(f"interpreted: {total} samples in round(), {complete} complete; {on_hot} of {leaves} "
           f"leaf frames on their hot lines; {lines.most_common(6)}")
@@ -336,13 +343,7 @@ def test_node_baseline_lines(symbolizer, start_sensor, tmp_path):
     ref = reference_lines(tmp_path, script, BASELINE_ROUNDS, BASELINE_FLAGS)
     pid = profile_node(symbolizer, start_sensor, script, BASELINE_ROUNDS, "loop", BASELINE_FLAGS)
 
-    def enough():
-        st = folded(symbolizer, pid, "v8main")
-        return st if sum(c for f, c in st if "round" in js_chain(f, script)) >= 200 else None
-    stacks = wait_for(enough, 30, "200 samples in round()", interval=1.0)
-    in_round = [(f, c) for f, c in stacks if "round" in js_chain(f, script)]
-    total = sum(c for _, c in in_round)
-    complete = sum(c for f, c in in_round if complete_chain(js_chain(f, script)))
+    in_round, total, complete = main_thread_in_round(symbolizer, pid, script)
     on_hot, leaves, lines = leaf_lines(in_round, script)
     # The lines V8's profiler saw in each leaf.
     seen = {f: set(c) for f, c in ref.items()}
