@@ -209,10 +209,17 @@ struct service *service_new(const struct service_opts *opts)
  * held for long (a slice of a tenth of a 100,000-row batch held it 25-100
  * ms a tick, and a full batch written whole while the previous one was
  * still being written held it 0.4-1.6 s: the p99 of tests/bench/scale.py
- * at 500 sensors), and writing keeps up with about half the loop's time
- * (500 sensors make ~20,000 rows a second, 2-10 us each). */
+ * at 500 sensors); writing takes up to a third of the loop's time (500
+ * sensors make 20,000-57,000 rows a second, 2-10 us each), more when it
+ * falls behind (TICK_WRITE_BEHIND_MS). */
 #define PROFILE_FLUSH_STEP_US 8000
 #define TICK_WRITE_MS 16
+/* Writing falls behind when the next batch is half full before this one
+ * is written (rows that cost more, e.g. after a restart, when each
+ * updates a row of the same minute already on disk): slices then come
+ * back to back, rather than the rest of the batch written at once when
+ * the next one fills up (100-175 ms on the loop, every second). */
+#define TICK_WRITE_BEHIND_MS 1
 /* The tick runs every TICK_BUSY_MS while something waits for it (stacks
  * for their files, tables for room in a stream, jobs, indexes, deferred
  * calls, uploads, a profile batch being written a slice a tick), else
@@ -231,7 +238,8 @@ static int busy_delay_ms(struct service *svc)
 	if (symbols_waiting(svc->symbols) && index_worker_busy())
 		return TICK_INDEX_WAIT_MS;
 	if (svc->profile && profile_writing(svc->profile))
-		return TICK_WRITE_MS;
+		return profile_pending_rows(svc->profile) > PROFILE_MAX_BATCH / 2 ? TICK_WRITE_BEHIND_MS
+										  : TICK_WRITE_MS;
 	return TICK_BUSY_MS;
 }
 

@@ -885,6 +885,11 @@ bool profile_writing(const struct profile_store *p)
 	return p->draining != NULL;
 }
 
+size_t profile_pending_rows(const struct profile_store *p)
+{
+	return hmap_count(p->batch);
+}
+
 int profile_flush_step(struct profile_store *p, size_t max_rows, int64_t budget_us, bool start)
 {
 	int r;

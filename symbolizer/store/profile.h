@@ -116,6 +116,9 @@ int profile_flush(struct profile_store *p);
 int profile_flush_step(struct profile_store *p, size_t max_rows, int64_t budget_us, bool start);
 /* Whether a batch is being written by profile_flush_step(). */
 bool profile_writing(const struct profile_store *p);
+/* Rows in the batch being filled (profile_add() makes it the one being
+ * written at PROFILE_MAX_BATCH). */
+size_t profile_pending_rows(const struct profile_store *p);
 /* Samples (sums of counts) profile_add() accepted, and of those the ones
  * a failed flush dropped, since profile_new(). Stored = added - dropped. */
 void profile_counts(const struct profile_store *p, uint64_t *ret_added, uint64_t *ret_dropped);

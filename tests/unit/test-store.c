@@ -683,6 +683,7 @@ static void test_profile_flush_budget(void **state)
 	for (uint64_t i = 0; i < rows; i++)
 		assert_int_equal(add(p, 1700000120, 8, (uint32_t)i, "w", "main;f", NULL, 1), 0);
 	assert_true(profile_writing(p));
+	assert_int_equal(profile_pending_rows(p), rows - PROFILE_MAX_BATCH);
 	while (profile_writing(p))
 		assert_int_equal(profile_flush_step(p, 0, 0, false), 0);
 	profile_counts(p, &added, &dropped);
