@@ -780,10 +780,34 @@ static __always_inline bool sample_in_user(struct bpf_perf_event_data *ctx)
 	return *(__u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs)) & 3;
 }
 
+/* walk_init()'s "st is ready: walk it" (no enum sonde_stack_outcome). */
+#define WALK_READY 0xff
+
+/* Is the current task inside execve() with its new address space
+ * installed but not yet set up? Its saved user registers are then the
+ * old image's, whose stack is gone: a walk would read nothing (a
+ * read_error) or, through the parent's unwind entries, garbage. The new
+ * mm's env_end stays 0 (mm_alloc() zeroes it) until create_elf_tables()
+ * sets it, just before the registers are set for the new image's entry
+ * (arg_start is set sooner, by setup_arg_pages()). in_execve covers a
+ * whole execve(), a failed
+ * one (a shell's PATH search) included, whose mm is still the old one
+ * and whose stack is walked. */
+static __always_inline bool task_mid_exec(void)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+	if (!bpf_core_field_exists(task->in_execve) ||
+	    !BPF_CORE_READ_BITFIELD_PROBED(task, in_execve))
+		return false;
+	return BPF_CORE_READ(task, mm, env_end) == 0;
+}
+
 /* Sets up st for a walk from the user registers: the sample's own when it
  * interrupted user mode, else those saved at kernel entry (task_regs).
- * Returns SONDE_OUTCOME_NONE with st ready (the caller walks), or the
- * outcome of a stack that is not walked. */
+ * Returns WALK_READY with st ready (the caller walks), or the outcome of
+ * a stack that is not walked: SONDE_OUTCOME_NONE (no user stack) for a
+ * task between two images (task_mid_exec). */
 static __always_inline __u8 walk_init(struct bpf_perf_event_data *ctx, bool in_user,
 				      struct pt_regs *task_regs, __u32 tgid, __u32 base,
 				      __u32 *flags, struct user_walk *st)
@@ -797,6 +821,10 @@ static __always_inline __u8 walk_init(struct bpf_perf_event_data *ctx, bool in_u
 		st->r9 = ctx->regs.r9;
 		*flags |= SONDE_SAMPLE_IN_USER;
 	} else {
+		if (task_mid_exec()) {
+			count_err(SONDE_ERR_MID_EXEC);
+			return SONDE_OUTCOME_NONE;
+		}
 		if (!task_regs) {
 			count_err(SONDE_ERR_NO_USER_REGS);
 			return SONDE_OUTCOME_READ_ERROR;
@@ -816,7 +844,7 @@ static __always_inline __u8 walk_init(struct bpf_perf_event_data *ctx, bool in_u
 	st->exact_pc = 1;
 	st->outcome = SONDE_OUTCOME_TRUNCATED; /* unless the walk says otherwise */
 	*flags |= SONDE_SAMPLE_USER_PC0;
-	return SONDE_OUTCOME_NONE;
+	return WALK_READY;
 }
 
 /* Walks the user stack into the scratch record's frames from base on.
@@ -833,7 +861,7 @@ static __always_inline __u8 walk_user(struct bpf_perf_event_data *ctx, bool in_u
 		return SONDE_OUTCOME_NONE; /* kernel thread */
 	outcome = walk_init(ctx, in_user, in_user ? NULL : (struct pt_regs *)bpf_task_pt_regs(task),
 			    tgid, base, flags, &st);
-	if (outcome != SONDE_OUTCOME_NONE)
+	if (outcome != WALK_READY)
 		return outcome;
 #ifdef SONDE_HOTSPOT_COUNT_READS
 	{
@@ -887,7 +915,7 @@ static __always_inline __u8 walk_user_event(struct unwind_scratch *s, struct pt_
 
 	*ret_n = 0;
 	outcome = walk_init(NULL, false, regs, tgid, base, flags, &s->walk);
-	if (outcome != SONDE_OUTCOME_NONE)
+	if (outcome != WALK_READY)
 		return outcome;
 	if (in_user)
 		*flags |= SONDE_SAMPLE_IN_USER;
@@ -1217,7 +1245,7 @@ int sonde_sample_tail(struct bpf_perf_event_data *ctx)
 	if (!in_user)
 		regs = task_user_regs(task);
 	outcome = walk_init(ctx, in_user, regs, id >> 32, n_kernel, &s->flags, &s->walk);
-	if (outcome != SONDE_OUTCOME_NONE) {
+	if (outcome != WALK_READY) {
 		sample_send(s, id, n_kernel, 0, outcome, s->flags);
 		return 0;
 	}
@@ -1364,7 +1392,7 @@ static __always_inline __u8 offcpu_walk_user(struct unwind_scratch *s, __u32 tgi
 		return SONDE_OUTCOME_NONE; /* kernel thread */
 	outcome = walk_init(NULL, false, (struct pt_regs *)bpf_task_pt_regs(task), tgid, base,
 			    &s->flags, &s->walk);
-	if (outcome != SONDE_OUTCOME_NONE)
+	if (outcome != WALK_READY)
 		return outcome;
 	if (bpf_loop(SONDE_MAX_USER_FRAMES + 1, offcpu_unwind_frame, NULL, 0) < 0) {
 		count_err(SONDE_ERR_LOOP);

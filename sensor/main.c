@@ -279,11 +279,16 @@ static void on_proc(const struct sonde_proc_event *ev, void *ctx)
 			log_debug("pid %" PRIu32 ": fork not followed: %d", ev->pid, r);
 		break;
 	case SONDE_REC_EXEC:
-		/* The new image's libraries are mapped by ld.so in its first
-		 * milliseconds: the first scan is the first young step, and
-		 * a sample before it rescans (on_sample). */
+		/* The kernel mapped the executable and ld.so before the
+		 * event: scanned now, their unwind entries are in BPF before
+		 * ld.so has done much (it runs without frame pointers, so its
+		 * samples until then have no table). The libraries ld.so maps
+		 * in the next milliseconds are found by the young steps, and
+		 * a sample before them rescans (on_sample). */
 		procs_exec(S.procs, ev->pid);
-		young_add(S.young, ev->pid, YOUNG_EXEC, S.last_proc_event_ns);
+		r = procs_scan(S.procs, ev->pid);
+		if (r != -ESRCH)
+			young_add(S.young, ev->pid, YOUNG_EXEC, S.last_proc_event_ns);
 		break;
 	case SONDE_REC_EXIT:
 		procs_exit(S.procs, ev->pid);

@@ -62,10 +62,11 @@ static bool young_step(struct young *y, struct young_entry *e)
 {
 	const struct proc *pr = procs_find(y->procs, e->pid);
 	uint32_t gen = pr ? pr->maps_gen : 0;
-	/* After an exec's first scan only the mappings change (ld.so, then
-	 * dlopen); comm, exe, cgroup and the environment were read by it. */
-	int r = e->kind == YOUNG_EXEC && e->step == 0 ? procs_scan(y->procs, e->pid)
-						     : procs_rescan_maps(y->procs, e->pid);
+	/* After an exec's first scan (at the event) only the mappings
+	 * change (ld.so, then dlopen); comm, exe, cgroup and the environment
+	 * were read by it. A process that is unknown or exec'd again is
+	 * scanned whole. */
+	int r = procs_rescan_maps(y->procs, e->pid);
 	bool same = e->step > 0 && r == 0 && pr && (pr = procs_find(y->procs, e->pid)) &&
 		    pr->maps_gen == gen;
 
