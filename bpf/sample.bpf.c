@@ -1308,10 +1308,26 @@ int BPF_PROG(sonde_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+/* Processes in their first second after an exec -> the executable pages
+ * their mm had at the last wakeup (mm->exec_vm). */
+struct young_exec {
+	__u64 exec_ns;
+	__u64 exec_vm;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct young_exec);
+} young_execs SEC(".maps");
+
+#define YOUNG_EXEC_NS 1000000000ull
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(sonde_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, none = 0;
+	struct young_exec young;
 
 	hotspot_proc_forget(tgid);
 	if (!task_allowed(tgid))
@@ -1324,6 +1340,52 @@ int BPF_PROG(sonde_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	 * behind, and the default (wake only a caught-up consumer) would
 	 * leave the new image unscanned until the next timed drain. */
 	send_proc_event(SONDE_REC_EXEC, tgid, 0, 0, BPF_RB_FORCE_WAKEUP);
+	/* Its libraries, mapped next, wake the sensor (sonde_mmap_released):
+	 * what the kernel mapped (the executable, ld.so) is counted now and
+	 * scanned at this event. */
+	young.exec_ns = bpf_ktime_get_ns();
+	young.exec_vm = BPF_CORE_READ(p, mm, exec_vm);
+	bpf_map_update_elem(&young_execs, &tgid, &young, BPF_ANY);
+	return 0;
+}
+
+/* Code mapped by ld.so in a process's first milliseconds (libc and the
+ * other libraries) wakes the sensor, whose rescan of the maps puts the
+ * files' unwind entries in BPF before most of that code has run: until
+ * then their frames have no table, and ld.so's and libc's have no frame
+ * pointers either. The young steps (2 ms after the exec, then 10, 40 and
+ * 150) remain for a kernel without this tracepoint. mmap(2), mprotect(2)
+ * and munmap(2) take mmap_lock for writing; at its release the mapping is
+ * in place, and a change of the mm's executable pages (exec_vm) says code
+ * was mapped. Neither kprobes nor fentry can be counted on here (some
+ * kernels refuse tracing programs), raw tracepoints can; read releases
+ * (most of them) return at the first test. */
+SEC("tp_btf/mmap_lock_released")
+int BPF_PROG(sonde_mmap_released, struct mm_struct *mm, bool write)
+{
+	struct task_struct *task;
+	struct young_exec *y;
+	__u32 tgid;
+	__u64 vm;
+
+	if (!write)
+		return 0;
+	task = bpf_get_current_task_btf();
+	if (task->mm != mm)
+		return 0; /* another process's lock (e.g. a /proc reader) */
+	tgid = bpf_get_current_pid_tgid() >> 32;
+	y = bpf_map_lookup_elem(&young_execs, &tgid);
+	if (!y)
+		return 0;
+	if (bpf_ktime_get_ns() - y->exec_ns > YOUNG_EXEC_NS) {
+		bpf_map_delete_elem(&young_execs, &tgid);
+		return 0;
+	}
+	vm = mm->exec_vm;
+	if (vm <= y->exec_vm)
+		return 0;
+	y->exec_vm = vm;
+	send_proc_event(SONDE_REC_MMAP, tgid, 0, 0, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 
@@ -1344,6 +1406,7 @@ int BPF_PROG(sonde_exit, struct task_struct *p)
 	if (filter_enabled && filter_tgids)
 		bpf_map_delete_elem(&allowed_tgids, &tgid);
 	bpf_map_delete_elem(&lpm_redirect, &tgid);
+	bpf_map_delete_elem(&young_execs, &tgid);
 	/* No wakeup: an exit is handled at the next drain, in ring order. */
 	send_proc_event(SONDE_REC_EXIT, tgid, 0, 0, BPF_RB_NO_WAKEUP);
 	return 0;

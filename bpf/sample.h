@@ -24,6 +24,7 @@ enum sonde_record_type {
 	SONDE_REC_EXIT = 3, /* a thread-group leader exited */
 	SONDE_REC_FORK = 4, /* a new process (not a thread) was created */
 	SONDE_REC_INTERP = 5, /* an interpreter walker's record (bpf/interp.h) */
+	SONDE_REC_MMAP = 6, /* a process in its first second after exec mapped code */
 };
 
 /* Same numbers as sonde.v1.StackOutcome; 0 = no user stack (kernel thread,

@@ -293,6 +293,15 @@ static void on_proc(const struct sonde_proc_event *ev, void *ctx)
 	case SONDE_REC_EXIT:
 		procs_exit(S.procs, ev->pid);
 		break;
+	case SONDE_REC_MMAP:
+		/* A file mapped executable (ld.so's libraries, dlopen): its
+		 * entries go into BPF now, before most of its code has run.
+		 * An unknown process, or one whose exec is still ahead in the
+		 * ring, is scanned whole. */
+		r = procs_rescan_maps(S.procs, ev->pid);
+		if (r < 0 && r != -ESRCH && r != -ENOEXEC)
+			log_debug("pid %" PRIu32 ": rescan after mmap: %d", ev->pid, r);
+		break;
 	}
 }
 
@@ -1144,6 +1153,7 @@ static int sensor_attach(void)
 		log_error_errno(err, "cannot fill the --pid allow-list or attach the sched tracepoints");
 		return err;
 	}
+	loader_attach_mmap(S.skel);
 	err = uplink_setup();
 	if (err < 0)
 		return err;
