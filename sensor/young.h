@@ -2,9 +2,11 @@
  * forked.
  *
  * After exec, ld.so maps the libraries within the first milliseconds; the
- * exec-time scan may see none of them. The exec schedule's rescans pick
- * them up before most of the process's first samples (neither kprobes nor
- * fentry can be counted on to see the mmap calls themselves). It ends at
+ * exec-time scan (main.c, at the exec event) may see none of them. Where
+ * the kernel has the mmap_lock_released tracepoint, BPF wakes the sensor
+ * as each is mapped (SONDE_REC_MMAP); the exec schedule's rescans pick
+ * them up otherwise, before most of the process's first samples (neither
+ * kprobes nor fentry can be counted on to see the mmap calls). It ends at
  * the first rescan that finds nothing new: ld.so maps every library before
  * the program runs, and a later dlopen shows as samples outside the known
  * mappings, which rescan (procs_rescan_limited). A fork's child that has
