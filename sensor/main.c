@@ -1153,7 +1153,7 @@ static int sensor_attach(void)
 		log_error_errno(err, "cannot fill the --pid allow-list or attach the sched tracepoints");
 		return err;
 	}
-	loader_attach_mmap(S.skel);
+	young_set_mmap_wakeups(S.young, loader_attach_mmap(S.skel));
 	err = uplink_setup();
 	if (err < 0)
 		return err;

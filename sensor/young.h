@@ -16,6 +16,7 @@
  * Main thread only. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +33,10 @@ struct young;
  * memory. */
 struct young *young_new(struct procs *procs);
 void young_free(struct young *y);
+/* BPF wakes the sensor as young processes map code (loader_attach_mmap):
+ * the exec schedule then starts at its 10 ms step, a check that nothing
+ * was missed, instead of at 2 ms. */
+void young_set_mmap_wakeups(struct young *y, bool on);
 
 /* Puts pid on the schedule of kind, its first step due after now_ns
  * (CLOCK_MONOTONIC). A pid already on it starts over with the new kind
