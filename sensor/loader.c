@@ -2,7 +2,10 @@
  * filter and tunables go into rodata and the map sizes are set between
  * open and load, as libbpf-tools' profile.c does. */
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "loader.h"
@@ -41,6 +44,21 @@ static bool loader_use_loop(enum env_bpf_walk walk)
 		libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) == 1);
 }
 
+/* Whether the running kernel's BTF has the raw tracepoint name (a
+ * tp_btf program on one it lacks would fail the whole load). */
+static bool loader_kernel_has_tracepoint(const char *name)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	char type[128];
+	bool ok;
+
+	snprintf(type, sizeof(type), "btf_trace_%s", name);
+	ok = btf && btf__find_by_name_kind(btf, type, BTF_KIND_TYPEDEF) >= 0;
+
+	btf__free(btf);
+	return ok;
+}
+
 static void loader_configure(struct sample_bpf *skel, const struct loader_config *c,
 			     bool use_loop)
 {
@@ -62,6 +80,10 @@ static void loader_configure(struct sample_bpf *skel, const struct loader_config
 	bpf_map__set_autocreate(skel->maps.memory_tasks,
 				c->memory_every > 0 || c->memory_reserved);
 	bpf_program__set_autoload(skel->progs.sonde_offcpu_switch, c->off_cpu);
+	/* Attached by loader_attach_mmap(), where the kernel allows it. */
+	bpf_program__set_autoload(skel->progs.sonde_mmap_released,
+				  loader_kernel_has_tracepoint("mmap_lock_released"));
+	bpf_program__set_autoattach(skel->progs.sonde_mmap_released, false);
 	skel->rodata->offcpu_min_ns = c->off_cpu_min_ns;
 	/* Wake up for a quarter of the ring; the main loop drains it on a
 	 * timer anyway (see sample.bpf.c). */
@@ -150,6 +172,24 @@ int loader_load(const struct loader_config *c, struct sample_bpf **ret_skel, boo
 fail:
 	sample_bpf__destroy(skel);
 	return err;
+}
+
+bool loader_attach_mmap(struct sample_bpf *skel)
+{
+	struct bpf_link *link;
+
+	if (!bpf_program__autoload(skel->progs.sonde_mmap_released)) {
+		log_info("no mmap_lock_released tracepoint: libraries found by rescans only");
+		return false;
+	}
+	link = bpf_program__attach(skel->progs.sonde_mmap_released);
+	if (!link) {
+		log_info("cannot attach to mmap_lock_released (%s): libraries found by rescans only",
+			 strerror(errno));
+		return false;
+	}
+	skel->links.sonde_mmap_released = link; /* destroyed with the skeleton */
+	return true;
 }
 
 uint64_t loader_errors(struct sample_bpf *skel, uint64_t *ret_errs)
