@@ -1359,10 +1359,8 @@ int BPF_PROG(sonde_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
  * in place, and a change of the mm's executable pages (exec_vm) says code
  * was mapped. Neither kprobes nor fentry can be counted on here (some
  * kernels refuse tracing programs), raw tracepoints can; read releases
- * (most of them) return at the first test. Where the tracepoint also
- * carries the memcg path (5.13 to 6.10: mm, memcg_path, write), `write`
- * is that pointer: every release passes the first test, and the exec_vm
- * test still wakes the sensor only for new code. */
+ * (most of them) return at the first test. Loaded only where the
+ * tracepoint is (mm, write): see loader_configure. */
 SEC("tp_btf/mmap_lock_released")
 int BPF_PROG(sonde_mmap_released, struct mm_struct *mm, bool write)
 {

@@ -3,7 +3,8 @@
  *
  * After exec, ld.so maps the libraries within the first milliseconds; the
  * exec-time scan (main.c, at the exec event) may see none of them. Where
- * the kernel has the mmap_lock_released tracepoint, BPF wakes the sensor
+ * the kernel has the mmap_lock_released tracepoint as (mm, write) (not its
+ * costly 5.13-6.10 form: loader.c), BPF wakes the sensor
  * as each is mapped (SONDE_REC_MMAP); the exec schedule's rescans pick
  * them up otherwise, before most of the process's first samples (neither
  * kprobes nor fentry can be counted on to see the mmap calls). It ends at
