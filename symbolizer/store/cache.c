@@ -842,7 +842,7 @@ static void drop_damaged(struct cache *c, const struct fileid *id, enum mem_kind
 	const struct product_ops *ops = &products[kind];
 	char hex[FILEID_HEX_LEN + 1];
 
-	log_warn("the cached %s of %s does not deserialise; dropping %s so it is made again",
+	log_warn("the cached %s of %s does not deserialise; dropping %s so it is analysed again",
 		 ops->name, fileid_to_hex(id, hex),
 		 ops->damage_forgets_analysis ? "the file's analysis" : "it");
 	if (ops->damage_forgets_analysis)
