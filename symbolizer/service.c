@@ -204,7 +204,22 @@ struct service *service_new(const struct service_opts *opts)
 /* ---- the timer ---- */
 
 #define PROFILE_FLUSH_MS 5000
-#define PROFILE_FLUSH_STEP_ROWS 2000
+/* A batch is written a slice a tick, each slice at most this long, with
+ * ticks TICK_WRITE_MS apart while one is being written: the loop is never
+ * held for long (a slice of a tenth of a 100,000-row batch held it 25-100
+ * ms a tick, and a full batch written whole while the previous one was
+ * still being written held it 0.4-1.6 s: the p99 of tests/bench/scale.py
+ * at 500 sensors); writing takes up to a third of the loop's time (500
+ * sensors make 20,000-57,000 rows a second, 2-10 us each), more when it
+ * falls behind (TICK_WRITE_BEHIND_MS). */
+#define PROFILE_FLUSH_STEP_US 8000
+#define TICK_WRITE_MS 16
+/* Writing falls behind when the next batch is half full before this one
+ * is written (rows that cost more, e.g. after a restart, when each
+ * updates a row of the same minute already on disk): slices then come
+ * back to back, rather than the rest of the batch written at once when
+ * the next one fills up (100-175 ms on the loop, every second). */
+#define TICK_WRITE_BEHIND_MS 1
 /* The tick runs every TICK_BUSY_MS while something waits for it (stacks
  * for their files, tables for room in a stream, jobs, indexes, deferred
  * calls, uploads, a profile batch being written a slice a tick), else
@@ -220,8 +235,12 @@ struct service *service_new(const struct service_opts *opts)
 
 static int busy_delay_ms(struct service *svc)
 {
-	return symbols_waiting(svc->symbols) && index_worker_busy() ? TICK_INDEX_WAIT_MS
-								    : TICK_BUSY_MS;
+	if (symbols_waiting(svc->symbols) && index_worker_busy())
+		return TICK_INDEX_WAIT_MS;
+	if (svc->profile && profile_writing(svc->profile))
+		return profile_pending_rows(svc->profile) > PROFILE_MAX_BATCH / 2 ? TICK_WRITE_BEHIND_MS
+										  : TICK_WRITE_MS;
+	return TICK_BUSY_MS;
 }
 
 /* The next idle tick: at TICK_IDLE_MS, or sooner where the OTLP window or
@@ -249,7 +268,7 @@ static bool service_busy(struct service *svc)
  * between writes: once a second was the symbolizer's largest steady CPU
  * cost under a sensor (SQLite statements per flush). A slice a tick:
  * writing a whole batch at once stopped the loop for seconds under 500
- * sensors (sonde-load). */
+ * sensors (sonde-load); a slice is bounded in time (PROFILE_FLUSH_STEP_US). */
 static void flush_profiles(struct service *svc, int64_t now)
 {
 	bool start = now - svc->last_flush_ms >= PROFILE_FLUSH_MS;
@@ -257,7 +276,7 @@ static void flush_profiles(struct service *svc, int64_t now)
 
 	if (start)
 		svc->last_flush_ms = now;
-	r = profile_flush_step(svc->profile, PROFILE_FLUSH_STEP_ROWS, start);
+	r = profile_flush_step(svc->profile, 0, PROFILE_FLUSH_STEP_US, start);
 	if (r < 0)
 		log_warn_errno(r, "writing samples to the profile store failed, dropped them");
 }

@@ -170,6 +170,12 @@ struct stackdef {
 	struct stackdef *pprev, *pnext;
 };
 
+#define GONE_RING 64
+struct gone_proc {
+	uint32_t pid, uid;
+	char service[128];
+};
+
 struct session {
 	struct byte_source src; /* first: its files' bytes, for analysis jobs */
 	struct session *next;
@@ -192,11 +198,10 @@ struct session {
 	struct hmap *procs;  /* pid -> process */
 	/* The service names of the last processes that exited: probe records
 	 * of a process often arrive after its exit (a client that made its
-	 * last request and quit). A ring, newest at gone_next - 1. */
-	struct {
-		uint32_t pid, uid;
-		char service[128];
-	} gone[64];
+	 * last request and quit). A ring of GONE_RING, newest at gone_next -
+	 * 1; allocated at the first exit (8.5 KiB, 4 MiB at 500 sensors whose
+	 * processes never exit). */
+	struct gone_proc *gone;
 	unsigned gone_next;
 	struct hmap *files;  /* fileid -> sfile */
 	struct hmap *stacks; /* stack id -> stackdef */
@@ -1462,7 +1467,7 @@ static const char *service_of(void *ctx, uint32_t pid, uint32_t *ret_uid)
 {
 	struct session *s = ctx;
 	const struct process *p = hmap_get_u64(s->procs, pid);
-	const unsigned n = sizeof(s->gone) / sizeof(s->gone[0]);
+	const unsigned n = s->gone ? GONE_RING : 0;
 
 	*ret_uid = 0;
 	if (!p) {
@@ -1770,9 +1775,11 @@ static void handle_exit(struct session *s, const Sonde__V1__SensorMessage *m)
 		hmap_get_u64(s->in->core->stats->proc_outcomes, proc_outcome_key(s->id, m->exit->pid));
 	struct process *p = hmap_remove_u64(s->procs, m->exit->pid);
 
-	if (p) {
+	if (p && !s->gone)
+		s->gone = calloc(GONE_RING, sizeof(*s->gone)); /* NULL: not remembered */
+	if (p && s->gone) {
 		const char *name = process_service(p);
-		unsigned i = s->gone_next++ % (sizeof(s->gone) / sizeof(s->gone[0]));
+		unsigned i = s->gone_next++ % GONE_RING;
 
 		s->gone[i].pid = p->pid;
 		s->gone[i].uid = p->uid;
@@ -1946,6 +1953,7 @@ void ingest_on_close(struct rpc_call *call, void *ctx)
 	interp_session_free(s->interp);
 	ksyms_free(s->kstage);
 	kshared_unref(in, s->kern);
+	free(s->gone);
 	free(s);
 	analysis_flush_done(in->core->analysis);
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "log.h"
 #include "hmap.h"
 #include "profile.h"
@@ -51,8 +52,12 @@ struct batch_val {
 	char data[]; /* text, then raw */
 };
 
-/* A row of the draining batch (key and value borrowed from the map). */
+/* A row of the draining batch (key and value borrowed from the map),
+ * with its place in the samples table's key order in the row itself, so
+ * that sorting a batch does not chase every key through memory. */
 struct drain_row {
+	uint64_t minute_node; /* minute << 32 | node */
+	uint64_t pid_tid;     /* pid << 32 | tid */
 	const void *key;
 	size_t klen;
 	const struct batch_val *val;
@@ -514,6 +519,24 @@ cleanup:
 	return v;
 }
 
+static int drain(struct profile_store *p, size_t max_rows, int64_t budget_us);
+
+/* The batch is full: it becomes the one being written. Writing fell
+ * behind if the previous one is not written yet: the rest of that one is
+ * written now, on the caller's thread (memory stays bounded at two
+ * batches; the new one is still written a slice a tick). */
+static int batch_full(struct profile_store *p)
+{
+	int r = 0, r2;
+
+	if (!p->ids && !(p->ids = hmap_new()))
+		return -ENOMEM;
+	if (p->draining)
+		r = drain(p, 0, 0);
+	r2 = rotate(p);
+	return r < 0 ? r : r2;
+}
+
 int profile_add(struct profile_store *p, const struct profile_sample *smp)
 {
 	struct batch_key k = { .minute = smp->unix_s / 60, .start = smp->start, .node = smp->node,
@@ -558,11 +581,8 @@ int profile_add(struct profile_store *p, const struct profile_sample *smp)
 	v->count += smp->count;
 	v->weight = v->weight + smp->weight < v->weight ? UINT64_MAX : v->weight + smp->weight;
 	p->added += smp->count;
-	if (hmap_count(p->batch) >= PROFILE_MAX_BATCH) {
-		if (p->draining)
-			return profile_flush(p); /* writing falls behind: bound memory */
-		return rotate(p);
-	}
+	if (hmap_count(p->batch) >= PROFILE_MAX_BATCH)
+		return batch_full(p);
 	return 0;
 }
 
@@ -676,8 +696,12 @@ bool profile_in_memory(const struct profile_store *p)
 	return p->mem != NULL;
 }
 
-static int write_rows(struct profile_store *p, size_t max_rows, bool *ret_done)
+/* How many rows are written between two looks at the clock. */
+#define WRITE_CLOCK_ROWS 64
+
+static int write_rows(struct profile_store *p, size_t max_rows, int64_t budget_us, bool *ret_done)
 {
+	int64_t deadline = budget_us ? clock_now_us() + budget_us : 0;
 	size_t start = p->drain_next, n = 0;
 	bool full = false;
 	int r = 0;
@@ -695,6 +719,8 @@ static int write_rows(struct profile_store *p, size_t max_rows, bool *ret_done)
 		int64_t id;
 
 		if (max_rows && n == max_rows)
+			break;
+		if (deadline && n && n % WRITE_CLOCK_ROWS == 0 && clock_now_us() >= deadline)
 			break;
 		if (p->drain_next == p->drain_rows) {
 			*ret_done = true;
@@ -754,7 +780,7 @@ fail:
 	p->ids = hmap_new();
 	if (full && !p->mem && p->ids && move_to_memory(p) == 0) {
 		p->drain_next = start; /* once: p->mem is set now */
-		return write_rows(p, max_rows, ret_done);
+		return write_rows(p, max_rows, budget_us, ret_done);
 	}
 	/* Rows that could not be written are dropped: keeping them would
 	 * let a broken database grow the batch without bound. Counted, so
@@ -766,30 +792,18 @@ fail:
 	return r;
 }
 
-/* The samples table's key order: minute, node, pid, start, tid, span;
- * then the stack (its digest standing for stacks.id), uid and profile. */
+/* The samples table's key order as far as minute, node, pid and tid
+ * (the rest of the key varies little within a thread's rows in a batch).
+ * Rows are written in this order so that each B-tree page is touched
+ * about once; any order would be correct. */
 static int cmp_drain_row(const void *a, const void *b)
 {
-	/* The map's keys are malloc'd: aligned for a batch_key. */
-	const struct batch_key *x = ((const struct drain_row *)a)->key;
-	const struct batch_key *y = ((const struct drain_row *)b)->key;
-	int c;
+	const struct drain_row *x = a, *y = b;
 
-#define CMP_FIELD(f)                         \
-	if (x->f != y->f)                    \
-		return x->f < y->f ? -1 : 1;
-	CMP_FIELD(minute)
-	CMP_FIELD(node)
-	CMP_FIELD(pid)
-	CMP_FIELD(start)
-	CMP_FIELD(tid)
-	c = memcmp(x->span, y->span, sizeof(x->span));
-	if (c)
-		return c;
-	CMP_FIELD(stack_hash)
-	CMP_FIELD(uid)
-	CMP_FIELD(profile)
-#undef CMP_FIELD
+	if (x->minute_node != y->minute_node)
+		return x->minute_node < y->minute_node ? -1 : 1;
+	if (x->pid_tid != y->pid_tid)
+		return x->pid_tid < y->pid_tid ? -1 : 1;
 	return 0;
 }
 
@@ -811,8 +825,18 @@ static int rotate(struct profile_store *p)
 		return -ENOMEM;
 	}
 	hmap_iter_init(p->batch, &it);
-	while (i < n && hmap_next(p->batch, &it, &key, &klen, &val))
-		rows[i++] = (struct drain_row){ .key = key, .klen = klen, .val = val };
+	while (i < n && hmap_next(p->batch, &it, &key, &klen, &val)) {
+		/* The map's keys are malloc'd: aligned for a batch_key. */
+		const struct batch_key *k = key;
+
+		rows[i++] = (struct drain_row){
+			.minute_node = (k->minute & UINT32_MAX) << 32 | k->node,
+			.pid_tid = (uint64_t)k->pid << 32 | k->tid,
+			.key = key,
+			.klen = klen,
+			.val = val,
+		};
+	}
 	qsort(rows, i, sizeof(*rows), cmp_drain_row);
 	p->draining = p->batch;
 	p->batch = nb;
@@ -823,12 +847,14 @@ static int rotate(struct profile_store *p)
 	return 0;
 }
 
-static int drain(struct profile_store *p, size_t max_rows)
+static int drain(struct profile_store *p, size_t max_rows, int64_t budget_us)
 {
 	bool done = false;
-	int r = write_rows(p, max_rows, &done);
+	int r = write_rows(p, max_rows, budget_us, &done);
 
-	if (done) {
+	/* Every row written: done, even when the bound stopped the loop
+	 * just before it would have seen that. */
+	if (done || p->drain_next == p->drain_rows) {
 		hmap_free(p->draining, batch_val_free);
 		p->draining = NULL;
 		free(p->drain);
@@ -845,12 +871,12 @@ int profile_flush(struct profile_store *p)
 	if (!p->ids && !(p->ids = hmap_new()))
 		return -ENOMEM;
 	if (p->draining)
-		r = drain(p, 0);
+		r = drain(p, 0, 0);
 	if (hmap_count(p->batch) == 0)
 		return r;
 	r2 = rotate(p);
 	if (r2 == 0)
-		r2 = drain(p, 0);
+		r2 = drain(p, 0, 0);
 	return r < 0 ? r : r2;
 }
 
@@ -859,9 +885,13 @@ bool profile_writing(const struct profile_store *p)
 	return p->draining != NULL;
 }
 
-int profile_flush_step(struct profile_store *p, size_t max_rows, bool start)
+size_t profile_pending_rows(const struct profile_store *p)
 {
-	size_t n;
+	return hmap_count(p->batch);
+}
+
+int profile_flush_step(struct profile_store *p, size_t max_rows, int64_t budget_us, bool start)
+{
 	int r;
 
 	if (!p->ids && !(p->ids = hmap_new()))
@@ -873,10 +903,7 @@ int profile_flush_step(struct profile_store *p, size_t max_rows, bool start)
 		if (r < 0)
 			return r;
 	}
-	/* At least a tenth of the rotated batch a step, so a large one is
-	 * written within ten steps. */
-	n = hmap_count(p->draining) / 10;
-	return drain(p, n > max_rows ? n : max_rows);
+	return drain(p, max_rows, budget_us);
 }
 
 void profile_counts(const struct profile_store *p, uint64_t *ret_added, uint64_t *ret_dropped)

@@ -18,7 +18,11 @@
 
 #define PROFILE_MAX_NAME 1024       /* a frame name is cut here */
 #define PROFILE_MAX_STACK (256u << 10) /* a folded stack is cut here */
-#define PROFILE_MAX_BATCH 100000    /* pending rows that force a flush */
+/* Pending rows that make the batch the one being written. The store
+ * holds at most two batches (one filling, one being written), ~240 bytes
+ * a row: 100,000 was ~45 MiB at 500 sensors (docs/benchmarks.md, Scale),
+ * and sorting a batch for writing costs the loop ~0.3 us a row. */
+#define PROFILE_MAX_BATCH 50000
 #define PROFILE_MAX_NODES 65536     /* distinct node names kept */
 #define PROFILE_MAX_NODE_NAME 100   /* bytes of a node name */
 
@@ -102,12 +106,19 @@ int profile_add(struct profile_store *p, const struct profile_sample *smp);
 int profile_flush(struct profile_store *p);
 /* Incremental flush, for the loop thread's tick: with start, makes the
  * pending rows a batch being written (unless one is); then writes the
- * next max_rows rows of that batch (at least a tenth of it) in one
- * transaction. Rows added meanwhile go to the next batch. Returns 0 or a
- * negative errno (the rest of the batch is then dropped and counted). */
-int profile_flush_step(struct profile_store *p, size_t max_rows, bool start);
+ * next rows of that batch in one transaction, until max_rows rows are
+ * written (0: no bound) or budget_us microseconds have passed (checked
+ * every few rows; 0: no bound), at least one row. Rows added meanwhile
+ * go to the next batch; when that one reaches PROFILE_MAX_BATCH rows
+ * before this one is written, profile_add() writes the rest of this one
+ * first. Returns 0 or a negative errno (the rest of the batch is then
+ * dropped and counted). */
+int profile_flush_step(struct profile_store *p, size_t max_rows, int64_t budget_us, bool start);
 /* Whether a batch is being written by profile_flush_step(). */
 bool profile_writing(const struct profile_store *p);
+/* Rows in the batch being filled (profile_add() makes it the one being
+ * written at PROFILE_MAX_BATCH). */
+size_t profile_pending_rows(const struct profile_store *p);
 /* Samples (sums of counts) profile_add() accepted, and of those the ones
  * a failed flush dropped, since profile_new(). Stored = added - dropped. */
 void profile_counts(const struct profile_store *p, uint64_t *ret_added, uint64_t *ret_dropped);

@@ -5,3 +5,5 @@
 
 /* Milliseconds of CLOCK_MONOTONIC: only differences mean anything. */
 int64_t clock_now_ms(void);
+/* Microseconds of the same clock. */
+int64_t clock_now_us(void);

@@ -627,11 +627,11 @@ static void test_profile_flush_in_steps(void **state)
 			smp.stack_hash = profile_stack_hash(frames, NULL, 0);
 		assert_int_equal(profile_add(p, &smp), 0);
 	}
-	assert_int_equal(profile_flush_step(p, 0, false), 0); /* nothing started */
-	assert_int_equal(profile_flush_step(p, 50, true), 0); /* rotates, writes 50 */
+	assert_int_equal(profile_flush_step(p, 0, 0, false), 0); /* nothing started */
+	assert_int_equal(profile_flush_step(p, 50, 0, true), 0); /* rotates, writes 50 */
 	assert_int_equal(add(p, 1700000001, 5, 5, "w", "main;f0", NULL, 7), 0); /* next batch */
 	for (int i = 0; i < 6; i++)
-		assert_int_equal(profile_flush_step(p, 50, false), 0);
+		assert_int_equal(profile_flush_step(p, 50, 0, false), 0);
 	profile_counts(p, &added, &dropped);
 	assert_int_equal(added, 607);
 	assert_int_equal(dropped, 0);
@@ -640,6 +640,58 @@ static void test_profile_flush_in_steps(void **state)
 	assert_int_equal(n, 100);
 	assert_int_equal(st[0].count, 13); /* w;main;f0: 3 x 2 + 7 */
 	assert_string_equal(st[0].text, "w;main;f0");
+	profile_free(p);
+	cache_close(c);
+	arena_free(a);
+}
+
+/* Slices bounded in time write at least a row each and, step after step,
+ * the whole batch; a batch that fills up while the previous one is still
+ * being written makes the rest of that one written at once (never more
+ * than two batches held), and no sample is lost or counted twice. */
+static void test_profile_flush_budget(void **state)
+{
+	struct cache *c = NULL;
+	struct profile_store *p;
+	struct arena *a = arena_new();
+	struct profile_stack *st;
+	uint64_t total, added, dropped;
+	struct profile_query all = { 0 };
+	const uint64_t rows = PROFILE_MAX_BATCH + PROFILE_MAX_BATCH / 2;
+	size_t n, steps = 0;
+
+	assert_int_equal(cache_open(db_path, NULL, &c), 0);
+	p = profile_new(c, 60);
+	assert_non_null(p);
+	/* Distinct rows: one stack, a thread each. */
+	for (uint32_t i = 0; i < 300; i++)
+		assert_int_equal(add(p, 1700000000, 7, 100 + i, "w", "main;f", NULL, 1), 0);
+	assert_int_equal(profile_flush_step(p, 0, 1, true), 0); /* 1 us: a slice */
+	assert_true(profile_writing(p));
+	while (profile_writing(p) && steps < 1000) {
+		assert_int_equal(profile_flush_step(p, 0, 1, false), 0);
+		steps++;
+	}
+	assert_false(profile_writing(p));
+	assert_true(steps >= 4); /* 300 rows, a clock look every 64 */
+	/* A batch being written, then more rows than a batch: the new batch
+	 * fills, the old one is finished, the full one is the one written. */
+	for (uint32_t i = 0; i < 300; i++)
+		assert_int_equal(add(p, 1700000060, 7, 100 + i, "w", "main;f", NULL, 1), 0);
+	assert_int_equal(profile_flush_step(p, 10, 0, true), 0);
+	assert_true(profile_writing(p));
+	for (uint64_t i = 0; i < rows; i++)
+		assert_int_equal(add(p, 1700000120, 8, (uint32_t)i, "w", "main;f", NULL, 1), 0);
+	assert_true(profile_writing(p));
+	assert_int_equal(profile_pending_rows(p), rows - PROFILE_MAX_BATCH);
+	while (profile_writing(p))
+		assert_int_equal(profile_flush_step(p, 0, 0, false), 0);
+	profile_counts(p, &added, &dropped);
+	assert_int_equal(added, 600 + rows);
+	assert_int_equal(dropped, 0);
+	assert_int_equal(profile_folded(p, &all, a, &st, &n, &total), 0);
+	assert_int_equal(total, 600 + rows);
+	assert_int_equal(n, 1);
 	profile_free(p);
 	cache_close(c);
 	arena_free(a);
@@ -815,6 +867,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_profile_types, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile_survives_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile_flush_in_steps, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_profile_flush_budget, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile_nodes, setup, teardown),
 	};
 
