@@ -622,36 +622,47 @@ static __always_inline int hs_step_sized(struct user_walk *st, __u64 words)
 	return 0;
 }
 
-/* The 3 numbers a scope starts with (bpf/hotspot.h: UNSIGNED5, each byte
- * its digit plus x, 0 or 1 by the release): the sender scope's offset,
- * the method's metadata index, bci + 1. */
+/* One UNSIGNED5 number of b from *at on (bpf/hotspot.h: a byte below
+ * 192 ends it, at most 5 bytes, each its digit plus x); *at moves past
+ * it, *bad is set when a byte is below x. Without branches: the same
+ * straight code for the verifier whatever the bytes (a loop that
+ * branched on each byte made most of the sample program's verified
+ * instructions). */
+static __always_inline __u32 hs_u5(const __u8 *b, __u32 *at, __u32 x, __u32 *bad)
+{
+	__u32 p = *at, sum = 0, more = 1, n = 0;
+
+#pragma clang loop unroll(disable)
+	for (__u32 i = 0; i < 5; i++) {
+		__u32 v = b[(p + i) & (HOTSPOT_SCOPE_BUF - 1)], below;
+
+		/* v < x (x 0 or 1: v is 0 and x 1) */
+		below = x & (((v + 255) >> 8) ^ 1);
+		/* opaque 0 / 1: the compiler would turn the masks into
+		 * selects, which are branches in BPF */
+		asm volatile("" : "+r"(more));
+		*bad |= below & more;
+		sum += ((v - x) << (6 * i)) & (0u - more);
+		n += more;
+		more &= (v + 64) >> 8; /* v >= 192: the number goes on */
+	}
+	*at = p + n;
+	return sum;
+}
+
+/* The 3 numbers a scope starts with (UNSIGNED5, each byte its digit plus
+ * x, 0 or 1 by the release): the sender scope's offset, the method's
+ * metadata index, bci + 1. 0, or -1 on a byte below x. At most 15 of
+ * the HOTSPOT_SCOPE_BUF bytes. */
 static __always_inline int hs_scope_header(const __u8 *b, __u32 x, __u32 *sender, __u32 *midx,
 					   __u32 *bci1)
 {
-	__u32 sum = 0, shift = 0, nb = 0, vi = 0;
+	__u32 at = 0, bad = 0;
 
-	for (__u32 i = 0; i < HOTSPOT_SCOPE_BUF; i++) {
-		__u32 v = b[i];
-
-		if (v < x)
-			return -1;
-		sum += (v - x) << shift;
-		nb++;
-		if (v >= 192 && nb < 5) {
-			shift += 6;
-			continue;
-		}
-		if (vi == 0)
-			*sender = sum;
-		else if (vi == 1)
-			*midx = sum;
-		else
-			*bci1 = sum;
-		if (++vi == 3)
-			return 0;
-		sum = shift = nb = 0;
-	}
-	return -1;
+	*sender = hs_u5(b, &at, x, &bad);
+	*midx = hs_u5(b, &at, x, &bad);
+	*bci1 = hs_u5(b, &at, x, &bad);
+	return bad ? -1 : 0;
 }
 
 /* Buffers a compiled frame's Java frame and keeps it in x->val for the
@@ -827,8 +838,11 @@ static __always_inline bool hs_nmethod_frames(struct sonde_interp_jit *j, struct
 
 	cache = h->off.nmethod_compile_id4 &&
 		hs_scope_key(k, st->tgid, blob, st->pc, st->exact_pc);
-	if (cache && hs_cached_frames(j, x, k, native, h))
+	if (cache && hs_cached_frames(j, x, k, native, h)) {
+		hs_count(38);
 		return true;
+	}
+	hs_count(39);
 	x->val.n = 0;
 	if (!hs_compiled_frames(j, x, blob, st->pc, st->exact_pc, native, st->tgid, h, &whole) &&
 	    (!method || !hotspot_note_method(x, st->tgid, method, 0, h, &whole) ||
@@ -978,15 +992,37 @@ static __always_inline int hs_pc_step(struct sonde_interp_jit *j, struct hotspot
 				      const struct sonde_hotspot_proc *h)
 {
 	struct hotspot_pc_slot *e = hs_pc_slot(x, st->pc, st->exact_pc);
+	int r;
 
+	HS_T0();
+#ifdef SONDE_HOTSPOT_COUNT_READS
+	if (e->pc != st->pc)
+		hs_count(34);
+	else if (e->tgid != st->tgid || e->exact != (st->exact_pc ? 1 : 0))
+		hs_count(35);
+	else if (e->val.gen != interp_conn_gen)
+		hs_count(36);
+#endif
 	if (e->pc != st->pc || e->tgid != st->tgid || e->exact != (st->exact_pc ? 1 : 0) ||
-	    e->val.gen != interp_conn_gen || !hs_pc_valid(x, e, h))
+	    e->val.gen != interp_conn_gen)
 		return -2;
-	if (e->kind == HS_BLOB_NMETHOD) {
-		hs_push_words(j, &e->val, native);
-		return e->prologue ? hs_step_prologue(st) : hs_step_sized(st, e->frame_size);
+	if (!hs_pc_valid(x, e, h)) {
+		hs_count(37);
+		return -2;
 	}
-	return e->frame_size ? hs_step_sized(st, e->frame_size) : hs_step_rbp(st);
+	HS_T(40);
+	if (e->kind == HS_BLOB_NMETHOD) {
+		hs_count(43);
+		hs_push_words(j, &e->val, native);
+		HS_T(41);
+		r = e->prologue ? hs_step_prologue(st) : hs_step_sized(st, e->frame_size);
+		HS_T(42);
+		return r;
+	}
+	hs_count(44);
+	r = e->frame_size ? hs_step_sized(st, e->frame_size) : hs_step_rbp(st);
+	HS_T(42);
+	return r;
 }
 
 /* Keeps in st->pc's slot what the full step found: the blob at blob of
