@@ -780,10 +780,34 @@ static __always_inline bool sample_in_user(struct bpf_perf_event_data *ctx)
 	return *(__u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs)) & 3;
 }
 
+/* walk_init()'s "st is ready: walk it" (no enum sonde_stack_outcome). */
+#define WALK_READY 0xff
+
+/* Is the current task inside execve() with its new address space
+ * installed but not yet set up? Its saved user registers are then the
+ * old image's, whose stack is gone: a walk would read nothing (a
+ * read_error) or, through the parent's unwind entries, garbage. The new
+ * mm's env_end stays 0 (mm_alloc() zeroes it) until create_elf_tables()
+ * sets it, just before the registers are set for the new image's entry
+ * (arg_start is set sooner, by setup_arg_pages()). in_execve covers a
+ * whole execve(), a failed
+ * one (a shell's PATH search) included, whose mm is still the old one
+ * and whose stack is walked. */
+static __always_inline bool task_mid_exec(void)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+	if (!bpf_core_field_exists(task->in_execve) ||
+	    !BPF_CORE_READ_BITFIELD_PROBED(task, in_execve))
+		return false;
+	return BPF_CORE_READ(task, mm, env_end) == 0;
+}
+
 /* Sets up st for a walk from the user registers: the sample's own when it
  * interrupted user mode, else those saved at kernel entry (task_regs).
- * Returns SONDE_OUTCOME_NONE with st ready (the caller walks), or the
- * outcome of a stack that is not walked. */
+ * Returns WALK_READY with st ready (the caller walks), or the outcome of
+ * a stack that is not walked: SONDE_OUTCOME_NONE (no user stack) for a
+ * task between two images (task_mid_exec). */
 static __always_inline __u8 walk_init(struct bpf_perf_event_data *ctx, bool in_user,
 				      struct pt_regs *task_regs, __u32 tgid, __u32 base,
 				      __u32 *flags, struct user_walk *st)
@@ -797,6 +821,10 @@ static __always_inline __u8 walk_init(struct bpf_perf_event_data *ctx, bool in_u
 		st->r9 = ctx->regs.r9;
 		*flags |= SONDE_SAMPLE_IN_USER;
 	} else {
+		if (task_mid_exec()) {
+			count_err(SONDE_ERR_MID_EXEC);
+			return SONDE_OUTCOME_NONE;
+		}
 		if (!task_regs) {
 			count_err(SONDE_ERR_NO_USER_REGS);
 			return SONDE_OUTCOME_READ_ERROR;
@@ -816,7 +844,7 @@ static __always_inline __u8 walk_init(struct bpf_perf_event_data *ctx, bool in_u
 	st->exact_pc = 1;
 	st->outcome = SONDE_OUTCOME_TRUNCATED; /* unless the walk says otherwise */
 	*flags |= SONDE_SAMPLE_USER_PC0;
-	return SONDE_OUTCOME_NONE;
+	return WALK_READY;
 }
 
 /* Walks the user stack into the scratch record's frames from base on.
@@ -833,7 +861,7 @@ static __always_inline __u8 walk_user(struct bpf_perf_event_data *ctx, bool in_u
 		return SONDE_OUTCOME_NONE; /* kernel thread */
 	outcome = walk_init(ctx, in_user, in_user ? NULL : (struct pt_regs *)bpf_task_pt_regs(task),
 			    tgid, base, flags, &st);
-	if (outcome != SONDE_OUTCOME_NONE)
+	if (outcome != WALK_READY)
 		return outcome;
 #ifdef SONDE_HOTSPOT_COUNT_READS
 	{
@@ -887,7 +915,7 @@ static __always_inline __u8 walk_user_event(struct unwind_scratch *s, struct pt_
 
 	*ret_n = 0;
 	outcome = walk_init(NULL, false, regs, tgid, base, flags, &s->walk);
-	if (outcome != SONDE_OUTCOME_NONE)
+	if (outcome != WALK_READY)
 		return outcome;
 	if (in_user)
 		*flags |= SONDE_SAMPLE_IN_USER;
@@ -1222,7 +1250,7 @@ int sonde_sample_tail(struct bpf_perf_event_data *ctx)
 	if (!in_user)
 		regs = task_user_regs(task);
 	outcome = walk_init(ctx, in_user, regs, id >> 32, n_kernel, &s->flags, &s->walk);
-	if (outcome != SONDE_OUTCOME_NONE) {
+	if (outcome != WALK_READY) {
 		sample_send(s, id, n_kernel, 0, outcome, s->flags);
 		return 0;
 	}
@@ -1285,10 +1313,26 @@ int BPF_PROG(sonde_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+/* Processes in their first second after an exec -> the executable pages
+ * their mm had at the last wakeup (mm->exec_vm). */
+struct young_exec {
+	__u64 exec_ns;
+	__u64 exec_vm;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct young_exec);
+} young_execs SEC(".maps");
+
+#define YOUNG_EXEC_NS 1000000000ull
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(sonde_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, none = 0;
+	struct young_exec young;
 
 	hotspot_proc_forget(tgid);
 	if (!task_allowed(tgid))
@@ -1301,6 +1345,53 @@ int BPF_PROG(sonde_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	 * behind, and the default (wake only a caught-up consumer) would
 	 * leave the new image unscanned until the next timed drain. */
 	send_proc_event(SONDE_REC_EXEC, tgid, 0, 0, BPF_RB_FORCE_WAKEUP);
+	/* Its libraries, mapped next, wake the sensor (sonde_mmap_released):
+	 * what the kernel mapped (the executable, ld.so) is counted now and
+	 * scanned at this event. */
+	young.exec_ns = bpf_ktime_get_ns();
+	young.exec_vm = BPF_CORE_READ(p, mm, exec_vm);
+	bpf_map_update_elem(&young_execs, &tgid, &young, BPF_ANY);
+	return 0;
+}
+
+/* Code mapped by ld.so in a process's first milliseconds (libc and the
+ * other libraries) wakes the sensor, whose rescan of the maps puts the
+ * files' unwind entries in BPF before most of that code has run: until
+ * then their frames have no table, and ld.so's and libc's have no frame
+ * pointers either. The young steps (2 ms after the exec, then 10, 40 and
+ * 150) remain for a kernel without this tracepoint. mmap(2), mprotect(2)
+ * and munmap(2) take mmap_lock for writing; at its release the mapping is
+ * in place, and a change of the mm's executable pages (exec_vm) says code
+ * was mapped. Neither kprobes nor fentry can be counted on here (some
+ * kernels refuse tracing programs), raw tracepoints can; read releases
+ * (most of them) return at the first test. Loaded only where the
+ * tracepoint is (mm, write): see loader_configure. */
+SEC("tp_btf/mmap_lock_released")
+int BPF_PROG(sonde_mmap_released, struct mm_struct *mm, bool write)
+{
+	struct task_struct *task;
+	struct young_exec *y;
+	__u32 tgid;
+	__u64 vm;
+
+	if (!write)
+		return 0;
+	task = bpf_get_current_task_btf();
+	if (task->mm != mm)
+		return 0; /* another process's lock (e.g. a /proc reader) */
+	tgid = bpf_get_current_pid_tgid() >> 32;
+	y = bpf_map_lookup_elem(&young_execs, &tgid);
+	if (!y)
+		return 0;
+	if (bpf_ktime_get_ns() - y->exec_ns > YOUNG_EXEC_NS) {
+		bpf_map_delete_elem(&young_execs, &tgid);
+		return 0;
+	}
+	vm = mm->exec_vm;
+	if (vm <= y->exec_vm)
+		return 0;
+	y->exec_vm = vm;
+	send_proc_event(SONDE_REC_MMAP, tgid, 0, 0, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 
@@ -1321,6 +1412,7 @@ int BPF_PROG(sonde_exit, struct task_struct *p)
 	if (filter_enabled && filter_tgids)
 		bpf_map_delete_elem(&allowed_tgids, &tgid);
 	bpf_map_delete_elem(&lpm_redirect, &tgid);
+	bpf_map_delete_elem(&young_execs, &tgid);
 	/* No wakeup: an exit is handled at the next drain, in ring order. */
 	send_proc_event(SONDE_REC_EXIT, tgid, 0, 0, BPF_RB_NO_WAKEUP);
 	return 0;
@@ -1369,7 +1461,7 @@ static __always_inline __u8 offcpu_walk_user(struct unwind_scratch *s, __u32 tgi
 		return SONDE_OUTCOME_NONE; /* kernel thread */
 	outcome = walk_init(NULL, false, (struct pt_regs *)bpf_task_pt_regs(task), tgid, base,
 			    &s->flags, &s->walk);
-	if (outcome != SONDE_OUTCOME_NONE)
+	if (outcome != WALK_READY)
 		return outcome;
 	if (bpf_loop(SONDE_MAX_USER_FRAMES + 1, offcpu_unwind_frame, NULL, 0) < 0) {
 		count_err(SONDE_ERR_LOOP);

@@ -24,6 +24,7 @@ enum sonde_record_type {
 	SONDE_REC_EXIT = 3, /* a thread-group leader exited */
 	SONDE_REC_FORK = 4, /* a new process (not a thread) was created */
 	SONDE_REC_INTERP = 5, /* an interpreter walker's record (bpf/interp.h) */
+	SONDE_REC_MMAP = 6, /* a process in its first second after exec mapped code */
 };
 
 /* Same numbers as sonde.v1.StackOutcome; 0 = no user stack (kernel thread,
@@ -139,6 +140,7 @@ enum sonde_bpf_err {
 	SONDE_ERR_UNWIND_GO_SWITCH,    /* at a Go stack switch, no goroutine to go on with */
 	SONDE_ERR_MEMORY_COUNTER,      /* a task's fault countdown could not be made: fault not counted */
 	SONDE_ERR_MEMORY_VMA,          /* a sampled fault's mapping could not be looked up: sample lost */
+	SONDE_ERR_MID_EXEC,            /* a task inside execve(), its new image not set up: no user stack */
 	SONDE_ERR__COUNT,
 };
 
@@ -151,5 +153,5 @@ enum sonde_bpf_err {
 			"unwind_bad_rule", "unwind_bad_cfa", "unwind_read_ra", \
 			"unwind_read_fp", "unwind_signal", "unwind_fp_fallback", \
 			"unwind_index", "redirect_full", "unwind_go_switch",  \
-			"memory_counter", "memory_vma",                       \
+			"memory_counter", "memory_vma", "mid_exec",           \
 	}

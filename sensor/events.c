@@ -40,6 +40,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	case SONDE_REC_EXEC:
 	case SONDE_REC_EXIT:
 	case SONDE_REC_FORK:
+	case SONDE_REC_MMAP:
 		if (size != sizeof(struct sonde_proc_event))
 			break;
 		ev->h.on_proc(data, ev->h.ctx);

@@ -2,7 +2,10 @@
  * filter and tunables go into rodata and the map sizes are set between
  * open and load, as libbpf-tools' profile.c does. */
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "loader.h"
@@ -41,6 +44,32 @@ static bool loader_use_loop(enum env_bpf_walk walk)
 		libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) == 1);
 }
 
+/* How many arguments the running kernel's raw tracepoint name passes
+ * (its BTF prototype, without the hidden data pointer), or -1 when the
+ * kernel has no such tracepoint (a tp_btf program on one it lacks would
+ * fail the whole load). */
+static int loader_tracepoint_args(const char *name)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf_type *t;
+	char type[128];
+	int id, n = -1;
+
+	snprintf(type, sizeof(type), "btf_trace_%s", name);
+	id = btf ? btf__find_by_name_kind(btf, type, BTF_KIND_TYPEDEF) : -1;
+	if (id < 0)
+		goto out;
+	t = btf__type_by_id(btf, btf__type_by_id(btf, id)->type); /* the pointer */
+	if (!t || !btf_is_ptr(t))
+		goto out;
+	t = btf__type_by_id(btf, t->type);
+	if (t && btf_is_func_proto(t) && btf_vlen(t) > 0)
+		n = btf_vlen(t) - 1;
+out:
+	btf__free(btf);
+	return n;
+}
+
 static void loader_configure(struct sample_bpf *skel, const struct loader_config *c,
 			     bool use_loop)
 {
@@ -62,6 +91,14 @@ static void loader_configure(struct sample_bpf *skel, const struct loader_config
 	bpf_map__set_autocreate(skel->maps.memory_tasks,
 				c->memory_every > 0 || c->memory_reserved);
 	bpf_program__set_autoload(skel->progs.sonde_offcpu_switch, c->off_cpu);
+	/* Attached by loader_attach_mmap(), where the kernel has the
+	 * tracepoint as (mm, write). From 5.13 to 6.10 it also passes the
+	 * memcg path, which the kernel formats at every mmap_lock release of
+	 * every process while any program is attached (each page fault, on
+	 * kernels before per-VMA locks): there the young rescans serve. */
+	bpf_program__set_autoload(skel->progs.sonde_mmap_released,
+				  loader_tracepoint_args("mmap_lock_released") == 2);
+	bpf_program__set_autoattach(skel->progs.sonde_mmap_released, false);
 	skel->rodata->offcpu_min_ns = c->off_cpu_min_ns;
 	/* Wake up for a quarter of the ring; the main loop drains it on a
 	 * timer anyway (see sample.bpf.c). */
@@ -150,6 +187,24 @@ int loader_load(const struct loader_config *c, struct sample_bpf **ret_skel, boo
 fail:
 	sample_bpf__destroy(skel);
 	return err;
+}
+
+bool loader_attach_mmap(struct sample_bpf *skel)
+{
+	struct bpf_link *link;
+
+	if (!bpf_program__autoload(skel->progs.sonde_mmap_released)) {
+		log_info("no mmap_lock_released tracepoint: libraries found by rescans only");
+		return false;
+	}
+	link = bpf_program__attach(skel->progs.sonde_mmap_released);
+	if (!link) {
+		log_info("cannot attach to mmap_lock_released (%s): libraries found by rescans only",
+			 strerror(errno));
+		return false;
+	}
+	skel->links.sonde_mmap_released = link; /* destroyed with the skeleton */
+	return true;
 }
 
 uint64_t loader_errors(struct sample_bpf *skel, uint64_t *ret_errs)

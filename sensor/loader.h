@@ -41,6 +41,14 @@ uint32_t loader_unwind_rows(uint32_t rows);
  * made and returns a negative errno. */
 int loader_load(const struct loader_config *c, struct sample_bpf **ret_skel, bool *ret_use_loop);
 
+/* Attaches the program that wakes the sensor when a profiled process in
+ * its first second after an exec maps code (SONDE_REC_MMAP), where the
+ * kernel has the mmap_lock_released tracepoint. Returns whether it is
+ * attached; without it, libraries
+ * are found by the young rescans and samples outside known mappings
+ * (logged once). */
+bool loader_attach_mmap(struct sample_bpf *skel);
+
 /* Per-error counts summed over the CPUs into ret_errs (SONDE_ERR__COUNT
  * entries; 0 where unreadable). Returns the ring-buffer-full count: the
  * samples lost. */

@@ -279,14 +279,28 @@ static void on_proc(const struct sonde_proc_event *ev, void *ctx)
 			log_debug("pid %" PRIu32 ": fork not followed: %d", ev->pid, r);
 		break;
 	case SONDE_REC_EXEC:
-		/* The new image's libraries are mapped by ld.so in its first
-		 * milliseconds: the first scan is the first young step, and
-		 * a sample before it rescans (on_sample). */
+		/* The kernel mapped the executable and ld.so before the
+		 * event: scanned now, their unwind entries are in BPF before
+		 * ld.so has done much (it runs without frame pointers, so its
+		 * samples until then have no table). The libraries ld.so maps
+		 * in the next milliseconds are found by the young steps, and
+		 * a sample before them rescans (on_sample). */
 		procs_exec(S.procs, ev->pid);
-		young_add(S.young, ev->pid, YOUNG_EXEC, S.last_proc_event_ns);
+		r = procs_scan(S.procs, ev->pid);
+		if (r != -ESRCH)
+			young_add(S.young, ev->pid, YOUNG_EXEC, S.last_proc_event_ns);
 		break;
 	case SONDE_REC_EXIT:
 		procs_exit(S.procs, ev->pid);
+		break;
+	case SONDE_REC_MMAP:
+		/* A file mapped executable (ld.so's libraries, dlopen): its
+		 * entries go into BPF now, before most of its code has run.
+		 * An unknown process, or one whose exec is still ahead in the
+		 * ring, is scanned whole. */
+		r = procs_rescan_maps(S.procs, ev->pid);
+		if (r < 0 && r != -ESRCH && r != -ENOEXEC)
+			log_debug("pid %" PRIu32 ": rescan after mmap: %d", ev->pid, r);
 		break;
 	}
 }
@@ -1139,6 +1153,7 @@ static int sensor_attach(void)
 		log_error_errno(err, "cannot fill the --pid allow-list or attach the sched tracepoints");
 		return err;
 	}
+	young_set_mmap_wakeups(S.young, loader_attach_mmap(S.skel));
 	err = uplink_setup();
 	if (err < 0)
 		return err;

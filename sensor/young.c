@@ -18,6 +18,7 @@ struct young_entry {
 
 struct young {
 	struct procs *procs;
+	uint16_t first_exec_step; /* 1 with mmap wakeups: no 2 ms step */
 	size_t n;
 	struct young_entry entries[YOUNG_MAX];
 };
@@ -36,11 +37,18 @@ void young_free(struct young *y)
 	free(y);
 }
 
+void young_set_mmap_wakeups(struct young *y, bool on)
+{
+	y->first_exec_step = on ? 1 : 0;
+}
+
 void young_add(struct young *y, uint32_t pid, enum young_kind kind, uint64_t now_ns)
 {
-	uint32_t ms = kind == YOUNG_FORK ? YOUNG_FORK_SCAN_MS : young_rescan_ms[0];
+	uint16_t step = kind == YOUNG_FORK ? 0 : y->first_exec_step;
+	uint32_t ms = kind == YOUNG_FORK ? YOUNG_FORK_SCAN_MS : young_rescan_ms[step];
 	struct young_entry e = {
 		.pid = pid,
+		.step = step,
 		.kind = kind,
 		.due_ns = now_ns + ms * 1000000ull,
 	};
@@ -62,10 +70,11 @@ static bool young_step(struct young *y, struct young_entry *e)
 {
 	const struct proc *pr = procs_find(y->procs, e->pid);
 	uint32_t gen = pr ? pr->maps_gen : 0;
-	/* After an exec's first scan only the mappings change (ld.so, then
-	 * dlopen); comm, exe, cgroup and the environment were read by it. */
-	int r = e->kind == YOUNG_EXEC && e->step == 0 ? procs_scan(y->procs, e->pid)
-						     : procs_rescan_maps(y->procs, e->pid);
+	/* After an exec's first scan (at the event) only the mappings
+	 * change (ld.so, then dlopen); comm, exe, cgroup and the environment
+	 * were read by it. A process that is unknown or exec'd again is
+	 * scanned whole. */
+	int r = procs_rescan_maps(y->procs, e->pid);
 	bool same = e->step > 0 && r == 0 && pr && (pr = procs_find(y->procs, e->pid)) &&
 		    pr->maps_gen == gen;
 

@@ -2,9 +2,12 @@
  * forked.
  *
  * After exec, ld.so maps the libraries within the first milliseconds; the
- * exec-time scan may see none of them. The exec schedule's rescans pick
- * them up before most of the process's first samples (neither kprobes nor
- * fentry can be counted on to see the mmap calls themselves). It ends at
+ * exec-time scan (main.c, at the exec event) may see none of them. Where
+ * the kernel has the mmap_lock_released tracepoint as (mm, write) (not its
+ * costly 5.13-6.10 form: loader.c), BPF wakes the sensor
+ * as each is mapped (SONDE_REC_MMAP); the exec schedule's rescans pick
+ * them up otherwise, before most of the process's first samples (neither
+ * kprobes nor fentry can be counted on to see the mmap calls). It ends at
  * the first rescan that finds nothing new: ld.so maps every library before
  * the program runs, and a later dlopen shows as samples outside the known
  * mappings, which rescan (procs_rescan_limited). A fork's child that has
@@ -14,6 +17,7 @@
  * Main thread only. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +34,10 @@ struct young;
  * memory. */
 struct young *young_new(struct procs *procs);
 void young_free(struct young *y);
+/* BPF wakes the sensor as young processes map code (loader_attach_mmap):
+ * the exec schedule then starts at its 10 ms step, a check that nothing
+ * was missed, instead of at 2 ms. */
+void young_set_mmap_wakeups(struct young *y, bool on);
 
 /* Puts pid on the schedule of kind, its first step due after now_ns
  * (CLOCK_MONOTONIC). A pid already on it starts over with the new kind

@@ -35,11 +35,13 @@
 #define MEM_MAX_ENTRIES_DEFAULT 4096
 #define MEM_MAX_BYTES_DEFAULT (256u << 20)
 
-/* The memory LRU holds both products, keyed by (file ID, kind). */
+/* The products the cache holds in memory as well as in SQLite, keyed by
+ * (file ID, kind). */
 enum mem_kind {
 	MEM_SYMTAB = 0,
 	MEM_UNWIND = 1,
 	MEM_INDEX = 2,
+	MEM_KINDS
 };
 
 struct mem_key {
@@ -51,9 +53,7 @@ _Static_assert(sizeof(struct mem_key) == FILEID_LEN + 1, "mem_key has no padding
 struct mem_entry {
 	struct mem_key key;
 	enum cache_status status;
-	struct symtab *symtab;
-	struct unwind_table *unwind;
-	struct line_index *index;
+	void *product; /* CACHE_OK: the kind's object (products[kind]) */
 	char *error;
 	size_t bytes;
 	/* The analysis was forgotten (a damaged source index): dropped at
@@ -64,9 +64,12 @@ struct mem_entry {
 
 struct cache {
 	sqlite3 *db;
-	sqlite3_stmt *st_get, *st_put, *st_del, *st_bid, *st_has, *st_count;
-	sqlite3_stmt *st_uget, *st_uput, *st_udel, *st_ucount;
-	sqlite3_stmt *st_lget, *st_lput, *st_ldel;
+	/* Per kind: its row by file ID (status, error, blob), and deleting it.
+	 * Storing binds differ per kind (st_put, st_uput, st_lput). */
+	sqlite3_stmt *st_row[MEM_KINDS], *st_drop[MEM_KINDS];
+	sqlite3_stmt *st_put, *st_bid, *st_has, *st_count;
+	sqlite3_stmt *st_uput, *st_ucount;
+	sqlite3_stmt *st_lput;
 	sqlite3_stmt *st_pget, *st_pput;
 	sqlite3_stmt *st_iget, *st_iput;
 	struct hmap *mem; /* mem_key -> mem_entry */
@@ -74,6 +77,51 @@ struct cache {
 	size_t mem_bytes;
 	size_t max_entries, max_bytes;
 	struct cache_stats stats;
+};
+
+/* How each kind is read from its blob, written, measured and freed, what
+ * its failure reads as when the row has no message, and what a damaged
+ * blob costs: its own row, or (a source index, which nothing would build
+ * again for a file whose analysis is cached) the file's whole analysis. */
+struct product_ops {
+	const char *name;
+	const char *default_error;
+	void *(*load)(const void *blob, size_t size);
+	void *(*save)(const void *obj, size_t *ret_size);
+	size_t (*bytes)(const void *obj, size_t blob_size);
+	void (*free)(void *obj);
+	bool damage_forgets_analysis;
+};
+
+static void *symtab_load(const void *b, size_t n) { return symtab_deserialize(b, n); }
+static void *symtab_save(const void *o, size_t *n) { return symtab_serialize(o, n); }
+static void symtab_drop(void *o) { symtab_free(o); }
+static void *unwind_load(const void *b, size_t n) { return unwind_table_deserialize(b, n); }
+static void *unwind_save(const void *o, size_t *n) { return unwind_table_serialize(o, n); }
+static void unwind_drop(void *o) { unwind_table_free(o); }
+static void *index_load(const void *b, size_t n) { return line_index_deserialize(b, n); }
+static void *index_save(const void *o, size_t *n) { return line_index_serialize(o, n); }
+static void index_drop(void *o) { line_index_free(o); }
+
+static size_t blob_bytes(const void *obj, size_t blob_size)
+{
+	(void)obj;
+	return blob_size;
+}
+
+static size_t index_bytes(const void *obj, size_t blob_size)
+{
+	(void)blob_size;
+	return line_index_bytes(obj);
+}
+
+static const struct product_ops products[MEM_KINDS] = {
+	[MEM_SYMTAB] = { "analysis", "analysis failed", symtab_load, symtab_save, blob_bytes,
+			 symtab_drop, false },
+	[MEM_UNWIND] = { "unwind table", "unwind table compilation failed", unwind_load,
+			 unwind_save, blob_bytes, unwind_drop, false },
+	[MEM_INDEX] = { "source index", "no source index", index_load, index_save, index_bytes,
+			index_drop, true },
 };
 
 static const char schema_v1[] =
@@ -584,12 +632,12 @@ int cache_open(const char *path, const struct cache_opts *opts, struct cache **r
 		goto cleanup;
 	}
 	if ((r = prepare(c->db, "SELECT status, error, symtab FROM files WHERE file_id = ?1",
-			 &c->st_get)) < 0 ||
+			 &c->st_row[MEM_SYMTAB])) < 0 ||
 	    (r = prepare(c->db,
 			 "INSERT OR REPLACE INTO files (file_id, status, error, analysed_at,"
 			 " build_id, symtab) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 			 &c->st_put)) < 0 ||
-	    (r = prepare(c->db, "DELETE FROM files WHERE file_id = ?1", &c->st_del)) < 0 ||
+	    (r = prepare(c->db, "DELETE FROM files WHERE file_id = ?1", &c->st_drop[MEM_SYMTAB])) < 0 ||
 	    (r = prepare(c->db,
 			 "SELECT file_id FROM files WHERE build_id = ?1 AND status = 0 LIMIT 1",
 			 &c->st_bid)) < 0 ||
@@ -597,21 +645,21 @@ int cache_open(const char *path, const struct cache_opts *opts, struct cache **r
 	    (r = prepare(c->db, "SELECT status, count(*) FROM files GROUP BY status",
 			 &c->st_count)) < 0 ||
 	    (r = prepare(c->db, "SELECT status, error, tbl FROM unwind WHERE file_id = ?1",
-			 &c->st_uget)) < 0 ||
+			 &c->st_row[MEM_UNWIND])) < 0 ||
 	    (r = prepare(c->db,
 			 "INSERT OR REPLACE INTO unwind (file_id, status, error, analysed_at,"
 			 " n_rows, tbl) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 			 &c->st_uput)) < 0 ||
-	    (r = prepare(c->db, "DELETE FROM unwind WHERE file_id = ?1", &c->st_udel)) < 0 ||
+	    (r = prepare(c->db, "DELETE FROM unwind WHERE file_id = ?1", &c->st_drop[MEM_UNWIND])) < 0 ||
 	    (r = prepare(c->db, "SELECT status, count(*) FROM unwind GROUP BY status",
 			 &c->st_ucount)) < 0 ||
 	    (r = prepare(c->db, "SELECT status, error, idx FROM lines WHERE file_id = ?1",
-			 &c->st_lget)) < 0 ||
+			 &c->st_row[MEM_INDEX])) < 0 ||
 	    (r = prepare(c->db,
 			 "INSERT OR REPLACE INTO lines (file_id, status, error, analysed_at, idx)"
 			 " VALUES (?1, ?2, ?3, ?4, ?5)",
 			 &c->st_lput)) < 0 ||
-	    (r = prepare(c->db, "DELETE FROM lines WHERE file_id = ?1", &c->st_ldel)) < 0 ||
+	    (r = prepare(c->db, "DELETE FROM lines WHERE file_id = ?1", &c->st_drop[MEM_INDEX])) < 0 ||
 	    (r = prepare(c->db, "SELECT plan FROM probe_plans WHERE file_id = ?1", &c->st_pget)) < 0 ||
 	    (r = prepare(c->db,
 			 "INSERT OR REPLACE INTO probe_plans (file_id, analysed_at, plan)"
@@ -642,11 +690,24 @@ static void mem_entry_free(void *p)
 
 	if (!e)
 		return;
-	symtab_free(e->symtab);
-	unwind_table_free(e->unwind);
-	line_index_free(e->index);
+	if (e->product)
+		products[e->key.kind].free(e->product);
 	free(e->error);
 	free(e);
+}
+
+static void finalize_all(struct cache *c)
+{
+	sqlite3_stmt *other[] = { c->st_put, c->st_bid, c->st_has, c->st_count, c->st_uput,
+				  c->st_ucount, c->st_lput, c->st_pget, c->st_pput,
+				  c->st_iget, c->st_iput };
+
+	for (size_t k = 0; k < MEM_KINDS; k++) {
+		sqlite3_finalize(c->st_row[k]);
+		sqlite3_finalize(c->st_drop[k]);
+	}
+	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++)
+		sqlite3_finalize(other[i]);
 }
 
 void cache_close(struct cache *c)
@@ -654,23 +715,7 @@ void cache_close(struct cache *c)
 	if (!c)
 		return;
 	hmap_free(c->mem, mem_entry_free);
-	sqlite3_finalize(c->st_get);
-	sqlite3_finalize(c->st_put);
-	sqlite3_finalize(c->st_del);
-	sqlite3_finalize(c->st_bid);
-	sqlite3_finalize(c->st_has);
-	sqlite3_finalize(c->st_count);
-	sqlite3_finalize(c->st_uget);
-	sqlite3_finalize(c->st_uput);
-	sqlite3_finalize(c->st_udel);
-	sqlite3_finalize(c->st_ucount);
-	sqlite3_finalize(c->st_lget);
-	sqlite3_finalize(c->st_lput);
-	sqlite3_finalize(c->st_ldel);
-	sqlite3_finalize(c->st_pget);
-	sqlite3_finalize(c->st_pput);
-	sqlite3_finalize(c->st_iget);
-	sqlite3_finalize(c->st_iput);
+	finalize_all(c);
 	if (c->db) {
 		/* Fold the WAL back so the file is self-contained at rest. */
 		sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
@@ -735,27 +780,22 @@ static struct mem_key mem_key(const struct fileid *id, enum mem_kind kind)
 	return k;
 }
 
-/* Takes t (or u) and a copy of error. Returns the entry or NULL (the
- * product freed). */
-static struct mem_entry *mem_insert3(struct cache *c, const struct fileid *id,
-				     enum mem_kind kind, enum cache_status status, struct symtab *t,
-				     struct unwind_table *u, struct line_index *ix,
-				     const char *error, size_t bytes)
+/* Takes product (an object of kind, or NULL for an error entry) and a
+ * copy of error. Returns the entry, or NULL with the product freed. */
+static struct mem_entry *mem_insert(struct cache *c, const struct fileid *id, enum mem_kind kind,
+				    void *product, const char *error, size_t bytes)
 {
 	struct mem_entry *e = calloc(1, sizeof(*e)), *old = NULL;
 
 	if (!e || (error && !(e->error = strdup(error)))) {
 		free(e);
-		symtab_free(t);
-		unwind_table_free(u);
-		line_index_free(ix);
+		if (product)
+			products[kind].free(product);
 		return NULL;
 	}
 	e->key = mem_key(id, kind);
-	e->status = status;
-	e->symtab = t;
-	e->unwind = u;
-	e->index = ix;
+	e->status = product ? CACHE_OK : CACHE_ERROR;
+	e->product = product;
 	e->bytes = bytes + sizeof(*e) + (error ? strlen(error) : 0);
 	if (hmap_put(c->mem, &e->key, sizeof(e->key), e, (void **)&old) < 0) {
 		mem_entry_free(e);
@@ -772,103 +812,192 @@ static struct mem_entry *mem_insert3(struct cache *c, const struct fileid *id,
 	return e;
 }
 
-static struct mem_entry *mem_insert2(struct cache *c, const struct fileid *id,
-				     enum mem_kind kind, enum cache_status status, struct symtab *t,
-				     struct unwind_table *u, const char *error, size_t bytes)
+/* Runs a one-parameter statement on id (a delete); failures are logged. */
+static void run_on_id(struct cache *c, sqlite3_stmt *st, const struct fileid *id)
 {
-	return mem_insert3(c, id, kind, status, t, u, NULL, error, bytes);
+	sqlite3_reset(st);
+	sqlite3_bind_blob(st, 1, id, sizeof(*id), SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		log_debug("cache delete failed: %s", sqlite3_errmsg(c->db));
+	sqlite3_reset(st);
 }
 
-static struct mem_entry *mem_insert(struct cache *c, const struct fileid *id,
-				    enum cache_status status, struct symtab *t, const char *error,
-				    size_t bytes)
-{
-	return mem_insert2(c, id, MEM_SYMTAB, status, t, NULL, error, bytes);
-}
-
-/* An unwind entry: a table, or (t NULL) an error. */
-static struct mem_entry *mem_insert_unwind(struct cache *c, const struct fileid *id,
-					   enum cache_status status, struct unwind_table *t,
-					   const char *error, size_t bytes)
-{
-	return mem_insert2(c, id, MEM_UNWIND, status, NULL, t, error, t ? bytes : 0);
-}
-
-static enum cache_status entry_result(const struct mem_entry *e, const struct symtab **ret_symtab,
-				      const char **ret_error)
-{
-	if (e->status == CACHE_OK && ret_symtab)
-		*ret_symtab = e->symtab;
-	if (e->status == CACHE_ERROR && ret_error)
-		*ret_error = e->error ? e->error : "analysis failed";
-	return e->status;
-}
-
-enum cache_status cache_lookup(struct cache *c, const struct fileid *id,
-			       const struct symtab **ret_symtab, const char **ret_error)
+/* Deletes id's analysis (its symtab row and source index row) and marks
+ * its memory entry stale. */
+static void forget_analysis(struct cache *c, const struct fileid *id)
 {
 	struct mem_key key = mem_key(id, MEM_SYMTAB);
 	struct mem_entry *e = hmap_get(c->mem, &key, sizeof(key));
-	struct symtab *t = NULL;
-	enum cache_status status = CACHE_MISS;
-	const void *blob;
-	int size, rc;
-	const char *error = NULL;
+
+	run_on_id(c, c->st_drop[MEM_INDEX], id);
+	run_on_id(c, c->st_drop[MEM_SYMTAB], id);
+	if (e)
+		e->stale = true;
+}
+
+/* A row of kind whose blob does not deserialise (damaged, or written by
+ * another version of its format): dropped, with what product_ops says. */
+static void drop_damaged(struct cache *c, const struct fileid *id, enum mem_kind kind)
+{
+	const struct product_ops *ops = &products[kind];
+	char hex[FILEID_HEX_LEN + 1];
+
+	log_warn("the cached %s of %s does not deserialise; dropping %s so it is analysed again",
+		 ops->name, fileid_to_hex(id, hex),
+		 ops->damage_forgets_analysis ? "the file's analysis" : "it");
+	if (ops->damage_forgets_analysis)
+		forget_analysis(c, id);
+	else
+		run_on_id(c, c->st_drop[kind], id);
+}
+
+/* Reads id's row of kind from SQLite into the memory LRU. Returns its
+ * entry, or NULL: no row (*ret_found false), a damaged row (dropped,
+ * *ret_found false) or out of memory (*ret_found true). */
+static struct mem_entry *load_row(struct cache *c, const struct fileid *id, enum mem_kind kind,
+				  bool *ret_found)
+{
+	const struct product_ops *ops = &products[kind];
+	sqlite3_stmt *st = c->st_row[kind];
+	struct mem_entry *e = NULL;
+	int rc;
+
+	*ret_found = false;
+	sqlite3_reset(st);
+	sqlite3_bind_blob(st, 1, id, sizeof(*id), SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		int status = sqlite3_column_int(st, 0), size = sqlite3_column_bytes(st, 2);
+		const void *blob = sqlite3_column_blob(st, 2);
+		void *obj = status == 0 && blob && size > 0 ? ops->load(blob, (size_t)size) : NULL;
+
+		*ret_found = obj || status == 1;
+		if (obj)
+			e = mem_insert(c, id, kind, obj, NULL, ops->bytes(obj, (size_t)size));
+		else if (status == 1)
+			e = mem_insert(c, id, kind, NULL, (const char *)sqlite3_column_text(st, 1), 0);
+	} else if (rc != SQLITE_DONE) {
+		log_debug("cache lookup failed: %s", sqlite3_errmsg(c->db));
+	}
+	sqlite3_reset(st);
+	if (rc == SQLITE_ROW && !*ret_found)
+		drop_damaged(c, id, kind);
+	return e;
+}
+
+/* id's entry of kind, from memory or else SQLite; NULL for a miss. Counts
+ * the analysis lookups (cache_stats). */
+static struct mem_entry *lookup(struct cache *c, const struct fileid *id, enum mem_kind kind)
+{
+	struct mem_key key = mem_key(id, kind);
+	struct mem_entry *e = hmap_get(c->mem, &key, sizeof(key));
+	bool found;
 
 	if (e && e->stale) {
 		mem_drop(c, e);
 		e = NULL;
 	}
 	if (e) {
-		c->stats.mem_hits++;
+		c->stats.mem_hits += kind == MEM_SYMTAB;
 		if (e != c->head) {
 			lru_unlink(c, e);
 			lru_push_front(c, e);
 		}
-		return entry_result(e, ret_symtab, ret_error);
+		return e;
 	}
-	sqlite3_reset(c->st_get);
-	sqlite3_bind_blob(c->st_get, 1, id, sizeof(*id), SQLITE_STATIC);
-	rc = sqlite3_step(c->st_get);
-	if (rc == SQLITE_ROW) {
-		int st = sqlite3_column_int(c->st_get, 0);
+	e = load_row(c, id, kind, &found);
+	if (kind == MEM_SYMTAB) {
+		c->stats.db_hits += found;
+		c->stats.misses += !found;
+	}
+	return e;
+}
 
-		blob = sqlite3_column_blob(c->st_get, 2);
-		size = sqlite3_column_bytes(c->st_get, 2);
-		if (st == 0 && blob && size > 0) {
-			t = symtab_deserialize(blob, (size_t)size);
-			status = t ? CACHE_OK : CACHE_MISS;
-		} else if (st == 1) {
-			error = (const char *)sqlite3_column_text(c->st_get, 1);
-			status = CACHE_ERROR;
-		}
-		if (status == CACHE_MISS) {
-			char hex[FILEID_HEX_LEN + 1];
-
-			log_warn("cache row for %s does not deserialise; dropping it so the file is analysed again",
-				 fileid_to_hex(id, hex));
-			sqlite3_reset(c->st_get);
-			sqlite3_reset(c->st_del);
-			sqlite3_bind_blob(c->st_del, 1, id, sizeof(*id), SQLITE_STATIC);
-			sqlite3_step(c->st_del);
-			sqlite3_reset(c->st_del);
-		} else {
-			e = mem_insert(c, id, status, t, status == CACHE_ERROR ? error : NULL,
-				       (size_t)size);
-			t = NULL;
-		}
-	} else if (rc != SQLITE_DONE) {
-		log_debug("cache lookup failed: %s", sqlite3_errmsg(c->db));
-	}
-	sqlite3_reset(c->st_get);
-	if (status == CACHE_MISS) {
-		c->stats.misses++;
-		return CACHE_MISS;
-	}
-	c->stats.db_hits++;
+/* e's status (NULL: CACHE_MISS), with its error for CACHE_ERROR. */
+static enum cache_status entry_status(const struct mem_entry *e, const char **ret_error)
+{
 	if (!e)
-		return CACHE_MISS; /* out of memory: as if unknown */
-	return entry_result(e, ret_symtab, ret_error);
+		return CACHE_MISS;
+	if (e->status == CACHE_ERROR && ret_error)
+		*ret_error = e->error ? e->error : products[e->key.kind].default_error;
+	return e->status;
+}
+
+/* Binds the columns every product row starts with: file ID, status (0
+ * ok, 1 error), error text (NULL when ok) and the analysis time. */
+static void bind_head(sqlite3_stmt *st, const struct fileid *id, bool ok, const char *error,
+		      int64_t analysed_at)
+{
+	sqlite3_bind_blob(st, 1, id, sizeof(*id), SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, ok ? 0 : 1);
+	if (ok)
+		sqlite3_bind_null(st, 3);
+	else
+		sqlite3_bind_text(st, 3, error, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, analysed_at);
+}
+
+static void bind_blob_or_null(sqlite3_stmt *st, int col, const void *blob, size_t size)
+{
+	if (blob && size)
+		sqlite3_bind_blob64(st, col, blob, size, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, col);
+}
+
+/* Steps a bound INSERT and leaves it reset with no bindings. Returns 0 or
+ * a negative errno. */
+static int put_row(struct cache *c, sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st), r = 0;
+
+	if (rc != SQLITE_DONE) {
+		r = sqlite_to_errno(rc);
+		if (r == 0)
+			r = -EIO;
+		log_debug("cache store failed: %s", sqlite3_errmsg(c->db));
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return r;
+}
+
+/* Writes obj (or, obj NULL, error) as id's row of kind with st, whose
+ * kind-specific columns the caller has bound, the blob last at blob_col;
+ * then keeps obj (taken) as the memory entry. Returns 0 or a negative
+ * errno; the memory entry is kept either way. */
+static int store_product(struct cache *c, const struct fileid *id, enum mem_kind kind,
+			 sqlite3_stmt *st, int blob_col, void *obj, const char *error,
+			 int64_t analysed_at)
+{
+	const struct product_ops *ops = &products[kind];
+	size_t size = 0;
+	void *blob = NULL;
+	int r = -ENOMEM;
+
+	if (!error)
+		error = ops->default_error;
+	if (obj && !(blob = ops->save(obj, &size))) {
+		sqlite3_clear_bindings(st);
+		goto memory;
+	}
+	bind_head(st, id, obj != NULL, error, analysed_at);
+	bind_blob_or_null(st, blob_col, blob, size);
+	r = put_row(c, st);
+memory:
+	free(blob);
+	mem_insert(c, id, kind, obj, obj ? NULL : error, obj ? ops->bytes(obj, size) : 0);
+	return r;
+}
+
+enum cache_status cache_lookup(struct cache *c, const struct fileid *id,
+			       const struct symtab **ret_symtab, const char **ret_error)
+{
+	struct mem_entry *e = lookup(c, id, MEM_SYMTAB);
+
+	if (e && e->status == CACHE_OK && ret_symtab)
+		*ret_symtab = e->product;
+	return entry_status(e, ret_error);
 }
 
 int cache_contains(struct cache *c, const struct fileid *id)
@@ -889,50 +1018,12 @@ int cache_contains(struct cache *c, const struct fileid *id)
 int cache_store(struct cache *c, const struct fileid *id, struct symtab *t, const char *error,
 		int64_t analysed_at)
 {
-	void *blob = NULL;
-	size_t size = 0, bid_len = 0;
-	const uint8_t *bid = NULL;
-	int rc, r = 0;
+	size_t bid_len = 0;
+	const uint8_t *bid = t ? symtab_build_id(t, &bid_len) : NULL;
 
-	if (t) {
-		blob = symtab_serialize(t, &size);
-		if (!blob) {
-			r = -ENOMEM;
-			goto memory;
-		}
-		bid = symtab_build_id(t, &bid_len);
-	}
 	sqlite3_reset(c->st_put);
-	sqlite3_bind_blob(c->st_put, 1, id, sizeof(*id), SQLITE_STATIC);
-	sqlite3_bind_int(c->st_put, 2, t ? 0 : 1);
-	if (t)
-		sqlite3_bind_null(c->st_put, 3);
-	else
-		sqlite3_bind_text(c->st_put, 3, error ? error : "analysis failed", -1,
-				  SQLITE_STATIC);
-	sqlite3_bind_int64(c->st_put, 4, analysed_at);
-	if (bid && bid_len > 0)
-		sqlite3_bind_blob(c->st_put, 5, bid, (int)bid_len, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(c->st_put, 5);
-	if (blob)
-		sqlite3_bind_blob64(c->st_put, 6, blob, size, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(c->st_put, 6);
-	rc = sqlite3_step(c->st_put);
-	if (rc != SQLITE_DONE) {
-		r = sqlite_to_errno(rc);
-		if (r == 0)
-			r = -EIO;
-		log_debug("cache store failed: %s", sqlite3_errmsg(c->db));
-	}
-	sqlite3_reset(c->st_put);
-	sqlite3_clear_bindings(c->st_put);
-memory:
-	free(blob);
-	mem_insert(c, id, t ? CACHE_OK : CACHE_ERROR, t, t ? NULL : (error ? error : "analysis failed"),
-		   size);
-	return r;
+	bind_blob_or_null(c->st_put, 5, bid, bid_len);
+	return store_product(c, id, MEM_SYMTAB, c->st_put, 6, t, error, analysed_at);
 }
 
 int cache_find_build_id(struct cache *c, const uint8_t *build_id, size_t len,
@@ -982,104 +1073,19 @@ enum cache_status cache_lookup_unwind(struct cache *c, const struct fileid *id,
 				      const struct unwind_table **ret_table,
 				      const char **ret_error)
 {
-	struct mem_key key = mem_key(id, MEM_UNWIND);
-	struct mem_entry *e = hmap_get(c->mem, &key, sizeof(key));
-	struct unwind_table *t = NULL;
-	enum cache_status status = CACHE_MISS;
-	const char *error = NULL;
-	const void *blob;
-	int size = 0, rc;
+	struct mem_entry *e = lookup(c, id, MEM_UNWIND);
 
-	if (!e) {
-		sqlite3_reset(c->st_uget);
-		sqlite3_bind_blob(c->st_uget, 1, id, sizeof(*id), SQLITE_STATIC);
-		rc = sqlite3_step(c->st_uget);
-		if (rc == SQLITE_ROW) {
-			int st = sqlite3_column_int(c->st_uget, 0);
-
-			blob = sqlite3_column_blob(c->st_uget, 2);
-			size = sqlite3_column_bytes(c->st_uget, 2);
-			if (st == 0 && blob && size > 0) {
-				t = unwind_table_deserialize(blob, (size_t)size);
-				status = t ? CACHE_OK : CACHE_MISS;
-			} else if (st == 1) {
-				error = (const char *)sqlite3_column_text(c->st_uget, 1);
-				status = CACHE_ERROR;
-			}
-			if (status == CACHE_MISS) {
-				char hex[FILEID_HEX_LEN + 1];
-
-				/* Damaged, or from another UNWIND_BLOB_VERSION. */
-				log_debug("unwind table of %s does not deserialise; dropping it",
-					  fileid_to_hex(id, hex));
-				sqlite3_reset(c->st_uget);
-				sqlite3_reset(c->st_udel);
-				sqlite3_bind_blob(c->st_udel, 1, id, sizeof(*id), SQLITE_STATIC);
-				sqlite3_step(c->st_udel);
-				sqlite3_reset(c->st_udel);
-			} else {
-				e = mem_insert_unwind(c, id, status, t, error, (size_t)size);
-				t = NULL;
-			}
-		} else if (rc != SQLITE_DONE) {
-			log_debug("cache lookup failed: %s", sqlite3_errmsg(c->db));
-		}
-		sqlite3_reset(c->st_uget);
-		if (!e)
-			return CACHE_MISS;
-	} else if (e != c->head) {
-		lru_unlink(c, e);
-		lru_push_front(c, e);
-	}
-	if (e->status == CACHE_OK && ret_table)
-		*ret_table = e->unwind;
-	if (e->status == CACHE_ERROR && ret_error)
-		*ret_error = e->error ? e->error : "unwind table compilation failed";
-	return e->status;
+	if (e && e->status == CACHE_OK && ret_table)
+		*ret_table = e->product;
+	return entry_status(e, ret_error);
 }
 
 int cache_store_unwind(struct cache *c, const struct fileid *id, struct unwind_table *t,
 		       const char *error, int64_t analysed_at)
 {
-	void *blob = NULL;
-	size_t size = 0;
-	int rc, r = 0;
-
-	if (t) {
-		blob = unwind_table_serialize(t, &size);
-		if (!blob) {
-			r = -ENOMEM;
-			goto memory;
-		}
-	}
 	sqlite3_reset(c->st_uput);
-	sqlite3_bind_blob(c->st_uput, 1, id, sizeof(*id), SQLITE_STATIC);
-	sqlite3_bind_int(c->st_uput, 2, t ? 0 : 1);
-	if (t)
-		sqlite3_bind_null(c->st_uput, 3);
-	else
-		sqlite3_bind_text(c->st_uput, 3, error ? error : "unwind table compilation failed",
-				  -1, SQLITE_STATIC);
-	sqlite3_bind_int64(c->st_uput, 4, analysed_at);
 	sqlite3_bind_int64(c->st_uput, 5, t ? (int64_t)unwind_table_count(t) : 0);
-	if (blob)
-		sqlite3_bind_blob64(c->st_uput, 6, blob, size, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(c->st_uput, 6);
-	rc = sqlite3_step(c->st_uput);
-	if (rc != SQLITE_DONE) {
-		r = sqlite_to_errno(rc);
-		if (r == 0)
-			r = -EIO;
-		log_debug("cache store failed: %s", sqlite3_errmsg(c->db));
-	}
-	sqlite3_reset(c->st_uput);
-	sqlite3_clear_bindings(c->st_uput);
-memory:
-	free(blob);
-	mem_insert_unwind(c, id, t ? CACHE_OK : CACHE_ERROR, t,
-			  t ? NULL : (error ? error : "unwind table compilation failed"), size);
-	return r;
+	return store_product(c, id, MEM_UNWIND, c->st_uput, 6, t, error, analysed_at);
 }
 
 int cache_lookup_plan(struct cache *c, const struct fileid *id, void **ret, size_t *ret_len)
@@ -1110,143 +1116,28 @@ int cache_lookup_plan(struct cache *c, const struct fileid *id, void **ret, size
 int cache_store_plan(struct cache *c, const struct fileid *id, const void *plan, size_t len,
 		     int64_t analysed_at)
 {
-	int rc, r = 0;
-
 	sqlite3_reset(c->st_pput);
 	sqlite3_bind_blob(c->st_pput, 1, id, sizeof(*id), SQLITE_STATIC);
 	sqlite3_bind_int64(c->st_pput, 2, analysed_at);
 	sqlite3_bind_blob64(c->st_pput, 3, plan, len, SQLITE_STATIC);
-	rc = sqlite3_step(c->st_pput);
-	if (rc != SQLITE_DONE) {
-		r = sqlite_to_errno(rc);
-		if (r == 0)
-			r = -EIO;
-		log_debug("cache store failed: %s", sqlite3_errmsg(c->db));
-	}
-	sqlite3_reset(c->st_pput);
-	sqlite3_clear_bindings(c->st_pput);
-	return r;
-}
-
-/* Deletes id's analysis (its symtab row and source index row) and marks
- * its memory entry stale. */
-static void forget_analysis(struct cache *c, const struct fileid *id)
-{
-	struct mem_key key = mem_key(id, MEM_SYMTAB);
-	struct mem_entry *e = hmap_get(c->mem, &key, sizeof(key));
-	sqlite3_stmt *del[] = {c->st_ldel, c->st_del};
-
-	for (size_t i = 0; i < sizeof(del) / sizeof(del[0]); i++) {
-		sqlite3_reset(del[i]);
-		sqlite3_bind_blob(del[i], 1, id, sizeof(*id), SQLITE_STATIC);
-		if (sqlite3_step(del[i]) != SQLITE_DONE)
-			log_debug("cache delete failed: %s", sqlite3_errmsg(c->db));
-		sqlite3_reset(del[i]);
-	}
-	if (e)
-		e->stale = true;
+	return put_row(c, c->st_pput);
 }
 
 enum cache_status cache_lookup_index(struct cache *c, const struct fileid *id,
 				     const struct line_index **ret_index, const char **ret_error)
 {
-	struct mem_key key = mem_key(id, MEM_INDEX);
-	struct mem_entry *e = hmap_get(c->mem, &key, sizeof(key));
-	struct line_index *ix = NULL;
-	enum cache_status status = CACHE_MISS;
-	const char *error = NULL;
-	const void *blob;
-	int size = 0, rc;
+	struct mem_entry *e = lookup(c, id, MEM_INDEX);
 
-	if (!e) {
-		sqlite3_reset(c->st_lget);
-		sqlite3_bind_blob(c->st_lget, 1, id, sizeof(*id), SQLITE_STATIC);
-		rc = sqlite3_step(c->st_lget);
-		if (rc == SQLITE_ROW) {
-			int st = sqlite3_column_int(c->st_lget, 0);
-
-			blob = sqlite3_column_blob(c->st_lget, 2);
-			size = sqlite3_column_bytes(c->st_lget, 2);
-			if (st == 0 && blob && size > 0) {
-				ix = line_index_deserialize(blob, (size_t)size);
-				status = ix ? CACHE_OK : CACHE_MISS;
-			} else if (st == 1) {
-				error = (const char *)sqlite3_column_text(c->st_lget, 1);
-				status = CACHE_ERROR;
-			}
-			if (status == CACHE_MISS) {
-				char hex[FILEID_HEX_LEN + 1];
-
-				/* Damaged (another LINE_INDEX_VERSION was forgotten at
-				 * open): nothing would build it again for a file whose
-				 * analysis is cached, so forget that too. */
-				log_warn("source index of %s does not deserialise; forgetting the file's analysis so it is analysed again",
-					 fileid_to_hex(id, hex));
-				sqlite3_reset(c->st_lget);
-				forget_analysis(c, id);
-			} else {
-				e = mem_insert3(c, id, MEM_INDEX, status, NULL, NULL, ix, error,
-						ix ? line_index_bytes(ix) : 0);
-				ix = NULL;
-			}
-		} else if (rc != SQLITE_DONE) {
-			log_debug("cache lookup failed: %s", sqlite3_errmsg(c->db));
-		}
-		sqlite3_reset(c->st_lget);
-		if (!e)
-			return CACHE_MISS;
-	} else if (e != c->head) {
-		lru_unlink(c, e);
-		lru_push_front(c, e);
-	}
-	if (e->status == CACHE_OK && ret_index)
-		*ret_index = e->index;
-	if (e->status == CACHE_ERROR && ret_error)
-		*ret_error = e->error ? e->error : "no source index";
-	return e->status;
+	if (e && e->status == CACHE_OK && ret_index)
+		*ret_index = e->product;
+	return entry_status(e, ret_error);
 }
 
 int cache_store_index(struct cache *c, const struct fileid *id, struct line_index *ix,
 		      const char *error, int64_t analysed_at)
 {
-	void *blob = NULL;
-	size_t size = 0;
-	int rc, r = 0;
-
-	if (ix) {
-		blob = line_index_serialize(ix, &size);
-		if (!blob) {
-			r = -ENOMEM;
-			goto memory;
-		}
-	}
 	sqlite3_reset(c->st_lput);
-	sqlite3_bind_blob(c->st_lput, 1, id, sizeof(*id), SQLITE_STATIC);
-	sqlite3_bind_int(c->st_lput, 2, ix ? 0 : 1);
-	if (ix)
-		sqlite3_bind_null(c->st_lput, 3);
-	else
-		sqlite3_bind_text(c->st_lput, 3, error ? error : "no source index", -1,
-				  SQLITE_STATIC);
-	sqlite3_bind_int64(c->st_lput, 4, analysed_at);
-	if (blob)
-		sqlite3_bind_blob64(c->st_lput, 5, blob, size, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(c->st_lput, 5);
-	rc = sqlite3_step(c->st_lput);
-	if (rc != SQLITE_DONE) {
-		r = sqlite_to_errno(rc);
-		if (r == 0)
-			r = -EIO;
-		log_debug("cache store failed: %s", sqlite3_errmsg(c->db));
-	}
-	sqlite3_reset(c->st_lput);
-	sqlite3_clear_bindings(c->st_lput);
-memory:
-	free(blob);
-	mem_insert3(c, id, MEM_INDEX, ix ? CACHE_OK : CACHE_ERROR, NULL, NULL, ix,
-		    ix ? NULL : (error ? error : "no source index"), ix ? line_index_bytes(ix) : 0);
-	return r;
+	return store_product(c, id, MEM_INDEX, c->st_lput, 5, ix, error, analysed_at);
 }
 
 enum cache_status cache_lookup_interp(struct cache *c, const struct fileid *id,
@@ -1296,33 +1187,13 @@ enum cache_status cache_lookup_interp(struct cache *c, const struct fileid *id,
 int cache_store_interp(struct cache *c, const struct fileid *id, const struct interp_data *d,
 		       const char *error, int64_t analysed_at)
 {
-	int rc, r = 0;
-
 	sqlite3_reset(c->st_iput);
-	sqlite3_bind_blob(c->st_iput, 1, id, sizeof(*id), SQLITE_STATIC);
-	sqlite3_bind_int(c->st_iput, 2, d ? 0 : 1);
-	if (d)
-		sqlite3_bind_null(c->st_iput, 3);
-	else
-		sqlite3_bind_text(c->st_iput, 3, error ? error : "not an interpreter", -1,
-				  SQLITE_STATIC);
-	sqlite3_bind_int64(c->st_iput, 4, analysed_at);
+	bind_head(c->st_iput, id, d != NULL, error ? error : "not an interpreter", analysed_at);
 	sqlite3_bind_int64(c->st_iput, 5, d ? d->kind : 0);
 	sqlite3_bind_int64(c->st_iput, 6, d ? d->major : 0);
 	sqlite3_bind_int64(c->st_iput, 7, d ? d->minor : 0);
 	sqlite3_bind_int64(c->st_iput, 8, d ? (int64_t)d->runtime_offset : 0);
-	if (d && d->data_len && d->data_len <= sizeof(d->data))
-		sqlite3_bind_blob(c->st_iput, 9, d->data, (int)d->data_len, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(c->st_iput, 9);
-	rc = sqlite3_step(c->st_iput);
-	if (rc != SQLITE_DONE) {
-		r = sqlite_to_errno(rc);
-		if (r == 0)
-			r = -EIO;
-		log_debug("cache store failed: %s", sqlite3_errmsg(c->db));
-	}
-	sqlite3_reset(c->st_iput);
-	sqlite3_clear_bindings(c->st_iput);
-	return r;
+	bind_blob_or_null(c->st_iput, 9, d ? d->data : NULL,
+			  d && d->data_len <= sizeof(d->data) ? d->data_len : 0);
+	return put_row(c, c->st_iput);
 }

@@ -107,14 +107,18 @@ def test_go_spans_end_to_end(gohttp):
             assert a["url.full"] == f"http://127.0.0.1:{port}{r['path']}"
             assert a["server.address"] == "127.0.0.1"
             assert (s.status.code == 2) == (r["status"] >= 400)
-            diffs.append(abs((s.end_time_unix_nano - s.start_time_unix_nano) - r["dur_ns"]))
-        # Within 1 ms of the client's own measurement around Do(); on this
+            diffs.append(r["dur_ns"] - (s.end_time_unix_nano - s.start_time_unix_nano))
+        # The probes run inside the client's own measurement around Do():
+        # no span is longer than it (50 us for the two clocks' reads).
+        # What the client's side adds is its own scheduling: on this
         # shared 2-CPU machine a preempted client goroutine now and then
-        # adds more to its side (seen: 1.5 ms once in 1,000), so: all but
-        # 0.5 % within 1 ms, none beyond 5 ms.
-        within = sum(d < 1_000_000 for d in diffs)
-        assert within >= len(diffs) * 0.995 and max(diffs) < 5_000_000, \
-            f"client span vs measured: {within}/{len(diffs)} within 1 ms, max {max(diffs)} ns"
+        # adds milliseconds (seen: 1.5 ms once in 1,000, more under a
+        # heavier load), so the bound is on most of them, and the median.
+        within = sum(0 <= d < 1_000_000 for d in diffs)
+        median = sorted(diffs)[len(diffs) // 2]
+        assert min(diffs) > -50_000 and within >= len(diffs) * 0.98 and median < 500_000, \
+            f"measured - client span: {within}/{len(diffs)} within [0, 1 ms), median {median} ns, " \
+            f"min {min(diffs)} ns, max {max(diffs)} ns"
         got = collections.Counter((attrs(s)["http.request.method"], attrs(s)["url.path"],
                                    attrs(s)["http.response.status_code"]) for _, s in srv if s.kind == 2)
         assert got == collections.Counter((r["method"], r["path"], r["status"]) for r in results) + \
@@ -147,20 +151,31 @@ def test_go_spans_end_to_end(gohttp):
         wait_for(lambda: sum(attrs(s).get("url.path") == "/burn" for _, s in recv.spans()) == 3 or None,
                  30, "the 3 /burn spans", interval=0.5)
         burn_traces = {s.trace_id.hex() for _, s in recv.spans() if attrs(s).get("url.path") == "/burn"}
-        time.sleep(2)  # the samples' last flush and store
         profile_pb2 = _pprof_module()
         pb = tmp / "p.pb.gz"
-        subprocess.run([str(SONDE), "pprof", "--symbolizer", sym.address, "--pid", str(server.pid),
-                        "-o", str(pb)], check=True, capture_output=True, timeout=60)
-        prof = profile_pb2.Profile.FromString(gzip.decompress(pb.read_bytes()))
-        st = prof.string_table
         per_trace = collections.Counter()
-        for smp in prof.sample:
-            labels = {st[lb.key]: st[lb.str] for lb in smp.label if lb.str}
-            if "trace_id" in labels:
-                per_trace[labels["trace_id"]] += smp.value[0]
-        print(f"{N} requests, {n_nested} nested: client span - measured: {within}/{N} within 1 ms, "
-              f"max {max(diffs) / 1e3:.0f} us; "
+
+        def burn_samples():
+            """Samples per trace ID in the server's pprof profile; true
+            once every /burn trace has its share (each burns 300 ms of
+            its thread's CPU time: 60 samples at 199 Hz, a third of them
+            asked for)."""
+            subprocess.run([str(SONDE), "pprof", "--symbolizer", sym.address, "--pid", str(server.pid),
+                            "-o", str(pb)], check=True, capture_output=True, timeout=60)
+            prof = profile_pb2.Profile.FromString(gzip.decompress(pb.read_bytes()))
+            st = prof.string_table
+            per_trace.clear()
+            for smp in prof.sample:
+                labels = {st[lb.key]: st[lb.str] for lb in smp.label if lb.str}
+                if "trace_id" in labels:
+                    per_trace[labels["trace_id"]] += smp.value[0]
+            return all(per_trace[t] >= 300 / 1000 * 199 / 3 for t in burn_traces)
+        try:
+            wait_for(burn_samples, 20, "the /burn samples in the store", interval=1.0)
+        except AssertionError:
+            pass  # the assertions below say what is missing
+        print(f"{N} requests, {n_nested} nested: measured - client span: {within}/{N} within 1 ms, "
+              f"median {median / 1e3:.0f} us, max {max(diffs) / 1e3:.0f} us; "
               f"samples per /burn trace {dict(per_trace)}")
         assert set(per_trace) >= burn_traces, (per_trace, burn_traces)
         assert all(per_trace[t] >= 300 / 1000 * 199 / 3 for t in burn_traces)

@@ -376,11 +376,13 @@ def test_xz(services, big_file):
 
 def test_sort(services, big_file):
     # Five times the file (200 MB): each sort runs ~5 s, not ~1 s. A
-    # process's first milliseconds, before the sensor has scanned its new
-    # image, can give a sample without a table (one or two a process at
-    # 99 Hz with perf --call-graph dwarf busy beside it); with a sort a
-    # second that alone came to 1.2 % of the samples in one run, and with
-    # three times the file (a sort every ~3 s) 7 of 784 in another.
+    # process's first milliseconds, before the sensor has read its exec
+    # event and scanned its new image (under load: up to tens of ms), can
+    # give a sample without a table; with a sort a second that alone came
+    # to 1.2 % of the samples in one run. (Samples inside execve() once
+    # its old stack was gone were read errors too, until BPF stopped
+    # walking them; and libraries wait no longer for a 2 ms rescan: the
+    # sensor is woken as they are mapped.)
     bigger = big_file.with_name("bigger.txt")
     with open(bigger, "wb") as out:
         for _ in range(5):
