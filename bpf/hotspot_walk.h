@@ -58,6 +58,10 @@ static __always_inline int unwind_step_fp(struct user_walk *st);
 #define HOTSPOT_SCOPE_BUF 16    /* bytes read at a scope: its 3 header numbers */
 #define HOTSPOT_SCOPE_CACHE 16384 /* (process, nmethod, pc) scope chains kept */
 #define HOTSPOT_PC_SLOTS 64       /* pcs stepped lately, per CPU (struct hotspot_pc_slot) */
+#define HOTSPOT_PC_WAYS 4         /* ... in sets of 4 */
+#define HOTSPOT_PC_SET_BITS 4     /* 16 sets */
+#define HOTSPOT_PC_GRANULE 8      /* sampled pcs: a set per 256 bytes of code */
+_Static_assert(HOTSPOT_PC_WAYS << HOTSPOT_PC_SET_BITS == HOTSPOT_PC_SLOTS, "pc cache shape");
 
 /* A compiled frame's Java frames, as hs_compiled_frames() found them. */
 struct hotspot_scope_key {
@@ -71,28 +75,40 @@ struct hotspot_scope_val {
 	__u32 n;          /* frames in words, leaf first */
 	__u64 method;     /* the nmethod's own Method* */
 	__u64 gen;        /* interp_conn_gen when found: its methods' records were sent then */
+	/* A sampled pc's: the pcs (from the nmethod's code begin) whose
+	 * frames these are too, [range_lo, range_hi), those whose next PcDesc
+	 * is the same, past the prologue; range_hi 0: the pc alone. */
+	__u32 range_lo, range_hi;
 	__u64 words[HOTSPOT_MAX_INLINE * SONDE_INTERP_JIT_WORDS]; /* word0 (no native), word1 */
 };
 
-/* A pc stepped lately on this CPU, direct-mapped by pc (a hot loop's
- * pcs and the return addresses below it are the same sample after
- * sample): its blob and what stepping it needed, so that the next sample
- * at that pc reads neither the segment map nor the blob's header, only
- * the header fields that say the blob is still the one found (its _name,
- * and an nmethod's _method and compile id, which no other compilation in
- * the JVM has; a stub's frame size) and, for an nmethod, no scope cache
- * either. Stored only in the interp_conn_gen its methods' records were
- * sent in (val.gen). */
+/* The pcs stepped lately on this CPU (a hot loop's pcs and the return
+ * addresses below it are the same sample after sample), in sets of
+ * HOTSPOT_PC_WAYS: a return address by itself, a sampled pc of an
+ * nmethod with the range of pcs whose Java frames are the same (its
+ * next PcDesc's: a loop's pcs are one entry), in the set of its 256
+ * bytes of code. The tags of a set are one cache line; struct
+ * hotspot_pc_slot holds what stepping the pc needed: its blob and, for
+ * an nmethod, its Java frames, so that the next sample there reads
+ * neither the segment map nor the blob's header, only the header fields
+ * that say the blob is still the one found (its _name, and an nmethod's
+ * _method and compile id, which no other compilation in the JVM has; a
+ * stub's frame size), and no scope cache either. Stored only in the
+ * interp_conn_gen its methods' records were sent in (val.gen). */
+#define HOTSPOT_PC_EXACT (1u << 31) /* hotspot_pc_tag.len: sampled pcs */
+struct hotspot_pc_tag {
+	__u64 pc;  /* a return address, or the first of a range of sampled pcs; 0: empty */
+	__u32 len; /* HOTSPOT_PC_EXACT with the range's length (pc .. pc + len - 1), or 0 */
+	__u32 tgid;
+};
+
 struct hotspot_pc_slot {
-	__u64 pc;       /* 0: empty */
 	__u64 blob;     /* the CodeBlob holding pc */
 	__u64 name;     /* its _name */
-	__u32 tgid;
 	__u32 frame_size; /* words */
 	__u8 kind;      /* HS_BLOB_NMETHOD or HS_BLOB_OTHER */
-	__u8 exact;     /* a sampled pc (the PcDesc after it), not a return address */
 	__u8 prologue;  /* an nmethod's pc before its frame is complete */
-	__u8 pad[5];
+	__u8 pad[2];
 	struct hotspot_scope_val val; /* an nmethod's compile id, Method* and Java frames */
 };
 
@@ -172,6 +188,8 @@ struct hotspot_scratch {
 	struct hotspot_scope_key scope_key;
 	char blob_name[8];
 	struct hotspot_method_slot methods[HOTSPOT_METHOD_SLOTS];
+	struct hotspot_pc_tag pc_tags[HOTSPOT_PC_SLOTS]; /* by set */
+	__u8 pc_victim[1 << HOTSPOT_PC_SET_BITS];        /* a set's next way to replace */
 	struct hotspot_pc_slot pcs[HOTSPOT_PC_SLOTS];
 };
 
@@ -622,36 +640,47 @@ static __always_inline int hs_step_sized(struct user_walk *st, __u64 words)
 	return 0;
 }
 
-/* The 3 numbers a scope starts with (bpf/hotspot.h: UNSIGNED5, each byte
- * its digit plus x, 0 or 1 by the release): the sender scope's offset,
- * the method's metadata index, bci + 1. */
+/* One UNSIGNED5 number of b from *at on (bpf/hotspot.h: a byte below
+ * 192 ends it, at most 5 bytes, each its digit plus x); *at moves past
+ * it, *bad is set when a byte is below x. Without branches: the same
+ * straight code for the verifier whatever the bytes (a loop that
+ * branched on each byte made most of the sample program's verified
+ * instructions). */
+static __always_inline __u32 hs_u5(const __u8 *b, __u32 *at, __u32 x, __u32 *bad)
+{
+	__u32 p = *at, sum = 0, more = 1, n = 0;
+
+#pragma clang loop unroll(disable)
+	for (__u32 i = 0; i < 5; i++) {
+		__u32 v = b[(p + i) & (HOTSPOT_SCOPE_BUF - 1)], below;
+
+		/* v < x (x 0 or 1: v is 0 and x 1) */
+		below = x & (((v + 255) >> 8) ^ 1);
+		/* opaque 0 / 1: the compiler would turn the masks into
+		 * selects, which are branches in BPF */
+		asm volatile("" : "+r"(more));
+		*bad |= below & more;
+		sum += ((v - x) << (6 * i)) & (0u - more);
+		n += more;
+		more &= (v + 64) >> 8; /* v >= 192: the number goes on */
+	}
+	*at = p + n;
+	return sum;
+}
+
+/* The 3 numbers a scope starts with (UNSIGNED5, each byte its digit plus
+ * x, 0 or 1 by the release): the sender scope's offset, the method's
+ * metadata index, bci + 1. 0, or -1 on a byte below x. At most 15 of
+ * the HOTSPOT_SCOPE_BUF bytes. */
 static __always_inline int hs_scope_header(const __u8 *b, __u32 x, __u32 *sender, __u32 *midx,
 					   __u32 *bci1)
 {
-	__u32 sum = 0, shift = 0, nb = 0, vi = 0;
+	__u32 at = 0, bad = 0;
 
-	for (__u32 i = 0; i < HOTSPOT_SCOPE_BUF; i++) {
-		__u32 v = b[i];
-
-		if (v < x)
-			return -1;
-		sum += (v - x) << shift;
-		nb++;
-		if (v >= 192 && nb < 5) {
-			shift += 6;
-			continue;
-		}
-		if (vi == 0)
-			*sender = sum;
-		else if (vi == 1)
-			*midx = sum;
-		else
-			*bci1 = sum;
-		if (++vi == 3)
-			return 0;
-		sum = shift = nb = 0;
-	}
-	return -1;
+	*sender = hs_u5(b, &at, x, &bad);
+	*midx = hs_u5(b, &at, x, &bad);
+	*bci1 = hs_u5(b, &at, x, &bad);
+	return bad ? -1 : 0;
 }
 
 /* Buffers a compiled frame's Java frame and keeps it in x->val for the
@@ -722,6 +751,24 @@ static __always_inline __u32 hs_compiled_frames(struct sonde_interp_jit *j,
 					   (const void *)(pcs + (__u64)lo * SONDE_HOTSPOT_PCDESC_SIZE))) {
 		*whole = false;
 		return 0;
+	}
+	/* A sampled pc's frames are those of every pc from the PcDesc
+	 * before (the first is a sentinel at -1) up to this one. */
+	x->val.range_lo = x->val.range_hi = 0;
+	if (exact && desc[0] > 0) {
+		__s32 prev = 0;
+
+		if (lo > 0 &&
+		    interp_probe_read(&prev, sizeof(prev),
+				      (const void *)(pcs + (__u64)(lo - 1) * SONDE_HOTSPOT_PCDESC_SIZE +
+						     SONDE_HOTSPOT_PCDESC_PC)))
+			prev = desc[0]; /* unknown: no range */
+		if (prev < 0)
+			prev = 0;
+		if (prev < desc[0]) {
+			x->val.range_lo = (__u32)prev;
+			x->val.range_hi = (__u32)desc[0];
+		}
 	}
 	for (__u32 depth = 0, decode = (__u32)desc[1]; depth < HOTSPOT_MAX_INLINE; depth++) {
 		__u32 sender = 0, midx = 0, bci1 = 0;
@@ -827,9 +874,13 @@ static __always_inline bool hs_nmethod_frames(struct sonde_interp_jit *j, struct
 
 	cache = h->off.nmethod_compile_id4 &&
 		hs_scope_key(k, st->tgid, blob, st->pc, st->exact_pc);
-	if (cache && hs_cached_frames(j, x, k, native, h))
+	if (cache && hs_cached_frames(j, x, k, native, h)) {
+		hs_count(38);
 		return true;
+	}
+	hs_count(39);
 	x->val.n = 0;
+	x->val.range_lo = x->val.range_hi = 0;
 	if (!hs_compiled_frames(j, x, blob, st->pc, st->exact_pc, native, st->tgid, h, &whole) &&
 	    (!method || !hotspot_note_method(x, st->tgid, method, 0, h, &whole) ||
 	     !hs_push_compiled(j, x, native, method, SONDE_HOTSPOT_BCI_UNKNOWN)))
@@ -908,11 +959,33 @@ static __always_inline int hs_blob_kind(struct hotspot_scratch *x, __u64 name)
 	return HS_BLOB_OTHER;
 }
 
-/* The per-CPU slot of a pc (exact: a sampled one). */
-static __always_inline struct hotspot_pc_slot *hs_pc_slot(struct hotspot_scratch *x, __u64 pc,
-							   bool exact)
+/* The first slot of pc's set (exact: a sampled pc, whose set is its
+ * 256 bytes of code's, so that a range's pcs share it). */
+static __always_inline __u32 hs_pc_set(__u64 pc, bool exact)
 {
-	return &x->pcs[(pc ^ (pc >> 7) ^ (exact ? 1 : 0)) & (HOTSPOT_PC_SLOTS - 1)];
+	__u64 k = exact ? (pc >> HOTSPOT_PC_GRANULE) * 2 + 1 : pc * 2;
+
+	return (__u32)((k * 0x9e3779b97f4a7c15ull) >> (64 - HOTSPOT_PC_SET_BITS)) *
+	       HOTSPOT_PC_WAYS;
+}
+
+/* The slot holding st->pc, or -1. */
+static __always_inline int hs_pc_find(const struct hotspot_scratch *x, const struct user_walk *st)
+{
+	__u32 base = hs_pc_set(st->pc, st->exact_pc);
+
+	for (__u32 w = 0; w < HOTSPOT_PC_WAYS; w++) {
+		__u32 i = (base + w) & (HOTSPOT_PC_SLOTS - 1);
+		const struct hotspot_pc_tag *t = &x->pc_tags[i];
+
+		if (!t->pc || t->tgid != st->tgid)
+			continue;
+		if (st->exact_pc ? (t->len & HOTSPOT_PC_EXACT) &&
+					   st->pc - t->pc < (t->len & ~HOTSPOT_PC_EXACT)
+				 : !t->len && st->pc == t->pc)
+			return (int)i;
+	}
+	return -1;
 }
 
 /* Reads bytes [lo, hi) of the blob's header into x->blob at the same
@@ -977,16 +1050,33 @@ static __always_inline int hs_pc_step(struct sonde_interp_jit *j, struct hotspot
 				      struct user_walk *st, __u32 native,
 				      const struct sonde_hotspot_proc *h)
 {
-	struct hotspot_pc_slot *e = hs_pc_slot(x, st->pc, st->exact_pc);
+	struct hotspot_pc_slot *e;
+	int i = hs_pc_find(x, st), r;
 
-	if (e->pc != st->pc || e->tgid != st->tgid || e->exact != (st->exact_pc ? 1 : 0) ||
-	    e->val.gen != interp_conn_gen || !hs_pc_valid(x, e, h))
+	HS_T0();
+	if (i < 0) {
+		hs_count(34);
 		return -2;
-	if (e->kind == HS_BLOB_NMETHOD) {
-		hs_push_words(j, &e->val, native);
-		return e->prologue ? hs_step_prologue(st) : hs_step_sized(st, e->frame_size);
 	}
-	return e->frame_size ? hs_step_sized(st, e->frame_size) : hs_step_rbp(st);
+	e = &x->pcs[i & (HOTSPOT_PC_SLOTS - 1)];
+	if (e->val.gen != interp_conn_gen || !hs_pc_valid(x, e, h)) {
+		hs_count(e->val.gen != interp_conn_gen ? 36 : 37);
+		x->pc_tags[i & (HOTSPOT_PC_SLOTS - 1)].pc = 0; /* the full step stores anew */
+		return -2;
+	}
+	HS_T(40);
+	if (e->kind == HS_BLOB_NMETHOD) {
+		hs_count(43);
+		hs_push_words(j, &e->val, native);
+		HS_T(41);
+		r = e->prologue ? hs_step_prologue(st) : hs_step_sized(st, e->frame_size);
+		HS_T(42);
+		return r;
+	}
+	hs_count(44);
+	r = e->frame_size ? hs_step_sized(st, e->frame_size) : hs_step_rbp(st);
+	HS_T(42);
+	return r;
 }
 
 /* Keeps in st->pc's slot what the full step found: the blob at blob of
@@ -995,15 +1085,51 @@ static __always_inline void hs_pc_store(struct hotspot_scratch *x, const struct 
 					__u64 blob, int kind, __u32 fs, bool prologue,
 					const struct sonde_hotspot_proc *h)
 {
-	struct hotspot_pc_slot *e = hs_pc_slot(x, st->pc, st->exact_pc);
+	__u32 base = hs_pc_set(st->pc, st->exact_pc), set = base / HOTSPOT_PC_WAYS, i = 0;
+	__u64 lo = st->pc, hi = st->pc + 1;
+	struct hotspot_pc_slot *e;
+	struct hotspot_pc_tag *t;
+	bool free = false;
 
-	e->pc = st->pc;
+	/* An empty way, else the set's next in turn. */
+	for (__u32 w = 0; w < HOTSPOT_PC_WAYS; w++) {
+		if (!x->pc_tags[(base + w) & (HOTSPOT_PC_SLOTS - 1)].pc) {
+			i = base + w;
+			free = true;
+			break;
+		}
+	}
+	if (!free) {
+		__u8 *v = &x->pc_victim[set & ((1 << HOTSPOT_PC_SET_BITS) - 1)];
+
+		i = base + (*v & (HOTSPOT_PC_WAYS - 1));
+		*v = *v + 1;
+	}
+	i &= HOTSPOT_PC_SLOTS - 1;
+	t = &x->pc_tags[i];
+	e = &x->pcs[i];
+	/* A sampled pc past an nmethod's prologue: the pcs sharing its
+	 * frames, those of them past the prologue. */
+	if (kind == HS_BLOB_NMETHOD && st->exact_pc && !prologue && x->val.range_hi) {
+		__u64 code_begin = hs_blob64(x, h->off.blob_code_begin);
+		__u32 complete = hs_blob32(x, h->off.blob_frame_complete);
+		__u32 rlo = x->val.range_lo;
+
+		if (complete < (1u << 20) && rlo < complete)
+			rlo = complete;
+		if (rlo < x->val.range_hi && st->pc >= code_begin + rlo &&
+		    st->pc < code_begin + x->val.range_hi) {
+			lo = code_begin + rlo;
+			hi = code_begin + x->val.range_hi;
+		}
+	}
+	t->pc = lo;
+	t->len = st->exact_pc ? HOTSPOT_PC_EXACT | (__u32)(hi - lo) : 0;
+	t->tgid = st->tgid;
 	e->blob = blob;
 	e->name = hs_blob64(x, h->off.blob_name);
-	e->tgid = st->tgid;
 	e->frame_size = fs;
 	e->kind = (__u8)kind;
-	e->exact = st->exact_pc ? 1 : 0;
 	e->prologue = prologue ? 1 : 0;
 	if (kind == HS_BLOB_NMETHOD) {
 		e->val = x->val;

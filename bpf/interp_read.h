@@ -16,12 +16,12 @@
 #ifdef SONDE_HOTSPOT_COUNT_READS
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 40);
+	__uint(max_entries, 48);
 	__type(key, __u32);
 	__type(value, __u64);
 } hotspot_reads SEC(".maps");
 
-/* Adds d to counter what (under 40). */
+/* Adds d to counter what (under 48). */
 static __always_inline void interp_measure_add(__u32 what, __u64 d)
 {
 	__u64 *v = bpf_map_lookup_elem(&hotspot_reads, &what);

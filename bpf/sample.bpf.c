@@ -1138,6 +1138,11 @@ int sonde_sample(struct bpf_perf_event_data *ctx)
 		interp_measure_add(9, now - ph->t_walk1);
 		interp_measure_add(12, n_user);
 		interp_measure_add(15, n_kernel);
+	} else if (ph) {
+		/* a walked sample not claimed (a native-only sensor's) */
+		interp_measure_add(45, bpf_ktime_get_ns() - ph->t_prog);
+		interp_measure_add(46, 1);
+		interp_measure_add(47, n_user);
 	}
 #endif
 	return 0;

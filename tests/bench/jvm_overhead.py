@@ -172,6 +172,10 @@ def window(tracer_ids, counts, a):
         if r0[k] and r1[k] and r1[k][1] > r0[k][1]:
             reads = [(r1[k][i] - r0[k][i]) / (r1[k][1] - r0[k][1])
                      for i in range(len(r1[k]))]
+        elif r0[k] and r1[k] and len(r1[k]) >= 48 and r1[k][46] > r0[k][46]:
+            # a native-only sensor of a measurement build: nothing claimed
+            reads = [r1[k][i] - r0[k][i] for i in range(len(r1[k]))]
+            reads[1] = runs1[k][1] - runs0[k][1]
         out.append(((runs1[k][0] - runs0[k][0]) / n, n, runs1[k][1] - runs0[k][1], reads))
     return out
 
@@ -268,6 +272,11 @@ def main():
                 res[m].append(ns)
                 extra = (f", per claimed sample {reads[0]:.1f} reads, {reads[2]:.1f} steps "
                          f"({reads[3]:.1f} interpreted)" if reads else "")
+                if reads and len(reads) >= 48 and reads[46] and not reads[2]:
+                    extra = (f", not claimed: {reads[46] / (reads[1] or 1):.2f} a program run, "
+                             f"{reads[45] / reads[46]:.0f} ns each, {reads[47] / reads[46]:.1f} "
+                             "user frames")
+                    reads = None
                 if reads and len(reads) >= 16:
                     extra += ("\n         phases (ns per claimed sample, timer included): "
                               f"program {reads[4]:.0f} = begin {reads[5]:.0f} + head "
@@ -284,6 +293,16 @@ def main():
                     if len(reads) >= 34 and reads[33]:
                         extra += (f", from the per-CPU pcs {reads[33]:.2f} x "
                                   f"{reads[32] / reads[33]:.0f} ns")
+                    if len(reads) >= 40:
+                        extra += (f"\n         per-CPU pc misses: other pc {reads[34]:.3f}, tgid/exact "
+                                  f"{reads[35]:.3f}, connection {reads[36]:.3f}, blob changed "
+                                  f"{reads[37]:.3f}; scope cache hits {reads[38]:.3f}, misses "
+                                  f"{reads[39]:.3f}")
+                    if len(reads) >= 45 and reads[43] + reads[44]:
+                        extra += (f"\n         per-CPU pc hits: {reads[43]:.2f} nmethods, {reads[44]:.2f} "
+                                  f"stubs; ns per hit: check {reads[40] / (reads[43] + reads[44]):.0f}, "
+                                  f"nmethod frames {reads[41] / max(reads[43], 1e-9):.0f}, step "
+                                  f"{reads[42] / (reads[43] + reads[44]):.0f}")
                     extra += (f"\n         blob steps: find {reads[27]:.0f} ns ({reads[30]:.1f} "
                               f"segmap reads), header {reads[28]:.0f}, nmethod frames "
                               f"{reads[29]:.0f}")
