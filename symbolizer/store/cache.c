@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "log.h"
 #include "hmap.h"
 #include "store_internal.h"
@@ -72,6 +73,7 @@ struct cache {
 	sqlite3_stmt *st_lput;
 	sqlite3_stmt *st_pget, *st_pput;
 	sqlite3_stmt *st_iget, *st_iput;
+	struct checkpointer *ckpt; /* NULL: SQLite's own checkpoints (or :memory:) */
 	struct hmap *mem; /* mem_key -> mem_entry */
 	struct mem_entry *head, *tail;
 	size_t mem_bytes;
@@ -675,6 +677,13 @@ int cache_open(const char *path, const struct cache_opts *opts, struct cache **r
 			 " ?9)",
 			 &c->st_iput)) < 0)
 		goto cleanup;
+	if (strcmp(path, ":memory:") != 0) {
+		int e = checkpointer_start(path, c->db, &c->ckpt);
+
+		if (e < 0)
+			log_warn("%s: no checkpoint thread (%s): the writer checkpoints", path,
+				 strerror(-e));
+	}
 	*ret = c;
 	c = NULL;
 	r = 0;
@@ -714,6 +723,7 @@ void cache_close(struct cache *c)
 {
 	if (!c)
 		return;
+	checkpointer_stop(c->ckpt);
 	hmap_free(c->mem, mem_entry_free);
 	finalize_all(c);
 	if (c->db) {
