@@ -792,8 +792,9 @@ static __always_inline bool sample_in_user(struct bpf_perf_event_data *ctx)
  * (arg_start is set sooner, by setup_arg_pages()). in_execve covers a
  * whole execve(), a failed
  * one (a shell's PATH search) included, whose mm is still the old one
- * and whose stack is walked. */
-static __always_inline bool task_mid_exec(void)
+ * and whose stack is walked. Not inlined: its reads' stack would count
+ * in every program's deepest chain (sonde_sys_exit's is at 512 bytes). */
+static __noinline bool task_mid_exec(void)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 
