@@ -194,7 +194,7 @@ bool loader_attach_mmap(struct sample_bpf *skel)
 	struct bpf_link *link;
 
 	if (!bpf_program__autoload(skel->progs.sonde_mmap_released)) {
-		log_info("no mmap_lock_released tracepoint: libraries found by rescans only");
+		log_info("no mmap_lock_released tracepoint of the (mm, write) form: libraries found by rescans only");
 		return false;
 	}
 	link = bpf_program__attach(skel->progs.sonde_mmap_released);

@@ -283,8 +283,9 @@ static void on_proc(const struct sonde_proc_event *ev, void *ctx)
 		 * event: scanned now, their unwind entries are in BPF before
 		 * ld.so has done much (it runs without frame pointers, so its
 		 * samples until then have no table). The libraries ld.so maps
-		 * in the next milliseconds are found by the young steps, and
-		 * a sample before them rescans (on_sample). */
+		 * in the next milliseconds are found at BPF's mmap wakeups
+		 * (SONDE_REC_MMAP) or else the young steps, and a sample
+		 * before them rescans (on_sample). */
 		procs_exec(S.procs, ev->pid);
 		r = procs_scan(S.procs, ev->pid);
 		if (r != -ESRCH)
