@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "command.h"
+#include "fd_upload_wire.h"
 #include "local.h"
 
 #define RECORD_DEFAULT_SECONDS 30
@@ -572,7 +573,13 @@ cleanup:
 		child_done = true;
 	}
 	if (dir_made) {
+		char fd_sock[sizeof(sock) + sizeof(FD_UPLOAD_SUFFIX)];
+
 		unlink(sock);
+		/* The symbolizer's descriptor socket beside it: left, it
+		 * kept the directory from going. */
+		if (fd_upload_socket_path(sock, fd_sock, sizeof(fd_sock)))
+			unlink(fd_sock);
 		unlink(profiles);
 		/* the store's WAL side files */
 		char side[sizeof(profiles) + 8];
