@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "command.h"
+#include "fd_upload_wire.h"
 #include "local.h"
 
 #define RECORD_DEFAULT_SECONDS 30
@@ -222,8 +223,15 @@ static int stop_child(pid_t pid, int timeout_ms)
 	return status;
 }
 
-/* Waits until the symbolizer answers and a sensor is connected to it. */
-static int wait_for_services(const char *address, pid_t symbolizer, pid_t sensor)
+/* Waits until the symbolizer answers and a sensor is connected to it;
+ * with held (CMD waits for "go"), until the sensor's first flush
+ * arrived too. That flush sends the kernel's symbols, which takes the
+ * sensor's loop up to a second on a loaded host: a command started before
+ * it ends runs that long with its exec unhandled, its new image neither
+ * scanned nor given unwind tables, so its first samples' stacks stop at
+ * the leaf. The flush ends with the sensor's stats, which count the
+ * process the sensor found: CMD, waiting. */
+static int wait_for_services(const char *address, pid_t symbolizer, pid_t sensor, bool held)
 {
 	uint64_t deadline = now_ms() + RECORD_START_TIMEOUT_MS;
 	int status;
@@ -242,7 +250,7 @@ static int wait_for_services(const char *address, pid_t symbolizer, pid_t sensor
 			return -ECHILD;
 		}
 		if (command_status_quiet(address, 1000, true, &st) == 0) {
-			bool ready = st->sensors_connected > 0;
+			bool ready = st->sensors_connected > 0 && (!held || st->sensor_processes > 0);
 			rpc_message_free(&st->base);
 			if (ready)
 				return 0;
@@ -514,7 +522,7 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "sonde record: cannot start %s: %s\n", sensor_bin, strerror(-sensor));
 		goto cleanup;
 	}
-	if (wait_for_services(address, symbolizer, sensor) < 0)
+	if (wait_for_services(address, symbolizer, sensor, env.cmd != NULL) < 0)
 		goto cleanup;
 
 	deadline = now_ms() + 1000ULL * (env.seconds ? env.seconds : RECORD_DEFAULT_SECONDS);
@@ -565,7 +573,13 @@ cleanup:
 		child_done = true;
 	}
 	if (dir_made) {
+		char fd_sock[sizeof(sock) + sizeof(FD_UPLOAD_SUFFIX)];
+
 		unlink(sock);
+		/* The symbolizer's descriptor socket beside it: left, it
+		 * kept the directory from going. */
+		if (fd_upload_socket_path(sock, fd_sock, sizeof(fd_sock)))
+			unlink(fd_sock);
 		unlink(profiles);
 		/* the store's WAL side files */
 		char side[sizeof(profiles) + 8];

@@ -112,6 +112,9 @@ static struct sensor {
 	int redirect_fd; /* lpm_redirect */
 	int64_t mono_to_real_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at start */
 	uint64_t samples_taken;
+	/* Samples whose process was gone when the sensor came to scan its
+	 * new or exec'd image: stored with unresolved user frames. */
+	uint64_t samples_unscanned;
 	uint64_t sent_gen;
 	/* Accounting (docs/reliability.md): each sample read is accounted to
 	 * one connection, the one that sent it or that first reported its
@@ -188,7 +191,8 @@ static void resolve_user(uint32_t pid, const __u64 *addrs, uint32_t n, struct st
 	/* Unknown, or exec'd since its last scan (the exec is ahead of this
 	 * sample in the ring): its mappings are to be read now. */
 	if (n > 0 && pid != 0 && (!pr || pr->exec_pending)) {
-		procs_scan(S.procs, pid);
+		if (procs_scan(S.procs, pid) == -ESRCH)
+			S.samples_unscanned++;
 		rescanned = true;
 	}
 	for (uint32_t i = 0; i < n; i++) {
@@ -827,10 +831,11 @@ static void log_totals(struct sample_bpf *skel, struct events *ev)
 		if (errs[k])
 			log_debug("bpf error %s: %" PRIu64, err_names[k], errs[k]);
 	log_info("samples taken %" PRIu64 ", lost %" PRIu64 ", dropped %" PRIu64
+		 ", of processes gone before their scan %" PRIu64
 		 "; %zu stacks; %" PRIu64 " processes; %" PRIu64 " files; %" PRIu64
 		 " ranges served; %" PRIu64 " malformed records",
-		 c.samples_taken, c.samples_lost, c.samples_dropped, ss.stacks, c.processes,
-		 c.files, uplink_read_ranges(S.uplink), events_malformed(ev));
+		 c.samples_taken, c.samples_lost, c.samples_dropped, S.samples_unscanned, ss.stacks,
+		 c.processes, c.files, uplink_read_ranges(S.uplink), events_malformed(ev));
 	for (uint32_t kind = 1; kind < SONDE_INTERP_KINDS; kind++) {
 		const struct sonde_interp_kind_info *k = sonde_interp_kind_info(kind);
 
