@@ -22,8 +22,8 @@
  * each a rescan of maps text that grows with every library) fits in it
  * many times over. */
 #define SCAN_BUDGET_BURST (4u << 20)
-/* The refill: about a hundredth of a CPU of maps reading and parsing
- * (docs/security.md has the measured cost per MiB). */
+/* The refill: with the burst, test_trust_maps.py's process of 65,000
+ * mappings costs the sensor about 3 % of one CPU (docs/security.md). */
 #define SCAN_BUDGET_BYTES_PER_SEC (256u << 10)
 
 struct scan_budget {

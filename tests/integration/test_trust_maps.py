@@ -19,10 +19,10 @@ from conftest import WORKLOAD, Sensor, Symbolizer, contains_chain, make_tmp, sym
 HZ = 99
 MAPPINGS = 65000
 ATTACK_SECONDS = 20
-# The sensor's CPU ticks (USER_HZ, 100 a second) over the attack window.
-# Measured on 2 cores with 3 other agents' tests running: with the bounds
-# the sensor spent 20-40 ticks over the ~25 s window (the victim's own
-# samples included); without them (c46e838) 400-600 (docs/security.md).
+# The sensor's CPU ticks (USER_HZ, 100 a second) over the attack window
+# (about 23 s). On 2 cores at load 10-15 the sensor spent 61-68 with the
+# bounds (4 without the attacker's mappings: the victim's own samples),
+# 862-1,014 without them (docs/security.md).
 MAX_SENSOR_TICKS = 150
 CHAINS = [
     ["main", "run_main_thread", "chain_a", "a_middle", "leaf_a_compute"],
