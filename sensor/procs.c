@@ -251,11 +251,13 @@ static struct proc_mapping *old_mapping(struct proc *old, const struct maps_line
 	return NULL;
 }
 
-/* A registration that failed for want of room or memory is tried again at
- * the next scan; any other failure stays with the mapping. */
+/* A mapping of anything but a regular file (-EBADFD), or over the
+ * process's PROCS_MAX_FILES, stays without a file ID while it is mapped;
+ * other failures (the mapping gone before the lookup, a full table) are
+ * tried again at the next scan. */
 static bool reg_retry(int err)
 {
-	return err == -ENOSPC || err == -ENOMEM || err == -EMFILE || err == -ENFILE;
+	return err != -EBADFD && err != -EDQUOT;
 }
 
 static size_t seen_hash(uint64_t dev, uint64_t ino)

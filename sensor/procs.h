@@ -22,7 +22,7 @@ struct proc_mapping {
 	struct fileid_info info;   /* valid when file != NULL */
 	/* file == NULL: why (a negative errno; -EDQUOT: over the process's
 	 * PROCS_MAX_FILES). An identical mapping at the next scan is not
-	 * tried again, unless this was a full table or memory. */
+	 * tried again after -EDQUOT or -EBADFD (not a regular file). */
 	int reg_err;
 	char *path;                /* as /proc/PID/maps shows it */
 	bool deleted;

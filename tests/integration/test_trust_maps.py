@@ -10,6 +10,7 @@ over the attack (its utime + stime from /proc/PID/stat), and the
 victim must still be sampled with its named chains. About 40 s."""
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import time
@@ -17,6 +18,7 @@ import time
 from conftest import WORKLOAD, Sensor, Symbolizer, contains_chain, make_tmp, symbols_pb2, wait_for
 
 HZ = 99
+NOBODY = 65534
 MAPPINGS = 65000
 ATTACK_SECONDS = 20
 # The sensor's CPU ticks (USER_HZ, 100 a second) over the attack window
@@ -52,6 +54,30 @@ while time.monotonic() < end:
         keep.append(mmap.mmap(-1, 4096, flags=flags, prot=prot))
         last = time.monotonic()
 """
+
+
+# The second attacker: one small file at a path of about 3,800 bytes,
+# mapped executable MAPPINGS_LONG times (a private mapping at offset 0
+# each: none merges with its neighbour), then a spin.
+LONG_PY = r"""
+import mmap, os, sys, time
+base, n, secs = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+d = base
+for i in range(15):
+    d = os.path.join(d, chr(ord("a") + i) * 250)
+    os.mkdir(d)
+path = os.path.join(d, "lib.so")
+with open(path, "wb") as f:
+    f.write(b"\xc3" * 4096)
+fd = os.open(path, os.O_RDONLY)
+keep = [mmap.mmap(fd, 4096, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_EXEC)
+        for i in range(n)]
+print("ready", len(keep), len(path), flush=True)
+end = time.monotonic() + secs
+while time.monotonic() < end:
+    pass
+"""
+MAPPINGS_LONG = 8000
 
 
 def ticks(pid):
@@ -115,3 +141,60 @@ def test_many_exec_mappings_cost_the_sensor_bounded_cpu():
         shell.wait()
         sensor.stop()
         sym.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_long_mapping_paths_keep_the_uplink_up():
+    """8,000 mappings of one file whose path is 3,800 bytes long would make
+    a ProcessUpdate of 30 MB, over the symbolizer's 16 MiB message limit:
+    each connection would end at it, and with it every other process's
+    profile. The bound on path bytes per process keeps it small; the
+    victim started after it is profiled and named."""
+    tmp = make_tmp()
+    attack = tmp / "long.py"
+    attack.write_text(LONG_PY)
+    attack.chmod(0o644)
+    base = tmp / "nobody"
+    base.mkdir()
+    os.chown(base, NOBODY, NOBODY)
+    script = (f"read go; setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 "
+              f"{attack} {base} {MAPPINGS_LONG} 15 | {{ read ready n len; echo \"$ready $n $len\" >&2; "
+              f"exec {WORKLOAD} 10; }}")
+    shell = subprocess.Popen(["sh", "-c", script], stdin=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+    sym = Symbolizer(tmp)
+    sensor = Sensor(tmp, sym.address, ["--pid", str(shell.pid), "--frequency", str(HZ)])
+    try:
+        wait_for(lambda: sym.status().sensors_connected == 1, 30, "the sensor to connect")
+        shell.stdin.write("go\n")
+        shell.stdin.close()
+        ready = shell.stderr.readline().split()
+        assert ready and ready[0] == "ready" and int(ready[1]) == MAPPINGS_LONG, ready
+        assert int(ready[2]) > 3700, ready
+        shell.wait(60)
+        counted = {}
+
+        def named():
+            r = sym.symbols.Folded(symbols_pb2.ProfileQuery(), timeout=30)
+            mine = [s for s in r.stacks if s.comm.startswith("sonde-work")]
+            counted["total"] = sum(s.count for s in mine)
+            counted["named"] = sum(s.count for s in mine if any(contains_chain(list(s.frames), c)
+                                                                for c in CHAINS))
+            return counted["total"] >= 50 and counted["named"] >= 0.8 * counted["total"]
+        try:
+            wait_for(named, 30, "the victim's named stacks", interval=1.0)
+        except AssertionError:
+            pass  # said below
+        print(f"victim: {counted.get('named')} of {counted.get('total')} samples named; "
+              f"symbolizer: {sym.status().sensors_connected} sensor(s) connected")
+        assert counted["total"] >= 50 and counted["named"] >= 0.8 * counted["total"], counted
+        assert sensor.proc.poll() is None, sensor.logtext()
+    finally:
+        try:
+            os.killpg(shell.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        shell.wait()
+        sensor.stop()
+        sym.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
