@@ -85,63 +85,80 @@ def ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
-def test_many_exec_mappings_cost_the_sensor_bounded_cpu():
-    tmp = make_tmp()
-    attack = tmp / "attack.py"
-    attack.write_text(ATTACK_PY)
-    attack.chmod(0o644)
-    # The victim starts once the attacker's mappings are made: the files
-    # it maps are registered while the attacker's are in the file table.
-    script = (f"read go; setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 "
-              f"{attack} {MAPPINGS} {ATTACK_SECONDS} | {{ read ready n; echo \"$ready $n\" >&2; "
-              f"exec {WORKLOAD} {ATTACK_SECONDS // 2}; }}")
-    # Its own session: the attacker is ended with it (killpg), whatever
-    # happens.
-    shell = subprocess.Popen(["sh", "-c", script], stdin=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, start_new_session=True)
-    sym = Symbolizer(tmp)
-    sensor = Sensor(tmp, sym.address, ["--pid", str(shell.pid), "--frequency", str(HZ)])
-    try:
-        wait_for(lambda: sym.status().sensors_connected == 1, 30, "the sensor to connect")
-        time.sleep(1)  # its start-up is not what is measured
-        before, started = ticks(sensor.proc.pid), time.monotonic()
-        shell.stdin.write("go\n")
-        shell.stdin.close()
-        ready = shell.stderr.readline().split()
-        assert ready and ready[0] == "ready" and int(ready[1]) >= 60000, ready
-        shell.wait(ATTACK_SECONDS * 4)
-        spent, window = ticks(sensor.proc.pid) - before, time.monotonic() - started
-        assert sensor.proc.poll() is None, sensor.logtext()
-        print(f"sensor: {spent} ticks of CPU over the {window:.1f} s attack "
-              f"(load {os.getloadavg()[0]:.1f})")
+class Attack:
+    """A shell, followed by a sensor (--pid), that on "go" runs the
+    attacker script as nobody and, once it prints "ready ...", execs the
+    victim (the frame-pointer workload) for victim_s seconds: the files the
+    victim maps are registered while the attacker's are in the table."""
 
-        counted = {}
+    def __init__(self, tmp, script, args, victim_s):
+        self.tmp = tmp
+        path = tmp / "attack.py"
+        path.write_text(script)
+        path.chmod(0o644)
+        line = (f"read go; setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 "
+                f"{path} {args} | {{ read ready; echo \"$ready\" >&2; exec {WORKLOAD} {victim_s}; }}")
+        # Its own session: the attacker is ended with it (killpg).
+        self.shell = subprocess.Popen(["sh", "-c", line], stdin=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True, start_new_session=True)
+        self.sym = Symbolizer(tmp)
+        self.sensor = Sensor(tmp, self.sym.address, ["--pid", str(self.shell.pid), "--frequency", str(HZ)])
+        wait_for(lambda: self.sym.status().sensors_connected == 1, 30, "the sensor to connect")
+
+    def go(self):
+        """Starts it; returns the attacker's "ready" line, split."""
+        self.shell.stdin.write("go\n")
+        self.shell.stdin.close()
+        return self.shell.stderr.readline().split()
+
+    def victim(self, min_total):
+        """(named, total) of the victim's stored samples, once min_total
+        have arrived with 80 % named, or after 30 s."""
+        counted = {"named": 0, "total": 0}
 
         def named():
-            r = sym.symbols.Folded(symbols_pb2.ProfileQuery(), timeout=30)
+            r = self.sym.symbols.Folded(symbols_pb2.ProfileQuery(), timeout=30)
             mine = [s for s in r.stacks if s.comm.startswith("sonde-work")]
             counted["total"] = sum(s.count for s in mine)
             counted["named"] = sum(s.count for s in mine if any(contains_chain(list(s.frames), c)
                                                                 for c in CHAINS))
-            counted["sample"] = [";".join(s.frames) for s in mine[:3]]
-            return counted["total"] >= 100 and counted["named"] >= 0.8 * counted["total"]
+            return counted["total"] >= min_total and counted["named"] >= 0.8 * counted["total"]
         try:
             wait_for(named, 30, "the victim's named stacks", interval=1.0)
         except AssertionError:
-            pass  # said below
-        print(f"victim: {counted.get('named')} of {counted.get('total')} samples named")
-        assert spent <= MAX_SENSOR_TICKS, f"the sensor spent {spent} ticks over {window:.1f} s"
-        assert counted["total"] >= 100 and counted["named"] >= 0.8 * counted["total"], counted
-        assert "over the per-process bounds" in sensor.logtext(), sensor.logtext()
-    finally:
+            pass  # the caller's assertion says it
+        print(f"victim: {counted['named']} of {counted['total']} samples named")
+        return counted["named"], counted["total"]
+
+    def stop(self):
         try:
-            os.killpg(shell.pid, signal.SIGKILL)
+            os.killpg(self.shell.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        shell.wait()
-        sensor.stop()
-        sym.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        self.shell.wait()
+        self.sensor.stop()
+        self.sym.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def test_many_exec_mappings_cost_the_sensor_bounded_cpu():
+    a = Attack(make_tmp(), ATTACK_PY, f"{MAPPINGS} {ATTACK_SECONDS}", ATTACK_SECONDS // 2)
+    try:
+        time.sleep(1)  # the sensor's start-up is not what is measured
+        before, started = ticks(a.sensor.proc.pid), time.monotonic()
+        ready = a.go()
+        assert ready and ready[0] == "ready" and int(ready[1]) >= 60000, ready
+        a.shell.wait(ATTACK_SECONDS * 4)
+        spent, window = ticks(a.sensor.proc.pid) - before, time.monotonic() - started
+        assert a.sensor.proc.poll() is None, a.sensor.logtext()
+        print(f"sensor: {spent} ticks of CPU over the {window:.1f} s attack "
+              f"(load {os.getloadavg()[0]:.1f})")
+        named, total = a.victim(100)
+        assert spent <= MAX_SENSOR_TICKS, f"the sensor spent {spent} ticks over {window:.1f} s"
+        assert total >= 100 and named >= 0.8 * total, (named, total)
+        assert "over the per-process bounds" in a.sensor.logtext(), a.sensor.logtext()
+    finally:
+        a.stop()
 
 
 def test_long_mapping_paths_keep_the_uplink_up():
@@ -151,50 +168,17 @@ def test_long_mapping_paths_keep_the_uplink_up():
     profile. The bound on path bytes per process keeps it small; the
     victim started after it is profiled and named."""
     tmp = make_tmp()
-    attack = tmp / "long.py"
-    attack.write_text(LONG_PY)
-    attack.chmod(0o644)
     base = tmp / "nobody"
     base.mkdir()
     os.chown(base, NOBODY, NOBODY)
-    script = (f"read go; setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 "
-              f"{attack} {base} {MAPPINGS_LONG} 15 | {{ read ready n len; echo \"$ready $n $len\" >&2; "
-              f"exec {WORKLOAD} 10; }}")
-    shell = subprocess.Popen(["sh", "-c", script], stdin=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, start_new_session=True)
-    sym = Symbolizer(tmp)
-    sensor = Sensor(tmp, sym.address, ["--pid", str(shell.pid), "--frequency", str(HZ)])
+    a = Attack(tmp, LONG_PY, f"{base} {MAPPINGS_LONG} 15", 10)
     try:
-        wait_for(lambda: sym.status().sensors_connected == 1, 30, "the sensor to connect")
-        shell.stdin.write("go\n")
-        shell.stdin.close()
-        ready = shell.stderr.readline().split()
+        ready = a.go()
         assert ready and ready[0] == "ready" and int(ready[1]) == MAPPINGS_LONG, ready
         assert int(ready[2]) > 3700, ready
-        shell.wait(60)
-        counted = {}
-
-        def named():
-            r = sym.symbols.Folded(symbols_pb2.ProfileQuery(), timeout=30)
-            mine = [s for s in r.stacks if s.comm.startswith("sonde-work")]
-            counted["total"] = sum(s.count for s in mine)
-            counted["named"] = sum(s.count for s in mine if any(contains_chain(list(s.frames), c)
-                                                                for c in CHAINS))
-            return counted["total"] >= 50 and counted["named"] >= 0.8 * counted["total"]
-        try:
-            wait_for(named, 30, "the victim's named stacks", interval=1.0)
-        except AssertionError:
-            pass  # said below
-        print(f"victim: {counted.get('named')} of {counted.get('total')} samples named; "
-              f"symbolizer: {sym.status().sensors_connected} sensor(s) connected")
-        assert counted["total"] >= 50 and counted["named"] >= 0.8 * counted["total"], counted
-        assert sensor.proc.poll() is None, sensor.logtext()
+        a.shell.wait(60)
+        named, total = a.victim(50)
+        assert total >= 50 and named >= 0.8 * total, (named, total)
+        assert a.sensor.proc.poll() is None, a.sensor.logtext()
     finally:
-        try:
-            os.killpg(shell.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        shell.wait()
-        sensor.stop()
-        sym.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        a.stop()
