@@ -22,9 +22,9 @@ NOBODY = 65534
 MAPPINGS = 65000
 ATTACK_SECONDS = 20
 # The sensor's CPU ticks (USER_HZ, 100 a second) over the attack window
-# (about 23 s). On 2 cores at load 10-15 the sensor spent 61-68 with the
+# (about 23 s). On 2 cores at load 3-15 the sensor spent 52-68 with the
 # bounds (4 without the attacker's mappings: the victim's own samples),
-# 862-1,014 without them (docs/security.md).
+# 862-1,316 without them (docs/security.md).
 MAX_SENSOR_TICKS = 150
 CHAINS = [
     ["main", "run_main_thread", "chain_a", "a_middle", "leaf_a_compute"],
