@@ -302,9 +302,10 @@ static void on_proc(const struct sonde_proc_event *ev, void *ctx)
 		/* A file mapped executable (ld.so's libraries, dlopen): its
 		 * entries go into BPF now, before most of its code has run.
 		 * An unknown process, or one whose exec is still ahead in the
-		 * ring, is scanned whole. */
+		 * ring, is scanned whole; one whose scan budget is spent is
+		 * not rescanned (procs.h). */
 		r = procs_rescan_maps(S.procs, ev->pid);
-		if (r < 0 && r != -ESRCH && r != -ENOEXEC)
+		if (r < 0 && r != -ESRCH && r != -ENOEXEC && r != -EAGAIN)
 			log_debug("pid %" PRIu32 ": rescan after mmap: %d", ev->pid, r);
 		break;
 	}
@@ -806,12 +807,12 @@ static void log_unwind_totals(uint64_t bpf_map_bytes)
 				 us.rejected[k]);
 	log_info("unwind tables loaded %" PRIu64 " (%" PRIu64 " rows of %" PRIu32
 		 "; %" PRIu64 " without a page index), rejected %" PRIu64 ", unavailable %" PRIu64
-		 ", evicted %" PRIu64 "; %" PRIu64 " LPM entries (%" PRIu64 " mappings without); BPF maps %" PRIu64
-		 " KiB",
+		 ", evicted %" PRIu64 "; %" PRIu64 " LPM entries (%" PRIu64 " mappings without: trie full; %" PRIu64
+		 " over their process's share); BPF maps %" PRIu64 " KiB",
 		 us.tables_loaded, us.rows_loaded, us.capacity_rows, us.tables_unindexed,
 		 us.tables_rejected,
 		 us.tables_unavailable, us.tables_evicted, us.lpm_entries, us.lpm_failures,
-		 bpf_map_bytes >> 10);
+		 us.lpm_capped, bpf_map_bytes >> 10);
 }
 
 /* The totals, logged at exit. */

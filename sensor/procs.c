@@ -25,7 +25,19 @@
 #include "vdso.h"
 
 #define PROCS_BUCKETS 4096
-#define PROCS_MAX_MAPS 8192   /* executable file mappings per process */
+/* The files seen in one scan (procs.h PROCS_MAX_FILES), by (dev, inode):
+ * open addressing at most half full. */
+#define PROCS_SEEN_SLOTS (2 * PROCS_MAX_FILES)
+/* stdio's buffer for maps: each read() of /proc/PID/maps resumes the
+ * kernel's walk of the mappings, so fewer, larger reads cost less. */
+#define PROCS_MAPS_BUF (64u << 10)
+
+/* A file seen in this scan: maps[idx] holds its registration or error. */
+struct seen_file {
+	uint64_t dev, ino;
+	uint32_t idx;
+	bool used;
+};
 
 struct proc_node {
 	struct proc_node *next;
@@ -45,6 +57,8 @@ struct procs {
 	const struct procs_observer *obs;
 	void *obs_ctx;
 	struct proc_node *buckets[PROCS_BUCKETS];
+	struct seen_file seen[PROCS_SEEN_SLOTS]; /* read_maps' scratch */
+	size_t n_seen;
 };
 
 void procs_set_command_line(struct procs *p, bool on)
@@ -213,19 +227,64 @@ static int cmp_mapping(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Reuses the registration of an identical mapping from the previous scan. */
-static struct proc_mapping *old_mapping(struct proc *old, const struct maps_line *l)
+/* The identical mapping of the previous scan (its maps are sorted by
+ * start and do not overlap), whose registration or error is reused. */
+static struct proc_mapping *old_mapping(struct proc *old, const struct maps_line *l, uint64_t dev)
 {
-	if (!old)
-		return NULL;
-	for (size_t i = 0; i < old->n_maps; i++) {
-		struct proc_mapping *m = &old->maps[i];
+	size_t lo = 0, hi = old ? old->n_maps : 0;
 
-		if (m->start == l->start && m->end == l->end && m->offset == l->offset && m->file &&
-		    m->info.ino == l->inode && strcmp(m->path, l->path) == 0)
-			return m;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		struct proc_mapping *m = &old->maps[mid];
+
+		if (l->start < m->start) {
+			hi = mid;
+		} else if (l->start > m->start) {
+			lo = mid + 1;
+		} else {
+			if (m->end == l->end && m->offset == l->offset && m->dev == dev &&
+			    m->ino == l->inode && strcmp(m->path, l->path) == 0)
+				return m;
+			return NULL;
+		}
 	}
 	return NULL;
+}
+
+/* A mapping of anything but a regular file (-EBADFD), or over the
+ * process's PROCS_MAX_FILES, stays without a file ID while it is mapped;
+ * other failures (the mapping gone before the lookup, a full table) are
+ * tried again at the next scan. */
+static bool reg_retry(int err)
+{
+	return err != -EBADFD && err != -EDQUOT;
+}
+
+static size_t seen_hash(uint64_t dev, uint64_t ino)
+{
+	uint64_t h = (ino ^ (dev * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+
+	return (size_t)(h >> 32) % PROCS_SEEN_SLOTS;
+}
+
+/* The slot of (dev, ino): its entry if used, else where it goes. */
+static struct seen_file *seen_slot(struct procs *p, uint64_t dev, uint64_t ino)
+{
+	size_t i = seen_hash(dev, ino);
+
+	/* Never full (n_seen <= PROCS_MAX_FILES, half the slots): ends. */
+	while (p->seen[i].used && (p->seen[i].dev != dev || p->seen[i].ino != ino))
+		i = (i + 1) % PROCS_SEEN_SLOTS;
+	return &p->seen[i];
+}
+
+/* Gives m the registration (or error) of from: a reference of its own. */
+static void mapping_copy_file(struct procs *p, struct proc_mapping *m,
+			      const struct proc_mapping *from)
+{
+	m->file = fileids_ref(p->fileids, from->file);
+	m->info = from->info;
+	m->reg_err = from->reg_err;
 }
 
 /* Registers the file of mapping l through map_files, the kernel's link to
@@ -250,22 +309,64 @@ static int register_mapping(struct procs *p, const char *dir, const struct maps_
 	return r;
 }
 
-/* Reads the executable file mappings. Returns 0 with an owned array. */
+/* The file ID of mapping m (maps[idx], the line l's): the registration
+ * of an identical mapping of the previous scan, or of a mapping of the
+ * same file earlier in this scan, or a new one through map_files, as far
+ * as PROCS_MAX_FILES allows. Returns false when over that bound. */
+static bool mapping_file(struct procs *p, uint32_t pid, const char *dir, struct proc *old,
+			 const struct maps_line *l, struct proc_mapping *maps, size_t idx)
+{
+	struct proc_mapping *m = &maps[idx], *o = old_mapping(old, l, m->dev);
+	struct seen_file *s = seen_slot(p, m->dev, m->ino);
+
+	if (s->used) {
+		mapping_copy_file(p, m, &maps[s->idx]);
+		return true;
+	}
+	if (o && (o->file || !reg_retry(o->reg_err))) {
+		/* A reference of its own, not moved: the old mapping stays
+		 * whole for maps_equal(), and for the process if this scan
+		 * fails. */
+		mapping_copy_file(p, m, o);
+	} else if (p->n_seen == PROCS_MAX_FILES) {
+		m->reg_err = -EDQUOT;
+		return false;
+	} else {
+		m->reg_err = register_mapping(p, dir, l, m);
+		if (m->reg_err < 0)
+			log_debug("pid %" PRIu32 ": no file ID for %.100s: %d, ignoring", pid,
+				  l->path, m->reg_err);
+	}
+	if (p->n_seen < PROCS_MAX_FILES) {
+		*s = (struct seen_file){.dev = m->dev, .ino = m->ino, .idx = (uint32_t)idx, .used = true};
+		p->n_seen++;
+	}
+	return true;
+}
+
+/* Reads the executable file mappings, within the bounds of procs.h.
+ * Returns 0 with an owned array, the maps bytes read and whether a bound
+ * left mappings out. */
 static int read_maps(struct procs *p, uint32_t pid, const char *dir, struct proc *old,
-		     struct proc_mapping **ret_maps, size_t *ret_n)
+		     struct proc_mapping **ret_maps, size_t *ret_n, uint64_t *ret_bytes,
+		     bool *ret_over)
 {
 	char path[128], line[MAPS_PATH_MAX + 256];
 	struct proc_mapping *maps = NULL, *m;
 	struct maps_line *l = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, path_bytes = 0;
+	uint64_t bytes = 0;
 	FILE *f = NULL;
-	bool vdso;
+	bool vdso, over = false;
 	int r = 0;
 
 	snprintf(path, sizeof(path), "%s/maps", dir);
 	f = fopen(path, "re");
 	if (!f)
 		return errno == ENOENT ? -ESRCH : -errno;
+	setvbuf(f, NULL, _IOFBF, PROCS_MAPS_BUF);
+	memset(p->seen, 0, sizeof(p->seen));
+	p->n_seen = 0;
 	l = malloc(sizeof(*l));
 	if (!l) {
 		r = -ENOMEM;
@@ -274,13 +375,18 @@ static int read_maps(struct procs *p, uint32_t pid, const char *dir, struct proc
 	while (fgets(line, sizeof(line), f)) {
 		size_t len = strlen(line);
 
+		bytes += len;
 		if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
 			/* Over-long line: skip the rest of it. */
 			int c;
 
 			while ((c = fgetc(f)) != EOF && c != '\n')
-				;
+				bytes++;
 			continue;
+		}
+		if (bytes > PROCS_MAX_MAPS_BYTES) {
+			over = true; /* what is further up stays unknown */
+			break;
 		}
 		if (maps_parse_line(line, len, l) < 0) {
 			log_debug("pid %" PRIu32 ": unparsable maps line, ignoring", pid);
@@ -290,8 +396,11 @@ static int read_maps(struct procs *p, uint32_t pid, const char *dir, struct proc
 		       vdso_matches(&p->vdso_info, l->start, l->end, l->offset, l->path);
 		if (!vdso && !maps_line_is_exec_file(l))
 			continue;
-		if (n == PROCS_MAX_MAPS)
+		path_bytes += strlen(l->path) + 1;
+		if (n == PROCS_MAX_MAPS || path_bytes > PROCS_MAX_PATH_BYTES) {
+			over = true;
 			break;
+		}
 		if (n == cap) {
 			size_t ncap = cap ? 2 * cap : 32;
 			struct proc_mapping *nm = realloc(maps, ncap * sizeof(*maps));
@@ -308,6 +417,8 @@ static int read_maps(struct procs *p, uint32_t pid, const char *dir, struct proc
 		m->start = l->start;
 		m->end = l->end;
 		m->offset = l->offset;
+		m->dev = makedev(l->dev_major, l->dev_minor);
+		m->ino = l->inode;
 		m->deleted = l->deleted;
 		m->path = strdup(l->path);
 		if (!m->path) {
@@ -321,19 +432,8 @@ static int read_maps(struct procs *p, uint32_t pid, const char *dir, struct proc
 			continue;
 		}
 
-		struct proc_mapping *o = old_mapping(old, l);
-		if (o) {
-			/* A reference of its own, not moved: the old mapping
-			 * stays whole for maps_equal(), and for the process if
-			 * this scan fails. */
-			m->file = fileids_ref(p->fileids, o->file);
-			m->info = o->info;
-			continue;
-		}
-		r = register_mapping(p, dir, l, m);
-		if (r < 0)
-			log_debug("pid %" PRIu32 ": no file ID for %.100s, ignoring", pid, l->path);
-		r = 0;
+		if (!mapping_file(p, pid, dir, old, l, maps, n - 1))
+			over = true;
 	}
 	if (ferror(f))
 		r = -EIO;
@@ -344,10 +444,16 @@ out:
 		maps_free(p, maps, n);
 		return r;
 	}
-	if (n > 1)
-		qsort(maps, n, sizeof(*maps), cmp_mapping);
+	/* The kernel lists mappings by address: sorted already, as a rule. */
+	for (size_t i = 1; i < n; i++)
+		if (maps[i - 1].start > maps[i].start) {
+			qsort(maps, n, sizeof(*maps), cmp_mapping);
+			break;
+		}
 	*ret_maps = maps;
 	*ret_n = n;
+	*ret_bytes = bytes;
+	*ret_over = over;
 	return 0;
 }
 
@@ -417,11 +523,11 @@ static int scan(struct procs *p, uint32_t pid, bool maps_only)
 	struct proc_mapping *maps = NULL;
 	struct proc_node *node = NULL;
 	struct proc *old = procs_find(p, pid);
-	uint64_t start = 0;
+	uint64_t start = 0, bytes = 0, now;
 	uint32_t ppid = 0;
 	char *cgroup = NULL, *exe_copy = NULL;
 	size_t n_maps = 0;
-	bool changed = false;
+	bool changed = false, over = false;
 	ssize_t len;
 	int r;
 
@@ -452,9 +558,10 @@ static int scan(struct procs *p, uint32_t pid, bool maps_only)
 	if (!old && p->n >= p->max)
 		return -ENOSPC;
 
-	r = read_maps(p, pid, dir, old, &maps, &n_maps);
+	r = read_maps(p, pid, dir, old, &maps, &n_maps, &bytes, &over);
 	if (r < 0)
 		return r;
+	now = now_ns();
 	if (!maps_only) {
 		cgroup = read_cgroup(dir);
 		exe_copy = strdup(exe);
@@ -467,6 +574,7 @@ static int scan(struct procs *p, uint32_t pid, bool maps_only)
 			goto fail;
 		}
 		node->pr.pid = pid;
+		scan_budget_init(&node->pr.budget, now);
 		node->next = p->buckets[pid % PROCS_BUCKETS];
 		p->buckets[pid % PROCS_BUCKETS] = node;
 		p->n++;
@@ -543,7 +651,16 @@ static int scan(struct procs *p, uint32_t pid, bool maps_only)
 	old->n_maps = n_maps;
 	old->ppid = ppid;
 	old->start_ticks = start;
-	old->last_scan_ns = now_ns();
+	old->last_scan_ns = now;
+	scan_budget_spend(&old->budget, bytes, now);
+	old->over_bounds = over;
+	if (over && !old->over_bounds_logged) {
+		old->over_bounds_logged = true;
+		log_info("pid %" PRIu32 ": its maps are over the per-process bounds "
+			 "(%u MiB read, %u executable file mappings, %u distinct files): frames "
+			 "in the rest keep raw addresses",
+			 pid, PROCS_MAX_MAPS_BYTES >> 20, PROCS_MAX_MAPS, PROCS_MAX_FILES);
+	}
 	if (old->dirty)
 		p->urgent_hint = true;
 	if (changed && p->obs && p->obs->maps_changed)
@@ -561,8 +678,23 @@ int procs_scan(struct procs *p, uint32_t pid)
 	return scan(p, pid, false);
 }
 
+/* Whether pid's scan budget keeps a rescan from running now: only a known
+ * process whose image was scanned (an exec'd one gets its scan). A fork's
+ * copy of a process over the bounds is not scanned at all until it execs
+ * (it has its parent's mappings): forking it costs the sensor nothing. */
+static bool over_budget(struct procs *p, uint32_t pid)
+{
+	struct proc *pr = procs_find(p, pid);
+
+	if (!pr || pr->exited || pr->exec_pending)
+		return false;
+	return (pr->cloned && pr->over_bounds) || !scan_budget_allows(&pr->budget, now_ns());
+}
+
 int procs_rescan_maps(struct procs *p, uint32_t pid)
 {
+	if (over_budget(p, pid))
+		return -EAGAIN;
 	return scan(p, pid, true);
 }
 
@@ -614,6 +746,9 @@ int procs_fork(struct procs *p, uint32_t child, uint32_t parent, uint64_t start_
 	memcpy(c->otel_service_name, pa->otel_service_name, sizeof(c->otel_service_name));
 	c->start_ticks = start_ticks;
 	c->last_scan_ns = now_ns();
+	c->budget = pa->budget;
+	c->over_bounds = pa->over_bounds;
+	c->over_bounds_logged = pa->over_bounds_logged;
 	c->dirty = true;
 	c->cloned = true;
 	node->next = p->buckets[child % PROCS_BUCKETS];
@@ -650,6 +785,8 @@ int procs_rescan_limited(struct procs *p, uint32_t pid, uint64_t min_interval_ns
 	if (pr && pr->rescan_gap_ns < min_interval_ns)
 		pr->rescan_gap_ns = min_interval_ns;
 	if (pr && now_ns() - pr->last_scan_ns < pr->rescan_gap_ns)
+		return 0;
+	if (over_budget(p, pid))
 		return 0;
 	gen = pr ? pr->maps_gen : 0;
 	r = procs_scan(p, pid);

@@ -12,12 +12,18 @@
 #include <stdint.h>
 
 #include "fileids.h"
+#include "scanbudget.h"
 #include "stacks.h"
 
 struct proc_mapping {
 	uint64_t start, end, offset;
+	uint64_t dev, ino;         /* the maps line's (makedev(major, minor), inode) */
 	struct fileid_entry *file; /* reference; NULL when no file ID */
 	struct fileid_info info;   /* valid when file != NULL */
+	/* file == NULL: why (a negative errno; -EDQUOT: over the process's
+	 * PROCS_MAX_FILES). An identical mapping at the next scan is not
+	 * tried again after -EDQUOT or -EBADFD (not a regular file). */
+	int reg_err;
 	char *path;                /* as /proc/PID/maps shows it */
 	bool deleted;
 };
@@ -43,6 +49,15 @@ struct proc {
 	size_t n_maps;
 	uint64_t last_scan_ns; /* CLOCK_MONOTONIC */
 	uint64_t rescan_gap_ns; /* procs_rescan_limited's current interval */
+	/* The maps bytes its rescans may still read (scanbudget.h); a fork
+	 * inherits its parent's. */
+	struct scan_budget budget;
+	/* The last scan left some of its executable file mappings without a
+	 * file ID (maps text, mapping count or path bytes over the bounds
+	 * below, or more distinct files than PROCS_MAX_FILES): frames there
+	 * keep raw addresses. Logged once per process. */
+	bool over_bounds;
+	bool over_bounds_logged;
 	uint32_t maps_gen;     /* bumped whenever the mappings change */
 	bool dirty;            /* not sent on this connection since it changed */
 	/* A fork's copy of its parent (procs_fork), not read from /proc: it
@@ -69,6 +84,26 @@ struct procs_observer {
 	void (*gone)(uint32_t pid, void *ctx);
 };
 
+/* What one process can make a scan read and keep (docs/security.md, "A
+ * hostile profiled process"); a normal one is far below each (a JVM maps
+ * about 15 executable files, a large desktop program a few hundred):
+ * - PROCS_MAX_MAPS_BYTES of /proc/PID/maps text are read per scan (a
+ *   process chooses up to vm.max_map_count lines of up to 4 KiB each);
+ * - PROCS_MAX_MAPS executable file mappings are kept per process, and
+ *   PROCS_MAX_PATH_BYTES of their paths (which go to the symbolizer in
+ *   one ProcessUpdate, under its 16 MiB message limit);
+ * - PROCS_MAX_FILES distinct files (device, inode) per process get a file
+ *   ID: a map_files lookup, a stat and an 8 KiB hash each, and a slot of
+ *   the sensor's file table. Further mappings of a file already seen in
+ *   the scan take its registration without a lookup;
+ * - rescans of a known process read at most what its scan budget allows
+ *   (scanbudget.h): procs_rescan_maps() and procs_rescan_limited() refuse
+ *   while it is empty. */
+#define PROCS_MAX_MAPS_BYTES (16u << 20)
+#define PROCS_MAX_MAPS 8192
+#define PROCS_MAX_PATH_BYTES (1u << 20)
+#define PROCS_MAX_FILES 512
+
 /* fileids: borrowed, must outlive the table. max_procs bounds the table.
  * proc_root: "/proc" (tests may pass another directory). */
 struct procs *procs_new(struct fileids *fileids, size_t max_procs, const char *proc_root);
@@ -89,7 +124,8 @@ void procs_set_observer(struct procs *p, const struct procs_observer *obs, void 
 int procs_scan(struct procs *p, uint32_t pid);
 /* A rescan of a known process that reads only its stat and maps (comm,
  * exe, cgroup and environment are read by procs_scan at exec); an unknown
- * or exec'd one gets a full procs_scan(). Same returns. */
+ * or exec'd one gets a full procs_scan(). Same returns, and -EAGAIN when
+ * a known process's scan budget is empty (nothing read). */
 int procs_rescan_maps(struct procs *p, uint32_t pid);
 /* A fork: child gets a copy of parent's entry, without reading /proc
  * (fork copies the address space). start_ticks: the child's, as
@@ -102,8 +138,9 @@ int procs_fork(struct procs *p, uint32_t child, uint32_t parent, uint64_t start_
 bool procs_exec(struct procs *p, uint32_t pid);
 /* Like procs_scan(), rate-limited per known pid: used when a sample hits
  * an address in no known mapping. The gap starts at min_interval_ns and
- * doubles (up to 64x) while rescans find no new mapping. Returns 1 if it
- * rescanned, 0 if rate-limited, or a negative errno. */
+ * doubles (up to 64x) while rescans find no new mapping, and the scan
+ * budget must allow it. Returns 1 if it rescanned, 0 if rate-limited, or
+ * a negative errno. */
 int procs_rescan_limited(struct procs *p, uint32_t pid, uint64_t min_interval_ns);
 /* The process exited: it is kept (its mappings still resolve late
  * samples) until its update and exit were sent and procs_reap() runs. */

@@ -241,6 +241,7 @@ struct uproc {
 	uint32_t pid;
 	struct binding *b;
 	size_t n;
+	size_t lpm_entries; /* its prefixes in the trie, at most UNWIND_MAX_LPM_PER_PROC */
 };
 
 struct assembly {
@@ -399,7 +400,7 @@ void unwind_maps_free(struct unwind_maps *um)
 
 /* ---- LPM entries of one binding ---- */
 
-static void binding_lpm_remove(struct unwind_maps *um, uint32_t pid, struct binding *b)
+static void binding_lpm_remove(struct unwind_maps *um, struct uproc *p, struct binding *b)
 {
 	struct unwind_prefix pre[UNWIND_MAX_PREFIXES];
 	struct sonde_unwind_lpm_key key;
@@ -409,14 +410,15 @@ static void binding_lpm_remove(struct unwind_maps *um, uint32_t pid, struct bind
 		return;
 	n = unwind_split_range(b->start, b->end, pre);
 	for (size_t i = 0; i < n; i++) {
-		unwind_lpm_key(pid, &pre[i], &key);
+		unwind_lpm_key(p->pid, &pre[i], &key);
 		um->ops->lpm_delete(um->ops_ctx, &key); /* -ENOENT is fine */
 	}
 	um->st.lpm_entries -= n;
+	p->lpm_entries -= n;
 	b->in_lpm = false;
 }
 
-static void binding_lpm_insert(struct unwind_maps *um, uint32_t pid, struct binding *b)
+static void binding_lpm_insert(struct unwind_maps *um, struct uproc *p, struct binding *b)
 {
 	struct unwind_prefix pre[UNWIND_MAX_PREFIXES];
 	struct sonde_unwind_lpm_value val = {0};
@@ -435,21 +437,27 @@ static void binding_lpm_insert(struct unwind_maps *um, uint32_t pid, struct bind
 	val.page_count = b->file->page_count;
 	val.page_shift = b->file->page_shift;
 	n = unwind_split_range(b->start, b->end, pre);
+	if (p->lpm_entries + n > UNWIND_MAX_LPM_PER_PROC) {
+		/* Its share of the trie is used up: frame pointers. */
+		um->st.lpm_capped++;
+		return;
+	}
 	for (i = 0; i < n; i++) {
-		unwind_lpm_key(pid, &pre[i], &key);
+		unwind_lpm_key(p->pid, &pre[i], &key);
 		if (um->ops->lpm_update(um->ops_ctx, &key, &val) < 0)
 			break;
 	}
 	if (i < n) {
 		/* Trie full: this mapping unwinds with frame pointers. */
 		while (i-- > 0) {
-			unwind_lpm_key(pid, &pre[i], &key);
+			unwind_lpm_key(p->pid, &pre[i], &key);
 			um->ops->lpm_delete(um->ops_ctx, &key);
 		}
 		um->st.lpm_failures++;
 		return;
 	}
 	um->st.lpm_entries += n;
+	p->lpm_entries += n;
 	b->in_lpm = true;
 }
 
@@ -466,9 +474,9 @@ static struct uproc *proc_find(struct unwind_maps *um, uint32_t pid, struct upro
 	return NULL;
 }
 
-static void binding_drop(struct unwind_maps *um, uint32_t pid, struct binding *b)
+static void binding_drop(struct unwind_maps *um, struct uproc *p, struct binding *b)
 {
-	binding_lpm_remove(um, pid, b);
+	binding_lpm_remove(um, p, b);
 	if (b->file) {
 		b->file->users--;
 		b->file->last_used = ++um->clock;
@@ -504,12 +512,15 @@ int unwind_maps_set_process(struct unwind_maps *um, uint32_t pid,
 		}
 	}
 	/* Keep what did not change (its entries stay in place, so BPF never
-	 * sees a gap), drop the rest, then add the new ones. */
-	for (size_t i = 0; i < n; i++) {
+	 * sees a gap), drop the rest, then add the new ones. Both lists are
+	 * sorted by start, without overlaps (procs.c): one merge pass. */
+	for (size_t i = 0, j = 0; i < n; i++) {
 		nb[i].start = maps[i].start;
 		nb[i].end = maps[i].end;
 		nb[i].offset = maps[i].offset;
-		for (size_t j = 0; j < p->n; j++) {
+		while (j < p->n && p->b[j].start < maps[i].start)
+			j++;
+		if (j < p->n) {
 			struct binding *o = &p->b[j];
 
 			if (o->file && o->start == maps[i].start && o->end == maps[i].end &&
@@ -518,12 +529,11 @@ int unwind_maps_set_process(struct unwind_maps *um, uint32_t pid,
 				nb[i] = *o;
 				o->file = NULL; /* moved */
 				o->in_lpm = false;
-				break;
 			}
 		}
 	}
 	for (size_t j = 0; j < p->n; j++)
-		binding_drop(um, pid, &p->b[j]);
+		binding_drop(um, p, &p->b[j]);
 	free(p->b);
 	p->b = nb;
 	p->n = n;
@@ -540,7 +550,7 @@ int unwind_maps_set_process(struct unwind_maps *um, uint32_t pid,
 			b->file->users++;
 		}
 		b->file->last_used = ++um->clock;
-		binding_lpm_insert(um, pid, b);
+		binding_lpm_insert(um, p, b);
 	}
 out:
 	free(nb);
@@ -556,7 +566,7 @@ void unwind_maps_remove_process(struct unwind_maps *um, uint32_t pid)
 	p = proc_find(um, pid, &link);
 	if (p) {
 		for (size_t j = 0; j < p->n; j++)
-			binding_drop(um, pid, &p->b[j]);
+			binding_drop(um, p, &p->b[j]);
 		*link = p->next;
 		free(p->b);
 		free(p);
@@ -717,7 +727,7 @@ static int commit(struct unwind_maps *um, struct assembly *a)
 		for (struct uproc *p = um->procs[b]; p; p = p->next)
 			for (size_t j = 0; j < p->n; j++)
 				if (p->b[j].file == f)
-					binding_lpm_insert(um, p->pid, &p->b[j]);
+					binding_lpm_insert(um, p, &p->b[j]);
 	return 0;
 }
 

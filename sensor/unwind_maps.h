@@ -95,6 +95,7 @@ struct unwind_maps_stats {
 	uint64_t tables_unindexed;   /* loaded without a page index (index space full) */
 	uint64_t lpm_entries;        /* prefixes in the trie now */
 	uint64_t lpm_failures;       /* mappings left without an entry (trie full) */
+	uint64_t lpm_capped;         /* ... (their process's UNWIND_MAX_LPM_PER_PROC used up) */
 	uint32_t capacity_rows;
 	uint32_t free_rows;
 };
@@ -131,9 +132,17 @@ int unwind_maps_add_chunk(struct unwind_maps *um, const struct unwind_chunk *c);
 /* A new connection: tables half-received on the old one are dropped. */
 void unwind_maps_connection_reset(struct unwind_maps *um);
 
-/* The executable mappings of pid are now maps[0..n) (borrowed): entries
- * for mappings that went away are removed, entries for new mappings of
- * files with a loaded table are inserted. Returns 0 or -ENOMEM. */
+/* One process's share of the LPM trie (262,144 prefixes): a normal one
+ * needs a few thousand (tens per mapping), one that maps a file with a
+ * table thousands of times would crowd out every other process. Its
+ * mappings beyond it unwind with frame pointers (lpm_capped). */
+#define UNWIND_MAX_LPM_PER_PROC 16384
+
+/* The executable mappings of pid are now maps[0..n) (borrowed, sorted by
+ * start, not overlapping, as procs.c keeps them): entries for mappings
+ * that went away are removed, entries for new mappings of files with a
+ * loaded table are inserted (up to UNWIND_MAX_LPM_PER_PROC prefixes).
+ * Returns 0 or -ENOMEM. */
 int unwind_maps_set_process(struct unwind_maps *um, uint32_t pid,
 			    const struct unwind_mapping *maps, size_t n);
 /* The process exited: its entries are removed and its tables unreferenced. */

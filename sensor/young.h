@@ -48,7 +48,8 @@ void young_set_mmap_wakeups(struct young *y, bool on);
 void young_add(struct young *y, uint32_t pid, enum young_kind kind, uint64_t now_ns);
 /* Scans or rescans (procs_scan, procs_rescan_maps) the processes whose
  * step is due at now_ns, and drops those whose schedule ended (gone, the
- * fork step done, a rescan that found nothing new, or the last step).
+ * fork step done, a rescan that found nothing new, or the last step). A
+ * step refused by the process's scan budget leaves its next step due.
  * Returns the ms to the next due step (at least 1), or -1 if none. */
 int young_rescan(struct young *y, uint64_t now_ns);
 /* Processes on the schedule. */

@@ -1,7 +1,9 @@
 /* test-procs.c - the process table (sensor/procs.c) on this test's own
  * /proc entry: a rescan that finds the same mappings changes nothing (no
  * observer call, no new generation, nothing to send), and one that finds
- * a new or removed executable mapping does. */
+ * a new or removed executable mapping does; a process with more distinct
+ * files than PROCS_MAX_FILES gets file IDs for that many only, and
+ * rescans stop when its scan budget is spent. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -227,6 +229,97 @@ static void test_chmod_registers_again(void **state)
 	unlink(path);
 }
 
+/* More distinct executable files (memfds, as a shared anonymous mapping
+ * is) than PROCS_MAX_FILES: that many get a file ID, the rest none
+ * (-EDQUOT) with the process marked over its bounds; every mapping of one
+ * file shares its registration; the test's own code still resolves. */
+static void test_distinct_files_are_capped(void **state)
+{
+	enum { FILES = PROCS_MAX_FILES + 100, SHARED = 50 };
+	long page = sysconf(_SC_PAGESIZE);
+	struct fileids *ids = fileids_new(2 * FILES);
+	struct procs *p = ids ? procs_new(ids, 4, "/proc") : NULL;
+	uint32_t pid = (uint32_t)getpid();
+	void *m[FILES + SHARED];
+	int fds[FILES];
+	size_t with = 0, quota = 0, of_first = 0;
+	struct fileid_entry *first = NULL;
+	struct stat st;
+	struct proc *pr;
+
+	(void)state;
+	assert_non_null(p);
+	skip_without_map_files();
+	for (int i = 0; i < FILES; i++) {
+		fds[i] = memfd_create("sonde-test-cap", MFD_CLOEXEC);
+		assert_true(fds[i] >= 0);
+		assert_int_equal(ftruncate(fds[i], page), 0);
+		m[i] = mmap(NULL, (size_t)page, PROT_READ | PROT_EXEC, MAP_SHARED, fds[i], 0);
+		assert_true(m[i] != MAP_FAILED);
+	}
+	/* The last file, mapped SHARED more times (new mappings go below
+	 * the older ones: its mappings are the first the scan meets). */
+	for (int i = 0; i < SHARED; i++) {
+		m[FILES + i] = mmap(NULL, (size_t)page, PROT_READ | PROT_EXEC, MAP_SHARED,
+				    fds[FILES - 1], 0);
+		assert_true(m[FILES + i] != MAP_FAILED);
+	}
+	assert_int_equal(fstat(fds[FILES - 1], &st), 0);
+	assert_int_equal(procs_scan(p, pid), 0);
+	pr = procs_find(p, pid);
+	assert_non_null(pr);
+	assert_true(pr->over_bounds);
+	for (size_t i = 0; i < pr->n_maps; i++) {
+		const struct proc_mapping *pm = &pr->maps[i];
+
+		if (strncmp(pm->path, "/memfd:sonde-test-cap", 21) != 0)
+			continue;
+		with += pm->file != NULL;
+		quota += pm->reg_err == -EDQUOT;
+		if (pm->ino != (uint64_t)st.st_ino)
+			continue;
+		/* Every mapping of the file has its one registration. */
+		of_first++;
+		assert_non_null(pm->file);
+		if (!first)
+			first = pm->file;
+		assert_ptr_equal(pm->file, first);
+	}
+	assert_int_equal(of_first, SHARED + 1);
+	assert_true(with <= PROCS_MAX_FILES + SHARED);
+	assert_true(quota >= FILES - PROCS_MAX_FILES);
+	assert_int_equal(with + quota, FILES + SHARED);
+	assert_true(fileids_count(ids) <= PROCS_MAX_FILES);
+	assert_resolves(p, pid);
+	/* A rescan reuses all of it: nothing changes. */
+	assert_int_equal(procs_scan(p, pid), 0);
+	for (int i = 0; i < FILES + SHARED; i++)
+		munmap(m[i], (size_t)page);
+	for (int i = 0; i < FILES; i++)
+		close(fds[i]);
+	procs_free(p);
+	fileids_free(ids);
+}
+
+/* Rescans of a known process read its maps until its scan budget is
+ * spent (far more often than the sensor rescans anything), then are
+ * refused without a read; a full scan (at exec) still runs. */
+static void test_rescans_stop_when_the_budget_is_spent(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t pid = (uint32_t)getpid();
+	int r = 0, n = 0;
+
+	assert_int_equal(procs_scan(f->procs, pid), 0);
+	while (n < 1000000 && (r = procs_rescan_maps(f->procs, pid)) == 0)
+		n++;
+	assert_int_equal(r, -EAGAIN);
+	/* Our maps text is at least a few KiB a scan. */
+	assert_true(n > 0 && (uint64_t)n <= SCAN_BUDGET_BURST / 1024 + 1000);
+	assert_int_equal(procs_rescan_limited(f->procs, pid, 1), 0);
+	assert_int_equal(procs_scan(f->procs, pid), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -236,6 +329,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_register_only_the_expected_regular_file, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_chmod_registers_again, setup, teardown),
+		cmocka_unit_test(test_distinct_files_are_capped),
+		cmocka_unit_test_setup_teardown(test_rescans_stop_when_the_budget_is_spent, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

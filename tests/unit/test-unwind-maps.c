@@ -19,7 +19,7 @@
 /* ---- fake maps ---- */
 
 #define FAKE_ROWS 4096
-#define FAKE_LPM 4096
+#define FAKE_LPM (UNWIND_MAX_LPM_PER_PROC + 64)
 
 struct fake {
 	struct sonde_unwind_row rows[FAKE_ROWS];
@@ -872,6 +872,41 @@ static void test_lpm_full(void **state)
 	free(t);
 }
 
+/* One process that maps a file with a table more often than its share of
+ * the trie allows: its entries stop at UNWIND_MAX_LPM_PER_PROC (the rest
+ * counted), and another process still gets its own. Page-aligned pages
+ * of 4 KiB are one prefix each. */
+static void test_lpm_share_per_process(void **state)
+{
+	enum { EXTRA = 10 };
+	struct env *e = *state;
+	struct sonde_unwind_row *t = table(10, 0);
+	size_t n = UNWIND_MAX_LPM_PER_PROC + EXTRA;
+	struct unwind_mapping *m = calloc(n, sizeof(*m));
+	struct unwind_mapping other = mapping(0x10000, 0x11000, 0, 1);
+	struct unwind_maps_stats st;
+
+	assert_non_null(m);
+	for (size_t i = 0; i < n; i++)
+		m[i] = mapping(0x100000000ull + 0x2000 * i, 0x100001000ull + 0x2000 * i, 0, 1);
+	assert_int_equal(send_table(e->um, 1, t, 10, 10), 0);
+	assert_int_equal(unwind_maps_set_process(e->um, 1, m, n), 0);
+	unwind_maps_get_stats(e->um, &st);
+	assert_int_equal(st.lpm_entries, UNWIND_MAX_LPM_PER_PROC);
+	assert_int_equal(st.lpm_capped, EXTRA);
+	assert_int_equal(e->f->n_lpm, UNWIND_MAX_LPM_PER_PROC);
+	assert_int_equal(unwind_maps_set_process(e->um, 2, &other, 1), 0);
+	unwind_maps_get_stats(e->um, &st);
+	assert_int_equal(st.lpm_entries, UNWIND_MAX_LPM_PER_PROC + 1);
+	assert_non_null(fake_lookup(e->f, 2, 0x10800));
+	/* Its mappings going away give its share back. */
+	assert_int_equal(unwind_maps_set_process(e->um, 1, m, 1), 0);
+	unwind_maps_get_stats(e->um, &st);
+	assert_int_equal(st.lpm_entries, 2);
+	free(m);
+	free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -886,6 +921,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_processes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eviction, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lpm_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lpm_share_per_process, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("unwind-maps", tests, NULL, NULL);
