@@ -535,6 +535,14 @@ static int db_open_once(const char *path, sqlite3 **ret_db)
 	r = exec_int(db, "PRAGMA synchronous=NORMAL", NULL);
 	if (r < 0)
 		goto cleanup;
+	/* The sandbox lets the symbolizer write in its cache directory only,
+	 * not in the directories SQLite puts temporary files in (/var/tmp,
+	 * /tmp): a sort or GROUP BY that outgrows the page cache (a Folded
+	 * query over a few thousand distinct stacks) would spill to a file
+	 * there and fail with a disk I/O error, so they stay in memory. */
+	r = exec_int(db, "PRAGMA temp_store=MEMORY", NULL);
+	if (r < 0)
+		goto cleanup;
 	for (int64_t v = version; v < CACHE_SCHEMA_VERSION; v++) {
 		char sql[64];
 

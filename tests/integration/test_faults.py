@@ -5,6 +5,7 @@ import json
 import os
 import pathlib
 import pwd
+import random
 import signal
 import subprocess
 import time
@@ -194,6 +195,51 @@ def libc_frame(sym, pid):
         if st.frames:
             return st.frames[-1]
     return None
+
+
+def libc_functions():
+    """File offsets of libc's exported functions (its .text is mapped at
+    offset 0: a function's address is its file offset)."""
+    out = subprocess.run(["nm", "-D", "--defined-only", LIBC], capture_output=True, text=True,
+                         check=True).stdout
+    return sorted({int(l.split()[0], 16) for l in out.splitlines()
+                   if len(l.split()) == 3 and l.split()[1] in "Tt" and int(l.split()[0], 16)})
+
+
+def test_folded_larger_than_the_page_cache(tmp_path):
+    """A Folded query whose GROUP BY outgrows SQLite's page cache (2 MiB):
+    SQLite spills such a sort to a temporary file, which the sandbox
+    (Landlock: the cache directory only) must not need. 5,000 distinct
+    stacks of 40 libc functions, about 3 MiB of folded text."""
+    from conftest import ingest_pb2
+    sym = Symbolizer(tmp_path)
+    try:
+        fns = libc_functions()
+        libc = open(LIBC, "rb").read()
+        s = PySensor(sym.address, {LIBC: libc})
+        s.hello()
+        s.process(400, "wide", [LIBC])
+        fid, now, n = s.ids[LIBC], time.time_ns(), 5000
+        rng = random.Random(20261206)
+        for first in range(0, n, 500):
+            ids = range(first, first + 500)
+            s.send(stacks=ingest_pb2.StackBatch(
+                stacks=[ingest_pb2.StackDef(id=1 + i, user=[
+                    ingest_pb2.Frame(file_id=fid, address=a + 1) for a in rng.sample(fns, 40)])
+                    for i in ids],
+                samples=[ingest_pb2.SampleCount(stack_id=1 + i, pid=400, tid=400, count=1,
+                                                first_unix_ns=now, last_unix_ns=now, comm="wide")
+                         for i in ids]))
+        s.close()
+        wait_for(lambda: sym.status().samples_stored >= n, 30, f"{n} stored samples")
+        r = sym.symbols.Folded(symbols_pb2.ProfileQuery(pid=400), timeout=30)
+        text = sum(len(";".join(st.frames)) for st in r.stacks)
+        print(f"folded: {len(r.stacks)} stacks, {sum(st.count for st in r.stacks)} samples, "
+              f"{text} bytes of text")
+        assert sum(st.count for st in r.stacks) == n
+        assert text > 5 << 19, text
+    finally:
+        sym.stop()
 
 
 def test_corrupt_cache_moved_aside_and_rebuilt(tmp_path):

@@ -474,7 +474,12 @@ def test_library_dlopened_by_a_short_lived_process(services):
 
 def test_restart_loads_tables_within_seconds():
     """With a warm cache, a restarted sensor + symbolizer have every table
-    loaded for the running processes quickly (asserted: 3 s)."""
+    loaded for the running processes within 1 s of the new sensor's
+    connection (issue 3), every one from the cache (the new symbolizer
+    analyses no file). Before the connection the services start: the
+    symbolizer, then the sensor, whose time is mostly the kernel verifying
+    its BPF programs (CPU-bound, 1-5 s on a host at load 4-6) and owes
+    nothing to the tables: printed, not asserted."""
     tmp = make_tmp()
     work = subprocess.Popen([str(UNWIND_WORKLOAD), "60000"])
     sym = Symbolizer(tmp)
@@ -487,9 +492,21 @@ def test_restart_loads_tables_within_seconds():
         sym.stop()
         t0 = time.monotonic()
         sym = Symbolizer(tmp)
-        sensor = Sensor(tmp, sym.address, ["--pid", str(work.pid)])
-        wait_for(lambda: sym.status().unwind_tables_loaded >= want, 3, f"{want} tables after the restart")
-        print(f"restart: {want} tables loaded {time.monotonic() - t0:.2f} s after the restart")
+        t_sym = time.monotonic()
+        # The loaded-table count reaches Status with the sensor's counters,
+        # sent every flush: every 100 ms here, so it trails the maps by
+        # at most that.
+        sensor = Sensor(tmp, sym.address, ["--flush-ms", "100", "--pid", str(work.pid)])
+        wait_for(lambda: sym.status().sensors_connected >= 1, 30, "the restarted sensor")
+        t_conn = time.monotonic()
+        wait_for(lambda: sym.status().unwind_tables_loaded >= want, 10, f"{want} tables after the restart")
+        t_tables = time.monotonic()
+        print(f"restart: {want} tables loaded {t_tables - t0:.2f} s after the restart: symbolizer "
+              f"answering {t_sym - t0:.2f} s, sensor connected {t_conn - t0:.2f} s, tables "
+              f"{t_tables - t_conn:.2f} s after that")
+        analysed = [l for l in sym.logtext().splitlines() if ": analysed " in l]
+        assert not analysed, analysed
+        assert t_tables - t_conn <= 1.0, f"{want} tables {t_tables - t_conn:.2f} s after the connection"
     finally:
         work.kill()
         work.wait()

@@ -9,7 +9,9 @@ reference. In the symbolizer's folded output:
     hardly any an unknown V8 frame;
   - the leaf-function shares (leafA, leafB, middle, spin, round) agree
     with the .cpuprofile's within 5 points (its self time counted by line:
-    see reference_shares);
+    see reference_shares), both measured on enough samples (SHARES_HZ,
+    REFERENCE_INTERVAL_US) that 5 points stay several standard deviations
+    of their difference;
   - functions TurboFan inlined into round are frames of their own: spin
     a leaf under round, middle the caller of leafA and leafB as often as
     in the .cpuprofile;
@@ -80,7 +82,14 @@ function main() {
 }
 main();
 """
-ROUNDS = 250
+ROUNDS = 500
+# A share p measured on n samples spreads by sqrt(p(1-p)/n): leafA's 0.46
+# over the ~10,000 samples sonde takes of ROUNDS at SHARES_HZ by 0.5
+# points, over the ~8,000 of --cpu-prof at REFERENCE_INTERVAL_US by 0.6,
+# so their difference by about 0.8 (a second run of the workload moves
+# its shares little beside that): the 5-point bound is 6 of those.
+SHARES_HZ = "1999"
+REFERENCE_INTERVAL_US = "500"
 
 LEAVES = ("leafA", "leafB", "middle", "spin", "round")
 
@@ -144,7 +153,8 @@ def reference_shares(tmp, script, rounds):
     is therefore counted by line (the node's positionTicks), each line
     going to the function whose source holds it, as sonde names it."""
     out = pathlib.Path(tmp) / "prof"
-    subprocess.run([NODE, "--cpu-prof", "--cpu-prof-dir", str(out), str(script), str(rounds)],
+    subprocess.run([NODE, "--cpu-prof", "--cpu-prof-interval", REFERENCE_INTERVAL_US,
+                    "--cpu-prof-dir", str(out), str(script), str(rounds)],
                    check=True, capture_output=True, timeout=300)
     prof = json.loads(next(out.glob("*.cpuprofile")).read_text())
     by_id = {n["id"]: n for n in prof["nodes"]}
@@ -169,14 +179,14 @@ def reference_shares(tmp, script, rounds):
     return {f: self_of[f] / total for f in LEAVES}, total, under_middle / max(leaves, 1)
 
 
-def profile_node(symbolizer, start_sensor, script, rounds, walk, flags=()):
-    """Runs the workload under the sensor, from its first round; returns
-    node's pid once it exited and the sensor flushed."""
+def profile_node(symbolizer, start_sensor, script, rounds, walk, flags=(), hz="499"):
+    """Runs the workload under the sensor (sampling at hz), from its first
+    round; returns node's pid once it exited and the sensor flushed."""
     node = subprocess.Popen([NODE, *flags, str(script), str(rounds), "wait"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert node.stdout.readline().strip() == "ready"
-        sensor = start_sensor(symbolizer.address, "--pid", str(node.pid), "--frequency", "499",
+        sensor = start_sensor(symbolizer.address, "--pid", str(node.pid), "--frequency", hz,
                               "--bpf-walk", walk)
         try:
             wait_for(lambda: symbolizer.status().sensors_connected == 1, 30, "the sensor")
@@ -234,7 +244,7 @@ def test_node_frames_against_cpu_prof(symbolizer, start_sensor, tmp_path, walk):
     script = pathlib.Path(tmp_path) / "calls.js"
     script.write_text(WORKLOAD)
     ref, ref_total, ref_middle = reference_shares(tmp_path, script, ROUNDS)
-    pid = profile_node(symbolizer, start_sensor, script, ROUNDS, walk)
+    pid = profile_node(symbolizer, start_sensor, script, ROUNDS, walk, hz=SHARES_HZ)
 
     def enough():
         st = folded(symbolizer, pid)
