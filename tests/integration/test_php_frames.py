@@ -11,7 +11,8 @@ process exited (so the names survived it):
     (an internal function as a leaf), every user frame with a line;
   - branch_a's share of branch_a + branch_b within 5 points of the
     design's 75 %, of the program's own measured CPU split, and of
-    Excimer's;
+    Excimer's (there: 5 points, or 3 standard deviations of sampling noise
+    when a loaded host leaves Excimer few log entries);
   - >= 90 % of the leaf frames of Worker::spin and branch_b are on the
     hot lines (spin's loop; branch_b's crc32 call);
   - the PHP frames replace execute_ex, and crc32's C frames sit above
@@ -24,6 +25,7 @@ above array_map's C frames; the Loader's offsets against php8.2-dev's
 headers (when installed) and the VM's registers in execute_ex's
 disassembly."""
 import json
+import math
 import os
 import pathlib
 import re
@@ -148,8 +150,19 @@ def test_php_frames_under_sonde_and_excimer(symbolizer, start_sensor, tmp_path, 
         print(f"  incomplete: {c} {';'.join(f)}")
     assert total >= 300, total
     assert ok >= 0.95 * total, (ok, total, bad)
-    assert abs(share - 75) <= 5 and abs(share - own) <= 5 and abs(share - ex_share) <= 5, \
-        (share, own, ex_share)
+    # Excimer's shares rest on its log entries, one per signal it handled;
+    # on a loaded host its timer's overruns fold several periods into one
+    # entry (a few hundred entries in a run instead of ~2,000), and its share
+    # then spreads by more than 5 points by chance alone. Its bound is 5
+    # points or three standard deviations of both shares' sampling noise,
+    # whichever is larger; the program's own split (exact) keeps 5.
+    n_ex = result["excimer_entries"]
+    p = share / 100
+    sd = 100 * math.sqrt(p * (1 - p) * (1 / max(n_ex, 1) + 1 / max(a + b, 1)))
+    ex_bound = max(5.0, 3 * sd)
+    print(f"Excimer: {n_ex} log entries; its bound {ex_bound:.1f} points")
+    assert abs(share - 75) <= 5 and abs(share - own) <= 5 and abs(share - ex_share) <= ex_bound, \
+        (share, own, ex_share, ex_bound)
 
     hot = {"Worker::spin": {line("HOT_FOR"), line("HOT_SPIN")}, "branch_b": {line("CALL_CRC")}}
     leaves = on_hot = 0
