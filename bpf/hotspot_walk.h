@@ -46,13 +46,17 @@
 /* interp_walk.h's, defined after the runtimes' headers. */
 static __always_inline bool interp_jit_push(struct sonde_interp_jit *j, __u32 native, __u64 word0,
 					    __u64 word1);
-/* sample.bpf.c's frame-pointer step, defined after the walkers. */
-static __always_inline int unwind_step_fp(struct user_walk *st);
+/* sample.bpf.c's frame-pointer step, defined after the walkers: its
+ * checks, and the step from the words at fp. */
+static __always_inline int unwind_fp_check(struct user_walk *st);
+static __always_inline int unwind_fp_apply(struct user_walk *st, const __u64 *frame);
 
 #define HOTSPOT_MAX_HEAPS 4     /* CodeHeaps: JDK 17 has 3 (segmented cache) */
 #define HOTSPOT_SEGMAP_HOPS 32  /* segment map hops back to a blob's start */
 #define HOTSPOT_BLOB_BUF 512    /* bytes of a blob's header read at once */
 #define HOTSPOT_FRAME_WORDS 12  /* interpreter frame words read: fp - 80 .. fp + 16 */
+#define HOTSPOT_STACK_WIN 1024  /* bytes of the sampled stack read at once (struct hotspot_scratch) */
+#define HOTSPOT_STACK_WORDS (HOTSPOT_STACK_WIN / 8)
 #define HOTSPOT_MAX_FRAME_SIZE (1u << 16) /* words: a compiled frame beyond is damage */
 #define HOTSPOT_MAX_INLINE 16   /* scopes per compiled frame: C2 inlines 15 deep (MaxInlineLevel) */
 #define HOTSPOT_SCOPE_BUF 16    /* bytes read at a scope: its 3 header numbers */
@@ -178,7 +182,17 @@ struct hotspot_scratch {
 	 * their offsets; twice the size so that a span read at a masked
 	 * offset stays inside. */
 	__u8 blob[2 * HOTSPOT_BLOB_BUF];
-	__u64 frame[HOTSPOT_FRAME_WORDS];
+	/* The sampled thread's stack [win_lo, win_lo + win_len), read at
+	 * the first of the sample's Java frames that needs it and again only
+	 * past it: the Java frames' stack words (an interpreted frame's 12,
+	 * a sized frame's return address and rbp) lie mostly within the
+	 * HOTSPOT_STACK_WIN bytes above the first, so a walk reads the stack
+	 * once or twice instead of once a frame. win_len 0: nothing yet
+	 * (hotspot_jit_begin); HOTSPOT_FRAME_WORDS of slack keep a masked
+	 * index plus a frame's words inside. */
+	__u64 win_lo;
+	__u32 win_len, win_pad;
+	__u64 win[HOTSPOT_STACK_WORDS + HOTSPOT_FRAME_WORDS];
 	__u8 scope[HOTSPOT_SCOPE_BUF];
 	struct hotspot_scope_val val; /* what a miss stores in hotspot_scopes */
 	/* Keys and a name's first bytes, here rather than on the stack: the
@@ -327,6 +341,7 @@ static __always_inline void hotspot_jit_begin(struct sonde_interp_jit *j,
 	x->procs_gen = gen;
 claim:
 	x->fresh = 0;
+	x->win_len = 0;
 	hs_count(1);
 #ifdef SONDE_HOTSPOT_COUNT_READS
 	{
@@ -579,6 +594,48 @@ static __always_inline __u64 hotspot_note_method(struct hotspot_scratch *x, __u3
 	return cm;
 }
 
+/* Reads the stack window at addr: HOTSPOT_STACK_WIN bytes, or, where
+ * they would cross into unmapped memory (the stack's top), up to the end
+ * of addr's page, at least words of them. 0, or -1 when they cannot be
+ * read. */
+static __always_inline int hs_win_fill(struct hotspot_scratch *x, __u64 addr, __u32 words)
+{
+	__u64 n = 4096 - (addr & 4095);
+
+	hs_count(31);
+	x->win_len = 0;
+	if (!interp_probe_read(x->win, HOTSPOT_STACK_WIN, (const void *)addr)) {
+		n = HOTSPOT_STACK_WIN;
+	} else {
+		if (n > HOTSPOT_STACK_WIN)
+			n = HOTSPOT_STACK_WIN;
+		if (n < words * 8)
+			n = words * 8;
+		/* The bound is checked on the register passed. */
+		asm volatile("" : "+r"(n));
+		if (n > HOTSPOT_STACK_WIN || interp_probe_read(x->win, n, (const void *)addr))
+			return -1;
+	}
+	x->win_lo = addr;
+	x->win_len = (__u32)n;
+	return 0;
+}
+
+/* The words (at most HOTSPOT_FRAME_WORDS) of the sampled stack at addr,
+ * from the window (read there first when they lie outside it), or NULL
+ * when they cannot be read. */
+static __always_inline const __u64 *hs_stack(struct hotspot_scratch *x, __u64 addr, __u32 words)
+{
+	__u64 off = addr - x->win_lo;
+
+	if (addr < x->win_lo || (off & 7) || off > x->win_len || x->win_len - off < words * 8) {
+		if (hs_win_fill(x, addr, words))
+			return NULL;
+		off = 0;
+	}
+	return &x->win[(off >> 3) & (HOTSPOT_STACK_WORDS - 1)];
+}
+
 /* Steps an interpreted frame: rbp is its frame pointer. */
 static __always_inline int hs_step_interpreted(struct sonde_interp_jit *j,
 					       struct hotspot_scratch *x, struct user_walk *st,
@@ -587,17 +644,18 @@ static __always_inline int hs_step_interpreted(struct sonde_interp_jit *j,
 	__u64 fp = st->fp, method, bcp, cm, bci = SONDE_HOTSPOT_BCI_UNKNOWN, sender_sp;
 	__u32 ms = h->off.frame_method_slot, bs = h->off.frame_bcp_slot,
 	      ss = h->off.frame_sender_sp_slot;
+	const __u64 *f = 0;
 	bool sent = true;
 
 	if (!fp || (fp & 7) || fp < st->sp || ms > 10 || bs > 10 || ss > 10 ||
-	    interp_probe_read(x->frame, sizeof(x->frame), (const void *)(fp - 80))) {
+	    !(f = hs_stack(x, fp - 80, HOTSPOT_FRAME_WORDS))) {
 		count_err(SONDE_ERR_USER_BAD_FP);
 		st->outcome = SONDE_OUTCOME_READ_ERROR;
 		return 1;
 	}
-	method = x->frame[10 - ms];
-	bcp = x->frame[10 - bs];
-	sender_sp = x->frame[10 - ss];
+	method = f[10 - ms];
+	bcp = f[10 - bs];
+	sender_sp = f[10 - ss];
 	/* A Method* whose ConstMethod cannot be read is no method (a frame
 	 * sampled before the interpreter built it): the frame stays native. */
 	cm = method ? hotspot_note_method(x, st->tgid, method, bcp, h, &sent) : 0;
@@ -607,8 +665,8 @@ static __always_inline int hs_step_interpreted(struct sonde_interp_jit *j,
 			bci = bcp - (cm + h->off.cmethod_size);
 		interp_jit_push(j, native, SONDE_HOTSPOT_WORD0(method, 0), SONDE_HOTSPOT_WORD1(bci));
 	}
-	st->pc = x->frame[11];
-	st->fp = x->frame[10];
+	st->pc = f[11];
+	st->fp = f[10];
 	st->sp = sender_sp > fp && sender_sp - fp < (1u << 20) ? sender_sp : fp + 16;
 	st->exact_pc = 0;
 	if (!st->pc) {
@@ -620,11 +678,13 @@ static __always_inline int hs_step_interpreted(struct sonde_interp_jit *j,
 
 /* Steps a frame of known size (compiled code, runtime stubs): the return
  * address and the saved rbp sit just below sp + size. */
-static __always_inline int hs_step_sized(struct user_walk *st, __u64 words)
+static __always_inline int hs_step_sized(struct hotspot_scratch *x, struct user_walk *st,
+					 __u64 words)
 {
-	__u64 sender_sp = st->sp + words * 8, frame[2];
+	__u64 sender_sp = st->sp + words * 8;
+	const __u64 *frame = hs_stack(x, sender_sp - 16, 2);
 
-	if (interp_probe_read(frame, sizeof(frame), (const void *)(sender_sp - 16))) {
+	if (!frame) {
 		count_err(SONDE_ERR_USER_READ);
 		st->outcome = SONDE_OUTCOME_READ_ERROR;
 		return 1;
@@ -896,16 +956,16 @@ static __always_inline bool hs_nmethod_frames(struct sonde_interp_jit *j, struct
 
 /* Steps a frame sampled before its prologue built it: the return address
  * on top of the stack, rbp untouched. */
-static __always_inline int hs_step_prologue(struct user_walk *st)
+static __always_inline int hs_step_prologue(struct hotspot_scratch *x, struct user_walk *st)
 {
-	__u64 ret = 0;
+	const __u64 *ret = hs_stack(x, st->sp, 1);
 
-	if (interp_probe_read(&ret, sizeof(ret), (const void *)st->sp)) {
+	if (!ret) {
 		count_err(SONDE_ERR_USER_READ);
 		st->outcome = SONDE_OUTCOME_READ_ERROR;
 		return 1;
 	}
-	st->pc = ret;
+	st->pc = ret[0];
 	st->sp += 8;
 	st->exact_pc = 0;
 	if (!st->pc) {
@@ -1035,13 +1095,24 @@ static __always_inline bool hs_pc_valid(struct hotspot_scratch *x, const struct 
 }
 
 /* A stub without a frame size (the call stub Java is entered by,
- * StubRoutines) is rbp-framed: stepped here as the usual rule would after
- * an unwind table lookup that finds none in the CodeCache's anonymous
- * memory, and a second step of this walker. */
-static __always_inline int hs_step_rbp(struct user_walk *st)
+ * StubRoutines) is rbp-framed: stepped here as the usual rule would
+ * (sample.bpf.c's checks and step), its two words from the stack window,
+ * rather than after an unwind table lookup that finds none in the
+ * CodeCache's anonymous memory and a second step of this walker. */
+static __always_inline int hs_step_rbp(struct hotspot_scratch *x, struct user_walk *st)
 {
+	const __u64 *frame;
+
 	st->used_fp = 1;
-	return unwind_step_fp(st);
+	if (unwind_fp_check(st))
+		return 1;
+	frame = hs_stack(x, st->fp, 2);
+	if (!frame) {
+		count_err(SONDE_ERR_USER_READ);
+		st->outcome = SONDE_OUTCOME_READ_ERROR;
+		return 1;
+	}
+	return unwind_fp_apply(st, frame);
 }
 
 /* Steps the frame at st->pc from its per-CPU slot: unwind_one's 0 / 1,
@@ -1069,12 +1140,12 @@ static __always_inline int hs_pc_step(struct sonde_interp_jit *j, struct hotspot
 		hs_count(43);
 		hs_push_words(j, &e->val, native);
 		HS_T(41);
-		r = e->prologue ? hs_step_prologue(st) : hs_step_sized(st, e->frame_size);
+		r = e->prologue ? hs_step_prologue(x, st) : hs_step_sized(x, st, e->frame_size);
 		HS_T(42);
 		return r;
 	}
 	hs_count(44);
-	r = e->frame_size ? hs_step_sized(st, e->frame_size) : hs_step_rbp(st);
+	r = e->frame_size ? hs_step_sized(x, st, e->frame_size) : hs_step_rbp(x, st);
 	HS_T(42);
 	return r;
 }
@@ -1214,12 +1285,12 @@ static __always_inline int hs_step(struct sonde_interp_jit *j, const struct sond
 			   st->pc - code_begin < complete;
 		if (r)
 			hs_pc_store(x, st, blob, kind, fs, prologue, h);
-		return prologue ? hs_step_prologue(st) : hs_step_sized(st, fs);
+		return prologue ? hs_step_prologue(x, st) : hs_step_sized(x, st, fs);
 	}
 	HS_KIND(3);
 	if (hs_blob64(x, h->off.blob_name))
 		hs_pc_store(x, st, blob, kind, fs, false, h);
-	return fs ? hs_step_sized(st, fs) : hs_step_rbp(st);
+	return fs ? hs_step_sized(x, st, fs) : hs_step_rbp(x, st);
 }
 
 __noinline int hotspot_jit_step(struct sonde_interp_jit *j, const struct sonde_interp_proc *p,

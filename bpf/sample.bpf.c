@@ -464,11 +464,10 @@ static __always_inline int unwind_find(struct user_walk *st, struct walk_rule *r
 	return 0;
 }
 
-/* Returns 1 to stop the walk (outcome set), 0 to go on with the caller. */
-static __always_inline int unwind_step_fp(struct user_walk *st)
+/* The frame-pointer step's checks before its read: 1 to stop the walk
+ * (the root, or an fp no frame can have; outcome set), else 0. */
+static __always_inline int unwind_fp_check(struct user_walk *st)
 {
-	__u64 frame[2]; /* saved fp, return address */
-
 	if (st->fp == 0) {
 		st->outcome = SONDE_OUTCOME_COMPLETE;
 		return 1;
@@ -480,11 +479,13 @@ static __always_inline int unwind_step_fp(struct user_walk *st)
 		st->outcome = SONDE_OUTCOME_READ_ERROR;
 		return 1;
 	}
-	if (bpf_probe_read_user(frame, sizeof(frame), (const void *)st->fp)) {
-		count_err(SONDE_ERR_USER_READ);
-		st->outcome = SONDE_OUTCOME_READ_ERROR;
-		return 1;
-	}
+	return 0;
+}
+
+/* The frame-pointer step from the two words at fp (saved fp, return
+ * address): unwind_step_fp's after its read. */
+static __always_inline int unwind_fp_apply(struct user_walk *st, const __u64 *frame)
+{
 	if (frame[1] == 0) {
 		/* _start/clone push a zero return address: the root. */
 		st->outcome = SONDE_OUTCOME_COMPLETE;
@@ -503,6 +504,21 @@ static __always_inline int unwind_step_fp(struct user_walk *st)
 	}
 	st->fp = frame[0];
 	return 0;
+}
+
+/* Returns 1 to stop the walk (outcome set), 0 to go on with the caller. */
+static __always_inline int unwind_step_fp(struct user_walk *st)
+{
+	__u64 frame[2]; /* saved fp, return address */
+
+	if (unwind_fp_check(st))
+		return 1;
+	if (bpf_probe_read_user(frame, sizeof(frame), (const void *)st->fp)) {
+		count_err(SONDE_ERR_USER_READ);
+		st->outcome = SONDE_OUTCOME_READ_ERROR;
+		return 1;
+	}
+	return unwind_fp_apply(st, frame);
 }
 
 /* __restore_rt: the interrupted registers are in the ucontext at rsp. */
