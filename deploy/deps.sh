@@ -23,6 +23,7 @@ sonde_test_packages=(
   protobuf-compiler protobuf-compiler-grpc # Python stubs for the test clients
   opentelemetry-proto                      # official .proto files, tag v1.5.0 (bookworm-backports): the 1.5.0 layout's OTLP receiver (v1.11.0, the default layout's: tests/workload/fetch-otlp-proto, from sid)
   linux-perf binutils                      # perf and nm as reference tools
+  bpftrace                                 # the benchmarks' peer (tests/bench: its frame-pointer walk)
   libclang-rt-14-dev                       # libFuzzer + sanitizer runtimes (tests/fuzz/run)
   libc6-dbg                                # libc's debug files: symbolization accuracy test (llvm-symbolizer comes with llvm)
   dwz                                      # DWZ multifiles (.gnu_debugaltlink) for the symbolization test
