@@ -32,9 +32,10 @@ try {
   result.zoom_width_before = before.width;
   result.zoom_width_after = after.width;
   await page.click("#reset");
-  await page.fill("#search", "^leaf_");
+  await page.fill("#search", "leaf");
   result.matched = await page.locator("#matched").innerText();
   result.hits = await page.locator(".f.hit").count();
+  result.hit_names = [...new Set(await page.locator(".f.hit").evaluateAll((els) => els.map((e) => e.dataset.name)))].sort();
   result.requests = requests;
   result.errors = errors;
 } finally {
